@@ -1,0 +1,87 @@
+"""BERT input embeddings: word + position + token type, then LayerNorm and dropout (BERT §3)."""
+
+import keras
+import tensorflow as tf
+
+
+@keras.saving.register_keras_serializable(package="keras_bert")
+class BertEmbeddings(keras.layers.Layer):
+    """Sums word, learned absolute position and token-type embeddings (BERT §3, figure 2).
+
+    Args:
+        vocab_size: int. Rows of the word embedding table.
+        hidden_size: int. Embedding width H.
+        max_sequence_length: int. Rows of the position table, in tokens.
+        type_vocab_size: int. Rows of the token-type table.
+        initializer_range: float. Stddev of the truncated-normal initializer.
+        layer_norm_epsilon: float. LayerNorm epsilon (1e-12 in google-research/bert).
+        dropout_rate: float in [0, 1). Dropout after the LayerNorm.
+
+    Call args:
+        input_word_ids: int32 Tensor [batch_size, seq_length].
+        input_type_ids: int32 Tensor [batch_size, seq_length].
+        training: bool. Dropout acts only when True.
+
+    Returns:
+        Tensor [batch_size, seq_length, hidden_size] in the layer's compute dtype. The
+        LayerNorm is computed in float32 under mixed precision.
+
+    Raises:
+        InvalidArgumentError: at run time if seq_length > max_sequence_length.
+    """
+
+    def __init__(self, vocab_size, hidden_size, max_sequence_length, type_vocab_size=2,
+                 initializer_range=0.02, layer_norm_epsilon=1e-12, dropout_rate=0.1, **kwargs):
+        super().__init__(**kwargs)
+        self.vocab_size = vocab_size
+        self.hidden_size = hidden_size
+        self.max_sequence_length = max_sequence_length
+        self.type_vocab_size = type_vocab_size
+        self.initializer_range = initializer_range
+        self.layer_norm_epsilon = layer_norm_epsilon
+        self.dropout_rate = dropout_rate
+
+    def build(self, input_shape=None):
+        init = keras.initializers.TruncatedNormal(stddev=self.initializer_range)
+        self.word_embeddings = keras.layers.Embedding(
+            self.vocab_size, self.hidden_size, embeddings_initializer=init,
+            dtype=self.dtype_policy, name="word_embeddings")
+        self.word_embeddings.build((None, None))
+        self.position_embeddings = self.add_weight(
+            name="position_embeddings", shape=(self.max_sequence_length, self.hidden_size),
+            initializer=init)
+        self.type_embeddings = keras.layers.Embedding(
+            self.type_vocab_size, self.hidden_size, embeddings_initializer=init,
+            dtype=self.dtype_policy, name="type_embeddings")
+        self.type_embeddings.build((None, None))
+        # LayerNorm statistics in float32 whatever the policy (mixed precision safety).
+        self.layer_norm = keras.layers.LayerNormalization(
+            epsilon=self.layer_norm_epsilon, dtype="float32", name="layer_norm")
+        self.layer_norm.build((None, None, self.hidden_size))
+        self.dropout = keras.layers.Dropout(self.dropout_rate, name="dropout")
+        self.built = True
+
+    def call(self, input_word_ids, input_type_ids, training=None):
+        seq_length = tf.shape(input_word_ids)[1]
+        static_length = input_word_ids.shape[1]
+        if static_length is not None and static_length > self.max_sequence_length:
+            raise ValueError(
+                f"sequence length {static_length} exceeds max_sequence_length="
+                f"{self.max_sequence_length} (the size of the position table)")
+        tf.debugging.assert_less_equal(
+            seq_length, self.max_sequence_length,
+            message=f"sequence length exceeds max_sequence_length={self.max_sequence_length}")
+        positions = tf.cast(self.position_embeddings[:seq_length], self.compute_dtype)
+        x = (self.word_embeddings(input_word_ids) + positions[tf.newaxis]
+             + self.type_embeddings(input_type_ids))
+        x = tf.cast(self.layer_norm(x), self.compute_dtype)
+        return self.dropout(x, training=training)
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(vocab_size=self.vocab_size, hidden_size=self.hidden_size,
+                      max_sequence_length=self.max_sequence_length,
+                      type_vocab_size=self.type_vocab_size,
+                      initializer_range=self.initializer_range,
+                      layer_norm_epsilon=self.layer_norm_epsilon, dropout_rate=self.dropout_rate)
+        return config

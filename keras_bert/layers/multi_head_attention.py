@@ -1,0 +1,89 @@
+"""Multi-head scaled dot-product self-attention (Vaswani et al. 2017, §3.2.2; BERT §3)."""
+
+import math
+
+import keras
+import tensorflow as tf
+
+# Added to the logits of masked positions. google-research/bert modeling.py uses -10000: finite,
+# representable in float16 and bfloat16, and exp() of it is exactly 0 in float32 (PITFALLS.md).
+MASK_LOGIT = -10000.0
+
+
+@keras.saving.register_keras_serializable(package="keras_bert")
+class BertSelfAttention(keras.layers.Layer):
+    """Query/key/value projections, masked softmax attention, heads concatenated.
+
+    The output projection is the owning block's `attention_output` Dense, as in
+    google-research/bert (`attention/output/dense`).
+
+    Args:
+        hidden_size: int. Model width H = num_heads * head size D.
+        num_heads: int. Number of heads N.
+        attention_dropout_rate: float in [0, 1). Dropout on the attention probabilities.
+        initializer_range: float. Stddev of the truncated-normal initializer.
+
+    Call args:
+        inputs: Tensor [batch_size, seq_length, hidden_size].
+        attention_mask: int32 Tensor [batch_size, seq_length, seq_length]; 1 = may attend.
+        training: bool. Dropout acts only when True.
+
+    Returns:
+        Tensor [batch_size, seq_length, hidden_size], the concatenated heads, compute dtype.
+        Logits and softmax are computed in float32.
+
+    Raises:
+        ValueError: if hidden_size is not divisible by num_heads.
+    """
+
+    def __init__(self, hidden_size, num_heads, attention_dropout_rate=0.1,
+                 initializer_range=0.02, **kwargs):
+        super().__init__(**kwargs)
+        if hidden_size % num_heads:
+            raise ValueError(
+                f"hidden_size={hidden_size} must be divisible by num_heads={num_heads}")
+        self.hidden_size = hidden_size
+        self.num_heads = num_heads
+        self.attention_dropout_rate = attention_dropout_rate
+        self.initializer_range = initializer_range
+
+    def build(self, input_shape=None):
+        init = keras.initializers.TruncatedNormal(stddev=self.initializer_range)
+        for name in ("query", "key", "value"):
+            dense = keras.layers.Dense(self.hidden_size, kernel_initializer=init,
+                                       dtype=self.dtype_policy, name=name)
+            dense.build((None, None, self.hidden_size))
+            setattr(self, name, dense)
+        self.dropout = keras.layers.Dropout(self.attention_dropout_rate, name="dropout")
+        self.built = True
+
+    def call(self, inputs, attention_mask, training=None):
+        # B = batch, T = seq_length, N = num_heads, D = head size, H = N * D.
+        shape = tf.shape(inputs)
+        batch_size, seq_length = shape[0], shape[1]
+        head_size = self.hidden_size // self.num_heads
+
+        def split_heads(x):  # [B, T, H] -> [B, N, T, D]
+            x = tf.reshape(x, [batch_size, seq_length, self.num_heads, head_size])
+            return tf.transpose(x, [0, 2, 1, 3])
+
+        query = split_heads(self.query(inputs))
+        key = split_heads(self.key(inputs))
+        value = split_heads(self.value(inputs))
+        # [B, N, T, T] logits, in float32 for a safe softmax under mixed precision.
+        logits = tf.matmul(query, key, transpose_b=True)
+        logits = tf.cast(logits, tf.float32) * (1.0 / math.sqrt(head_size))
+        mask = tf.cast(attention_mask[:, tf.newaxis, :, :], tf.float32)  # [B, 1, T, T]
+        logits += (1.0 - mask) * MASK_LOGIT
+        probs = tf.cast(tf.nn.softmax(logits, axis=-1), self.compute_dtype)
+        probs = self.dropout(probs, training=training)
+        context = tf.matmul(probs, value)  # [B, N, T, D]
+        context = tf.transpose(context, [0, 2, 1, 3])  # [B, T, N, D]
+        return tf.reshape(context, [batch_size, seq_length, self.hidden_size])
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(hidden_size=self.hidden_size, num_heads=self.num_heads,
+                      attention_dropout_rate=self.attention_dropout_rate,
+                      initializer_range=self.initializer_range)
+        return config

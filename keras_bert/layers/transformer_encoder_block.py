@@ -1,0 +1,99 @@
+"""Post-LN Transformer encoder block (Vaswani et al. 2017, §3.1; BERT §3)."""
+
+import keras
+import tensorflow as tf
+
+from keras_bert.layers.activations import get_activation
+from keras_bert.layers.multi_head_attention import BertSelfAttention
+
+
+@keras.saving.register_keras_serializable(package="keras_bert")
+class TransformerEncoderBlock(keras.layers.Layer):
+    """x = LN(x + Dropout(Dense(SelfAttention(x)))); x = LN(x + Dropout(FFN(x))).
+
+    Sublayer names follow google-research/bert `modeling.py` (`attention/self`,
+    `attention/output`, `intermediate`, `output`), so converters map one to one.
+
+    Args:
+        hidden_size: int. Model width H.
+        num_heads: int. Attention heads; hidden_size must be divisible by it.
+        intermediate_size: int. Width of the feed-forward inner layer.
+        hidden_activation: str. Activation name (see `layers.activations`).
+        dropout_rate: float in [0, 1). Probability of *dropping* a unit of the hidden states.
+        attention_dropout_rate: float in [0, 1). Dropout on attention probabilities.
+        initializer_range: float. Stddev of the truncated-normal initializer.
+        layer_norm_epsilon: float. LayerNorm epsilon.
+
+    Call args:
+        inputs: Tensor [batch_size, seq_length, hidden_size].
+        attention_mask: int32 Tensor [batch_size, seq_length, seq_length]; 1 = may attend.
+        training: bool. Dropout acts only when True.
+
+    Returns:
+        Tensor [batch_size, seq_length, hidden_size] in the layer's compute dtype.
+
+    Raises:
+        ValueError: if hidden_size is not divisible by num_heads, or the activation is unknown.
+    """
+
+    def __init__(self, hidden_size, num_heads, intermediate_size, hidden_activation="gelu",
+                 dropout_rate=0.1, attention_dropout_rate=0.1, initializer_range=0.02,
+                 layer_norm_epsilon=1e-12, **kwargs):
+        super().__init__(**kwargs)
+        get_activation(hidden_activation)  # fail early on an unknown name
+        self.hidden_size = hidden_size
+        self.num_heads = num_heads
+        self.intermediate_size = intermediate_size
+        self.hidden_activation = hidden_activation
+        self.dropout_rate = dropout_rate
+        self.attention_dropout_rate = attention_dropout_rate
+        self.initializer_range = initializer_range
+        self.layer_norm_epsilon = layer_norm_epsilon
+        self.self_attention = BertSelfAttention(
+            hidden_size, num_heads, attention_dropout_rate, initializer_range,
+            dtype=self.dtype_policy, name="self_attention")
+
+    def build(self, input_shape=None):
+        init = keras.initializers.TruncatedNormal(stddev=self.initializer_range)
+        h = self.hidden_size
+        self.self_attention.build((None, None, h))
+
+        def dense(units, name, in_dim, activation=None):
+            layer = keras.layers.Dense(units, activation=activation, kernel_initializer=init,
+                                       dtype=self.dtype_policy, name=name)
+            layer.build((None, None, in_dim))
+            return layer
+
+        def layer_norm(name):
+            layer = keras.layers.LayerNormalization(epsilon=self.layer_norm_epsilon,
+                                                    dtype="float32", name=name)
+            layer.build((None, None, h))
+            return layer
+
+        self.attention_output = dense(h, "attention_output", h)
+        self.attention_dropout = keras.layers.Dropout(self.dropout_rate, name="attention_dropout")
+        self.attention_layer_norm = layer_norm("attention_layer_norm")
+        self.intermediate = dense(self.intermediate_size, "intermediate", h,
+                                  activation=get_activation(self.hidden_activation))
+        self.output_dense = dense(h, "output_dense", self.intermediate_size)
+        self.output_dropout = keras.layers.Dropout(self.dropout_rate, name="output_dropout")
+        self.output_layer_norm = layer_norm("output_layer_norm")
+        self.built = True
+
+    def call(self, inputs, attention_mask, training=None):
+        attention = self.self_attention(inputs, attention_mask, training=training)
+        attention = self.attention_dropout(self.attention_output(attention), training=training)
+        x = tf.cast(self.attention_layer_norm(inputs + attention), self.compute_dtype)
+        ffn = self.output_dense(self.intermediate(x))
+        ffn = self.output_dropout(ffn, training=training)
+        return tf.cast(self.output_layer_norm(x + ffn), self.compute_dtype)
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(hidden_size=self.hidden_size, num_heads=self.num_heads,
+                      intermediate_size=self.intermediate_size,
+                      hidden_activation=self.hidden_activation, dropout_rate=self.dropout_rate,
+                      attention_dropout_rate=self.attention_dropout_rate,
+                      initializer_range=self.initializer_range,
+                      layer_norm_epsilon=self.layer_norm_epsilon)
+        return config

@@ -1,0 +1,5 @@
+"""Keras models: the encoder and the task models built on it."""
+
+from keras_bert.models.bert_encoder import BertEncoder
+
+__all__ = ["BertEncoder"]
