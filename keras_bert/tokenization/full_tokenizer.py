@@ -1,0 +1,304 @@
+"""Python reference WordPiece tokenizer with google-research/bert's exact rules.
+
+A line-for-line port of `google-research/bert/tokenization.py` (`FullTokenizer`,
+`BasicTokenizer`, `WordpieceTokenizer`), kept as the ground truth that the in-graph
+tokenizers (`BertPreprocessor` with `tokenizer="core"` or `"tf_text"`) are tested against.
+
+Rules (BasicTokenizer, then WordpieceTokenizer):
+  1. Bytes are decoded as UTF-8 with invalid bytes dropped (`errors="ignore"`).
+  2. NUL, U+FFFD and control/format characters (categories Cc, Cf, except tab, newline and
+     carriage return) are deleted; the characters on either side join.
+  3. Whitespace (space, tab, newline, CR, category Zs) becomes a space; CJK ideographs get
+     spaces on both sides; the text is split with Python's `str.split()`.
+  4. Uncased only: each word is lower-cased with `str.lower()` (full Unicode mapping with the
+     final-sigma rule), then NFD-decomposed, and combining marks (category Mn) are dropped.
+  5. Each word is split around punctuation (ASCII non-alphanumeric printables and category P*).
+  6. WordPiece: greedy longest-match-first with the `##` continuation prefix; a word longer
+     than `MAX_INPUT_CHARS_PER_WORD` code points, or one with any unmatched remainder, is one
+     `[UNK]` (never the pieces found so far).
+"""
+from __future__ import annotations
+
+import collections
+import os
+import unicodedata
+
+import numpy as np
+
+from keras_bert.tokenization import packing
+
+# The reference's `max_input_chars_per_word`: a word of more code points than this is [UNK].
+MAX_INPUT_CHARS_PER_WORD = 200
+
+UNK_TOKEN = "[UNK]"
+CLS_TOKEN = "[CLS]"
+SEP_TOKEN = "[SEP]"
+PAD_TOKEN = "[PAD]"
+MASK_TOKEN = "[MASK]"
+
+# CJK Unified Ideographs blocks of the reference `_is_chinese_char` (inclusive ranges).
+CJK_RANGES = (
+    (0x4E00, 0x9FFF),
+    (0x3400, 0x4DBF),
+    (0x20000, 0x2A6DF),
+    (0x2A700, 0x2B73F),
+    (0x2B740, 0x2B81F),
+    (0x2B820, 0x2CEAF),
+    (0xF900, 0xFAFF),
+    (0x2F800, 0x2FA1F),
+)
+
+
+def convert_to_unicode(text) -> str:
+    """Returns `text` as `str`; bytes are decoded as UTF-8, dropping invalid bytes.
+
+    Raises:
+        TypeError: if `text` is neither `str` nor `bytes`.
+    """
+    if isinstance(text, str):
+        return text
+    if isinstance(text, (bytes, bytearray, np.bytes_)):
+        return bytes(text).decode("utf-8", "ignore")
+    raise TypeError(f"text must be str or bytes, got {type(text).__name__}")
+
+
+def load_vocab(vocab_file) -> "collections.OrderedDict[str, int]":
+    """Reads a BERT `vocab.txt` (one token per line, id = line number) into an ordered dict.
+
+    Trailing whitespace (newline) is stripped from each line, as in the reference.
+
+    Raises:
+        FileNotFoundError: if `vocab_file` does not exist.
+        ValueError: if the file holds no tokens.
+    """
+    vocab_file = os.fspath(vocab_file)
+    if not os.path.isfile(vocab_file):
+        raise FileNotFoundError(f"vocab_file not found: {vocab_file}")
+    vocab = collections.OrderedDict()
+    with open(vocab_file, "rb") as f:
+        for index, line in enumerate(f):
+            token = line.decode("utf-8", "ignore").strip()
+            vocab[token] = index
+    if not vocab:
+        raise ValueError(f"vocab_file {vocab_file} holds no tokens")
+    return vocab
+
+
+def whitespace_tokenize(text: str) -> list[str]:
+    """Splits on Python whitespace (`str.split()`), as the reference does."""
+    text = text.strip()
+    return text.split() if text else []
+
+
+def is_whitespace(char: str) -> bool:
+    """Space, tab, newline, CR, or category Zs (reference `_is_whitespace`)."""
+    if char in (" ", "\t", "\n", "\r"):
+        return True
+    return unicodedata.category(char) == "Zs"
+
+
+def is_control(char: str) -> bool:
+    """Category Cc or Cf, except tab, newline and CR (reference `_is_control`)."""
+    if char in ("\t", "\n", "\r"):
+        return False
+    return unicodedata.category(char) in ("Cc", "Cf")
+
+
+def is_punctuation(char: str) -> bool:
+    """ASCII non-alphanumeric printables and category P* (reference `_is_punctuation`)."""
+    cp = ord(char)
+    if (33 <= cp <= 47) or (58 <= cp <= 64) or (91 <= cp <= 96) or (123 <= cp <= 126):
+        return True
+    return unicodedata.category(char).startswith("P")
+
+
+def is_cjk_ideograph(cp: int) -> bool:
+    """Whether code point `cp` is in a CJK Unified Ideographs block (reference `_is_chinese_char`)."""
+    return any(lo <= cp <= hi for lo, hi in CJK_RANGES)
+
+
+class BasicTokenizer:
+    """Cleaning, CJK spacing, optional lower-casing + accent stripping, punctuation split."""
+
+    def __init__(self, do_lower_case: bool = True):
+        self.do_lower_case = bool(do_lower_case)
+
+    def tokenize(self, text) -> list[str]:
+        text = self._clean_text(convert_to_unicode(text))
+        text = self._tokenize_chinese_chars(text)
+        split_tokens = []
+        for token in whitespace_tokenize(text):
+            if self.do_lower_case:
+                token = self._run_strip_accents(token.lower())
+            split_tokens.extend(self._run_split_on_punc(token))
+        return whitespace_tokenize(" ".join(split_tokens))
+
+    @staticmethod
+    def _run_strip_accents(text: str) -> str:
+        text = unicodedata.normalize("NFD", text)
+        return "".join(c for c in text if unicodedata.category(c) != "Mn")
+
+    @staticmethod
+    def _run_split_on_punc(text: str) -> list[str]:
+        output = []
+        start_new_word = True
+        for char in text:
+            if is_punctuation(char):
+                output.append([char])
+                start_new_word = True
+            else:
+                if start_new_word:
+                    output.append([])
+                start_new_word = False
+                output[-1].append(char)
+        return ["".join(x) for x in output]
+
+    @staticmethod
+    def _tokenize_chinese_chars(text: str) -> str:
+        output = []
+        for char in text:
+            if is_cjk_ideograph(ord(char)):
+                output.extend((" ", char, " "))
+            else:
+                output.append(char)
+        return "".join(output)
+
+    @staticmethod
+    def _clean_text(text: str) -> str:
+        output = []
+        for char in text:
+            cp = ord(char)
+            if cp == 0 or cp == 0xFFFD or is_control(char):
+                continue
+            output.append(" " if is_whitespace(char) else char)
+        return "".join(output)
+
+
+class WordpieceTokenizer:
+    """Greedy longest-match-first WordPiece (reference `WordpieceTokenizer`)."""
+
+    def __init__(self, vocab, unk_token: str = UNK_TOKEN,
+                 max_input_chars_per_word: int = MAX_INPUT_CHARS_PER_WORD):
+        self.vocab = vocab
+        self.unk_token = unk_token
+        self.max_input_chars_per_word = max_input_chars_per_word
+
+    def tokenize(self, text) -> list[str]:
+        output_tokens = []
+        for token in whitespace_tokenize(convert_to_unicode(text)):
+            chars = list(token)
+            if len(chars) > self.max_input_chars_per_word:
+                output_tokens.append(self.unk_token)
+                continue
+            is_bad = False
+            start = 0
+            sub_tokens = []
+            while start < len(chars):
+                end = len(chars)
+                cur_substr = None
+                while start < end:
+                    substr = "".join(chars[start:end])
+                    if start > 0:
+                        substr = "##" + substr
+                    if substr in self.vocab:
+                        cur_substr = substr
+                        break
+                    end -= 1
+                if cur_substr is None:
+                    is_bad = True
+                    break
+                sub_tokens.append(cur_substr)
+                start = end
+            if is_bad:
+                output_tokens.append(self.unk_token)
+            else:
+                output_tokens.extend(sub_tokens)
+        return output_tokens
+
+
+class FullTokenizer:
+    """End-to-end reference tokenizer: BasicTokenizer then WordpieceTokenizer.
+
+    Args:
+        vocab_file: path to a BERT `vocab.txt` (id = line number).
+        do_lower_case: bool. True for uncased vocabularies (lower-case + strip accents).
+
+    Attributes:
+        vocab: dict token -> id. inv_vocab: dict id -> token.
+
+    Raises:
+        FileNotFoundError: if `vocab_file` does not exist.
+        ValueError: if the vocabulary lacks `[UNK]`, `[CLS]`, `[SEP]` or `[PAD]`.
+
+    Source: google-research/bert `tokenization.py`.
+    """
+
+    def __init__(self, vocab_file, do_lower_case: bool = True):
+        self.vocab_file = os.fspath(vocab_file)
+        self.do_lower_case = bool(do_lower_case)
+        self.vocab = load_vocab(self.vocab_file)
+        missing = [t for t in (UNK_TOKEN, CLS_TOKEN, SEP_TOKEN, PAD_TOKEN) if t not in self.vocab]
+        if missing:
+            raise ValueError(f"vocab_file {self.vocab_file} lacks special tokens {missing}")
+        self.inv_vocab = {v: k for k, v in self.vocab.items()}
+        self.basic_tokenizer = BasicTokenizer(do_lower_case=self.do_lower_case)
+        self.wordpiece_tokenizer = WordpieceTokenizer(vocab=self.vocab)
+
+    @property
+    def cls_id(self) -> int:
+        return self.vocab[CLS_TOKEN]
+
+    @property
+    def sep_id(self) -> int:
+        return self.vocab[SEP_TOKEN]
+
+    @property
+    def pad_id(self) -> int:
+        return self.vocab[PAD_TOKEN]
+
+    @property
+    def unk_id(self) -> int:
+        return self.vocab[UNK_TOKEN]
+
+    def tokenize(self, text) -> list[str]:
+        """Text (str, or UTF-8 bytes) -> list of WordPiece tokens (no [CLS]/[SEP])."""
+        split_tokens = []
+        for token in self.basic_tokenizer.tokenize(text):
+            split_tokens.extend(self.wordpiece_tokenizer.tokenize(token))
+        return split_tokens
+
+    def convert_tokens_to_ids(self, tokens) -> list[int]:
+        """Raises KeyError naming the token if one is not in the vocabulary."""
+        out = []
+        for t in tokens:
+            try:
+                out.append(self.vocab[t])
+            except KeyError:
+                raise KeyError(f"token {t!r} is not in the vocabulary {self.vocab_file}") from None
+        return out
+
+    def convert_ids_to_tokens(self, ids) -> list[str]:
+        """Raises KeyError naming the id if it is outside the vocabulary."""
+        out = []
+        for i in ids:
+            try:
+                out.append(self.inv_vocab[int(i)])
+            except KeyError:
+                raise KeyError(f"id {i} is outside the vocabulary (size {len(self.vocab)})") from None
+        return out
+
+    def tokenize_to_ids(self, text) -> list[int]:
+        return self.convert_tokens_to_ids(self.tokenize(text))
+
+    def encode(self, text, text_b=None, max_seq_length: int = 128) -> dict:
+        """Tokenizes and packs one example as `[CLS] A [SEP] (B [SEP])`, padded.
+
+        Returns:
+            dict of `input_word_ids`, `input_mask`, `input_type_ids`: numpy int32
+            `[max_seq_length]` (tokens counted include [CLS]/[SEP]).
+        """
+        ids_a = self.tokenize_to_ids(text)
+        ids_b = None if text_b is None else self.tokenize_to_ids(text_b)
+        packed = packing.pack_inputs(ids_a, ids_b, max_seq_length=max_seq_length,
+                                     cls_id=self.cls_id, sep_id=self.sep_id, pad_id=self.pad_id)
+        return {k: np.asarray(v, dtype=np.int32) for k, v in packed.items()}
