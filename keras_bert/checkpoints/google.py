@@ -1,0 +1,137 @@
+"""Reader for original google-research/bert TF1 checkpoints.
+
+Files: `bert_config.json`, `bert_model.ckpt.{index,data-*}`, `vocab.txt`. Variable names are
+those of google-research/bert `modeling.py` and `run_pretraining.py`; kernels are already Keras
+[in, out] except `cls/seq_relationship/output_weights`, stored [2, hidden] (it is used with
+`matmul(..., transpose_b=True)`). Optimizer slots and the step counter of checkpoints saved
+during pretraining are ignored; TF-Hub exports put everything under `module/`, which is removed.
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+
+from keras_bert.checkpoints.source import TRANSPOSE, apply_table
+
+CONFIG_FILE = "bert_config.json"
+CHECKPOINT_PREFIX = "bert_model.ckpt"
+
+# canonical name -> google-research/bert name (after removing a `module/` prefix).
+GOOGLE_NAME_TABLE = (
+    ("embeddings/word_embeddings", "bert/embeddings/word_embeddings", None),
+    ("embeddings/position_embeddings", "bert/embeddings/position_embeddings", None),
+    ("embeddings/type_embeddings", "bert/embeddings/token_type_embeddings", None),
+    ("embeddings/layer_norm/gamma", "bert/embeddings/LayerNorm/gamma", None),
+    ("embeddings/layer_norm/beta", "bert/embeddings/LayerNorm/beta", None),
+    ("layer_{i}/attention/query/kernel", "bert/encoder/layer_{i}/attention/self/query/kernel", None),
+    ("layer_{i}/attention/query/bias", "bert/encoder/layer_{i}/attention/self/query/bias", None),
+    ("layer_{i}/attention/key/kernel", "bert/encoder/layer_{i}/attention/self/key/kernel", None),
+    ("layer_{i}/attention/key/bias", "bert/encoder/layer_{i}/attention/self/key/bias", None),
+    ("layer_{i}/attention/value/kernel", "bert/encoder/layer_{i}/attention/self/value/kernel", None),
+    ("layer_{i}/attention/value/bias", "bert/encoder/layer_{i}/attention/self/value/bias", None),
+    ("layer_{i}/attention/output/kernel", "bert/encoder/layer_{i}/attention/output/dense/kernel",
+     None),
+    ("layer_{i}/attention/output/bias", "bert/encoder/layer_{i}/attention/output/dense/bias", None),
+    ("layer_{i}/attention/layer_norm/gamma",
+     "bert/encoder/layer_{i}/attention/output/LayerNorm/gamma", None),
+    ("layer_{i}/attention/layer_norm/beta",
+     "bert/encoder/layer_{i}/attention/output/LayerNorm/beta", None),
+    ("layer_{i}/intermediate/kernel", "bert/encoder/layer_{i}/intermediate/dense/kernel", None),
+    ("layer_{i}/intermediate/bias", "bert/encoder/layer_{i}/intermediate/dense/bias", None),
+    ("layer_{i}/output/kernel", "bert/encoder/layer_{i}/output/dense/kernel", None),
+    ("layer_{i}/output/bias", "bert/encoder/layer_{i}/output/dense/bias", None),
+    ("layer_{i}/output/layer_norm/gamma", "bert/encoder/layer_{i}/output/LayerNorm/gamma", None),
+    ("layer_{i}/output/layer_norm/beta", "bert/encoder/layer_{i}/output/LayerNorm/beta", None),
+    ("pooler/kernel", "bert/pooler/dense/kernel", None),
+    ("pooler/bias", "bert/pooler/dense/bias", None),
+    # run_pretraining.py heads.
+    ("masked_lm/transform/kernel", "cls/predictions/transform/dense/kernel", None),
+    ("masked_lm/transform/bias", "cls/predictions/transform/dense/bias", None),
+    ("masked_lm/layer_norm/gamma", "cls/predictions/transform/LayerNorm/gamma", None),
+    ("masked_lm/layer_norm/beta", "cls/predictions/transform/LayerNorm/beta", None),
+    ("masked_lm/output_bias", "cls/predictions/output_bias", None),
+    ("next_sentence/kernel", "cls/seq_relationship/output_weights", TRANSPOSE),  # [2, H]
+    ("next_sentence/bias", "cls/seq_relationship/output_bias", None),
+)
+
+GOOGLE_IGNORED = (
+    (r".*/adam_[mv]", "Adam optimizer slot (AdamWeightDecayOptimizer), not a model weight"),
+    (r"global_step", "training step counter, not a model weight"),
+)
+
+
+def find_checkpoint_prefix(path: str) -> str:
+    """Returns the TF checkpoint prefix for a directory or a prefix path.
+
+    A directory must hold `bert_model.ckpt.index` or exactly one `*.index` file.
+
+    Raises:
+        FileNotFoundError: naming what was looked for.
+    """
+    if os.path.isdir(path):
+        preferred = os.path.join(path, CHECKPOINT_PREFIX)
+        if os.path.exists(preferred + ".index"):
+            return preferred
+        found = sorted(glob.glob(os.path.join(path, "*.index")))
+        if len(found) == 1:
+            return found[0][:-len(".index")]
+        raise FileNotFoundError(
+            f"TF checkpoint not found: {preferred}.index"
+            + (f" (several candidates: {found})" if found else ""))
+    if os.path.exists(path + ".index"):
+        return path
+    raise FileNotFoundError(f"TF checkpoint not found: {path}.index")
+
+
+def read_google_checkpoint(path: str):
+    """Reads a google-research/bert checkpoint (directory or `.../bert_model.ckpt` prefix).
+
+    `bert_config.json` is read from the checkpoint's directory; its `hidden_act` "gelu" is the
+    tanh approximation (modeling.py `gelu`), so the config says "gelu_approximate".
+
+    Returns:
+        `SourceWeights` with format "google".
+
+    Raises:
+        FileNotFoundError: naming the missing bert_config.json or checkpoint index.
+        CheckpointError: on missing / unexpected variable names (listed).
+    """
+    import tensorflow as tf
+
+    from keras_bert.config import BertConfig
+
+    prefix = find_checkpoint_prefix(path)
+    config_path = os.path.join(os.path.dirname(prefix), CONFIG_FILE)
+    if not os.path.exists(config_path):
+        raise FileNotFoundError(f"google-research/bert config file not found: {config_path}")
+    import json
+    with open(config_path, encoding="utf-8") as f:
+        try:
+            config = BertConfig.from_google_config(json.load(f))
+        except (KeyError, ValueError, TypeError) as e:
+            raise ValueError(f"{config_path}: {e}") from e
+
+    reader = tf.train.load_checkpoint(prefix)
+    originals = {}
+    for original in reader.get_variable_to_shape_map():
+        name = original[len("module/"):] if original.startswith("module/") else original
+        originals[name] = original
+
+    weights = apply_table(fmt="google", weights_file=prefix, config=config, names=originals,
+                          read=lambda n: reader.get_tensor(originals[n]),
+                          table=GOOGLE_NAME_TABLE, ignore_rules=GOOGLE_IGNORED)
+    weights.source_names = {c: originals[s] for c, s in weights.source_names.items()}
+    weights.ignored = {originals[s]: r for s, r in weights.ignored.items()}
+    return weights
+
+
+def infer_do_lower_case(path: str):
+    """True if the checkpoint's directory name says "uncased", False for "cased", else None."""
+    directory = path if os.path.isdir(path) else os.path.dirname(path)
+    name = os.path.basename(os.path.normpath(directory)).lower()
+    if "uncased" in name:
+        return True
+    if "cased" in name:
+        return False
+    return None

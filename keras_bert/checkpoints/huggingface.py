@@ -1,0 +1,173 @@
+"""Reader for Hugging Face BERT directories: `config.json` + `model.safetensors` + `vocab.txt`.
+
+Layout of `transformers`' `BertModel` / `BertForPreTraining` (modeling_bert.py). Linear weights
+are stored [out, in] and are transposed into Keras [in, out] kernels; embedding tables are not.
+Names may carry the `bert.` prefix (BertForPreTraining, BertForMaskedLM) or not (BertModel), and
+LayerNorm parameters may be called `gamma`/`beta` (older exports) or `weight`/`bias`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+
+import numpy as np
+
+from keras_bert.checkpoints.source import TRANSPOSE, CheckpointError, apply_table
+
+CONFIG_FILE = "config.json"
+WEIGHTS_FILE = "model.safetensors"
+WEIGHTS_INDEX_FILE = "model.safetensors.index.json"
+TOKENIZER_CONFIG_FILE = "tokenizer_config.json"
+
+# canonical name -> Hugging Face name (after normalisation: no `bert.`, LayerNorm weight/bias).
+HF_NAME_TABLE = (
+    ("embeddings/word_embeddings", "embeddings.word_embeddings.weight", None),
+    ("embeddings/position_embeddings", "embeddings.position_embeddings.weight", None),
+    ("embeddings/type_embeddings", "embeddings.token_type_embeddings.weight", None),
+    ("embeddings/layer_norm/gamma", "embeddings.LayerNorm.weight", None),
+    ("embeddings/layer_norm/beta", "embeddings.LayerNorm.bias", None),
+    ("layer_{i}/attention/query/kernel", "encoder.layer.{i}.attention.self.query.weight", TRANSPOSE),
+    ("layer_{i}/attention/query/bias", "encoder.layer.{i}.attention.self.query.bias", None),
+    ("layer_{i}/attention/key/kernel", "encoder.layer.{i}.attention.self.key.weight", TRANSPOSE),
+    ("layer_{i}/attention/key/bias", "encoder.layer.{i}.attention.self.key.bias", None),
+    ("layer_{i}/attention/value/kernel", "encoder.layer.{i}.attention.self.value.weight", TRANSPOSE),
+    ("layer_{i}/attention/value/bias", "encoder.layer.{i}.attention.self.value.bias", None),
+    ("layer_{i}/attention/output/kernel", "encoder.layer.{i}.attention.output.dense.weight",
+     TRANSPOSE),
+    ("layer_{i}/attention/output/bias", "encoder.layer.{i}.attention.output.dense.bias", None),
+    ("layer_{i}/attention/layer_norm/gamma", "encoder.layer.{i}.attention.output.LayerNorm.weight",
+     None),
+    ("layer_{i}/attention/layer_norm/beta", "encoder.layer.{i}.attention.output.LayerNorm.bias",
+     None),
+    ("layer_{i}/intermediate/kernel", "encoder.layer.{i}.intermediate.dense.weight", TRANSPOSE),
+    ("layer_{i}/intermediate/bias", "encoder.layer.{i}.intermediate.dense.bias", None),
+    ("layer_{i}/output/kernel", "encoder.layer.{i}.output.dense.weight", TRANSPOSE),
+    ("layer_{i}/output/bias", "encoder.layer.{i}.output.dense.bias", None),
+    ("layer_{i}/output/layer_norm/gamma", "encoder.layer.{i}.output.LayerNorm.weight", None),
+    ("layer_{i}/output/layer_norm/beta", "encoder.layer.{i}.output.LayerNorm.bias", None),
+    ("pooler/kernel", "pooler.dense.weight", TRANSPOSE),
+    ("pooler/bias", "pooler.dense.bias", None),
+    # BertForPreTraining heads.
+    ("masked_lm/transform/kernel", "cls.predictions.transform.dense.weight", TRANSPOSE),
+    ("masked_lm/transform/bias", "cls.predictions.transform.dense.bias", None),
+    ("masked_lm/layer_norm/gamma", "cls.predictions.transform.LayerNorm.weight", None),
+    ("masked_lm/layer_norm/beta", "cls.predictions.transform.LayerNorm.bias", None),
+    ("masked_lm/output_bias", "cls.predictions.bias", None),
+    ("next_sentence/kernel", "cls.seq_relationship.weight", TRANSPOSE),  # [2, H] -> [H, 2]
+    ("next_sentence/bias", "cls.seq_relationship.bias", None),
+)
+
+HF_IGNORED = (
+    (r"embeddings\.position_ids", "buffer holding arange(max_position_embeddings), not a weight"),
+    (r"cls\.predictions\.decoder\.weight",
+     "MLM decoder tied to embeddings.word_embeddings.weight (checked equal)"),
+    (r"cls\.predictions\.decoder\.bias", "alias of cls.predictions.bias (checked equal)"),
+)
+
+
+def weights_files(directory: str) -> list[str]:
+    """Paths of the safetensors file(s) of a HF directory (single file or sharded index).
+
+    Raises:
+        FileNotFoundError: naming `model.safetensors` (and a `pytorch_model.bin` if that is all
+            there is, which this converter does not read).
+    """
+    single = os.path.join(directory, WEIGHTS_FILE)
+    index = os.path.join(directory, WEIGHTS_INDEX_FILE)
+    if os.path.exists(single):
+        return [single]
+    if os.path.exists(index):
+        with open(index, encoding="utf-8") as f:
+            shards = sorted(set(json.load(f)["weight_map"].values()))
+        paths = [os.path.join(directory, s) for s in shards]
+        for p in paths:
+            if not os.path.exists(p):
+                raise FileNotFoundError(f"safetensors shard listed in {index} not found: {p}")
+        return paths
+    hint = (" (found pytorch_model.bin: re-save it with safetensors, "
+            "`model.save_pretrained(dir, safe_serialization=True)`)"
+            if os.path.exists(os.path.join(directory, "pytorch_model.bin")) else "")
+    raise FileNotFoundError(f"Hugging Face weights file not found: {single}{hint}")
+
+
+def _normalise(name: str) -> str:
+    if name.startswith("bert."):
+        name = name[len("bert."):]
+    if name.endswith("LayerNorm.gamma"):
+        name = name[:-len("gamma")] + "weight"
+    elif name.endswith("LayerNorm.beta"):
+        name = name[:-len("beta")] + "bias"
+    return name
+
+
+def read_hf_checkpoint(directory: str):
+    """Reads a Hugging Face BERT directory into a `SourceWeights`.
+
+    Args:
+        directory: path holding `config.json` and `model.safetensors` (or a sharded
+            `model.safetensors.index.json`).
+
+    Returns:
+        `SourceWeights` with format "huggingface"; its config takes the GELU form from
+        `hidden_act` (HF "gelu" = exact erf, "gelu_new" = tanh).
+
+    Raises:
+        FileNotFoundError: naming the missing config or weights file.
+        CheckpointError: on missing / unexpected names (listed), a name present twice after
+            normalisation, or an untied MLM decoder.
+    """
+    from safetensors import safe_open
+
+    from keras_bert.config import BertConfig
+
+    config_path = os.path.join(directory, CONFIG_FILE)
+    if not os.path.exists(config_path):
+        raise FileNotFoundError(f"Hugging Face config file not found: {config_path}")
+    with open(config_path, encoding="utf-8") as f:
+        try:
+            config = BertConfig.from_hf_config(json.load(f))
+        except (KeyError, ValueError, TypeError) as e:
+            raise ValueError(f"{config_path}: {e}") from e
+
+    files = weights_files(directory)
+    label = files[0] if len(files) == 1 else os.path.join(directory, WEIGHTS_INDEX_FILE)
+    handles = [safe_open(p, framework="numpy") for p in files]
+    location = {}  # normalised name -> (handle, original name)
+    for handle in handles:
+        for original in handle.keys():
+            name = _normalise(original)
+            if name in location:
+                raise CheckpointError(
+                    f"{label}: {location[name][1]!r} and {original!r} are the same variable "
+                    "after removing the 'bert.' prefix / LayerNorm gamma-beta naming")
+            location[name] = (handle, original)
+
+    def read(name):
+        handle, original = location[name]
+        return handle.get_tensor(original)
+
+    weights = apply_table(fmt="huggingface", weights_file=label, config=config, names=location,
+                          read=read, table=HF_NAME_TABLE, ignore_rules=HF_IGNORED)
+    # Tied and aliased tensors are ignored only after checking they are what we assume.
+    checks = {"cls.predictions.decoder.weight": weights.encoder["embeddings/word_embeddings"],
+              "cls.predictions.decoder.bias": weights.heads.get("masked_lm/output_bias")}
+    for name, expected in checks.items():
+        if name in location and (expected is None or not np.array_equal(read(name), expected)):
+            raise CheckpointError(
+                f"{label}: {name!r} differs from the tensor it should be tied to; an untied MLM "
+                "decoder is not supported (our MaskedLMHead ties it to the word embeddings)")
+    # Report the original names (with prefix) in the ledger.
+    weights.source_names = {c: location[s][1] for c, s in weights.source_names.items()}
+    weights.ignored = {location[s][1]: r for s, r in weights.ignored.items()}
+    return weights
+
+
+def read_do_lower_case(directory: str):
+    """`do_lower_case` from the directory's tokenizer_config.json, or None if it has none."""
+    path = os.path.join(directory, TOKENIZER_CONFIG_FILE)
+    if not os.path.exists(path):
+        return None
+    with open(path, encoding="utf-8") as f:
+        value = json.load(f).get("do_lower_case")
+    return None if value is None else bool(value)

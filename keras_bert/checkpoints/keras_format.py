@@ -1,0 +1,138 @@
+"""Our own checkpoints: a directory written by `save_encoder`, or a `.keras` file.
+
+Directory layout (what the pretraining and fine-tuning recipes write, and `load_encoder` reads):
+
+    config.json                 BertConfig.to_json_file (our field names)
+    encoder.weights.h5          BertEncoder.save_weights (Keras 3 weights file)
+    keras_bert_checkpoint.json  {"format": "keras_bert", "format_version": 1,
+                                 "causal": bool, "do_lower_case": bool or null}
+    vocab.txt                   optional, copied from `vocab_file`
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+
+CONFIG_FILE = "config.json"
+WEIGHTS_FILE = "encoder.weights.h5"
+METADATA_FILE = "keras_bert_checkpoint.json"
+VOCAB_FILE = "vocab.txt"
+
+
+def save_encoder(encoder, directory, vocab_file=None, do_lower_case=None) -> str:
+    """Writes `encoder` as a keras-bert checkpoint directory that `load_encoder` reads.
+
+    Args:
+        encoder: a built `BertEncoder`.
+        directory: output directory (created if needed; existing files are overwritten).
+        vocab_file: optional path of the WordPiece vocab to copy in as `vocab.txt`.
+        do_lower_case: optional bool stored for `resolve_do_lower_case`.
+
+    Returns:
+        The directory path (str).
+
+    Raises:
+        TypeError: if `encoder` is not a `BertEncoder`.
+        FileNotFoundError: if `vocab_file` does not exist.
+    """
+    from keras_bert.models.bert_encoder import BertEncoder
+
+    if not isinstance(encoder, BertEncoder):
+        raise TypeError(f"save_encoder needs a BertEncoder, got {type(encoder).__name__}")
+    if vocab_file is not None and not os.path.exists(vocab_file):
+        raise FileNotFoundError(f"vocab file not found: {vocab_file}")
+    directory = os.fspath(directory)
+    os.makedirs(directory, exist_ok=True)
+    if not encoder.built:
+        encoder.build()
+    encoder.bert_config.to_json_file(os.path.join(directory, CONFIG_FILE))
+    encoder.save_weights(os.path.join(directory, WEIGHTS_FILE))
+    if vocab_file is not None:
+        target = os.path.join(directory, VOCAB_FILE)
+        if os.path.abspath(vocab_file) != os.path.abspath(target):
+            shutil.copyfile(vocab_file, target)
+    metadata = {"format": "keras_bert", "format_version": 1, "causal": encoder.causal,
+                "do_lower_case": None if do_lower_case is None else bool(do_lower_case)}
+    with open(os.path.join(directory, METADATA_FILE), "w", encoding="utf-8") as f:
+        json.dump(metadata, f, indent=2, sort_keys=True)
+        f.write("\n")
+    return directory
+
+
+def is_keras_bert_dir(directory: str) -> bool:
+    return os.path.exists(os.path.join(directory, WEIGHTS_FILE))
+
+
+def read_metadata(directory: str) -> dict:
+    path = os.path.join(directory, METADATA_FILE)
+    if not os.path.exists(path):
+        return {}
+    with open(path, encoding="utf-8") as f:
+        return json.load(f)
+
+
+def load_saved_encoder(directory: str, *, hidden_activation=None, dtype=None, causal=None):
+    """Builds a `BertEncoder` from a `save_encoder` directory.
+
+    Raises:
+        FileNotFoundError: naming config.json or encoder.weights.h5.
+        ValueError: naming the weights file when its variables do not fit the config.
+    """
+    import dataclasses
+
+    from keras_bert.config import BertConfig
+    from keras_bert.models.bert_encoder import BertEncoder
+
+    config = BertConfig.from_json_file(os.path.join(directory, CONFIG_FILE))
+    weights = os.path.join(directory, WEIGHTS_FILE)
+    if not os.path.exists(weights):
+        raise FileNotFoundError(f"keras-bert weights file not found: {weights}")
+    if hidden_activation is not None:
+        config = dataclasses.replace(config, hidden_activation=hidden_activation)
+    if causal is None:
+        causal = bool(read_metadata(directory).get("causal", False))
+    kwargs = {} if dtype is None else {"dtype": dtype}
+    encoder = BertEncoder.from_config_object(config, causal=causal, **kwargs)
+    encoder.build()
+    try:
+        encoder.load_weights(weights)
+    except ValueError as e:
+        raise ValueError(f"{weights} does not fit the encoder of {CONFIG_FILE}: {e}") from e
+    return encoder
+
+
+def load_keras_file(path: str, *, hidden_activation=None, dtype=None, causal=None):
+    """Loads a `.keras` file holding a `BertEncoder`, or a model with one as `.encoder`.
+
+    Overrides, when given, rebuild the encoder with the new settings and copy the weights.
+
+    Raises:
+        FileNotFoundError: naming the file.
+        TypeError: if the file holds no `BertEncoder`.
+    """
+    import dataclasses
+
+    import keras
+
+    import keras_bert  # noqa: F401  registers the serializable classes
+    from keras_bert.models.bert_encoder import BertEncoder
+
+    if not os.path.exists(path):
+        raise FileNotFoundError(f".keras file not found: {path}")
+    model = keras.saving.load_model(path)
+    encoder = model if isinstance(model, BertEncoder) else getattr(model, "encoder", None)
+    if not isinstance(encoder, BertEncoder):
+        raise TypeError(f"{path} holds a {type(model).__name__}, not a BertEncoder")
+    if hidden_activation is None and dtype is None and causal is None:
+        return encoder
+    config = encoder.bert_config
+    if hidden_activation is not None:
+        config = dataclasses.replace(config, hidden_activation=hidden_activation)
+    kwargs = {} if dtype is None else {"dtype": dtype}
+    rebuilt = BertEncoder.from_config_object(
+        config, causal=encoder.causal if causal is None else causal, **kwargs)
+    rebuilt.build()
+    rebuilt.set_weights(encoder.get_weights())
+    return rebuilt

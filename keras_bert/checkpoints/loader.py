@@ -1,0 +1,203 @@
+"""`load_encoder` and friends: one entry point for every checkpoint source of SPEC section 5.
+
+Sources, recognised in this order:
+1. a pretrained preset name (`PRETRAINED_PRESETS`, e.g. "minilm_l6_h384_uncased");
+2. a `.keras` file;
+3. a directory written by `save_encoder` (holds `encoder.weights.h5`);
+4. a Hugging Face BERT directory (holds `model.safetensors` or its sharded index);
+5. a google-research/bert checkpoint: a directory with `bert_config.json` and
+   `bert_model.ckpt.*`, or the checkpoint prefix itself (`.../bert_model.ckpt`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import os
+
+from keras_bert.checkpoints import google, huggingface, keras_format
+from keras_bert.checkpoints.presets import PRETRAINED_PRESETS, resolve_preset
+from keras_bert.checkpoints.source import assign, encoder_variables, pretrainer_head_variables
+
+logger = logging.getLogger(__name__)
+
+HEAD_IGNORE_REASON = ("pretraining head, not part of a bare BertEncoder "
+                      "(load it with load_pretrainer_weights)")
+
+
+def detect_format(name_or_path) -> tuple[str, str]:
+    """Returns (format, path) with format in "keras_file", "keras_bert", "huggingface", "google".
+
+    Raises:
+        ValueError: for a size-only preset of `keras_bert.config.PRESETS` (no weights).
+        FileNotFoundError: naming the path, and what a checkpoint directory should hold.
+    """
+    from keras_bert.config import PRESETS
+
+    name_or_path = os.fspath(name_or_path)
+    if name_or_path in PRETRAINED_PRESETS:
+        return "huggingface", resolve_preset(name_or_path)
+    if name_or_path in PRESETS:
+        raise ValueError(
+            f"{name_or_path!r} is a size preset with no pretrained weights; build it with "
+            f"BertEncoder.from_config_object(BertConfig.from_preset({name_or_path!r})). "
+            f"Pretrained presets: {sorted(PRETRAINED_PRESETS)}")
+    path = name_or_path
+    if path.endswith(".keras"):
+        return "keras_file", path
+    if os.path.isdir(path):
+        if keras_format.is_keras_bert_dir(path):
+            return "keras_bert", path
+        if any(os.path.exists(os.path.join(path, f)) for f in (
+                huggingface.WEIGHTS_FILE, huggingface.WEIGHTS_INDEX_FILE)):
+            return "huggingface", path
+        if (os.path.exists(os.path.join(path, google.CONFIG_FILE))
+                or any(f.endswith(".index") for f in os.listdir(path))):
+            return "google", path
+        if os.path.exists(os.path.join(path, huggingface.CONFIG_FILE)):
+            huggingface.weights_files(path)  # raises, naming model.safetensors
+        raise FileNotFoundError(
+            f"no checkpoint found in directory {path}: expected {keras_format.WEIGHTS_FILE} "
+            f"(keras-bert), {huggingface.WEIGHTS_FILE} + {huggingface.CONFIG_FILE} (Hugging "
+            f"Face) or {google.CHECKPOINT_PREFIX}.index + {google.CONFIG_FILE} "
+            "(google-research/bert)")
+    if os.path.exists(path + ".index"):
+        return "google", path
+    raise FileNotFoundError(
+        f"checkpoint not found: {path!r} is neither a pretrained preset "
+        f"({sorted(PRETRAINED_PRESETS)}) nor an existing file, directory or TF checkpoint prefix")
+
+
+def read_checkpoint(name_or_path):
+    """Reads a Hugging Face or google-research checkpoint into a `SourceWeights` (no model).
+
+    Useful to inspect the ledger: `.used()` (source variable -> canonical name) and
+    `.ignored` (source variable -> reason).
+
+    Raises:
+        ValueError: for keras-bert directories and `.keras` files, which hold Keras models.
+        FileNotFoundError, CheckpointError: as `load_encoder`.
+    """
+    fmt, path = detect_format(name_or_path)
+    if fmt == "huggingface":
+        return huggingface.read_hf_checkpoint(path)
+    if fmt == "google":
+        return google.read_google_checkpoint(path)
+    raise ValueError(f"{path} is a keras-bert checkpoint; load it with load_encoder")
+
+
+def load_encoder(name_or_path, hidden_activation=None, dtype=None, causal=None):
+    """Returns a `BertEncoder` holding the weights of a checkpoint (see module docstring).
+
+    Args:
+        name_or_path: preset name, directory, TF checkpoint prefix or `.keras` file (str or
+            PathLike).
+        hidden_activation: optional override of the activation the source's config gives
+            (e.g. "gelu_approximate" to match an implementation that always uses tanh GELU).
+        dtype: optional Keras dtype policy name for the encoder ("float32", "mixed_bfloat16",
+            ...); default: the global policy.
+        causal: optional bool; None means as saved (False for published checkpoints).
+
+    Returns:
+        A built `BertEncoder`. The GELU form follows the source format: Hugging Face "gelu" is
+        exact erf, google-research/bert "gelu" is the tanh form. Pretraining-head variables of
+        the source are ignored and logged (INFO) with the other ignored variables.
+
+    Raises:
+        FileNotFoundError: naming the missing file (config, weights, checkpoint index).
+        CheckpointError (a ValueError): listing missing or unexpected variables, or naming a
+            variable whose shape does not fit.
+        ImportError: for a preset whose package is not installed (with the pip command).
+    """
+    from keras_bert.models.bert_encoder import BertEncoder
+
+    fmt, path = detect_format(name_or_path)
+    if fmt == "keras_file":
+        return keras_format.load_keras_file(
+            path, hidden_activation=hidden_activation, dtype=dtype, causal=causal)
+    if fmt == "keras_bert":
+        return keras_format.load_saved_encoder(
+            path, hidden_activation=hidden_activation, dtype=dtype, causal=causal)
+    source = read_checkpoint(path)
+    config = source.config
+    if hidden_activation is not None:
+        config = dataclasses.replace(config, hidden_activation=hidden_activation)
+    kwargs = {} if dtype is None else {"dtype": dtype}
+    encoder = BertEncoder.from_config_object(config, causal=bool(causal), **kwargs)
+    encoder.build()
+    assign(encoder_variables(encoder), source.encoder, source.source_names, source.weights_file)
+    ignored = dict(source.ignored)
+    ignored.update({source.source_names[c]: HEAD_IGNORE_REASON for c in source.heads})
+    logger.info("loaded %d variables from %s (%s); ignored %d: %s", len(source.encoder),
+                source.weights_file, source.format, len(ignored), ignored)
+    return encoder
+
+
+def load_pretrainer_weights(pretrainer, name_or_path) -> None:
+    """Loads encoder and pretraining heads of a HF or google-research checkpoint in place.
+
+    Args:
+        pretrainer: a `BertPretrainer` whose encoder config matches the checkpoint's sizes.
+        name_or_path: as `load_encoder` (Hugging Face or google-research sources only).
+
+    Raises:
+        CheckpointError: if the checkpoint has no masked-LM head (or no NSP head while the
+            pretrainer uses one), or on any name or shape mismatch.
+    """
+    from keras_bert.checkpoints.source import CheckpointError
+
+    source = read_checkpoint(name_or_path)
+    if not pretrainer.built:
+        pretrainer.build()
+    heads = pretrainer_head_variables(pretrainer)
+    missing = sorted(set(heads) - set(source.heads))
+    if missing:
+        raise CheckpointError(f"{source.weights_file}: no weights for the pretraining heads "
+                              f"{missing} (the checkpoint holds a bare encoder?)")
+    arrays = {k: v for k, v in source.heads.items() if k in heads}
+    targets = dict(encoder_variables(pretrainer.encoder), **heads)
+    assign(targets, dict(source.encoder, **arrays), source.source_names, source.weights_file)
+
+
+def resolve_vocab_file(name_or_path) -> str:
+    """Path of the `vocab.txt` belonging to a checkpoint (any source of `load_encoder`).
+
+    Raises:
+        FileNotFoundError: naming the vocab path looked for.
+    """
+    fmt, path = detect_format(name_or_path)
+    directory = path if os.path.isdir(path) else os.path.dirname(path)
+    vocab = os.path.join(directory, "vocab.txt")
+    if not os.path.exists(vocab):
+        raise FileNotFoundError(f"vocab file not found: {vocab}")
+    return vocab
+
+
+def resolve_do_lower_case(name_or_path, default=None) -> bool:
+    """Whether the checkpoint's vocab expects lower-cased, accent-stripped text.
+
+    Sources: Hugging Face `tokenizer_config.json` "do_lower_case"; keras-bert
+    `keras_bert_checkpoint.json`; google-research/bert: the directory name ("uncased" -> True,
+    "cased" -> False), as in google-research/bert `tokenization.validate_case_matches_checkpoint`.
+
+    Args:
+        default: returned when the source does not say; None means raise instead.
+
+    Raises:
+        ValueError: when the source does not say and `default` is None (pass --do_lower_case).
+    """
+    fmt, path = detect_format(name_or_path)
+    directory = path if os.path.isdir(path) else os.path.dirname(path)
+    value = None
+    if fmt == "huggingface":
+        value = huggingface.read_do_lower_case(directory)
+    elif fmt in ("keras_bert", "keras_file"):
+        value = keras_format.read_metadata(directory).get("do_lower_case")
+    if value is None:
+        value = google.infer_do_lower_case(path)
+    if value is None:
+        value = default
+    if value is None:
+        raise ValueError(f"cannot tell whether {name_or_path} is cased or uncased; set "
+                         "do_lower_case (--do_lower_case) explicitly")
+    return bool(value)
