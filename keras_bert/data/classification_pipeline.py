@@ -1,0 +1,96 @@
+"""tf.data pipelines for sentence (pair) classification and regression.
+
+One function feeds training and evaluation: raw strings -> (optional seeded shuffle) -> batch ->
+in-graph tokenization and packing (`keras_bert.tokenization.BertPreprocessor`, padding to
+max_seq_length) -> prefetch. Shuffling happens on the raw strings, so skipping the first k batches
+of an epoch (to resume a killed run) costs no tokenization. The order of epoch e is fixed by
+`seed + e`: the same seed gives the same batches on every run, with or without a restart.
+"""
+from __future__ import annotations
+
+from typing import Callable, Sequence
+
+import numpy as np
+import tensorflow as tf
+
+from keras_bert.data.glue import InputExample
+
+
+def encode_labels(examples: Sequence[InputExample], label_list: Sequence[str] | None,
+                  is_regression: bool) -> np.ndarray:
+    """Labels as ids: int32 [N] (index into label_list) or float32 [N] scores.
+
+    Raises:
+        ValueError: an example without a label (e.g. a GLUE test row) or with a label not in
+            label_list, naming the example's guid.
+    """
+    if is_regression:
+        out = []
+        for e in examples:
+            if e.label is None:
+                raise ValueError(f"example {e.guid} has no label (test splits cannot be trained or scored)")
+            out.append(float(e.label))
+        return np.asarray(out, np.float32)
+    index = {label: i for i, label in enumerate(label_list)}
+    ids = []
+    for e in examples:
+        if e.label not in index:
+            raise ValueError(f"example {e.guid}: label {e.label!r} is not one of {list(label_list)}")
+        ids.append(index[e.label])
+    return np.asarray(ids, np.int32)
+
+
+def make_classification_dataset(examples: Sequence[InputExample], preprocessor: Callable,
+                                label_list: Sequence[str] | None = None, is_regression: bool = False,
+                                batch_size: int = 32, shuffle: bool = False, seed: int = 0,
+                                epoch: int = 0, skip_batches: int = 0, drop_remainder: bool = False,
+                                with_labels: bool = True) -> tf.data.Dataset:
+    """Batches of `(features, labels)` (or `features` with with_labels=False).
+
+    Args:
+        examples: InputExamples; text_b is used when the first example has one.
+        preprocessor: callable in graph: tf.string [B] (single) or a list [text_a, text_b] of
+            tf.string [B] -> dict of `input_word_ids`, `input_mask`, `input_type_ids` int32
+            [B, max_seq_length] (a `BertPreprocessor`).
+        label_list: label strings in id order (classification).
+        batch_size: global batch size (a distribution strategy splits it across replicas).
+        shuffle: shuffle the whole set with seed `seed + epoch` (order fixed per epoch).
+        skip_batches: drop the first batches of the epoch (resume).
+        drop_remainder: drop a final short batch (training; keeps shapes static).
+
+    Returns:
+        tf.data.Dataset of (dict of int32 [B, T], labels int32 [B] or float32 [B]).
+
+    Raises:
+        ValueError: no examples, a bad batch size, or labels as in encode_labels.
+    """
+    if not examples:
+        raise ValueError("no examples to build a dataset from")
+    if batch_size < 1:
+        raise ValueError(f"batch_size must be >= 1, got {batch_size}")
+    is_pair = examples[0].text_b is not None
+    columns = {"text_a": np.asarray([e.text_a for e in examples], object)}
+    if is_pair:
+        columns["text_b"] = np.asarray([e.text_b or "" for e in examples], object)
+    if with_labels:
+        columns["label"] = encode_labels(examples, label_list, is_regression)
+    ds = tf.data.Dataset.from_tensor_slices(columns)
+    if shuffle:
+        ds = ds.shuffle(len(examples), seed=seed + epoch, reshuffle_each_iteration=False)
+    ds = ds.batch(batch_size, drop_remainder=drop_remainder)
+    if skip_batches:
+        ds = ds.skip(skip_batches)
+
+    def _encode(batch):
+        inputs = [batch["text_a"], batch["text_b"]] if is_pair else batch["text_a"]
+        features = preprocessor(inputs)
+        features = {k: tf.cast(features[k], tf.int32)
+                    for k in ("input_word_ids", "input_mask", "input_type_ids")}
+        return (features, batch["label"]) if with_labels else features
+
+    ds = ds.map(_encode, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
+    options = tf.data.Options()
+    options.deterministic = True
+    # Every worker sees the full, identically shuffled set and keeps its share of each batch.
+    options.experimental_distribute.auto_shard_policy = tf.data.experimental.AutoShardPolicy.DATA
+    return ds.with_options(options).prefetch(tf.data.AUTOTUNE)

@@ -1,0 +1,116 @@
+"""Your own labelled text: CSV, TSV or JSON-lines files for (pair) classification and regression.
+
+Task types (`--task_name` of recipes/run_classifier.py):
+  text_classification       one text column, string labels
+  text_pair_classification  text + text_b columns, string labels
+  text_regression           one text (optionally text_b) column, float labels
+
+The format follows the extension: `.csv` (RFC 4180 quoting, header row), `.tsv`/`.tab` (tab
+separated, header row, csv quoting), `.jsonl`/`.json` (one JSON object per line). Labels are kept
+as strings (`1` and `1.0` are different classes); the label set is the sorted set of training labels.
+"""
+from __future__ import annotations
+
+import csv
+import json
+import os
+import pathlib
+
+from keras_bert.data.glue import InputExample
+
+TASK_TYPES = ("text_classification", "text_pair_classification", "text_regression")
+
+
+def read_text_file(path: str | os.PathLike, text_column: str = "text",
+                   text_b_column: str | None = None, label_column: str | None = "label",
+                   regression: bool = False) -> list[InputExample]:
+    """Read a CSV / TSV / JSONL file into InputExamples.
+
+    Args:
+        path: the file; its extension selects the format.
+        text_column, text_b_column: column (or JSON key) names of the segments.
+        label_column: label column name; None reads unlabelled rows (label=None).
+        regression: parse labels as float.
+
+    Returns:
+        list of InputExample, guid "<file name>-<line number>".
+
+    Raises:
+        FileNotFoundError: the file does not exist.
+        ValueError: unknown extension; empty file (no rows); a missing column (naming it and the
+            columns present); an empty label; a non-numeric regression label; a bad JSON line.
+    """
+    path = pathlib.Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"data file not found: {path}")
+    suffix = path.suffix.lower()
+    wanted = [c for c in (text_column, text_b_column, label_column) if c is not None]
+    rows: list[tuple[int, dict]] = []
+    if suffix in (".csv", ".tsv", ".tab"):
+        with open(path, encoding="utf-8-sig", newline="") as f:
+            reader = csv.DictReader(f, delimiter="," if suffix == ".csv" else "\t")
+            columns = reader.fieldnames or []
+            if not columns:
+                raise ValueError(f"{path}: empty file (no header row)")
+            missing = [c for c in wanted if c not in columns]
+            if missing:
+                raise ValueError(f"{path}: missing column(s) {missing}; columns present: {columns}")
+            for row in reader:
+                rows.append((reader.line_num, row))
+    elif suffix in (".jsonl", ".json"):
+        with open(path, encoding="utf-8-sig") as f:
+            for lineno, line in enumerate(f, 1):
+                if not line.strip():
+                    continue
+                try:
+                    row = json.loads(line)
+                except json.JSONDecodeError as e:
+                    raise ValueError(f"{path}:{lineno}: not a JSON object: {e}") from None
+                missing = [c for c in wanted if c not in row]
+                if missing:
+                    raise ValueError(f"{path}:{lineno}: missing key(s) {missing}; keys present: "
+                                     f"{sorted(row)}")
+                rows.append((lineno, row))
+    else:
+        raise ValueError(f"{path}: unknown file type {suffix!r}; use .csv, .tsv or .jsonl")
+    if not rows:
+        raise ValueError(f"{path}: empty file (no data rows)")
+    examples = []
+    for lineno, row in rows:
+        label = None
+        if label_column is not None:
+            raw = row[label_column]
+            raw = "" if raw is None else str(raw).strip()
+            if raw == "":
+                raise ValueError(f"{path}:{lineno}: empty label in column {label_column!r}")
+            if regression:
+                try:
+                    label = float(raw)
+                except ValueError:
+                    raise ValueError(f"{path}:{lineno}: regression label {raw!r} is not a number") from None
+            else:
+                label = raw
+        text_b = None if text_b_column is None else str(row[text_b_column] or "")
+        examples.append(InputExample(f"{path.name}-{lineno}", str(row[text_column] or ""), text_b, label))
+    return examples
+
+
+def label_list_from_examples(examples: list[InputExample]) -> list[str]:
+    """The sorted set of labels in the (training) examples.
+
+    Raises:
+        ValueError: if there are fewer than two distinct labels.
+    """
+    labels = sorted({e.label for e in examples if e.label is not None})
+    if len(labels) < 2:
+        raise ValueError(f"training data has {len(labels)} distinct label(s) {labels}; need at least 2")
+    return labels
+
+
+def check_labels_known(examples: list[InputExample], label_list, source: str = "dev file") -> None:
+    """Raise ValueError naming any label (and its first row) not in the training label set."""
+    known = set(label_list)
+    for e in examples:
+        if e.label is not None and e.label not in known:
+            raise ValueError(f"{source}: label {e.label!r} at {e.guid} was never seen in training; "
+                             f"training labels: {list(label_list)}")

@@ -1,0 +1,183 @@
+"""Callbacks: SIGKILL-safe step checkpoints, per-epoch evaluation with best-checkpoint selection
+and early stopping, TensorBoard and the progress bar (`standard_callbacks`).
+
+Why not `keras.callbacks.BackupAndRestore(save_freq=N)`: in Keras 3 it restores the *epoch* only;
+a run killed mid-epoch replays that whole epoch and ends with more optimizer steps than an
+uninterrupted one. `ResumableCheckpoint` stores the exact global batch count next to the weights
+(which include the optimizer state), and `resumable_fit` skips the batches already trained.
+"""
+from __future__ import annotations
+
+import json
+import math
+import os
+import pathlib
+
+import keras
+
+
+def _write_json_atomic(path: pathlib.Path, obj) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    with open(tmp, "w") as f:
+        json.dump(obj, f, indent=2, sort_keys=True)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+
+
+class ResumableCheckpoint(keras.callbacks.Callback):
+    """Save model + optimizer weights every `save_freq` batches and at each epoch end.
+
+    Files in `directory`: `ckpt-<step>.weights.h5` (the last `keep`) and `checkpoint.json`
+    ({"step": global batches trained, "weights": file name}); both are written to a temporary
+    name and renamed, so a kill at any moment leaves the previous checkpoint intact.
+
+    Args:
+        directory: str or Path, created if missing.
+        save_freq: int > 0, batches between checkpoints; None = only at epoch ends.
+        keep: int >= 1, checkpoints kept on disk.
+        is_chief: only the chief writes (multi-worker: other workers save nothing).
+    """
+
+    def __init__(self, directory, save_freq: int | None = None, keep: int = 2, is_chief: bool = True):
+        super().__init__()
+        if save_freq is not None and save_freq < 1:
+            raise ValueError(f"save_freq must be >= 1 batches or None, got {save_freq}")
+        self.directory = pathlib.Path(directory)
+        self.save_freq = save_freq
+        self.keep = max(1, int(keep))
+        self.is_chief = is_chief
+        self.step = 0
+        self._last_saved = -1
+
+    @property
+    def state_path(self) -> pathlib.Path:
+        return self.directory / "checkpoint.json"
+
+    def latest(self) -> dict | None:
+        """The newest complete checkpoint's {"step", "weights"} or None."""
+        if not self.state_path.exists():
+            return None
+        with open(self.state_path) as f:
+            return json.load(f)
+
+    def restore(self, model) -> int:
+        """Load the newest checkpoint into the (built, compiled) model; returns its step (0 if none)."""
+        state = self.latest()
+        if state is None:
+            self.step = 0
+            return 0
+        if model.optimizer is not None and not model.optimizer.built:
+            model.optimizer.build(model.trainable_variables)
+        model.load_weights(self.directory / state["weights"])
+        self.step = self._last_saved = int(state["step"])
+        return self.step
+
+    def save(self) -> None:
+        if not self.is_chief or self.step == self._last_saved:
+            return
+        self.directory.mkdir(parents=True, exist_ok=True)
+        name = f"ckpt-{self.step}.weights.h5"
+        tmp = self.directory / "partial.weights.h5"
+        self.model.save_weights(tmp, overwrite=True)
+        os.replace(tmp, self.directory / name)
+        _write_json_atomic(self.state_path, {"step": self.step, "weights": name})
+        self._last_saved = self.step
+        old = sorted(self.directory.glob("ckpt-*.weights.h5"), key=lambda p: int(p.name[5:-11]))
+        for path in old[:-self.keep]:
+            path.unlink(missing_ok=True)
+
+    def on_train_batch_end(self, batch, logs=None):
+        self.step += 1
+        if self.save_freq and self.step % self.save_freq == 0:
+            self.save()
+
+    def on_epoch_end(self, epoch, logs=None):
+        self.save()
+
+
+class EvaluationCallback(keras.callbacks.Callback):
+    """At each epoch end: evaluate, log `val_<metric>`s, keep the best weights, stop early.
+
+    The history lives in `state_file` (JSON) so it survives a restart of the run.
+
+    Args:
+        eval_fn: callable(model) -> dict metric name -> float (e.g. the GLUE dev metrics).
+        monitor: metric name (a key of eval_fn's dict) to maximise.
+        best_weights_path: where the best weights are saved (`*.weights.h5`), or None.
+        state_file: JSON file of {"epochs": [...], "best": {...}}; None keeps it in memory.
+        patience: stop after this many epochs without improvement; None never stops.
+        is_chief: only the chief writes files.
+    """
+
+    def __init__(self, eval_fn, monitor: str, best_weights_path=None, state_file=None,
+                 patience: int | None = None, is_chief: bool = True):
+        super().__init__()
+        self.eval_fn = eval_fn
+        self.monitor = monitor
+        self.best_weights_path = best_weights_path
+        self.state_file = pathlib.Path(state_file) if state_file else None
+        self.patience = patience
+        self.is_chief = is_chief
+        self.state = {"epochs": [], "best": None}
+        if self.state_file is not None and self.state_file.exists():
+            with open(self.state_file) as f:
+                self.state = json.load(f)
+
+    @property
+    def should_stop(self) -> bool:
+        if self.patience is None or self.state["best"] is None:
+            return False
+        return len(self.state["epochs"]) - 1 - self.state["best"]["epoch"] >= self.patience
+
+    def on_epoch_end(self, epoch, logs=None):
+        metrics = {k: float(v) for k, v in self.eval_fn(self.model).items()}
+        if self.monitor not in metrics:
+            raise ValueError(f"monitored metric {self.monitor!r} not in evaluation results {sorted(metrics)}")
+        if logs is not None:
+            logs.update({f"val_{k}": v for k, v in metrics.items()})
+        entry = {"epoch": epoch + 1, "train_loss": float(logs["loss"]) if logs and "loss" in logs else None,
+                 **metrics}
+        self.state["epochs"] = [e for e in self.state["epochs"] if e["epoch"] != epoch + 1] + [entry]
+        best = self.state["best"]
+        value = metrics[self.monitor]
+        if best is None or (not math.isnan(value) and value > best[self.monitor]):
+            self.state["best"] = dict(entry)
+            if self.is_chief and self.best_weights_path is not None:
+                self.model.save_weights(self.best_weights_path, overwrite=True)
+        if self.is_chief and self.state_file is not None:
+            self.state_file.parent.mkdir(parents=True, exist_ok=True)
+            _write_json_atomic(self.state_file, self.state)
+        if self.should_stop:
+            self.model.stop_training = True
+
+
+class LossHistory(keras.callbacks.Callback):
+    """Records `logs["loss"]` after every batch (Keras reports the running epoch mean)."""
+
+    def __init__(self):
+        super().__init__()
+        self.losses: list[float] = []
+
+    def on_train_batch_end(self, batch, logs=None):
+        self.losses.append(float(logs["loss"]))
+
+
+def standard_callbacks(output_dir, save_freq: int | None = None, tensorboard: bool = True,
+                       keep_checkpoints: int = 2, is_chief: bool = True,
+                       tensorboard_update_freq: int | str = 100):
+    """The callbacks every training run gets.
+
+    Returns:
+        (checkpoint, callbacks): the `ResumableCheckpoint` writing `<output_dir>/checkpoints`
+        (call `checkpoint.restore(model)` or pass it to `resumable_fit`) and a list holding it
+        plus a `TensorBoard` writing `<output_dir>/logs` (chief only). Keras adds the progress bar
+        itself (`verbose=1`).
+    """
+    output_dir = pathlib.Path(output_dir)
+    checkpoint = ResumableCheckpoint(output_dir / "checkpoints", save_freq, keep_checkpoints, is_chief)
+    callbacks = [checkpoint]
+    if tensorboard and is_chief:
+        callbacks.append(keras.callbacks.TensorBoard(str(output_dir / "logs"),
+                                                     update_freq=tensorboard_update_freq))
+    return checkpoint, callbacks

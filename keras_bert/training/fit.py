@@ -1,0 +1,50 @@
+"""`resumable_fit`: Keras `fit`, one call per epoch, restarting exactly where a killed run stopped."""
+from __future__ import annotations
+
+from typing import Callable
+
+import tensorflow as tf
+
+from keras_bert.training.callbacks import EvaluationCallback, ResumableCheckpoint
+
+
+def resumable_fit(model, make_train_dataset: Callable[[int, int], tf.data.Dataset], steps_per_epoch: int,
+                  epochs: int, checkpoint: ResumableCheckpoint, callbacks=(), verbose="auto",
+                  total_steps: int | None = None) -> int:
+    """Train `epochs` epochs of `steps_per_epoch` batches, resuming from `checkpoint`.
+
+    Args:
+        model: a built, compiled Keras model.
+        make_train_dataset: callable(epoch, skip_batches) -> finite dataset of exactly
+            `steps_per_epoch - skip_batches` batches: epoch `epoch` (0-based, its order fixed by the
+            seed and the epoch) with its first `skip_batches` batches dropped.
+        steps_per_epoch: batches per epoch (global batches).
+        checkpoint: the ResumableCheckpoint (also in `callbacks` or not; it is added if missing).
+        callbacks: other callbacks; an EvaluationCallback in it may stop the run early.
+        total_steps: stop after this many batches (a fractional last epoch); default
+            epochs * steps_per_epoch. make_train_dataset must then yield the shorter last epoch.
+
+    Returns:
+        int, the global number of batches trained at the end (epochs * steps_per_epoch unless
+        stopped early), the same whether or not the run was interrupted and restarted.
+    """
+    callbacks = list(callbacks)
+    if checkpoint not in callbacks:
+        callbacks.insert(0, checkpoint)
+    step = checkpoint.restore(model)
+    evaluators = [c for c in callbacks if isinstance(c, EvaluationCallback)]
+    if any(e.should_stop for e in evaluators):
+        return step
+    total_steps = epochs * steps_per_epoch if total_steps is None else min(total_steps, epochs * steps_per_epoch)
+    start_epoch, done = divmod(step, steps_per_epoch)
+    for epoch in range(start_epoch, epochs):
+        skip = done if epoch == start_epoch else 0
+        steps = min(steps_per_epoch, total_steps - epoch * steps_per_epoch) - skip
+        if steps <= 0:
+            break
+        dataset = make_train_dataset(epoch, skip)
+        model.fit(dataset, initial_epoch=epoch, epochs=epoch + 1, steps_per_epoch=steps,
+                  callbacks=callbacks, verbose=verbose, shuffle=False)
+        if model.stop_training or any(e.should_stop for e in evaluators):
+            break
+    return checkpoint.step

@@ -1,0 +1,101 @@
+"""The BERT optimizer: AdamW / LAMB with linear warmup and linear decay (BERT §A.2).
+
+google-research/bert `optimization.py`: Adam with decoupled weight decay 0.01 (not on LayerNorm
+or bias), beta_1 0.9, beta_2 0.999, epsilon 1e-6, global-norm clipping 1.0, learning rate rising
+linearly over the warmup steps, then falling linearly to zero at the last step. LAMB (You et al.
+2019) is the large-batch option. Built from Keras 3 optimizers (`keras.optimizers.AdamW/Lamb`,
+`global_clipnorm`, `gradient_accumulation_steps`, `LossScaleOptimizer`).
+"""
+from __future__ import annotations
+
+import keras
+
+# Regex on Keras variable names (`variable.name` is the short name: "kernel", "bias", "gamma",
+# "beta", "embeddings"): LayerNorm's gamma/beta and every bias skip weight decay.
+NO_WEIGHT_DECAY_PATTERNS = ("bias", "gamma", "beta", "LayerNorm", "layer_norm")
+PRECISIONS = ("float32", "mixed_float16", "mixed_bfloat16")
+
+
+@keras.saving.register_keras_serializable(package="keras_bert")
+class WarmupLinearDecay(keras.optimizers.schedules.LearningRateSchedule):
+    """lr(step) = peak * step / warmup for step < warmup, then peak * (total - step) / (total - warmup),
+    floored at end_learning_rate; `step` counts optimizer updates (after gradient accumulation).
+
+    This is the continuous form (Hugging Face `get_linear_schedule_with_warmup`); google-research/bert
+    decays over all steps and clips by the warmup ramp, which jumps at the end of warmup.
+    """
+
+    def __init__(self, peak_learning_rate, num_train_steps, num_warmup_steps=0, end_learning_rate=0.0):
+        if num_train_steps < 1 or not 0 <= num_warmup_steps <= num_train_steps:
+            raise ValueError(f"need num_train_steps >= 1 and 0 <= num_warmup_steps <= num_train_steps; "
+                             f"got {num_train_steps}, {num_warmup_steps}")
+        self.peak_learning_rate = float(peak_learning_rate)
+        self.num_train_steps = int(num_train_steps)
+        self.num_warmup_steps = int(num_warmup_steps)
+        self.end_learning_rate = float(end_learning_rate)
+
+    def __call__(self, step):
+        step = keras.ops.cast(step, "float32")
+        peak, end = self.peak_learning_rate, self.end_learning_rate
+        warmup = float(max(self.num_warmup_steps, 1))
+        decay_steps = float(max(self.num_train_steps - self.num_warmup_steps, 1))
+        warm = peak * step / warmup
+        decayed = end + (peak - end) * keras.ops.maximum(
+            0.0, (self.num_train_steps - step) / decay_steps)
+        return keras.ops.where(step < self.num_warmup_steps, warm, decayed)
+
+    def get_config(self):
+        return {"peak_learning_rate": self.peak_learning_rate, "num_train_steps": self.num_train_steps,
+                "num_warmup_steps": self.num_warmup_steps, "end_learning_rate": self.end_learning_rate}
+
+
+def set_mixed_precision(mode: str | None) -> str:
+    """Set the global Keras dtype policy; mode in PRECISIONS (None/"" = float32). Returns it.
+
+    Raises:
+        ValueError: unknown mode.
+    """
+    mode = mode or "float32"
+    if mode not in PRECISIONS:
+        raise ValueError(f"unknown mixed precision mode {mode!r}; use one of {list(PRECISIONS)}")
+    keras.mixed_precision.set_global_policy(mode)
+    return mode
+
+
+def create_optimizer(learning_rate: float, num_train_steps: int, num_warmup_steps: int = 0,
+                     optimizer_type: str = "adamw", weight_decay: float = 0.01,
+                     beta_1: float = 0.9, beta_2: float = 0.999, epsilon: float = 1e-6,
+                     global_clipnorm: float | None = 1.0, gradient_accumulation_steps: int = 1,
+                     end_learning_rate: float = 0.0, loss_scale: bool = False) -> keras.optimizers.Optimizer:
+    """The BERT optimizer.
+
+    Args:
+        learning_rate: peak learning rate (after warmup).
+        num_train_steps: total optimizer updates (batches / gradient_accumulation_steps).
+        num_warmup_steps: updates of linear warmup from 0.
+        optimizer_type: "adamw" or "lamb".
+        weight_decay: decoupled weight decay, not applied to NO_WEIGHT_DECAY_PATTERNS variables.
+        global_clipnorm: clip gradients to this global norm (None: no clipping).
+        gradient_accumulation_steps: apply an update every N batches with the mean gradient.
+        loss_scale: wrap in `LossScaleOptimizer` (dynamic loss scaling, for mixed_float16).
+
+    Returns:
+        keras.optimizers.Optimizer.
+
+    Raises:
+        ValueError: unknown optimizer_type or bad step counts.
+    """
+    schedule = WarmupLinearDecay(learning_rate, num_train_steps, num_warmup_steps, end_learning_rate)
+    common = dict(learning_rate=schedule, weight_decay=weight_decay, beta_1=beta_1, beta_2=beta_2,
+                  epsilon=epsilon, global_clipnorm=global_clipnorm,
+                  gradient_accumulation_steps=gradient_accumulation_steps if gradient_accumulation_steps > 1 else None)
+    if optimizer_type == "adamw":
+        opt = keras.optimizers.AdamW(**common)
+    elif optimizer_type == "lamb":
+        opt = keras.optimizers.Lamb(**common)
+    else:
+        raise ValueError(f"unknown optimizer_type {optimizer_type!r}; use 'adamw' or 'lamb'")
+    opt.exclude_from_weight_decay(var_names=list(NO_WEIGHT_DECAY_PATTERNS))
+    if loss_scale:
+        opt = keras.optimizers.LossScaleOptimizer(opt)
+    return opt
