@@ -1,0 +1,285 @@
+"""Versioned SavedModel export for TensorFlow Serving (SPEC section 7).
+
+Layout written (what `tensorflow_model_server --model_base_path=EXPORT_BASE/<model_name>` and our
+`serving.server` poll):
+
+    EXPORT_BASE/<model_name>/<version>/      version: positive integer, next free one by default
+        saved_model.pb, fingerprint.pb, variables/
+        assets/vocab.txt                      WordPiece vocabulary used by the in-graph tokenizer
+        assets/labels.txt                     label names in id order (classification only)
+        assets/export_config.json             task, labels, tokenizer, BertConfig, signatures
+        assets.extra/tf_serving_warmup_requests   TFRecord of tensorflow.serving.PredictionLog
+
+Atomicity: everything is written under `EXPORT_BASE/<model_name>/.tmp-<version>-<random>/` (not an
+integer name, so servers ignore it) and then renamed into place with one `os.rename`, which is
+atomic on a POSIX file system; a crash leaves at most a hidden temporary directory and never a
+half-written version. An existing version is never overwritten (`FileExistsError`).
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+import logging
+import os
+import pathlib
+import shutil
+import tempfile
+
+import numpy as np
+import tensorflow as tf
+
+from export import signatures as sigs
+
+logger = logging.getLogger(__name__)
+
+WARMUP_FILENAME = "tf_serving_warmup_requests"  # tensorflow_serving/servables/tensorflow/saved_model_warmup
+CONFIG_FILENAME = "export_config.json"
+DEFAULT_WARMUP_TEXTS = (
+    ("a gripping , beautifully acted film .", "the film is gripping and well acted ."),
+    ("it 's a dull , lifeless mess .", "the movie is boring ."),
+)
+TOKENIZERS = ("core", "tf_text")
+
+
+# ---- versioned layout -------------------------------------------------------------------------
+
+def existing_versions(model_dir: str | os.PathLike) -> list[int]:
+    """Integer version directories under `model_dir`, ascending (other names are ignored)."""
+    path = pathlib.Path(model_dir)
+    if not path.is_dir():
+        return []
+    return sorted(int(p.name) for p in path.iterdir()
+                  if p.is_dir() and p.name.isdigit() and int(p.name) > 0)
+
+
+def next_version(model_dir: str | os.PathLike) -> int:
+    """1 + the largest existing integer version under `model_dir` (1 when there is none)."""
+    versions = existing_versions(model_dir)
+    return versions[-1] + 1 if versions else 1
+
+
+def publish(tmp_dir: str | os.PathLike, model_dir: str | os.PathLike, version: int) -> pathlib.Path:
+    """Atomically renames a complete export `tmp_dir` to `model_dir/<version>`.
+
+    Raises:
+        FileExistsError: if `model_dir/<version>` exists (it is left untouched).
+    """
+    target = pathlib.Path(model_dir) / str(int(version))
+    if target.exists():
+        raise FileExistsError(f"version {version} already exists at {target}; "
+                              "exported versions are never overwritten")
+    try:
+        os.rename(tmp_dir, target)  # fails on an existing non-empty dir (a racing writer)
+    except OSError as e:
+        if target.exists():
+            raise FileExistsError(f"version {version} appeared at {target} while exporting") from e
+        raise
+    return target
+
+
+def set_method_names(export_dir: str | os.PathLike, method_names: dict) -> None:
+    """Rewrites `signature_def[key].method_name` in `export_dir/saved_model.pb`.
+
+    TF2's `tf.saved_model.save` writes `tensorflow/serving/predict` for every signature; the
+    Classify and Regress APIs of TensorFlow Serving need `tensorflow/serving/classify` /
+    `tensorflow/serving/regress`. Also rewrites `fingerprint.pb`, whose checksum covers
+    saved_model.pb.
+
+    Raises:
+        KeyError: naming a signature key that is not in the SavedModel.
+    """
+    from tensorflow.core.protobuf import saved_model_pb2
+
+    path = pathlib.Path(export_dir) / "saved_model.pb"
+    saved_model = saved_model_pb2.SavedModel.FromString(path.read_bytes())
+    for meta_graph in saved_model.meta_graphs:
+        for key, method in method_names.items():
+            if key not in meta_graph.signature_def:
+                raise KeyError(f"signature {key!r} not in {path}; has "
+                               f"{sorted(meta_graph.signature_def)}")
+            meta_graph.signature_def[key].method_name = method
+    path.write_bytes(saved_model.SerializeToString(deterministic=True))
+    fingerprint = pathlib.Path(export_dir) / "fingerprint.pb"
+    try:  # private TF API; the fingerprint is optional, a stale one is not
+        from tensorflow.python.saved_model import fingerprinting_utils
+        fingerprint.unlink(missing_ok=True)
+        fingerprinting_utils.write_fingerprint(str(export_dir))
+    except Exception as e:  # noqa: BLE001
+        logger.warning("could not rewrite %s (%s); removed it", fingerprint, e)
+        fingerprint.unlink(missing_ok=True)
+
+
+# ---- warmup records ---------------------------------------------------------------------------
+
+def _text_example(text: str, text_b: str | None) -> tf.train.Example:
+    feature = {sigs.TEXT_FEATURE: tf.train.Feature(
+        bytes_list=tf.train.BytesList(value=[text.encode("utf-8")]))}
+    if text_b is not None:
+        feature[sigs.TEXT_B_FEATURE] = tf.train.Feature(
+            bytes_list=tf.train.BytesList(value=[text_b.encode("utf-8")]))
+    return tf.train.Example(features=tf.train.Features(feature=feature))
+
+
+def warmup_logs(module: sigs.ClassifierServingModule, model_name: str, texts) -> list:
+    """`PredictionLog`s exercising every signature: Predict on serving_default (batch 1 and the
+    full batch) and on encoded (int32 ids from the module's own preprocessor), then Classify or
+    Regress on serialized tf.Examples.
+
+    Args:
+        texts: list of (text, text_b) pairs; text_b is used only for pair tasks.
+    """
+    from tensorflow_serving.apis import (classification_pb2, inference_pb2, input_pb2,
+                                         predict_pb2, prediction_log_pb2, regression_pb2)
+
+    a = [t for t, _ in texts]
+    b = [t_b for _, t_b in texts] if module.is_pair else None
+    logs = []
+    for n in (1, len(a)):
+        req = predict_pb2.PredictRequest()
+        req.model_spec.name = model_name
+        req.model_spec.signature_name = "serving_default"
+        req.inputs[sigs.TEXT_FEATURE].CopyFrom(tf.make_tensor_proto(np.array(a[:n], dtype=object)))
+        if b is not None:
+            req.inputs[sigs.TEXT_B_FEATURE].CopyFrom(
+                tf.make_tensor_proto(np.array(b[:n], dtype=object)))
+        logs.append(prediction_log_pb2.PredictionLog(
+            predict_log=prediction_log_pb2.PredictLog(request=req)))
+
+    packed = module.preprocessor([tf.constant(a), tf.constant(b)] if b is not None else tf.constant(a))
+    req = predict_pb2.PredictRequest()
+    req.model_spec.name = model_name
+    req.model_spec.signature_name = "encoded"
+    for name in sigs.INPUT_NAMES:
+        req.inputs[name].CopyFrom(tf.make_tensor_proto(tf.cast(packed[name], tf.int32).numpy()))
+    logs.append(prediction_log_pb2.PredictionLog(predict_log=prediction_log_pb2.PredictLog(request=req)))
+
+    examples = input_pb2.Input(example_list=input_pb2.ExampleList(
+        examples=[_text_example(t, t_b if module.is_pair else None) for t, t_b in texts]))
+    if module.task_type == "classification":
+        req = classification_pb2.ClassificationRequest(input=examples)
+        req.model_spec.name, req.model_spec.signature_name = model_name, "classification"
+        logs.append(prediction_log_pb2.PredictionLog(
+            classify_log=prediction_log_pb2.ClassifyLog(request=req)))
+    else:
+        req = regression_pb2.RegressionRequest(input=examples)
+        req.model_spec.name, req.model_spec.signature_name = model_name, "regression"
+        logs.append(prediction_log_pb2.PredictionLog(
+            regress_log=prediction_log_pb2.RegressLog(request=req)))
+    del inference_pb2  # imported only so the Input proto's dependencies are registered
+    return logs
+
+
+def write_warmup_requests(export_dir, logs) -> pathlib.Path:
+    """Writes `export_dir/assets.extra/tf_serving_warmup_requests` (TFRecord of PredictionLog)."""
+    path = pathlib.Path(export_dir) / "assets.extra" / WARMUP_FILENAME
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with tf.io.TFRecordWriter(str(path)) as writer:
+        for log in logs:
+            writer.write(log.SerializeToString())
+    return path
+
+
+# ---- the export -------------------------------------------------------------------------------
+
+def make_preprocessor(vocab_file, do_lower_case: bool, max_seq_length: int, tokenizer: str = "core"):
+    """The in-graph `BertPreprocessor` for the export ("core": core TF ops only, loads with plain
+    TensorFlow; "tf_text": tensorflow-text ops, the loader must `import tensorflow_text`).
+
+    Raises:
+        ValueError: unknown tokenizer.
+    """
+    if tokenizer not in TOKENIZERS:
+        raise ValueError(f"tokenizer must be one of {TOKENIZERS}, got {tokenizer!r}")
+    from keras_bert.tokenization import BertPreprocessor
+    return BertPreprocessor(vocab_file=str(vocab_file), do_lower_case=do_lower_case,
+                            max_seq_length=max_seq_length, tokenizer=tokenizer)
+
+
+def export_classifier(model, export_base, model_name, label_names, vocab_file, do_lower_case,
+                      max_seq_length, task_type="classification", is_pair=False, version=None,
+                      tokenizer="core", *, preprocessor=None, warmup_texts=None,
+                      extra_config=None) -> pathlib.Path:
+    """Exports a fine-tuned sentence (pair) classifier/regressor as `EXPORT_BASE/<name>/<version>`.
+
+    Args:
+        model: Keras model, dict of int32 [B, T] inputs -> logits [B, C] or scores [B, 1]
+            (`BertClassifier`).
+        export_base: directory holding one sub-directory per model name (created if missing).
+        model_name: str, the name servers serve it under; a plain file name.
+        label_names: list of C label strings in id order (classification); None/[] for
+            regression. Defaults to `model.label_names` when None.
+        vocab_file: WordPiece vocab the model was fine-tuned with (copied to assets/vocab.txt).
+        do_lower_case: bool, as in fine-tuning.
+        max_seq_length: int, tokens per packed text (incl. [CLS]/[SEP]) in serving_default.
+        task_type: "classification" or "regression".
+        is_pair: bool; adds `text_b` to serving_default and the tf.Example signatures.
+        version: positive int, or None for the next free integer.
+        tokenizer: "core" (default) or "tf_text" (see `make_preprocessor`).
+        preprocessor: optional prebuilt preprocessor layer (overrides the four tokenizer args).
+        warmup_texts: optional list of (text, text_b) for the warmup records.
+        extra_config: optional JSON-able dict merged into assets/export_config.json.
+
+    Returns:
+        pathlib.Path of the published version directory.
+
+    Raises:
+        ValueError: bad model_name / version / task_type / labels; FileExistsError: the version
+            exists; any save error, after removing the temporary directory.
+    """
+    if not model_name or os.sep in str(model_name) or str(model_name).startswith("."):
+        raise ValueError(f"model_name must be a plain directory name, got {model_name!r}")
+    if version is not None and (int(version) != version or int(version) < 1):
+        raise ValueError(f"version must be a positive integer, got {version!r}")
+    if label_names is None:
+        label_names = getattr(model, "label_names", None)
+    label_names = [] if task_type == "regression" else [str(x) for x in (label_names or [])]
+    if preprocessor is None:
+        preprocessor = make_preprocessor(vocab_file, do_lower_case, max_seq_length, tokenizer)
+    model_dir = pathlib.Path(export_base) / model_name
+    model_dir.mkdir(parents=True, exist_ok=True)
+    chosen = int(version) if version is not None else next_version(model_dir)
+    if (model_dir / str(chosen)).exists():
+        raise FileExistsError(f"version {chosen} already exists at {model_dir / str(chosen)}; "
+                              "exported versions are never overwritten")
+
+    staging = pathlib.Path(tempfile.mkdtemp(prefix="keras_bert_assets_"))
+    tmp_dir = pathlib.Path(tempfile.mkdtemp(prefix=f".tmp-{chosen}-", dir=model_dir))
+    try:
+        encoder_cfg = sigs.find_encoder(model).bert_config
+        config = {
+            "model_name": model_name, "task_type": task_type, "is_pair": bool(is_pair),
+            "label_names": label_names, "max_seq_length": int(max_seq_length),
+            "do_lower_case": bool(do_lower_case), "tokenizer": tokenizer,
+            "requires_tensorflow_text": tokenizer == "tf_text",
+            "input_id_dtype": "int32", "bert_config": dataclasses.asdict(encoder_cfg),
+            "signatures": {"serving_default": "text" + (", text_b" if is_pair else ""),
+                           "encoded": ", ".join(sigs.INPUT_NAMES),
+                           task_type: "inputs (serialized tf.Example)"},
+            **(extra_config or {}),
+        }
+        shutil.copyfile(vocab_file, staging / "vocab.txt")
+        (staging / CONFIG_FILENAME).write_text(json.dumps(config, indent=2, sort_keys=True))
+        assets = {"vocab_file": tf.saved_model.Asset(str(staging / "vocab.txt")),
+                  "config_file": tf.saved_model.Asset(str(staging / CONFIG_FILENAME))}
+        if label_names:
+            (staging / "labels.txt").write_text("".join(f"{x}\n" for x in label_names))
+            assets["labels_file"] = tf.saved_model.Asset(str(staging / "labels.txt"))
+        module = sigs.ClassifierServingModule(model, preprocessor, label_names, task_type,
+                                              is_pair, assets)
+        tf.saved_model.save(module, str(tmp_dir), signatures=module.signatures())
+        set_method_names(tmp_dir, sigs.method_names(task_type))
+        write_warmup_requests(tmp_dir, warmup_logs(module, model_name,
+                                                   list(warmup_texts or DEFAULT_WARMUP_TEXTS)))
+        while True:
+            try:
+                target = publish(tmp_dir, model_dir, chosen)
+                break
+            except FileExistsError:
+                if version is not None:
+                    raise
+                chosen = next_version(model_dir)  # another writer took it: take the next one
+        logger.info("exported %s version %d to %s", model_name, chosen, target)
+        return target
+    finally:
+        shutil.rmtree(tmp_dir, ignore_errors=True)
+        shutil.rmtree(staging, ignore_errors=True)
