@@ -1,0 +1,152 @@
+"""`python -m serving.client`: send text to a TensorFlow Serving endpoint and print the prediction.
+
+    python -m serving.client --server=localhost:8500 --model_name=sst2 "a gripping, funny film"
+    python -m serving.client --rest --rest_server=localhost:8501 --model_name=mrpc "text a" "text b"
+
+Uses the official tensorflow-serving-api stubs (gRPC) or the REST API, so it works against this
+project's server and stock tensorflow_model_server alike. Calls the `serving_default` signature
+(inputs `text` [B] and `text_b` [B] tf.string) and prints `labels` + `probabilities` (classification)
+or `scores` (regression).
+"""
+import base64
+import json
+import sys
+import urllib.error
+import urllib.request
+
+import grpc
+import numpy as np
+import tensorflow as tf
+from absl import app, flags
+from tensorflow_serving.apis import predict_pb2, prediction_service_pb2_grpc
+
+_FLAGS = flags.FLAGS
+
+
+def _define_flags():
+    flags.DEFINE_string("server", "localhost:8500", "gRPC host:port.")
+    flags.DEFINE_string("rest_server", "localhost:8501", "REST host:port (with --rest).")
+    flags.DEFINE_boolean("rest", False, "Use the REST API instead of gRPC.")
+    flags.DEFINE_string("model_name", "default", "Model name.")
+    flags.DEFINE_integer("model_version", 0, "Model version (0 = latest).")
+    flags.DEFINE_string("signature_name", "serving_default", "Signature to call.")
+    flags.DEFINE_float("timeout", 30.0, "Request timeout in seconds.")
+
+
+class ClientError(RuntimeError):
+    """A failed call: `code` is the gRPC status name (e.g. 'INVALID_ARGUMENT') or the HTTP status."""
+
+    def __init__(self, code, message):
+        super().__init__(f"{code}: {message}")
+        self.code, self.message = code, message
+
+
+def _as_bytes(texts, name):
+    if isinstance(texts, (str, bytes)):
+        raise TypeError(f"{name} must be a list of strings, not a single string")
+    return [t.encode("utf-8") if isinstance(t, str) else bytes(t) for t in texts]
+
+
+def predict_text(server, model_name, texts, texts_b=None, signature_name="serving_default",
+                 version=None, timeout=30.0, rest=False):
+    """Calls a text signature and returns its outputs.
+
+    Args:
+        server: "host:port" of the gRPC API (or of the REST API when rest=True).
+        model_name: served model name. texts: list of str [B]; texts_b: list of str [B] or None
+            (pair tasks). signature_name: signature key. version: int or None (latest).
+    Returns:
+        dict output alias -> numpy array (e.g. probabilities float32 [B, C], label_ids int64 [B],
+        labels object [B] of bytes; or scores [B]).
+    Raises:
+        ClientError with the gRPC status name (or HTTP status) and the server's message.
+    """
+    inputs = {"text": _as_bytes(texts, "texts")}
+    if texts_b is not None:
+        inputs["text_b"] = _as_bytes(texts_b, "texts_b")
+    if rest:
+        return _predict_rest(server, model_name, inputs, signature_name, version, timeout)
+    request = predict_pb2.PredictRequest()
+    request.model_spec.name = model_name
+    request.model_spec.signature_name = signature_name
+    if version:
+        request.model_spec.version.value = int(version)
+    for name, values in inputs.items():
+        request.inputs[name].CopyFrom(tf.make_tensor_proto(values, dtype=tf.string))
+    with grpc.insecure_channel(server) as channel:
+        stub = prediction_service_pb2_grpc.PredictionServiceStub(channel)
+        try:
+            response = stub.Predict(request, timeout=timeout)
+        except grpc.RpcError as e:
+            raise ClientError(e.code().name, e.details()) from None
+    return {k: tf.make_ndarray(v) for k, v in response.outputs.items()}
+
+
+def _predict_rest(server, model_name, inputs, signature_name, version, timeout):
+    path = f"/v1/models/{model_name}" + (f"/versions/{int(version)}" if version else "") + ":predict"
+    body = {"signature_name": signature_name,
+            "inputs": {k: [{"b64": base64.b64encode(v).decode("ascii")} for v in values]
+                       for k, values in inputs.items()}}
+    request = urllib.request.Request(f"http://{server}{path}", data=json.dumps(body).encode("utf-8"),
+                                     headers={"Content-Type": "application/json"})
+    try:
+        with urllib.request.urlopen(request, timeout=timeout) as response:
+            outputs = json.loads(response.read())["outputs"]
+    except urllib.error.HTTPError as e:
+        raise ClientError(e.code, json.loads(e.read() or b"{}").get("error", e.reason)) from None
+    if not isinstance(outputs, dict):  # one output: TF Serving drops the name
+        outputs = {"outputs": outputs}
+    result = {}
+    for name, value in outputs.items():
+        array = np.array(value, dtype=object if _is_text(value) else None)
+        if array.dtype == object:
+            array = np.vectorize(lambda s: s.encode("utf-8") if isinstance(s, str)
+                                 else base64.b64decode(s["b64"]), otypes=[object])(array)
+        result[name] = array
+    return result
+
+
+def _is_text(value):
+    while isinstance(value, list) and value:
+        value = value[0]
+    return isinstance(value, (str, dict))
+
+
+def format_prediction(outputs, row=0):
+    """One line per output for row `row`: labels with probabilities, or the regression score."""
+    lines = []
+    if "probabilities" in outputs:
+        probs = outputs["probabilities"][row]
+        labels = outputs.get("labels")
+        label = labels[row].decode("utf-8") if labels is not None else str(int(np.argmax(probs)))
+        lines.append(f"label: {label}")
+        lines.append("probabilities: " + ", ".join(f"{p:.4f}" for p in np.reshape(probs, [-1])))
+    if "label_ids" in outputs:
+        lines.append(f"label_id: {int(outputs['label_ids'][row])}")
+    if "scores" in outputs:
+        lines.append("score: " + ", ".join(f"{s:.4f}" for s in np.reshape(outputs["scores"][row], [-1])))
+    for name, value in sorted(outputs.items()):
+        if name not in ("probabilities", "labels", "label_ids", "scores"):
+            lines.append(f"{name}: {value[row]!r}")
+    return "\n".join(lines)
+
+
+def main(argv):
+    texts = argv[1:]
+    if not 1 <= len(texts) <= 2:
+        raise app.UsageError("give TEXT and, for pair tasks, TEXT_B")
+    try:
+        outputs = predict_text(_FLAGS.rest_server if _FLAGS.rest else _FLAGS.server, _FLAGS.model_name,
+                               [texts[0]], [texts[1]] if len(texts) == 2 else None,
+                               _FLAGS.signature_name, _FLAGS.model_version or None, _FLAGS.timeout,
+                               rest=_FLAGS.rest)
+    except ClientError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 1
+    print(format_prediction(outputs))
+    return 0
+
+
+if __name__ == "__main__":
+    _define_flags()
+    app.run(main)

@@ -1,0 +1,330 @@
+"""The request handlers behind both front ends (gRPC and REST): tensorflow.serving protos in and out.
+
+REST requests are converted to the same protos (as TF Serving's REST handler does), so both paths
+share validation, batching, status codes and metrics.
+"""
+import logging
+import os
+import threading
+import time
+
+import grpc
+import numpy as np
+import tensorflow as tf
+from google.protobuf import any_pb2
+from tensorflow.core.example import example_pb2
+from tensorflow_serving.apis import (classification_pb2, get_model_metadata_pb2, get_model_status_pb2,
+                                     inference_pb2, predict_pb2, prediction_log_pb2,
+                                     regression_pb2)
+
+from serving import errors, tensors
+from serving.batching import BatchScheduler
+from serving.servable import CLASSIFY_METHOD, REGRESS_METHOD
+
+DEFAULT_SIGNATURE = "serving_default"
+WARMUP_FILE = os.path.join("assets.extra", "tf_serving_warmup_requests")
+_LOG = logging.getLogger("serving")
+
+
+def _version_of(spec):
+    return spec.version.value if spec.HasField("version") else None
+
+
+class InferenceService:
+    """Implements Predict, Classify, Regress, MultiInference, GetModelMetadata, GetModelStatus.
+
+    Args:
+        manager: ModelManager. limits: tensors.Limits. batching: BatchingOptions or None (off).
+        metrics: metrics.Metrics.
+    Every public method takes and returns tensorflow.serving protos and raises errors.ServingError.
+    """
+
+    def __init__(self, manager, limits, batching, metrics):
+        self.manager = manager
+        self.limits = limits
+        self.batching = batching
+        self.metrics = metrics
+        self._schedulers = {}
+        self._lock = threading.Lock()
+
+    # ------------------------------------------------------------ plumbing
+    def observe(self, api, spec, fn):
+        start, version, code = time.monotonic(), "", grpc.StatusCode.OK
+        try:
+            response, version = fn()
+            return response
+        except errors.ServingError as e:
+            code = e.code
+            raise
+        except Exception as e:  # noqa: BLE001 - never leak a stack trace as a bare crash
+            _LOG.exception("%s failed", api)
+            code = grpc.StatusCode.INTERNAL
+            raise errors.ServingError(code, f"{type(e).__name__}: {e}") from e
+        finally:
+            model = spec.name if spec is not None else ""
+            self.metrics.requests.labels(model, str(version or ""), api, code.name).inc()
+            self.metrics.latency.labels(model, api).observe(time.monotonic() - start)
+
+    def _acquire(self, spec):
+        if not spec.name:
+            raise errors.invalid_argument("model_spec.name is required")
+        return self.manager.acquire(spec.name, _version_of(spec), spec.version_label or None)
+
+    def _run(self, servable, signature, inputs):
+        """Calls the signature, through the batch scheduler when batching is on."""
+        if self.batching is None or any(np.ndim(v) == 0 for v in inputs.values()):
+            return servable.run(signature.key, inputs)
+        key = (id(servable), signature.key)
+        with self._lock:
+            scheduler = self._schedulers.get(key)
+            if scheduler is None:
+                def on_batch(rows, padded, name=servable.name, sig=signature.key):
+                    self.metrics.batch_size.labels(name, sig).observe(rows)
+                    self.metrics.padded_batch_size.labels(name, sig).observe(padded)
+
+                scheduler = BatchScheduler(lambda x, s=servable, k=signature.key: s.run(k, x),
+                                           self.batching, on_batch)
+                self._schedulers[key] = scheduler
+
+                def close(key=key):
+                    with self._lock:
+                        self._schedulers.pop(key).stop()
+
+                servable.add_closer(close)
+        return scheduler.submit(inputs)
+
+    @staticmethod
+    def _response_spec(target, servable, signature_key):
+        target.name = servable.name
+        target.version.value = servable.version
+        target.signature_name = signature_key
+
+    # ------------------------------------------------------------ Predict
+    def predict(self, request: predict_pb2.PredictRequest) -> predict_pb2.PredictResponse:
+        def run():
+            with self._acquire(request.model_spec) as servable:
+                return self.predict_on(servable, request), servable.version
+        return self.observe("predict", request.model_spec, run)
+
+    def predict_on(self, servable, request):
+        key = request.model_spec.signature_name or DEFAULT_SIGNATURE
+        signature = servable.signature(key)
+        unknown = sorted(set(request.output_filter) - set(signature.outputs))
+        if unknown:
+            raise errors.invalid_argument(
+                f"output tensor alias not found in signature '{key}': {unknown}; outputs are "
+                f"{sorted(signature.outputs)}")
+        if len(set(request.output_filter)) != len(request.output_filter):
+            raise errors.invalid_argument(f"duplicate output_filter entries: {list(request.output_filter)}")
+        arrays = {k: tensors.to_numpy(v, k) for k, v in request.inputs.items()}
+        inputs = tensors.check_inputs(signature, arrays, self.limits)
+        outputs = self._run(servable, signature, inputs)
+        response = predict_pb2.PredictResponse()
+        self._response_spec(response.model_spec, servable, key)
+        for name in (request.output_filter or outputs):
+            response.outputs[name].CopyFrom(tensors.to_proto(outputs[name]))
+        return response
+
+    # ------------------------------------------------------------ Classify / Regress
+    def _examples(self, input_proto):
+        kind = input_proto.WhichOneof("kind")
+        if kind == "example_list":
+            examples = list(input_proto.example_list.examples)
+        elif kind == "example_list_with_context":
+            context = input_proto.example_list_with_context.context
+            examples = []
+            for ex in input_proto.example_list_with_context.examples:
+                merged = example_pb2.Example()
+                merged.CopyFrom(context)
+                merged.MergeFrom(ex)
+                examples.append(merged)
+        else:
+            examples = []
+        if not examples:
+            raise errors.invalid_argument("empty batch: Input is empty (no tf.Example given)")
+        if self.limits.max_batch_size and len(examples) > self.limits.max_batch_size:
+            raise errors.invalid_argument(
+                f"batch size {len(examples)} exceeds the limit of {self.limits.max_batch_size} rows "
+                "per request (--max_request_batch_size)")
+        for row, ex in enumerate(examples):
+            for name in self.limits.text_inputs:
+                if name in ex.features.feature:
+                    for value in ex.features.feature[name].bytes_list.value:
+                        tensors.check_text_feature(name, value, self.limits, row)
+        return np.array([ex.SerializeToString() for ex in examples], dtype=object)
+
+    def _signature_for(self, servable, spec, method):
+        key = spec.signature_name or DEFAULT_SIGNATURE
+        signature = servable.signature(key)
+        if signature.method_name != method:
+            raise errors.invalid_argument(
+                f"Expected {'classification' if method == CLASSIFY_METHOD else 'regression'} "
+                f"signature method_name to be {method}. Was: {signature.method_name} (signature "
+                f"'{key}' of model '{servable.name}')")
+        if len(signature.inputs) != 1:
+            raise errors.invalid_argument(f"signature '{key}' must have exactly one input (serialized "
+                                          f"tf.Example), has {sorted(signature.inputs)}")
+        return signature
+
+    def _run_examples(self, servable, signature, serialized):
+        (alias, spec), = signature.inputs.items()
+        if spec.dtype != tf.string:
+            raise errors.invalid_argument(f"signature '{signature.key}' input '{alias}' must be string")
+        return self._run(servable, signature, {alias: serialized})
+
+    def _classification_result(self, servable, signature, serialized, result):
+        outputs = self._run_examples(servable, signature, serialized)
+        classes, scores = outputs.get("classes"), outputs.get("scores")
+        if classes is None and scores is None:
+            raise errors.invalid_argument(f"classification signature '{signature.key}' has neither "
+                                          "'classes' nor 'scores' output")
+        batch = len(serialized)
+        for i in range(batch):
+            c = result.classifications.add()
+            row_classes = None if classes is None else np.reshape(classes[i], [-1])
+            row_scores = None if scores is None else np.reshape(scores[i], [-1])
+            for j in range(len(row_classes if row_classes is not None else row_scores)):
+                entry = c.classes.add()
+                if row_classes is not None:
+                    entry.label = row_classes[j].decode("utf-8", "replace")
+                if row_scores is not None:
+                    entry.score = float(row_scores[j])
+
+    def _regression_result(self, servable, signature, serialized, result):
+        outputs = self._run_examples(servable, signature, serialized)
+        if "outputs" not in outputs:
+            raise errors.invalid_argument(f"regression signature '{signature.key}' has no 'outputs'")
+        values = np.reshape(outputs["outputs"], [len(serialized), -1])
+        if values.shape[1] != 1:
+            raise errors.invalid_argument(f"regression output has shape {list(outputs['outputs'].shape)}"
+                                          "; expected [batch] or [batch, 1]")
+        for v in values[:, 0]:
+            result.regressions.add().value = float(v)
+
+    def classify(self, request):
+        def run():
+            with self._acquire(request.model_spec) as servable:
+                return self.classify_on(servable, request), servable.version
+        return self.observe("classify", request.model_spec, run)
+
+    def classify_on(self, servable, request):
+        signature = self._signature_for(servable, request.model_spec, CLASSIFY_METHOD)
+        serialized = self._examples(request.input)
+        response = classification_pb2.ClassificationResponse()
+        self._response_spec(response.model_spec, servable, signature.key)
+        self._classification_result(servable, signature, serialized, response.result)
+        return response
+
+    def regress(self, request):
+        def run():
+            with self._acquire(request.model_spec) as servable:
+                return self.regress_on(servable, request), servable.version
+        return self.observe("regress", request.model_spec, run)
+
+    def regress_on(self, servable, request):
+        signature = self._signature_for(servable, request.model_spec, REGRESS_METHOD)
+        serialized = self._examples(request.input)
+        response = regression_pb2.RegressionResponse()
+        self._response_spec(response.model_spec, servable, signature.key)
+        self._regression_result(servable, signature, serialized, response.result)
+        return response
+
+    def multi_inference(self, request):
+        spec = request.tasks[0].model_spec if request.tasks else None
+
+        def run():
+            if not request.tasks:
+                raise errors.invalid_argument("MultiInferenceRequest has no tasks")
+            names = {t.model_spec.name for t in request.tasks}
+            if len(names) != 1:
+                raise errors.invalid_argument("All ModelSpecs in a MultiInferenceRequest must access "
+                                              f"the same model name; got {sorted(names)}")
+            keys = [t.model_spec.signature_name or DEFAULT_SIGNATURE for t in request.tasks]
+            if len(set(keys)) != len(keys):
+                raise errors.invalid_argument(f"Duplicate evaluation of signature: {keys}")
+            with self._acquire(spec) as servable:
+                return self.multi_inference_on(servable, request), servable.version
+        return self.observe("multi_inference", spec, run)
+
+    def multi_inference_on(self, servable, request):
+        serialized = self._examples(request.input)
+        response = inference_pb2.MultiInferenceResponse()
+        for task in request.tasks:
+            if task.method_name not in (CLASSIFY_METHOD, REGRESS_METHOD):
+                raise errors.invalid_argument(f"Unsupported signature method_name: {task.method_name}; "
+                                              f"use {CLASSIFY_METHOD} or {REGRESS_METHOD}")
+            signature = self._signature_for(servable, task.model_spec, task.method_name)
+            result = response.results.add()
+            self._response_spec(result.model_spec, servable, signature.key)
+            if task.method_name == CLASSIFY_METHOD:
+                self._classification_result(servable, signature, serialized, result.classification_result)
+            else:
+                self._regression_result(servable, signature, serialized, result.regression_result)
+        return response
+
+    # ------------------------------------------------------------ metadata and status
+    def get_model_metadata(self, request):
+        def run():
+            fields = list(request.metadata_field)
+            if not fields:
+                raise errors.invalid_argument("GetModelMetadataRequest must specify at least one "
+                                              "metadata_field (supported: signature_def)")
+            unsupported = sorted(set(fields) - {"signature_def"})
+            if unsupported:
+                raise errors.invalid_argument(f"Metadata field(s) not supported: {unsupported} "
+                                              "(supported: signature_def)")
+            with self._acquire(request.model_spec) as servable:
+                response = get_model_metadata_pb2.GetModelMetadataResponse()
+                response.model_spec.name = servable.name
+                response.model_spec.version.value = servable.version
+                sig_map = get_model_metadata_pb2.SignatureDefMap()
+                for key, sig in servable.signatures.items():
+                    sig_map.signature_def[key].CopyFrom(sig.proto)
+                packed = any_pb2.Any()
+                packed.Pack(sig_map)
+                response.metadata["signature_def"].CopyFrom(packed)
+                return response, servable.version
+        return self.observe("get_model_metadata", request.model_spec, run)
+
+    def get_model_status(self, request):
+        def run():
+            spec = request.model_spec
+            if not spec.name:
+                raise errors.invalid_argument("model_spec.name is required")
+            version = _version_of(spec)
+            if spec.version_label:
+                with self.manager.acquire(spec.name, None, spec.version_label) as servable:
+                    version = servable.version
+            response = get_model_status_pb2.GetModelStatusResponse()
+            response.model_version_status.extend(self.manager.status(spec.name, version))
+            return response, version
+        return self.observe("get_model_status", request.model_spec, run)
+
+    # ------------------------------------------------------------ warmup
+    def warmup(self, servable):
+        """Replays assets.extra/tf_serving_warmup_requests (PredictionLog TFRecords) before a version
+        serves, as TF Serving does; an error fails the load. Returns the number replayed."""
+        path = os.path.join(servable.path, WARMUP_FILE)
+        if not os.path.exists(path):
+            return 0
+        count = 0
+        for record in tf.data.TFRecordDataset(path).as_numpy_iterator():
+            log = prediction_log_pb2.PredictionLog.FromString(record)
+            kind = log.WhichOneof("log_type")
+            try:
+                if kind == "predict_log":
+                    self.predict_on(servable, log.predict_log.request)
+                elif kind == "classify_log":
+                    self.classify_on(servable, log.classify_log.request)
+                elif kind == "regress_log":
+                    self.regress_on(servable, log.regress_log.request)
+                elif kind == "multi_inference_log":
+                    self.multi_inference_on(servable, log.multi_inference_log.request)
+                else:
+                    raise errors.invalid_argument(f"unsupported warmup log type {kind}")
+            except errors.ServingError as e:
+                raise errors.ServingError(e.code, f"warmup request {count} failed: {e.message}") from e
+            count += 1
+            self.metrics.warmup.labels(servable.name, str(servable.version)).inc()
+        _LOG.info("replayed %d warmup requests for %s version %d", count, servable.name, servable.version)
+        return count

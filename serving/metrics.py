@@ -1,0 +1,38 @@
+"""Prometheus metrics, exposed on the REST port at /monitoring/prometheus/metrics (TF Serving's path)."""
+import prometheus_client
+
+LATENCY_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30)
+BATCH_BUCKETS = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024)
+
+
+class Metrics:
+    """Counters and histograms in their own registry (several servers may share a process in tests).
+
+    - serving_requests_total{model, version, api, status}: requests by gRPC status code name.
+    - serving_request_latency_seconds{model, api}: wall time per request.
+    - serving_batch_size{model, signature}: rows per model call under --enable_batching (before
+      padding); serving_padded_batch_size: after padding to allowed_batch_sizes.
+    - serving_warmup_requests_total{model, version}: warmup records replayed at load.
+    """
+
+    def __init__(self):
+        self.registry = prometheus_client.CollectorRegistry()
+        self.requests = prometheus_client.Counter(
+            "serving_requests", "Requests by model, version, API and status code.",
+            ["model", "version", "api", "status"], registry=self.registry)
+        self.latency = prometheus_client.Histogram(
+            "serving_request_latency_seconds", "Request latency in seconds.", ["model", "api"],
+            buckets=LATENCY_BUCKETS, registry=self.registry)
+        self.batch_size = prometheus_client.Histogram(
+            "serving_batch_size", "Rows per batched model call (before padding).",
+            ["model", "signature"], buckets=BATCH_BUCKETS, registry=self.registry)
+        self.padded_batch_size = prometheus_client.Histogram(
+            "serving_padded_batch_size", "Rows per batched model call after padding.",
+            ["model", "signature"], buckets=BATCH_BUCKETS, registry=self.registry)
+        self.warmup = prometheus_client.Counter(
+            "serving_warmup_requests", "Warmup requests replayed at load time.", ["model", "version"],
+            registry=self.registry)
+
+    def exposition(self) -> tuple:
+        """(body bytes, content type) for an HTTP response."""
+        return prometheus_client.generate_latest(self.registry), prometheus_client.CONTENT_TYPE_LATEST

@@ -1,0 +1,176 @@
+"""`python -m serving.server`: a drop-in stand-in for `tensorflow_model_server` (SPEC section 8).
+
+    python -m serving.server --port=8500 --rest_api_port=8501 \
+        --model_name=sst2 --model_base_path=/models/sst2
+    python -m serving.server --model_config_file=models.config --enable_batching \
+        --batching_parameters_file=batching.config
+
+Flags keep tensorflow_model_server's names; extra ones (--host, --max_request_bytes,
+--max_request_batch_size, --max_text_length, --text_inputs, --custom_op_modules) are documented
+below and in docs/deployment.md. Serves any SavedModel from its signatures alone.
+"""
+import concurrent.futures
+import importlib
+import logging
+import os
+import signal
+import sys
+import threading
+
+import grpc
+from absl import app, flags
+from google.protobuf import text_format
+from grpc_health.v1 import health, health_pb2, health_pb2_grpc
+from tensorflow_serving.apis import model_service_pb2_grpc, prediction_service_pb2_grpc
+from tensorflow_serving.config import model_server_config_pb2
+
+from serving import batching, grpc_service, tensors
+from serving.inference import InferenceService
+from serving.metrics import Metrics
+from serving.model_manager import ModelManager
+from serving.rest import RestApi, RestServer
+
+_LOG = logging.getLogger("serving")
+_FLAGS = flags.FLAGS
+flags.DEFINE_integer("port", 8500, "Port for the gRPC API.")
+flags.DEFINE_integer("rest_api_port", 8501, "Port for the REST API; 0 disables it.")
+flags.DEFINE_string("host", "127.0.0.1", "Address to bind (0.0.0.0 for all interfaces).")
+flags.DEFINE_string("model_name", "default", "Name of the model (with --model_base_path).")
+flags.DEFINE_string("model_base_path", "", "Directory holding integer version subdirectories.")
+flags.DEFINE_string("model_config_file", "", "Text-format ModelServerConfig (several models, version "
+                    "policies, labels); overrides --model_name/--model_base_path.")
+flags.DEFINE_float("file_system_poll_wait_seconds", 1.0, "Seconds between polls for new/removed "
+                   "versions; 0 polls once at start.")
+flags.DEFINE_boolean("enable_batching", False, "Merge concurrent requests into batched model calls.")
+flags.DEFINE_string("batching_parameters_file", "", "Text-format BatchingParameters.")
+flags.DEFINE_integer("grpc_max_threads", 16, "gRPC worker threads.")
+flags.DEFINE_integer("max_request_bytes", 64 << 20, "Largest request message/body in bytes; larger "
+                     "is RESOURCE_EXHAUSTED (gRPC) / 413 (REST).")
+flags.DEFINE_integer("max_request_batch_size", 4096, "Most rows per request (0 = no limit); more is "
+                     "INVALID_ARGUMENT.")
+flags.DEFINE_integer("max_text_length", 65536, "Most UTF-8 bytes per text element (0 = no limit).")
+flags.DEFINE_list("text_inputs", list(tensors.DEFAULT_TEXT_INPUTS), "String inputs / tf.Example "
+                  "features checked as UTF-8 text.")
+flags.DEFINE_list("custom_op_modules", ["tensorflow_text"], "Python modules imported at start-up so "
+                  "SavedModels using their ops load (skipped if not installed).")
+
+
+def model_configs(model_name="default", model_base_path="", model_config_file=""):
+    """ModelConfig protos from a config file or a single name + base path. Raises ValueError."""
+    if model_config_file:
+        with open(model_config_file) as f:
+            config = text_format.Parse(f.read(), model_server_config_pb2.ModelServerConfig())
+        configs = list(config.model_config_list.config)
+        if not configs:
+            raise ValueError(f"{model_config_file}: model_config_list has no config entries")
+        base = os.path.dirname(os.path.abspath(model_config_file))
+        for c in configs:
+            if c.model_platform not in ("", "tensorflow"):
+                raise ValueError(f"model '{c.name}': model_platform '{c.model_platform}' is not supported")
+            if not c.base_path:
+                raise ValueError(f"model '{c.name}' has no base_path")
+            if not os.path.isabs(c.base_path):
+                c.base_path = os.path.join(base, c.base_path)
+        return configs
+    if not model_base_path:
+        raise ValueError("give --model_base_path (with --model_name) or --model_config_file")
+    return [model_server_config_pb2.ModelConfig(name=model_name, base_path=os.path.abspath(model_base_path),
+                                                model_platform="tensorflow")]
+
+
+def import_custom_op_modules(names):
+    """Imports each module (e.g. tensorflow_text) so its ops are registered; missing ones are skipped."""
+    for name in names:
+        try:
+            importlib.import_module(name)
+            _LOG.info("imported %s (custom ops registered)", name)
+        except ImportError as e:
+            _LOG.warning("could not import %s (%s); SavedModels using its ops will fail to load", name, e)
+
+
+class ModelServer:
+    """The gRPC + REST server around a ModelManager. `start()`, then `stop()`.
+
+    Args:
+        configs: ModelConfig protos. host/port/rest_api_port: bind address (rest 0 = off).
+        poll_seconds, batching (BatchingOptions or None), limits (tensors.Limits), max_request_bytes,
+        grpc_max_threads: see the flags.
+    """
+
+    def __init__(self, configs, host="127.0.0.1", port=8500, rest_api_port=8501, poll_seconds=1.0,
+                 batching_options=None, limits=tensors.Limits(), max_request_bytes=64 << 20,
+                 grpc_max_threads=16):
+        self.metrics = Metrics()
+        self.health = health.HealthServicer()
+        self.manager = ModelManager(configs, poll_seconds, on_loaded=self._warmup, on_change=self._update_health)
+        self.service = InferenceService(self.manager, limits, batching_options, self.metrics)
+        options = [("grpc.max_receive_message_length", max_request_bytes),
+                   ("grpc.max_send_message_length", -1)]
+        self.grpc_server = grpc.server(concurrent.futures.ThreadPoolExecutor(grpc_max_threads), options=options)
+        prediction_service_pb2_grpc.add_PredictionServiceServicer_to_server(
+            grpc_service.PredictionServicer(self.service), self.grpc_server)
+        model_service_pb2_grpc.add_ModelServiceServicer_to_server(
+            grpc_service.ModelServicer(self.service), self.grpc_server)
+        health_pb2_grpc.add_HealthServicer_to_server(self.health, self.grpc_server)
+        self.port = self.grpc_server.add_insecure_port(f"{host}:{port}")
+        if not self.port:
+            raise OSError(f"cannot bind gRPC to {host}:{port}")
+        self.rest = (RestServer(host, rest_api_port, RestApi(self.service, max_request_bytes), self.metrics)
+                     if rest_api_port else None)
+        self._update_health()
+
+    def _warmup(self, servable):
+        self.service.warmup(servable)
+
+    def _update_health(self):
+        ok = self.manager.all_available()
+        status = health_pb2.HealthCheckResponse.SERVING if ok else health_pb2.HealthCheckResponse.NOT_SERVING
+        for name in ("", "tensorflow.serving.PredictionService", "tensorflow.serving.ModelService"):
+            self.health.set(name, status)
+
+    def start(self):
+        self.grpc_server.start()
+        if self.rest:
+            self.rest.start()
+        self.manager.start()
+        return self
+
+    def stop(self, grace=5.0):
+        self.health.enter_graceful_shutdown()
+        if self.rest:
+            self.rest.stop()
+        self.grpc_server.stop(grace).wait()
+        self.manager.stop()
+
+
+def main(argv):
+    del argv
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+                        stream=sys.stderr)
+    import_custom_op_modules([m for m in _FLAGS.custom_op_modules if m])
+    batching_options = None
+    if _FLAGS.enable_batching:
+        batching_options = batching.BatchingOptions()
+        if _FLAGS.batching_parameters_file:
+            with open(_FLAGS.batching_parameters_file) as f:
+                batching_options = batching.parse_batching_parameters(f.read())
+    limits = tensors.Limits(_FLAGS.max_request_batch_size, _FLAGS.max_text_length, tuple(_FLAGS.text_inputs))
+    server = ModelServer(
+        model_configs(_FLAGS.model_name, _FLAGS.model_base_path, _FLAGS.model_config_file),
+        host=_FLAGS.host, port=_FLAGS.port, rest_api_port=_FLAGS.rest_api_port,
+        poll_seconds=_FLAGS.file_system_poll_wait_seconds, batching_options=batching_options,
+        limits=limits, max_request_bytes=_FLAGS.max_request_bytes, grpc_max_threads=_FLAGS.grpc_max_threads)
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    signal.signal(signal.SIGINT, lambda *_: stop.set())
+    server.start()
+    _LOG.info("Running gRPC ModelServer at %s:%d ...", _FLAGS.host, server.port)
+    if server.rest:
+        _LOG.info("Exporting HTTP/REST API at %s:%d ...", _FLAGS.host, server.rest.port)
+    stop.wait()
+    _LOG.info("shutting down")
+    server.stop()
+
+
+if __name__ == "__main__":
+    app.run(main)

@@ -1,0 +1,142 @@
+"""TensorProto <-> numpy and request validation against a signature's TensorSpecs.
+
+Documented rules (what clients can rely on):
+- dtypes must match the signature, except integer ids: int64 sent to an int32 input (and int32 to
+  int64) is cast, with INVALID_ARGUMENT naming the tensor if a value does not fit int32.
+- shapes must match the signature's rank and known dimensions; the batch dimension (dim 0) must be
+  the same for all inputs (e.g. `text` and `text_b`) and non-zero ("empty batch").
+- string inputs named in `Limits.text_inputs` (default `text`, `text_b`) are text: each element must
+  be valid UTF-8 and at most `max_text_length` bytes. Other string inputs (e.g. serialized
+  tf.Example) are passed through untouched.
+Every violation is INVALID_ARGUMENT with a message naming the input; never INTERNAL.
+"""
+import dataclasses
+
+import numpy as np
+import tensorflow as tf
+
+from serving import errors
+
+DEFAULT_TEXT_INPUTS = ("text", "text_b")
+
+
+@dataclasses.dataclass(frozen=True)
+class Limits:
+    """Per-request limits. max_batch_size: rows (0 = none); max_text_length: UTF-8 bytes per text
+    element (0 = none); text_inputs: names of string inputs checked as text."""
+
+    max_batch_size: int = 0
+    max_text_length: int = 0
+    text_inputs: tuple = DEFAULT_TEXT_INPUTS
+
+
+def to_numpy(proto, alias: str) -> np.ndarray:
+    """TensorProto -> numpy (strings as an object array of bytes)."""
+    try:
+        return tf.make_ndarray(proto)
+    except Exception as e:  # noqa: BLE001 - malformed client tensor
+        raise errors.invalid_argument(f"input '{alias}' is not a valid TensorProto: {e}") from e
+
+
+def to_proto(array):
+    return tf.make_tensor_proto(np.asarray(array))
+
+
+def _dtype_name(array):
+    if array.dtype == object or array.dtype.kind in "SU":
+        return "string"
+    return tf.dtypes.as_dtype(array.dtype).name
+
+
+def cast(alias, array, spec):
+    want = spec.dtype
+    if want == tf.string:
+        if array.dtype == object and all(isinstance(x, bytes) for x in array.flat):
+            return array
+        if array.dtype.kind in "SU":
+            return np.vectorize(lambda s: s.encode("utf-8") if isinstance(s, str) else s,
+                                otypes=[object])(array) if array.size else array.astype(object)
+        raise errors.invalid_argument(
+            f"input '{alias}' expects dtype string but got {_dtype_name(array)}")
+    if array.dtype == object or array.dtype.kind in "SU":
+        raise errors.invalid_argument(f"input '{alias}' expects dtype {want.name} but got string")
+    have = tf.dtypes.as_dtype(array.dtype)
+    if have == want:
+        return array
+    if have in (tf.int32, tf.int64) and want in (tf.int32, tf.int64):
+        info = np.iinfo(want.as_numpy_dtype)
+        if array.size and (array.min() < info.min or array.max() > info.max):
+            raise errors.invalid_argument(
+                f"input '{alias}' has values outside the {want.name} range; cannot cast {have.name} "
+                f"to {want.name}")
+        return array.astype(want.as_numpy_dtype)
+    raise errors.invalid_argument(f"input '{alias}' expects dtype {want.name} but got {have.name}")
+
+
+def check_inputs(signature, arrays: dict, limits: Limits = Limits()) -> dict:
+    """Validates and casts request inputs for `signature`.
+
+    Args:
+        signature: servable.Signature. arrays: dict alias -> np.ndarray. limits: Limits.
+    Returns:
+        dict alias -> np.ndarray with the signature's dtypes.
+    Raises:
+        ServingError INVALID_ARGUMENT naming the problem (missing/extra input, dtype, shape, empty
+        or mismatched batch, batch over the limit, non-UTF-8 or over-long text).
+    """
+    want, have = set(signature.inputs), set(arrays)
+    if want != have:
+        raise errors.invalid_argument(
+            f"input size does not match signature '{signature.key}': got {sorted(have)}, expected "
+            f"{sorted(want)}. Missing but required: {sorted(want - have)}. Sent extra: "
+            f"{sorted(have - want)}")
+    out, batch = {}, {}
+    for alias in sorted(arrays):
+        spec, array = signature.inputs[alias], np.asarray(arrays[alias])
+        array = cast(alias, array, spec)
+        if spec.shape is not None:
+            if array.ndim != len(spec.shape) or any(
+                    d >= 0 and d != n for d, n in zip(spec.shape, array.shape)):
+                raise errors.invalid_argument(
+                    f"input '{alias}' has shape {list(array.shape)} but signature '{signature.key}' "
+                    f"expects {['?' if d < 0 else d for d in spec.shape]}")
+        if array.ndim >= 1:
+            if array.shape[0] == 0:
+                raise errors.invalid_argument(f"empty batch: input '{alias}' has batch size 0")
+            batch[alias] = array.shape[0]
+        if spec.dtype == tf.string and alias in limits.text_inputs:
+            for i, value in enumerate(array.flat):
+                try:
+                    value.decode("utf-8")
+                except UnicodeDecodeError as e:
+                    raise errors.invalid_argument(
+                        f"input '{alias}' element {i} is not valid UTF-8 text ({e.reason} at byte "
+                        f"{e.start}); send text as UTF-8") from None
+                if limits.max_text_length and len(value) > limits.max_text_length:
+                    raise errors.invalid_argument(
+                        f"input '{alias}' element {i} is {len(value)} bytes long; the limit is "
+                        f"{limits.max_text_length} bytes (--max_text_length)")
+        out[alias] = array
+    if len(set(batch.values())) > 1:
+        raise errors.invalid_argument(
+            "inputs have different batch sizes (dim 0): "
+            + ", ".join(f"{k}={v}" for k, v in sorted(batch.items())))
+    if batch and limits.max_batch_size and max(batch.values()) > limits.max_batch_size:
+        raise errors.invalid_argument(
+            f"batch size {max(batch.values())} exceeds the limit of {limits.max_batch_size} rows "
+            "per request (--max_request_batch_size)")
+    return out
+
+
+def check_text_feature(name: str, value: bytes, limits: Limits, row: int):
+    """UTF-8 / length rule for a text feature inside a tf.Example (Classify/Regress)."""
+    try:
+        value.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise errors.invalid_argument(
+            f"example {row} feature '{name}' is not valid UTF-8 text ({e.reason} at byte "
+            f"{e.start})") from None
+    if limits.max_text_length and len(value) > limits.max_text_length:
+        raise errors.invalid_argument(
+            f"example {row} feature '{name}' is {len(value)} bytes long; the limit is "
+            f"{limits.max_text_length} bytes (--max_text_length)")
