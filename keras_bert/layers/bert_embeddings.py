@@ -58,7 +58,8 @@ class BertEmbeddings(keras.layers.Layer):
         self.layer_norm = keras.layers.LayerNormalization(
             epsilon=self.layer_norm_epsilon, dtype="float32", name="layer_norm")
         self.layer_norm.build((None, None, self.hidden_size))
-        self.dropout = keras.layers.Dropout(self.dropout_rate, name="dropout")
+        self.dropout = keras.layers.Dropout(
+            self.dropout_rate, dtype=self.dtype_policy, name="dropout")
         self.built = True
 
     def call(self, input_word_ids, input_type_ids, training=None):

@@ -54,7 +54,8 @@ class BertSelfAttention(keras.layers.Layer):
                                        dtype=self.dtype_policy, name=name)
             dense.build((None, None, self.hidden_size))
             setattr(self, name, dense)
-        self.dropout = keras.layers.Dropout(self.attention_dropout_rate, name="dropout")
+        self.dropout = keras.layers.Dropout(
+            self.attention_dropout_rate, dtype=self.dtype_policy, name="dropout")
         self.built = True
 
     def call(self, inputs, attention_mask, training=None):

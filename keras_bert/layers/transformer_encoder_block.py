@@ -71,12 +71,14 @@ class TransformerEncoderBlock(keras.layers.Layer):
             return layer
 
         self.attention_output = dense(h, "attention_output", h)
-        self.attention_dropout = keras.layers.Dropout(self.dropout_rate, name="attention_dropout")
+        self.attention_dropout = keras.layers.Dropout(
+            self.dropout_rate, dtype=self.dtype_policy, name="attention_dropout")
         self.attention_layer_norm = layer_norm("attention_layer_norm")
         self.intermediate = dense(self.intermediate_size, "intermediate", h,
                                   activation=get_activation(self.hidden_activation))
         self.output_dense = dense(h, "output_dense", self.intermediate_size)
-        self.output_dropout = keras.layers.Dropout(self.dropout_rate, name="output_dropout")
+        self.output_dropout = keras.layers.Dropout(
+            self.dropout_rate, dtype=self.dtype_policy, name="output_dropout")
         self.output_layer_norm = layer_norm("output_layer_norm")
         self.built = True
 

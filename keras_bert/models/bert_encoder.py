@@ -79,11 +79,21 @@ class BertEncoder(keras.Model):
 
     def build(self, input_shape=None):
         h = self.bert_config.hidden_size
-        self.embeddings.build()
+        if not self.embeddings.built:
+            self.embeddings.build()
         for layer in self.transformer_layers:
-            layer.build((None, None, h))
-        self.pooler.build((None, h))
+            if not layer.built:
+                layer.build((None, None, h))
+        if not self.pooler.built:
+            self.pooler.build((None, h))
         self.built = True
+
+    def get_build_config(self):
+        return {"built": True}
+
+    def build_from_config(self, config):
+        # Every variable's shape follows from the constructor arguments alone.
+        self.build()
 
     def call(self, inputs, training=None):
         if not isinstance(inputs, dict) or "input_word_ids" not in inputs:

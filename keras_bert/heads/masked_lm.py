@@ -1,0 +1,67 @@
+"""Masked-LM head (BERT §3.1 task 1; google-research/bert run_pretraining.py get_masked_lm_output)."""
+
+import keras
+import tensorflow as tf
+
+from keras_bert.layers.activations import get_activation
+
+
+@keras.saving.register_keras_serializable(package="keras_bert")
+class MaskedLMHead(keras.layers.Layer):
+    """Gathers masked positions, Dense + activation + LayerNorm, then logits over the vocabulary.
+
+    The output projection is tied to the word embedding table (passed at call time, so the head
+    owns no copy of it) and has its own bias, as `cls/predictions/output_bias` in the reference.
+
+    Args:
+        vocab_size: int. Number of output logits V.
+        hidden_size: int. Width H of the encoder's sequence_output.
+        hidden_activation: str. Activation name of the transform (the encoder's).
+        initializer_range: float. Stddev of the truncated-normal initializer.
+        layer_norm_epsilon: float. LayerNorm epsilon.
+
+    Call args:
+        sequence_output: float Tensor [batch_size, seq_length, hidden_size].
+        masked_lm_positions: int32 Tensor [batch_size, num_predictions], token indices.
+        embedding_table: float Variable [vocab_size, hidden_size].
+
+    Returns:
+        float32 Tensor [batch_size, num_predictions, vocab_size] of logits.
+    """
+
+    def __init__(self, vocab_size, hidden_size, hidden_activation="gelu", initializer_range=0.02,
+                 layer_norm_epsilon=1e-12, **kwargs):
+        super().__init__(**kwargs)
+        self.vocab_size = vocab_size
+        self.hidden_size = hidden_size
+        self.hidden_activation = hidden_activation
+        self.initializer_range = initializer_range
+        self.layer_norm_epsilon = layer_norm_epsilon
+
+    def build(self, input_shape=None):
+        self.transform = keras.layers.Dense(
+            self.hidden_size, activation=get_activation(self.hidden_activation),
+            kernel_initializer=keras.initializers.TruncatedNormal(stddev=self.initializer_range),
+            dtype=self.dtype_policy, name="transform")
+        self.transform.build((None, None, self.hidden_size))
+        self.layer_norm = keras.layers.LayerNormalization(
+            epsilon=self.layer_norm_epsilon, dtype="float32", name="layer_norm")
+        self.layer_norm.build((None, None, self.hidden_size))
+        self.output_bias = self.add_weight(name="output_bias", shape=(self.vocab_size,),
+                                           initializer="zeros")
+        self.built = True
+
+    def call(self, sequence_output, masked_lm_positions, embedding_table):
+        positions = tf.cast(masked_lm_positions, tf.int32)
+        gathered = tf.gather(sequence_output, positions, batch_dims=1)  # [B, P, H]
+        x = self.layer_norm(self.transform(gathered))  # float32
+        logits = tf.matmul(x, tf.cast(embedding_table, tf.float32), transpose_b=True)
+        return logits + tf.cast(self.output_bias, tf.float32)
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(vocab_size=self.vocab_size, hidden_size=self.hidden_size,
+                      hidden_activation=self.hidden_activation,
+                      initializer_range=self.initializer_range,
+                      layer_norm_epsilon=self.layer_norm_epsilon)
+        return config
