@@ -10,6 +10,8 @@ tokenization step, and instrumented with a summary. Deliberate differences from 
   `len(tokens)`, counting the three special tokens, so it masks slightly more than asked.
 * a random next segment never comes from the same document (the reference retries 10 times and
   may give up); at least two documents are therefore required.
+* a chunk is closed only once it holds two segments (or the document ends): see the comment in
+  `create_instances_from_document`.
 * whole-word masking never joins a `##` piece to a word across [CLS]/[SEP]: a `##` piece right
   after a special token (front truncation can leave one) is a word of its own.
 
@@ -21,7 +23,8 @@ vocabulary ("random"; it may equal the original by chance and still counts as "r
 
 NSP label (PITFALLS.md): `next_sentence_labels` = 1 when segment B is a random segment from
 another document, 0 when it is the true continuation. A chunk of a single sentence always gets a
-random next segment (as in the reference), so the positive rate sits slightly above 0.5.
+random next segment (as in the reference); with the two-segment rule above this only happens at
+the end of a document, so the positive rate stays close to 0.5.
 """
 from __future__ import annotations
 
@@ -277,7 +280,10 @@ def create_instances_from_document(
         segment = document[i]
         current_chunk.append(segment)
         current_length += len(segment)
-        if i == len(document) - 1 or current_length >= target_seq_length:
+        # Deviation: a chunk holds at least two segments unless the document ends, so that a
+        # true continuation exists (the reference emits a lone long sentence with a forced
+        # random next segment, which pushes the NSP positive rate well above 0.5).
+        if i == len(document) - 1 or (current_length >= target_seq_length and len(current_chunk) >= 2):
             if current_chunk:
                 a_end = rng.randint(1, len(current_chunk) - 1) if len(current_chunk) >= 2 else 1
                 tokens_a = [t for seg in current_chunk[:a_end] for t in seg]
