@@ -16,10 +16,10 @@ import pathlib
 
 import numpy as np
 import pytest
-import scipy.special
 
 import keras_bert
 from keras_bert.tokenization import FullTokenizer, pack_inputs
+from tests.checkpoints.helpers import numpy_bert
 
 pytestmark = pytest.mark.slow
 
@@ -81,47 +81,6 @@ def _max_diffs(a, b, mask):
     seq = np.abs(a[0] - b[0])[mask.astype(bool)].max()
     pooled = np.abs(a[1] - b[1]).max()
     return float(seq), float(pooled)
-
-
-def numpy_bert(w, features, num_layers, num_heads, eps=1e-12):
-    """float64 BERT forward pass from the equations (BERT §3, Transformer §3.2), HF names."""
-    ids, mask, types = (features[k] for k in ("input_word_ids", "input_mask", "input_type_ids"))
-    B, T = ids.shape
-
-    def layer_norm(x, p):
-        mu = x.mean(-1, keepdims=True)
-        var = ((x - mu) ** 2).mean(-1, keepdims=True)
-        return (x - mu) / np.sqrt(var + eps) * w[p + ".weight"] + w[p + ".bias"]
-
-    def linear(x, p):
-        return x @ w[p + ".weight"].T + w[p + ".bias"]
-
-    def gelu(x):  # exact: x * Phi(x)
-        return 0.5 * x * (1.0 + scipy.special.erf(x / np.sqrt(2.0)))
-
-    x = (w["embeddings.word_embeddings.weight"][ids] + w["embeddings.position_embeddings.weight"][:T]
-         + w["embeddings.token_type_embeddings.weight"][types])
-    x = layer_norm(x, "embeddings.LayerNorm")
-    H = x.shape[-1]
-    D = H // num_heads
-    keep = mask[:, None, None, :].astype(bool)  # [B, 1, 1, T]: padded keys are excluded
-    for i in range(num_layers):
-        p = f"encoder.layer.{i}."
-
-        def heads(t):  # [B, T, H] -> [B, N, T, D]
-            return t.reshape(B, T, num_heads, D).transpose(0, 2, 1, 3)
-
-        q, k, v = (heads(linear(x, p + "attention.self." + n)) for n in ("query", "key", "value"))
-        scores = np.where(keep, q @ k.transpose(0, 1, 3, 2) / np.sqrt(D), -np.inf)
-        probs = np.exp(scores - scores.max(-1, keepdims=True))
-        probs /= probs.sum(-1, keepdims=True)
-        context = (probs @ v).transpose(0, 2, 1, 3).reshape(B, T, H)
-        x = layer_norm(x + linear(context, p + "attention.output.dense"),
-                       p + "attention.output.LayerNorm")
-        ffn = linear(gelu(linear(x, p + "intermediate.dense")), p + "output.dense")
-        x = layer_norm(x + ffn, p + "output.LayerNorm")
-    pooled = np.tanh(linear(x[:, 0], "pooler.dense"))
-    return x, pooled
 
 
 def test_tokenizer_ids_match_checkpoint_tokenizer_json(model_dir, batch):
