@@ -1,0 +1,156 @@
+"""The Python reference tokenizer: every PITFALLS.md tokenization rule with exact ids."""
+import pytest
+
+from keras_bert.tokenization import full_tokenizer as ft
+from keras_bert.tokenization import FullTokenizer, MAX_INPUT_CHARS_PER_WORD, load_vocab
+
+
+@pytest.fixture(scope="module")
+def uncased(uncased_vocab):
+    return FullTokenizer(uncased_vocab, do_lower_case=True)
+
+
+@pytest.fixture(scope="module")
+def cased(cased_vocab):
+    return FullTokenizer(cased_vocab, do_lower_case=False)
+
+
+def test_vocab_special_ids(uncased, cased):
+    for tok in (uncased, cased):
+        assert [tok.vocab[t] for t in ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")] == [
+            0, 100, 101, 102, 103]
+        assert (tok.pad_id, tok.unk_id, tok.cls_id, tok.sep_id) == (0, 100, 101, 102)
+    assert len(uncased.vocab) == 30522 and len(cased.vocab) == 28996
+    assert cased.convert_tokens_to_ids(["the", "The", "Hello", "world"]) == [1103, 1109, 8667, 1362]
+
+
+def test_accents_follow_case(uncased, cased):
+    assert uncased.tokenize("naïve café") == ["naive", "cafe"]
+    assert uncased.tokenize_to_ids("naïve café") == [15743, 7668]
+    assert uncased.tokenize_to_ids("Naïve Café") == [15743, 7668]
+    # Cased: no NFD, no stripping.
+    assert cased.tokenize("naïve café") == ["na", "##ï", "##ve", "café"]
+    assert cased.tokenize_to_ids("Naïve Café") == [11896, 28203, 2707, 21036]
+
+
+def test_reference_lowercase_is_not_nfkc_casefold(uncased):
+    assert uncased.tokenize("Straße") == ["st", "##raße"]  # casefold would give "strasse"
+    assert uncased.tokenize("ﬃ") == ["[UNK]"]  # NFKC would give "ffi"
+    assert uncased.tokenize("x²") == ["x", "##²"]
+    # str.lower() applies the final-sigma rule.
+    assert uncased.tokenize("ΟΔΟΣ") == ["ο", "##δ", "##ος"]
+    assert uncased.tokenize_to_ids("ΟΔΟΣ") == [1169, 29722, 15297]
+    assert uncased.tokenize("İ") == ["i"]
+
+
+@pytest.mark.parametrize("joiner", ["\x00", "\u200b", "\ufffd", "\x07", "\x0b", "\u00ad", "\ufeff"])
+def test_control_and_format_chars_are_deleted_and_join(uncased, cased, joiner):
+    assert uncased.tokenize_to_ids(f"ab{joiner}cd") == [5925, 2094]  # "abcd" -> abc ##d
+    assert cased.tokenize_to_ids(f"ab{joiner}cd") == [170, 1830, 1665, 1181]
+
+
+def test_unicode_whitespace(uncased):
+    assert uncased.tokenize_to_ids("a\tb\nc\rd") == [1037, 1038, 1039, 1040]
+    assert uncased.tokenize_to_ids("a\u3000b\u00a0c\u2009d") == [1037, 1038, 1039, 1040]
+    # U+2028 is Zl: not _is_whitespace, but str.split() splits on it.
+    assert uncased.tokenize_to_ids("a\u2028b") == [1037, 1038]
+
+
+def test_empty_and_whitespace_only(uncased):
+    for text in ("", " ", " \t\n\r ", "\u3000\u00a0", "\x00\x01"):
+        assert uncased.tokenize(text) == []
+
+
+def test_word_length_limit_counts_code_points(uncased):
+    assert MAX_INPUT_CHARS_PER_WORD == 200
+    assert uncased.tokenize("a" * 201) == ["[UNK]"]
+    assert uncased.tokenize("un" + "a" * 199) == ["[UNK]"]
+    pieces = uncased.tokenize("a" * 200)
+    assert "[UNK]" not in pieces and len(pieces) > 1
+
+
+def test_word_length_limit_is_not_bytes(cased):
+    # 200 two-byte characters (400 bytes) are still within the limit; 201 are not.
+    assert cased.tokenize("é" * 200) == ["é"] + ["##é"] * 199
+    assert cased.tokenize("é" * 201) == ["[UNK]"]
+
+
+def test_wordpiece_greedy_longest_match(uncased):
+    assert uncased.tokenize("unaffable") == ["una", "##ffa", "##ble"]
+    assert uncased.tokenize_to_ids("unaffable") == [14477, 20961, 3468]
+    assert uncased.tokenize("unwanted running") == ["unwanted", "running"]
+
+
+def test_wordpiece_all_or_nothing(uncased):
+    # "hello" matches, the snowman has no piece: the whole word is one [UNK].
+    assert "\u2603" not in uncased.vocab and "##\u2603" not in uncased.vocab
+    assert uncased.tokenize("hello\u2603 world") == ["[UNK]", "world"]
+    assert uncased.tokenize_to_ids("hello\u2603") == [100]
+
+
+def test_special_tokens_in_text_are_split(uncased, cased):
+    assert uncased.tokenize_to_ids("[MASK]") == [1031, 7308, 1033]
+    assert uncased.tokenize("hello [SEP] world") == ["hello", "[", "sep", "]", "world"]
+    assert cased.tokenize_to_ids("[MASK]") == [164, 9960, 1708, 2428, 166]
+    assert 103 not in uncased.tokenize_to_ids("[MASK] [CLS] [SEP] [UNK] [PAD]")
+
+
+def test_punctuation_split(uncased):
+    assert uncased.tokenize("Hello!!! ...what?!") == [
+        "hello", "!", "!", "!", ".", ".", ".", "what", "?", "!"]
+    assert uncased.tokenize("a.b,c") == ["a", ".", "b", ",", "c"]
+    assert uncased.tokenize("1,234.5") == ["1", ",", "234", ".", "5"]
+    # "$" is ASCII punctuation by the reference rule though Unicode calls it Sc.
+    assert uncased.tokenize("$5") == ["$", "5"]
+    # U+2260 decomposes to "=" + U+0338: once the mark is stripped, "=" splits (uncased).
+    assert uncased.tokenize("a\u2260b") == ["a", "=", "b"]
+
+
+def test_cjk_ideographs_are_split(uncased):
+    assert uncased.tokenize("中文english") == ["中", "文", "english"]
+    assert uncased.tokenize_to_ids("中文english") == [1746, 1861, 2394]
+    # Kana and Hangul are not CJK ideographs: no split around them.
+    assert uncased.basic_tokenizer.tokenize("カタカナabc") == ["カタカナabc"]
+
+
+def test_bytes_input_drops_invalid_utf8(uncased):
+    assert uncased.tokenize(b"caf\xc3\xa9") == ["cafe"]
+    assert uncased.tokenize(b"ab\xffcd") == ["abc", "##d"]
+    with pytest.raises(TypeError, match="str or bytes"):
+        uncased.tokenize(123)
+
+
+def test_ids_round_trip_and_errors(uncased):
+    ids = uncased.tokenize_to_ids("the quick brown fox")
+    assert uncased.convert_ids_to_tokens(ids) == ["the", "quick", "brown", "fox"]
+    assert ids == [1996, 4248, 2829, 4419]
+    with pytest.raises(KeyError, match="not in the vocabulary"):
+        uncased.convert_tokens_to_ids(["nonexistenttoken"])
+    with pytest.raises(KeyError, match="outside the vocabulary"):
+        uncased.convert_ids_to_tokens([99999])
+
+
+def test_encode_packs_numpy_int32(uncased):
+    out = uncased.encode("naïve café", "hello", max_seq_length=8)
+    assert out["input_word_ids"].dtype.name == "int32"
+    assert out["input_word_ids"].tolist() == [101, 15743, 7668, 102, 7592, 102, 0, 0]
+    assert out["input_mask"].tolist() == [1, 1, 1, 1, 1, 1, 0, 0]
+    assert out["input_type_ids"].tolist() == [0, 0, 0, 0, 1, 1, 0, 0]
+
+
+def test_load_vocab_errors(tmp_path):
+    with pytest.raises(FileNotFoundError, match="vocab_file not found"):
+        load_vocab(tmp_path / "missing.txt")
+    (tmp_path / "empty.txt").write_text("")
+    with pytest.raises(ValueError, match="holds no tokens"):
+        load_vocab(tmp_path / "empty.txt")
+    (tmp_path / "nospecial.txt").write_text("a\nb\n")
+    with pytest.raises(ValueError, match="lacks special tokens"):
+        FullTokenizer(tmp_path / "nospecial.txt")
+
+
+def test_predicates():
+    assert ft.is_control("\x00") and ft.is_control("\u200b") and not ft.is_control("\t")
+    assert ft.is_whitespace("\u00a0") and not ft.is_whitespace("\u200b")
+    assert ft.is_punctuation("^") and ft.is_punctuation("\u00bf") and not ft.is_punctuation("a")
+    assert ft.is_cjk_ideograph(0x4E2D) and not ft.is_cjk_ideograph(ord("カ"))
