@@ -174,7 +174,8 @@ class RestApi:
             response = self.service.get_model_metadata(request)
             sig_map = get_model_metadata_pb2.SignatureDefMap()
             response.metadata["signature_def"].Unpack(sig_map)
-            return {"model_spec": json_format.MessageToDict(response.model_spec, preserving_proto_field_name=True),
+            return {"model_spec": json_format.MessageToDict(response.model_spec, preserving_proto_field_name=True,
+                                                         always_print_fields_with_no_presence=True),
                     "metadata": {"signature_def": json_format.MessageToDict(
                         sig_map, preserving_proto_field_name=True)}}
         request = get_model_status_pb2.GetModelStatusRequest()
@@ -289,9 +290,19 @@ def make_handler(api: RestApi, metrics):
     class Handler(http.server.BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
         server_version = "keras-bert-serving"
+        timeout = 120  # seconds of socket inactivity before a connection is dropped
 
         def log_message(self, fmt, *args):  # quiet: one debug line per request
             _LOG.debug("rest %s", fmt % args)
+
+        def _drain(self, length, cap=256 << 20):
+            # Read (and drop) an oversized body so the client sees the 413 instead of a broken pipe.
+            left = min(length, cap)
+            while left > 0:
+                chunk = self.rfile.read(min(left, 1 << 16))
+                if not chunk:
+                    break
+                left -= len(chunk)
 
         def _send(self, status, body, content_type="application/json"):
             if not isinstance(body, bytes):
@@ -327,6 +338,7 @@ def make_handler(api: RestApi, metrics):
                 length = int(length)
                 if length > api.max_request_bytes:
                     self.close_connection = True
+                    self._drain(length)
                     return self._send(413, {"error": f"request body of {length} bytes exceeds "
                                                      f"--max_request_bytes={api.max_request_bytes}"})
                 body = self.rfile.read(length)
