@@ -62,7 +62,7 @@ def save_encoder(encoder, directory, vocab_file=None, do_lower_case=None) -> str
 
 
 def is_keras_bert_dir(directory: str) -> bool:
-    return os.path.exists(os.path.join(directory, WEIGHTS_FILE))
+    return any(os.path.exists(os.path.join(directory, f)) for f in (WEIGHTS_FILE, METADATA_FILE))
 
 
 def read_metadata(directory: str) -> dict:

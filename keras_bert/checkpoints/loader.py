@@ -63,6 +63,8 @@ def detect_format(name_or_path) -> tuple[str, str]:
             "(google-research/bert)")
     if os.path.exists(path + ".index"):
         return "google", path
+    if ".ckpt" in os.path.basename(path):
+        raise FileNotFoundError(f"TF checkpoint not found: {path}.index")
     raise FileNotFoundError(
         f"checkpoint not found: {path!r} is neither a pretrained preset "
         f"({sorted(PRETRAINED_PRESETS)}) nor an existing file, directory or TF checkpoint prefix")
