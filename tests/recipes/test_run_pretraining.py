@@ -1,0 +1,94 @@
+"""run_pretraining.py end to end on a WikiText-2 slice: the MLM loss falls; a SIGKILLed run resumes."""
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+
+from tests.conftest import REPO_ROOT
+
+SEQ, PRED = 64, 10
+
+
+@pytest.fixture(scope="module")
+def shards(tmp_path_factory, data_dir, uncased_vocab):
+    from keras_bert.data import pretraining_data as pd
+    from keras_bert.tokenization import FullTokenizer
+
+    tok = FullTokenizer(uncased_vocab)
+    raw = pd.read_raw_documents(str(data_dir / "wikitext/wikitext-2-raw/wiki.test.raw"), "wikitext")[:10]
+    docs = [[tok.tokenize(s) for s in d] for d in raw]
+    instances = pd.create_training_instances(docs, list(tok.vocab), SEQ, dupe_factor=2,
+                                             max_predictions_per_seq=PRED, random_seed=1)
+    out = tmp_path_factory.mktemp("shards") / "wiki.tfrecord"
+    pd.write_instances(instances, tok.vocab, pd.shard_paths(str(out), 2), SEQ, PRED)
+    return f"{out}-*"
+
+
+def _cmd(shards, vocab, out, steps, *extra):
+    return [sys.executable, "-m", "recipes.run_pretraining", f"--input_file={shards}", f"--vocab_file={vocab}",
+            f"--output_dir={out}", "--preset=bert_tiny", f"--max_seq_length={SEQ}",
+            f"--max_predictions_per_seq={PRED}", "--train_batch_size=16", f"--num_train_steps={steps}",
+            "--num_warmup_steps=5", "--learning_rate=1e-3", *extra]
+
+
+def _env():
+    return dict(os.environ, PYTHONPATH=str(REPO_ROOT), TF_CPP_MIN_LOG_LEVEL="2")
+
+
+@pytest.mark.slow
+def test_fifty_steps_lower_the_mlm_loss_and_save_a_loadable_encoder(shards, uncased_vocab, tmp_path):
+    out = tmp_path / "run"
+    subprocess.run(_cmd(shards, uncased_vocab, out, 50, "--save_checkpoints_steps=10"), cwd=REPO_ROOT,
+                   env=_env(), check=True, capture_output=True, timeout=600)
+    metrics = json.loads((out / "metrics.json").read_text())
+    history = metrics["history"]
+    assert [h["step"] for h in history] == [10, 20, 30, 40, 50] and metrics["steps"] == 50
+    # Mean MLM loss over steps 1-10 starts near ln(30522) = 10.3; over steps 41-50 it is lower.
+    assert history[0]["mlm_loss"] > 9.0
+    assert history[-1]["mlm_loss"] < history[0]["mlm_loss"] - 1.0
+    assert {"mlm_accuracy", "nsp_loss", "nsp_accuracy"} <= set(history[-1])
+    config = json.loads((out / "config.json").read_text())
+    assert config["bert_config"]["num_layers"] == 2 and config["bert_config"]["vocab_size"] == 30522
+    assert list((out / "logs").rglob("events.out.tfevents.*"))
+
+    import keras_bert
+
+    encoder = keras_bert.from_pretrained(str(out / "encoder"))  # what run_classifier --init_checkpoint does
+    assert encoder.bert_config.hidden_size == 128 and not encoder.causal
+    assert (out / "encoder" / "vocab.txt").read_bytes() == uncased_vocab.read_bytes()
+    first = np.asarray(encoder.embeddings.word_embeddings.embeddings)
+    from keras_bert.models import BertEncoder
+    fresh = BertEncoder.from_config_object(encoder.bert_config)
+    fresh.build()
+    assert not np.allclose(first, np.asarray(fresh.embeddings.word_embeddings.embeddings))
+
+
+@pytest.mark.slow
+def test_sigkilled_ltr_run_resumes_from_its_checkpoint(shards, uncased_vocab, tmp_path):
+    out = tmp_path / "run"
+    cmd = _cmd(shards, uncased_vocab, out, 40, "--save_checkpoints_steps=5", "--ltr")
+    proc = subprocess.Popen(cmd, cwd=REPO_ROOT, env=_env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    state = out / "checkpoints" / "checkpoint.json"
+    deadline = time.time() + 300
+    while time.time() < deadline and proc.poll() is None:
+        if state.exists() and json.loads(state.read_text())["step"] >= 10:
+            break
+        time.sleep(0.2)
+    assert proc.poll() is None, "the run ended before it could be killed"
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    killed_at = json.loads(state.read_text())["step"]
+    assert 10 <= killed_at < 40 and not (out / "metrics.json").exists()
+    subprocess.run(cmd, cwd=REPO_ROOT, env=_env(), check=True, capture_output=True, timeout=600)
+    metrics = json.loads((out / "metrics.json").read_text())
+    assert metrics["resumed_from_step"] == killed_at and metrics["steps"] == 40
+    steps = [h["step"] for h in metrics["history"]]
+    assert steps[-1] == 40 and steps == sorted(set(steps))
+    assert "nsp_loss" not in metrics["final"]  # --ltr trains without NSP
+    meta = json.loads((out / "encoder" / "keras_bert_checkpoint.json").read_text())
+    assert meta["causal"] is True
