@@ -1,0 +1,59 @@
+"""Converts any checkpoint `load_encoder` reads into a keras-bert checkpoint directory.
+
+Sources: a pretrained preset (`minilm_l6_h384_uncased`), a Hugging Face BERT directory, a
+google-research/bert TF1 checkpoint (directory or `bert_model.ckpt` prefix), a keras-bert
+directory or a `.keras` file. Writes `config.json`, `encoder.weights.h5`, `vocab.txt`,
+`keras_bert_checkpoint.json` (see `keras_bert.checkpoints.save_encoder`) and
+`conversion.json` (resolved flags, the source variable -> encoder variable ledger and the ignored
+variables with their reasons).
+
+    python recipes/convert_checkpoint.py --init_checkpoint=uncased_L-12_H-768_A-12 \
+      --output_dir=out/bert_base_uncased
+"""
+import json
+import os
+
+from absl import app, flags
+
+from keras_bert import checkpoints
+
+FLAGS = flags.FLAGS
+flags.DEFINE_string("init_checkpoint", None, "Preset name, checkpoint directory or prefix.")
+flags.DEFINE_string("output_dir", None, "Directory to write the keras-bert checkpoint to.")
+flags.DEFINE_string("vocab_file", None, "vocab.txt; default: the one beside the checkpoint.")
+flags.DEFINE_enum("do_lower_case", None, ["true", "false"],
+                  "Casing of the vocab; default: read from the checkpoint (HF tokenizer_config, "
+                  "'uncased'/'cased' in a google-research directory name).")
+flags.DEFINE_string("hidden_activation", None,
+                    "Override the GELU form of the source config (gelu | gelu_approximate).")
+flags.mark_flags_as_required(["init_checkpoint", "output_dir"])
+
+
+def main(argv):
+    del argv
+    encoder = checkpoints.load_encoder(FLAGS.init_checkpoint,
+                                       hidden_activation=FLAGS.hidden_activation)
+    vocab_file = FLAGS.vocab_file or checkpoints.resolve_vocab_file(FLAGS.init_checkpoint)
+    do_lower_case = (FLAGS.do_lower_case == "true" if FLAGS.do_lower_case is not None
+                     else checkpoints.resolve_do_lower_case(FLAGS.init_checkpoint))
+    checkpoints.save_encoder(encoder, FLAGS.output_dir, vocab_file=vocab_file,
+                             do_lower_case=do_lower_case)
+    report = {"flags": {"init_checkpoint": FLAGS.init_checkpoint, "vocab_file": vocab_file,
+                        "do_lower_case": do_lower_case,
+                        "hidden_activation": encoder.bert_config.hidden_activation},
+              "config": encoder.bert_config.to_dict()}
+    fmt, _ = checkpoints.detect_format(FLAGS.init_checkpoint)
+    if fmt in ("huggingface", "google"):
+        source = checkpoints.read_checkpoint(FLAGS.init_checkpoint)
+        report.update(format=source.format, weights_file=source.weights_file,
+                      used=source.used(), ignored=source.ignored)
+    else:
+        report["format"] = fmt
+    with open(os.path.join(FLAGS.output_dir, "conversion.json"), "w", encoding="utf-8") as f:
+        json.dump(report, f, indent=2, sort_keys=True)
+    print(f"wrote {FLAGS.output_dir} ({report['format']}, "
+          f"{len(report.get('used', {})) or len(encoder.weights)} variables)")
+
+
+if __name__ == "__main__":
+    app.run(main)
