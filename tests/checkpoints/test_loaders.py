@@ -252,3 +252,17 @@ def test_do_lower_case_unknown_needs_a_flag(tmp_path, hf_tensors):
     with pytest.raises(ValueError, match=r"cannot tell whether .* is cased or uncased"):
         resolve_do_lower_case(directory)
     assert resolve_do_lower_case(directory, default=False) is False
+
+
+def test_dtype_policy_and_head_ledger_log(tmp_path, caplog):
+    import logging
+    tensors = random_hf_weights(CFG, seed=1, heads=True)
+    directory = write_hf_dir(tmp_path, CFG, tensors)
+    with caplog.at_level(logging.INFO, logger="keras_bert.checkpoints.loader"):
+        encoder = load_encoder(directory, dtype="mixed_bfloat16")
+    assert encoder.dtype_policy.name == "mixed_bfloat16"
+    np.testing.assert_array_equal(encoder.embeddings.word_embeddings.embeddings.numpy(),
+                                  tensors["embeddings.word_embeddings.weight"])  # float32 vars
+    assert "'cls.seq_relationship.weight': 'pretraining head, not part of a bare BertEncoder" \
+        in caplog.text
+    assert "'cls.predictions.decoder.weight': 'MLM decoder tied" in caplog.text
