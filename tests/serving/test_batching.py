@@ -1,0 +1,115 @@
+"""Request batching: the scheduler in process, and 16 concurrent clients against a batching server."""
+import concurrent.futures
+import re
+import threading
+import urllib.request
+
+import grpc
+import numpy as np
+import pytest
+import tensorflow as tf
+from tensorflow_serving.apis import prediction_service_pb2_grpc
+
+from serving import errors
+from serving.batching import BatchingOptions, BatchScheduler, parse_batching_parameters
+from tests.serving.test_grpc_api import predict_request
+
+
+def test_parse_batching_parameters():
+    options = parse_batching_parameters("""
+        max_batch_size { value: 8 } batch_timeout_micros { value: 2000 }
+        num_batch_threads { value: 2 } max_enqueued_batches { value: 50 }
+        allowed_batch_sizes: 2 allowed_batch_sizes: 4 allowed_batch_sizes: 8
+        pad_variable_length_inputs: true""")
+    assert options == BatchingOptions(8, 2000, 2, 50, (2, 4, 8))
+    with pytest.raises(ValueError, match="end with max_batch_size"):
+        parse_batching_parameters("max_batch_size { value: 8 } allowed_batch_sizes: 4")
+    with pytest.raises(Exception, match="no_such_field"):
+        parse_batching_parameters("no_such_field { value: 1 }")
+
+
+def test_scheduler_merges_pads_and_slices():
+    calls = []
+    gate = threading.Event()
+
+    def run(inputs):  # row-wise function; records the merged batch
+        gate.wait(5)
+        calls.append(inputs["x"].copy())
+        return {"y": inputs["x"] * 10, "z": inputs["x"][:, None] + 1}
+
+    scheduler = BatchScheduler(run, BatchingOptions(max_batch_size=8, batch_timeout_micros=200_000,
+                                                    num_batch_threads=1, allowed_batch_sizes=(4, 8)))
+    try:
+        requests = [np.array([1, 2]), np.array([3]), np.array([4, 5])]
+        with concurrent.futures.ThreadPoolExecutor(3) as pool:
+            futures = [pool.submit(scheduler.submit, {"x": r}) for r in requests]
+            gate.set()
+            results = [f.result(timeout=10) for f in futures]
+        for r, out in zip(requests, results):
+            np.testing.assert_array_equal(out["y"], r * 10)
+            np.testing.assert_array_equal(out["z"], r[:, None] + 1)
+        assert sum(len(c) for c in calls) >= 5 and all(len(c) in (4, 8) for c in calls)  # padded
+        with pytest.raises(errors.ServingError, match="larger than maximum batch size 8"):
+            scheduler.submit({"x": np.arange(9)})
+    finally:
+        scheduler.stop()
+
+
+def test_scheduler_reports_model_errors_to_every_caller():
+    def run(inputs):
+        raise tf.errors.InvalidArgumentError(None, None, "bad row")
+
+    scheduler = BatchScheduler(run, BatchingOptions(max_batch_size=4, num_batch_threads=1))
+    try:
+        with pytest.raises(errors.ServingError, match="bad row") as info:
+            scheduler.submit({"x": np.array([1])})
+        assert info.value.code.name == "INVALID_ARGUMENT"
+    finally:
+        scheduler.stop()
+
+
+@pytest.mark.slow
+def test_16_concurrent_clients_with_batching_match_unbatched(start_server, model_base, reference, tmp_path):
+    params = tmp_path / "batching.config"
+    params.write_text("max_batch_size { value: 8 } batch_timeout_micros { value: 5000 } "
+                      "num_batch_threads { value: 2 } max_enqueued_batches { value: 1000 } "
+                      "allowed_batch_sizes: 2 allowed_batch_sizes: 4 allowed_batch_sizes: 8")
+    server = start_server([f"--model_base_path={model_base / 'clf'}", "--model_name=clf",
+                           "--enable_batching", f"--batching_parameters_file={params}",
+                           "--file_system_poll_wait_seconds=0"])
+    clients, per_client = 16, 50
+
+    def texts(c, i):
+        rows = 1 + (c + i) % 2
+        return [f"client {c} request {i} row {r}" for r in range(rows)], [f"b{c}" * (i % 3)] * rows
+
+    def client(c):
+        results = []
+        with grpc.insecure_channel(server.grpc_target) as channel:
+            stub = prediction_service_pb2_grpc.PredictionServiceStub(channel)
+            for i in range(per_client):
+                a, b = texts(c, i)
+                response = stub.Predict(predict_request(text=a, text_b=b), timeout=60)
+                results.append({k: tf.make_ndarray(v) for k, v in response.outputs.items()})
+        return results
+
+    with concurrent.futures.ThreadPoolExecutor(clients) as pool:
+        all_results = list(pool.map(client, range(clients)))  # any RpcError fails the test
+    rows = 0
+    for c, results in enumerate(all_results):
+        assert len(results) == per_client
+        for i, got in enumerate(results):
+            a, b = texts(c, i)
+            want = reference("clf", text=a, text_b=b)  # unbatched, in process
+            np.testing.assert_array_equal(got["probabilities"], want["probabilities"])
+            np.testing.assert_array_equal(got["label_ids"], want["label_ids"])
+            np.testing.assert_array_equal(got["labels"], want["labels"])
+            rows += len(a)
+    with urllib.request.urlopen(server.rest_url + "/monitoring/prometheus/metrics", timeout=30) as r:
+        text = r.read().decode()
+    metric = lambda name: float(re.search(name + r'\{model="clf",signature="serving_default"\} (\S+)', text).group(1))  # noqa: E731
+    batches = metric("serving_batch_size_count")
+    assert metric("serving_batch_size_sum") == rows + 2 * 2  # + the two 2-row warmup requests
+    assert batches < clients * per_client  # requests were merged
+    assert re.search(r'serving_requests_total\{api="predict",model="clf",status="OK",version="1"\} 800.0', text)
+    print(f"{clients * per_client} requests ({rows} rows) ran as {batches:.0f} batched model calls")

@@ -1,0 +1,101 @@
+"""ModelManager in process: version policies, labels, broken versions, unload after in-flight requests."""
+import shutil
+
+import pytest
+from google.protobuf import text_format
+from tensorflow_serving.config import model_server_config_pb2
+
+from serving import errors
+from serving.model_manager import ModelManager, State, aspired_versions
+from serving.server import model_configs
+from tests.serving import saved_models
+
+
+def _policy(text):
+    return text_format.Parse(text, model_server_config_pb2.ModelConfig()).model_version_policy
+
+
+@pytest.mark.parametrize("policy,want", [
+    ("", {5}),
+    ("model_version_policy { latest { num_versions: 2 } }", {3, 5}),
+    ("model_version_policy { all {} }", {1, 3, 5}),
+    ("model_version_policy { specific { versions: 1 versions: 4 } }", {1}),
+])
+def test_version_policies(policy, want):
+    assert aspired_versions(_policy(policy), {1, 3, 5}) == want
+
+
+def test_model_config_file_relative_paths_and_errors(tmp_path):
+    config = tmp_path / "models.config"
+    config.write_text('model_config_list { config { name: "a" base_path: "models/a" } }')
+    (c,) = model_configs(model_config_file=str(config))
+    assert c.base_path == str(tmp_path / "models" / "a")
+    config.write_text('model_config_list { config { name: "a" base_path: "x" model_platform: "onnx" } }')
+    with pytest.raises(ValueError, match="onnx"):
+        model_configs(model_config_file=str(config))
+    with pytest.raises(ValueError, match="model_base_path"):
+        model_configs()
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory):
+    root = tmp_path_factory.mktemp("built")
+    return {v: saved_models.build_classifier(str(root / str(v)), seed=v, warmup=False) for v in (1, 2)}
+
+
+def _manager(base, policy="", labels=""):
+    config = text_format.Parse(f'name: "m" base_path: "{base}" {policy} {labels}',
+                               model_server_config_pb2.ModelConfig())
+    manager = ModelManager([config], poll_seconds=0)
+    manager.start()
+    return manager
+
+
+def _states(manager):
+    return {s.version: (s.state, s.status.error_message) for s in manager.status("m")}
+
+
+def test_removed_version_unloads_after_in_flight_requests(tmp_path, built):
+    for v in (1, 2):
+        shutil.copytree(built[v], tmp_path / str(v))
+    manager = _manager(tmp_path, "model_version_policy { all {} }", 'version_labels { key: "old" value: 1 }')
+    try:
+        assert {v: s for v, (s, _) in _states(manager).items()} == {1: State.AVAILABLE, 2: State.AVAILABLE}
+        with manager.acquire("m", label="old") as servable:  # an in-flight request on version 1
+            shutil.rmtree(tmp_path / "1")
+            manager.poll_once()
+            assert _states(manager)[1][0] == State.UNLOADING
+            with pytest.raises(errors.ServingError) as info:
+                with manager.acquire("m", version=1):
+                    pass
+            assert info.value.code.name == "NOT_FOUND"
+            out = servable.run("serving_default", {"text": [b"a"], "text_b": [b""]})  # still works
+            assert out["probabilities"].shape == (1, 3)
+        assert _states(manager)[1] == (State.END, "")  # unloaded as soon as the request released it
+        manager.poll_once()
+        assert 1 not in _states(manager)  # and forgotten with its directory
+        with manager.acquire("m") as latest:
+            assert latest.version == 2
+    finally:
+        manager.stop()
+
+
+def test_broken_and_half_written_versions_never_replace_serving_one(tmp_path, built):
+    shutil.copytree(built[1], tmp_path / "1")
+    manager = _manager(tmp_path)
+    try:
+        (tmp_path / "2").mkdir()  # half-written: no saved_model.pb yet
+        manager.poll_once()
+        state, message = _states(manager)[2]
+        assert state == State.END and "saved_model.pb" in message
+        with manager.acquire("m") as servable:
+            assert servable.version == 1
+        shutil.rmtree(tmp_path / "2")
+        shutil.copytree(built[2], tmp_path / "2")  # the copy completes: files changed, so it is retried
+        manager.poll_once()
+        assert _states(manager)[2][0] == State.AVAILABLE
+        assert _states(manager)[1][0] == State.END  # latest-1 policy: version 1 unloaded
+        with manager.acquire("m") as servable:
+            assert servable.version == 2
+    finally:
+        manager.stop()
