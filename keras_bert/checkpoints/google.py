@@ -10,6 +10,7 @@ during pretraining are ignored; TF-Hub exports put everything under `module/`, w
 from __future__ import annotations
 
 import glob
+import json
 import os
 
 from keras_bert.checkpoints.source import TRANSPOSE, apply_table
@@ -105,7 +106,6 @@ def read_google_checkpoint(path: str):
     config_path = os.path.join(os.path.dirname(prefix), CONFIG_FILE)
     if not os.path.exists(config_path):
         raise FileNotFoundError(f"google-research/bert config file not found: {config_path}")
-    import json
     with open(config_path, encoding="utf-8") as f:
         try:
             config = BertConfig.from_google_config(json.load(f))
