@@ -207,11 +207,15 @@ class CoreBertTokenizer(tf.Module):
         rows = cps_rt.value_rowids()
         props = self._props(cps)
         src = tf.bitwise.bitwise_and(props, 3)
-        keep = tf.not_equal(src, SRC_DROP)
-        cps = tf.boolean_mask(cps, keep)
-        rows = tf.boolean_mask(rows, keep)
-        props = tf.boolean_mask(props, keep)
-        src = tf.boolean_mask(src, keep)
+        drop = tf.equal(src, SRC_DROP)
+
+        def filtered():  # delete control/format characters (rare: skipped when none)
+            idx = tf.where(tf.logical_not(drop))[:, 0]
+            return (tf.gather(cps, idx), tf.gather(rows, idx), tf.gather(props, idx),
+                    tf.gather(src, idx))
+
+        cps, rows, props, src = tf.cond(tf.reduce_any(drop), filtered,
+                                        lambda: (cps, rows, props, src))
         is_cjk = tf.equal(src, SRC_CJK)
         if self.do_lower_case:
             map_id = tf.bitwise.right_shift(props, _MAP_SHIFT)
@@ -227,11 +231,18 @@ class CoreBertTokenizer(tf.Module):
             is_id = tf.equal(map_id, 0)
             starts = tf.where(is_id, n_map + tf.range(n), tf.gather(self._map_starts, map_id))
             lens = tf.where(is_id, 1, tf.gather(self._map_lengths, map_id))
-            idx = tf.ragged.range(starts, starts + lens)
-            src_of_out = idx.value_rowids()
-            cps = tf.gather(tf.concat([self._map_values, cps], 0), idx.flat_values)
-            rows = tf.gather(rows, src_of_out)
-            is_cjk = tf.gather(is_cjk, src_of_out)
+            table = tf.concat([self._map_values, cps], 0)
+
+            def one_to_one():  # the usual case: every character maps to exactly one
+                return tf.gather(table, starts), rows, is_cjk
+
+            def general():  # some map to none (Mn marks) or to several (ligatures, İ)
+                idx = tf.ragged.range(starts, starts + lens)
+                src_of_out = idx.value_rowids()
+                return (tf.gather(table, idx.flat_values), tf.gather(rows, src_of_out),
+                        tf.gather(is_cjk, src_of_out))
+
+            cps, rows, is_cjk = tf.cond(tf.reduce_all(tf.equal(lens, 1)), one_to_one, general)
             props = self._props(cps)
         out = tf.bitwise.bitwise_and(tf.bitwise.right_shift(props, 4), 3)
         sep = tf.equal(out, OUT_SPACE)
@@ -245,7 +256,7 @@ class CoreBertTokenizer(tf.Module):
         keep = tf.logical_not(sep)
         words = tf.RaggedTensor.from_value_rowids(
             tf.boolean_mask(cps, keep), tf.boolean_mask(word_id, keep),
-            nrows=tf.reduce_sum(tf.cast(start, tf.int64)))
+            nrows=tf.reduce_sum(tf.cast(start, tf.int64)), validate=False)
         word_rows = tf.boolean_mask(rows, start)
         return words, word_rows, tf.shape(texts, out_type=tf.int64)[0]
 
@@ -290,8 +301,15 @@ class CoreBertTokenizer(tf.Module):
         single = tf.where(found, whole, self.unk_id)
         slow = tf.logical_and(tf.logical_not(found), tf.logical_not(too_long))
         slow_idx = tf.where(slow)[:, 0]
-        slow_pieces = self._greedy(tf.gather(strings, slow_idx), tf.gather(lens, slow_idx))
-        single_rt = tf.RaggedTensor.from_uniform_row_length(single, 1)
+        slow_strings = tf.gather(strings, slow_idx)
+        slow_lens = tf.gather(lens, slow_idx)
+        # Most batches of real text hold few such words; skip the loop when there are none.
+        slow_pieces = tf.cond(
+            tf.size(slow_idx) > 0,
+            lambda: self._greedy(slow_strings, slow_lens),
+            lambda: tf.RaggedTensor.from_row_lengths(
+                tf.zeros([0], tf.int64), tf.zeros([0], tf.int64), validate=False))
+        single_rt = tf.RaggedTensor.from_uniform_row_length(single, 1, validate=False)
         combined = tf.concat([single_rt, slow_pieces], axis=0)
         slow_pos = tf.cumsum(tf.cast(slow, tf.int64)) - 1
         select = tf.where(slow, num_words + slow_pos, tf.range(num_words))
@@ -303,7 +321,8 @@ class CoreBertTokenizer(tf.Module):
         strings: tf.string [S] (UTF-8), lens: int32 [S] code points.
         Returns int64 RaggedTensor [S, (pieces)]; a word with an unmatched remainder is [UNK].
         """
-        k = self.max_piece_chars
+        # K = candidate prefix lengths: the longest vocabulary piece, or the longest word.
+        k = tf.minimum(self.max_piece_chars, tf.reduce_max(lens))
         cand = tf.range(1, k + 1, dtype=tf.int32)  # [K]
         s = tf.shape(strings)[0]
         tiled = tf.tile(strings[:, None], [1, k])  # [S, K]
@@ -344,7 +363,8 @@ class CoreBertTokenizer(tf.Module):
         """tf.string [B] -> int32 RaggedTensor [B, (pieces)] of WordPiece ids."""
         words, word_rows, batch = self.normalize_and_split(texts)
         pieces = self.wordpiece(words)  # [W, (p)]
-        nested = tf.RaggedTensor.from_value_rowids(pieces, word_rows, nrows=batch)
+        nested = tf.RaggedTensor.from_value_rowids(pieces, word_rows, nrows=batch,
+                                                   validate=False)
         return nested.merge_dims(1, 2)
 
     def clean_text(self, texts):

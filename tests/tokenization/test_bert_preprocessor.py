@@ -88,6 +88,7 @@ def test_empty_row_changes_nothing_else(core):
     np.testing.assert_array_equal(with_empty["input_word_ids"][1], [101, 102] + [0] * 10)
 
 
+@pytest.mark.slow
 def test_tf_data_and_tf_function(core):
     texts = ["naïve café", "hello world", "", "中文"]
     eager = core(tf.constant(texts))
