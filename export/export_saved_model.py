@@ -179,7 +179,53 @@ def write_warmup_requests(export_dir, logs) -> pathlib.Path:
     return path
 
 
+# ---- fine-tuning runs (the CLI's --model_dir) ----------------------------------------------
+
+def resolve_model_dir(model_dir: str) -> tuple[pathlib.Path, dict]:
+    """(path of the .keras model, merged config.json + labels.json of its run, {} if absent).
+
+    Raises:
+        FileNotFoundError: no such path, or a directory without best_model.keras / a single .keras.
+    """
+    path = pathlib.Path(model_dir)
+    if path.is_dir():
+        candidates = [path / "best_model.keras"] if (path / "best_model.keras").is_file() \
+            else sorted(path.glob("*.keras"))
+        if len(candidates) != 1:
+            raise FileNotFoundError(f"{path} holds {len(candidates)} .keras files (want "
+                                    "best_model.keras or exactly one); pass the file itself")
+        keras_file, run_dir = candidates[0], path
+    elif path.is_file() and path.suffix == ".keras":
+        keras_file, run_dir = path, path.parent
+    else:
+        raise FileNotFoundError(f"--model_dir={model_dir}: not a directory or .keras file")
+    meta = {}
+    for name in ("config.json", "labels.json"):
+        if (run_dir / name).is_file():
+            meta.update(json.loads((run_dir / name).read_text()))
+    return keras_file, meta
+
+
+
 # ---- the export -------------------------------------------------------------------------------
+
+def infer_is_pair(task_name: str | None) -> bool:
+    """True for pair tasks: GLUE pair tasks (mrpc, stsb, qqp, mnli, qnli, rte, wnli) and own-data
+    "text_pair_*" tasks; False for anything else (with a warning when the name is unknown)."""
+    if not task_name:
+        logger.warning("model has no task_name; exporting a single-text model (pass is_pair=True "
+                       "for sentence-pair tasks)")
+        return False
+    name = str(task_name).lower()
+    if name.startswith("text_pair"):
+        return True
+    from keras_bert.data import glue
+    try:
+        return glue.get_task(name).is_pair
+    except ValueError:
+        logger.warning("unknown task_name %r; exporting a single-text model", task_name)
+        return False
+
 
 def make_preprocessor(vocab_file, do_lower_case: bool, max_seq_length: int, tokenizer: str = "core"):
     """The in-graph `BertPreprocessor` for the export ("core": core TF ops only, loads with plain
@@ -196,7 +242,7 @@ def make_preprocessor(vocab_file, do_lower_case: bool, max_seq_length: int, toke
 
 
 def export_classifier(model, export_base, model_name, label_names, vocab_file, do_lower_case,
-                      max_seq_length, task_type="classification", is_pair=False, version=None,
+                      max_seq_length, task_type=None, is_pair=None, version=None,
                       tokenizer="core", *, preprocessor=None, warmup_texts=None,
                       extra_config=None) -> pathlib.Path:
     """Exports a fine-tuned sentence (pair) classifier/regressor as `EXPORT_BASE/<name>/<version>`.
@@ -211,8 +257,10 @@ def export_classifier(model, export_base, model_name, label_names, vocab_file, d
         vocab_file: WordPiece vocab the model was fine-tuned with (copied to assets/vocab.txt).
         do_lower_case: bool, as in fine-tuning.
         max_seq_length: int, tokens per packed text (incl. [CLS]/[SEP]) in serving_default.
-        task_type: "classification" or "regression".
-        is_pair: bool; adds `text_b` to serving_default and the tf.Example signatures.
+        task_type: "classification" or "regression"; None: from the model (`num_classes == 1`
+            is regression, `BertClassifier.is_regression`).
+        is_pair: bool; adds `text_b` to serving_default and the tf.Example signatures. None:
+            from the model's `task_name` (a GLUE task's layout, or "text_pair_*"), else False.
         version: positive int, or None for the next free integer.
         tokenizer: "core" (default) or "tf_text" (see `make_preprocessor`).
         preprocessor: optional prebuilt preprocessor layer (overrides the four tokenizer args).
@@ -230,6 +278,10 @@ def export_classifier(model, export_base, model_name, label_names, vocab_file, d
         raise ValueError(f"model_name must be a plain directory name, got {model_name!r}")
     if version is not None and (int(version) != version or int(version) < 1):
         raise ValueError(f"version must be a positive integer, got {version!r}")
+    if task_type is None:
+        task_type = "regression" if getattr(model, "num_classes", 2) == 1 else "classification"
+    if is_pair is None:
+        is_pair = infer_is_pair(getattr(model, "task_name", None))
     if label_names is None:
         label_names = getattr(model, "label_names", None)
     label_names = [] if task_type == "regression" else [str(x) for x in (label_names or [])]

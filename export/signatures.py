@@ -65,6 +65,13 @@ def find_encoder(model: keras.Model) -> BertEncoder:
                      "max_sequence_length, vocab_size and type_vocab_size")
 
 
+class _Untracked:
+    """Holds an object out of tf.Module's automatic dependency tracking."""
+
+    def __init__(self, value):
+        self.value = value
+
+
 class ClassifierServingModule(tf.Module):
     """tf.Module whose functions are the serving signatures of a classifier or regressor.
 
@@ -94,7 +101,11 @@ class ClassifierServingModule(tf.Module):
         if task_type == "classification" and (not label_names or len(label_names) < 2):
             raise ValueError(f"a classifier needs >= 2 label_names, got {label_names!r}")
         cfg = find_encoder(model).bert_config
-        self.model = model
+        # The Keras model is not tracked as a child (its `_default_save_signature` would be traced
+        # from build shapes, which fails for a model built without them); its variables are,
+        # as in keras.export.ExportArchive.
+        self._model = _Untracked(model)
+        self.model_variables = list(model.variables)
         self.preprocessor = preprocessor
         self.task_type = task_type
         self.is_pair = bool(is_pair)
@@ -109,7 +120,7 @@ class ClassifierServingModule(tf.Module):
 
     def _outputs(self, inputs):
         """int32 model inputs [B, T] -> dict of the task's serving outputs."""
-        raw = tf.cast(self.model(inputs, training=False), tf.float32)  # [B, C] or [B, 1]
+        raw = tf.cast(self._model.value(inputs, training=False), tf.float32)  # [B, C] or [B, 1]
         if self.task_type == "regression":
             return {"scores": tf.reshape(raw, [-1])}  # [B]
         probabilities = tf.nn.softmax(raw, axis=-1)  # [B, C]
