@@ -48,3 +48,20 @@ def resumable_fit(model, make_train_dataset: Callable[[int, int], tf.data.Datase
         if model.stop_training or any(e.should_stop for e in evaluators):
             break
     return checkpoint.step
+
+
+def build_for_training(model, strategy, batch) -> None:
+    """Build a compiled model's layers, loss, metrics and optimizer from one (features, labels) batch.
+
+    Call under nothing (it enters `strategy.scope()` itself), before `fit`. Under
+    MultiWorkerMirroredStrategy, Keras 3 (checked on 3.15) `fit` first reduces a dict-valued
+    distributed batch with `strategy.reduce`, which the collective strategy cannot do ("Attempt to
+    convert a value ({'input_word_ids': PerReplica ...}) ... to a Tensor"); that step only exists to
+    build the model symbolically, so once everything is built here it is skipped for this model.
+    """
+    with strategy.scope():
+        model._symbolic_build(data_batch=batch)
+        if model.optimizer is not None and not model.optimizer.built:
+            model.optimizer.build(model.trainable_variables)
+    if isinstance(strategy, tf.distribute.MultiWorkerMirroredStrategy):
+        model._maybe_symbolic_build = lambda iterator=None, data_batch=None: None

@@ -32,6 +32,7 @@ def get_strategy(name: str = "default", tpu: str | None = None, devices=None) ->
             devices = [d.name for d in gpus] or [d.name for d in tf.config.list_logical_devices("CPU")]
         return tf.distribute.MirroredStrategy(devices=devices)
     if name == "multi_worker_mirrored":
+        _patch_keras_multi_worker_reduce()
         return tf.distribute.MultiWorkerMirroredStrategy()
     if name == "tpu":
         try:
@@ -42,3 +43,35 @@ def get_strategy(name: str = "default", tpu: str | None = None, devices=None) ->
             raise ValueError(f"--strategy=tpu but no TPU could be reached (tpu={tpu!r}): {e}") from e
         return tf.distribute.TPUStrategy(resolver)
     raise ValueError(f"unknown strategy {name!r}; use one of {list(STRATEGIES)}")
+
+
+def _patch_keras_multi_worker_reduce() -> None:
+    """Work around tensorflow/tensorflow#72388 (Keras 3 `fit` under MultiWorkerMirroredStrategy).
+
+    Keras 3 (checked on 3.15) reduces every train-step output with
+    `strategy.reduce("MEAN", v, axis=0)` under the collective strategy; the outputs are scalar
+    metric results, so every step fails with "Invalid reduction dimension 0 for input with 0
+    dimensions". Scalars are reduced here with axis=None (the mean over workers of each worker's
+    value); anything else goes to Keras unchanged. Idempotent; a no-op once Keras fixes it.
+    """
+    from keras.src import tree
+    from keras.src.backend.tensorflow import trainer as tf_trainer
+
+    original = tf_trainer.reduce_per_replica
+    if getattr(original, "_keras_bert_patched", False):
+        return
+
+    def reduce_per_replica(values, strategy, reduction):
+        if not isinstance(strategy, tf.distribute.MultiWorkerMirroredStrategy) or reduction not in ("auto", "mean"):
+            return original(values, strategy, reduction)
+
+        def _reduce(v):
+            local = strategy.experimental_local_results(v)[0] if hasattr(v, "values") else v
+            if getattr(getattr(local, "shape", None), "rank", None) == 0:
+                return strategy.reduce("MEAN", v, axis=None)
+            return original(v, strategy, reduction)
+
+        return tree.map_structure(_reduce, values)
+
+    reduce_per_replica._keras_bert_patched = True
+    tf_trainer.reduce_per_replica = reduce_per_replica

@@ -1,0 +1,93 @@
+"""Fine-tune BERT on a GLUE task or your own (pair) classification / regression data.
+
+    python recipes/run_classifier.py --task_name=sst2 --data_dir=$KERAS_BERT_DATA_DIR/glue \
+        --init_checkpoint=minilm_l6_h384_uncased --max_seq_length=64 --train_batch_size=32 \
+        --learning_rate=5e-5 --num_train_epochs=1 --output_dir=/tmp/sst2 [--export_dir=/tmp/models]
+
+Writes config.json, labels.json, metrics.json (dev metrics per epoch, the best, and across
+--num_restarts), checkpoints/, logs/ (TensorBoard) and best_model.keras to --output_dir. The
+library does the work: keras_bert.training.finetune.run_finetuning. See docs/finetuning.md.
+"""
+import dataclasses
+import json
+import pathlib
+import sys
+
+from absl import app, flags, logging
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
+
+from keras_bert.training import finetune  # noqa: E402
+
+D = finetune.FinetuneConfig.__dataclass_fields__
+F = flags
+F.DEFINE_string("task_name", None, "GLUE task (cola, sst2, mrpc, stsb, qqp, mnli, qnli, rte, wnli) or "
+                "text_classification / text_pair_classification / text_regression.")
+F.DEFINE_string("data_dir", None, "Local GLUE directory (else $KERAS_BERT_DATA_DIR, else tensorflow-datasets).")
+F.DEFINE_string("train_file", None, "Own data: training CSV / TSV / JSONL.")
+F.DEFINE_string("dev_file", None, "Own data: dev CSV / TSV / JSONL.")
+F.DEFINE_string("text_column", "text", "Own data: text column.")
+F.DEFINE_string("text_b_column", None, "Own data: second text column (pair tasks).")
+F.DEFINE_string("label_column", "label", "Own data: label column.")
+F.DEFINE_string("init_checkpoint", None, "Preset name (minilm_l6_h384_uncased) or checkpoint path.")
+F.DEFINE_string("bert_config_file", None, "BERT config JSON for a randomly initialised encoder.")
+F.DEFINE_string("preset", None, "Preset config (bert_tiny, ...) for a randomly initialised encoder.")
+F.DEFINE_string("vocab_file", None, "WordPiece vocab (default: the checkpoint's).")
+F.DEFINE_boolean("do_lower_case", None, "Lower-case input (default: the checkpoint's, else True).")
+F.DEFINE_integer("max_seq_length", D["max_seq_length"].default, "Tokens per example incl. [CLS]/[SEP].")
+F.DEFINE_integer("train_batch_size", D["train_batch_size"].default, "Global training batch size.")
+F.DEFINE_integer("eval_batch_size", D["eval_batch_size"].default, "Evaluation batch size.")
+F.DEFINE_float("learning_rate", D["learning_rate"].default, "Peak learning rate.")
+F.DEFINE_float("num_train_epochs", D["num_train_epochs"].default, "Epochs (may be fractional).")
+F.DEFINE_float("warmup_proportion", D["warmup_proportion"].default, "Fraction of steps of linear warmup.")
+F.DEFINE_float("weight_decay", D["weight_decay"].default, "AdamW/LAMB decoupled weight decay.")
+F.DEFINE_enum("optimizer", "adamw", ["adamw", "lamb"], "Optimizer.")
+F.DEFINE_integer("gradient_accumulation_steps", 1, "Batches per optimizer update.")
+F.DEFINE_float("max_grad_norm", D["max_grad_norm"].default, "Global-norm gradient clipping (0: off).")
+F.DEFINE_float("classifier_dropout", D["classifier_dropout"].default, "Dropout on pooled_output.")
+F.DEFINE_enum("strategy", "default", ["default", "mirrored", "multi_worker_mirrored", "tpu"], "Distribution.")
+F.DEFINE_string("tpu", None, "TPU name or address for --strategy=tpu.")
+F.DEFINE_enum("mixed_precision", "float32", ["float32", "mixed_float16", "mixed_bfloat16"], "Precision.")
+F.DEFINE_boolean("jit_compile", False, "XLA-compile the train step.")
+F.DEFINE_integer("num_restarts", 1, "Runs with seeds seed..seed+N-1; keeps the best.")
+F.DEFINE_integer("max_train_examples", None, "Use only the first N training examples.")
+F.DEFINE_integer("max_eval_examples", None, "Use only the first N dev examples.")
+F.DEFINE_integer("seed", D["seed"].default, "Random seed.")
+F.DEFINE_integer("save_checkpoints_steps", D["save_checkpoints_steps"].default, "Batches between checkpoints.")
+F.DEFINE_integer("early_stopping_patience", None, "Stop after N epochs without dev improvement.")
+F.DEFINE_string("output_dir", None, "Output directory (a rerun with the same flags resumes).")
+F.DEFINE_string("export_dir", None, "Export the best model as a SavedModel under this base dir.")
+F.DEFINE_string("model_name", None, "Model name for --export_dir (default: the task name).")
+F.DEFINE_integer("verbose", 1, "Keras fit verbosity: 0 silent, 1 progress bar, 2 one line per epoch.")
+F.mark_flags_as_required(["task_name", "output_dir"])
+FLAGS = F.FLAGS
+
+
+def export_model(result, config):
+    """Hand the best model to export/ (another package; imported only when asked)."""
+    try:
+        from export.export_saved_model import export_classifier
+    except ImportError as e:
+        raise SystemExit(f"--export_dir needs export.export_saved_model.export_classifier, which "
+                         f"could not be imported ({e}); fine-tuned model kept in {config.output_dir}")
+    return export_classifier(
+        result["model"], FLAGS.export_dir, FLAGS.model_name or result["task_name"],
+        label_names=result["label_list"], vocab_file=result["vocab_file"],
+        do_lower_case=result["do_lower_case"], max_seq_length=config.max_seq_length)
+
+
+def main(argv):
+    del argv
+    names = {f.name for f in dataclasses.fields(finetune.FinetuneConfig)}
+    config = finetune.FinetuneConfig(**{n: FLAGS[n].value for n in names if n in FLAGS})
+    result = finetune.run_finetuning(config)
+    logging.info("dev %s per run: %s; mean %.4f, std %.4f", result["monitor"],
+                 [r["best"][result["monitor"]] for r in result["runs"]], result["mean"], result["std"])
+    print(json.dumps({"monitor": result["monitor"], "best": result["best"], "mean": result["mean"],
+                      "std": result["std"]}, indent=2))
+    if FLAGS.export_dir:
+        print(f"exported to {export_model(result, config)}")
+
+
+if __name__ == "__main__":
+    app.run(main)

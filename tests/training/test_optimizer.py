@@ -1,0 +1,77 @@
+"""The BERT optimizer: schedule values, weight-decay exclusions, clipping, accumulation, options."""
+import keras
+import numpy as np
+import pytest
+
+import keras_bert
+from keras_bert.models.bert_classifier import BertClassifier
+from keras_bert.training import WarmupLinearDecay, create_optimizer, set_mixed_precision
+
+
+def test_warmup_then_linear_decay_values():
+    schedule = WarmupLinearDecay(1e-3, num_train_steps=10, num_warmup_steps=2)
+    values = [float(schedule(s)) for s in (0, 1, 2, 6, 9, 10, 12)]
+    np.testing.assert_allclose(values, [0, 5e-4, 1e-3, 5e-4, 1.25e-4, 0, 0], atol=1e-9)
+    no_warmup = WarmupLinearDecay(2e-5, 4, 0)
+    np.testing.assert_allclose([float(no_warmup(s)) for s in range(5)], [2e-5, 1.5e-5, 1e-5, 5e-6, 0], atol=1e-12)
+    assert WarmupLinearDecay.from_config(schedule.get_config()).get_config() == schedule.get_config()
+    with pytest.raises(ValueError, match="num_warmup_steps <= num_train_steps"):
+        WarmupLinearDecay(1e-3, 10, 11)
+
+
+def test_defaults_and_weight_decay_exclusions():
+    cfg = keras_bert.BertConfig(vocab_size=23, hidden_size=8, num_layers=1, num_heads=2,
+                                intermediate_size=12, max_sequence_length=5)
+    model = BertClassifier(keras_bert.BertEncoder(**cfg.to_dict()), 3)
+    model.build()
+    opt = create_optimizer(2e-5, 100, 10)
+    assert isinstance(opt, keras.optimizers.AdamW)
+    assert (opt.beta_1, opt.beta_2, opt.epsilon, opt.weight_decay, opt.global_clipnorm) == (0.9, 0.999, 1e-6, 0.01, 1.0)
+    decayed = {v.path for v in model.trainable_variables if opt._use_weight_decay(v)}
+    skipped = {v.path for v in model.trainable_variables} - decayed
+    assert skipped and all(p.rsplit("/", 1)[1] in ("bias", "gamma", "beta") for p in skipped)
+    assert all(p.rsplit("/", 1)[1] in ("kernel", "embeddings", "position_embeddings") for p in decayed)
+    assert len(decayed) == 3 + 6 + 2  # word/type/position tables, 6 block kernels, pooler + logits
+    # every LayerNormalization's gamma and beta are skipped
+    ln = [v.path for layer in model._flatten_layers() if isinstance(layer, keras.layers.LayerNormalization)
+          for v in layer.trainable_variables]
+    assert len(ln) == 2 * 3 and set(ln) <= skipped                       # embeddings + 2 per block
+
+
+def test_decoupled_weight_decay_step_and_bias_untouched():
+    dense = keras.layers.Dense(2)
+    dense.build((None, 3))
+    dense.bias.assign([1.0, -1.0])
+    kernel0 = dense.kernel.numpy()
+    opt = create_optimizer(0.1, 10, 0, weight_decay=0.5)
+    opt.apply_gradients([(np.zeros((3, 2), "float32"), dense.kernel), (np.zeros(2, "float32"), dense.bias)])
+    np.testing.assert_allclose(dense.kernel.numpy(), kernel0 * (1 - 0.1 * 0.5), rtol=1e-6)
+    np.testing.assert_array_equal(dense.bias.numpy(), [1.0, -1.0])
+
+
+def test_global_norm_clipping_and_accumulation():
+    v = keras.Variable(np.zeros(2, "float32"))
+    opt = create_optimizer(1.0, 10, 0, weight_decay=0.0, gradient_accumulation_steps=2, epsilon=1e-12)
+    opt.apply_gradients([(np.array([3.0, 4.0], "float32"), v)])
+    np.testing.assert_array_equal(v.numpy(), [0, 0])                   # accumulating
+    assert int(opt.iterations) == 0
+    opt.apply_gradients([(np.array([3.0, 4.0], "float32"), v)])
+    assert int(opt.iterations) == 1
+    # Adam's first step moves each coordinate by lr * g/|g| (direction -g). With accumulation Keras
+    # reads the schedule after counting the update: lr(1) = 1.0 * (10 - 1) / 10 = 0.9.
+    np.testing.assert_allclose(v.numpy(), [-0.9, -0.9], rtol=1e-5)
+    clipped = keras.optimizers.SGD(1.0, global_clipnorm=create_optimizer(1.0, 10).global_clipnorm)
+    w = keras.Variable(np.zeros(2, "float32"))
+    clipped.apply_gradients([(np.array([3.0, 4.0], "float32"), w)])
+    np.testing.assert_allclose(w.numpy(), [-0.6, -0.8], rtol=1e-6)    # norm 5 clipped to 1
+
+
+def test_lamb_loss_scale_and_errors():
+    assert isinstance(create_optimizer(1e-3, 10, optimizer_type="lamb"), keras.optimizers.Lamb)
+    scaled = create_optimizer(1e-3, 10, loss_scale=True)
+    assert isinstance(scaled, keras.optimizers.LossScaleOptimizer)
+    assert isinstance(scaled.inner_optimizer, keras.optimizers.AdamW)
+    with pytest.raises(ValueError, match="unknown optimizer_type 'sgd'"):
+        create_optimizer(1e-3, 10, optimizer_type="sgd")
+    with pytest.raises(ValueError, match="unknown mixed precision mode 'fp8'"):
+        set_mixed_precision("fp8")
