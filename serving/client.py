@@ -94,8 +94,8 @@ def _predict_rest(server, model_name, inputs, signature_name, version, timeout):
             outputs = json.loads(response.read())["outputs"]
     except urllib.error.HTTPError as e:
         raise ClientError(e.code, json.loads(e.read() or b"{}").get("error", e.reason)) from None
-    if not isinstance(outputs, dict):  # one output: TF Serving drops the name
-        outputs = {"outputs": outputs}
+    if not isinstance(outputs, dict):  # one output: TF Serving drops its name; ask the metadata
+        outputs = {_single_output_name(server, model_name, signature_name, version, timeout): outputs}
     result = {}
     for name, value in outputs.items():
         array = np.array(value, dtype=object if _is_text(value) else None)
@@ -104,6 +104,14 @@ def _predict_rest(server, model_name, inputs, signature_name, version, timeout):
                                  else base64.b64decode(s["b64"]), otypes=[object])(array)
         result[name] = array
     return result
+
+
+def _single_output_name(server, model_name, signature_name, version, timeout):
+    path = f"/v1/models/{model_name}" + (f"/versions/{int(version)}" if version else "") + "/metadata"
+    with urllib.request.urlopen(f"http://{server}{path}", timeout=timeout) as response:
+        metadata = json.loads(response.read())
+    (name,) = metadata["metadata"]["signature_def"]["signature_def"][signature_name]["outputs"]
+    return name
 
 
 def _is_text(value):
