@@ -100,8 +100,9 @@ class BertPreprocessor(keras.layers.Layer):
         vocabulary: optional list of tokens (id = index); wins over reading `vocab_file`.
 
     Call args:
-        inputs: tf.string [B]; or a pair as a tuple/list of two tf.string [B], or a dict
-            with keys "text" and optional "text_b".
+        inputs: tf.string [B] (or a Python list of str, read as a batch); or a pair as a
+            tuple/list of two tf.string [B] tensors, or a dict with keys "text" and optional
+            "text_b".
 
     Returns:
         dict of int32 [B, max_seq_length]: `input_word_ids`, `input_mask` (1 = real token),
@@ -166,6 +167,9 @@ class BertPreprocessor(keras.layers.Layer):
                 raise ValueError("dict inputs need key 'text' and optional 'text_b'; got "
                                  f"keys {sorted(inputs)}")
             text, text_b = inputs["text"], inputs.get("text_b")
+        elif isinstance(inputs, (tuple, list)) and all(
+                isinstance(t, (str, bytes)) for t in inputs):
+            text = list(inputs)  # a Python batch of strings, never a pair
         elif isinstance(inputs, (tuple, list)):
             if len(inputs) not in (1, 2):
                 raise ValueError(f"expected 1 or 2 text tensors, got {len(inputs)}")

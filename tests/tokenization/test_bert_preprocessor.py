@@ -245,3 +245,17 @@ def test_tf_text_matches_reference_on_conll_cased(data_dir, cased_vocab):
     assert len(texts) == 3250
     got = _tokens(prep, ref, texts)
     assert [i for i, (t, g) in enumerate(zip(texts, got)) if g != ref.tokenize(t)] == []
+
+
+def test_python_list_of_two_strings_is_a_batch_not_a_pair(uncased_vocab):
+    """["a", "b"] is two sentences; a pair must be a tuple of tensors or a dict."""
+    from keras_bert.tokenization import BertPreprocessor, FullTokenizer
+
+    layer = BertPreprocessor(str(uncased_vocab), max_seq_length=8)
+    out = layer(["The movie was wonderful.", "A dull mess."])
+    assert tuple(out["input_word_ids"].shape) == (2, 8)
+    reference = FullTokenizer(str(uncased_vocab), do_lower_case=True)
+    for row, text in enumerate(["The movie was wonderful.", "A dull mess."]):
+        expected = reference.encode(text, max_seq_length=8)["input_word_ids"]
+        assert out["input_word_ids"][row].numpy().tolist() == list(expected)
+    assert int(out["input_type_ids"].numpy().sum()) == 0
