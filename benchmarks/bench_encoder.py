@@ -1,0 +1,227 @@
+"""Item 2 of issue 7: encoder inference, ours vs keras-hub BertBackbone vs Hugging Face on PyTorch.
+
+All contenders carry the same real weights (`minilm_l6_h384_uncased`, all-MiniLM-L6-v2) and run
+in one process, alternating repetitions, medians:
+- ours: `keras_bert.from_pretrained(...)` inside `tf.function`, with and without XLA
+  (`jit_compile=True`); float32 and the `mixed_bfloat16` policy.
+- keras-hub: `BertBackbone.from_preset(<the same HF directory>)` inside `tf.function`; float32 and
+  `mixed_bfloat16`.
+- PyTorch (optional peer): `transformers.BertModel.from_pretrained(<same directory>)`, eval mode,
+  `torch.inference_mode()`; float32 and bfloat16 autocast.
+Throughput at batch 32 x 128 tokens (sequences/s, achieved GFLOP/s against the matmul ceilings of
+`bench_matmul` measured in the same run) and latency at batch 1 x 32 tokens (p50 / p99 ms).
+
+The bfloat16 prediction check (`--check_predictions`) fits a logistic-regression probe
+(scikit-learn) on float32 mean-pooled embeddings of the first `--probe_train` SST-2 train
+sentences, then compares its predictions and probabilities on SST-2 dev computed from float32
+and from bfloat16 embeddings of our encoder.
+
+    python -m benchmarks.bench_encoder [--repetitions=5] [--latency_calls=40] [--notorch]
+"""
+import numpy as np
+from absl import app, flags
+
+from benchmarks import common
+
+FLAGS = flags.FLAGS
+flags.DEFINE_integer("repetitions", 5, "Alternating rounds at batch 32 x 128.")
+flags.DEFINE_integer("batch_size", 32, "Throughput batch size.")
+flags.DEFINE_integer("seq_length", 128, "Throughput sequence length.")
+flags.DEFINE_integer("latency_seq_length", 32, "Latency sequence length (batch 1).")
+flags.DEFINE_integer("latency_calls", 40, "Batch-1 calls per contender (p50/p99 over these).")
+flags.DEFINE_integer("ceiling_size", 4096, "Matmul side for the ceilings (0 = skip).")
+flags.DEFINE_bool("torch", True, "Include the PyTorch peer when installed.")
+flags.DEFINE_bool("keras_hub", True, "Include keras-hub's BertBackbone.")
+flags.DEFINE_bool("bfloat16", True, "Include the bfloat16 contenders.")
+flags.DEFINE_bool("check_predictions", True, "Run the bfloat16 vs float32 SST-2 dev check.")
+flags.DEFINE_integer("probe_train", 1000, "SST-2 train sentences for the logistic probe.")
+flags.DEFINE_integer("probe_seq_length", 64, "Sequence length of the prediction check.")
+flags.DEFINE_bool("append", True, "Append the tables to benchmarks/RESULTS.md.")
+flags.DEFINE_string("label", "", "Extra words for the RESULTS.md title (e.g. 'before fix').")
+
+def ours_fn(dtype: str, xla: bool):
+    import tensorflow as tf
+    import keras_bert
+    encoder = keras_bert.from_pretrained(common.PRESET, dtype=dtype)
+
+    @tf.function(jit_compile=xla, reduce_retracing=True)
+    def run(features):
+        return encoder(features, training=False)["sequence_output"]
+    return encoder, run
+
+
+def keras_hub_fn(dtype: str):
+    import keras_hub
+    import tensorflow as tf
+    backbone = keras_hub.models.BertBackbone.from_preset(str(common.model_dir()), dtype=dtype)
+
+    @tf.function(reduce_retracing=True)
+    def run(features):
+        return backbone({"token_ids": features["input_word_ids"],
+                         "padding_mask": features["input_mask"],
+                         "segment_ids": features["input_type_ids"]},
+                        training=False)["sequence_output"]
+    return run
+
+
+def torch_fn(bf16: bool):
+    torch, transformers = common.torch_or_none()
+    model = transformers.BertModel.from_pretrained(str(common.model_dir()), add_pooling_layer=True)
+    model.eval()
+
+    def run(features):
+        feats = {"input_ids": torch.from_numpy(features["input_word_ids"]).long(),
+                 "attention_mask": torch.from_numpy(features["input_mask"]).long(),
+                 "token_type_ids": torch.from_numpy(features["input_type_ids"]).long()}
+        with torch.inference_mode(), torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):
+            return model(**feats).last_hidden_state.float().numpy()
+    return run
+
+
+def build_contenders():
+    """name -> callable(features_numpy) -> numpy array; ordered, float32 first."""
+    import tensorflow as tf
+
+    contenders = {}
+
+    def tf_call(fn):
+        def call(features):
+            return fn({k: tf.constant(v) for k, v in features.items()}).numpy()
+        return call
+
+    encoders = {}
+    for dtype in ("float32", "mixed_bfloat16") if FLAGS.bfloat16 else ("float32",):
+        short = "float32" if dtype == "float32" else "bfloat16"
+        encoder, run = ours_fn(dtype, xla=False)
+        encoders[short] = encoder
+        contenders[f"ours {short}"] = tf_call(run)
+        _, run_xla = ours_fn(dtype, xla=True)
+        contenders[f"ours {short} XLA"] = tf_call(run_xla)
+        if FLAGS.keras_hub:
+            contenders[f"keras-hub {short}"] = tf_call(keras_hub_fn(dtype))
+        if FLAGS.torch and common.torch_or_none():
+            contenders[f"pytorch {short}{' autocast' if short == 'bfloat16' else ''}"] = (
+                torch_fn(short == "bfloat16"))
+    return contenders, encoders
+
+
+def throughput(contenders, batch_size, seq_length, repetitions):
+    features = common.random_batch(batch_size, seq_length)
+    calls = {name: (lambda fn=fn: fn(features)) for name, fn in contenders.items()}
+    times = common.alternate(calls, repetitions, warmup=2)
+    return {name: batch_size / common.median(t) for name, t in times.items()}
+
+
+def latency(contenders, seq_length, calls_per_contender):
+    features = common.random_batch(1, seq_length, seed=1)
+    calls = {name: (lambda fn=fn: fn(features)) for name, fn in contenders.items()}
+    inner = 10
+    rounds = max(1, calls_per_contender // inner)
+    times = common.alternate(calls, rounds, warmup=3, inner=inner, log=False)
+    return {name: (common.percentile(t, 50) * 1e3, common.percentile(t, 99) * 1e3)
+            for name, t in times.items()}
+
+
+def check_predictions(encoders, probe_train: int, seq_length: int) -> dict:
+    """bfloat16 vs float32 predictions of a logistic probe on our mean-pooled embeddings."""
+    import tensorflow as tf
+    from sklearn.linear_model import LogisticRegression
+    from keras_bert.checkpoints import resolve_vocab_file
+    from keras_bert.tokenization import FullTokenizer, pack_inputs
+
+    tok = FullTokenizer(resolve_vocab_file(common.PRESET), do_lower_case=True)
+
+    def featurize(texts):
+        rows = [pack_inputs(tok.convert_tokens_to_ids(tok.tokenize(t)), None,
+                            max_seq_length=seq_length, cls_id=101, sep_id=102) for t in texts]
+        return {k: np.array([r[k] for r in rows], np.int32) for k in rows[0]}
+
+    def embed(encoder, feats, batch=64):
+        fn = tf.function(lambda f: encoder(f, training=False)["sequence_output"],
+                         reduce_retracing=True)
+        out = []
+        for i in range(0, len(feats["input_word_ids"]), batch):
+            chunk = {k: tf.constant(v[i:i + batch]) for k, v in feats.items()}
+            seq = tf.cast(fn(chunk), tf.float32).numpy()
+            mask = chunk["input_mask"].numpy()[..., None].astype(np.float32)
+            out.append((seq * mask).sum(1) / mask.sum(1))  # sentence-transformers mean pooling
+        return np.concatenate(out)
+
+    train_texts, train_labels = common.sst2_sentences("train", probe_train)
+    dev_texts, dev_labels = common.sst2_sentences("dev")
+    probe = LogisticRegression(max_iter=2000, C=1.0).fit(
+        embed(encoders["float32"], featurize(train_texts)), train_labels)
+    dev = featurize(dev_texts)
+    p32 = probe.predict_proba(embed(encoders["float32"], dev))
+    p16 = probe.predict_proba(embed(encoders["bfloat16"], dev))
+    agree = float(np.mean(p32.argmax(1) == p16.argmax(1)))
+    return {"dev_examples": len(dev_texts), "agreement": agree,
+            "max_prob_diff": float(np.abs(p32 - p16).max()),
+            "accuracy_float32": float(np.mean(p32.argmax(1) == dev_labels)),
+            "accuracy_bfloat16": float(np.mean(p16.argmax(1) == dev_labels))}
+
+
+def main(argv):
+    del argv
+    common.set_threads_from_env()
+    desc = common.machine_description(["torch", "transformers"])
+    from keras_bert.checkpoints.presets import resolve_preset  # noqa: F401 - fail early
+    contenders, encoders = build_contenders()
+    b, t = FLAGS.batch_size, FLAGS.seq_length
+    print(f"throughput at {b} x {t} ...", flush=True)
+    seqs = throughput(contenders, b, t, FLAGS.repetitions)
+    print(f"latency at 1 x {FLAGS.latency_seq_length} ...", flush=True)
+    lat = latency(contenders, FLAGS.latency_seq_length, FLAGS.latency_calls)
+    ceilings = {}
+    if FLAGS.ceiling_size:
+        print("ceilings ...", flush=True)
+        ceilings = common.measure_ceilings(FLAGS.ceiling_size, 3, with_torch=False)
+    flops_tok = common.encoder_flops_per_token(6, 384, 1536, t)
+
+    def best(prefixes, table, lower=False):
+        vals = [v for n, v in table.items() if any(n.startswith(p) for p in prefixes)]
+        return (min(vals) if lower else max(vals)) if vals else None
+
+    rows = []
+    for name in contenders:
+        is_bf16 = "bfloat16" in name
+        peers = ("keras-hub bfloat16", "pytorch bfloat16") if is_bf16 else (
+            "keras-hub float32", "pytorch float32")
+        peer_tput = best(peers, seqs)
+        peer_p50 = best(peers, {n: v[0] for n, v in lat.items()}, lower=True)
+        gflops = seqs[name] * t * flops_tok / 1e9
+        ceiling = ceilings.get("tensorflow bfloat16" if is_bf16 else "tensorflow float32")
+        rows.append((name, seqs[name], common.ratio(seqs[name], peer_tput),
+                     f"{gflops:,.0f}", f"{100 * gflops / ceiling:.0f}%" if ceiling else "n/a",
+                     lat[name][0], lat[name][1],
+                     common.ratio(peer_p50, lat[name][0])))
+    table = common.markdown_table(
+        ["contender", f"seq/s @{b}x{t}", "vs best peer (same dtype)", "GFLOP/s",
+         "of TF matmul ceiling (same dtype)", f"p50 ms @1x{FLAGS.latency_seq_length}", "p99 ms",
+         "p50 speed vs best peer"], rows)
+    notes = [f"FLOPs: {flops_tok / 1e6:.1f} MFLOP/token at T={t} (dense + attention products)."]
+    if ceilings:
+        notes.append("Ceilings this run: " + ", ".join(
+            f"{k} {v:,.0f} GFLOP/s" for k, v in ceilings.items())
+            + f" ({FLAGS.ceiling_size}^3 matmul, median of 3).")
+    notes.append(f"{FLAGS.repetitions} alternating rounds at batch {b}; latency: "
+                 f"{FLAGS.latency_calls} calls per contender, alternating blocks of 10.")
+    if FLAGS.check_predictions and "bfloat16" in encoders:
+        print("prediction check ...", flush=True)
+        chk = check_predictions(encoders, FLAGS.probe_train, FLAGS.probe_seq_length)
+        notes.append(
+            f"bfloat16 vs float32 predictions (ours), SST-2 dev ({chk['dev_examples']} sentences, "
+            f"T={FLAGS.probe_seq_length}), logistic-regression probe fitted on float32 mean-pooled "
+            f"embeddings of the first {FLAGS.probe_train} SST-2 train sentences: agreement "
+            f"{100 * chk['agreement']:.2f}%, max probability difference "
+            f"{chk['max_prob_diff']:.4f}; dev accuracy float32 {100 * chk['accuracy_float32']:.1f}%"
+            f", bfloat16 {100 * chk['accuracy_bfloat16']:.1f}%.")
+    body = table + "\n\n" + "\n".join(f"- {n}" for n in notes)
+    print(body)
+    if FLAGS.append:
+        title = "Encoder inference (bench_encoder)" + (f", {FLAGS.label}" if FLAGS.label else "")
+        common.append_results(title, body, desc, load_after=common.load_average())
+
+
+if __name__ == "__main__":
+    app.run(main)

@@ -1,0 +1,183 @@
+"""Item 3 of issue 7: fine-tuning throughput (examples/s), ours vs keras-hub vs PyTorch.
+
+Same data (the first SST-2 train sentences, tokenized once by our FullTokenizer with the
+checkpoint's vocab, padded to --seq_length), same batch, same optimizer (AdamW, lr 2e-5, weight
+decay 0.01), same real starting weights (minilm_l6_h384_uncased):
+- ours: `keras_bert.models.BertClassifier(from_pretrained(...), 2)`, `compile()` + `train_on_batch`;
+- keras-hub: `BertTextClassifier(BertBackbone.from_preset(<same dir>), 2, preprocessor=None)`;
+- PyTorch (optional): `transformers.BertForSequenceClassification`, `torch.optim.AdamW`,
+  bfloat16 through `torch.autocast`.
+Keras contenders compile with the same `jit_compile` (default "auto", which is XLA on the
+TensorFlow backend, the setting a user gets by default). float32 and `mixed_bfloat16`.
+Train steps alternate between contenders (--steps_per_round each), medians over rounds.
+
+With --accuracy_steps > 0, ours is also fine-tuned that many steps in float32 and in bfloat16
+from the same weights, data order and seed, and evaluated on SST-2 dev (872 sentences).
+
+    python -m benchmarks.bench_finetune [--repetitions=4] [--accuracy_steps=150] [--notorch]
+"""
+import time
+
+import numpy as np
+from absl import app, flags
+
+from benchmarks import common
+
+FLAGS = flags.FLAGS
+flags.DEFINE_integer("repetitions", 4, "Alternating rounds.")
+flags.DEFINE_integer("steps_per_round", 2, "Timed train steps per contender per round.")
+flags.DEFINE_integer("batch_size", 32, "Examples per step.")
+flags.DEFINE_integer("seq_length", 64, "Tokens per example (SST-2 sentences fit in 64).")
+flags.DEFINE_enum("jit_compile", "auto", ["auto", "true", "false"], "Keras compile(jit_compile).")
+flags.DEFINE_bool("torch", True, "Include the PyTorch peer when installed.")
+flags.DEFINE_bool("keras_hub", True, "Include keras-hub's BertTextClassifier.")
+flags.DEFINE_integer("accuracy_steps", 0, "Steps of the float32 vs bfloat16 dev-accuracy check "
+                     "(0 = skip).")
+flags.DEFINE_bool("append", True, "Append the table to benchmarks/RESULTS.md.")
+flags.DEFINE_string("label", "", "Extra words for the RESULTS.md title.")
+
+LR = 2e-5
+
+
+def featurize(texts, seq_length):
+    from keras_bert.checkpoints import resolve_vocab_file
+    from keras_bert.tokenization import FullTokenizer, pack_inputs
+    tok = FullTokenizer(resolve_vocab_file(common.PRESET), do_lower_case=True)
+    rows = [pack_inputs(tok.convert_tokens_to_ids(tok.tokenize(t)), None,
+                        max_seq_length=seq_length, cls_id=101, sep_id=102) for t in texts]
+    return {k: np.array([r[k] for r in rows], np.int32) for k in rows[0]}
+
+
+def _jit():
+    return {"auto": "auto", "true": True, "false": False}[FLAGS.jit_compile]
+
+
+def _keras_optimizer():
+    import keras
+    return keras.optimizers.AdamW(learning_rate=LR, weight_decay=0.01, epsilon=1e-6)
+
+
+def ours_model(dtype):
+    import keras
+    import keras_bert
+    from keras_bert.models.bert_classifier import BertClassifier
+    keras.utils.set_random_seed(0)
+    model = BertClassifier(keras_bert.from_pretrained(common.PRESET, dtype=dtype), num_classes=2)
+    model.compile(optimizer=_keras_optimizer(), jit_compile=_jit(),
+                  loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+    return model
+
+
+def keras_hub_model(dtype):
+    import keras
+    import keras_hub
+    keras.utils.set_random_seed(0)
+    backbone = keras_hub.models.BertBackbone.from_preset(str(common.model_dir()), dtype=dtype)
+    model = keras_hub.models.BertTextClassifier(backbone, num_classes=2, preprocessor=None,
+                                                dtype=dtype)
+    model.compile(optimizer=_keras_optimizer(), jit_compile=_jit(),
+                  loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+    return model
+
+
+def keras_hub_features(f):
+    return {"token_ids": f["input_word_ids"], "padding_mask": f["input_mask"],
+            "segment_ids": f["input_type_ids"]}
+
+
+def torch_step_fn(bf16, batch, labels):
+    torch, transformers = common.torch_or_none()
+    torch.manual_seed(0)
+    model = transformers.BertForSequenceClassification.from_pretrained(
+        str(common.model_dir()), num_labels=2)
+    model.train()
+    opt = torch.optim.AdamW(model.parameters(), lr=LR, weight_decay=0.01, eps=1e-6)
+    feats = {"input_ids": torch.from_numpy(batch["input_word_ids"]).long(),
+             "attention_mask": torch.from_numpy(batch["input_mask"]).long(),
+             "token_type_ids": torch.from_numpy(batch["input_type_ids"]).long()}
+    y = torch.from_numpy(labels).long()
+
+    def step():
+        opt.zero_grad(set_to_none=True)
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):
+            loss = model(**feats, labels=y).loss
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        opt.step()
+        return float(loss)
+    return step
+
+
+def accuracy_check(train, train_labels, dev, dev_labels, steps, batch_size):
+    """Fine-tunes ours `steps` steps in float32 and in bfloat16 (same order); dev accuracy."""
+    results = {}
+    for dtype in ("float32", "mixed_bfloat16"):
+        model = ours_model(dtype)
+        start = time.perf_counter()
+        n = len(train_labels)
+        for s in range(steps):
+            idx = np.arange(s * batch_size, (s + 1) * batch_size) % n
+            model.train_on_batch({k: v[idx] for k, v in train.items()}, train_labels[idx])
+        seconds = time.perf_counter() - start
+        logits = model.predict(dev, batch_size=128, verbose=0)
+        results[dtype] = (float(np.mean(logits.argmax(1) == dev_labels)), seconds)
+        print(f"  {dtype}: dev accuracy {results[dtype][0]:.4f} after {steps} steps "
+              f"({seconds:.0f} s)", flush=True)
+    return results
+
+
+def main(argv):
+    del argv
+    common.set_threads_from_env()
+    desc = common.machine_description(["torch", "transformers"])
+    b, t = FLAGS.batch_size, FLAGS.seq_length
+    texts, labels = common.sst2_sentences("train", max(b, FLAGS.accuracy_steps * b) or b)
+    data = featurize(texts, t)
+    batch = {k: v[:b] for k, v in data.items()}
+    y = labels[:b].astype(np.int32)
+
+    contenders = {}
+    for dtype in ("float32", "mixed_bfloat16"):
+        short = "float32" if dtype == "float32" else "bfloat16"
+        model = ours_model(dtype)
+        contenders[f"ours {short}"] = lambda m=model: m.train_on_batch(batch, y)
+        if FLAGS.keras_hub:
+            hub = keras_hub_model(dtype)
+            hub_batch = keras_hub_features(batch)
+            contenders[f"keras-hub {short}"] = lambda m=hub, x=hub_batch: m.train_on_batch(x, y)
+        if FLAGS.torch and common.torch_or_none():
+            contenders[f"pytorch {short}"] = torch_step_fn(short == "bfloat16", batch, y)
+    times = common.alternate(contenders, FLAGS.repetitions, warmup=2,
+                             inner=FLAGS.steps_per_round)
+    eps = {name: b / common.median(ts) for name, ts in times.items()}
+
+    ref32 = eps.get("keras-hub float32")
+    rows = []
+    for name, value in eps.items():
+        same = "keras-hub bfloat16" if "bfloat16" in name else "keras-hub float32"
+        rows.append((name, value, common.ratio(value, eps.get(same)), common.ratio(value, ref32)))
+    table = common.markdown_table(
+        ["contender", f"examples/s (batch {b} x {t})", "vs keras-hub same dtype",
+         "vs keras-hub float32"], rows)
+    notes = [f"Keras compile(jit_compile={FLAGS.jit_compile!r}); AdamW lr {LR}; "
+             f"{FLAGS.repetitions} alternating rounds x {FLAGS.steps_per_round} steps; "
+             "train_on_batch on one fixed real SST-2 batch (no input pipeline in the timing)."]
+    if FLAGS.accuracy_steps:
+        print("accuracy check ...", flush=True)
+        dev_texts, dev_labels = common.sst2_sentences("dev")
+        acc = accuracy_check(data, labels.astype(np.int32), featurize(dev_texts, t), dev_labels,
+                             FLAGS.accuracy_steps, b)
+        notes.append(
+            f"Dev accuracy (SST-2 dev, 872) after {FLAGS.accuracy_steps} steps of batch {b} "
+            f"(ours, same data order and seed, constant lr {LR}): float32 "
+            f"{100 * acc['float32'][0]:.2f}%, bfloat16 {100 * acc['mixed_bfloat16'][0]:.2f}%.")
+    body = table + "\n\n" + "\n".join(f"- {n}" for n in notes)
+    print(body)
+    if FLAGS.append:
+        title = "Fine-tuning throughput (bench_finetune)" + (
+            f", {FLAGS.label}" if FLAGS.label else "")
+        common.append_results(title, body, desc, load_after=common.load_average())
+
+
+if __name__ == "__main__":
+    app.run(main)

@@ -1,0 +1,36 @@
+"""Item 1 of issue 7: the machine's ceilings, large float32 / bfloat16 matrix products (GFLOP/s).
+
+TensorFlow `tf.matmul` of two N x N matrices (2 N^3 FLOPs) in float32 and bfloat16, alternating,
+medians; PyTorch bfloat16 too when the optional peer is installed. The float32 and bfloat16
+TensorFlow figures are the ceilings that `bench_encoder` divides by.
+
+    python -m benchmarks.bench_matmul [--size=4096] [--repetitions=5] [--noappend]
+"""
+from absl import app, flags
+
+from benchmarks import common
+
+FLAGS = flags.FLAGS
+flags.DEFINE_integer("size", 4096, "Matrix side N (2 N^3 FLOPs per product).")
+flags.DEFINE_integer("repetitions", 5, "Alternating rounds.")
+flags.DEFINE_bool("append", True, "Append the table to benchmarks/RESULTS.md.")
+
+
+def main(argv):
+    del argv
+    common.set_threads_from_env()
+    desc = common.machine_description(["torch"])
+    gflops = common.measure_ceilings(FLAGS.size, FLAGS.repetitions)
+    base = gflops["tensorflow float32"]
+    rows = [(name, f"{g:,.0f}", common.ratio(g, base)) for name, g in gflops.items()]
+    table = common.markdown_table(
+        [f"matmul {FLAGS.size}^3 ({FLAGS.repetitions} alternating reps, median)", "GFLOP/s",
+         "vs TF float32"], rows)
+    print(table)
+    if FLAGS.append:
+        common.append_results("Ceilings: matrix products (bench_matmul)", table, desc,
+                              load_after=common.load_average())
+
+
+if __name__ == "__main__":
+    app.run(main)

