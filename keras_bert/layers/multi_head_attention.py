@@ -25,7 +25,8 @@ class BertSelfAttention(keras.layers.Layer):
 
     Call args:
         inputs: Tensor [batch_size, seq_length, hidden_size].
-        attention_mask: int32 Tensor [batch_size, seq_length, seq_length]; 1 = may attend.
+        attention_mask: int32 Tensor [batch_size, seq_length, seq_length], or
+            [batch_size, 1, seq_length] to broadcast over queries; 1 = may attend.
         training: bool. Dropout acts only when True.
 
     Returns:
@@ -74,7 +75,7 @@ class BertSelfAttention(keras.layers.Layer):
         # [B, N, T, T] logits, in float32 for a safe softmax under mixed precision.
         logits = tf.matmul(query, key, transpose_b=True)
         logits = tf.cast(logits, tf.float32) * (1.0 / math.sqrt(head_size))
-        mask = tf.cast(attention_mask[:, tf.newaxis, :, :], tf.float32)  # [B, 1, T, T]
+        mask = tf.cast(attention_mask[:, tf.newaxis, :, :], tf.float32)  # [B, 1, T or 1, T]
         logits += (1.0 - mask) * MASK_LOGIT
         probs = tf.cast(tf.nn.softmax(logits, axis=-1), self.compute_dtype)
         probs = self.dropout(probs, training=training)

@@ -26,7 +26,8 @@ class TransformerEncoderBlock(keras.layers.Layer):
 
     Call args:
         inputs: Tensor [batch_size, seq_length, hidden_size].
-        attention_mask: int32 Tensor [batch_size, seq_length, seq_length]; 1 = may attend.
+        attention_mask: int32 Tensor [batch_size, seq_length, seq_length], or
+            [batch_size, 1, seq_length] to broadcast over queries; 1 = may attend.
         training: bool. Dropout acts only when True.
 
     Returns:

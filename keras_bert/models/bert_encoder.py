@@ -115,12 +115,17 @@ class BertEncoder(keras.Model):
         return {"sequence_output": x, "pooled_output": pooled, "encoder_outputs": encoder_outputs}
 
     def _attention_mask(self, input_mask):
-        """[B, T] padding mask -> [B, T, T] int32, 1 = query i may attend to key j."""
-        seq_length = tf.shape(input_mask)[1]
-        mask = tf.tile(input_mask[:, tf.newaxis, :], [1, seq_length, 1])  # [B, T, T]
+        """[B, T] padding mask -> int32 mask, 1 = query i may attend to key j.
+
+        [B, 1, T] (broadcast over queries) when not causal, [B, T, T] when causal: the
+        attention layer broadcasts either against its [B, N, T, T] logits, and the smaller
+        form saves building and converting a [B, T, T] tensor in every layer.
+        """
+        mask = input_mask[:, tf.newaxis, :]  # [B, 1, T]
         if self.causal:
+            seq_length = tf.shape(input_mask)[1]
             lower = tf.linalg.band_part(tf.ones([seq_length, seq_length], tf.int32), -1, 0)
-            mask *= lower[tf.newaxis]
+            mask = mask * lower[tf.newaxis]  # [B, T, T]
         return mask
 
     @property
