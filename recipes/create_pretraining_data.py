@@ -2,7 +2,7 @@
 
 Flags and semantics of google-research/bert `create_pretraining_data.py`; the algorithm and its
 documented deviations live in `keras_bert.data.pretraining_data`. Writes the records and
-`<first output>.summary.json` (resolved flags + instances, tokens, masked fraction, 80/10/10
+`<first --output_file>.summary.json` (resolved flags + instances, tokens, masked fraction, 80/10/10
 split, NSP positive rate, seconds).
 
     python recipes/create_pretraining_data.py --input_file=wiki.test.raw --input_format=wikitext \
@@ -60,7 +60,9 @@ def main(argv):
         "do_whole_word_mask", "max_seq_length", "max_predictions_per_seq", "random_seed",
         "dupe_factor", "masked_lm_prob", "short_seq_prob")}
     # Seconds are kept out of the summary so that a rerun writes identical bytes.
-    pd.write_summary({"config": config, "summary": summary}, output_files[0] + ".summary.json")
+    # Named after --output_file, not a shard, so that the shard glob "<output_file>-*" skips it.
+    pd.write_summary({"config": config, "summary": summary},
+                     FLAGS.output_file.split(",")[0].strip() + ".summary.json")
     print(f"wrote {summary['instances']} instances to {len(output_files)} file(s) in "
           f"{time.time() - start:.1f} s; masked fraction {summary['masked_fraction']:.4f}, "
           f"split {summary['mask_split']}, NSP positive rate {summary['nsp_positive_rate']:.4f}")

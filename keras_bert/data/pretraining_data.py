@@ -431,7 +431,9 @@ def shard_paths(output_file: str, num_shards: int = 1) -> list[str]:
 
 def write_instances(instances: Sequence[TrainingInstance], vocab: dict, output_files: Sequence[str],
                     max_seq_length: int, max_predictions_per_seq: int) -> list[int]:
-    """Writes instances round-robin into the TFRecord files (uncompressed, byte-deterministic).
+    """Writes instances round-robin into the TFRecord files (uncompressed, byte-deterministic:
+    Examples are serialized with `deterministic=True`, since protobuf map order otherwise varies
+    between processes).
 
     Returns:
         list of int: records written per file.
@@ -445,7 +447,7 @@ def write_instances(instances: Sequence[TrainingInstance], vocab: dict, output_f
     try:
         for k, instance in enumerate(instances):
             features = instance_to_features(instance, vocab, max_seq_length, max_predictions_per_seq)
-            writers[k % len(writers)].write(features_to_example(features).SerializeToString())
+            writers[k % len(writers)].write(features_to_example(features).SerializeToString(deterministic=True))
             counts[k % len(writers)] += 1
     finally:
         for w in writers:
