@@ -2,6 +2,7 @@
 
     python -m serving.client --server=localhost:8500 --model_name=sst2 "a gripping, funny film"
     python -m serving.client --rest --rest_server=localhost:8501 --model_name=mrpc "text a" "text b"
+    python -m serving.client --server=localhost:8500 --model_name=sst2 --status   # exit 0 iff AVAILABLE
 
 Uses the official tensorflow-serving-api stubs (gRPC) or the REST API, so it works against this
 project's server and stock tensorflow_model_server alike. Calls the `serving_default` signature
@@ -18,7 +19,8 @@ import grpc
 import numpy as np
 import tensorflow as tf
 from absl import app, flags
-from tensorflow_serving.apis import predict_pb2, prediction_service_pb2_grpc
+from tensorflow_serving.apis import (get_model_status_pb2, model_service_pb2_grpc, predict_pb2,
+                                     prediction_service_pb2_grpc)
 
 _FLAGS = flags.FLAGS
 
@@ -31,6 +33,8 @@ def _define_flags():
     flags.DEFINE_integer("model_version", 0, "Model version (0 = latest).")
     flags.DEFINE_string("signature_name", "serving_default", "Signature to call.")
     flags.DEFINE_float("timeout", 30.0, "Request timeout in seconds.")
+    flags.DEFINE_boolean("status", False, "Print GetModelStatus and exit 0 iff a version is AVAILABLE "
+                         "(a readiness probe for gRPC).")
 
 
 class ClientError(RuntimeError):
@@ -120,6 +124,21 @@ def _is_text(value):
     return isinstance(value, (str, dict))
 
 
+def model_status(server, model_name, version=None, timeout=30.0):
+    """GetModelStatus over gRPC -> list of (version int, state name, error message)."""
+    request = get_model_status_pb2.GetModelStatusRequest()
+    request.model_spec.name = model_name
+    if version:
+        request.model_spec.version.value = int(version)
+    with grpc.insecure_channel(server) as channel:
+        try:
+            response = model_service_pb2_grpc.ModelServiceStub(channel).GetModelStatus(request, timeout=timeout)
+        except grpc.RpcError as e:
+            raise ClientError(e.code().name, e.details()) from None
+    state_name = get_model_status_pb2.ModelVersionStatus.State.Name
+    return [(s.version, state_name(s.state), s.status.error_message) for s in response.model_version_status]
+
+
 def format_prediction(outputs, row=0):
     """One line per output for row `row`: labels with probabilities, or the regression score."""
     lines = []
@@ -139,7 +158,20 @@ def format_prediction(outputs, row=0):
     return "\n".join(lines)
 
 
+def _print_status():
+    try:
+        statuses = model_status(_FLAGS.server, _FLAGS.model_name, _FLAGS.model_version or None, _FLAGS.timeout)
+    except ClientError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 1
+    for version, state, error in statuses:
+        print(f"version {version}: {state}" + (f" ({error})" if error else ""))
+    return 0 if any(state == "AVAILABLE" for _, state, _ in statuses) else 1
+
+
 def main(argv):
+    if _FLAGS.status:
+        return _print_status()
     texts = argv[1:]
     if not 1 <= len(texts) <= 2:
         raise app.UsageError("give TEXT and, for pair tasks, TEXT_B")

@@ -87,15 +87,18 @@ def start_server(tmp_path):
 
 @pytest.fixture(scope="session")
 def model_base(tmp_path_factory):
-    """clf/1 (classifier, warmup records), reg/1 (regressor) and a ModelServerConfig for both."""
+    """clf/1 (classifier, warmup records), reg/1 (regressor), tft/1 (needs a tensorflow-text op)
+    and a ModelServerConfig for all three."""
     base = tmp_path_factory.mktemp("models")
     saved_models.build_classifier(str(base / "clf" / "1"), seed=0)
     saved_models.build_regressor(str(base / "reg" / "1"), seed=1)
+    saved_models.build_custom_op_model(str(base / "tft" / "1"))
     (base / "models.config").write_text(f"""
 model_config_list {{
   config {{ name: "clf" base_path: "{base / 'clf'}" model_platform: "tensorflow"
            version_labels {{ key: "stable" value: 1 }} }}
   config {{ name: "reg" base_path: "{base / 'reg'}" model_platform: "tensorflow" }}
+  config {{ name: "tft" base_path: "{base / 'tft'}" model_platform: "tensorflow" }}
 }}
 """)
     return base

@@ -32,6 +32,13 @@ def test_predict_text_errors_carry_status(shared_server, rest):
         client.predict_text(target, "clf", "a single string", rest=rest)
 
 
+def test_model_status(shared_server):
+    assert client.model_status(shared_server.grpc_target, "clf") == [(1, "AVAILABLE", "")]
+    with pytest.raises(client.ClientError) as info:
+        client.model_status(shared_server.grpc_target, "nope")
+    assert info.value.code == "NOT_FOUND"
+
+
 def test_format_prediction():
     outputs = {"probabilities": np.array([[0.25, 0.75]], np.float32), "label_ids": np.array([1]),
                "labels": np.array([b"positive"], dtype=object)}
@@ -41,15 +48,20 @@ def test_format_prediction():
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("rest", [False, True])
-def test_command_line_prints_label_and_probabilities(shared_server, reference, rest):
-    args = ([f"--rest_server={shared_server.rest_url.removeprefix('http://')}", "--rest"] if rest
-            else [f"--server={shared_server.grpc_target}"])
-    result = subprocess.run([sys.executable, "-m", "serving.client", *args, "--model_name=clf",
-                             TEXTS[0], TEXTS_B[1]], cwd=REPO_ROOT, capture_output=True, text=True, timeout=120)
-    assert result.returncode == 0, result.stderr[-2000:]
+def test_command_line_prints_label_and_probabilities(shared_server, reference):
+    rest_target = shared_server.rest_url.removeprefix("http://")
+    procs = [subprocess.Popen([sys.executable, "-m", "serving.client", *args, "--model_name=clf",
+                               TEXTS[0], TEXTS_B[1]], cwd=REPO_ROOT, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True)
+             for args in ([f"--server={shared_server.grpc_target}"], ["--rest", f"--rest_server={rest_target}"])]
     want = reference("clf", text=[TEXTS[0]], text_b=[TEXTS_B[1]])
-    lines = result.stdout.strip().splitlines()
-    assert lines[0] == f"label: {want['labels'][0].decode()}"
-    assert lines[1] == "probabilities: " + ", ".join(f"{p:.4f}" for p in want["probabilities"][0])
-    assert lines[2] == f"label_id: {want['label_ids'][0]}"
+    expected = [f"label: {want['labels'][0].decode()}",
+                "probabilities: " + ", ".join(f"{p:.4f}" for p in want["probabilities"][0]),
+                f"label_id: {want['label_ids'][0]}"]
+    for proc in procs:  # gRPC and REST, run side by side
+        try:
+            out, err = proc.communicate(timeout=180)
+        finally:
+            proc.kill()
+        assert proc.returncode == 0, err[-2000:]
+        assert out.strip().splitlines() == expected

@@ -1,5 +1,6 @@
-"""A SavedModel with tensorflow-text ops: loads when the server imports tensorflow_text; otherwise
-GetModelStatus names the op and the fix."""
+"""A SavedModel with a tensorflow-text op (CaseFoldUTF8): served when the server imports
+tensorflow_text (the default --custom_op_modules); otherwise GetModelStatus names the op and the fix
+and the other models keep serving."""
 import time
 
 import grpc
@@ -7,23 +8,23 @@ import pytest
 import tensorflow as tf
 from tensorflow_serving.apis import get_model_status_pb2, model_service_pb2_grpc, prediction_service_pb2_grpc
 
-from tests.serving import saved_models
 from tests.serving.test_grpc_api import predict_request
 
 State = get_model_status_pb2.ModelVersionStatus
 
 
-@pytest.mark.slow
-def test_custom_op_model_status_names_op_and_fix_then_loads_with_tensorflow_text(start_server, tmp_path):
-    saved_models.build_custom_op_model(str(tmp_path / "tft" / "1"))
-    without = start_server([f"--model_base_path={tmp_path / 'tft'}", "--model_name=tft",
-                            "--custom_op_modules=", "--rest_api_port=0"], rest=False, wait=False)
-    with_tft = start_server([f"--model_base_path={tmp_path / 'tft'}", "--model_name=tft"], rest=False)
-    with grpc.insecure_channel(with_tft.grpc_target) as channel:
+def test_custom_op_model_served_with_tensorflow_text(shared_server):
+    with grpc.insecure_channel(shared_server.grpc_target) as channel:
         stub = prediction_service_pb2_grpc.PredictionServiceStub(channel)
-        got = stub.Predict(predict_request(model="tft", text_in=["ÀB"]), timeout=30)
-        assert tf.make_ndarray(got.outputs["folded"]).tolist() == ["àb".encode()]
-    with grpc.insecure_channel(without.grpc_target) as channel:
+        got = stub.Predict(predict_request(model="tft", text_in=["ÀB Straße"]), timeout=30)
+        assert tf.make_ndarray(got.outputs["folded"]).tolist() == ["àb strasse".encode()]
+
+
+@pytest.mark.slow
+def test_custom_op_missing_is_reported_with_op_name_and_fix(start_server, model_base):
+    server = start_server([f"--model_config_file={model_base / 'models.config'}", "--custom_op_modules="],
+                          rest=False, wait=False)
+    with grpc.insecure_channel(server.grpc_target) as channel:
         stub = model_service_pb2_grpc.ModelServiceStub(channel)
         request = get_model_status_pb2.GetModelStatusRequest(model_spec={"name": "tft"})
         deadline, status = time.monotonic() + 120, None
@@ -33,8 +34,11 @@ def test_custom_op_model_status_names_op_and_fix_then_loads_with_tensorflow_text
                 if status.state == State.END:
                     break
             except (grpc.RpcError, ValueError):
-                pass
+                assert server.proc.poll() is None, server.log()[-2000:]
             time.sleep(0.2)
-        assert status is not None and status.state == State.END, without.log()[-2000:]
+        assert status is not None and status.state == State.END, server.log()[-2000:]
         assert "Op type not registered 'CaseFoldUTF8'" in status.status.error_message
         assert "pip install tensorflow-text" in status.status.error_message
+        predict = prediction_service_pb2_grpc.PredictionServiceStub(channel)
+        response = predict.Predict(predict_request(model="reg", text=["still served"]), timeout=30)
+        assert response.model_spec.version.value == 1
