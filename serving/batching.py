@@ -17,6 +17,7 @@ import os
 import threading
 import time
 
+import grpc
 import numpy as np
 from google.protobuf import descriptor_pb2, descriptor_pool, message_factory, text_format, wrappers_pb2
 
@@ -203,7 +204,7 @@ class BatchScheduler:
             for name, value in outputs.items():
                 if np.ndim(value) == 0 or np.shape(value)[0] != padded:
                     raise errors.ServingError(
-                        errors.grpc.StatusCode.INTERNAL,
+                        grpc.StatusCode.INTERNAL,
                         f"batching: output '{name}' has shape {list(np.shape(value))}, not a leading "
                         f"batch dimension of {padded}; disable --enable_batching for this model")
             if self._on_batch:

@@ -16,6 +16,7 @@ import logging
 import os
 import threading
 
+import grpc
 from tensorflow_serving.apis import get_model_status_pb2
 
 from serving import errors
@@ -168,7 +169,7 @@ class ModelManager:
             if self._on_loaded:
                 self._on_loaded(servable)
         except Exception as e:  # noqa: BLE001 - reported in GetModelStatus
-            code = e.code if isinstance(e, errors.ServingError) else errors.grpc.StatusCode.UNKNOWN
+            code = e.code if isinstance(e, errors.ServingError) else grpc.StatusCode.UNKNOWN
             message = e.message if isinstance(e, errors.ServingError) else explain_load_error(e)
             _LOG.error("failed to load %s version %d: %s", name, v.version, message)
             with self._lock:

@@ -9,7 +9,6 @@ import os
 import re
 import threading
 
-import numpy as np
 import tensorflow as tf
 from tensorflow.core.protobuf import meta_graph_pb2, saved_model_pb2
 
@@ -142,10 +141,3 @@ class Servable:
         self._functions = {}
         self._loaded = None
 
-
-def as_numpy_dtype(dtype: tf.DType):
-    return object if dtype == tf.string else dtype.as_numpy_dtype
-
-
-def empty_like_spec(spec: TensorSpec) -> np.ndarray:
-    return np.zeros([0] + [max(d, 0) for d in (spec.shape or [0])[1:]], dtype=as_numpy_dtype(spec.dtype))

@@ -1,6 +1,9 @@
 """Bad requests get TensorFlow Serving's status codes and a message naming the problem; the server
 keeps serving (a good request right after each bad one succeeds)."""
 import grpc
+import hypothesis
+import hypothesis.extra.numpy as hnp
+import hypothesis.strategies as st
 import numpy as np
 import pytest
 import tensorflow as tf
@@ -144,3 +147,23 @@ def test_model_status_unknown_model_and_version(channel, stub):
             model_stub.GetModelStatus(get_model_status_pb2.GetModelStatusRequest(model_spec=spec), timeout=30)
         assert info.value.code() == C.NOT_FOUND and fragment in info.value.details()
     _good_request_succeeds(stub)
+
+
+_arrays = hnp.arrays(
+    dtype=st.sampled_from([np.int32, np.int64, np.float32, np.float64, np.bool_, np.dtype("S4")]),
+    shape=hnp.array_shapes(min_dims=0, max_dims=2, min_side=0, max_side=3))
+
+
+@hypothesis.settings(max_examples=60, deadline=None,
+                     suppress_health_check=[hypothesis.HealthCheck.function_scoped_fixture])
+@hypothesis.given(text=_arrays, text_b=_arrays, signature=st.sampled_from(["serving_default", "encoded"]))
+def test_arbitrary_tensors_get_ok_or_invalid_argument(stub, text, text_b, signature):
+    if signature == "serving_default":
+        inputs = {"text": text, "text_b": text_b}
+    else:
+        inputs = {"input_word_ids": text, "input_mask": text_b, "input_type_ids": text_b}
+    request = predict_request(signature=signature, **inputs)
+    try:
+        stub.Predict(request, timeout=30)
+    except grpc.RpcError as e:
+        assert e.code() == C.INVALID_ARGUMENT, e.details()

@@ -5,6 +5,8 @@ import re
 import urllib.error
 import urllib.request
 
+import hypothesis
+import hypothesis.strategies as st
 import numpy as np
 import pytest
 
@@ -158,3 +160,24 @@ def test_prometheus_metrics(server):
     assert value(r'serving_request_latency_seconds_count\{api="predict",model="reg"\}') >= 1
     # the two warmup records of clf/1 (assets.extra/tf_serving_warmup_requests) were replayed at load
     assert value(r'serving_warmup_requests_total\{model="clf",version="1"\}') == 2
+
+
+_json = st.recursive(
+    st.none() | st.booleans() | st.integers(-2**70, 2**70) | st.floats(allow_nan=False) | st.text(max_size=8),
+    lambda children: st.lists(children, max_size=4) | st.dictionaries(
+        st.sampled_from(["text", "text_b", "b64", "input_word_ids", "x"]), children, max_size=3),
+    max_leaves=12)
+
+
+@hypothesis.settings(max_examples=60, deadline=None,
+                     suppress_health_check=[hypothesis.HealthCheck.function_scoped_fixture])
+@hypothesis.given(body=st.dictionaries(st.sampled_from(["instances", "inputs", "signature_name", "examples"]),
+                                       _json, max_size=3),
+                  verb=st.sampled_from(["predict", "classify", "regress"]),
+                  signature=st.sampled_from([None, "serving_default", "encoded", "classification"]))
+def test_arbitrary_json_never_gets_internal_error(server, body, verb, signature):
+    if signature is not None:
+        body = dict(body, signature_name=signature)
+    status, got = call(server, f"/v1/models/clf:{verb}", body)
+    assert status in (200, 400, 404), got
+    assert status == 200 or set(got) == {"error"}
