@@ -2,6 +2,7 @@
 import concurrent.futures
 import re
 import threading
+import time
 import urllib.request
 
 import grpc
@@ -52,6 +53,30 @@ def test_scheduler_merges_pads_and_slices():
         with pytest.raises(errors.ServingError, match="larger than maximum batch size 8"):
             scheduler.submit({"x": np.arange(9)})
     finally:
+        scheduler.stop()
+
+
+def test_full_queue_is_unavailable():
+    gate = threading.Event()
+    scheduler = BatchScheduler(lambda x: (gate.wait(10), x)[1],
+                               BatchingOptions(max_batch_size=2, num_batch_threads=1, max_enqueued_batches=1))
+    try:
+        with concurrent.futures.ThreadPoolExecutor(2) as pool:
+            running = pool.submit(scheduler.submit, {"x": np.array([1, 2])})  # taken by the worker
+            deadline = time.monotonic() + 10
+            while scheduler._queue and time.monotonic() < deadline:
+                time.sleep(0.01)
+            queued = pool.submit(scheduler.submit, {"x": np.array([3, 4])})  # fills the one batch slot
+            while not scheduler._queue and time.monotonic() < deadline:
+                time.sleep(0.01)
+            with pytest.raises(errors.ServingError, match="queue .* is full") as info:
+                scheduler.submit({"x": np.array([5])})
+            assert info.value.code.name == "UNAVAILABLE"
+            gate.set()
+            np.testing.assert_array_equal(running.result(10)["x"], [1, 2])
+            np.testing.assert_array_equal(queued.result(10)["x"], [3, 4])
+    finally:
+        gate.set()
         scheduler.stop()
 
 

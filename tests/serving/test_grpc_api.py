@@ -197,3 +197,4 @@ def test_get_model_status_and_health(channel):
     for service in ("", "tensorflow.serving.PredictionService"):
         assert health.Check(health_pb2.HealthCheckRequest(service=service), timeout=30).status == \
             health_pb2.HealthCheckResponse.SERVING
+
