@@ -27,7 +27,7 @@ import tensorflow as tf
 from keras_bert.data import classification_pipeline, glue, text_files
 from keras_bert.evaluation import metrics as metrics_lib
 from keras_bert.training import callbacks as callbacks_lib
-from keras_bert.training.fit import resumable_fit
+from keras_bert.training.fit import build_for_training, resumable_fit
 from keras_bert.training.optimizer import create_optimizer, set_mixed_precision
 from keras_bert.training.strategy import get_strategy
 
@@ -180,9 +180,12 @@ def _is_chief(strategy) -> tuple[bool, int]:
     return chief, task_id
 
 
-def predict(model, dataset) -> np.ndarray:
-    """Model outputs (float32 [N, C]) on a dataset of features or (features, labels)."""
-    step = tf.function(lambda features: model(features, training=False))
+def predict(model, dataset, step=None) -> np.ndarray:
+    """Model outputs (float32 [N, C]) on a dataset of features or (features, labels).
+
+    `step`: a cached `tf.function(lambda f: model(f, training=False))` (avoids retracing).
+    """
+    step = step or tf.function(lambda features: model(features, training=False))
     outs = []
     for batch in dataset:
         features = batch[0] if isinstance(batch, tuple) else batch
@@ -190,7 +193,7 @@ def predict(model, dataset) -> np.ndarray:
     return np.concatenate(outs, axis=0)
 
 
-def _train_one_run(config, data, strategy, preprocessor, seed, run_dir, vocab_file, do_lower_case):
+def _train_one_run(config, data, strategy, encoded, seed, run_dir):
     keras.utils.set_random_seed(seed)
     run_dir.mkdir(parents=True, exist_ok=True)
     chief, task_id = _is_chief(strategy)
@@ -205,21 +208,23 @@ def _train_one_run(config, data, strategy, preprocessor, seed, run_dir, vocab_fi
 
     def make_train(epoch, skip):
         ds = classification_pipeline.make_classification_dataset(
-            data.train, preprocessor, data.label_list, is_regression, config.train_batch_size,
+            encoded["train"], None, batch_size=config.train_batch_size,
             shuffle=True, seed=seed, epoch=epoch, skip_batches=skip, drop_remainder=True)
         left = total_batches - epoch * steps_per_epoch - skip
         return ds.take(min(steps_per_epoch - skip, left))
 
     dev_sets = {split: classification_pipeline.make_classification_dataset(
-        examples, preprocessor, data.label_list, is_regression, config.eval_batch_size)
-        for split, examples in data.dev.items()}
+        encoded[split], None, batch_size=config.eval_batch_size, with_labels=False) for split in data.dev}
     positive = data.label_list.index("1") if data.label_list and "1" in data.label_list else 1
+    predict_step = []
 
     def evaluate(model):
+        if not predict_step:
+            predict_step.append(tf.function(lambda features: model(features, training=False)))
         out = {}
         for split, ds in dev_sets.items():
-            outputs = predict(model, ds)
-            labels = np.concatenate([y.numpy() for _, y in ds])
+            outputs = predict(model, ds, predict_step[0])
+            labels = encoded[split].labels
             preds = outputs[:, 0] if is_regression else outputs.argmax(-1)
             for k, v in metrics_lib.compute_metrics(data.metric_task, labels, preds, positive).items():
                 out[_dev_prefix(split) + k] = v
@@ -234,8 +239,7 @@ def _train_one_run(config, data, strategy, preprocessor, seed, run_dir, vocab_fi
         from keras_bert.models.bert_classifier import BertClassifier
         model = BertClassifier(encoder, num_classes, dropout_rate=config.classifier_dropout,
                                label_names=data.label_list, task_name=data.metric_task)
-        features, _ = next(iter(dev_sets[next(iter(dev_sets))].take(1)))
-        model(features)
+        model({k: v[:1] for k, v in encoded["train"].features.items()})
         optimizer = create_optimizer(
             config.learning_rate, num_train_steps, int(num_train_steps * config.warmup_proportion),
             optimizer_type=config.optimizer, weight_decay=config.weight_decay,
@@ -249,6 +253,9 @@ def _train_one_run(config, data, strategy, preprocessor, seed, run_dir, vocab_fi
             train_metrics = [keras.metrics.SparseCategoricalAccuracy(name="accuracy")]
         model.compile(optimizer=optimizer, loss=loss, metrics=train_metrics,
                       jit_compile=config.jit_compile)
+    first = encoded["train"]
+    n = config.train_batch_size
+    build_for_training(model, strategy, ({k: v[:n] for k, v in first.features.items()}, first.labels[:n]))
 
     ckpt_dir = run_dir if chief else run_dir / f"worker_{task_id}"
     checkpoint, cbs = callbacks_lib.standard_callbacks(
@@ -297,6 +304,17 @@ def run_finetuning(config: FinetuneConfig) -> dict:
     preprocessor = BertPreprocessor(vocab_file, do_lower_case=do_lower_case,
                                     max_seq_length=config.max_seq_length)
     monitor = monitor_name(data)
+    splits = {"train": data.train, **data.dev}
+    # One tokenization pass over all splits (one trace of the in-graph tokenizer), then split.
+    everything = classification_pipeline.encode_examples(
+        [e for v in splits.values() for e in v], preprocessor, data.label_list, data.is_regression,
+        batch_size=max(config.eval_batch_size, 64))
+    encoded, start = {}, 0
+    for k, v in splits.items():
+        encoded[k] = classification_pipeline.EncodedExamples(
+            {f: a[start:start + len(v)] for f, a in everything.features.items()},
+            everything.labels[start:start + len(v)])
+        start += len(v)
     if chief:
         resolved = dataclasses.asdict(config) | {"vocab_file": vocab_file, "do_lower_case": do_lower_case,
                                                  "num_replicas": strategy.num_replicas_in_sync}
@@ -307,8 +325,7 @@ def run_finetuning(config: FinetuneConfig) -> dict:
     runs, models = [], []
     for r in range(config.num_restarts):
         run_dir = out if config.num_restarts == 1 else out / f"run_{r}"
-        result, model = _train_one_run(config, data, strategy, preprocessor, config.seed + r, run_dir,
-                                       vocab_file, do_lower_case)
+        result, model = _train_one_run(config, data, strategy, encoded, config.seed + r, run_dir)
         logger.info("run %d (seed %d): best %s = %s", r, result["seed"], monitor,
                     result["best"] and result["best"][monitor])
         runs.append(result)

@@ -1,0 +1,97 @@
+"""run_finetuning end to end on tiny configs: one short fit per task type, restarts, data errors."""
+import csv
+import json
+import statistics
+
+import keras
+import numpy as np
+import pytest
+
+from keras_bert.data import glue
+from keras_bert.training.finetune import FinetuneConfig, load_task_data, run_finetuning
+
+
+def _config(tmp_path, uncased_vocab, **kw):
+    base = dict(output_dir=str(tmp_path / "out"), preset="bert_tiny", vocab_file=str(uncased_vocab),
+                max_seq_length=32, train_batch_size=8, eval_batch_size=16, learning_rate=1e-3,
+                num_train_epochs=1, max_train_examples=32, max_eval_examples=32, verbose=0,
+                save_checkpoints_steps=2)
+    base.update(kw)
+    return FinetuneConfig(**base)
+
+
+@pytest.mark.slow
+def test_sentence_classification_learns_and_writes_artifacts(tmp_path, uncased_vocab):
+    rows = [("a good , fine film", "pos"), ("a bad , awful film", "neg")] * 24
+    for name in ("train.csv", "dev.csv"):
+        with open(tmp_path / name, "w", newline="") as f:
+            csv.writer(f).writerows([("sentence", "sentiment")] + rows)
+    result = run_finetuning(_config(
+        tmp_path, uncased_vocab, task_name="text_classification", train_file=str(tmp_path / "train.csv"),
+        dev_file=str(tmp_path / "dev.csv"), text_column="sentence", label_column="sentiment",
+        num_train_epochs=3, max_train_examples=None, classifier_dropout=0.0, learning_rate=3e-3))
+    out = tmp_path / "out"
+    assert result["label_list"] == ["neg", "pos"] and result["monitor"] == "accuracy"
+    assert result["runs"][0]["steps"] == 18 and result["runs"][0]["num_train_steps"] == 18
+    assert result["best"]["accuracy"] == 1.0                  # a separable task is learnt
+    metrics = json.loads((out / "metrics.json").read_text())
+    assert [e["epoch"] for e in metrics["runs"][0]["epochs"]] == [1, 2, 3]
+    assert json.loads((out / "labels.json").read_text()) == {
+        "task_name": "text_classification", "task_type": "classification", "labels": ["neg", "pos"],
+        "is_pair": False}
+    config = json.loads((out / "config.json").read_text())
+    assert config["vocab_file"] == str(uncased_vocab) and config["num_replicas"] == 1
+    assert json.loads((out / "checkpoints" / "checkpoint.json").read_text())["step"] == 18
+    assert list((out / "logs").glob("train/events.out.tfevents.*"))
+    loaded = keras.saving.load_model(out / "best_model.keras")
+    assert loaded.label_names == ["neg", "pos"]
+
+
+@pytest.mark.slow
+def test_pair_classification_glue_mrpc(tmp_path, uncased_vocab, data_dir):
+    result = run_finetuning(_config(tmp_path, uncased_vocab, task_name="mrpc", data_dir=str(data_dir / "glue")))
+    best = result["best"]
+    assert set(best) == {"epoch", "train_loss", "accuracy", "f1"} and result["monitor"] == "f1"
+    assert 0.0 <= best["accuracy"] <= 1.0 and np.isfinite(best["train_loss"])
+    assert result["runs"][0]["steps"] == 4
+    assert result["model"](next(iter([{"input_word_ids": np.ones((1, 32), "int32"),
+                                       "input_mask": np.ones((1, 32), "int32"),
+                                       "input_type_ids": np.zeros((1, 32), "int32")}]))).shape == (1, 2)
+
+
+@pytest.mark.slow
+def test_regression_stsb_with_restarts(tmp_path, uncased_vocab, data_dir):
+    result = run_finetuning(_config(tmp_path, uncased_vocab, task_name="stsb", data_dir=str(data_dir),
+                                    num_restarts=2, max_train_examples=16))
+    assert result["is_regression"] and result["monitor"] == "pearson"
+    scores = [r["best"]["pearson"] for r in result["runs"]]
+    assert [r["seed"] for r in result["runs"]] == [42, 43]
+    assert result["mean"] == pytest.approx(statistics.fmean(scores))
+    assert result["std"] == pytest.approx(statistics.stdev(scores))
+    assert result["best_run"] == int(np.argmax(scores))
+    out = tmp_path / "out"
+    assert (out / "run_0" / "best_model.keras").exists() and (out / "best_model.keras").exists()
+    assert json.loads((out / "labels.json").read_text())["task_type"] == "regression"
+
+
+def test_data_errors_are_clear(tmp_path, data_dir):
+    (tmp_path / "train.jsonl").write_text('{"text": "a", "label": "x"}\n{"text": "b", "label": "y"}\n')
+    (tmp_path / "dev.jsonl").write_text('{"text": "a", "label": "z"}\n')
+    cfg = FinetuneConfig(task_name="text_classification", output_dir=str(tmp_path),
+                         train_file=str(tmp_path / "train.jsonl"), dev_file=str(tmp_path / "dev.jsonl"))
+    with pytest.raises(ValueError, match=r"label 'z' at dev.jsonl-1 was never seen in training"):
+        load_task_data(cfg)
+    cfg.text_column = "sentence"
+    with pytest.raises(ValueError, match=r"missing key\(s\) \['sentence'\]"):
+        load_task_data(cfg)
+    with pytest.raises(ValueError, match="needs --train_file and --dev_file"):
+        load_task_data(FinetuneConfig(task_name="text_regression", output_dir=str(tmp_path)))
+    with pytest.raises(ValueError, match="needs --text_b_column"):
+        load_task_data(FinetuneConfig(task_name="text_pair_classification", output_dir=str(tmp_path),
+                                      train_file="t.csv", dev_file="d.csv"))
+    with pytest.raises(ValueError, match="unknown GLUE task 'glue'"):
+        load_task_data(FinetuneConfig(task_name="glue", output_dir=str(tmp_path)))
+    mnli_like = load_task_data(FinetuneConfig(task_name="rte", output_dir=str(tmp_path), data_dir=str(data_dir),
+                                              max_train_examples=5, max_eval_examples=3))
+    assert len(mnli_like.train) == 5 and list(mnli_like.dev) == ["dev"] and len(mnli_like.dev["dev"]) == 3
+    assert mnli_like.label_list == list(glue.get_task("rte").labels)
