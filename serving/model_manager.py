@@ -164,11 +164,14 @@ class ModelManager:
     def _load(self, model, v, path):
         name = model.config.name
         _LOG.info("loading %s version %d from %s", name, v.version, path)
+        servable = None
         try:
             servable = Servable(name, v.version, path)
             if self._on_loaded:
                 self._on_loaded(servable)
         except Exception as e:  # noqa: BLE001 - reported in GetModelStatus
+            if servable is not None:
+                servable.close()  # stops batch schedulers started by a failed warmup
             code = e.code if isinstance(e, errors.ServingError) else grpc.StatusCode.UNKNOWN
             message = e.message if isinstance(e, errors.ServingError) else explain_load_error(e)
             _LOG.error("failed to load %s version %d: %s", name, v.version, message)

@@ -148,16 +148,19 @@ def main(argv):
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s",
                         stream=sys.stderr)
     import_custom_op_modules([m for m in _FLAGS.custom_op_modules if m])
-    batching_options = None
-    if _FLAGS.enable_batching:
-        batching_options = batching.BatchingOptions()
-        if _FLAGS.batching_parameters_file:
-            with open(_FLAGS.batching_parameters_file) as f:
-                batching_options = batching.parse_batching_parameters(f.read())
+    try:
+        configs = model_configs(_FLAGS.model_name, _FLAGS.model_base_path, _FLAGS.model_config_file)
+        batching_options = None
+        if _FLAGS.enable_batching:
+            batching_options = batching.BatchingOptions()
+            if _FLAGS.batching_parameters_file:
+                with open(_FLAGS.batching_parameters_file) as f:
+                    batching_options = batching.parse_batching_parameters(f.read())
+    except (ValueError, OSError, text_format.ParseError) as e:
+        raise app.UsageError(str(e)) from e
     limits = tensors.Limits(_FLAGS.max_request_batch_size, _FLAGS.max_text_length, tuple(_FLAGS.text_inputs))
     server = ModelServer(
-        model_configs(_FLAGS.model_name, _FLAGS.model_base_path, _FLAGS.model_config_file),
-        host=_FLAGS.host, port=_FLAGS.port, rest_api_port=_FLAGS.rest_api_port,
+        configs, host=_FLAGS.host, port=_FLAGS.port, rest_api_port=_FLAGS.rest_api_port,
         poll_seconds=_FLAGS.file_system_poll_wait_seconds, batching_options=batching_options,
         limits=limits, max_request_bytes=_FLAGS.max_request_bytes, grpc_max_threads=_FLAGS.grpc_max_threads)
     stop = threading.Event()

@@ -99,3 +99,33 @@ def test_broken_and_half_written_versions_never_replace_serving_one(tmp_path, bu
             assert servable.version == 2
     finally:
         manager.stop()
+
+
+def test_failed_warmup_fails_the_load_and_keeps_serving_version(tmp_path, built):
+    from tensorflow_serving.apis import predict_pb2
+
+    shutil.copytree(built[1], tmp_path / "1")
+    shutil.copytree(built[2], tmp_path / "2")
+    bad = predict_pb2.PredictRequest()
+    bad.model_spec.signature_name = "no_such_signature"
+    saved_models.write_warmup(str(tmp_path / "2"), [bad])
+    config = text_format.Parse(f'name: "m" base_path: "{tmp_path}" model_version_policy {{ all {{}} }}',
+                               model_server_config_pb2.ModelConfig())
+
+    def warmup(servable):  # what the server does: replay the records, raise on error
+        from serving.inference import InferenceService
+        from serving.metrics import Metrics
+        from serving.tensors import Limits
+        InferenceService(None, Limits(), None, Metrics()).warmup(servable)
+
+    manager = ModelManager([config], poll_seconds=0, on_loaded=warmup)
+    manager.start()
+    try:
+        states = _states(manager)
+        assert states[1] == (State.AVAILABLE, "")
+        assert states[2][0] == State.END
+        assert "warmup request 0 failed" in states[2][1] and "no_such_signature" in states[2][1]
+        with manager.acquire("m") as servable:
+            assert servable.version == 1
+    finally:
+        manager.stop()
