@@ -115,6 +115,11 @@ class ClassifierServingModule(tf.Module):
         self._label_names = [str(x) for x in (label_names or [])]
         for name, asset in (assets or {}).items():
             setattr(self, name, asset)
+        # Only the task's tf.Example function exists, so nothing untraced is saved.
+        if task_type == "classification":
+            self.classify = tf.function(self._classify)
+        else:
+            self.regress = tf.function(self._regress)
 
     # ---- shared graph pieces -------------------------------------------------------------
 
@@ -181,15 +186,13 @@ class ClassifierServingModule(tf.Module):
     def encoded(self, input_word_ids, input_mask, input_type_ids):
         return self._outputs(self._checked(input_word_ids, input_mask, input_type_ids))
 
-    @tf.function
-    def classify(self, inputs):
+    def _classify(self, inputs):
         out = self._from_text(*self._parse_examples(inputs))
         batch = tf.shape(inputs)[0]
         classes = tf.tile(tf.constant(self._label_names)[tf.newaxis, :], [batch, 1])  # [B, C]
         return {"classes": classes, "scores": out["probabilities"]}
 
-    @tf.function
-    def regress(self, inputs):
+    def _regress(self, inputs):
         return {"outputs": self._from_text(*self._parse_examples(inputs))["scores"]}
 
     def signatures(self) -> dict:
