@@ -73,7 +73,9 @@ def export_model(result, config):
     return export_classifier(
         result["model"], FLAGS.export_dir, FLAGS.model_name or result["task_name"],
         label_names=result["label_list"], vocab_file=result["vocab_file"],
-        do_lower_case=result["do_lower_case"], max_seq_length=config.max_seq_length)
+        do_lower_case=result["do_lower_case"], max_seq_length=config.max_seq_length,
+        task_type="regression" if result["is_regression"] else "classification", is_pair=result["is_pair"],
+        extra_config={"dev_metrics": result["best"], "monitor": result["monitor"]})
 
 
 def main(argv):
@@ -83,8 +85,7 @@ def main(argv):
     result = finetune.run_finetuning(config)
     logging.info("dev %s per run: %s; mean %.4f, std %.4f", result["monitor"],
                  [r["best"][result["monitor"]] for r in result["runs"]], result["mean"], result["std"])
-    print(json.dumps({"monitor": result["monitor"], "best": result["best"], "mean": result["mean"],
-                      "std": result["std"]}, indent=2))
+    print(json.dumps({k: result[k] for k in ("monitor", "best", "mean", "std", "runs")}, indent=2))
     if FLAGS.export_dir:
         print(f"exported to {export_model(result, config)}")
 

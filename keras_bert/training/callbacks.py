@@ -48,6 +48,7 @@ class ResumableCheckpoint(keras.callbacks.Callback):
         self.keep = max(1, int(keep))
         self.is_chief = is_chief
         self.step = 0
+        self.restored_step = 0   # the step the last restore() found (0: fresh start)
         self._last_saved = -1
 
     @property
@@ -70,7 +71,7 @@ class ResumableCheckpoint(keras.callbacks.Callback):
         if model.optimizer is not None and not model.optimizer.built:
             model.optimizer.build(model.trainable_variables)
         model.load_weights(self.directory / state["weights"])
-        self.step = self._last_saved = int(state["step"])
+        self.step = self._last_saved = self.restored_step = int(state["step"])
         return self.step
 
     def save(self) -> None:

@@ -275,6 +275,7 @@ def _train_one_run(config, data, strategy, encoded, seed, run_dir):
     if chief:
         model.save(run_dir / "best_model.keras")
     return {"seed": seed, "steps": steps, "num_train_steps": num_train_steps,
+            "resumed_from_step": checkpoint.restored_step,
             "epochs": evaluator.state["epochs"], "best": evaluator.state["best"]}, model
 
 
@@ -285,7 +286,7 @@ def run_finetuning(config: FinetuneConfig) -> dict:
         dict with "monitor", "runs" (per seed: seed, steps, epochs (dev metrics per epoch), best),
         "mean" / "std" (of the best monitored metric across runs), "best_run", "best",
         "model" (the best run's BertClassifier, best weights loaded), "vocab_file",
-        "do_lower_case", "label_list", "is_regression".
+        "do_lower_case", "label_list", "is_regression", "is_pair".
 
     Raises:
         ValueError: bad settings or data (see load_task_data, resolve_vocab, build_encoder).
@@ -341,4 +342,5 @@ def run_finetuning(config: FinetuneConfig) -> dict:
         if config.num_restarts > 1:
             shutil.copyfile(out / f"run_{best_run}" / "best_model.keras", out / "best_model.keras")
     return summary | {"model": models[best_run], "vocab_file": vocab_file, "do_lower_case": do_lower_case,
-                      "label_list": data.label_list, "is_regression": data.is_regression}
+                      "label_list": data.label_list, "is_regression": data.is_regression,
+                      "is_pair": data.train[0].text_b is not None}

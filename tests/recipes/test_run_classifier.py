@@ -1,0 +1,33 @@
+"""Two-step smoke test of recipes/run_classifier.py on a tiny config, handing the model to export."""
+import json
+import os
+import pathlib
+import subprocess
+import sys
+
+import pytest
+
+REPO = pathlib.Path(__file__).resolve().parents[2]
+
+
+@pytest.mark.slow
+def test_two_step_smoke_with_export(tmp_path, data_dir, uncased_vocab):
+    out, export_base = tmp_path / "out", tmp_path / "models"
+    cmd = [sys.executable, str(REPO / "recipes" / "run_classifier.py"), "--task_name=rte",
+           f"--data_dir={data_dir / 'glue'}", "--preset=bert_tiny", f"--vocab_file={uncased_vocab}",
+           "--max_seq_length=32", "--train_batch_size=4", "--max_train_examples=8", "--max_eval_examples=8",
+           "--num_train_epochs=1", "--verbose=0", f"--output_dir={out}", f"--export_dir={export_base}",
+           "--model_name=rte_tiny"]
+    env = dict(os.environ, PYTHONPATH=str(REPO), TF_CPP_MIN_LOG_LEVEL="2", CUDA_VISIBLE_DEVICES="")
+    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=400)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    config = json.loads((out / "config.json").read_text())
+    assert config["task_name"] == "rte" and config["train_batch_size"] == 4 and config["preset"] == "bert_tiny"
+    metrics = json.loads((out / "metrics.json").read_text())
+    assert metrics["runs"][0]["steps"] == 2 and metrics["monitor"] == "accuracy"
+    assert len(metrics["runs"][0]["epochs"]) == 1 and 0 <= metrics["best"]["accuracy"] <= 1
+    assert json.loads((out / "labels.json").read_text())["labels"] == ["entailment", "not_entailment"]
+    assert (out / "best_model.keras").is_file() and (out / "checkpoints" / "ckpt-2.weights.h5").is_file()
+    assert list((out / "logs" / "train").glob("events.out.tfevents.*"))
+    assert (export_base / "rte_tiny" / "1" / "saved_model.pb").is_file()
+    assert "exported to" in proc.stdout
