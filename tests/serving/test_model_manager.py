@@ -129,3 +129,15 @@ def test_failed_warmup_fails_the_load_and_keeps_serving_version(tmp_path, built)
             assert servable.version == 1
     finally:
         manager.stop()
+
+
+def test_example_configs_parse():
+    from serving.batching import BatchingOptions, parse_batching_parameters
+    from tests.conftest import REPO_ROOT
+
+    configs = model_configs(model_config_file=str(REPO_ROOT / "serving" / "configs" / "models.config"))
+    assert [c.name for c in configs] == ["sst2", "mrpc"]
+    assert dict(configs[1].version_labels) == {"stable": 1, "canary": 2}
+    assert aspired_versions(configs[1].model_version_policy, {1, 2, 3}) == {1, 2}
+    text = (REPO_ROOT / "serving" / "configs" / "batching.config").read_text()
+    assert parse_batching_parameters(text) == BatchingOptions(32, 2000, 4, 100, (8, 16, 32))
