@@ -1,0 +1,262 @@
+"""Item 4 of issue 7: the exported SavedModel, in process and behind our gRPC server.
+
+Builds a `BertClassifier` on the real MiniLM weights (a fixed random 2-class head, seed 0: speed
+does not depend on the head) and exports it with `export.export_saved_model.export_classifier`
+(core-op tokenizer) to a temporary directory, then measures
+1. in process (`tf.saved_model.load`): `serving_default` (text in, tokenized in the graph) vs
+   `encoded` (ids in, tokenized beforehand), batch 1 and batch --batch_size, alternating, medians;
+2. gRPC Predict (`serving_default`, one SST-2 dev sentence per request) through
+   `python -m serving.server`, with 1 and 16 concurrent clients (threads, one channel each), server
+   batching off and on (max_batch_size 16), against in-process calls of the same loaded
+   SavedModel with the same client counts and, for batching, in-process calls of batches of
+   the size the clients offer (16 = the batch mix the server can form at best).
+Throughput in requests (sentences)/s, latency p50/p99 ms per request.
+
+    python -m benchmarks.bench_serving [--seconds=15] [--max_seq_length=128]
+"""
+import os
+import pathlib
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+import numpy as np
+from absl import app, flags
+
+from benchmarks import common
+
+FLAGS = flags.FLAGS
+flags.DEFINE_integer("max_seq_length", 128, "Tokens per sentence in serving_default.")
+flags.DEFINE_integer("batch_size", 32, "In-process batch for text-in vs ids-in.")
+flags.DEFINE_integer("repetitions", 5, "Alternating rounds for text-in vs ids-in.")
+flags.DEFINE_float("seconds", 15.0, "Duration of each client-load measurement.")
+flags.DEFINE_list("clients", ["1", "16"], "Concurrent client counts.")
+flags.DEFINE_integer("batch_timeout_micros", 5000, "Server batching: wait after first request.")
+flags.DEFINE_bool("append", True, "Append the tables to benchmarks/RESULTS.md.")
+
+MODEL_NAME = "bench_minilm"
+
+
+def export_model(base: pathlib.Path) -> pathlib.Path:
+    import keras
+    import keras_bert
+    from keras_bert.checkpoints import resolve_vocab_file
+    from keras_bert.models.bert_classifier import BertClassifier
+    from export.export_saved_model import export_classifier
+    keras.utils.set_random_seed(0)
+    model = BertClassifier(keras_bert.from_pretrained(common.PRESET), num_classes=2,
+                           label_names=["negative", "positive"], task_name="sst2")
+    model(common.random_batch(1, 8))
+    return export_classifier(model, str(base), MODEL_NAME, label_names=["negative", "positive"],
+                             vocab_file=resolve_vocab_file(common.PRESET), do_lower_case=True,
+                             max_seq_length=FLAGS.max_seq_length, task_type="classification",
+                             is_pair=False)
+
+
+def text_vs_ids(loaded, sentences):
+    import tensorflow as tf
+    from keras_bert.checkpoints import resolve_vocab_file
+    from keras_bert.tokenization import FullTokenizer, pack_inputs
+    tok = FullTokenizer(resolve_vocab_file(common.PRESET), do_lower_case=True)
+    text_fn, ids_fn = loaded.signatures["serving_default"], loaded.signatures["encoded"]
+    rows = []
+    for b in (1, FLAGS.batch_size):
+        texts = tf.constant(sentences[:b])
+        packed = [pack_inputs(tok.convert_tokens_to_ids(tok.tokenize(s)), None,
+                              max_seq_length=FLAGS.max_seq_length, cls_id=101, sep_id=102)
+                  for s in sentences[:b]]
+        ids = {k: tf.constant(np.array([p[k] for p in packed], np.int32)) for k in packed[0]}
+        np.testing.assert_allclose(text_fn(text=texts)["probabilities"].numpy(),
+                                   ids_fn(**ids)["probabilities"].numpy(), atol=1e-5)
+        calls = {"text in (serving_default)": lambda t=texts: text_fn(text=t)["probabilities"].numpy(),
+                 "ids in (encoded)": lambda i=ids: ids_fn(**i)["probabilities"].numpy()}
+        reps = FLAGS.repetitions if b > 1 else max(2, FLAGS.repetitions // 2)
+        times = common.alternate(calls, reps, warmup=2, inner=1 if b > 1 else 10, log=False)
+        med = {k: common.median(v) for k, v in times.items()}
+        for name in calls:
+            rows.append((name, b, b / med[name], med[name] * 1e3,
+                         common.ratio(med["ids in (encoded)"], med[name])))
+    return common.markdown_table(
+        ["in process", "batch", "sentences/s", "median ms per call", "vs ids in"], rows)
+
+
+def load_run(make_call, clients: int, seconds: float, rows_per_call: int = 1):
+    """Runs `clients` threads calling make_call()() for 1 s warm-up + `seconds`.
+
+    Returns (rows/s, p50 ms, p99 ms) over the calls that ended inside the measured window.
+    """
+    records, lock, stop, errors = [], threading.Lock(), threading.Event(), []
+
+    def worker():
+        call = make_call()
+        mine = []
+        try:
+            call()  # per-thread warm-up (channel set-up, first trace)
+            while not stop.is_set():
+                t = time.perf_counter()
+                call()
+                end = time.perf_counter()
+                mine.append((end, end - t))
+        except Exception as e:  # noqa: BLE001 - reported below
+            errors.append(repr(e))
+        with lock:
+            records.extend(mine)
+
+    threads = [threading.Thread(target=worker) for _ in range(clients)]
+    for th in threads:
+        th.start()
+    time.sleep(1.0)
+    start = time.perf_counter()
+    time.sleep(seconds)
+    end = time.perf_counter()
+    stop.set()
+    for th in threads:
+        th.join()
+    if errors:
+        raise RuntimeError(f"client errors: {errors[:3]}")
+    lat = np.asarray([d for t, d in records if start <= t <= end])
+    if not len(lat):
+        raise RuntimeError("no call completed inside the measured window; raise --seconds")
+    return (len(lat) * rows_per_call / (end - start), common.percentile(lat, 50) * 1e3,
+            common.percentile(lat, 99) * 1e3)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def start_server(base: pathlib.Path, batching: bool, tmp: pathlib.Path):
+    from serving.client import ClientError, model_status
+    port = free_port()
+    cmd = [sys.executable, "-m", "serving.server", f"--port={port}", "--rest_api_port=0",
+           f"--model_name={MODEL_NAME}", f"--model_base_path={base / MODEL_NAME}"]
+    if batching:
+        conf = tmp / "batching.config"
+        conf.write_text(f"max_batch_size {{ value: 16 }}\nbatch_timeout_micros {{ value: "
+                        f"{FLAGS.batch_timeout_micros} }}\nnum_batch_threads {{ value: 1 }}\n"
+                        "max_enqueued_batches { value: 1000 }\n")
+        cmd += ["--enable_batching", f"--batching_parameters_file={conf}"]
+    log = open(tmp / f"server_{'batch' if batching else 'nobatch'}.log", "w")
+    proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT,
+                            cwd=pathlib.Path(__file__).resolve().parents[1])
+    address = f"127.0.0.1:{port}"
+    deadline = time.time() + 300
+    while time.time() < deadline:
+        if proc.poll() is not None:
+            log.close()
+            tail = pathlib.Path(log.name).read_text()[-3000:]
+            raise RuntimeError(f"server exited with {proc.returncode}:\n{tail}")
+        try:
+            if any(state == "AVAILABLE" for _, state, _ in model_status(address, MODEL_NAME,
+                                                                         timeout=2)):
+                return proc, address
+        except (ClientError, Exception):  # noqa: BLE001 - not up yet
+            pass
+        time.sleep(1.0)
+    proc.kill()
+    raise RuntimeError("server did not become AVAILABLE in 300 s")
+
+
+def grpc_caller(address, sentence_source):
+    import grpc
+    import tensorflow as tf
+    from tensorflow_serving.apis import predict_pb2, prediction_service_pb2_grpc
+
+    def make():
+        channel = grpc.insecure_channel(address)
+        stub = prediction_service_pb2_grpc.PredictionServiceStub(channel)
+        it = sentence_source()
+
+        def call():
+            request = predict_pb2.PredictRequest()
+            request.model_spec.name = MODEL_NAME
+            request.model_spec.signature_name = "serving_default"
+            request.inputs["text"].CopyFrom(tf.make_tensor_proto([next(it)], dtype=tf.string))
+            response = stub.Predict(request, timeout=60)
+            assert response.outputs["probabilities"].tensor_shape.dim[0].size == 1
+        return call
+    return make
+
+
+def main(argv):
+    del argv
+    common.set_threads_from_env()
+    desc = common.machine_description(["grpcio", "tensorflow-serving-api"])
+    import tensorflow as tf
+    sentences = [s.encode("utf-8") for s in common.sst2_sentences("dev")[0]]
+
+    def sentence_source():
+        i = np.random.default_rng(threading.get_ident() % 1000).integers(len(sentences))
+        while True:
+            i = (i + 1) % len(sentences)
+            yield sentences[i]
+
+    with tempfile.TemporaryDirectory(prefix="bench_serving_") as tmp_name:
+        tmp = pathlib.Path(tmp_name)
+        base = tmp / "models"
+        path = export_model(base)
+        print(f"exported {path}", flush=True)
+        loaded = tf.saved_model.load(str(path))
+        print("text in vs ids in ...", flush=True)
+        table1 = text_vs_ids(loaded, sentences)
+        print(table1, flush=True)
+
+        fn = loaded.signatures["serving_default"]
+
+        def inproc(rows):
+            def make():
+                it = sentence_source()
+                return lambda: fn(text=tf.constant([next(it) for _ in range(rows)]))[
+                    "probabilities"].numpy()
+            return make
+
+        results = {}
+        clients = [int(c) for c in FLAGS.clients]
+        for c in clients:
+            print(f"in process, {c} client(s) ...", flush=True)
+            results[("in process, single sentences", c)] = load_run(inproc(1), c, FLAGS.seconds)
+            if c > 1:
+                results[(f"in process, batches of {c} (one caller)", c)] = load_run(
+                    inproc(c), 1, FLAGS.seconds, rows_per_call=c)
+        del loaded, fn
+        for batching in (False, True):
+            proc, address = start_server(base, batching, tmp)
+            try:
+                for c in clients:
+                    print(f"gRPC batching={'on' if batching else 'off'}, {c} client(s) ...",
+                          flush=True)
+                    results[(f"gRPC Predict, batching {'on' if batching else 'off'}", c)] = (
+                        load_run(grpc_caller(address, sentence_source), c, FLAGS.seconds))
+            finally:
+                proc.terminate()
+                proc.wait(timeout=60)
+
+    rows = []
+    for (name, c), (tput, p50, p99) in results.items():
+        ref = results.get(("in process, single sentences", c))
+        ref_batch = results.get((f"in process, batches of {c} (one caller)", c))
+        rows.append((name, c, tput, p50, p99, common.ratio(tput, ref[0] if ref else None),
+                     common.ratio(tput, ref_batch[0] if ref_batch else None)))
+    table2 = common.markdown_table(
+        ["path", "clients", "sentences/s", "p50 ms", "p99 ms",
+         "vs in process, same clients", "vs in process, batches of that size"], rows)
+    notes = [f"MiniLM-L6 classifier (random fixed head), serving_default, max_seq_length "
+             f"{FLAGS.max_seq_length}, core-op tokenizer; SST-2 dev sentences, one per request.",
+             f"Server batching: max_batch_size 16, batch_timeout_micros "
+             f"{FLAGS.batch_timeout_micros}, num_batch_threads 1. Each load window "
+             f"{FLAGS.seconds:.0f} s (+1 s warm-up counted); client and server share the cores."]
+    body = table1 + "\n\n" + table2 + "\n\n" + "\n".join(f"- {n}" for n in notes)
+    print(body)
+    if FLAGS.append:
+        common.append_results("Serving: SavedModel in process and gRPC (bench_serving)", body,
+                              desc, load_after=common.load_average())
+
+
+if __name__ == "__main__":
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    app.run(main)
