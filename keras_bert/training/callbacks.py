@@ -129,7 +129,8 @@ class EvaluationCallback(keras.callbacks.Callback):
     def should_stop(self) -> bool:
         if self.patience is None or self.state["best"] is None:
             return False
-        return len(self.state["epochs"]) - 1 - self.state["best"]["epoch"] >= self.patience
+        last = max(e["epoch"] for e in self.state["epochs"])
+        return last - self.state["best"]["epoch"] >= self.patience
 
     def on_epoch_end(self, epoch, logs=None):
         metrics = {k: float(v) for k, v in self.eval_fn(self.model).items()}

@@ -1,0 +1,70 @@
+"""ResumableCheckpoint / EvaluationCallback / resumable_fit on a tiny dense model (fast)."""
+import json
+
+import keras
+import numpy as np
+import tensorflow as tf
+
+from keras_bert.training.callbacks import EvaluationCallback, ResumableCheckpoint, standard_callbacks
+from keras_bert.training.fit import resumable_fit
+
+
+def _model():
+    keras.utils.set_random_seed(0)
+    model = keras.Sequential([keras.Input((3,)), keras.layers.Dense(1)])
+    model.compile(keras.optimizers.Adam(0.1), "mse")
+    return model
+
+
+def _data(epoch, skip):
+    x = np.arange(24, dtype="float32").reshape(8, 3) / 10
+    return tf.data.Dataset.from_tensor_slices((x, x.sum(1))).batch(2).skip(skip)
+
+
+def test_checkpoints_every_n_steps_keep_last_and_restore(tmp_path):
+    model = _model()
+    checkpoint = ResumableCheckpoint(tmp_path, save_freq=3, keep=2)
+    assert resumable_fit(model, _data, steps_per_epoch=4, epochs=2, checkpoint=checkpoint, verbose=0) == 8
+    # saved at steps 3, 4 (epoch end), 6, 8 (epoch end and step); the last two kept
+    assert sorted(p.name for p in tmp_path.glob("ckpt-*")) == ["ckpt-6.weights.h5", "ckpt-8.weights.h5"]
+    assert json.loads((tmp_path / "checkpoint.json").read_text()) == {"step": 8, "weights": "ckpt-8.weights.h5"}
+    fresh = _model()
+    again = ResumableCheckpoint(tmp_path, save_freq=3)
+    assert resumable_fit(fresh, _data, 4, 2, again, verbose=0) == 8 and again.restored_step == 8
+    for a, b in zip(fresh.weights, model.weights):
+        np.testing.assert_array_equal(a.numpy(), b.numpy())
+    assert int(fresh.optimizer.iterations) == 8                      # optimizer state restored too
+
+
+def test_resume_mid_epoch_skips_trained_batches(tmp_path):
+    seen = []
+
+    def data(epoch, skip):
+        seen.append((epoch, skip))
+        return _data(epoch, skip)
+
+    first = ResumableCheckpoint(tmp_path, save_freq=1)
+    resumable_fit(_model(), data, 4, 1, first, verbose=0)
+    (tmp_path / "checkpoint.json").write_text(json.dumps({"step": 6, "weights": "ckpt-4.weights.h5"}))
+    # pretend a run of 3 epochs died at step 6 (epoch 1, batch 2); only 6 batches remain
+    (tmp_path / "ckpt-4.weights.h5").exists() or first.model.save_weights(tmp_path / "ckpt-4.weights.h5")
+    seen.clear()
+    resumed = ResumableCheckpoint(tmp_path, save_freq=100)
+    assert resumable_fit(_model(), data, 4, 3, resumed, verbose=0) == 12
+    assert seen == [(1, 2), (2, 0)]
+
+
+def test_evaluation_callback_best_and_early_stopping(tmp_path):
+    scores = iter([0.5, 0.7, 0.6, 0.65, 0.9])
+    evaluator = EvaluationCallback(lambda model: {"accuracy": next(scores)}, "accuracy",
+                                   tmp_path / "best.weights.h5", tmp_path / "state.json", patience=2)
+    checkpoint, callbacks = standard_callbacks(tmp_path, save_freq=None, tensorboard=False)
+    steps = resumable_fit(_model(), _data, 4, 10, checkpoint, [evaluator] + callbacks, verbose=0)
+    assert steps == 16                                     # stopped after epoch 4: 2 epochs without gain
+    state = json.loads((tmp_path / "state.json").read_text())
+    assert [e["accuracy"] for e in state["epochs"]] == [0.5, 0.7, 0.6, 0.65]
+    assert state["best"]["epoch"] == 2 and (tmp_path / "best.weights.h5").exists()
+    # a restarted run sees the stop decision and trains no further
+    again = EvaluationCallback(lambda model: {"accuracy": 1.0}, "accuracy", None, tmp_path / "state.json", 2)
+    assert resumable_fit(_model(), _data, 4, 10, ResumableCheckpoint(tmp_path / "checkpoints"), [again],
+                         verbose=0) == 16
