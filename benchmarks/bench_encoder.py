@@ -7,7 +7,8 @@ in one process, alternating repetitions, medians:
 - keras-hub: `BertBackbone.from_preset(<the same HF directory>)` inside `tf.function`; float32 and
   `mixed_bfloat16`.
 - PyTorch (optional peer): `transformers.BertModel.from_pretrained(<same directory>)`, eval mode,
-  `torch.inference_mode()`; float32 and bfloat16 autocast.
+  `torch.inference_mode()`; float32 and bfloat16 autocast; in its own process
+  (benchmarks/torch_peer.py), timed there, inputs of the same shapes.
 Throughput at batch 32 x 128 tokens (sequences/s, achieved GFLOP/s against the matmul ceilings of
 `bench_matmul` measured in the same run) and latency at batch 1 x 32 tokens (p50 / p99 ms).
 
@@ -31,6 +32,9 @@ flags.DEFINE_integer("latency_seq_length", 32, "Latency sequence length (batch 1
 flags.DEFINE_integer("latency_calls", 40, "Batch-1 calls per contender (p50/p99 over these).")
 flags.DEFINE_integer("ceiling_size", 4096, "Matmul side for the ceilings (0 = skip).")
 flags.DEFINE_bool("torch", True, "Include the PyTorch peer when installed.")
+flags.DEFINE_list("torch_threads", ["0"], "PyTorch intra-op thread settings to run, one contender "
+                  "each (0 = PyTorch's default, one per core). On a loaded machine OpenMP "
+                  "barriers with 2 threads collapse; add 1 to compare against the better one.")
 flags.DEFINE_bool("keras_hub", True, "Include keras-hub's BertBackbone.")
 flags.DEFINE_bool("bfloat16", True, "Include the bfloat16 contenders.")
 flags.DEFINE_bool("check_predictions", True, "Run the bfloat16 vs float32 SST-2 dev check.")
@@ -64,22 +68,9 @@ def keras_hub_fn(dtype: str):
     return run
 
 
-def torch_fn(bf16: bool):
-    torch, transformers = common.torch_or_none()
-    model = transformers.BertModel.from_pretrained(str(common.model_dir()), add_pooling_layer=True)
-    model.eval()
-
-    def run(features):
-        feats = {"input_ids": torch.from_numpy(features["input_word_ids"]).long(),
-                 "attention_mask": torch.from_numpy(features["input_mask"]).long(),
-                 "token_type_ids": torch.from_numpy(features["input_type_ids"]).long()}
-        with torch.inference_mode(), torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):
-            return model(**feats).last_hidden_state.float().numpy()
-    return run
-
-
-def build_contenders():
-    """name -> callable(features_numpy) -> numpy array; ordered, float32 first."""
+def build_contenders(peer):
+    """name -> callable(features_numpy) -> numpy array, or for the PyTorch peer (in its own
+    process, fixed inputs of the same shapes) a dict (batch, seq) -> callable(); float32 first."""
     import tensorflow as tf
 
     contenders = {}
@@ -99,22 +90,28 @@ def build_contenders():
         contenders[f"ours {short} XLA"] = tf_call(run_xla)
         if FLAGS.keras_hub:
             contenders[f"keras-hub {short}"] = tf_call(keras_hub_fn(dtype))
-        if FLAGS.torch and common.torch_or_none():
-            contenders[f"pytorch {short}{' autocast' if short == 'bfloat16' else ''}"] = (
-                torch_fn(short == "bfloat16"))
+        for threads in (int(n) for n in FLAGS.torch_threads) if peer is not None else ():
+            name = f"pytorch {short}{' autocast' if short == 'bfloat16' else ''}"
+            name += f" ({threads} thread{'s' * (threads > 1)})" if threads else ""
+            contenders[name] = {
+                (b, t): peer.add("encoder", bf16=short == "bfloat16", batch=b, seq=t,
+                                 threads=threads)
+                for b, t in ((FLAGS.batch_size, FLAGS.seq_length), (1, FLAGS.latency_seq_length))}
     return contenders, encoders
 
 
 def throughput(contenders, batch_size, seq_length, repetitions):
     features = common.random_batch(batch_size, seq_length)
-    calls = {name: (lambda fn=fn: fn(features)) for name, fn in contenders.items()}
+    calls = {name: fn[(batch_size, seq_length)] if isinstance(fn, dict) else
+             (lambda fn=fn: fn(features)) for name, fn in contenders.items()}
     times = common.alternate(calls, repetitions, warmup=2)
     return {name: batch_size / common.median(t) for name, t in times.items()}
 
 
 def latency(contenders, seq_length, calls_per_contender):
     features = common.random_batch(1, seq_length, seed=1)
-    calls = {name: (lambda fn=fn: fn(features)) for name, fn in contenders.items()}
+    calls = {name: fn[(1, seq_length)] if isinstance(fn, dict) else
+             (lambda fn=fn: fn(features)) for name, fn in contenders.items()}
     inner = 10
     rounds = max(1, calls_per_contender // inner)
     times = common.alternate(calls, rounds, warmup=3, inner=inner, log=False)
@@ -166,12 +163,15 @@ def main(argv):
     common.set_threads_from_env()
     desc = common.machine_description(["torch", "transformers"])
     from keras_bert.checkpoints.presets import resolve_preset  # noqa: F401 - fail early
-    contenders, encoders = build_contenders()
+    peer = common.TorchPeer() if FLAGS.torch and common.torch_or_none() else None
+    contenders, encoders = build_contenders(peer)
     b, t = FLAGS.batch_size, FLAGS.seq_length
     print(f"throughput at {b} x {t} ...", flush=True)
     seqs = throughput(contenders, b, t, FLAGS.repetitions)
     print(f"latency at 1 x {FLAGS.latency_seq_length} ...", flush=True)
     lat = latency(contenders, FLAGS.latency_seq_length, FLAGS.latency_calls)
+    if peer is not None:
+        peer.close()
     ceilings = {}
     if FLAGS.ceiling_size:
         print("ceilings ...", flush=True)

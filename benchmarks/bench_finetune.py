@@ -6,7 +6,7 @@ decay 0.01), same real starting weights (minilm_l6_h384_uncased):
 - ours: `keras_bert.models.BertClassifier(from_pretrained(...), 2)`, `compile()` + `train_on_batch`;
 - keras-hub: `BertTextClassifier(BertBackbone.from_preset(<same dir>), 2, preprocessor=None)`;
 - PyTorch (optional): `transformers.BertForSequenceClassification`, `torch.optim.AdamW`,
-  bfloat16 through `torch.autocast`.
+  bfloat16 through `torch.autocast`, in its own process (benchmarks/torch_peer.py).
 Keras contenders compile with the same `jit_compile` (default "auto", which is XLA on the
 TensorFlow backend, the setting a user gets by default). float32 and `mixed_bfloat16`.
 Train steps alternate between contenders (--steps_per_round each), medians over rounds.
@@ -30,6 +30,9 @@ flags.DEFINE_integer("batch_size", 32, "Examples per step.")
 flags.DEFINE_integer("seq_length", 64, "Tokens per example (SST-2 sentences fit in 64).")
 flags.DEFINE_enum("jit_compile", "auto", ["auto", "true", "false"], "Keras compile(jit_compile).")
 flags.DEFINE_bool("torch", True, "Include the PyTorch peer when installed.")
+flags.DEFINE_list("torch_threads", ["0"], "PyTorch intra-op thread settings to run, one contender "
+                  "each (0 = PyTorch's default, one per core). On a loaded machine OpenMP "
+                  "barriers with 2 threads collapse; add 1 to compare against the better one.")
 flags.DEFINE_bool("keras_hub", True, "Include keras-hub's BertTextClassifier.")
 flags.DEFINE_integer("accuracy_steps", 0, "Steps of the float32 vs bfloat16 dev-accuracy check "
                      "(0 = skip).")
@@ -85,29 +88,6 @@ def keras_hub_features(f):
             "segment_ids": f["input_type_ids"]}
 
 
-def torch_step_fn(bf16, batch, labels):
-    torch, transformers = common.torch_or_none()
-    torch.manual_seed(0)
-    model = transformers.BertForSequenceClassification.from_pretrained(
-        str(common.model_dir()), num_labels=2)
-    model.train()
-    opt = torch.optim.AdamW(model.parameters(), lr=LR, weight_decay=0.01, eps=1e-6)
-    feats = {"input_ids": torch.from_numpy(batch["input_word_ids"]).long(),
-             "attention_mask": torch.from_numpy(batch["input_mask"]).long(),
-             "token_type_ids": torch.from_numpy(batch["input_type_ids"]).long()}
-    y = torch.from_numpy(labels).long()
-
-    def step():
-        opt.zero_grad(set_to_none=True)
-        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):
-            loss = model(**feats, labels=y).loss
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        opt.step()
-        return float(loss)
-    return step
-
-
 def accuracy_check(train, train_labels, dev, dev_labels, steps, batch_size):
     """Fine-tunes ours `steps` steps in float32 and in bfloat16 (same order); dev accuracy."""
     results = {}
@@ -136,6 +116,7 @@ def main(argv):
     batch = {k: v[:b] for k, v in data.items()}
     y = labels[:b].astype(np.int32)
 
+    peer = common.TorchPeer() if FLAGS.torch and common.torch_or_none() else None
     contenders = {}
     for dtype in ("float32", "mixed_bfloat16"):
         short = "float32" if dtype == "float32" else "bfloat16"
@@ -145,10 +126,17 @@ def main(argv):
             hub = keras_hub_model(dtype)
             hub_batch = keras_hub_features(batch)
             contenders[f"keras-hub {short}"] = lambda m=hub, x=hub_batch: m.train_on_batch(x, y)
-        if FLAGS.torch and common.torch_or_none():
-            contenders[f"pytorch {short}"] = torch_step_fn(short == "bfloat16", batch, y)
+        for threads in (int(n) for n in FLAGS.torch_threads) if peer is not None else ():
+            name = f"pytorch {short}" + (
+                f" ({threads} thread{'s' * (threads > 1)})" if threads else "")
+            contenders[name] = peer.add(
+                "classifier", bf16=short == "bfloat16", lr=LR, threads=threads,
+                ids=batch["input_word_ids"].tolist(), mask=batch["input_mask"].tolist(),
+                labels=y.tolist())
     times = common.alternate(contenders, FLAGS.repetitions, warmup=2,
                              inner=FLAGS.steps_per_round)
+    if peer is not None:
+        peer.close()
     eps = {name: b / common.median(ts) for name, ts in times.items()}
 
     ref32 = eps.get("keras-hub float32")

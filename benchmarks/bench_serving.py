@@ -4,7 +4,8 @@ Builds a `BertClassifier` on the real MiniLM weights (a fixed random 2-class hea
 does not depend on the head) and exports it with `export.export_saved_model.export_classifier`
 (core-op tokenizer) to a temporary directory, then measures
 1. in process (`tf.saved_model.load`): `serving_default` (text in, tokenized in the graph) vs
-   `encoded` (ids in, tokenized beforehand), batch 1 and batch --batch_size, alternating, medians;
+   `encoded` (ids in, tokenized beforehand and padded to the batch's longest row, as
+   serving_default pads), batch 1 and batch --batch_size, alternating, medians;
 2. gRPC Predict (`serving_default`, one SST-2 dev sentence per request) through
    `python -m serving.server`, with 1 and 16 concurrent clients (threads, one channel each), server
    batching off and on (max_batch_size 16), against in-process calls of the same loaded
@@ -68,7 +69,9 @@ def text_vs_ids(loaded, sentences):
         packed = [pack_inputs(tok.convert_tokens_to_ids(tok.tokenize(s)), None,
                               max_seq_length=FLAGS.max_seq_length, cls_id=101, sep_id=102)
                   for s in sentences[:b]]
-        ids = {k: tf.constant(np.array([p[k] for p in packed], np.int32)) for k in packed[0]}
+        width = max(int(sum(p["input_mask"])) for p in packed)  # serving_default trims too
+        ids = {k: tf.constant(np.array([p[k][:width] for p in packed], np.int32))
+               for k in packed[0]}
         np.testing.assert_allclose(text_fn(text=texts)["probabilities"].numpy(),
                                    ids_fn(**ids)["probabilities"].numpy(), atol=1e-5)
         calls = {"text in (serving_default)": lambda t=texts: text_fn(text=t)["probabilities"].numpy(),

@@ -107,11 +107,17 @@ def describe_markdown(desc: dict) -> str:
             f"- Commit {desc['git_commit']}, {desc['date']}")
 
 
+class Measured(float):
+    """Seconds a contender measured itself (e.g. inside the PyTorch peer process)."""
+
+
 def time_call(fn: Callable[[], object]) -> float:
-    """Seconds one call of `fn` takes (the result must already be materialised by fn)."""
+    """Seconds one call of `fn` takes (the result must already be materialised by fn); a
+    `Measured` return value (the callee's own timing) is used instead of the wall time."""
     start = time.perf_counter()
-    fn()
-    return time.perf_counter() - start
+    result = fn()
+    elapsed = time.perf_counter() - start
+    return float(result) if isinstance(result, Measured) else elapsed
 
 
 def alternate(contenders: dict[str, Callable[[], object]], repetitions: int, warmup: int = 2,
@@ -199,14 +205,14 @@ def measure_ceilings(size: int, repetitions: int, with_torch: bool = True) -> di
         ta, tb = tf.constant(a, dtype), tf.constant(b, dtype)
         fn = tf.function(lambda x=ta, y=tb: tf.reduce_sum(tf.matmul(x, y)[:1, :1]))
         contenders[f"tensorflow {dtype.name}"] = lambda fn=fn: fn().numpy()
-    peer = torch_or_none() if with_torch else None
-    if peer:
-        torch = peer[0]
-        for dtype in (torch.float32, torch.bfloat16):
-            pa, pb = torch.from_numpy(a).to(dtype), torch.from_numpy(b).to(dtype)
-            contenders[f"pytorch {str(dtype).split('.')[-1]}"] = (
-                lambda x=pa, y=pb: torch.matmul(x, y)[0, 0].item())
+    peer = TorchPeer() if with_torch and torch_or_none() else None
+    if peer is not None:
+        for bf16 in (False, True):
+            contenders[f"pytorch {'bfloat16' if bf16 else 'float32'} (own process)"] = peer.add(
+                "matmul", bf16=bf16, size=size)
     times = alternate(contenders, repetitions, warmup=1)
+    if peer is not None:
+        peer.close()
     flops = 2.0 * size ** 3
     return {name: flops / median(t) / 1e9 for name, t in times.items()}
 
@@ -218,6 +224,42 @@ def set_threads_from_env() -> None:
         import tensorflow as tf
         tf.config.threading.set_intra_op_parallelism_threads(int(n))
         tf.config.threading.set_inter_op_parallelism_threads(max(1, int(n) // 2))
+
+
+class TorchPeer:
+    """The PyTorch peer in a child process (see benchmarks/torch_peer.py for why and how)."""
+
+    def __init__(self):
+        import json
+        self._json = json
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "benchmarks.torch_peer", str(model_dir())],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+            cwd=RESULTS_FILE.parent.parent)
+        self._n = 0
+
+    def _send(self, **msg):
+        self.proc.stdin.write(self._json.dumps(msg) + "\n")
+        self.proc.stdin.flush()
+        line = self.proc.stdout.readline()
+        if not line:
+            raise RuntimeError(f"PyTorch peer exited ({self.proc.wait()})")
+        return self._json.loads(line)
+
+    def add(self, cmd: str, **kwargs) -> Callable[[], Measured]:
+        """Loads a job in the child; returns a callable running it once -> Measured seconds."""
+        self._n += 1
+        key = f"job{self._n}"
+        self._send(cmd=cmd, key=key, **kwargs)
+        return lambda: Measured(self._send(cmd="run", key=key)["seconds"])
+
+    def close(self):
+        try:
+            self.proc.stdin.write('{"cmd": "quit"}\n')
+            self.proc.stdin.close()
+        except OSError:
+            pass
+        self.proc.wait(timeout=60)
 
 
 def torch_or_none():

@@ -1,0 +1,91 @@
+"""The optional PyTorch peer, run in its own process (`TorchPeer` below starts it).
+
+PyTorch's OpenMP workers and TensorFlow's thread pools in one process fight for the same cores
+(on a 2-core machine a busy-waiting OpenMP barrier with a descheduled thread costs tens of ms),
+which would measure the interference rather than either library. So the peer lives in a child
+process that idles on a pipe while TensorFlow runs and vice versa; the parent still alternates
+repetitions. Each command is timed inside the child; the parent reports that duration.
+
+Every load command may carry "threads": N (torch.set_num_threads before each run; 0 or absent =
+PyTorch's default, one per core).
+
+Protocol (one JSON object per line, both ways):
+  {"cmd": "encoder", "bf16": bool, "batch": B, "seq": T}  -> {"ok": true}   (loads, builds input)
+  {"cmd": "classifier", "bf16": bool, "batch": B, "seq": T, "ids": [...], "mask": [...],
+   "labels": [...]}                                          -> {"ok": true}
+  {"cmd": "matmul", "bf16": bool, "size": N}                 -> {"ok": true}
+  {"cmd": "run", "key": str}                                 -> {"seconds": float}
+  {"cmd": "quit"}
+"""
+import json
+import sys
+
+
+def main():
+    import numpy as np
+    import torch
+    import transformers
+
+    model_dir = sys.argv[1]
+    jobs, threads = {}, {}
+    default_threads = torch.get_num_threads()
+    out = sys.stdout
+    sys.stdout = sys.stderr  # library chatter must not corrupt the protocol
+    for line in sys.stdin:
+        msg = json.loads(line)
+        cmd = msg["cmd"]
+        if cmd == "quit":
+            break
+        if cmd == "encoder":
+            model = transformers.BertModel.from_pretrained(model_dir).eval()
+            rng = np.random.default_rng(msg.get("seed", 0))
+            ids = torch.from_numpy(rng.integers(1000, 30000, (msg["batch"], msg["seq"]))).long()
+            feats = {"input_ids": ids, "attention_mask": torch.ones_like(ids),
+                     "token_type_ids": torch.zeros_like(ids)}
+            bf16 = msg["bf16"]
+
+            def job(model=model, feats=feats, bf16=bf16):
+                with torch.inference_mode(), torch.autocast("cpu", torch.bfloat16, enabled=bf16):
+                    return model(**feats).last_hidden_state.float().numpy()
+            jobs[msg["key"]] = job
+        elif cmd == "matmul":
+            rng = np.random.default_rng(0)
+            dtype = torch.bfloat16 if msg["bf16"] else torch.float32
+            a, b = (torch.from_numpy(rng.standard_normal((msg["size"],) * 2, np.float32)).to(dtype)
+                    for _ in range(2))
+            jobs[msg["key"]] = lambda a=a, b=b: torch.matmul(a, b)[0, 0].item()
+        elif cmd == "classifier":
+            torch.manual_seed(0)
+            model = transformers.BertForSequenceClassification.from_pretrained(
+                model_dir, num_labels=2).train()
+            opt = torch.optim.AdamW(model.parameters(), lr=msg["lr"], weight_decay=0.01, eps=1e-6)
+            feats = {"input_ids": torch.tensor(msg["ids"]).long(),
+                     "attention_mask": torch.tensor(msg["mask"]).long(),
+                     "token_type_ids": torch.zeros(len(msg["ids"]), len(msg["ids"][0])).long()}
+            labels = torch.tensor(msg["labels"]).long()
+            bf16 = msg["bf16"]
+
+            def job(model=model, opt=opt, feats=feats, labels=labels, bf16=bf16):
+                opt.zero_grad(set_to_none=True)
+                with torch.autocast("cpu", torch.bfloat16, enabled=bf16):
+                    loss = model(**feats, labels=labels).loss
+                loss.backward()
+                torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+                opt.step()
+                return loss.item()
+            jobs[msg["key"]] = job
+        elif cmd == "run":
+            import time
+            torch.set_num_threads(threads[msg["key"]] or default_threads)
+            start = time.perf_counter()
+            jobs[msg["key"]]()
+            out.write(json.dumps({"seconds": time.perf_counter() - start}) + "\n")
+            out.flush()
+            continue
+        threads[msg["key"]] = int(msg.get("threads") or 0)
+        out.write(json.dumps({"ok": True}) + "\n")
+        out.flush()
+
+
+if __name__ == "__main__":
+    main()
