@@ -145,7 +145,8 @@ def warmup_logs(module: sigs.ClassifierServingModule, model_name: str, texts) ->
         logs.append(prediction_log_pb2.PredictionLog(
             predict_log=prediction_log_pb2.PredictLog(request=req)))
 
-    packed = module.preprocessor([tf.constant(a), tf.constant(b)] if b is not None else tf.constant(a))
+    packed = module.preprocessor({"text": tf.constant(a), "text_b": tf.constant(b)} if b is not None
+                                 else tf.constant(a))
     req = predict_pb2.PredictRequest()
     req.model_spec.name = model_name
     req.model_spec.signature_name = "encoded"

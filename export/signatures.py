@@ -79,7 +79,7 @@ class ClassifierServingModule(tf.Module):
         model: Keras model, dict of int32 [B, T] `input_word_ids/input_mask/input_type_ids` ->
             float logits [B, C] (classification) or scores [B, 1] (regression), e.g.
             `BertClassifier`. Called with training=False.
-        preprocessor: Keras layer, tf.string [B] (or a list `[text, text_b]` of two) -> dict of
+        preprocessor: Keras layer, tf.string [B] (or a dict of `text`, `text_b`) -> dict of
             the three int32 [B, max_seq_length] inputs (`BertPreprocessor`).
         label_names: list of C str (classification; C >= 2 for softmax probabilities); ignored for
             regression.
@@ -134,7 +134,7 @@ class ClassifierServingModule(tf.Module):
         return {"probabilities": probabilities, "label_ids": label_ids, "labels": labels}
 
     def _from_text(self, text, text_b=None):
-        inputs = self.preprocessor([text, text_b] if self.is_pair else text)
+        inputs = self.preprocessor({"text": text, "text_b": text_b} if self.is_pair else text)
         return self._outputs({k: tf.cast(inputs[k], tf.int32) for k in INPUT_NAMES})
 
     def _checked(self, input_word_ids, input_mask, input_type_ids):
@@ -163,10 +163,10 @@ class ClassifierServingModule(tf.Module):
                 tf.abs(tf.cast(input_mask, tf.int64) * 2 - 1), tf.constant(1, tf.int64),
                 message="input_mask: values must be 0 or 1"),
         ]
-        with tf.control_dependencies(checks):
-            return {"input_word_ids": tf.cast(input_word_ids, tf.int32),
-                    "input_mask": tf.cast(input_mask, tf.int32),
-                    "input_type_ids": tf.cast(input_type_ids, tf.int32)}
+        with tf.control_dependencies(checks):  # identity: a no-op cast would create no new op
+            return {"input_word_ids": tf.identity(tf.cast(input_word_ids, tf.int32)),
+                    "input_mask": tf.identity(tf.cast(input_mask, tf.int32)),
+                    "input_type_ids": tf.identity(tf.cast(input_type_ids, tf.int32))}
 
     def _parse_examples(self, serialized):
         """Serialized tf.Example [B] -> (text [B], text_b [B] or None); missing `text` fails."""

@@ -130,7 +130,7 @@ def exports(tmp_path_factory, uncased_vocab):
 
     pre = BertPreprocessor(uncased_vocab, do_lower_case=True, max_seq_length=MAX_SEQ_LENGTH)
     ids1 = {k: v.numpy() for k, v in pre(tf.constant(TEXTS)).items()}
-    ids2 = {k: v.numpy() for k, v in pre([tf.constant(TEXTS), tf.constant(TEXTS_B)]).items()}
+    ids2 = {k: v.numpy() for k, v in pre({"text": tf.constant(TEXTS), "text_b": tf.constant(TEXTS_B)}).items()}
     short = {k: v[:, :7] for k, v in ids1.items()}  # dynamic T < max_seq_length
     too_long = {k: np.zeros([1, MAX_POSITIONS + 1], np.int32) for k in ids1}
     bad_id = {k: v[:1].copy() for k, v in ids1.items()}

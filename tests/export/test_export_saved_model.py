@@ -24,7 +24,7 @@ def _logits(model, ids):
 
 
 def _text_ids(pre, a, b=None):
-    out = pre([tf.constant(a), tf.constant(b)] if b is not None else tf.constant(a))
+    out = pre({"text": tf.constant(a), "text_b": tf.constant(b)} if b is not None else tf.constant(a))
     return {k: v.numpy() for k, v in out.items()}
 
 
