@@ -75,3 +75,24 @@ def test_lamb_loss_scale_and_errors():
         create_optimizer(1e-3, 10, optimizer_type="sgd")
     with pytest.raises(ValueError, match="unknown mixed precision mode 'fp8'"):
         set_mixed_precision("fp8")
+
+
+@pytest.mark.slow
+def test_mixed_float16_with_loss_scaling_and_jit_compile_trains():
+    set_mixed_precision("mixed_float16")
+    try:
+        cfg = keras_bert.BertConfig(vocab_size=23, hidden_size=8, num_layers=1, num_heads=2,
+                                    intermediate_size=12, max_sequence_length=5)
+        model = BertClassifier(keras_bert.BertEncoder(**cfg.to_dict()), 2, dropout_rate=0.0)
+        x = {"input_word_ids": np.array([[1, 2, 3, 0, 0], [4, 5, 6, 7, 8]] * 2, "int32"),
+             "input_mask": np.array([[1, 1, 1, 0, 0], [1, 1, 1, 1, 1]] * 2, "int32"),
+             "input_type_ids": np.zeros((4, 5), "int32")}
+        model(x)
+        assert model.encoder.compute_dtype == "float16" and model(x).dtype == "float32"
+        model.compile(create_optimizer(1e-2, 6, loss_scale=True),
+                      keras.losses.SparseCategoricalCrossentropy(from_logits=True), jit_compile=True)
+        losses = model.fit(x, np.array([0, 1, 0, 1]), batch_size=2, epochs=3, verbose=0).history["loss"]
+        assert np.all(np.isfinite(losses)) and losses[-1] < losses[0]
+        assert int(model.optimizer.iterations) == 6
+    finally:
+        set_mixed_precision("float32")
