@@ -45,6 +45,8 @@ F.DEFINE_enum("optimizer", "adamw", ["adamw", "lamb"], "Optimizer.")
 F.DEFINE_integer("gradient_accumulation_steps", 1, "Batches per optimizer update.")
 F.DEFINE_float("max_grad_norm", D["max_grad_norm"].default, "Global-norm gradient clipping (0: off).")
 F.DEFINE_float("classifier_dropout", D["classifier_dropout"].default, "Dropout on pooled_output.")
+F.DEFINE_enum("classifier_pooling", "cls", ["cls", "mean"],
+              "cls: pooled [CLS] output (BERT); mean: masked mean of sequence_output.")
 F.DEFINE_enum("strategy", "default", ["default", "mirrored", "multi_worker_mirrored", "tpu"], "Distribution.")
 F.DEFINE_string("tpu", None, "TPU name or address for --strategy=tpu.")
 F.DEFINE_enum("mixed_precision", "float32", ["float32", "mixed_float16", "mixed_bfloat16"], "Precision.")

@@ -6,6 +6,9 @@ one dense layer with truncated-normal(0.02) weights) and Model Garden's `BertCla
 from __future__ import annotations
 
 import keras
+import tensorflow as tf
+
+POOLINGS = ("cls", "mean")
 
 
 @keras.saving.register_keras_serializable(package="keras_bert")
@@ -21,6 +24,9 @@ class BertClassifier(keras.Model):
         label_names: optional list of str, the label of each class id (stored with the model so
             export and serving can map ids to labels). Length must equal num_classes.
         task_name: optional str, e.g. "sst2" or "text_classification" (stored, for metrics).
+        pooling: "cls" (default: `pooled_output`, tanh(Dense(h_[CLS])), BERT §4.1) or "mean"
+            (the mean of `sequence_output` over real tokens, input_mask = 1: the pooling that
+            sentence-transformers checkpoints such as all-MiniLM-L6-v2 were trained with).
 
     Call args:
         inputs: dict of `input_word_ids`, `input_mask`, `input_type_ids`, int32 [B, T].
@@ -36,8 +42,11 @@ class BertClassifier(keras.Model):
     """
 
     def __init__(self, encoder, num_classes, dropout_rate=0.1, initializer_range=0.02,
-                 label_names=None, task_name=None, **kwargs):
+                 label_names=None, task_name=None, pooling="cls", **kwargs):
         super().__init__(**kwargs)
+        if pooling not in POOLINGS:
+            raise ValueError(f"pooling must be one of {POOLINGS}, got {pooling!r}")
+        self.pooling = pooling
         if int(num_classes) < 1:
             raise ValueError(f"num_classes must be >= 1 (1 = regression), got {num_classes}")
         if not 0.0 <= dropout_rate < 1.0:
@@ -73,7 +82,13 @@ class BertClassifier(keras.Model):
         self.built = True
 
     def call(self, inputs, training=None):
-        pooled = self.encoder(inputs, training=training)["pooled_output"]  # [B, H]
+        outputs = self.encoder(inputs, training=training)
+        if self.pooling == "cls":
+            pooled = outputs["pooled_output"]  # [B, H]
+        else:  # masked mean over real tokens; [B, T, H] -> [B, H], in float32
+            sequence = tf.cast(outputs["sequence_output"], tf.float32)
+            mask = tf.cast(inputs["input_mask"], tf.float32)[:, :, tf.newaxis]  # [B, T, 1]
+            pooled = tf.reduce_sum(sequence * mask, 1) / tf.maximum(tf.reduce_sum(mask, 1), 1.0)
         return self.classifier(self.dropout(pooled, training=training))  # [B, C]
 
     def get_config(self):
@@ -85,6 +100,7 @@ class BertClassifier(keras.Model):
             "initializer_range": self.initializer_range,
             "label_names": self.label_names,
             "task_name": self.task_name,
+            "pooling": self.pooling,
         })
         return config
 

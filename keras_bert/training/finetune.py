@@ -68,6 +68,7 @@ class FinetuneConfig:
     gradient_accumulation_steps: int = 1
     max_grad_norm: float = 1.0
     classifier_dropout: float = 0.1
+    classifier_pooling: str = "cls"
     strategy: str = "default"
     tpu: str | None = None
     mixed_precision: str = "float32"
@@ -238,7 +239,8 @@ def _train_one_run(config, data, strategy, encoded, seed, run_dir):
                              f"max_sequence_length={max_len}")
         from keras_bert.models.bert_classifier import BertClassifier
         model = BertClassifier(encoder, num_classes, dropout_rate=config.classifier_dropout,
-                               label_names=data.label_list, task_name=data.metric_task)
+                               label_names=data.label_list, task_name=data.metric_task,
+                               pooling=config.classifier_pooling)
         model({k: v[:1] for k, v in encoded["train"].features.items()})
         optimizer = create_optimizer(
             config.learning_rate, num_train_steps, int(num_train_steps * config.warmup_proportion),

@@ -67,3 +67,24 @@ def test_errors():
         BertClassifier(_encoder(), num_classes=2, dropout_rate=1.0)
     with pytest.raises(ValueError, match="label_names has 3 entries for num_classes=2"):
         BertClassifier(_encoder(), num_classes=2, label_names=["a", "b", "c"])
+
+
+def test_mean_pooling_is_masked_mean_of_sequence_output():
+    keras.utils.set_random_seed(2)
+    encoder = _encoder(0.0)
+    model = BertClassifier(encoder, num_classes=3, dropout_rate=0.0, pooling="mean")
+    x = _inputs()
+    logits = model(x).numpy()
+    seq = encoder(x)["sequence_output"].numpy()
+    mask = x["input_mask"].astype(bool)
+    pooled = np.stack([seq[b][mask[b]].mean(0) for b in range(B)])  # real tokens only
+    kernel, bias = (w.numpy() for w in model.classifier.weights)
+    np.testing.assert_allclose(logits, pooled @ kernel + bias, atol=1e-5)
+    # Padding ids do not move the mean.
+    y = {k: v.copy() for k, v in x.items()}
+    y["input_word_ids"][1, 3:] = [9, 11]
+    np.testing.assert_allclose(model(y).numpy(), logits, atol=1e-5)
+    restored = BertClassifier.from_config(json.loads(json.dumps(model.get_config())))
+    assert restored.pooling == "mean"
+    with pytest.raises(ValueError, match="pooling must be one of"):
+        BertClassifier(_encoder(), num_classes=2, pooling="max")
