@@ -135,7 +135,11 @@ class ClassifierServingModule(tf.Module):
 
     def _from_text(self, text, text_b=None):
         inputs = self.preprocessor({"text": text, "text_b": text_b} if self.is_pair else text)
-        return self._outputs({k: tf.cast(inputs[k], tf.int32) for k in INPUT_NAMES})
+        # The preprocessor pads every row to max_seq_length; cut the batch to its longest row
+        # (>= 2: [CLS] [SEP]). Padding never changes outputs at real positions, and short texts
+        # (SST-2 averages 25 of 128 tokens) then cost about a third of the compute.
+        longest = tf.maximum(tf.reduce_max(tf.reduce_sum(inputs["input_mask"], axis=1)), 2)
+        return self._outputs({k: tf.cast(inputs[k][:, :longest], tf.int32) for k in INPUT_NAMES})
 
     def _checked(self, input_word_ids, input_mask, input_type_ids):
         """Validates `encoded` inputs (module docstring) and casts them to int32."""
