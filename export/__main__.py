@@ -21,7 +21,9 @@ flags.DEFINE_enum("tokenizer", "core", ["core", "tf_text"],
 flags.DEFINE_string("vocab_file", None, "WordPiece vocab (default: config.json's).")
 flags.DEFINE_boolean("do_lower_case", None, "Lower-case input (default: config.json's).")
 flags.DEFINE_integer("max_seq_length", None, "Tokens per text in serving_default (default: config.json's).")
-flags.DEFINE_list("label_names", None, "Label names in id order (default: labels.json's / the model's).")
+flags.DEFINE_list("label_names", None, "Label names in id order, exactly num_classes of them; "
+                  "overrides the model's stored names as display names (default: labels.json's / "
+                  "the model's).")
 flags.DEFINE_enum("task_type", None, ["classification", "regression"], "Default: labels.json's / the model's.")
 flags.DEFINE_boolean("is_pair", None, "Sentence-pair inputs (text, text_b). Default: labels.json's.")
 flags.mark_flags_as_required(["model_dir", "export_base", "model_name"])
@@ -49,14 +51,20 @@ def main(argv):
 
     import keras_bert  # noqa: F401  (registers BertEncoder and its layers)
     from keras_bert.models import bert_classifier  # noqa: F401  (registers BertClassifier)
-    from export.export_saved_model import export_classifier  # noqa: E402
+    from export.export_saved_model import export_classifier, resolve_label_names  # noqa: E402
 
     logging.info("loading %s", keras_file)
     model = keras.saving.load_model(keras_file, compile=False)
+    task_type = pick("task_type", "task_type") or (
+        "regression" if getattr(model, "num_classes", 2) == 1 else "classification")
+    try:
+        label_names = resolve_label_names(model, pick("label_names", "labels"), task_type)
+    except ValueError as e:
+        raise app.UsageError(str(e)) from None
     path = export_classifier(
-        model, FLAGS.export_base, FLAGS.model_name, label_names=pick("label_names", "labels"),
+        model, FLAGS.export_base, FLAGS.model_name, label_names=label_names,
         vocab_file=vocab_file, do_lower_case=bool(do_lower_case), max_seq_length=int(max_seq_length),
-        task_type=pick("task_type", "task_type"), is_pair=pick("is_pair", "is_pair"),
+        task_type=task_type, is_pair=pick("is_pair", "is_pair"),
         version=FLAGS.version, tokenizer=FLAGS.tokenizer)
     print(path)
 

@@ -228,6 +228,33 @@ def infer_is_pair(task_name: str | None) -> bool:
         return False
 
 
+def resolve_label_names(model, label_names, task_type) -> list[str]:
+    """The label names to export: `label_names` (display names, which override the model's),
+    else `model.label_names`; [] for regression.
+
+    Raises:
+        ValueError: a classifier whose count of names differs from `model.num_classes` (a label
+            that could never be returned, or a class without a name), or from the count of
+            `model.label_names` stored with the model.
+    """
+    if task_type == "regression":
+        return []
+    stored = getattr(model, "label_names", None)
+    if label_names is None:
+        label_names = stored
+    label_names = [str(x) for x in (label_names or [])]
+    num_classes = getattr(model, "num_classes", None)
+    if num_classes is not None and label_names and len(label_names) != int(num_classes):
+        raise ValueError(f"got {len(label_names)} label names {label_names} but the model has "
+                         f"num_classes={int(num_classes)}; give exactly one name per class, in id "
+                         "order (--label_names)")
+    if stored and len(stored) != len(label_names):
+        raise ValueError(f"got {len(label_names)} label names {label_names} but the model stores "
+                         f"{len(stored)} label_names {list(stored)}; give the same count (same-count "
+                         "names override the stored ones as display names)")
+    return label_names
+
+
 def make_preprocessor(vocab_file, do_lower_case: bool, max_seq_length: int, tokenizer: str = "core"):
     """The in-graph `BertPreprocessor` for the export ("core": core TF ops only, loads with plain
     TensorFlow; "tf_text": tensorflow-text ops, the loader must `import tensorflow_text`).
@@ -253,8 +280,10 @@ def export_classifier(model, export_base, model_name, label_names, vocab_file, d
             (`BertClassifier`).
         export_base: directory holding one sub-directory per model name (created if missing).
         model_name: str, the name servers serve it under; a plain file name.
-        label_names: list of C label strings in id order (classification); None/[] for
-            regression. Defaults to `model.label_names` when None.
+        label_names: list of C label strings in id order (classification), C = the model's
+            num_classes (and the count of `model.label_names` when it stores them; same-count
+            names override them as display names); None/[] for regression. Defaults to
+            `model.label_names` when None.
         vocab_file: WordPiece vocab the model was fine-tuned with (copied to assets/vocab.txt).
         do_lower_case: bool, as in fine-tuning.
         max_seq_length: int, tokens per packed text (incl. [CLS]/[SEP]) in serving_default.
@@ -272,7 +301,8 @@ def export_classifier(model, export_base, model_name, label_names, vocab_file, d
         pathlib.Path of the published version directory.
 
     Raises:
-        ValueError: bad model_name / version / task_type / labels; FileExistsError: the version
+        ValueError: bad model_name / version / task_type / labels (a label count other than
+            num_classes, see `resolve_label_names`); FileExistsError: the version
             exists; any save error, after removing the temporary directory.
     """
     if not model_name or os.sep in str(model_name) or str(model_name).startswith("."):
@@ -283,9 +313,7 @@ def export_classifier(model, export_base, model_name, label_names, vocab_file, d
         task_type = "regression" if getattr(model, "num_classes", 2) == 1 else "classification"
     if is_pair is None:
         is_pair = infer_is_pair(getattr(model, "task_name", None))
-    if label_names is None:
-        label_names = getattr(model, "label_names", None)
-    label_names = [] if task_type == "regression" else [str(x) for x in (label_names or [])]
+    label_names = resolve_label_names(model, label_names, task_type)
     if preprocessor is None:
         preprocessor = make_preprocessor(vocab_file, do_lower_case, max_seq_length, tokenizer)
     model_dir = pathlib.Path(export_base) / model_name

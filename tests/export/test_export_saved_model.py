@@ -341,3 +341,39 @@ def test_set_method_names_rewrites_pb_and_fingerprint(tmp_path):
     assert loaded.signatures["regression"](inputs=tf.constant(["abc"]))["outputs"].numpy() == [3]
     with pytest.raises(KeyError, match="'classification' not in"):
         esm.set_method_names(tmp_path, {"classification": sigs.CLASSIFY_METHOD_NAME})
+
+
+def test_label_names_must_match_num_classes_and_stored_names():
+    from tests.export.conftest import tiny_classifier
+    two = tiny_classifier(2, ["neg", "pos"], "sst2", seed=0)
+    with pytest.raises(ValueError, match=r"got 3 label names \['a', 'b', 'c'\] but the model has "
+                                         r"num_classes=2"):
+        esm.resolve_label_names(two, ["a", "b", "c"], "classification")
+    unnamed = tiny_classifier(2, None, "sst2", seed=0)
+    with pytest.raises(ValueError, match="got 1 label names .* num_classes=2"):
+        esm.resolve_label_names(unnamed, ["a"], "classification")
+    # a model whose stored names disagree in count with the ones given (num_classes not checked)
+    two.num_classes = None
+    with pytest.raises(ValueError, match=r"got 3 label names .* but the model stores 2 label_names "
+                                         r"\['neg', 'pos'\]"):
+        esm.resolve_label_names(two, ["a", "b", "c"], "classification")
+    two.num_classes = 2
+    assert esm.resolve_label_names(two, ["bad", "good"], "classification") == ["bad", "good"]
+    assert esm.resolve_label_names(two, None, "classification") == ["neg", "pos"]
+    assert esm.resolve_label_names(unnamed, (0, 1), "classification") == ["0", "1"]
+    assert esm.resolve_label_names(two, ["x"], "regression") == []
+
+
+@pytest.mark.slow
+def test_cli_rejects_more_label_names_than_classes(exports):
+    import subprocess
+    import sys
+    from tests.export.conftest import REPO
+    run_dir = exports["base"].parent / "run"  # the conftest's 2-class rte fine-tuning output_dir
+    base = exports["base"].parent / "rejected"
+    proc = subprocess.run([sys.executable, "-m", "export", f"--model_dir={run_dir}",
+                           f"--export_base={base}", "--model_name=rte", "--label_names=a,b,c"],
+                          cwd=REPO, capture_output=True, text=True, timeout=300)
+    assert proc.returncode != 0
+    assert "got 3 label names ['a', 'b', 'c'] but the model has num_classes=2" in proc.stderr
+    assert not (base / "rte" / "1").exists()
