@@ -40,6 +40,7 @@ class _Model:
     def __init__(self, config):
         self.config = config
         self.versions = {}  # int -> _Version
+        self.warning = None  # last "no versions" warning logged (logged again only when it changes)
 
 
 def _fingerprint(path):
@@ -61,6 +62,21 @@ def _list_versions(base_path):
     except OSError:
         return set()
     return {int(n) for n in names if n.isdigit() and os.path.isdir(os.path.join(base_path, n))}
+
+
+def no_versions_warning(name, base_path, on_disk):
+    """The WARNING for a base path with no version directory (as tensorflow_model_server logs
+    it), with a hint when `base_path` is itself a version directory; None when versions exist."""
+    if on_disk:
+        return None
+    message = f"No versions of servable {name} found under base path {base_path}"
+    if not os.path.exists(base_path):
+        message += " (the path does not exist)"
+    elif os.path.basename(os.path.normpath(base_path)).isdigit() and \
+            os.path.isfile(os.path.join(base_path, "saved_model.pb")):
+        message += ("; did you point --model_base_path at a version directory? use its parent "
+                    f"{os.path.dirname(os.path.normpath(base_path))}")
+    return message
 
 
 def aspired_versions(policy, available_on_disk):
@@ -133,6 +149,11 @@ class ModelManager:
     def _poll_model(self, model):
         base = model.config.base_path
         on_disk = _list_versions(base)
+        warning = no_versions_warning(model.config.name, base, on_disk)
+        if warning != model.warning:  # at start and when it changes, not on every poll
+            if warning:
+                _LOG.warning("%s", warning)
+            model.warning = warning
         aspired = aspired_versions(model.config.model_version_policy, on_disk)
         for version in sorted(aspired, reverse=True):
             if self._stop.is_set():

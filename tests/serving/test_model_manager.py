@@ -141,3 +141,44 @@ def test_example_configs_parse():
     assert aspired_versions(configs[1].model_version_policy, {1, 2, 3}) == {1, 2}
     text = (REPO_ROOT / "serving" / "configs" / "batching.config").read_text()
     assert parse_batching_parameters(text) == BatchingOptions(32, 2000, 4, 100, (8, 16, 32))
+
+
+def test_no_versions_warning_at_start_and_on_change_only(tmp_path, caplog):
+    import logging
+    caplog.set_level(logging.WARNING, logger="serving")
+
+    def warnings():
+        got = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+        caplog.clear()
+        return got
+
+    missing = tmp_path / "nope"
+    manager = _manager(missing)
+    manager.poll_once()  # unchanged: not logged again
+    assert warnings() == [f"No versions of servable m found under base path {missing} "
+                          "(the path does not exist)"]
+    manager.stop()
+
+    version_dir = tmp_path / "sst2" / "1"
+    version_dir.mkdir(parents=True)
+    (version_dir / "saved_model.pb").write_bytes(b"")
+    manager = _manager(version_dir)
+    assert warnings() == [f"No versions of servable m found under base path {version_dir}; did you "
+                          "point --model_base_path at a version directory? use its parent "
+                          f"{tmp_path / 'sst2'}"]
+    manager.stop()
+
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    manager = _manager(empty)
+    try:
+        manager.poll_once()
+        assert warnings() == [f"No versions of servable m found under base path {empty}"]
+        (empty / "1").mkdir()  # a (broken) version appears: the warning state clears
+        manager.poll_once()
+        shutil.rmtree(empty / "1")
+        manager.poll_once()  # and it is gone again: warned again, once
+        manager.poll_once()
+        assert warnings() == [f"No versions of servable m found under base path {empty}"]
+    finally:
+        manager.stop()
