@@ -24,6 +24,10 @@ differs from the header's (QQP and MNLI train hold a few), or whose label is not
 label set, is malformed: it is reported with file and line number and dropped (or raises, with
 `on_error="raise"`); because rows are physical lines, it never shifts the rows after it.
 
+Labels stay the strings of the files ("0"/"1") and define the class ids in that order; `label_names`
+gives display names where GLUE / tensorflow-datasets define them (SST-2 negative/positive, CoLA
+unacceptable/acceptable, MRPC not_equivalent/equivalent, QQP not_duplicate/duplicate), same order.
+
 Test splits carry no labels: their examples have `label=None` and are never used as classes.
 """
 from __future__ import annotations
@@ -77,6 +81,7 @@ class GlueTask:
         splits: split name -> file stem, e.g. {"dev": "dev"} or {"dev_matched": ...}.
         dev_splits: the splits evaluated as "dev" (MNLI: matched and mismatched).
         tfds_name: the tensorflow-datasets config, e.g. "glue/sst2".
+        names: display names in id order where they differ from `labels` (see `label_names`).
     """
 
     name: str
@@ -90,6 +95,13 @@ class GlueTask:
     unlabelled: _Columns
     tfds_text: tuple[str, str | None]
     tfds_splits: dict = dataclasses.field(default_factory=dict)
+    names: tuple[str, ...] = ()
+
+    @property
+    def label_names(self) -> tuple[str, ...]:
+        """Human display names in id order (SST-2: negative, positive), as the GLUE / tensorflow-
+        datasets ClassLabel names; same order as `labels` (id 0 = GLUE label "0")."""
+        return self.names or self.labels
 
     @property
     def num_classes(self) -> int:
@@ -101,7 +113,8 @@ class GlueTask:
         return self.labelled.text_b is not None
 
 
-def _task(name, labels, dirnames, labelled, unlabelled, tfds_text, *, mnli=False, regression=False):
+def _task(name, labels, dirnames, labelled, unlabelled, tfds_text, *, mnli=False, regression=False,
+          names=()):
     if mnli:
         splits = {"train": "train", "dev_matched": "dev_matched", "dev_mismatched": "dev_mismatched",
                   "test_matched": "test_matched", "test_mismatched": "test_mismatched"}
@@ -114,7 +127,7 @@ def _task(name, labels, dirnames, labelled, unlabelled, tfds_text, *, mnli=False
         dev_splits = ("dev",)
         tfds_splits = {"train": "train", "dev": "validation", "test": "test"}
     return GlueTask(name, tuple(labels), regression, dirnames, splits, dev_splits, f"glue/{name}",
-                    labelled, unlabelled, tfds_text, tfds_splits)
+                    labelled, unlabelled, tfds_text, tfds_splits, tuple(names))
 
 
 _BINARY = ("0", "1")
@@ -124,15 +137,15 @@ TASKS: dict[str, GlueTask] = {
     t.name: t
     for t in [
         _task("cola", _BINARY, ("cola", "CoLA"), _Columns(3, None, 1, False, 4),
-              _Columns(1, None, None, True), ("sentence", None)),
+              _Columns(1, None, None, True), ("sentence", None), names=("unacceptable", "acceptable")),
         _task("sst2", _BINARY, ("sst2", "SST-2", "sst-2"), _Columns(0, None, 1, True),
-              _Columns(1, None, None, True), ("sentence", None)),
+              _Columns(1, None, None, True), ("sentence", None), names=("negative", "positive")),
         _task("mrpc", _BINARY, ("mrpc", "MRPC"), _Columns(3, 4, 0, True),
-              _Columns(3, 4, None, True), ("sentence1", "sentence2")),
+              _Columns(3, 4, None, True), ("sentence1", "sentence2"), names=("not_equivalent", "equivalent")),
         _task("stsb", (), ("stsb", "STS-B", "sts-b"), _Columns(7, 8, -1, True),
               _Columns(7, 8, None, True), ("sentence1", "sentence2"), regression=True),
         _task("qqp", _BINARY, ("qqp", "QQP"), _Columns(3, 4, 5, True),
-              _Columns(1, 2, None, True), ("question1", "question2")),
+              _Columns(1, 2, None, True), ("question1", "question2"), names=("not_duplicate", "duplicate")),
         _task("mnli", ("contradiction", "entailment", "neutral"), ("mnli", "MNLI"),
               _Columns(8, 9, -1, True), _Columns(8, 9, None, True), ("premise", "hypothesis"),
               mnli=True),
@@ -280,6 +293,8 @@ def examples_from_tfds(task_name: str, split: str, rows: Iterable[dict],
             label = float(raw) if float(raw) >= 0 else None
         elif int(raw) >= 0:
             name = label_names[int(raw)] if label_names is not None else str(int(raw))
+            if name not in task.labels and name in task.label_names:   # tfds SST-2: "positive" -> "1"
+                name = task.labels[task.label_names.index(name)]
             if name not in task.labels:
                 raise ValueError(f"tfds label {name!r} of {task.tfds_name} not in {task.labels}")
             label = name
@@ -310,9 +325,17 @@ def read_glue(task_name: str, split: str, data_dir: str | os.PathLike | None = N
             else tensorflow-datasets.
 
     Raises:
-        FileNotFoundError, ValueError, MalformedRowError: see find_split_file / read_tsv_file.
+        FileNotFoundError: see find_split_file; or no data_dir and tensorflow-datasets unusable
+            (not installed, no network...), naming the reason.
+        ValueError, MalformedRowError: see find_split_file / read_tsv_file.
     """
     data_dir = data_dir or os.environ.get("KERAS_BERT_DATA_DIR")
     if data_dir:
         return read_tsv_file(find_split_file(task_name, split, data_dir), task_name, split, on_error)
-    return load_glue_tfds(task_name, split)
+    try:
+        return load_glue_tfds(task_name, split)
+    except Exception as e:  # ImportError, no network, a broken tfds install: all end the same way.
+        raise FileNotFoundError(
+            f"no local GLUE data for task {get_task(task_name).name!r} (looked in: no data_dir / --data_dir "
+            f"given, $KERAS_BERT_DATA_DIR not set); pass --data_dir or set KERAS_BERT_DATA_DIR "
+            f"(tensorflow-datasets fallback failed: {type(e).__name__}: {e})") from e

@@ -81,6 +81,59 @@ class FinetuneConfig:
     early_stopping_patience: int | None = None
     verbose: str | int = "auto"
 
+    def __post_init__(self):
+        """Check the numeric flags and the model source at construction.
+
+        Raises:
+            ValueError: naming the flag, e.g. "--train_batch_size must be >= 1, got 0", or two
+                model sources given together (--init_checkpoint with --preset / --bert_config_file).
+        """
+        checks = [("num_train_epochs", self.num_train_epochs > 0, "> 0"),
+                  ("train_batch_size", self.train_batch_size >= 1, ">= 1"),
+                  ("eval_batch_size", self.eval_batch_size >= 1, ">= 1"),
+                  ("learning_rate", self.learning_rate > 0, "> 0"),
+                  ("warmup_proportion", 0 <= self.warmup_proportion <= 1, "in [0, 1]"),
+                  ("num_restarts", self.num_restarts >= 1, ">= 1"),
+                  ("gradient_accumulation_steps", self.gradient_accumulation_steps >= 1, ">= 1"),
+                  ("max_seq_length", self.max_seq_length >= 2, ">= 2 ([CLS] and [SEP])")]
+        for name, ok, rule in checks:
+            if not ok:
+                raise ValueError(f"--{name} must be {rule}, got {getattr(self, name)!r}")
+        for other in ("preset", "bert_config_file"):
+            if self.init_checkpoint and getattr(self, other):
+                raise ValueError(f"--init_checkpoint={self.init_checkpoint} and --{other}={getattr(self, other)} "
+                                 f"both given: use --init_checkpoint for a pretrained encoder, or --{other} "
+                                 "(with --vocab_file) for a randomly initialised one, not both")
+        if self.preset and self.bert_config_file:
+            raise ValueError("--preset and --bert_config_file both given: pass one of them")
+
+
+# Settings that do not change what a run computes: a rerun into the same output_dir may differ here.
+HARMLESS_SETTINGS = frozenset({"verbose", "num_replicas"})
+
+
+def check_resume_settings(out: pathlib.Path, resolved: dict) -> None:
+    """Refuse to reuse an output_dir whose config.json holds a run with different settings.
+
+    Args:
+        out: the output directory.
+        resolved: this run's settings as written to config.json (flags + resolved vocab_file,
+            do_lower_case).
+
+    Raises:
+        ValueError: "output_dir <path> holds a run with different settings: <flag> <old> -> <new>
+            ...; use a new --output_dir (or the same flags to resume)".
+    """
+    path = out / "config.json"
+    if not path.is_file():
+        return
+    previous = json.loads(path.read_text())
+    changed = [f"{k} {previous[k]} -> {v}" for k, v in resolved.items()
+               if k not in HARMLESS_SETTINGS and k in previous and previous[k] != v]
+    if changed:
+        raise ValueError(f"output_dir {out} holds a run with different settings: {', '.join(changed)}; "
+                         "use a new --output_dir (or the same flags to resume)")
+
 
 @dataclasses.dataclass
 class TaskData:
@@ -89,8 +142,13 @@ class TaskData:
     metric_task: str                # key for keras_bert.evaluation.metrics
     train: list
     dev: dict                       # dev split name -> examples
-    label_list: list | None         # None for regression
+    label_list: list | None         # label strings in id order as in the data; None for regression
     is_regression: bool
+    label_names: list | None = None  # display names in id order (GLUE SST-2: negative/positive)
+
+    def __post_init__(self):
+        if self.label_names is None:
+            self.label_names = self.label_list
 
 
 def load_task_data(config: FinetuneConfig) -> TaskData:
@@ -117,11 +175,15 @@ def load_task_data(config: FinetuneConfig) -> TaskData:
             text_files.check_labels_known(dev, labels, source=str(config.dev_file))
         data = TaskData(name, train, {"dev": dev}, labels, regression)
     else:
-        task = glue.get_task(name)
+        try:
+            task = glue.get_task(name)
+        except ValueError as e:
+            raise ValueError(f"{e}; for your own files: {', '.join(text_files.TASK_TYPES)} "
+                             "(with --train_file / --dev_file)") from None
         train = glue.read_glue(task.name, "train", config.data_dir)
         dev = {split: glue.read_glue(task.name, split, config.data_dir) for split in task.dev_splits}
         data = TaskData(task.name, train, dev, None if task.is_regression else list(task.labels),
-                        task.is_regression)
+                        task.is_regression, None if task.is_regression else list(task.label_names))
     if config.max_train_examples:
         data.train = data.train[: config.max_train_examples]
     if config.max_eval_examples:
@@ -157,17 +219,36 @@ def resolve_vocab(config: FinetuneConfig) -> tuple[str, bool]:
     return str(vocab), lower
 
 
-def build_encoder(config: FinetuneConfig):
-    """BertEncoder: pretrained from init_checkpoint, else random from bert_config_file / preset."""
+def build_encoder(config: FinetuneConfig, vocab_size: int | None = None):
+    """BertEncoder: pretrained from init_checkpoint, else random from bert_config_file / preset.
+
+    Args:
+        vocab_size: entries in the vocab file used. A random encoder gets this vocab_size (logged
+            when it differs from the config's); a pretrained one must have at least this many rows.
+
+    Raises:
+        ValueError: no model source, or a vocab larger than the pretrained encoder's vocab_size.
+    """
     import keras_bert
     if config.init_checkpoint:
-        return keras_bert.from_pretrained(config.init_checkpoint)
+        encoder = keras_bert.from_pretrained(config.init_checkpoint)
+        rows = encoder.bert_config.vocab_size
+        if vocab_size is not None and vocab_size > rows:
+            source = config.vocab_file or "(the checkpoint's)"
+            raise ValueError(f"vocab file {source} has {vocab_size} "
+                             f"entries but the encoder of --init_checkpoint={config.init_checkpoint} has "
+                             f"vocab_size {rows}: ids >= {rows} have no embedding; use the checkpoint's vocab")
+        return encoder
     if config.bert_config_file:
         cfg = keras_bert.BertConfig.from_json_file(config.bert_config_file)
     elif config.preset:
         cfg = keras_bert.BertConfig.from_preset(config.preset)
     else:
         raise ValueError("give --init_checkpoint, or --bert_config_file / --preset for random init")
+    if vocab_size is not None and vocab_size != cfg.vocab_size:
+        logger.info("random encoder: vocab_size %d from %s instead of the config's %d",
+                    vocab_size, config.vocab_file, cfg.vocab_size)
+        cfg = dataclasses.replace(cfg, vocab_size=vocab_size)
     return keras_bert.BertEncoder(**dataclasses.asdict(cfg))
 
 
@@ -194,7 +275,7 @@ def predict(model, dataset, step=None) -> np.ndarray:
     return np.concatenate(outs, axis=0)
 
 
-def _train_one_run(config, data, strategy, encoded, seed, run_dir):
+def _train_one_run(config, data, strategy, encoded, seed, run_dir, vocab_size=None):
     keras.utils.set_random_seed(seed)
     run_dir.mkdir(parents=True, exist_ok=True)
     chief, task_id = _is_chief(strategy)
@@ -232,14 +313,14 @@ def _train_one_run(config, data, strategy, encoded, seed, run_dir):
         return out
 
     with strategy.scope():
-        encoder = build_encoder(config)
+        encoder = build_encoder(config, vocab_size)
         max_len = encoder.bert_config.max_sequence_length
         if config.max_seq_length > max_len:
             raise ValueError(f"--max_seq_length={config.max_seq_length} exceeds the encoder's "
                              f"max_sequence_length={max_len}")
         from keras_bert.models.bert_classifier import BertClassifier
         model = BertClassifier(encoder, num_classes, dropout_rate=config.classifier_dropout,
-                               label_names=data.label_list, task_name=data.metric_task,
+                               label_names=data.label_names, task_name=data.metric_task,
                                pooling=config.classifier_pooling)
         model({k: v[:1] for k, v in encoded["train"].features.items()})
         optimizer = create_optimizer(
@@ -297,13 +378,14 @@ def run_finetuning(config: FinetuneConfig) -> dict:
 
     out = pathlib.Path(config.output_dir)
     out.mkdir(parents=True, exist_ok=True)
-    if config.num_restarts < 1:
-        raise ValueError(f"num_restarts must be >= 1, got {config.num_restarts}")
     set_mixed_precision(config.mixed_precision)
     strategy = get_strategy(config.strategy, tpu=config.tpu)
     chief, _ = _is_chief(strategy)
-    data = load_task_data(config)
     vocab_file, do_lower_case = resolve_vocab(config)
+    resolved = dataclasses.asdict(config) | {"vocab_file": vocab_file, "do_lower_case": do_lower_case,
+                                             "num_replicas": strategy.num_replicas_in_sync}
+    check_resume_settings(out, resolved)
+    data = load_task_data(config)
     preprocessor = BertPreprocessor(vocab_file, do_lower_case=do_lower_case,
                                     max_seq_length=config.max_seq_length)
     monitor = monitor_name(data)
@@ -319,16 +401,15 @@ def run_finetuning(config: FinetuneConfig) -> dict:
             everything.labels[start:start + len(v)])
         start += len(v)
     if chief:
-        resolved = dataclasses.asdict(config) | {"vocab_file": vocab_file, "do_lower_case": do_lower_case,
-                                                 "num_replicas": strategy.num_replicas_in_sync}
         callbacks_lib._write_json_atomic(out / "config.json", resolved)
         callbacks_lib._write_json_atomic(out / "labels.json", {
             "task_name": data.metric_task, "task_type": "regression" if data.is_regression else "classification",
-            "labels": data.label_list, "is_pair": data.train[0].text_b is not None})
+            "labels": data.label_names, "is_pair": data.train[0].text_b is not None})
     runs, models = [], []
     for r in range(config.num_restarts):
         run_dir = out if config.num_restarts == 1 else out / f"run_{r}"
-        result, model = _train_one_run(config, data, strategy, encoded, config.seed + r, run_dir)
+        result, model = _train_one_run(config, data, strategy, encoded, config.seed + r, run_dir,
+                                       len(preprocessor.vocabulary))
         logger.info("run %d (seed %d): best %s = %s", r, result["seed"], monitor,
                     result["best"] and result["best"][monitor])
         runs.append(result)
@@ -344,5 +425,5 @@ def run_finetuning(config: FinetuneConfig) -> dict:
         if config.num_restarts > 1:
             shutil.copyfile(out / f"run_{best_run}" / "best_model.keras", out / "best_model.keras")
     return summary | {"model": models[best_run], "vocab_file": vocab_file, "do_lower_case": do_lower_case,
-                      "label_list": data.label_list, "is_regression": data.is_regression,
+                      "label_list": data.label_names, "is_regression": data.is_regression,
                       "is_pair": data.train[0].text_b is not None}
