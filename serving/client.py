@@ -1,7 +1,8 @@
 """`python -m serving.client`: send text to a TensorFlow Serving endpoint and print the prediction.
 
     python -m serving.client --server=localhost:8500 --model_name=sst2 "a gripping, funny film"
-    python -m serving.client --rest --rest_server=localhost:8501 --model_name=mrpc "text a" "text b"
+    python -m serving.client --model_name=sst2 "a gripping, funny film" "a dull mess"   # a batch of 2
+    python -m serving.client --rest --rest_server=localhost:8501 --model_name=mrpc "text a" --text_b="text b"
     python -m serving.client --server=localhost:8500 --model_name=sst2 --status   # exit 0 iff AVAILABLE
 
 Uses the official tensorflow-serving-api stubs (gRPC) or the REST API, so it works against this
@@ -33,6 +34,8 @@ def _define_flags():
     flags.DEFINE_integer("model_version", 0, "Model version (0 = latest).")
     flags.DEFINE_string("signature_name", "serving_default", "Signature to call.")
     flags.DEFINE_float("timeout", 30.0, "Request timeout in seconds.")
+    flags.DEFINE_multi_string("text_b", None, "Second text of a pair (pair tasks): one --text_b per "
+                              "positional TEXT, in the same order.")
     flags.DEFINE_boolean("status", False, "Print GetModelStatus and exit 0 iff a version is AVAILABLE "
                          "(a readiness probe for gRPC).")
 
@@ -169,21 +172,38 @@ def _print_status():
     return 0 if any(state == "AVAILABLE" for _, state, _ in statuses) else 1
 
 
+def cli_texts(texts, texts_b):
+    """The command line's batch: positional TEXTs [B] and the --text_b values [B] or None.
+
+    Raises:
+        absl.app.UsageError: no TEXT, or a --text_b count other than the TEXT count.
+    """
+    texts = list(texts)
+    if not texts:
+        raise app.UsageError("give one or more TEXT arguments (a batch of texts); for pair tasks "
+                             "add one --text_b=TEXT_B per TEXT")
+    if texts_b is not None and len(texts_b) != len(texts):
+        raise app.UsageError(f"got {len(texts)} TEXT arguments but {len(texts_b)} --text_b; give "
+                             "one --text_b per TEXT (pair tasks)")
+    return texts, (list(texts_b) if texts_b is not None else None)
+
+
 def main(argv):
     if _FLAGS.status:
         return _print_status()
-    texts = argv[1:]
-    if not 1 <= len(texts) <= 2:
-        raise app.UsageError("give TEXT and, for pair tasks, TEXT_B")
+    texts, texts_b = cli_texts(argv[1:], _FLAGS.text_b)
     try:
         outputs = predict_text(_FLAGS.rest_server if _FLAGS.rest else _FLAGS.server, _FLAGS.model_name,
-                               [texts[0]], [texts[1]] if len(texts) == 2 else None,
-                               _FLAGS.signature_name, _FLAGS.model_version or None, _FLAGS.timeout,
-                               rest=_FLAGS.rest)
+                               texts, texts_b, _FLAGS.signature_name, _FLAGS.model_version or None,
+                               _FLAGS.timeout, rest=_FLAGS.rest)
     except ClientError as e:
         print(f"error: {e}", file=sys.stderr)
         return 1
-    print(format_prediction(outputs))
+    if len(texts) == 1:
+        print(format_prediction(outputs))
+    for row, text in enumerate(texts if len(texts) > 1 else []):
+        pair = f" | {texts_b[row]!r}" if texts_b is not None else ""
+        print(f"[{row}] {text!r}{pair}\n{format_prediction(outputs, row)}")
     return 0
 
 

@@ -47,21 +47,39 @@ def test_format_prediction():
     assert client.format_prediction({"scores": np.array([3.5], np.float32)}) == "score: 3.5000"
 
 
+def test_cli_texts_batch_and_pairs():
+    from absl import app
+    assert client.cli_texts(["a gripping, funny film", "a dull mess"], None) == (
+        ["a gripping, funny film", "a dull mess"], None)  # a batch of two single texts
+    assert client.cli_texts(["a", "b"], ["x", "y"]) == (["a", "b"], ["x", "y"])
+    with pytest.raises(app.UsageError, match="got 2 TEXT arguments but 1 --text_b"):
+        client.cli_texts(["a", "b"], ["x"])
+    with pytest.raises(app.UsageError, match="give one or more TEXT arguments"):
+        client.cli_texts([], None)
+
+
 @pytest.mark.slow
 def test_command_line_prints_label_and_probabilities(shared_server, reference):
     rest_target = shared_server.rest_url.removeprefix("http://")
-    procs = [subprocess.Popen([sys.executable, "-m", "serving.client", *args, "--model_name=clf",
-                               TEXTS[0], TEXTS_B[1]], cwd=REPO_ROOT, stdout=subprocess.PIPE,
-                              stderr=subprocess.PIPE, text=True)
-             for args in ([f"--server={shared_server.grpc_target}"], ["--rest", f"--rest_server={rest_target}"])]
+    grpc_flag = f"--server={shared_server.grpc_target}"
+    runs = [[grpc_flag, "--model_name=clf", TEXTS[0], f"--text_b={TEXTS_B[1]}"],
+            ["--rest", f"--rest_server={rest_target}", "--model_name=clf", TEXTS[0],
+             f"--text_b={TEXTS_B[1]}"],
+            [grpc_flag, "--model_name=reg", TEXTS[0], TEXTS[1]]]  # a batch of two single texts
+    procs = [subprocess.Popen([sys.executable, "-m", "serving.client", *args], cwd=REPO_ROOT,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+             for args in runs]
     want = reference("clf", text=[TEXTS[0]], text_b=[TEXTS_B[1]])
     expected = [f"label: {want['labels'][0].decode()}",
                 "probabilities: " + ", ".join(f"{p:.4f}" for p in want["probabilities"][0]),
                 f"label_id: {want['label_ids'][0]}"]
-    for proc in procs:  # gRPC and REST, run side by side
+    scores = np.reshape(reference("reg", text=TEXTS[:2])["scores"], [2, -1])
+    expected_batch = [f"[0] {TEXTS[0]!r}", "score: " + ", ".join(f"{s:.4f}" for s in scores[0]),
+                      f"[1] {TEXTS[1]!r}", "score: " + ", ".join(f"{s:.4f}" for s in scores[1])]
+    for proc, want_lines in zip(procs, [expected, expected, expected_batch]):  # run side by side
         try:
             out, err = proc.communicate(timeout=180)
         finally:
             proc.kill()
         assert proc.returncode == 0, err[-2000:]
-        assert out.strip().splitlines() == expected
+        assert out.strip().splitlines() == want_lines
