@@ -54,6 +54,10 @@ def test_pair_classification_glue_mrpc(tmp_path, uncased_vocab, data_dir):
     assert set(best) == {"epoch", "train_loss", "accuracy", "f1"} and result["monitor"] == "f1"
     assert 0.0 <= best["accuracy"] <= 1.0 and np.isfinite(best["train_loss"])
     assert result["runs"][0]["steps"] == 4
+    # Display names for export; class ids stay GLUE's order (id 0 = "0" = not_equivalent).
+    assert result["label_list"] == ["not_equivalent", "equivalent"]
+    assert result["model"].label_names == ["not_equivalent", "equivalent"]
+    assert json.loads((tmp_path / "out" / "labels.json").read_text())["labels"] == ["not_equivalent", "equivalent"]
     assert result["model"](next(iter([{"input_word_ids": np.ones((1, 32), "int32"),
                                        "input_mask": np.ones((1, 32), "int32"),
                                        "input_type_ids": np.zeros((1, 32), "int32")}]))).shape == (1, 2)
