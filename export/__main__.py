@@ -1,6 +1,6 @@
 """Export a fine-tuned classifier as a versioned SavedModel for TensorFlow Serving.
 
-    python -m export --model_dir=/tmp/sst2 --export_base=/tmp/models --model_name=sst2 \
+    python -m export --model_dir=runs/sst2 --export_base=models --model_name=sst2 \
         [--version=N] [--tokenizer=core|tf_text]
 
 `--model_dir` is a fine-tuning `--output_dir` (holding best_model.keras, config.json and

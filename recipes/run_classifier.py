@@ -2,7 +2,7 @@
 
     python recipes/run_classifier.py --task_name=sst2 --data_dir=$KERAS_BERT_DATA_DIR/glue \
         --init_checkpoint=minilm_l6_h384_uncased --max_seq_length=64 --train_batch_size=32 \
-        --learning_rate=5e-5 --num_train_epochs=1 --output_dir=/tmp/sst2 [--export_dir=/tmp/models]
+        --learning_rate=5e-5 --num_train_epochs=1 --output_dir=runs/sst2 [--export_dir=models]
 
 Writes config.json, labels.json, metrics.json (dev metrics per epoch, the best, and across
 --num_restarts), checkpoints/, logs/ (TensorBoard) and best_model.keras to --output_dir. The
