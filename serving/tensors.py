@@ -106,16 +106,7 @@ def check_inputs(signature, arrays: dict, limits: Limits = Limits()) -> dict:
             batch[alias] = array.shape[0]
         if spec.dtype == tf.string and alias in limits.text_inputs:
             for i, value in enumerate(array.flat):
-                try:
-                    value.decode("utf-8")
-                except UnicodeDecodeError as e:
-                    raise errors.invalid_argument(
-                        f"input '{alias}' element {i} is not valid UTF-8 text ({e.reason} at byte "
-                        f"{e.start}); send text as UTF-8") from None
-                if limits.max_text_length and len(value) > limits.max_text_length:
-                    raise errors.invalid_argument(
-                        f"input '{alias}' element {i} is {len(value)} bytes long; the limit is "
-                        f"{limits.max_text_length} bytes (--max_text_length)")
+                _check_text(value, f"input '{alias}' element {i}", limits)
         out[alias] = array
     if len(set(batch.values())) > 1:
         raise errors.invalid_argument(
@@ -130,13 +121,22 @@ def check_inputs(signature, arrays: dict, limits: Limits = Limits()) -> dict:
 
 def check_text_feature(name: str, value: bytes, limits: Limits, row: int):
     """UTF-8 / length rule for a text feature inside a tf.Example (Classify/Regress)."""
+    _check_text(value, f"example {row} feature '{name}'", limits)
+
+
+def _check_text(value: bytes, where: str, limits: Limits):
+    """One rule for every text input: valid UTF-8, at most --max_text_length bytes.
+
+    Raises:
+        ServingError INVALID_ARGUMENT naming `where` (e.g. "input 'text' element 3").
+    """
     try:
         value.decode("utf-8")
     except UnicodeDecodeError as e:
         raise errors.invalid_argument(
-            f"example {row} feature '{name}' is not valid UTF-8 text ({e.reason} at byte "
-            f"{e.start})") from None
+            f"{where} is not valid UTF-8 text ({e.reason} at byte {e.start}); send text as "
+            "UTF-8") from None
     if limits.max_text_length and len(value) > limits.max_text_length:
         raise errors.invalid_argument(
-            f"example {row} feature '{name}' is {len(value)} bytes long; the limit is "
-            f"{limits.max_text_length} bytes (--max_text_length)")
+            f"{where} is {len(value)} bytes long; the limit is {limits.max_text_length} bytes "
+            "(--max_text_length)")
