@@ -35,6 +35,9 @@ F.DEFINE_string("preset", None, "Preset config (bert_tiny, ...) for a randomly i
 F.DEFINE_string("vocab_file", None, "WordPiece vocab (default: the checkpoint's).")
 F.DEFINE_boolean("do_lower_case", None, "Lower-case input (default: the checkpoint's, else True).")
 F.DEFINE_integer("max_seq_length", D["max_seq_length"].default, "Tokens per example incl. [CLS]/[SEP].")
+F.DEFINE_integer("pad_to_multiple_of", D["pad_to_multiple_of"].default,
+                 "Dynamic padding: cut each batch to its longest row rounded up to a multiple of this "
+                 "many tokens (0: pad every batch to --max_seq_length).")
 F.DEFINE_integer("train_batch_size", D["train_batch_size"].default, "Global training batch size.")
 F.DEFINE_integer("eval_batch_size", D["eval_batch_size"].default, "Evaluation batch size.")
 F.DEFINE_float("learning_rate", D["learning_rate"].default, "Peak learning rate.")
@@ -57,6 +60,8 @@ F.DEFINE_integer("max_eval_examples", None, "Use only the first N dev examples."
 F.DEFINE_integer("seed", D["seed"].default, "Random seed.")
 F.DEFINE_integer("save_checkpoints_steps", D["save_checkpoints_steps"].default, "Batches between checkpoints.")
 F.DEFINE_integer("early_stopping_patience", None, "Stop after N epochs without dev improvement.")
+F.DEFINE_integer("evaluations_per_epoch", D["evaluations_per_epoch"].default,
+                 "Dev evaluations per epoch (the best one is kept); 1: at epoch ends only.")
 F.DEFINE_string("output_dir", None, "Output directory (a rerun with the same flags resumes).")
 F.DEFINE_string("export_dir", None, "Export the best model as a SavedModel under this base dir.")
 F.DEFINE_string("model_name", None, "Model name for --export_dir (default: the task name).")

@@ -98,9 +98,12 @@ class ResumableCheckpoint(keras.callbacks.Callback):
 
 
 class EvaluationCallback(keras.callbacks.Callback):
-    """At each epoch end: evaluate, log `val_<metric>`s, keep the best weights, stop early.
+    """At each epoch end (and optionally every N batches): evaluate, log `val_<metric>`s, keep the
+    best weights, stop early.
 
-    The history lives in `state_file` (JSON) so it survives a restart of the run.
+    The history lives in `state_file` (JSON) so it survives a restart of the run. Each entry has
+    "epoch": the epochs trained when it was taken (an int at epoch ends, a fraction such as 1.5
+    for evaluations inside an epoch), "train_loss" and the metrics.
 
     Args:
         eval_fn: callable(model) -> dict metric name -> float (e.g. the GLUE dev metrics).
@@ -109,17 +112,32 @@ class EvaluationCallback(keras.callbacks.Callback):
         state_file: JSON file of {"epochs": [...], "best": {...}}; None keeps it in memory.
         patience: stop after this many epochs without improvement; None never stops.
         is_chief: only the chief writes files.
+        eval_every_steps: also evaluate after every this many global batches (int >= 1) inside
+            an epoch; needs step_fn and steps_per_epoch. None: epoch ends only.
+        step_fn: callable() -> global batches trained so far (e.g. a ResumableCheckpoint's step,
+            which must come before this callback in the callback list).
+        steps_per_epoch: batches per epoch, to express steps as epochs.
+
+    Raises:
+        ValueError: eval_every_steps < 1, or given without step_fn and steps_per_epoch.
     """
 
     def __init__(self, eval_fn, monitor: str, best_weights_path=None, state_file=None,
-                 patience: int | None = None, is_chief: bool = True):
+                 patience: int | None = None, is_chief: bool = True, eval_every_steps: int | None = None,
+                 step_fn=None, steps_per_epoch: int | None = None):
         super().__init__()
+        if eval_every_steps is not None and (eval_every_steps < 1 or step_fn is None or not steps_per_epoch):
+            raise ValueError(f"eval_every_steps must be >= 1 and needs step_fn and steps_per_epoch, "
+                             f"got eval_every_steps={eval_every_steps}, steps_per_epoch={steps_per_epoch}")
         self.eval_fn = eval_fn
         self.monitor = monitor
         self.best_weights_path = best_weights_path
         self.state_file = pathlib.Path(state_file) if state_file else None
         self.patience = patience
         self.is_chief = is_chief
+        self.eval_every_steps = eval_every_steps
+        self.step_fn = step_fn
+        self.steps_per_epoch = steps_per_epoch
         self.state = {"epochs": [], "best": None}
         if self.state_file is not None and self.state_file.exists():
             with open(self.state_file) as f:
@@ -132,15 +150,36 @@ class EvaluationCallback(keras.callbacks.Callback):
         last = max(e["epoch"] for e in self.state["epochs"])
         return last - self.state["best"]["epoch"] >= self.patience
 
+    def _epochs_done(self, epoch: int):
+        if self.step_fn is None or not self.steps_per_epoch:
+            return epoch + 1
+        done = round(self.step_fn() / self.steps_per_epoch, 4)
+        return int(done) if done == int(done) else done
+
+    def on_train_batch_end(self, batch, logs=None):
+        if self.eval_every_steps is None:
+            return
+        step = self.step_fn()
+        if step % self.eval_every_steps == 0 and step % self.steps_per_epoch != 0:
+            self._evaluate(self._epochs_done(0), logs)
+            if self.should_stop:
+                self.model.stop_training = True
+
     def on_epoch_end(self, epoch, logs=None):
+        self._evaluate(self._epochs_done(epoch), logs)
+        if self.should_stop:
+            self.model.stop_training = True
+
+    def _evaluate(self, epochs_done, logs):
         metrics = {k: float(v) for k, v in self.eval_fn(self.model).items()}
         if self.monitor not in metrics:
             raise ValueError(f"monitored metric {self.monitor!r} not in evaluation results {sorted(metrics)}")
         if logs is not None:
             logs.update({f"val_{k}": v for k, v in metrics.items()})
-        entry = {"epoch": epoch + 1, "train_loss": float(logs["loss"]) if logs and "loss" in logs else None,
+        entry = {"epoch": epochs_done, "train_loss": float(logs["loss"]) if logs and "loss" in logs else None,
                  **metrics}
-        self.state["epochs"] = [e for e in self.state["epochs"] if e["epoch"] != epoch + 1] + [entry]
+        entries = [e for e in self.state["epochs"] if e["epoch"] != epochs_done] + [entry]
+        self.state["epochs"] = sorted(entries, key=lambda e: e["epoch"])
         best = self.state["best"]
         value = metrics[self.monitor]
         if best is None or (not math.isnan(value) and value > best[self.monitor]):
@@ -150,8 +189,6 @@ class EvaluationCallback(keras.callbacks.Callback):
         if self.is_chief and self.state_file is not None:
             self.state_file.parent.mkdir(parents=True, exist_ok=True)
             _write_json_atomic(self.state_file, self.state)
-        if self.should_stop:
-            self.model.stop_training = True
 
 
 class LossHistory(keras.callbacks.Callback):

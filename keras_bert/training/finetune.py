@@ -58,6 +58,7 @@ class FinetuneConfig:
     vocab_file: str | None = None
     do_lower_case: bool | None = None
     max_seq_length: int = 128
+    pad_to_multiple_of: int = 8
     train_batch_size: int = 32
     eval_batch_size: int = 64
     learning_rate: float = 2e-5
@@ -79,6 +80,7 @@ class FinetuneConfig:
     seed: int = 42
     save_checkpoints_steps: int | None = 1000
     early_stopping_patience: int | None = None
+    evaluations_per_epoch: int = 1
     verbose: str | int = "auto"
 
     def __post_init__(self):
@@ -95,7 +97,9 @@ class FinetuneConfig:
                   ("warmup_proportion", 0 <= self.warmup_proportion <= 1, "in [0, 1]"),
                   ("num_restarts", self.num_restarts >= 1, ">= 1"),
                   ("gradient_accumulation_steps", self.gradient_accumulation_steps >= 1, ">= 1"),
-                  ("max_seq_length", self.max_seq_length >= 2, ">= 2 ([CLS] and [SEP])")]
+                  ("max_seq_length", self.max_seq_length >= 2, ">= 2 ([CLS] and [SEP])"),
+                  ("pad_to_multiple_of", self.pad_to_multiple_of >= 0, ">= 0 (0: pad to max_seq_length)"),
+                  ("evaluations_per_epoch", self.evaluations_per_epoch >= 1, ">= 1")]
         for name, ok, rule in checks:
             if not ok:
                 raise ValueError(f"--{name} must be {rule}, got {getattr(self, name)!r}")
@@ -109,7 +113,8 @@ class FinetuneConfig:
 
 
 # Settings that do not change what a run computes: a rerun into the same output_dir may differ here.
-HARMLESS_SETTINGS = frozenset({"verbose", "num_replicas"})
+# pad_to_multiple_of only cuts masked padding columns (same results up to float summation order).
+HARMLESS_SETTINGS = frozenset({"verbose", "num_replicas", "pad_to_multiple_of"})
 
 
 def check_resume_settings(out: pathlib.Path, resolved: dict) -> None:
@@ -287,16 +292,19 @@ def _train_one_run(config, data, strategy, encoded, seed, run_dir, vocab_size=No
     epochs = max(1, int(np.ceil(config.num_train_epochs)))
     total_batches = int(round(steps_per_epoch * config.num_train_epochs))
     num_train_steps = max(1, total_batches // config.gradient_accumulation_steps)
+    pad = config.pad_to_multiple_of or None
 
     def make_train(epoch, skip):
         ds = classification_pipeline.make_classification_dataset(
             encoded["train"], None, batch_size=config.train_batch_size,
-            shuffle=True, seed=seed, epoch=epoch, skip_batches=skip, drop_remainder=True)
+            shuffle=True, seed=seed, epoch=epoch, skip_batches=skip, drop_remainder=True,
+            pad_to_multiple_of=pad)
         left = total_batches - epoch * steps_per_epoch - skip
         return ds.take(min(steps_per_epoch - skip, left))
 
     dev_sets = {split: classification_pipeline.make_classification_dataset(
-        encoded[split], None, batch_size=config.eval_batch_size, with_labels=False) for split in data.dev}
+        encoded[split], None, batch_size=config.eval_batch_size, with_labels=False, pad_to_multiple_of=pad)
+        for split in data.dev}
     positive = data.label_list.index("1") if data.label_list and "1" in data.label_list else 1
     predict_step = []
 
@@ -348,7 +356,10 @@ def _train_one_run(config, data, strategy, encoded, seed, run_dir, vocab_size=No
     monitor = monitor_name(data)
     evaluator = callbacks_lib.EvaluationCallback(
         evaluate, monitor, run_dir / "best.weights.h5", run_dir / "metrics_state.json",
-        config.early_stopping_patience, is_chief=chief)
+        config.early_stopping_patience, is_chief=chief,
+        eval_every_steps=(max(1, steps_per_epoch // config.evaluations_per_epoch)
+                          if config.evaluations_per_epoch > 1 else None),
+        step_fn=lambda: checkpoint.step, steps_per_epoch=steps_per_epoch)
     steps = resumable_fit(model, make_train, steps_per_epoch, epochs, checkpoint,
                           [checkpoint, evaluator] + cbs[1:], verbose=config.verbose,
                           total_steps=total_batches)

@@ -60,3 +60,48 @@ def test_errors():
         encode_labels([InputExample("test-2", "x", None, None)], None, True)
     with pytest.raises(ValueError, match="no examples"):
         make_classification_dataset([], None)
+
+
+def _encoded(lengths, seq=16):
+    from keras_bert.data.classification_pipeline import EncodedExamples
+    n = len(lengths)
+    mask = np.zeros((n, seq), np.int32)
+    for i, length in enumerate(lengths):
+        mask[i, :length] = 1
+    ids = np.where(mask > 0, 1000 + np.arange(seq)[None, :], 0).astype(np.int32)
+    features = {"input_word_ids": ids, "input_mask": mask, "input_type_ids": np.zeros_like(mask)}
+    return EncodedExamples(features, np.arange(n, dtype=np.int32))
+
+
+def test_dynamic_padding_cuts_each_batch_to_its_longest_row_rounded_up():
+    encoded = _encoded([3, 5, 2, 9, 1, 2, 16, 1])
+    widths = [f["input_word_ids"].shape[1] for f, _ in make_classification_dataset(
+        encoded, None, batch_size=2, pad_to_multiple_of=8)]
+    assert widths == [8, 16, 8, 16]  # longest 5 -> 8, 9 -> 16, 2 -> 8, 16 -> 16 (max_seq_length)
+    widths = [f["input_word_ids"].shape[1] for f in make_classification_dataset(
+        encoded, None, batch_size=3, pad_to_multiple_of=1, with_labels=False)]
+    assert widths == [5, 9, 16]
+    full = next(iter(make_classification_dataset(encoded, None, batch_size=2)))[0]
+    cut = next(iter(make_classification_dataset(encoded, None, batch_size=2, pad_to_multiple_of=8)))[0]
+    assert full["input_word_ids"].shape[1] == 16
+    np.testing.assert_array_equal(cut["input_word_ids"], full["input_word_ids"][:, :8])
+    with pytest.raises(ValueError, match="pad_to_multiple_of must be >= 1"):
+        make_classification_dataset(encoded, None, pad_to_multiple_of=0)
+
+
+def test_dynamic_padding_leaves_classifier_outputs_unchanged():
+    import keras
+    from keras_bert.config import BertConfig
+    from keras_bert.models import BertEncoder
+    from keras_bert.models.bert_classifier import BertClassifier
+    keras.utils.set_random_seed(0)
+    config = BertConfig(vocab_size=1100, hidden_size=32, num_layers=2, num_heads=2, intermediate_size=64,
+                        max_sequence_length=16)
+    for pooling in ("cls", "mean"):
+        model = BertClassifier(BertEncoder(**config.to_dict()), 3, pooling=pooling)
+        encoded = _encoded([3, 5, 2, 9, 7, 1])
+        outs = {}
+        for pad in (None, 4):
+            ds = make_classification_dataset(encoded, None, batch_size=3, with_labels=False, pad_to_multiple_of=pad)
+            outs[pad] = np.concatenate([model(f, training=False).numpy() for f in ds])
+        np.testing.assert_allclose(outs[4], outs[None], atol=1e-5)

@@ -3,6 +3,7 @@ import json
 
 import keras
 import numpy as np
+import pytest
 import tensorflow as tf
 
 from keras_bert.training.callbacks import EvaluationCallback, ResumableCheckpoint, standard_callbacks
@@ -68,3 +69,18 @@ def test_evaluation_callback_best_and_early_stopping(tmp_path):
     again = EvaluationCallback(lambda model: {"accuracy": 1.0}, "accuracy", None, tmp_path / "state.json", 2)
     assert resumable_fit(_model(), _data, 4, 10, ResumableCheckpoint(tmp_path / "checkpoints"), [again],
                          verbose=0) == 16
+
+
+def test_evaluation_inside_epochs_records_fractional_epochs_and_stops_mid_epoch(tmp_path):
+    scores = iter([0.5, 0.8, 0.7, 0.6, 0.55, 0.9])
+    checkpoint, callbacks = standard_callbacks(tmp_path, save_freq=None, tensorboard=False)
+    evaluator = EvaluationCallback(lambda model: {"accuracy": next(scores)}, "accuracy",
+                                   tmp_path / "best.weights.h5", tmp_path / "state.json", patience=1,
+                                   eval_every_steps=2, step_fn=lambda: checkpoint.step, steps_per_epoch=4)
+    steps = resumable_fit(_model(), _data, 4, 10, checkpoint, [checkpoint, evaluator] + callbacks[1:], verbose=0)
+    state = json.loads((tmp_path / "state.json").read_text())
+    # evaluations at steps 2, 4, 6, 8: best 0.8 at epoch 1; 1 epoch without gain at step 8 stops the run
+    assert [(e["epoch"], e["accuracy"]) for e in state["epochs"]] == [(0.5, 0.5), (1, 0.8), (1.5, 0.7), (2, 0.6)]
+    assert state["best"]["epoch"] == 1 and steps == 8
+    with pytest.raises(ValueError, match="eval_every_steps must be >= 1"):
+        EvaluationCallback(lambda model: {}, "accuracy", eval_every_steps=2)

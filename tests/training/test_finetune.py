@@ -29,13 +29,15 @@ def test_sentence_classification_learns_and_writes_artifacts(tmp_path, uncased_v
     result = run_finetuning(_config(
         tmp_path, uncased_vocab, task_name="text_classification", train_file=str(tmp_path / "train.csv"),
         dev_file=str(tmp_path / "dev.csv"), text_column="sentence", label_column="sentiment",
-        num_train_epochs=3, max_train_examples=None, classifier_dropout=0.0, learning_rate=3e-3))
+        num_train_epochs=3, max_train_examples=None, classifier_dropout=0.0, learning_rate=3e-3,
+        evaluations_per_epoch=2))
     out = tmp_path / "out"
     assert result["label_list"] == ["neg", "pos"] and result["monitor"] == "accuracy"
     assert result["runs"][0]["steps"] == 18 and result["runs"][0]["num_train_steps"] == 18
     assert result["best"]["accuracy"] == 1.0                  # a separable task is learnt
     metrics = json.loads((out / "metrics.json").read_text())
-    assert [e["epoch"] for e in metrics["runs"][0]["epochs"]] == [1, 2, 3]
+    # 6 batches per epoch, dev evaluated every 3 batches (--evaluations_per_epoch=2)
+    assert [e["epoch"] for e in metrics["runs"][0]["epochs"]] == [0.5, 1, 1.5, 2, 2.5, 3]
     assert json.loads((out / "labels.json").read_text()) == {
         "task_name": "text_classification", "task_type": "classification", "labels": ["neg", "pos"],
         "is_pair": False}

@@ -24,6 +24,8 @@ def _cfg(tmp_path, vocab, **kw):
     ("learning_rate", -1e-3, "--learning_rate must be > 0, got -0.001"),
     ("warmup_proportion", 1.5, r"--warmup_proportion must be in \[0, 1\], got 1.5"),
     ("num_restarts", 0, "--num_restarts must be >= 1, got 0"),
+    ("evaluations_per_epoch", 0, "--evaluations_per_epoch must be >= 1, got 0"),
+    ("pad_to_multiple_of", -8, r"--pad_to_multiple_of must be >= 0 \(0: pad to max_seq_length\), got -8"),
 ])
 def test_numeric_flags_are_validated(tmp_path, uncased_vocab, flag, value, fragment):
     with pytest.raises(ValueError, match=fragment):
