@@ -112,30 +112,32 @@ class EvaluationCallback(keras.callbacks.Callback):
         state_file: JSON file of {"epochs": [...], "best": {...}}; None keeps it in memory.
         patience: stop after this many epochs without improvement; None never stops.
         is_chief: only the chief writes files.
-        eval_every_steps: also evaluate after every this many global batches (int >= 1) inside
-            an epoch; needs step_fn and steps_per_epoch. None: epoch ends only.
+        evaluations_per_epoch: int >= 1; with k > 1, also evaluate inside each epoch after
+            round(j * steps_per_epoch / k) of its batches, j = 1 .. k-1. Needs step_fn and
+            steps_per_epoch.
         step_fn: callable() -> global batches trained so far (e.g. a ResumableCheckpoint's step,
             which must come before this callback in the callback list).
         steps_per_epoch: batches per epoch, to express steps as epochs.
 
     Raises:
-        ValueError: eval_every_steps < 1, or given without step_fn and steps_per_epoch.
+        ValueError: evaluations_per_epoch < 1, or > 1 without step_fn and steps_per_epoch.
     """
 
     def __init__(self, eval_fn, monitor: str, best_weights_path=None, state_file=None,
-                 patience: int | None = None, is_chief: bool = True, eval_every_steps: int | None = None,
+                 patience: int | None = None, is_chief: bool = True, evaluations_per_epoch: int = 1,
                  step_fn=None, steps_per_epoch: int | None = None):
         super().__init__()
-        if eval_every_steps is not None and (eval_every_steps < 1 or step_fn is None or not steps_per_epoch):
-            raise ValueError(f"eval_every_steps must be >= 1 and needs step_fn and steps_per_epoch, "
-                             f"got eval_every_steps={eval_every_steps}, steps_per_epoch={steps_per_epoch}")
+        if evaluations_per_epoch < 1 or (evaluations_per_epoch > 1 and (step_fn is None or not steps_per_epoch)):
+            raise ValueError(f"evaluations_per_epoch must be >= 1, and > 1 needs step_fn and steps_per_epoch; "
+                             f"got evaluations_per_epoch={evaluations_per_epoch}, steps_per_epoch={steps_per_epoch}")
         self.eval_fn = eval_fn
         self.monitor = monitor
         self.best_weights_path = best_weights_path
         self.state_file = pathlib.Path(state_file) if state_file else None
         self.patience = patience
         self.is_chief = is_chief
-        self.eval_every_steps = eval_every_steps
+        self.inner_points = set() if evaluations_per_epoch == 1 else {
+            round(j * steps_per_epoch / evaluations_per_epoch) for j in range(1, evaluations_per_epoch)} - {0, steps_per_epoch}
         self.step_fn = step_fn
         self.steps_per_epoch = steps_per_epoch
         self.state = {"epochs": [], "best": None}
@@ -157,10 +159,9 @@ class EvaluationCallback(keras.callbacks.Callback):
         return int(done) if done == int(done) else done
 
     def on_train_batch_end(self, batch, logs=None):
-        if self.eval_every_steps is None:
+        if not self.inner_points:
             return
-        step = self.step_fn()
-        if step % self.eval_every_steps == 0 and step % self.steps_per_epoch != 0:
+        if self.step_fn() % self.steps_per_epoch in self.inner_points:
             self._evaluate(self._epochs_done(0), logs)
             if self.should_stop:
                 self.model.stop_training = True

@@ -357,9 +357,7 @@ def _train_one_run(config, data, strategy, encoded, seed, run_dir, vocab_size=No
     evaluator = callbacks_lib.EvaluationCallback(
         evaluate, monitor, run_dir / "best.weights.h5", run_dir / "metrics_state.json",
         config.early_stopping_patience, is_chief=chief,
-        eval_every_steps=(max(1, steps_per_epoch // config.evaluations_per_epoch)
-                          if config.evaluations_per_epoch > 1 else None),
-        step_fn=lambda: checkpoint.step, steps_per_epoch=steps_per_epoch)
+        evaluations_per_epoch=config.evaluations_per_epoch, step_fn=lambda: checkpoint.step, steps_per_epoch=steps_per_epoch)
     steps = resumable_fit(model, make_train, steps_per_epoch, epochs, checkpoint,
                           [checkpoint, evaluator] + cbs[1:], verbose=config.verbose,
                           total_steps=total_batches)

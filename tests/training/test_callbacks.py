@@ -76,11 +76,15 @@ def test_evaluation_inside_epochs_records_fractional_epochs_and_stops_mid_epoch(
     checkpoint, callbacks = standard_callbacks(tmp_path, save_freq=None, tensorboard=False)
     evaluator = EvaluationCallback(lambda model: {"accuracy": next(scores)}, "accuracy",
                                    tmp_path / "best.weights.h5", tmp_path / "state.json", patience=1,
-                                   eval_every_steps=2, step_fn=lambda: checkpoint.step, steps_per_epoch=4)
+                                   evaluations_per_epoch=2, step_fn=lambda: checkpoint.step, steps_per_epoch=4)
     steps = resumable_fit(_model(), _data, 4, 10, checkpoint, [checkpoint, evaluator] + callbacks[1:], verbose=0)
     state = json.loads((tmp_path / "state.json").read_text())
     # evaluations at steps 2, 4, 6, 8: best 0.8 at epoch 1; 1 epoch without gain at step 8 stops the run
     assert [(e["epoch"], e["accuracy"]) for e in state["epochs"]] == [(0.5, 0.5), (1, 0.8), (1.5, 0.7), (2, 0.6)]
     assert state["best"]["epoch"] == 1 and steps == 8
-    with pytest.raises(ValueError, match="eval_every_steps must be >= 1"):
-        EvaluationCallback(lambda model: {}, "accuracy", eval_every_steps=2)
+    with pytest.raises(ValueError, match="> 1 needs step_fn and steps_per_epoch"):
+        EvaluationCallback(lambda model: {}, "accuracy", evaluations_per_epoch=2)
+    # 250 batches, 4 evaluations per epoch: after batches 62, 125, 188 (round half to even) and 250
+    quarter = EvaluationCallback(lambda model: {}, "accuracy", evaluations_per_epoch=4, step_fn=lambda: 0,
+                                 steps_per_epoch=250)
+    assert sorted(quarter.inner_points) == [62, 125, 188]
