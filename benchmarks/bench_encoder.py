@@ -3,9 +3,12 @@
 All contenders carry the same real weights (`minilm_l6_h384_uncased`, all-MiniLM-L6-v2) and run
 in one process, alternating repetitions, medians:
 - ours: `keras_bert.from_pretrained(...)` inside `tf.function`, with and without XLA
-  (`jit_compile=True`); float32 and the `mixed_bfloat16` policy.
-- keras-hub: `BertBackbone.from_preset(<the same HF directory>)` inside `tf.function`; float32 and
-  `mixed_bfloat16`.
+  (`jit_compile=True`); float32, the `mixed_bfloat16` policy (float32 variables, cast to
+  bfloat16 at every call, as training keeps them) and, for inference, the `bfloat16` policy
+  ("bfloat16 weights": variables stored in bfloat16, LayerNorm and softmax still in float32;
+  outputs bit-identical to `mixed_bfloat16`, without casting ~11M weights per call).
+- keras-hub: `BertBackbone.from_preset(<the same HF directory>)` inside `tf.function`; float32,
+  `mixed_bfloat16` and `bfloat16`.
 - PyTorch (optional peer): `transformers.BertModel.from_pretrained(<same directory>)`, eval mode,
   `torch.inference_mode()`; float32 and bfloat16 autocast; in its own process
   (benchmarks/torch_peer.py), timed there, inputs of the same shapes.
@@ -97,6 +100,10 @@ def build_contenders(peer):
                 (b, t): peer.add("encoder", bf16=short == "bfloat16", batch=b, seq=t,
                                  threads=threads)
                 for b, t in ((FLAGS.batch_size, FLAGS.seq_length), (1, FLAGS.latency_seq_length))}
+    if FLAGS.bfloat16:  # inference-only: variables stored in bfloat16
+        contenders["ours bfloat16 weights"] = tf_call(ours_fn("bfloat16", xla=False)[1])
+        if FLAGS.keras_hub:
+            contenders["keras-hub bfloat16 weights"] = tf_call(keras_hub_fn("bfloat16"))
     return contenders, encoders
 
 

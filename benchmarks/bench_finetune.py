@@ -11,10 +11,16 @@ Keras contenders compile with the same `jit_compile` (default "auto", which is X
 TensorFlow backend, the setting a user gets by default). float32 and `mixed_bfloat16`.
 Train steps alternate between contenders (--steps_per_round each), medians over rounds.
 
+With --pipeline_batches=N > 0, a second comparison cycles through the first N shuffled batches of
+SST-2 train: ours as `run_classifier.py` feeds them (dynamic padding: each batch cut to its
+longest row rounded up to 8 tokens, `--pad_to_multiple_of`), keras-hub as its preprocessor feeds
+them (every batch padded to --seq_length). Same examples, batch size, max length and optimizer;
+one timed unit is the whole cycle of N steps.
+
 With --accuracy_steps > 0, ours is also fine-tuned that many steps in float32 and in bfloat16
 from the same weights, data order and seed, and evaluated on SST-2 dev (872 sentences).
 
-    python -m benchmarks.bench_finetune [--repetitions=4] [--accuracy_steps=150] [--notorch]
+    python -m benchmarks.bench_finetune [--repetitions=4] [--pipeline_batches=16] [--accuracy_steps=150] [--notorch]
 """
 import time
 
@@ -34,6 +40,8 @@ flags.DEFINE_list("torch_threads", ["0"], "PyTorch intra-op thread settings to r
                   "each (0 = PyTorch's default, one per core). On a loaded machine OpenMP "
                   "barriers with 2 threads collapse; add 1 to compare against the better one.")
 flags.DEFINE_bool("keras_hub", True, "Include keras-hub's BertTextClassifier.")
+flags.DEFINE_integer("pipeline_batches", 16, "Batches per cycle of the dynamic-padding comparison "
+                     "(0 = skip).")
 flags.DEFINE_integer("accuracy_steps", 0, "Steps of the float32 vs bfloat16 dev-accuracy check "
                      "(0 = skip).")
 flags.DEFINE_bool("append", True, "Append the table to benchmarks/RESULTS.md.")
@@ -88,6 +96,54 @@ def keras_hub_features(f):
             "segment_ids": f["input_type_ids"]}
 
 
+def real_batches(data, labels, n_batches, batch_size, multiple=8):
+    """The first n_batches shuffled (seed 0) batches: (padded to seq_length, cut to longest row)."""
+    order = np.random.default_rng(0).permutation(len(labels))[:n_batches * batch_size]
+    padded, cut = [], []
+    for i in range(n_batches):
+        idx = order[i * batch_size:(i + 1) * batch_size]
+        full = {k: v[idx] for k, v in data.items()}
+        longest = int(full["input_mask"].sum(1).max())
+        width = min(full["input_mask"].shape[1], -(-longest // multiple) * multiple)
+        y = labels[idx].astype(np.int32)
+        padded.append((full, y))
+        cut.append(({k: v[:, :width] for k, v in full.items()}, y))
+    return padded, cut
+
+
+def pipeline_comparison(data, labels):
+    """Examples/s over one cycle of real batches: ours dynamic padding vs keras-hub fixed padding."""
+    b, n = FLAGS.batch_size, FLAGS.pipeline_batches
+    padded, cut = real_batches(data, labels, n, b)
+    widths = [x["input_word_ids"].shape[1] for x, _ in cut]
+    contenders = {}
+    for dtype in ("float32", "mixed_bfloat16"):
+        short = "float32" if dtype == "float32" else "bfloat16"
+        ours = ours_model(dtype)
+        contenders[f"ours {short}, dynamic padding"] = (
+            lambda m=ours: [m.train_on_batch(x, y) for x, y in cut])
+        if FLAGS.keras_hub:
+            hub = keras_hub_model(dtype)
+            hub_batches = [(keras_hub_features(x), y) for x, y in padded]
+            contenders[f"keras-hub {short}, padded to {FLAGS.seq_length}"] = (
+                lambda m=hub, bs=hub_batches: [m.train_on_batch(x, y) for x, y in bs])
+    times = common.alternate(contenders, max(2, FLAGS.repetitions // 2), warmup=1)
+    eps = {name: n * b / common.median(ts) for name, ts in times.items()}
+    ref32 = next((v for k, v in eps.items() if k.startswith("keras-hub float32")), None)
+    rows = []
+    for name, value in eps.items():
+        same = next((v for k, v in eps.items() if k.startswith("keras-hub") and
+                     ("bfloat16" in k) == ("bfloat16" in name)), None)
+        rows.append((name, value, common.ratio(value, same), common.ratio(value, ref32)))
+    table = common.markdown_table(
+        ["contender", f"examples/s ({n} real batches of {b})", "vs keras-hub same dtype",
+         "vs keras-hub float32"], rows)
+    note = (f"Real SST-2 train batches (seed 0 order); ours cut to widths {widths} "
+            f"(mean {np.mean(widths):.1f} tokens), keras-hub padded to {FLAGS.seq_length}; one timed "
+            f"unit = {n} train_on_batch steps.")
+    return table, note
+
+
 def accuracy_check(train, train_labels, dev, dev_labels, steps, batch_size):
     """Fine-tunes ours `steps` steps in float32 and in bfloat16 (same order); dev accuracy."""
     results = {}
@@ -111,7 +167,7 @@ def main(argv):
     common.set_threads_from_env()
     desc = common.machine_description(["torch", "transformers"])
     b, t = FLAGS.batch_size, FLAGS.seq_length
-    texts, labels = common.sst2_sentences("train", max(b, FLAGS.accuracy_steps * b) or b)
+    texts, labels = common.sst2_sentences("train", max(b, FLAGS.accuracy_steps * b, 8000))
     data = featurize(texts, t)
     batch = {k: v[:b] for k, v in data.items()}
     y = labels[:b].astype(np.int32)
@@ -150,6 +206,11 @@ def main(argv):
     notes = [f"Keras compile(jit_compile={FLAGS.jit_compile!r}); AdamW lr {LR}; "
              f"{FLAGS.repetitions} alternating rounds x {FLAGS.steps_per_round} steps; "
              "train_on_batch on one fixed real SST-2 batch (no input pipeline in the timing)."]
+    if FLAGS.pipeline_batches:
+        print("dynamic padding comparison ...", flush=True)
+        pipe_table, pipe_note = pipeline_comparison(data, labels)
+        table += "\n\n" + pipe_table
+        notes.append(pipe_note)
     if FLAGS.accuracy_steps:
         print("accuracy check ...", flush=True)
         dev_texts, dev_labels = common.sst2_sentences("dev")

@@ -5,6 +5,8 @@ import math
 import keras
 import tensorflow as tf
 
+from keras_bert.layers.dense import FlatDense
+
 # Added to the logits of masked positions. google-research/bert modeling.py uses -10000: finite,
 # representable in float16 and bfloat16, and exp() of it is exactly 0 in float32 (PITFALLS.md).
 MASK_LOGIT = -10000.0
@@ -51,8 +53,8 @@ class BertSelfAttention(keras.layers.Layer):
     def build(self, input_shape=None):
         init = keras.initializers.TruncatedNormal(stddev=self.initializer_range)
         for name in ("query", "key", "value"):
-            dense = keras.layers.Dense(self.hidden_size, kernel_initializer=init,
-                                       dtype=self.dtype_policy, name=name)
+            dense = FlatDense(self.hidden_size, kernel_initializer=init,
+                              dtype=self.dtype_policy, name=name)
             dense.build((None, None, self.hidden_size))
             setattr(self, name, dense)
         self.dropout = keras.layers.Dropout(

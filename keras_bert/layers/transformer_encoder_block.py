@@ -4,6 +4,7 @@ import keras
 import tensorflow as tf
 
 from keras_bert.layers.activations import get_activation
+from keras_bert.layers.dense import FlatDense
 from keras_bert.layers.multi_head_attention import BertSelfAttention
 
 
@@ -60,8 +61,8 @@ class TransformerEncoderBlock(keras.layers.Layer):
         self.self_attention.build((None, None, h))
 
         def dense(units, name, in_dim, activation=None):
-            layer = keras.layers.Dense(units, activation=activation, kernel_initializer=init,
-                                       dtype=self.dtype_policy, name=name)
+            layer = FlatDense(units, activation_name=activation, kernel_initializer=init,
+                              dtype=self.dtype_policy, name=name)
             layer.build((None, None, in_dim))
             return layer
 
@@ -76,7 +77,7 @@ class TransformerEncoderBlock(keras.layers.Layer):
             self.dropout_rate, dtype=self.dtype_policy, name="attention_dropout")
         self.attention_layer_norm = layer_norm("attention_layer_norm")
         self.intermediate = dense(self.intermediate_size, "intermediate", h,
-                                  activation=get_activation(self.hidden_activation))
+                                  activation=self.hidden_activation)
         self.output_dense = dense(h, "output_dense", self.intermediate_size)
         self.output_dropout = keras.layers.Dropout(
             self.dropout_rate, dtype=self.dtype_policy, name="output_dropout")
@@ -87,7 +88,7 @@ class TransformerEncoderBlock(keras.layers.Layer):
         attention = self.self_attention(inputs, attention_mask, training=training)
         attention = self.attention_dropout(self.attention_output(attention), training=training)
         x = tf.cast(self.attention_layer_norm(inputs + attention), self.compute_dtype)
-        ffn = self.output_dense(self.intermediate(x))
+        ffn = self.output_dense(self.intermediate(x, training=training))
         ffn = self.output_dropout(ffn, training=training)
         return tf.cast(self.output_layer_norm(x + ffn), self.compute_dtype)
 

@@ -164,3 +164,20 @@ def test_mixed_precision_keeps_layer_norm_and_softmax_in_float32(encoder, policy
     got = tf.cast(out["sequence_output"], tf.float32).numpy()
     assert np.isfinite(got).all()
     np.testing.assert_allclose(got[real], ref[real], atol=0.1)
+
+
+def test_bfloat16_weights_give_the_same_outputs_as_mixed_bfloat16(encoder):
+    """Inference with variables stored in bfloat16 (policy "bfloat16") equals mixed_bfloat16,
+    which casts its float32 variables to bfloat16 at every use: the same rounding, done once."""
+    x = make_inputs()
+    outs = {}
+    for policy in ("mixed_bfloat16", "bfloat16"):
+        enc = BertEncoder.from_config_object(CFG, dtype=policy)
+        enc(x)
+        enc.set_weights(encoder.get_weights())
+        outs[policy] = {k: tf.cast(v, tf.float32).numpy() for k, v in enc(x, training=False).items()}
+        if policy == "bfloat16":
+            assert enc.transformer_layers[0].intermediate.kernel.dtype == "bfloat16"
+            assert enc.transformer_layers[0].output_layer_norm.gamma.dtype == "float32"
+    for k in ("sequence_output", "pooled_output"):
+        np.testing.assert_array_equal(outs["bfloat16"][k], outs["mixed_bfloat16"][k])
