@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Small-scale version of the paper's table 5 (Devlin et al. 2018, section 5.1) on WikiText-2:
 # WordPiece vocabulary, pretraining data, bert_tiny pretraining in three variants (MLM+NSP,
-# --no_nsp, --ltr) with the same steps and schedule, then fine-tuning each encoder on SST-2 and RTE.
-# Prints and writes $WORK_DIR/table5.json and table5.md. Reruns skip finished stages and resume
-# killed pretraining runs from their last checkpoint.
+# --no_nsp, --ltr) with the same steps and schedule, then fine-tuning each encoder (and, as a
+# floor, a randomly initialised bert_tiny: variant "none") on SST-2 and RTE at each learning rate
+# of FT_LRS, keeping the best dev accuracy per task as the paper does. Prints and writes
+# $WORK_DIR/table5.json and table5.md. Reruns skip finished stages and resume killed runs.
 #
 #   bash scripts/pretraining_ablation.sh                 # defaults below
 #   STEPS=4000 VARIANTS="full no_nsp" bash scripts/pretraining_ablation.sh
@@ -11,18 +12,18 @@
 # Environment (all optional):
 #   KERAS_BERT_DATA_DIR  real datasets (default ../shared/data): wikitext/, glue/sst2, glue/rte
 #   WORK_DIR             outputs (default ${TMPDIR:-/tmp}/keras_bert_table5)
-#   STEPS                pretraining steps per variant (default 3000), batch 32 x 128 tokens
-#   VARIANTS             any of: full no_nsp ltr (default all three)
-#   FT_EPOCHS            fine-tuning epochs (default 3); FT_LR fine-tuning peak learning rate (1e-4)
+#   STEPS                pretraining steps per variant (default 5000), batch 32 x 128 tokens
+#   VARIANTS             any of: full no_nsp ltr none (default all four)
+#   FT_EPOCHS            fine-tuning epochs (default 3); FT_LRS peak learning rates (1e-4 3e-4 1e-3)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 DATA="${KERAS_BERT_DATA_DIR:-../shared/data}"
 WORK_DIR="${WORK_DIR:-${TMPDIR:-/tmp}/keras_bert_table5}"
-STEPS="${STEPS:-3000}"
-VARIANTS="${VARIANTS:-full no_nsp ltr}"
+STEPS="${STEPS:-5000}"
+VARIANTS="${VARIANTS:-full no_nsp ltr none}"
 FT_EPOCHS="${FT_EPOCHS:-3}"
-FT_LR="${FT_LR:-1e-4}"
+FT_LRS="${FT_LRS:-1e-4 3e-4 1e-3}"
 export TF_CPP_MIN_LOG_LEVEL="${TF_CPP_MIN_LOG_LEVEL:-2}"
 PY="${PYTHON:-.venv/bin/python}"
 WIKI="$DATA/wikitext/wikitext-2-raw/wiki.test.raw"
@@ -47,43 +48,62 @@ for v in $VARIANTS; do
     full) extra=() ;;
     no_nsp) extra=(--no_nsp) ;;
     ltr) extra=(--ltr) ;;
-    *) echo "unknown variant $v (use full, no_nsp, ltr)" >&2; exit 2 ;;
+    none) extra=() ;;
+    *) echo "unknown variant $v (use full, no_nsp, ltr, none)" >&2; exit 2 ;;
   esac
-  if [ ! -s "$WORK_DIR/pt_$v/metrics.json" ] || ! grep -q "\"steps\": $STEPS," "$WORK_DIR/pt_$v/metrics.json"; then
-    step "pretraining $v: $STEPS steps"
-    $PY -m recipes.run_pretraining --input_file="$WORK_DIR/data/wiki.tfrecord-*" \
-        --vocab_file="$WORK_DIR/vocab.txt" --output_dir="$WORK_DIR/pt_$v" --preset=bert_tiny \
-        --max_seq_length=128 --max_predictions_per_seq=20 --train_batch_size=32 \
-        --num_train_steps="$STEPS" --num_warmup_steps=$((STEPS / 10)) --learning_rate=1e-3 \
-        --save_checkpoints_steps=250 "${extra[@]}"
+  if [ "$v" = none ]; then
+    model=(--preset=bert_tiny --vocab_file="$WORK_DIR/vocab.txt")
+  else
+    model=(--init_checkpoint="$WORK_DIR/pt_$v/encoder")
+    if [ ! -s "$WORK_DIR/pt_$v/metrics.json" ] || ! grep -q "\"steps\": $STEPS," "$WORK_DIR/pt_$v/metrics.json"; then
+      step "pretraining $v: $STEPS steps"
+      $PY -m recipes.run_pretraining --input_file="$WORK_DIR/data/wiki.tfrecord-*" \
+          --vocab_file="$WORK_DIR/vocab.txt" --output_dir="$WORK_DIR/pt_$v" --preset=bert_tiny \
+          --max_seq_length=128 --max_predictions_per_seq=20 --train_batch_size=32 \
+          --num_train_steps="$STEPS" --num_warmup_steps=$((STEPS / 10)) --learning_rate=1e-3 \
+          --save_checkpoints_steps=250 "${extra[@]}"
+    fi
   fi
   for task in sst2 rte; do
-    [ -s "$WORK_DIR/ft_${task}_$v/metrics.json" ] && continue
-    step "fine-tuning $v on $task"
-    seq=128; [ "$task" = sst2 ] && seq=64
-    $PY recipes/run_classifier.py --task_name=$task --data_dir="$DATA/glue" \
-        --init_checkpoint="$WORK_DIR/pt_$v/encoder" --max_seq_length=$seq --train_batch_size=32 \
-        --learning_rate="$FT_LR" --num_train_epochs="$FT_EPOCHS" --output_dir="$WORK_DIR/ft_${task}_$v" \
-        --verbose=2
+    for lr in $FT_LRS; do
+      out="$WORK_DIR/ft_${task}_${v}_lr$lr"
+      [ -s "$out/metrics.json" ] && continue
+      step "fine-tuning $v on $task, learning rate $lr"
+      seq=128; [ "$task" = sst2 ] && seq=64
+      $PY recipes/run_classifier.py --task_name=$task --data_dir="$DATA/glue" "${model[@]}" \
+          --max_seq_length=$seq --train_batch_size=32 --learning_rate="$lr" \
+          --num_train_epochs="$FT_EPOCHS" --output_dir="$out" --verbose=2
+    done
   done
 done
 
 step "table"
-$PY - "$WORK_DIR" $VARIANTS <<'EOF'
+$PY - "$WORK_DIR" "$FT_LRS" $VARIANTS <<'PYEOF'
 import json, pathlib, sys
-work, variants = pathlib.Path(sys.argv[1]), sys.argv[2:]
-names = {"full": "BERT-tiny (MLM + NSP)", "no_nsp": "No NSP", "ltr": "LTR & No NSP"}
-rows, table = [], ["| model | steps | MLM acc (last 250 steps) | NSP acc | SST-2 dev acc | RTE dev acc |", "|---|---|---|---|---|---|"]
+work, lrs, variants = pathlib.Path(sys.argv[1]), sys.argv[2].split(), sys.argv[3:]
+names = {"full": "BERT-tiny (MLM + NSP)", "no_nsp": "No NSP", "ltr": "LTR & No NSP",
+         "none": "no pretraining (random init)"}
+table = ["| model | pretraining steps | MLM acc (last 250 steps) | NSP acc (last 250 steps) | SST-2 dev acc (lr) | RTE dev acc (lr) |",
+         "|---|---|---|---|---|---|"]
+rows = []
 for v in variants:
-    pt = json.loads((work / f"pt_{v}" / "metrics.json").read_text())
-    ft = {t: json.loads((work / f"ft_{t}_{v}" / "metrics.json").read_text())["best"]["accuracy"] for t in ("sst2", "rte")}
-    last = pt["history"][-1]
-    row = {"variant": v, "steps": pt["steps"], "seconds": last.get("seconds"), "mlm_accuracy": last.get("mlm_accuracy"),
-           "nsp_accuracy": last.get("nsp_accuracy"), "sst2": ft["sst2"], "rte": ft["rte"]}
+    row = {"variant": v}
+    if v != "none":
+        pt = json.loads((work / f"pt_{v}" / "metrics.json").read_text())
+        last = pt["history"][-1]
+        row.update(steps=pt["steps"], seconds=last.get("seconds"), mlm_accuracy=last.get("mlm_accuracy"),
+                   nsp_accuracy=last.get("nsp_accuracy"))
+    for task in ("sst2", "rte"):
+        scores = {lr: json.loads((work / f"ft_{task}_{v}_lr{lr}" / "metrics.json").read_text())["best"]["accuracy"]
+                  for lr in lrs}
+        best = max(scores, key=scores.get)
+        row[task] = {"best": scores[best], "learning_rate": best, "all": scores}
     rows.append(row)
-    nsp = "-" if row["nsp_accuracy"] is None else f"{row['nsp_accuracy']:.3f}"
-    table.append(f"| {names[v]} | {row['steps']} | {row['mlm_accuracy']:.3f} | {nsp} | {row['sst2']:.4f} | {row['rte']:.4f} |")
+    fmt = lambda x: "-" if x is None else f"{x:.3f}"
+    table.append(f"| {names[v]} | {row.get('steps', 0)} | {fmt(row.get('mlm_accuracy'))} | "
+                 f"{fmt(row.get('nsp_accuracy'))} | {row['sst2']['best']:.4f} ({row['sst2']['learning_rate']}) | "
+                 f"{row['rte']['best']:.4f} ({row['rte']['learning_rate']}) |")
 (work / "table5.json").write_text(json.dumps(rows, indent=2))
 (work / "table5.md").write_text("\n".join(table) + "\n")
 print("\n".join(table))
-EOF
+PYEOF
