@@ -12,6 +12,7 @@
 #   FULL=1               full-accuracy budget (target >= 0.88 dev accuracy), see docs/export.md
 #   MAX_TRAIN_EXAMPLES   training rows in the quick run (default 6000); EPOCHS (default 1, FULL 3)
 #   LEARNING_RATE        peak AdamW learning rate (default 1e-4)
+#   EVALS_PER_EPOCH      dev evaluations per epoch, the best kept (default 1, FULL 4)
 #   MAX_SEQ_LENGTH       tokens per sentence incl. [CLS]/[SEP] (default 64: SST-2 dev max is 66)
 #   WORK_DIR             outputs (default ${TMPDIR:-/tmp}/keras_bert_main_job); reruns resume
 #   PORT                 gRPC port of the server (default: a free one)
@@ -24,11 +25,13 @@ export TF_CPP_MIN_LOG_LEVEL="${TF_CPP_MIN_LOG_LEVEL:-2}"
 WORK_DIR="${WORK_DIR:-${TMPDIR:-/tmp}/keras_bert_main_job}"
 MAX_SEQ_LENGTH="${MAX_SEQ_LENGTH:-64}"
 if [ "$FULL" = "1" ]; then
-  EPOCHS="${EPOCHS:-3}"; LEARNING_RATE="${LEARNING_RATE:-1e-4}"
-  TRAIN_FLAGS=(); RUN_DIR="$WORK_DIR/sst2_full_e${EPOCHS}_lr${LEARNING_RATE}"
+  EPOCHS="${EPOCHS:-3}"; LEARNING_RATE="${LEARNING_RATE:-1e-4}"; EVALS_PER_EPOCH="${EVALS_PER_EPOCH:-4}"
+  TRAIN_FLAGS=(); RUN_DIR="$WORK_DIR/sst2_full_e${EPOCHS}_lr${LEARNING_RATE}_ev${EVALS_PER_EPOCH}"
 else
   EPOCHS="${EPOCHS:-1}"; LEARNING_RATE="${LEARNING_RATE:-1e-4}"; MAX_TRAIN_EXAMPLES="${MAX_TRAIN_EXAMPLES:-6000}"
-  TRAIN_FLAGS=(--max_train_examples="$MAX_TRAIN_EXAMPLES"); RUN_DIR="$WORK_DIR/sst2_n${MAX_TRAIN_EXAMPLES}_e${EPOCHS}_lr${LEARNING_RATE}"
+  EVALS_PER_EPOCH="${EVALS_PER_EPOCH:-1}"
+  TRAIN_FLAGS=(--max_train_examples="$MAX_TRAIN_EXAMPLES")
+  RUN_DIR="$WORK_DIR/sst2_n${MAX_TRAIN_EXAMPLES}_e${EPOCHS}_lr${LEARNING_RATE}_ev${EVALS_PER_EPOCH}"
 fi
 EXPORT_BASE="$WORK_DIR/models"
 PY=.venv/bin/python
@@ -42,7 +45,8 @@ step "2/5 fine-tune minilm_l6_h384_uncased on SST-2 (${MAX_TRAIN_EXAMPLES:-all} 
 "$PY" recipes/run_classifier.py --task_name=sst2 --data_dir="$KERAS_BERT_DATA_DIR/glue" \
   --init_checkpoint=minilm_l6_h384_uncased --max_seq_length="$MAX_SEQ_LENGTH" \
   --train_batch_size=32 --eval_batch_size=64 --learning_rate="$LEARNING_RATE" \
-  --num_train_epochs="$EPOCHS" "${TRAIN_FLAGS[@]}" --save_checkpoints_steps=100 \
+  --num_train_epochs="$EPOCHS" --evaluations_per_epoch="$EVALS_PER_EPOCH" "${TRAIN_FLAGS[@]}" \
+  --save_checkpoints_steps=100 \
   --output_dir="$RUN_DIR" --verbose=1
 "$PY" - "$RUN_DIR/metrics.json" <<'EOF'
 import json, sys
