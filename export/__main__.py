@@ -1,7 +1,7 @@
 """Export a fine-tuned classifier as a versioned SavedModel for TensorFlow Serving.
 
     python -m export --model_dir=runs/sst2 --export_base=models --model_name=sst2 \
-        [--version=N] [--tokenizer=core|tf_text]
+        [--version=N] [--tokenizer=core|tf_text] [--dtype=float32|bfloat16]
 
 `--model_dir` is a fine-tuning `--output_dir` (holding best_model.keras, config.json and
 labels.json, as recipes/run_classifier.py writes them) or a `.keras` file (its directory's
@@ -26,6 +26,10 @@ flags.DEFINE_list("label_names", None, "Label names in id order, exactly num_cla
                   "the model's).")
 flags.DEFINE_enum("task_type", None, ["classification", "regression"], "Default: labels.json's / the model's.")
 flags.DEFINE_boolean("is_pair", None, "Sentence-pair inputs (text, text_b). Default: labels.json's.")
+flags.DEFINE_enum("dtype", None, ["float32", "bfloat16"],
+                  "Dtype policy of the exported model (default: the trained model's). bfloat16 stores "
+                  "the variables in bfloat16: half the size, faster on CPUs with AVX512_BF16/AMX "
+                  "(LayerNorm, softmax and outputs stay float32).")
 flags.mark_flags_as_required(["model_dir", "export_base", "model_name"])
 FLAGS = flags.FLAGS
 
@@ -65,7 +69,7 @@ def main(argv):
         model, FLAGS.export_base, FLAGS.model_name, label_names=label_names,
         vocab_file=vocab_file, do_lower_case=bool(do_lower_case), max_seq_length=int(max_seq_length),
         task_type=task_type, is_pair=pick("is_pair", "is_pair"),
-        version=FLAGS.version, tokenizer=FLAGS.tokenizer)
+        version=FLAGS.version, tokenizer=FLAGS.tokenizer, dtype=FLAGS.dtype)
     print(path)
 
 

@@ -377,3 +377,23 @@ def test_cli_rejects_more_label_names_than_classes(exports):
     assert proc.returncode != 0
     assert "got 3 label names ['a', 'b', 'c'] but the model has num_classes=2" in proc.stderr
     assert not (base / "rte" / "1").exists()
+
+
+@pytest.mark.slow
+def test_bfloat16_export_stores_bfloat16_variables_and_keeps_predictions(tmp_path, uncased_vocab):
+    from tests.export.conftest import tiny_classifier
+    model = tiny_classifier(3, LABELS3, None, seed=5)
+    with pytest.raises(ValueError, match=r"dtype must be one of \['float32', 'bfloat16'\], got 'int8'"):
+        esm.with_dtype(model, "int8")
+    assert esm.with_dtype(model, "float32") is model
+    path = esm.export_classifier(model, tmp_path, "cls", LABELS3, uncased_vocab, True, 16, dtype="bfloat16")
+    assert json.loads((path / "assets" / "export_config.json").read_text())["dtype_policy"] == "bfloat16"
+    loaded = tf.saved_model.load(str(path))
+    dtypes = set(tf.train.load_checkpoint(str(path / "variables" / "variables")).get_variable_to_dtype_map().values())
+    assert tf.bfloat16 in dtypes and tf.float32 in dtypes  # dense/embedding tables bf16, LayerNorm float32
+    out = loaded.signatures["serving_default"](text=tf.constant(TEXTS))
+    pre = esm.make_preprocessor(uncased_vocab, True, 16, "core")
+    probs = scipy.special.softmax(_logits(model, _text_ids(pre, TEXTS)).astype(np.float64), axis=-1)
+    assert out["probabilities"].dtype == tf.float32
+    np.testing.assert_allclose(out["probabilities"].numpy(), probs, atol=0.02)
+    np.testing.assert_array_equal(out["label_ids"].numpy(), probs.argmax(-1))
