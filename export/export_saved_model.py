@@ -360,6 +360,11 @@ def export_classifier(model, export_base, model_name, label_names, vocab_file, d
 
     staging = pathlib.Path(tempfile.mkdtemp(prefix="keras_bert_assets_"))
     tmp_dir = pathlib.Path(tempfile.mkdtemp(prefix=f".tmp-{chosen}-", dir=model_dir))
+    # mkdtemp makes 0700 directories; the published version must be readable as the umask allows
+    # (a server running as another user reads it).
+    umask = os.umask(0)
+    os.umask(umask)
+    os.chmod(tmp_dir, 0o777 & ~umask)
     try:
         encoder_cfg = sigs.find_encoder(model).bert_config
         config = {

@@ -65,6 +65,8 @@ F.DEFINE_integer("evaluations_per_epoch", D["evaluations_per_epoch"].default,
 F.DEFINE_string("output_dir", None, "Output directory (a rerun with the same flags resumes).")
 F.DEFINE_string("export_dir", None, "Export the best model as a SavedModel under this base dir.")
 F.DEFINE_string("model_name", None, "Model name for --export_dir (default: the task name).")
+F.DEFINE_enum("export_dtype", None, ["float32", "bfloat16"],
+              "Dtype policy of the --export_dir SavedModel (default: as trained); see docs/export.md.")
 F.DEFINE_integer("verbose", 1, "Keras fit verbosity: 0 silent, 1 progress bar, 2 one line per epoch.")
 F.mark_flags_as_required(["task_name", "output_dir"])
 FLAGS = F.FLAGS
@@ -82,13 +84,17 @@ def export_model(result, config):
         label_names=result["label_list"], vocab_file=result["vocab_file"],
         do_lower_case=result["do_lower_case"], max_seq_length=config.max_seq_length,
         task_type="regression" if result["is_regression"] else "classification", is_pair=result["is_pair"],
-        extra_config={"dev_metrics": result["best"], "monitor": result["monitor"]})
+        extra_config={"dev_metrics": result["best"], "monitor": result["monitor"]},
+        dtype=FLAGS.export_dtype)
 
 
 def main(argv):
     del argv
     names = {f.name for f in dataclasses.fields(finetune.FinetuneConfig)}
-    config = finetune.FinetuneConfig(**{n: FLAGS[n].value for n in names if n in FLAGS})
+    try:
+        config = finetune.FinetuneConfig(**{n: FLAGS[n].value for n in names if n in FLAGS})
+    except ValueError as e:  # a bad flag value: a usage error, not a traceback
+        raise app.UsageError(str(e)) from None
     result = finetune.run_finetuning(config)
     logging.info("dev %s per run: %s; mean %.4f, std %.4f", result["monitor"],
                  [r["best"][result["monitor"]] for r in result["runs"]], result["mean"], result["std"])

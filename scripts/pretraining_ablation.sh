@@ -4,7 +4,7 @@
 # --no_nsp, --ltr) with the same steps and schedule, then fine-tuning each encoder (and, as a
 # floor, a randomly initialised bert_tiny: variant "none") on SST-2 and RTE at each learning rate
 # of FT_LRS, keeping the best dev accuracy per task as the paper does. Prints and writes
-# $WORK_DIR/table5.json and table5.md. Reruns skip finished stages and resume killed runs.
+# $WORK_DIR/table5_s<STEPS>_e<FT_EPOCHS>.json and .md. Reruns skip finished stages and resume killed runs.
 #
 #   bash scripts/pretraining_ablation.sh                 # defaults below
 #   STEPS=4000 VARIANTS="full no_nsp" bash scripts/pretraining_ablation.sh
@@ -15,6 +15,10 @@
 #   STEPS                pretraining steps per variant (default 5000), batch 32 x 128 tokens
 #   VARIANTS             any of: full no_nsp ltr none (default all four)
 #   FT_EPOCHS            fine-tuning epochs (default 3); FT_LRS peak learning rates (1e-4 3e-4 1e-3)
+#   PYTHON               interpreter (default .venv/bin/python); TF_CPP_MIN_LOG_LEVEL (default 2)
+# Output directories carry the settings that shape them (pt_<variant>_s<STEPS>,
+# ft_<task>_<variant>_s<STEPS>_e<FT_EPOCHS>_lr<lr>), so a rerun with other settings never reuses
+# results made with the old ones.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -27,6 +31,9 @@ FT_LRS="${FT_LRS:-1e-4 3e-4 1e-3}"
 export TF_CPP_MIN_LOG_LEVEL="${TF_CPP_MIN_LOG_LEVEL:-2}"
 PY="${PYTHON:-.venv/bin/python}"
 WIKI="$DATA/wikitext/wikitext-2-raw/wiki.test.raw"
+for v in $VARIANTS; do
+  case "$v" in full|no_nsp|ltr|none) ;; *) echo "unknown variant $v (use full, no_nsp, ltr, none)" >&2; exit 2 ;; esac
+done
 mkdir -p "$WORK_DIR"
 
 step() { echo; echo "=== [pretraining_ablation +${SECONDS}s] $*"; }
@@ -49,16 +56,16 @@ for v in $VARIANTS; do
     no_nsp) extra=(--no_nsp) ;;
     ltr) extra=(--ltr) ;;
     none) extra=() ;;
-    *) echo "unknown variant $v (use full, no_nsp, ltr, none)" >&2; exit 2 ;;
   esac
   if [ "$v" = none ]; then
     model=(--preset=bert_tiny --vocab_file="$WORK_DIR/vocab.txt")
   else
-    model=(--init_checkpoint="$WORK_DIR/pt_$v/encoder")
-    if [ ! -s "$WORK_DIR/pt_$v/metrics.json" ] || ! grep -q "\"steps\": $STEPS," "$WORK_DIR/pt_$v/metrics.json"; then
+    pt="$WORK_DIR/pt_${v}_s$STEPS"
+    model=(--init_checkpoint="$pt/encoder")
+    if [ ! -s "$pt/metrics.json" ] || ! grep -q "\"steps\": $STEPS," "$pt/metrics.json"; then
       step "pretraining $v: $STEPS steps"
       $PY -m recipes.run_pretraining --input_file="$WORK_DIR/data/wiki.tfrecord-*" \
-          --vocab_file="$WORK_DIR/vocab.txt" --output_dir="$WORK_DIR/pt_$v" --preset=bert_tiny \
+          --vocab_file="$WORK_DIR/vocab.txt" --output_dir="$pt" --preset=bert_tiny \
           --max_seq_length=128 --max_predictions_per_seq=20 --train_batch_size=32 \
           --num_train_steps="$STEPS" --num_warmup_steps=$((STEPS / 10)) --learning_rate=1e-3 \
           --save_checkpoints_steps=250 "${extra[@]}"
@@ -66,7 +73,7 @@ for v in $VARIANTS; do
   fi
   for task in sst2 rte; do
     for lr in $FT_LRS; do
-      out="$WORK_DIR/ft_${task}_${v}_lr$lr"
+      out="$WORK_DIR/ft_${task}_${v}_s${STEPS}_e${FT_EPOCHS}_lr$lr"
       [ -s "$out/metrics.json" ] && continue
       step "fine-tuning $v on $task, learning rate $lr"
       seq=128; [ "$task" = sst2 ] && seq=64
@@ -78,9 +85,9 @@ for v in $VARIANTS; do
 done
 
 step "table"
-$PY - "$WORK_DIR" "$FT_LRS" $VARIANTS <<'PYEOF'
+$PY - "$WORK_DIR" "$FT_LRS" "s${STEPS}" "e${FT_EPOCHS}" $VARIANTS <<'PYEOF'
 import json, pathlib, sys
-work, lrs, variants = pathlib.Path(sys.argv[1]), sys.argv[2].split(), sys.argv[3:]
+work, lrs, steps, epochs, variants = pathlib.Path(sys.argv[1]), sys.argv[2].split(), sys.argv[3], sys.argv[4], sys.argv[5:]
 names = {"full": "BERT-tiny (MLM + NSP)", "no_nsp": "No NSP", "ltr": "LTR & No NSP",
          "none": "no pretraining (random init)"}
 table = ["| model | pretraining steps | MLM acc (last 250 steps) | NSP acc (last 250 steps) | SST-2 dev acc (lr) | RTE dev acc (lr) |",
@@ -89,12 +96,12 @@ rows = []
 for v in variants:
     row = {"variant": v}
     if v != "none":
-        pt = json.loads((work / f"pt_{v}" / "metrics.json").read_text())
+        pt = json.loads((work / f"pt_{v}_{steps}" / "metrics.json").read_text())
         last = pt["history"][-1]
         row.update(steps=pt["steps"], seconds=last.get("seconds"), mlm_accuracy=last.get("mlm_accuracy"),
                    nsp_accuracy=last.get("nsp_accuracy"))
     for task in ("sst2", "rte"):
-        scores = {lr: json.loads((work / f"ft_{task}_{v}_lr{lr}" / "metrics.json").read_text())["best"]["accuracy"]
+        scores = {lr: json.loads((work / f"ft_{task}_{v}_{steps}_{epochs}_lr{lr}" / "metrics.json").read_text())["best"]["accuracy"]
                   for lr in lrs}
         best = max(scores, key=scores.get)
         row[task] = {"best": scores[best], "learning_rate": best, "all": scores}
@@ -103,7 +110,7 @@ for v in variants:
     table.append(f"| {names[v]} | {row.get('steps', 0)} | {fmt(row.get('mlm_accuracy'))} | "
                  f"{fmt(row.get('nsp_accuracy'))} | {row['sst2']['best']:.4f} ({row['sst2']['learning_rate']}) | "
                  f"{row['rte']['best']:.4f} ({row['rte']['learning_rate']}) |")
-(work / "table5.json").write_text(json.dumps(rows, indent=2))
-(work / "table5.md").write_text("\n".join(table) + "\n")
+(work / f"table5_{steps}_{epochs}.json").write_text(json.dumps(rows, indent=2))
+(work / f"table5_{steps}_{epochs}.md").write_text("\n".join(table) + "\n")
 print("\n".join(table))
 PYEOF

@@ -113,8 +113,9 @@ class FinetuneConfig:
 
 
 # Settings that do not change what a run computes: a rerun into the same output_dir may differ here.
-# pad_to_multiple_of only cuts masked padding columns (same results up to float summation order).
-HARMLESS_SETTINGS = frozenset({"verbose", "num_replicas", "pad_to_multiple_of"})
+# pad_to_multiple_of only cuts masked padding columns (same results up to float summation order);
+# output_dir is the directory the old config.json was read from, however it is spelled.
+HARMLESS_SETTINGS = frozenset({"verbose", "num_replicas", "pad_to_multiple_of", "output_dir"})
 
 
 def check_resume_settings(out: pathlib.Path, resolved: dict) -> None:
@@ -293,6 +294,9 @@ def _train_one_run(config, data, strategy, encoded, seed, run_dir, vocab_size=No
     total_batches = int(round(steps_per_epoch * config.num_train_epochs))
     num_train_steps = max(1, total_batches // config.gradient_accumulation_steps)
     pad = config.pad_to_multiple_of or None
+    if config.evaluations_per_epoch > steps_per_epoch:
+        logger.warning("--evaluations_per_epoch=%d is more than the %d batches of an epoch: evaluating "
+                       "after every batch instead", config.evaluations_per_epoch, steps_per_epoch)
 
     def make_train(epoch, skip):
         ds = classification_pipeline.make_classification_dataset(

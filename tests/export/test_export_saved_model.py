@@ -4,6 +4,7 @@ The slow tests share the session fixture `exports` (tests/export/conftest.py): t
 exports loaded once by `_load_and_call.py` under `python -I`.
 """
 import json
+import os
 import pathlib
 
 import numpy as np
@@ -388,6 +389,9 @@ def test_bfloat16_export_stores_bfloat16_variables_and_keeps_predictions(tmp_pat
     assert esm.with_dtype(model, "float32") is model
     path = esm.export_classifier(model, tmp_path, "cls", LABELS3, uncased_vocab, True, 16, dtype="bfloat16")
     assert json.loads((path / "assets" / "export_config.json").read_text())["dtype_policy"] == "bfloat16"
+    umask = os.umask(0)
+    os.umask(umask)
+    assert path.stat().st_mode & 0o777 == 0o777 & ~umask  # readable by a server of another user
     loaded = tf.saved_model.load(str(path))
     dtypes = set(tf.train.load_checkpoint(str(path / "variables" / "variables")).get_variable_to_dtype_map().values())
     assert tf.bfloat16 in dtypes and tf.float32 in dtypes  # dense/embedding tables bf16, LayerNorm float32

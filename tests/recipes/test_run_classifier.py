@@ -17,7 +17,7 @@ def test_two_step_smoke_with_export(tmp_path, data_dir, uncased_vocab):
            f"--data_dir={data_dir / 'glue'}", "--preset=bert_tiny", f"--vocab_file={uncased_vocab}",
            "--max_seq_length=32", "--train_batch_size=4", "--max_train_examples=8", "--max_eval_examples=8",
            "--num_train_epochs=1", "--verbose=0", f"--output_dir={out}", f"--export_dir={export_base}",
-           "--model_name=rte_tiny"]
+           "--model_name=rte_tiny", "--export_dtype=bfloat16"]
     env = dict(os.environ, PYTHONPATH=str(REPO), TF_CPP_MIN_LOG_LEVEL="2", CUDA_VISIBLE_DEVICES="")
     proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=400)
     assert proc.returncode == 0, proc.stderr[-3000:]
@@ -30,4 +30,16 @@ def test_two_step_smoke_with_export(tmp_path, data_dir, uncased_vocab):
     assert (out / "best_model.keras").is_file() and (out / "checkpoints" / "ckpt-2.weights.h5").is_file()
     assert list((out / "logs" / "train").glob("events.out.tfevents.*"))
     assert (export_base / "rte_tiny" / "1" / "saved_model.pb").is_file()
+    exported = json.loads((export_base / "rte_tiny" / "1" / "assets" / "export_config.json").read_text())
+    assert exported["dtype_policy"] == "bfloat16"
     assert "exported to" in proc.stdout
+
+
+def test_bad_flag_value_is_a_usage_error_without_traceback(tmp_path):
+    cmd = [sys.executable, str(REPO / "recipes" / "run_classifier.py"), "--task_name=sst2",
+           f"--output_dir={tmp_path / 'out'}", "--evaluations_per_epoch=0"]
+    env = dict(os.environ, PYTHONPATH=str(REPO), TF_CPP_MIN_LOG_LEVEL="3", CUDA_VISIBLE_DEVICES="")
+    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 1
+    assert "--evaluations_per_epoch must be >= 1, got 0" in proc.stderr + proc.stdout
+    assert "Traceback" not in proc.stderr and not (tmp_path / "out").exists()

@@ -56,10 +56,14 @@ def test_rerun_with_different_settings_is_refused(tmp_path, uncased_vocab, data_
         run_finetuning(_cfg(tmp_path, uncased_vocab, learning_rate=1e-3, data_dir=str(data_dir)))
     with pytest.raises(ValueError, match="preset bert_tiny -> bert_small"):
         run_finetuning(_cfg(tmp_path, uncased_vocab, preset="bert_small", data_dir=str(data_dir)))
-    # Same settings (verbose differs: harmless) pass the check, i.e. resume.
-    same = dataclasses.asdict(_cfg(tmp_path, uncased_vocab, verbose=0, data_dir=str(data_dir)))
+    # Same settings (verbose, dynamic padding and the spelling of output_dir differ: harmless)
+    # pass the check, i.e. resume.
+    same = dataclasses.asdict(_cfg(tmp_path, uncased_vocab, verbose=0, data_dir=str(data_dir),
+                                   pad_to_multiple_of=0, output_dir=str(out) + "/"))
     finetune.check_resume_settings(out, same | {"vocab_file": str(uncased_vocab), "do_lower_case": True,
                                                 "num_replicas": 2})
+    with pytest.raises(ValueError, match="evaluations_per_epoch 1 -> 4"):
+        run_finetuning(_cfg(tmp_path, uncased_vocab, evaluations_per_epoch=4, data_dir=str(data_dir)))
 
 
 def test_no_local_data_and_no_tfds_is_a_clear_error(tmp_path, uncased_vocab, monkeypatch):
