@@ -7,6 +7,9 @@ in one process, alternating repetitions, medians:
   bfloat16 at every call, as training keeps them) and, for inference, the `bfloat16` policy
   ("bfloat16 weights": variables stored in bfloat16, LayerNorm and softmax still in float32;
   outputs bit-identical to `mixed_bfloat16`, without casting ~11M weights per call).
+- ours with N TensorFlow threads (`--ours_threads`, default 1): the same float32 and bfloat16
+  weights encoders in a child process (benchmarks/tf_peer.py) whose intra-op and inter-op pools
+  hold N threads; the counterpart of PyTorch's thread settings below.
 - keras-hub: `BertBackbone.from_preset(<the same HF directory>)` inside `tf.function`; float32,
   `mixed_bfloat16` and `bfloat16`.
 - PyTorch (optional peer): `transformers.BertModel.from_pretrained(<same directory>)`, eval mode,
@@ -38,6 +41,10 @@ flags.DEFINE_bool("torch", True, "Include the PyTorch peer when installed.")
 flags.DEFINE_list("torch_threads", ["0"], "PyTorch intra-op thread settings to run, one contender "
                   "each (0 = PyTorch's default, one per core). On a loaded machine OpenMP "
                   "barriers with 2 threads collapse; add 1 to compare against the better one.")
+flags.DEFINE_list("ours_threads", ["1"], "Extra TensorFlow thread settings for ours, one contender "
+                  "each, in its own process (benchmarks/tf_peer.py) with N intra-op and N inter-op "
+                  "threads: the counterpart of --torch_threads (a batch-1 server runs best with 1). "
+                  "Empty = none.")
 flags.DEFINE_bool("keras_hub", True, "Include keras-hub's BertBackbone.")
 flags.DEFINE_bool("bfloat16", True, "Include the bfloat16 contenders.")
 flags.DEFINE_bool("check_predictions", True, "Run the bfloat16 vs float32 SST-2 dev check.")
@@ -71,9 +78,10 @@ def keras_hub_fn(dtype: str):
     return run
 
 
-def build_contenders(peer):
-    """name -> callable(features_numpy) -> numpy array, or for the PyTorch peer (in its own
-    process, fixed inputs of the same shapes) a dict (batch, seq) -> callable(); float32 first."""
+def build_contenders(peer, tf_peers=()):
+    """name -> callable(features_numpy) -> numpy array, or for a peer in its own process (PyTorch,
+    ours with other thread counts; fixed inputs of the same shapes) a dict (batch, seq) ->
+    callable(); float32 first."""
     import tensorflow as tf
 
     contenders = {}
@@ -104,6 +112,13 @@ def build_contenders(peer):
         contenders["ours bfloat16 weights"] = tf_call(ours_fn("bfloat16", xla=False)[1])
         if FLAGS.keras_hub:
             contenders["keras-hub bfloat16 weights"] = tf_call(keras_hub_fn("bfloat16"))
+    shapes = ((FLAGS.batch_size, FLAGS.seq_length), (1, FLAGS.latency_seq_length))
+    for threads, tf_peer in tf_peers:
+        suffix = f" ({threads} thread{'s' * (threads > 1)})"
+        for dtype, name in (("float32", "ours float32"), ("bfloat16", "ours bfloat16 weights")):
+            if dtype == "float32" or FLAGS.bfloat16:
+                contenders[name + suffix] = {
+                    (b, t): tf_peer.add("encoder", dtype=dtype, batch=b, seq=t) for b, t in shapes}
     return contenders, encoders
 
 
@@ -171,14 +186,16 @@ def main(argv):
     desc = common.machine_description(["torch", "transformers"])
     from keras_bert.checkpoints.presets import resolve_preset  # noqa: F401 - fail early
     peer = common.TorchPeer() if FLAGS.torch and common.torch_or_none() else None
-    contenders, encoders = build_contenders(peer)
+    tf_peers = [(int(n), common.TensorFlowPeer(int(n), int(n))) for n in FLAGS.ours_threads if int(n)]
+    contenders, encoders = build_contenders(peer, tf_peers)
     b, t = FLAGS.batch_size, FLAGS.seq_length
     print(f"throughput at {b} x {t} ...", flush=True)
     seqs = throughput(contenders, b, t, FLAGS.repetitions)
     print(f"latency at 1 x {FLAGS.latency_seq_length} ...", flush=True)
     lat = latency(contenders, FLAGS.latency_seq_length, FLAGS.latency_calls)
-    if peer is not None:
-        peer.close()
+    for p in [peer, *(p for _, p in tf_peers)]:
+        if p is not None:
+            p.close()
     ceilings = {}
     if FLAGS.ceiling_size:
         print("ceilings ...", flush=True)

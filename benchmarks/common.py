@@ -226,14 +226,14 @@ def set_threads_from_env() -> None:
         tf.config.threading.set_inter_op_parallelism_threads(max(1, int(n) // 2))
 
 
-class TorchPeer:
-    """The PyTorch peer in a child process (see benchmarks/torch_peer.py for why and how)."""
+class ChildPeer:
+    """A contender in a child process speaking the line protocol of benchmarks/torch_peer.py."""
 
-    def __init__(self):
+    def __init__(self, module: str, *args: str):
         import json
         self._json = json
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "benchmarks.torch_peer", str(model_dir())],
+            [sys.executable, "-m", module, *args],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
             cwd=RESULTS_FILE.parent.parent)
         self._n = 0
@@ -243,7 +243,7 @@ class TorchPeer:
         self.proc.stdin.flush()
         line = self.proc.stdout.readline()
         if not line:
-            raise RuntimeError(f"PyTorch peer exited ({self.proc.wait()})")
+            raise RuntimeError(f"{self.proc.args[2]} exited ({self.proc.wait()})")
         return self._json.loads(line)
 
     def add(self, cmd: str, **kwargs) -> Callable[[], Measured]:
@@ -254,12 +254,29 @@ class TorchPeer:
         return lambda: Measured(self._send(cmd="run", key=key)["seconds"])
 
     def close(self):
+        if self.proc.poll() is not None:
+            return
         try:
             self.proc.stdin.write('{"cmd": "quit"}\n')
             self.proc.stdin.close()
         except OSError:
             pass
         self.proc.wait(timeout=60)
+
+
+class TorchPeer(ChildPeer):
+    """The PyTorch peer in a child process (see benchmarks/torch_peer.py for why and how)."""
+
+    def __init__(self):
+        super().__init__("benchmarks.torch_peer", str(model_dir()))
+
+
+class TensorFlowPeer(ChildPeer):
+    """Our encoder in a child process with `intra_op` / `inter_op` TensorFlow threads
+    (benchmarks/tf_peer.py)."""
+
+    def __init__(self, intra_op: int, inter_op: int):
+        super().__init__("benchmarks.tf_peer", str(intra_op), str(inter_op))
 
 
 def torch_or_none():

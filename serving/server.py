@@ -5,9 +5,10 @@
     python -m serving.server --model_config_file=models.config --enable_batching \
         --batching_parameters_file=batching.config
 
-Flags keep tensorflow_model_server's names; extra ones (--host, --max_request_bytes,
---max_request_batch_size, --max_text_length, --text_inputs, --custom_op_modules) are documented
-below and in docs/deployment.md. Serves any SavedModel from its signatures alone.
+Flags keep tensorflow_model_server's names (`--tensorflow_intra_op_parallelism` and
+`--tensorflow_inter_op_parallelism` size TensorFlow's thread pools as there); extra ones (--host,
+--max_request_bytes, --max_request_batch_size, --max_text_length, --text_inputs,
+--custom_op_modules) are documented below and in docs/deployment.md. Serves any SavedModel from its signatures alone.
 """
 import concurrent.futures
 import importlib
@@ -44,6 +45,11 @@ flags.DEFINE_float("file_system_poll_wait_seconds", 1.0, "Seconds between polls 
 flags.DEFINE_boolean("enable_batching", False, "Merge concurrent requests into batched model calls.")
 flags.DEFINE_string("batching_parameters_file", "", "Text-format BatchingParameters.")
 flags.DEFINE_integer("grpc_max_threads", 16, "gRPC worker threads.")
+flags.DEFINE_integer("tensorflow_intra_op_parallelism", 0, "Threads one TensorFlow op may use (0 = "
+                     "TensorFlow's default, one per core). 1 gives the lowest batch-1 latency on a "
+                     "few cores (benchmarks/RESULTS.md).", lower_bound=0)
+flags.DEFINE_integer("tensorflow_inter_op_parallelism", 0, "Threads running independent ops (and "
+                     "concurrent requests) in parallel (0 = TensorFlow's default).", lower_bound=0)
 flags.DEFINE_integer("max_request_bytes", 64 << 20, "Largest request message/body in bytes; larger "
                      "is RESOURCE_EXHAUSTED (gRPC) / 413 (REST).")
 flags.DEFINE_integer("max_request_batch_size", 4096, "Most rows per request (0 = no limit); more is "
@@ -76,6 +82,22 @@ def model_configs(model_name="default", model_base_path="", model_config_file=""
         raise ValueError("give --model_base_path (with --model_name) or --model_config_file")
     return [model_server_config_pb2.ModelConfig(name=model_name, base_path=os.path.abspath(model_base_path),
                                                 model_platform="tensorflow")]
+
+
+def set_tensorflow_threads(intra_op: int, inter_op: int) -> None:
+    """Sizes TensorFlow's thread pools (0 keeps its default); must run before any model loads.
+
+    Raises:
+        RuntimeError: if TensorFlow's runtime was already initialised in this process.
+    """
+    import tensorflow as tf
+    if intra_op:
+        tf.config.threading.set_intra_op_parallelism_threads(intra_op)
+    if inter_op:
+        tf.config.threading.set_inter_op_parallelism_threads(inter_op)
+    _LOG.info("TensorFlow threads: intra-op %d, inter-op %d (0 = one per core)",
+              tf.config.threading.get_intra_op_parallelism_threads(),
+              tf.config.threading.get_inter_op_parallelism_threads())
 
 
 def import_custom_op_modules(names):
@@ -147,6 +169,8 @@ def main(argv):
     del argv
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s",
                         stream=sys.stderr)
+    set_tensorflow_threads(_FLAGS.tensorflow_intra_op_parallelism,
+                           _FLAGS.tensorflow_inter_op_parallelism)
     import_custom_op_modules([m for m in _FLAGS.custom_op_modules if m])
     try:
         configs = model_configs(_FLAGS.model_name, _FLAGS.model_base_path, _FLAGS.model_config_file)

@@ -41,15 +41,17 @@ class FlatDense(keras.layers.Dense):
 
     def call(self, inputs, training=None):
         in_dim = inputs.shape[-1]
-        leading = tf.shape(inputs)[:-1]
-        x = tf.reshape(inputs, [-1, in_dim])
+        flat = inputs.shape.rank == 2  # the encoder's rows layout: no reshapes at all
+        x = inputs if flat else tf.reshape(inputs, [-1, in_dim])
         y = tf.matmul(x, tf.cast(self.kernel, x.dtype))
         if self.use_bias:
             y = tf.nn.bias_add(y, tf.cast(self.bias, y.dtype))
         if self._act is not None:
             fused = self.activation_name in ("gelu", "gelu_approximate") and not training
             y = tf.nn.gelu(y, approximate=self.activation_name == "gelu_approximate") if fused else self._act(y)
-        return tf.reshape(y, tf.concat([leading, [self.units]], axis=0))
+        if flat:
+            return y
+        return tf.reshape(y, tf.concat([tf.shape(inputs)[:-1], [self.units]], axis=0))
 
     def compute_output_shape(self, input_shape):
         return tuple(input_shape[:-1]) + (self.units,)

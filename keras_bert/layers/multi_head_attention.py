@@ -12,6 +12,19 @@ from keras_bert.layers.dense import FlatDense
 MASK_LOGIT = -10000.0
 
 
+def attention_bias(attention_mask):
+    """int attention mask -> float32 additive logit bias, 0 where allowed, MASK_LOGIT elsewhere.
+
+    Args:
+        attention_mask: int Tensor [B, T, T] or [B, 1, T] (1 = may attend).
+
+    Returns:
+        float32 Tensor [B, 1, T or 1, T], broadcast over heads (and queries) by the logits.
+    """
+    mask = tf.cast(attention_mask[:, tf.newaxis, :, :], tf.float32)
+    return (1.0 - mask) * MASK_LOGIT
+
+
 @keras.saving.register_keras_serializable(package="keras_bert")
 class BertSelfAttention(keras.layers.Layer):
     """Query/key/value projections, masked softmax attention, heads concatenated.
@@ -62,28 +75,45 @@ class BertSelfAttention(keras.layers.Layer):
         self.built = True
 
     def call(self, inputs, attention_mask, training=None):
-        # B = batch, T = seq_length, N = num_heads, D = head size, H = N * D.
         shape = tf.shape(inputs)
-        batch_size, seq_length = shape[0], shape[1]
+        context = self.attend_rows(tf.reshape(inputs, [-1, self.hidden_size]), shape[0], shape[1],
+                                   attention_bias(attention_mask), training=training)
+        return tf.reshape(context, [shape[0], shape[1], self.hidden_size])
+
+    def attend_rows(self, rows, batch_size, seq_length, bias, training=None):
+        """Attention on the rows layout the encoder keeps between blocks.
+
+        Args:
+            rows: Tensor [batch_size * seq_length, hidden_size], compute dtype, the sequences
+                one after another (row b * seq_length + t is token t of sequence b).
+            batch_size, seq_length: int32 scalars B and T.
+            bias: float32 Tensor broadcastable to [B, N, T, T], from `attention_bias`.
+            training: bool. Dropout acts only when True.
+
+        Returns:
+            Tensor [batch_size * seq_length, hidden_size], compute dtype.
+
+        The encoder computes B, T and the bias once for all its blocks, so a dynamic-shape graph
+        (a SavedModel signature, a `tf.function` traced with `reduce_retracing`) holds no
+        per-layer shape arithmetic; the dense products are plain 2-D MatMuls.
+        """
+        # B = batch, T = seq_length, N = num_heads, D = head size, H = N * D.
         head_size = self.hidden_size // self.num_heads
+        heads = tf.stack([batch_size, seq_length, self.num_heads, head_size])
 
-        def split_heads(x):  # [B, T, H] -> [B, N, T, D]
-            x = tf.reshape(x, [batch_size, seq_length, self.num_heads, head_size])
-            return tf.transpose(x, [0, 2, 1, 3])
+        def split_heads(x):  # [B*T, H] -> [B, N, T, D]
+            return tf.transpose(tf.reshape(x, heads), [0, 2, 1, 3])
 
-        query = split_heads(self.query(inputs))
-        key = split_heads(self.key(inputs))
-        value = split_heads(self.value(inputs))
+        query = split_heads(self.query(rows))
+        key = split_heads(self.key(rows))
+        value = split_heads(self.value(rows))
         # [B, N, T, T] logits, in float32 for a safe softmax under mixed precision.
         logits = tf.matmul(query, key, transpose_b=True)
-        logits = tf.cast(logits, tf.float32) * (1.0 / math.sqrt(head_size))
-        mask = tf.cast(attention_mask[:, tf.newaxis, :, :], tf.float32)  # [B, 1, T or 1, T]
-        logits += (1.0 - mask) * MASK_LOGIT
+        logits = tf.cast(logits, tf.float32) * (1.0 / math.sqrt(head_size)) + bias
         probs = tf.cast(tf.nn.softmax(logits, axis=-1), self.compute_dtype)
         probs = self.dropout(probs, training=training)
-        context = tf.matmul(probs, value)  # [B, N, T, D]
-        context = tf.transpose(context, [0, 2, 1, 3])  # [B, T, N, D]
-        return tf.reshape(context, [batch_size, seq_length, self.hidden_size])
+        context = tf.transpose(tf.matmul(probs, value), [0, 2, 1, 3])  # [B, T, N, D]
+        return tf.reshape(context, [-1, self.hidden_size])
 
     def get_config(self):
         config = super().get_config()

@@ -5,7 +5,7 @@ import tensorflow as tf
 
 from keras_bert.layers.activations import get_activation
 from keras_bert.layers.dense import FlatDense
-from keras_bert.layers.multi_head_attention import BertSelfAttention
+from keras_bert.layers.multi_head_attention import BertSelfAttention, attention_bias
 
 
 @keras.saving.register_keras_serializable(package="keras_bert")
@@ -85,9 +85,22 @@ class TransformerEncoderBlock(keras.layers.Layer):
         self.built = True
 
     def call(self, inputs, attention_mask, training=None):
-        attention = self.self_attention(inputs, attention_mask, training=training)
+        shape = tf.shape(inputs)
+        rows = self.call_rows(tf.reshape(inputs, [-1, self.hidden_size]), shape[0], shape[1],
+                              attention_bias(attention_mask), training=training)
+        return tf.reshape(rows, shape)
+
+    def call_rows(self, rows, batch_size, seq_length, bias, training=None):
+        """The block on the rows layout: [B*T, H] in, [B*T, H] out, compute dtype.
+
+        `BertEncoder` flattens the embeddings once and runs every block here, with B, T and the
+        float32 logit bias (`multi_head_attention.attention_bias`) computed once; see
+        `BertSelfAttention.attend_rows` for the arguments.
+        """
+        attention = self.self_attention.attend_rows(rows, batch_size, seq_length, bias,
+                                                    training=training)
         attention = self.attention_dropout(self.attention_output(attention), training=training)
-        x = tf.cast(self.attention_layer_norm(inputs + attention), self.compute_dtype)
+        x = tf.cast(self.attention_layer_norm(rows + attention), self.compute_dtype)
         ffn = self.output_dense(self.intermediate(x, training=training))
         ffn = self.output_dropout(ffn, training=training)
         return tf.cast(self.output_layer_norm(x + ffn), self.compute_dtype)

@@ -6,6 +6,7 @@ import keras
 import tensorflow as tf
 
 from keras_bert.layers.bert_embeddings import BertEmbeddings
+from keras_bert.layers.multi_head_attention import attention_bias
 from keras_bert.layers.transformer_encoder_block import TransformerEncoderBlock
 
 INPUT_NAMES = ("input_word_ids", "input_mask", "input_type_ids")
@@ -106,11 +107,17 @@ class BertEncoder(keras.Model):
         type_ids = tf.zeros_like(word_ids) if type_ids is None else tf.cast(type_ids, tf.int32)
 
         x = self.embeddings(word_ids, type_ids, training=training)
-        attention_mask = self._attention_mask(mask)
+        # The blocks run on the rows layout [B*T, H] with B, T and the logit bias computed once
+        # here: a dynamic-shape graph then holds no per-layer shape arithmetic (benchmarks/
+        # RESULTS.md, "rows layout").
+        shape = tf.shape(x)
+        bias = attention_bias(self._attention_mask(mask))
+        rows = tf.reshape(x, [-1, self.bert_config.hidden_size])
         encoder_outputs = []
         for layer in self.transformer_layers:
-            x = layer(x, attention_mask, training=training)
-            encoder_outputs.append(x)
+            rows = layer.call_rows(rows, shape[0], shape[1], bias, training=training)
+            encoder_outputs.append(tf.reshape(rows, shape))
+        x = encoder_outputs[-1]
         pooled = self.pooler(x[:, 0, :])
         return {"sequence_output": x, "pooled_output": pooled, "encoder_outputs": encoder_outputs}
 

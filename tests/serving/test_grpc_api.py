@@ -198,3 +198,23 @@ def test_get_model_status_and_health(channel):
         assert health.Check(health_pb2.HealthCheckRequest(service=service), timeout=30).status == \
             health_pb2.HealthCheckResponse.SERVING
 
+
+
+def test_thread_pool_flags_size_tensorflow_and_results_are_unchanged(start_server, model_base, reference):
+    server = start_server([f"--model_config_file={model_base / 'models.config'}",
+                           "--file_system_poll_wait_seconds=0",
+                           "--tensorflow_intra_op_parallelism=1",
+                           "--tensorflow_inter_op_parallelism=3"], rest=False)
+    assert "TensorFlow threads: intra-op 1, inter-op 3" in server.log()
+    with grpc.insecure_channel(server.grpc_target) as ch:
+        stub = prediction_service_pb2_grpc.PredictionServiceStub(ch)
+        got = outputs(stub.Predict(predict_request(text=TEXTS, text_b=TEXTS_B), timeout=30))
+    want = reference("clf", text=TEXTS, text_b=TEXTS_B)
+    np.testing.assert_allclose(got["probabilities"], want["probabilities"], rtol=0, atol=1e-6)
+    np.testing.assert_array_equal(got["label_ids"], want["label_ids"])
+
+
+def test_negative_thread_pool_flag_is_a_usage_error(start_server):
+    server = start_server(["--tensorflow_intra_op_parallelism=-1"], rest=False, wait=False)
+    assert server.proc.wait(timeout=120) != 0
+    assert "tensorflow_intra_op_parallelism" in server.log()

@@ -1,0 +1,55 @@
+"""Our encoder in a child process with its own TensorFlow thread-pool sizes.
+
+TensorFlow sizes its intra-op and inter-op pools once per process, so "ours with one thread"
+(the setting a latency-bound batch-1 server uses, cf. `python -m serving.server
+--tensorflow_intra_op_parallelism=1`) cannot share the parent's process. Same line protocol as
+benchmarks/torch_peer.py; started as
+
+    python -m benchmarks.tf_peer INTRA_OP_THREADS INTER_OP_THREADS
+
+  {"cmd": "encoder", "dtype": "float32"|"bfloat16", "batch": B, "seq": T}  -> {"ok": true}
+  {"cmd": "run", "key": str}                                             -> {"seconds": float}
+  {"cmd": "quit"}
+"""
+import json
+import sys
+
+
+def main():
+    import tensorflow as tf
+    tf.config.threading.set_intra_op_parallelism_threads(int(sys.argv[1]))
+    tf.config.threading.set_inter_op_parallelism_threads(int(sys.argv[2]))
+    import keras_bert
+    from benchmarks import common
+
+    out = sys.stdout
+    sys.stdout = sys.stderr  # library chatter must not corrupt the protocol
+    jobs, encoders = {}, {}
+    for line in sys.stdin:
+        msg = json.loads(line)
+        cmd = msg["cmd"]
+        if cmd == "quit":
+            break
+        if cmd == "encoder":
+            dtype = msg["dtype"]
+            if dtype not in encoders:
+                encoder = keras_bert.from_pretrained(common.PRESET, dtype=dtype)
+                encoders[dtype] = tf.function(
+                    lambda f, encoder=encoder: encoder(f, training=False)["sequence_output"],
+                    reduce_retracing=True)
+            features = {k: tf.constant(v) for k, v in
+                        common.random_batch(msg["batch"], msg["seq"], msg.get("seed", 0)).items()}
+            jobs[msg["key"]] = lambda run=encoders[dtype], f=features: run(f).numpy()
+        elif cmd == "run":
+            import time
+            start = time.perf_counter()
+            jobs[msg["key"]]()
+            out.write(json.dumps({"seconds": time.perf_counter() - start}) + "\n")
+            out.flush()
+            continue
+        out.write(json.dumps({"ok": True}) + "\n")
+        out.flush()
+
+
+if __name__ == "__main__":
+    main()
