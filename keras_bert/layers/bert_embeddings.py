@@ -3,6 +3,8 @@
 import keras
 import tensorflow as tf
 
+from keras_bert.layers.dropout import BertDropout
+
 
 @keras.saving.register_keras_serializable(package="keras_bert")
 class BertEmbeddings(keras.layers.Layer):
@@ -58,7 +60,7 @@ class BertEmbeddings(keras.layers.Layer):
         self.layer_norm = keras.layers.LayerNormalization(
             epsilon=self.layer_norm_epsilon, dtype="float32", name="layer_norm")
         self.layer_norm.build((None, None, self.hidden_size))
-        self.dropout = keras.layers.Dropout(
+        self.dropout = BertDropout(
             self.dropout_rate, dtype=self.dtype_policy, name="dropout")
         self.built = True
 

@@ -6,6 +6,7 @@ import keras
 import tensorflow as tf
 
 from keras_bert.layers.dense import FlatDense
+from keras_bert.layers.dropout import BertDropout
 
 # Added to the logits of masked positions. google-research/bert modeling.py uses -10000: finite,
 # representable in float16 and bfloat16, and exp() of it is exactly 0 in float32 (PITFALLS.md).
@@ -70,7 +71,7 @@ class BertSelfAttention(keras.layers.Layer):
                               dtype=self.dtype_policy, name=name)
             dense.build((None, None, self.hidden_size))
             setattr(self, name, dense)
-        self.dropout = keras.layers.Dropout(
+        self.dropout = BertDropout(
             self.attention_dropout_rate, dtype=self.dtype_policy, name="dropout")
         self.built = True
 

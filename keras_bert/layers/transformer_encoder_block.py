@@ -5,6 +5,7 @@ import tensorflow as tf
 
 from keras_bert.layers.activations import get_activation
 from keras_bert.layers.dense import FlatDense
+from keras_bert.layers.dropout import BertDropout
 from keras_bert.layers.multi_head_attention import BertSelfAttention, attention_bias
 
 
@@ -73,13 +74,13 @@ class TransformerEncoderBlock(keras.layers.Layer):
             return layer
 
         self.attention_output = dense(h, "attention_output", h)
-        self.attention_dropout = keras.layers.Dropout(
+        self.attention_dropout = BertDropout(
             self.dropout_rate, dtype=self.dtype_policy, name="attention_dropout")
         self.attention_layer_norm = layer_norm("attention_layer_norm")
         self.intermediate = dense(self.intermediate_size, "intermediate", h,
                                   activation=self.hidden_activation)
         self.output_dense = dense(h, "output_dense", self.intermediate_size)
-        self.output_dropout = keras.layers.Dropout(
+        self.output_dropout = BertDropout(
             self.dropout_rate, dtype=self.dtype_policy, name="output_dropout")
         self.output_layer_norm = layer_norm("output_layer_norm")
         self.built = True

@@ -8,6 +8,8 @@ from __future__ import annotations
 import keras
 import tensorflow as tf
 
+from keras_bert.layers.dropout import BertDropout
+
 POOLINGS = ("cls", "mean")
 
 
@@ -61,7 +63,7 @@ class BertClassifier(keras.Model):
         self.initializer_range = float(initializer_range)
         self.label_names = label_names
         self.task_name = task_name
-        self.dropout = keras.layers.Dropout(self.dropout_rate, name="dropout")
+        self.dropout = BertDropout(self.dropout_rate, name="dropout")
         self.classifier = keras.layers.Dense(
             self.num_classes,
             kernel_initializer=keras.initializers.TruncatedNormal(stddev=self.initializer_range),
