@@ -1,8 +1,9 @@
 """Item 3 of issue 7: fine-tuning throughput (examples/s), ours vs keras-hub vs PyTorch.
 
 Same data (the first SST-2 train sentences, tokenized once by our FullTokenizer with the
-checkpoint's vocab, padded to --seq_length), same batch, same optimizer (AdamW, lr 2e-5, weight
-decay 0.01), same real starting weights (minilm_l6_h384_uncased):
+checkpoint's vocab, padded to --seq_length), same batch, same optimizer settings (AdamW, lr 2e-5,
+weight decay 0.01; ours runs it as `FusedAdamW`, the fused-kernel AdamW of run_classifier.py,
+`--ours_optimizer=keras` for Keras's own), same real starting weights (minilm_l6_h384_uncased):
 - ours: `keras_bert.models.BertClassifier(from_pretrained(...), 2)`, `compile()` + `train_on_batch`;
 - keras-hub: `BertTextClassifier(BertBackbone.from_preset(<same dir>), 2, preprocessor=None)`;
 - PyTorch (optional): `transformers.BertForSequenceClassification`, `torch.optim.AdamW`,
@@ -35,6 +36,8 @@ flags.DEFINE_integer("steps_per_round", 2, "Timed train steps per contender per 
 flags.DEFINE_integer("batch_size", 32, "Examples per step.")
 flags.DEFINE_integer("seq_length", 64, "Tokens per example (SST-2 sentences fit in 64).")
 flags.DEFINE_enum("jit_compile", "auto", ["auto", "true", "false"], "Keras compile(jit_compile).")
+flags.DEFINE_enum("ours_optimizer", "fused", ["fused", "keras"], "Ours trains with FusedAdamW "
+                  "(what run_classifier.py uses) or with keras.optimizers.AdamW like the peers.")
 flags.DEFINE_bool("torch", True, "Include the PyTorch peer when installed.")
 flags.DEFINE_list("torch_threads", ["0"], "PyTorch intra-op thread settings to run, one contender "
                   "each (0 = PyTorch's default, one per core). On a loaded machine OpenMP "
@@ -68,13 +71,23 @@ def _keras_optimizer():
     return keras.optimizers.AdamW(learning_rate=LR, weight_decay=0.01, epsilon=1e-6)
 
 
+def _ours_optimizer():
+    """The optimizer run_classifier.py uses, with the peers' hyperparameters: `FusedAdamW`
+    (Keras AdamW's update through TensorFlow's fused Adam kernel), or Keras AdamW itself with
+    --ours_optimizer=keras (the before/after of the fused step)."""
+    if FLAGS.ours_optimizer == "keras":
+        return _keras_optimizer()
+    from keras_bert.training import FusedAdamW
+    return FusedAdamW(learning_rate=LR, weight_decay=0.01, epsilon=1e-6)
+
+
 def ours_model(dtype):
     import keras
     import keras_bert
     from keras_bert.models.bert_classifier import BertClassifier
     keras.utils.set_random_seed(0)
     model = BertClassifier(keras_bert.from_pretrained(common.PRESET, dtype=dtype), num_classes=2)
-    model.compile(optimizer=_keras_optimizer(), jit_compile=_jit(),
+    model.compile(optimizer=_ours_optimizer(), jit_compile=_jit(),
                   loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
     return model
 
@@ -203,7 +216,9 @@ def main(argv):
     table = common.markdown_table(
         ["contender", f"examples/s (batch {b} x {t})", "vs keras-hub same dtype",
          "vs keras-hub float32"], rows)
-    notes = [f"Keras compile(jit_compile={FLAGS.jit_compile!r}); AdamW lr {LR}; "
+    opt_name = "FusedAdamW" if FLAGS.ours_optimizer == "fused" else "keras AdamW"
+    notes = [f"Keras compile(jit_compile={FLAGS.jit_compile!r}); AdamW lr {LR} (ours: {opt_name}, "
+             "the same update through TensorFlow's fused Adam kernel; keras-hub: keras AdamW); "
              f"{FLAGS.repetitions} alternating rounds x {FLAGS.steps_per_round} steps; "
              "train_on_batch on one fixed real SST-2 batch (no input pipeline in the timing)."]
     if FLAGS.pipeline_batches:
