@@ -8,7 +8,9 @@ does not depend on the head) and exports it with `export.export_saved_model.expo
    and padded only to the batch's longest row), batch 1 and --batch_size, alternating, medians;
 2. gRPC Predict (`serving_default`, one SST-2 dev sentence per request) through
    `python -m serving.server`, with 1 and 16 concurrent clients (threads, one channel each), server
-   batching off and on (max_batch_size 16), against in-process calls of the same loaded
+   batching off and on (max_batch_size 16; one server per --batch_timeout_micros value, default
+   5 and 20 ms; the mean rows per model call read from the server's Prometheus metrics), against
+   in-process calls of the same loaded
    SavedModel with the same client counts and, for batching, in-process calls of batches of
    the size the clients offer (16 = the batch mix the server can form at best).
 Throughput in requests (sentences)/s, latency p50/p99 ms per request.
@@ -35,7 +37,8 @@ flags.DEFINE_integer("batch_size", 32, "In-process batch for text-in vs ids-in."
 flags.DEFINE_integer("repetitions", 5, "Alternating rounds for text-in vs ids-in.")
 flags.DEFINE_float("seconds", 15.0, "Duration of each client-load measurement.")
 flags.DEFINE_list("clients", ["1", "16"], "Concurrent client counts.")
-flags.DEFINE_integer("batch_timeout_micros", 5000, "Server batching: wait after first request.")
+flags.DEFINE_list("batch_timeout_micros", ["5000", "20000"], "Server batching: wait after the first "
+                  "request of a batch; one batching-on server (and table row) per value.")
 flags.DEFINE_bool("grpc", True, "Run the client-load part (in process and through the server).")
 flags.DEFINE_bool("append", True, "Append the tables to benchmarks/RESULTS.md.")
 
@@ -136,18 +139,22 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def start_server(base: pathlib.Path, batching: bool, tmp: pathlib.Path):
+def start_server(base: pathlib.Path, batch_timeout_micros, tmp: pathlib.Path):
+    """A server process; batching on with that timeout, or off for None. Returns (process, gRPC
+    address, REST address or None; REST only with batching, for its batch-size metrics)."""
     from serving.client import ClientError, model_status
     port = free_port()
-    cmd = [sys.executable, "-m", "serving.server", f"--port={port}", "--rest_api_port=0",
+    rest_port = free_port() if batch_timeout_micros is not None else 0
+    cmd = [sys.executable, "-m", "serving.server", f"--port={port}", f"--rest_api_port={rest_port}",
            f"--model_name={MODEL_NAME}", f"--model_base_path={base / MODEL_NAME}"]
+    batching = batch_timeout_micros is not None
     if batching:
         conf = tmp / "batching.config"
         conf.write_text(f"max_batch_size {{ value: 16 }}\nbatch_timeout_micros {{ value: "
-                        f"{FLAGS.batch_timeout_micros} }}\nnum_batch_threads {{ value: 1 }}\n"
+                        f"{batch_timeout_micros} }}\nnum_batch_threads {{ value: 1 }}\n"
                         "max_enqueued_batches { value: 1000 }\n")
         cmd += ["--enable_batching", f"--batching_parameters_file={conf}"]
-    log = open(tmp / f"server_{'batch' if batching else 'nobatch'}.log", "w")
+    log = open(tmp / f"server_{batch_timeout_micros if batching else 'nobatch'}.log", "w")
     proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT,
                             cwd=pathlib.Path(__file__).resolve().parents[1])
     address = f"127.0.0.1:{port}"
@@ -160,12 +167,29 @@ def start_server(base: pathlib.Path, batching: bool, tmp: pathlib.Path):
         try:
             if any(state == "AVAILABLE" for _, state, _ in model_status(address, MODEL_NAME,
                                                                          timeout=2)):
-                return proc, address
+                return proc, address, (f"127.0.0.1:{rest_port}" if rest_port else None)
         except (ClientError, Exception):  # noqa: BLE001 - not up yet
             pass
         time.sleep(1.0)
     proc.kill()
     raise RuntimeError("server did not become AVAILABLE in 300 s")
+
+
+def batch_counts(rest_address) -> tuple[float, float]:
+    """(rows, model calls) so far, from the server's serving_batch_size Prometheus histogram."""
+    import urllib.request
+    from prometheus_client.parser import text_string_to_metric_families
+    with urllib.request.urlopen(f"http://{rest_address}/monitoring/prometheus/metrics", timeout=10) as r:
+        text = r.read().decode()
+    rows = calls = 0.0
+    for family in text_string_to_metric_families(text):
+        if family.name == "serving_batch_size":
+            for sample in family.samples:
+                if sample.name.endswith("_sum"):
+                    rows += sample.value
+                elif sample.name.endswith("_count"):
+                    calls += sample.value
+    return rows, calls
 
 
 def grpc_caller(address, sentence_source):
@@ -230,14 +254,22 @@ def main(argv):
                 results[(f"in process, batches of {c} (one caller)", c)] = load_run(
                     inproc(c), 1, FLAGS.seconds, rows_per_call=c)
         del loaded, fn
-        for batching in (False, True) if clients else ():
-            proc, address = start_server(base, batching, tmp)
+        timeouts = [None] + [int(t) for t in FLAGS.batch_timeout_micros]
+        mean_batch = {}
+        for timeout in timeouts if clients else ():
+            proc, address, rest = start_server(base, timeout, tmp)
+            name = ("gRPC Predict, batching off" if timeout is None else
+                    f"gRPC Predict, batching on ({timeout / 1000:g} ms timeout)")
             try:
                 for c in clients:
-                    print(f"gRPC batching={'on' if batching else 'off'}, {c} client(s) ...",
-                          flush=True)
-                    results[(f"gRPC Predict, batching {'on' if batching else 'off'}", c)] = (
-                        load_run(grpc_caller(address, sentence_source), c, FLAGS.seconds))
+                    print(f"{name}, {c} client(s) ...", flush=True)
+                    before = batch_counts(rest) if rest else None
+                    results[(name, c)] = load_run(grpc_caller(address, sentence_source), c,
+                                                  FLAGS.seconds)
+                    if rest:
+                        after = batch_counts(rest)
+                        calls = after[1] - before[1]
+                        mean_batch[(name, c)] = (after[0] - before[0]) / calls if calls else None
             finally:
                 proc.terminate()
                 proc.wait(timeout=60)
@@ -247,14 +279,18 @@ def main(argv):
         ref = results.get(("in process, single sentences", c))
         ref_batch = results.get((f"in process, batches of {c} (one caller)", c))
         rows.append((name, c, tput, p50, p99, common.ratio(tput, ref[0] if ref else None),
-                     common.ratio(tput, ref_batch[0] if ref_batch else None)))
+                     common.ratio(tput, ref_batch[0] if ref_batch else None),
+                     f"{mean_batch[(name, c)]:.1f}" if mean_batch.get((name, c)) else "n/a"))
     table2 = common.markdown_table(
         ["path", "clients", "sentences/s", "p50 ms", "p99 ms",
-         "vs in process, same clients", "vs in process, batches of that size"], rows)
+         "vs in process, same clients", "vs in process, batches of that size",
+         "rows per model call (server metrics)"], rows)
     notes = [f"MiniLM-L6 classifier (random fixed head), serving_default, max_seq_length "
              f"{FLAGS.max_seq_length}, core-op tokenizer; SST-2 dev sentences, one per request.",
              f"Server batching: max_batch_size 16, batch_timeout_micros "
-             f"{FLAGS.batch_timeout_micros}, num_batch_threads 1. Each load window "
+             f"{', '.join(FLAGS.batch_timeout_micros)} (one server each), num_batch_threads 1; rows "
+             "per model call from the server's serving_batch_size histogram over the window. Each "
+             "load window "
              f"{FLAGS.seconds:.0f} s (+1 s warm-up counted); client and server share the cores."]
     body = table1 + ("\n\n" + table2 if rows else "") + "\n\n" + "\n".join(f"- {n}" for n in notes)
     print(body)
