@@ -7,9 +7,9 @@ in one process, alternating repetitions, medians:
   bfloat16 at every call, as training keeps them) and, for inference, the `bfloat16` policy
   ("bfloat16 weights": variables stored in bfloat16, LayerNorm and softmax still in float32;
   outputs bit-identical to `mixed_bfloat16`, without casting ~11M weights per call).
-- ours with N TensorFlow threads (`--ours_threads`, default 1): the same float32 and bfloat16
-  weights encoders in a child process (benchmarks/tf_peer.py) whose intra-op and inter-op pools
-  hold N threads; the counterpart of PyTorch's thread settings below.
+- ours and keras-hub with N TensorFlow threads (`--ours_threads`, default 1): the same float32
+  and bfloat16-weights encoders in a child process (benchmarks/tf_peer.py) whose intra-op and
+  inter-op pools hold N threads; the counterpart of PyTorch's thread settings below.
 - keras-hub: `BertBackbone.from_preset(<the same HF directory>)` inside `tf.function`; float32,
   `mixed_bfloat16` and `bfloat16`.
 - PyTorch (optional peer): `transformers.BertModel.from_pretrained(<same directory>)`, eval mode,
@@ -115,10 +115,13 @@ def build_contenders(peer, tf_peers=()):
     shapes = ((FLAGS.batch_size, FLAGS.seq_length), (1, FLAGS.latency_seq_length))
     for threads, tf_peer in tf_peers:
         suffix = f" ({threads} thread{'s' * (threads > 1)})"
-        for dtype, name in (("float32", "ours float32"), ("bfloat16", "ours bfloat16 weights")):
-            if dtype == "float32" or FLAGS.bfloat16:
-                contenders[name + suffix] = {
-                    (b, t): tf_peer.add("encoder", dtype=dtype, batch=b, seq=t) for b, t in shapes}
+        stacks = ("ours", "keras-hub") if FLAGS.keras_hub else ("ours",)
+        for stack in stacks:
+            for dtype, kind in (("float32", "float32"), ("bfloat16", "bfloat16 weights")):
+                if dtype == "float32" or FLAGS.bfloat16:
+                    contenders[f"{stack} {kind}{suffix}"] = {
+                        (b, t): tf_peer.add("encoder", stack=stack, dtype=dtype, batch=b, seq=t)
+                        for b, t in shapes}
     return contenders, encoders
 
 

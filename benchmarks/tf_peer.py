@@ -1,4 +1,4 @@
-"""Our encoder in a child process with its own TensorFlow thread-pool sizes.
+"""Our encoder (and keras-hub's) in a child process with its own TensorFlow thread-pool sizes.
 
 TensorFlow sizes its intra-op and inter-op pools once per process, so "ours with one thread"
 (the setting a latency-bound batch-1 server uses, cf. `python -m serving.server
@@ -7,7 +7,8 @@ benchmarks/torch_peer.py; started as
 
     python -m benchmarks.tf_peer INTRA_OP_THREADS INTER_OP_THREADS
 
-  {"cmd": "encoder", "dtype": "float32"|"bfloat16", "batch": B, "seq": T}  -> {"ok": true}
+  {"cmd": "encoder", "stack": "ours"|"keras-hub", "dtype": "float32"|"bfloat16", "batch": B,
+   "seq": T}                                                             -> {"ok": true}
   {"cmd": "run", "key": str}                                             -> {"seconds": float}
   {"cmd": "quit"}
 """
@@ -31,15 +32,19 @@ def main():
         if cmd == "quit":
             break
         if cmd == "encoder":
-            dtype = msg["dtype"]
-            if dtype not in encoders:
-                encoder = keras_bert.from_pretrained(common.PRESET, dtype=dtype)
-                encoders[dtype] = tf.function(
-                    lambda f, encoder=encoder: encoder(f, training=False)["sequence_output"],
-                    reduce_retracing=True)
+            key = (msg.get("stack", "ours"), msg["dtype"])
+            if key not in encoders:
+                if key[0] == "keras-hub":
+                    from benchmarks.bench_encoder import keras_hub_fn
+                    encoders[key] = keras_hub_fn(key[1])
+                else:
+                    encoder = keras_bert.from_pretrained(common.PRESET, dtype=key[1])
+                    encoders[key] = tf.function(
+                        lambda f, encoder=encoder: encoder(f, training=False)["sequence_output"],
+                        reduce_retracing=True)
             features = {k: tf.constant(v) for k, v in
                         common.random_batch(msg["batch"], msg["seq"], msg.get("seed", 0)).items()}
-            jobs[msg["key"]] = lambda run=encoders[dtype], f=features: run(f).numpy()
+            jobs[msg["key"]] = lambda run=encoders[key], f=features: run(f).numpy()
         elif cmd == "run":
             import time
             start = time.perf_counter()
