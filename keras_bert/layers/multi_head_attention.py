@@ -13,6 +13,30 @@ from keras_bert.layers.dropout import BertDropout
 MASK_LOGIT = -10000.0
 
 
+# Same-width integer types: a transpose moves bits, so it can run on these (see swap_axes_1_2).
+_BITS = {tf.float32: tf.int32, tf.bfloat16: tf.int16, tf.float16: tf.int16}
+
+
+def _swap(x):
+    itype = _BITS.get(x.dtype)
+    if itype is None:
+        return tf.transpose(x, [0, 2, 1, 3])
+    return tf.bitcast(tf.transpose(tf.bitcast(x, itype), [0, 2, 1, 3]), x.dtype)
+
+
+@tf.custom_gradient
+def swap_axes_1_2(x):
+    """[A, B, C, D] -> [A, C, B, D] (the head split and merge of attention), exactly.
+
+    TensorFlow's oneDNN build rewrites a float `Transpose` into `_MklTranspose`, which builds a
+    oneDNN reorder on every call: ~45 us for a [1, 32, 12, 32] tensor, 24 of them in a MiniLM-L6
+    forward pass, ~20% of batch-1 latency (benchmarks/RESULTS.md, "transposes"). The same
+    permutation on the bits as a same-width integer tensor runs TensorFlow's own transpose
+    kernel. The permutation is its own inverse, so the gradient is the same swap.
+    """
+    return _swap(x), _swap
+
+
 def attention_bias(attention_mask):
     """int attention mask -> float32 additive logit bias, 0 where allowed, MASK_LOGIT elsewhere.
 
@@ -103,7 +127,7 @@ class BertSelfAttention(keras.layers.Layer):
         heads = tf.stack([batch_size, seq_length, self.num_heads, head_size])
 
         def split_heads(x):  # [B*T, H] -> [B, N, T, D]
-            return tf.transpose(tf.reshape(x, heads), [0, 2, 1, 3])
+            return swap_axes_1_2(tf.reshape(x, heads))
 
         query = split_heads(self.query(rows))
         key = split_heads(self.key(rows))
@@ -113,7 +137,7 @@ class BertSelfAttention(keras.layers.Layer):
         logits = tf.cast(logits, tf.float32) * (1.0 / math.sqrt(head_size)) + bias
         probs = tf.cast(tf.nn.softmax(logits, axis=-1), self.compute_dtype)
         probs = self.dropout(probs, training=training)
-        context = tf.transpose(tf.matmul(probs, value), [0, 2, 1, 3])  # [B, T, N, D]
+        context = swap_axes_1_2(tf.matmul(probs, value))  # [B, T, N, D]
         return tf.reshape(context, [-1, self.hidden_size])
 
     def get_config(self):
