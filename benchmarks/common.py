@@ -226,6 +226,33 @@ def set_threads_from_env() -> None:
         tf.config.threading.set_inter_op_parallelism_threads(max(1, int(n) // 2))
 
 
+def serve_peer(load: Callable[[dict], tuple[Callable[[], object], Callable[[], object]]]) -> None:
+    """The child side of the peer line protocol (benchmarks/torch_peer.py): reads JSON commands
+    from stdin; {"cmd": "run", "key": k} calls job k's setup, then times its run and answers
+    {"seconds": s}; {"cmd": "quit"} stops; any other command is `load(msg)` -> (setup, run), two
+    zero-argument callables stored under msg["key"], answered {"ok": true}. Library output goes
+    to stderr."""
+    import json
+    out = sys.stdout
+    sys.stdout = sys.stderr  # library chatter must not corrupt the protocol
+    jobs = {}
+    for line in sys.stdin:
+        msg = json.loads(line)
+        if msg["cmd"] == "quit":
+            break
+        if msg["cmd"] == "run":
+            setup, run = jobs[msg["key"]]
+            setup()  # e.g. thread counts: not part of the timed work
+            start = time.perf_counter()
+            run()
+            reply = {"seconds": time.perf_counter() - start}
+        else:
+            jobs[msg["key"]] = load(msg)
+            reply = {"ok": True}
+        out.write(json.dumps(reply) + "\n")
+        out.flush()
+
+
 class ChildPeer:
     """A contender in a child process speaking the line protocol of benchmarks/torch_peer.py."""
 

@@ -12,7 +12,6 @@ benchmarks/torch_peer.py; started as
   {"cmd": "run", "key": str}                                             -> {"seconds": float}
   {"cmd": "quit"}
 """
-import json
 import sys
 
 
@@ -23,37 +22,26 @@ def main():
     import keras_bert
     from benchmarks import common
 
-    out = sys.stdout
-    sys.stdout = sys.stderr  # library chatter must not corrupt the protocol
-    jobs, encoders = {}, {}
-    for line in sys.stdin:
-        msg = json.loads(line)
-        cmd = msg["cmd"]
-        if cmd == "quit":
-            break
-        if cmd == "encoder":
-            key = (msg.get("stack", "ours"), msg["dtype"])
-            if key not in encoders:
-                if key[0] == "keras-hub":
-                    from benchmarks.bench_encoder import keras_hub_fn
-                    encoders[key] = keras_hub_fn(key[1])
-                else:
-                    encoder = keras_bert.from_pretrained(common.PRESET, dtype=key[1])
-                    encoders[key] = tf.function(
-                        lambda f, encoder=encoder: encoder(f, training=False)["sequence_output"],
-                        reduce_retracing=True)
-            features = {k: tf.constant(v) for k, v in
-                        common.random_batch(msg["batch"], msg["seq"], msg.get("seed", 0)).items()}
-            jobs[msg["key"]] = lambda run=encoders[key], f=features: run(f).numpy()
-        elif cmd == "run":
-            import time
-            start = time.perf_counter()
-            jobs[msg["key"]]()
-            out.write(json.dumps({"seconds": time.perf_counter() - start}) + "\n")
-            out.flush()
-            continue
-        out.write(json.dumps({"ok": True}) + "\n")
-        out.flush()
+    encoders = {}
+
+    def load(msg):
+        if msg["cmd"] != "encoder":
+            raise ValueError(f"unknown command {msg['cmd']!r}")
+        key = (msg.get("stack", "ours"), msg["dtype"])
+        if key not in encoders:
+            if key[0] == "keras-hub":
+                from benchmarks.bench_encoder import keras_hub_fn
+                encoders[key] = keras_hub_fn(key[1])
+            else:
+                encoder = keras_bert.from_pretrained(common.PRESET, dtype=key[1])
+                encoders[key] = tf.function(
+                    lambda f, encoder=encoder: encoder(f, training=False)["sequence_output"],
+                    reduce_retracing=True)
+        features = {k: tf.constant(v) for k, v in
+                    common.random_batch(msg["batch"], msg["seq"], msg.get("seed", 0)).items()}
+        return (lambda: None), (lambda run=encoders[key], f=features: run(f).numpy())
+
+    common.serve_peer(load)
 
 
 if __name__ == "__main__":

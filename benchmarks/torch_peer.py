@@ -17,7 +17,6 @@ Protocol (one JSON object per line, both ways):
   {"cmd": "run", "key": str}                                 -> {"seconds": float}
   {"cmd": "quit"}
 """
-import json
 import sys
 
 
@@ -26,16 +25,13 @@ def main():
     import torch
     import transformers
 
+    from benchmarks import common
+
     model_dir = sys.argv[1]
-    jobs, threads = {}, {}
     default_threads = torch.get_num_threads()
-    out = sys.stdout
-    sys.stdout = sys.stderr  # library chatter must not corrupt the protocol
-    for line in sys.stdin:
-        msg = json.loads(line)
+
+    def load(msg):
         cmd = msg["cmd"]
-        if cmd == "quit":
-            break
         if cmd == "encoder":
             model = transformers.BertModel.from_pretrained(model_dir).eval()
             rng = np.random.default_rng(msg.get("seed", 0))
@@ -47,13 +43,14 @@ def main():
             def job(model=model, feats=feats, bf16=bf16):
                 with torch.inference_mode(), torch.autocast("cpu", torch.bfloat16, enabled=bf16):
                     return model(**feats).last_hidden_state.float().numpy()
-            jobs[msg["key"]] = job
         elif cmd == "matmul":
             rng = np.random.default_rng(0)
             dtype = torch.bfloat16 if msg["bf16"] else torch.float32
             a, b = (torch.from_numpy(rng.standard_normal((msg["size"],) * 2, np.float32)).to(dtype)
                     for _ in range(2))
-            jobs[msg["key"]] = lambda a=a, b=b: torch.matmul(a, b)[0, 0].item()
+
+            def job(a=a, b=b):
+                return torch.matmul(a, b)[0, 0].item()
         elif cmd == "classifier":
             torch.manual_seed(0)
             model = transformers.BertForSequenceClassification.from_pretrained(
@@ -73,18 +70,12 @@ def main():
                 torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
                 opt.step()
                 return loss.item()
-            jobs[msg["key"]] = job
-        elif cmd == "run":
-            import time
-            torch.set_num_threads(threads[msg["key"]] or default_threads)
-            start = time.perf_counter()
-            jobs[msg["key"]]()
-            out.write(json.dumps({"seconds": time.perf_counter() - start}) + "\n")
-            out.flush()
-            continue
-        threads[msg["key"]] = int(msg.get("threads") or 0)
-        out.write(json.dumps({"ok": True}) + "\n")
-        out.flush()
+        else:
+            raise ValueError(f"unknown command {cmd!r}")
+        threads = int(msg.get("threads") or 0) or default_threads
+        return (lambda: torch.set_num_threads(threads)), job
+
+    common.serve_peer(load)
 
 
 if __name__ == "__main__":
