@@ -21,11 +21,15 @@ def dropout_16bit(inputs, rate: float, seed):
 
     Element i keeps iff the 16-bit half i of the Philox words `tf.random.stateless_uniform(
     [ceil(n / 2)], seed, dtype=uint32)` bitcast to uint16 (the low half first, as stored on a
-    little-endian machine) is >= k. Keras's dropout draws one float per element in the input's
+    little-endian machine) is >= k. Raises ValueError when k is 0 or 65536 (rate below 7.6e-6 or
+    above 1 - 7.6e-6; `BertDropout` uses Keras's dropout there). Keras's dropout draws one float per element in the input's
     dtype; half the random words make it 1.4-1.7x faster on CPU, and a bfloat16 mask no longer
     rounds the rate (Keras under mixed_bfloat16 keeps 0.8985 for rate 0.1; this keeps 0.9000).
     """
     drop_levels = int(round(rate * _LEVELS))
+    if not 0 < drop_levels < _LEVELS:
+        raise ValueError(f"dropout_16bit: rate={rate!r} rounds to {drop_levels}/65536; it needs a "
+                         "rate in [7.7e-6, 1 - 7.7e-6] (use keras.random.dropout outside it)")
     n = tf.size(inputs)
     words = tf.random.stateless_uniform(tf.reshape((n + 1) // 2, [1]), seed=seed, minval=None,
                                         maxval=None, dtype=tf.uint32)

@@ -73,7 +73,15 @@ def test_noise_shape_and_extreme_rates_fall_back_to_keras():
     shared = BertDropout(0.5, noise_shape=(8, 1), seed=1)(x, training=True).numpy()
     assert all(len(set(row)) == 1 for row in shared)  # one decision per row
     np.testing.assert_array_equal(BertDropout(0.0)(x, training=True).numpy(), x.numpy())
-    assert BertDropout(1e-7, seed=1)(x, training=True).shape == (8, 16)
+    # Keras's path: every element kept (P(any drop) ~ 1e-5) and scaled by 1 / (1 - 1e-7).
+    np.testing.assert_allclose(BertDropout(1e-7, seed=1)(x, training=True).numpy(),
+                               np.full((8, 16), 1 / (1 - 1e-7), np.float32), rtol=1e-7)
+
+
+@pytest.mark.parametrize("rate", [0.0, 1e-6, 1 - 1e-6, 1.0])
+def test_dropout_16bit_refuses_rates_it_cannot_represent(rate):
+    with pytest.raises(ValueError, match="rounds to"):
+        dropout_16bit(tf.ones([4]), rate, SEED)
 
 
 def test_config_round_trip():
