@@ -71,10 +71,14 @@ class BertEmbeddings(keras.layers.Layer):
             raise ValueError(
                 f"sequence length {static_length} exceeds max_sequence_length="
                 f"{self.max_sequence_length} (the size of the position table)")
-        tf.debugging.assert_less_equal(
+        check = tf.debugging.assert_less_equal(
             seq_length, self.max_sequence_length,
             message=f"sequence length exceeds max_sequence_length={self.max_sequence_length}")
-        positions = tf.cast(self.position_embeddings[:seq_length], self.compute_dtype)
+        # The check must run before the sum, or a graph may first fail on the [T, H] + [P, H]
+        # shape mismatch with a message that does not name the cause.
+        with tf.control_dependencies([check] if check is not None else []):
+            positions = tf.cast(self.position_embeddings[:seq_length], self.compute_dtype)
+            positions = tf.identity(positions)
         x = (self.word_embeddings(input_word_ids) + positions[tf.newaxis]
              + self.type_embeddings(input_type_ids))
         x = tf.cast(self.layer_norm(x), self.compute_dtype)
