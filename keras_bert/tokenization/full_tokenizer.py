@@ -31,9 +31,9 @@ from keras_bert.tokenization import packing
 MAX_INPUT_CHARS_PER_WORD = 200
 
 UNK_TOKEN = "[UNK]"
-CLS_TOKEN = "[CLS]"
-SEP_TOKEN = "[SEP]"
-PAD_TOKEN = "[PAD]"
+CLS_TOKEN = packing.CLS_TOKEN
+SEP_TOKEN = packing.SEP_TOKEN
+PAD_TOKEN = packing.PAD_TOKEN
 MASK_TOKEN = "[MASK]"
 
 # CJK Unified Ideographs blocks of the reference `_is_chinese_char` (inclusive ranges).
@@ -118,10 +118,17 @@ def is_cjk_ideograph(cp: int) -> bool:
 
 
 class BasicTokenizer:
-    """Cleaning, CJK spacing, optional lower-casing + accent stripping, punctuation split."""
+    """Cleaning, CJK spacing, optional lower-casing + accent stripping, punctuation split.
 
-    def __init__(self, do_lower_case: bool = True):
+    Args:
+        do_lower_case: bool. Lower-case and strip accents (uncased vocabularies).
+        split_on_punc: bool. Start a new word at each punctuation character (BERT's rule);
+            False keeps "hello!how" one word (Model Garden `tokenization.py`'s option).
+    """
+
+    def __init__(self, do_lower_case: bool = True, split_on_punc: bool = True):
         self.do_lower_case = bool(do_lower_case)
+        self.split_on_punc = bool(split_on_punc)
 
     def tokenize(self, text) -> list[str]:
         text = self._clean_text(convert_to_unicode(text))
@@ -130,7 +137,10 @@ class BasicTokenizer:
         for token in whitespace_tokenize(text):
             if self.do_lower_case:
                 token = self._run_strip_accents(token.lower())
-            split_tokens.extend(self._run_split_on_punc(token))
+            if self.split_on_punc:
+                split_tokens.extend(self._run_split_on_punc(token))
+            else:
+                split_tokens.append(token)
         return whitespace_tokenize(" ".join(split_tokens))
 
     @staticmethod
@@ -219,45 +229,56 @@ class WordpieceTokenizer:
 class FullTokenizer:
     """End-to-end reference tokenizer: BasicTokenizer then WordpieceTokenizer.
 
+    Like the reference, it accepts any vocabulary: constructing it and tokenizing need no
+    special token (a word WordPiece cannot split becomes the string "[UNK]" whether or not the
+    vocabulary holds it; only converting that string to an id needs it). Packing (`encode`,
+    `cls_id`, `sep_id`, `pad_id`) needs `[CLS]`, `[SEP]` and `[PAD]` and says which are missing.
+
     Args:
         vocab_file: path to a BERT `vocab.txt` (id = line number).
         do_lower_case: bool. True for uncased vocabularies (lower-case + strip accents).
+        split_on_punc: bool, default True (BERT); see `BasicTokenizer`.
 
     Attributes:
         vocab: dict token -> id. inv_vocab: dict id -> token.
 
     Raises:
         FileNotFoundError: if `vocab_file` does not exist.
-        ValueError: if the vocabulary lacks `[UNK]`, `[CLS]`, `[SEP]` or `[PAD]`.
+        ValueError: if the file holds no tokens.
 
     Source: google-research/bert `tokenization.py`.
     """
 
-    def __init__(self, vocab_file, do_lower_case: bool = True):
+    def __init__(self, vocab_file, do_lower_case: bool = True, split_on_punc: bool = True):
         self.vocab_file = os.fspath(vocab_file)
         self.do_lower_case = bool(do_lower_case)
         self.vocab = load_vocab(self.vocab_file)
-        missing = [t for t in (UNK_TOKEN, CLS_TOKEN, SEP_TOKEN, PAD_TOKEN) if t not in self.vocab]
-        if missing:
-            raise ValueError(f"vocab_file {self.vocab_file} lacks special tokens {missing}")
         self.inv_vocab = {v: k for k, v in self.vocab.items()}
-        self.basic_tokenizer = BasicTokenizer(do_lower_case=self.do_lower_case)
+        self.basic_tokenizer = BasicTokenizer(do_lower_case=self.do_lower_case,
+                                              split_on_punc=split_on_punc)
         self.wordpiece_tokenizer = WordpieceTokenizer(vocab=self.vocab)
+
+    def packing_ids(self) -> tuple[int, int, int]:
+        """(cls_id, sep_id, pad_id); ValueError naming the missing ones (`packing_token_ids`)."""
+        return packing.packing_token_ids(self.vocab, f"vocab_file {self.vocab_file}")
 
     @property
     def cls_id(self) -> int:
-        return self.vocab[CLS_TOKEN]
+        return self.packing_ids()[0]
 
     @property
     def sep_id(self) -> int:
-        return self.vocab[SEP_TOKEN]
+        return self.packing_ids()[1]
 
     @property
     def pad_id(self) -> int:
-        return self.vocab[PAD_TOKEN]
+        return self.packing_ids()[2]
 
     @property
     def unk_id(self) -> int:
+        """Id of `[UNK]`. Raises ValueError if the vocabulary has none."""
+        if UNK_TOKEN not in self.vocab:
+            raise ValueError(f"vocab_file {self.vocab_file} has no {UNK_TOKEN} token")
         return self.vocab[UNK_TOKEN]
 
     def tokenize(self, text) -> list[str]:
@@ -296,9 +317,14 @@ class FullTokenizer:
         Returns:
             dict of `input_word_ids`, `input_mask`, `input_type_ids`: numpy int32
             `[max_seq_length]` (tokens counted include [CLS]/[SEP]).
+
+        Raises:
+            ValueError: if the vocabulary lacks `[CLS]`, `[SEP]` or `[PAD]` (named), checked
+                before tokenizing.
         """
+        cls_id, sep_id, pad_id = self.packing_ids()
         ids_a = self.tokenize_to_ids(text)
         ids_b = None if text_b is None else self.tokenize_to_ids(text_b)
         packed = packing.pack_inputs(ids_a, ids_b, max_seq_length=max_seq_length,
-                                     cls_id=self.cls_id, sep_id=self.sep_id, pad_id=self.pad_id)
+                                     cls_id=cls_id, sep_id=sep_id, pad_id=pad_id)
         return {k: np.asarray(v, dtype=np.int32) for k, v in packed.items()}

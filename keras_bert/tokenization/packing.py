@@ -6,6 +6,36 @@ The in-graph packer in `bert_preprocessor.py` follows the same rules; tests comp
 """
 from __future__ import annotations
 
+CLS_TOKEN = "[CLS]"
+SEP_TOKEN = "[SEP]"
+PAD_TOKEN = "[PAD]"
+# The tokens packing writes: [CLS] first, [SEP] after each segment, [PAD] to fill. Tokenizing
+# needs none of them (google-research/bert `FullTokenizer` accepts any vocabulary).
+PACKING_TOKENS = (CLS_TOKEN, SEP_TOKEN, PAD_TOKEN)
+
+
+def packing_token_ids(vocab, vocab_name: str = "the vocabulary") -> tuple[int, int, int]:
+    """Ids of `[CLS]`, `[SEP]` and `[PAD]` in `vocab`, the three tokens packing needs.
+
+    Args:
+        vocab: mapping token -> id (e.g. `load_vocab(...)`).
+        vocab_name: how messages name the vocabulary (its file path).
+
+    Returns:
+        (cls_id, sep_id, pad_id), python ints.
+
+    Raises:
+        ValueError: `"cannot pack inputs: <vocab_name> lacks the special tokens [...] that
+            packing writes ([CLS] A [SEP] B [SEP], then [PAD]); tokenizing does not need
+            them"`, listing exactly the missing ones in the order [CLS], [SEP], [PAD].
+    """
+    missing = [t for t in PACKING_TOKENS if t not in vocab]
+    if missing:
+        raise ValueError(
+            f"cannot pack inputs: {vocab_name} lacks the special tokens {missing} that packing "
+            "writes ([CLS] A [SEP] B [SEP], then [PAD]); tokenizing does not need them")
+    return tuple(int(vocab[t]) for t in PACKING_TOKENS)
+
 
 def truncate_seq_pair(tokens_a: list, tokens_b: list, max_num_tokens: int) -> None:
     """Truncates a pair in place until `len(a) + len(b) <= max_num_tokens`.

@@ -144,9 +144,6 @@ def test_load_vocab_errors(tmp_path):
     (tmp_path / "empty.txt").write_text("")
     with pytest.raises(ValueError, match="holds no tokens"):
         load_vocab(tmp_path / "empty.txt")
-    (tmp_path / "nospecial.txt").write_text("a\nb\n")
-    with pytest.raises(ValueError, match="lacks special tokens"):
-        FullTokenizer(tmp_path / "nospecial.txt")
 
 
 def test_predicates():
@@ -154,3 +151,42 @@ def test_predicates():
     assert ft.is_whitespace("\u00a0") and not ft.is_whitespace("\u200b")
     assert ft.is_punctuation("^") and ft.is_punctuation("\u00bf") and not ft.is_punctuation("a")
     assert ft.is_cjk_ideograph(0x4E2D) and not ft.is_cjk_ideograph(ord("カ"))
+
+
+def test_vocab_without_special_tokens_tokenizes_packing_refuses(tmp_path):
+    """No [PAD], [CLS], [SEP], [UNK]: tokenizing works as in the reference; packing says what lacks."""
+    path = tmp_path / "nospecial.txt"
+    path.write_text("want\n##want\n##ed\nun\nrunn\n##ing\n,\n")
+    tok = FullTokenizer(path)
+    assert tok.tokenize("UNwant\u00E9d,running") == ["un", "##want", "##ed", ",", "runn", "##ing"]
+    assert tok.tokenize_to_ids("UNwant\u00E9d,running") == [3, 1, 2, 6, 4, 5]
+    assert tok.tokenize("unwantedX") == ["[UNK]"]  # the string, as the reference gives
+    with pytest.raises(KeyError, match=r"token '\[UNK\]' is not in the vocabulary"):
+        tok.tokenize_to_ids("unwantedX")
+    with pytest.raises(ValueError, match=r"has no \[UNK\] token"):
+        tok.unk_id
+    message = (f"cannot pack inputs: vocab_file {path} lacks the special tokens ['[CLS]', "
+               "'[SEP]', '[PAD]'] that packing writes ([CLS] A [SEP] B [SEP], then [PAD]); "
+               "tokenizing does not need them")
+    with pytest.raises(ValueError) as err:
+        tok.encode("unwanted", max_seq_length=8)
+    assert str(err.value) == message
+    with pytest.raises(ValueError) as err:
+        tok.cls_id
+    assert str(err.value) == message
+
+
+def test_packing_names_only_the_missing_tokens(tmp_path):
+    path = tmp_path / "nopad.txt"
+    path.write_text("[UNK]\n[CLS]\n[SEP]\nwant\n")
+    tok = FullTokenizer(path)
+    assert (tok.unk_id, tok.tokenize_to_ids("want")) == (0, [3])
+    with pytest.raises(ValueError) as err:
+        tok.encode("want", max_seq_length=4)
+    assert str(err.value) == (
+        f"cannot pack inputs: vocab_file {path} lacks the special tokens ['[PAD]'] that packing "
+        "writes ([CLS] A [SEP] B [SEP], then [PAD]); tokenizing does not need them")
+    path.write_text("[UNK]\n[CLS]\n[SEP]\nwant\n[PAD]\n")
+    out = FullTokenizer(path).encode("want", max_seq_length=5)
+    assert out["input_word_ids"].tolist() == [1, 3, 2, 4, 4]
+    assert out["input_mask"].tolist() == [1, 1, 1, 0, 0]
