@@ -193,3 +193,36 @@ PRESETS: dict[str, BertConfig] = {
     "bert_base": _preset(12, 768),
     "bert_large": _preset(24, 1024),
 }
+
+
+def check_max_seq_length(max_seq_length, max_sequence_length=None, is_pair=False) -> int:
+    """The one check of a `max_seq_length` (tokens per packed example, [CLS]/[SEP] included).
+
+    Rule: at least 2 for single texts (`[CLS] [SEP]`), 3 for pairs (`[CLS] A [SEP] B [SEP]`
+    needs three special tokens), and never more than the encoder's position table
+    `max_sequence_length` (PITFALLS: refuse at configuration or export time, not at the first
+    long request). Fine-tuning, export, pretraining data and the task models all call it.
+
+    Args:
+        max_seq_length: int, the requested tokens per example.
+        max_sequence_length: int or None, the encoder's position table size (None: unknown).
+        is_pair: bool, two segments per example.
+
+    Returns:
+        max_seq_length as int.
+
+    Raises:
+        ValueError: "max_seq_length=600 exceeds the encoder's max_sequence_length=512 ..." or
+            "max_seq_length must be >= 3 for sentence pairs ...", naming both numbers.
+    """
+    if isinstance(max_seq_length, bool) or int(max_seq_length) != max_seq_length:
+        raise ValueError(f"max_seq_length must be an int, got {max_seq_length!r}")
+    value = int(max_seq_length)
+    minimum = 3 if is_pair else 2
+    if value < minimum:
+        what = "sentence pairs ([CLS] A [SEP] B [SEP])" if is_pair else "single texts ([CLS] [SEP])"
+        raise ValueError(f"max_seq_length must be >= {minimum} for {what}, got {value}")
+    if max_sequence_length is not None and value > int(max_sequence_length):
+        raise ValueError(f"max_seq_length={value} exceeds the encoder's max_sequence_length="
+                         f"{int(max_sequence_length)} (the size of its position table)")
+    return value
