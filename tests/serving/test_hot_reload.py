@@ -1,5 +1,15 @@
 """Hot reload against a real server: a new version is served without a restart and without a failed
-request; a corrupt version is reported in GetModelStatus and never replaces the serving one."""
+request; a corrupt version is reported in GetModelStatus and never replaces the serving one.
+
+What must hold during a version switch (TF Serving's default availability-preserving policy: the new
+version is loaded, then the old one unloaded; a request without a version goes to the newest
+AVAILABLE one): no request fails; every answer comes from a version that was served (1 or 2, never
+the corrupt 3); and versions never go backwards in real (causal) order: a request *sent after*
+another request's *answer arrived* is answered by the same or a newer version. Requests in flight
+at the same time as the switch may be answered by either version, in any order: their client-side
+send times say nothing about when the server picked a version (a thread can be descheduled between
+reading the clock and sending), so the test never orders overlapping requests.
+"""
 import shutil
 import threading
 import time
@@ -21,6 +31,29 @@ def _status(stub, name="clf"):
     return {s.version: s for s in stub.GetModelStatus(request, timeout=30).model_version_status}
 
 
+def causal_violations(calls):
+    """Pairs (a, b) of calls (sent, answered, version) where b was sent after a's answer arrived but
+    b got an older version than a; [] when versions never go backwards in real order."""
+    by_answer = sorted(calls, key=lambda c: c[1])
+    violations, newest, i = [], None, 0
+    for call in sorted(calls, key=lambda c: c[0]):
+        while i < len(by_answer) and by_answer[i][1] < call[0]:
+            if newest is None or by_answer[i][2] > newest[2]:
+                newest = by_answer[i]
+            i += 1
+        if newest is not None and call[2] < newest[2]:
+            violations.append((newest, call))
+    return violations
+
+
+def test_causal_violations_finds_only_non_overlapping_reversals():
+    # (sent, answered, version): overlapping calls may come back in any version order
+    assert causal_violations([(0, 2, 2), (1, 3, 1), (2.5, 4, 2)]) == []
+    # a call sent after a version-2 answer arrived got version 1
+    assert causal_violations([(0, 1, 2), (1.5, 2, 1)]) == [((0, 1, 2), (1.5, 2, 1))]
+    assert causal_violations([(0, 1, 1), (2, 3, 2), (4, 5, 2)]) == []
+
+
 @pytest.mark.slow
 def test_new_version_served_without_failures_and_corrupt_version_reported(start_server, tmp_path):
     base, staging = tmp_path / "clf", tmp_path / "staging"
@@ -31,15 +64,17 @@ def test_new_version_served_without_failures_and_corrupt_version_reported(start_
     channel = grpc.insecure_channel(server.grpc_target)
     stub = prediction_service_pb2_grpc.PredictionServiceStub(channel)
     model_stub = model_service_pb2_grpc.ModelServiceStub(channel)
-    stop, failures, seen = threading.Event(), [], []
+    stop, failures, calls = threading.Event(), [], []
 
     def client():
         for _ in range(5000):  # bounded; normally ended by `stop`
             if stop.is_set():
                 return
+            sent = time.monotonic()
             try:
-                seen.append((time.monotonic(), stub.Predict(
-                    predict_request(text=["reload"], text_b=[""]), timeout=30).model_spec.version.value))
+                version = stub.Predict(predict_request(text=["reload"], text_b=[""]),
+                                       timeout=30).model_spec.version.value
+                calls.append((sent, time.monotonic(), version))
             except grpc.RpcError as e:
                 failures.append(f"{e.code().name}: {e.details()}")
 
@@ -51,9 +86,9 @@ def test_new_version_served_without_failures_and_corrupt_version_reported(start_
         shutil.copytree(staging / "2", base / "2")  # copied in place, while clients send requests
         copied = time.monotonic()
         deadline = copied + 60
-        while time.monotonic() < deadline and not any(v == 2 and t > copied for t, v in seen):
+        while time.monotonic() < deadline and not any(v == 2 for _, _, v in list(calls)):
             time.sleep(0.05)
-        served_after = min(t for t, v in seen if v == 2) - copied
+        served_after = min(answered for _, answered, v in calls if v == 2) - copied
         time.sleep(0.5)
 
         (base / "3").mkdir()  # corrupt version 3
@@ -67,14 +102,16 @@ def test_new_version_served_without_failures_and_corrupt_version_reported(start_
         for t in threads:
             t.join(timeout=60)
     assert failures == []
-    print(f"version 2 served {served_after:.2f} s after the copy finished ({len(seen)} requests, 0 failed)")
+    print(f"version 2 served {served_after:.2f} s after the copy finished ({len(calls)} requests, 0 failed)")
     assert served_after <= 2 * POLL_S + 3.0  # two poll intervals + load time on a loaded 2-core box
-    versions = [v for _, v in sorted(seen)]
-    assert versions[0] == 1 and versions[-1] == 2
-    assert versions == sorted(versions)  # never back to 1 once 2 served, never 3
+    assert {v for _, _, v in calls} == {1, 2}  # never the corrupt version 3
+    first, last = min(calls), max(calls, key=lambda c: c[0])
+    assert first[2] == 1 and last[2] == 2
+    assert causal_violations(calls) == []  # never back to 1 once a 2 was answered
     status = _status(model_stub)
     assert status[3].state == State.END and status[3].status.error_code != 0
     assert "Failed to load clf version 3" in status[3].status.error_message
     assert status[2].state == State.AVAILABLE
+    assert status[1].state == State.END and status[1].status.error_code == 0  # unloaded after 2 loaded
     assert stub.Predict(predict_request(text=["after"], text_b=[""]), timeout=30).model_spec.version.value == 2
     channel.close()
