@@ -22,10 +22,11 @@ import grpc
 from absl import app, flags
 from google.protobuf import text_format
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
+from grpc_reflection.v1alpha import reflection
 from tensorflow_serving.apis import model_service_pb2_grpc, prediction_service_pb2_grpc
 from tensorflow_serving.config import model_server_config_pb2
 
-from serving import batching, grpc_service, tensors
+from serving import batching, grpc_service, service_protos, tensors
 from serving.inference import InferenceService
 from serving.metrics import Metrics
 from serving.model_manager import ModelManager
@@ -134,6 +135,11 @@ class ModelServer:
         model_service_pb2_grpc.add_ModelServiceServicer_to_server(
             grpc_service.ModelServicer(self.service), self.grpc_server)
         health_pb2_grpc.add_HealthServicer_to_server(self.health, self.grpc_server)
+        # Server reflection (grpcurl, Postman, reflection clients): the service files must be in
+        # protobuf's default pool first (service_protos explains why the wheel cannot do it).
+        reflection.enable_server_reflection(
+            (*service_protos.register(), service_protos.HEALTH_SERVICE, reflection.SERVICE_NAME),
+            self.grpc_server)
         self.port = self.grpc_server.add_insecure_port(f"{host}:{port}")
         if not self.port:
             raise OSError(f"cannot bind gRPC to {host}:{port}")
