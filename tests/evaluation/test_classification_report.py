@@ -1,0 +1,66 @@
+"""Per-class metrics, confusion matrix and calibration against a hand-computed 3-class case."""
+import numpy as np
+import pytest
+
+from keras_bert.evaluation import classification_report as cr
+
+NAMES = ["a", "b", "c"]
+GOLD = np.array([0, 0, 0, 0, 1, 1, 1, 2, 2, 2])
+PRED = np.array([0, 0, 1, 2, 1, 1, 0, 2, 2, 2])
+
+
+def probabilities(gold=GOLD, pred=PRED):
+    """Errors get top probability 0.55, correct predictions 0.95."""
+    out = np.zeros((len(pred), 3))
+    for i, p in enumerate(pred):
+        top = 0.95 if p == gold[i] else 0.55
+        out[i] = (1 - top) / 2
+        out[i, p] = top
+    return out
+
+
+def test_hand_computed_three_class_case():
+    m = cr.classification_metrics(GOLD, probabilities(), NAMES)
+    assert m["confusion_matrix"] == [[2, 1, 1], [1, 2, 0], [0, 0, 3]]
+    assert m["headline"]["accuracy"] == pytest.approx(0.7)
+    a, b, c = (m["per_class"][n] for n in NAMES)
+    assert (a["precision"], a["recall"], a["f1"], a["support"]) == pytest.approx((2 / 3, 0.5, 4 / 7, 4))
+    assert (b["precision"], b["recall"], b["f1"], b["support"]) == pytest.approx((2 / 3, 2 / 3, 2 / 3, 3))
+    assert (c["precision"], c["recall"], c["f1"], c["support"]) == pytest.approx((0.75, 1.0, 6 / 7, 3))
+    assert m["headline"]["macro_f1"] == pytest.approx(44 / 63)
+    assert m["headline"]["weighted_f1"] == pytest.approx(48 / 70)
+    assert m["macro_avg"]["precision"] == pytest.approx((2 / 3 + 2 / 3 + 0.75) / 3)
+    assert m["weighted_avg"]["recall"] == pytest.approx(0.7)  # weighted recall = accuracy
+
+
+def test_expected_calibration_error_by_hand():
+    # 3 errors at confidence 0.55 (bin (0.5, 0.6], accuracy 0), 7 correct at 0.95 (bin (0.9, 1]):
+    # ECE = 0.3 * 0.55 + 0.7 * 0.05 = 0.2
+    cal = cr.calibration(probabilities().max(1), GOLD == PRED, num_bins=10)
+    assert cal["ece"] == pytest.approx(0.2)
+    counts = [b["count"] for b in cal["bins"]]
+    assert counts == [0, 0, 0, 0, 0, 3, 0, 0, 0, 7]
+    assert cal["bins"][5]["accuracy"] == 0.0 and cal["bins"][9]["confidence"] == pytest.approx(0.95)
+    assert cal["bins"][0]["accuracy"] is None
+
+
+def test_calibration_edges_and_perfect_case():
+    cal = cr.calibration([0.0, 1.0, 0.5], [False, True, True], num_bins=2)
+    assert [b["count"] for b in cal["bins"]] == [2, 1]  # 0 and 0.5 in [0, 0.5], 1.0 in (0.5, 1]
+    assert cr.calibration([1.0, 1.0], [True, True])["ece"] == 0.0
+
+
+def test_a_class_never_predicted_has_zero_precision():
+    m = cr.per_class_report(np.array([0, 1, 2]), np.array([0, 0, 0]), NAMES)
+    assert m["per_class"]["b"] == {"precision": 0.0, "recall": 0.0, "f1": 0.0, "support": 1}
+
+
+def test_shape_mismatch_is_an_error():
+    with pytest.raises(ValueError, match="do not fit"):
+        cr.classification_metrics(GOLD, probabilities()[:, :2], NAMES)
+
+
+def test_regression_metrics():
+    m = cr.regression_metrics([0.0, 1.0, 2.0, 3.0], [0.0, 1.0, 2.0, 5.0])
+    assert m["headline"]["mse"] == pytest.approx(1.0) and m["headline"]["mae"] == pytest.approx(0.5)
+    assert m["headline"]["spearman"] == pytest.approx(1.0)
