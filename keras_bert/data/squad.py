@@ -1,0 +1,423 @@
+"""SQuAD v1.1 / v2.0: reader and windowed features (google-research/bert `run_squad.py` semantics).
+
+Reader: the official JSON (`data[].paragraphs[].{context, qas[]}`); each question becomes one
+`SquadExample`, its context kept verbatim (never stripped or collapsed: `answer_start` indexes it).
+
+Features (`convert_example`), as `run_squad.py::convert_examples_to_features`:
+- the question is tokenized and cut to `max_query_length` word pieces;
+- the context is tokenized once with per-piece CHARACTER offsets into the original context
+  (`ContextTokenizer.tokenize_with_offsets`; where google-research/bert maps pieces to
+  whitespace words, we map each piece to its own characters, so answers are cut from the
+  context exactly as written);
+- a context longer than `max_seq_length - len(query) - 3` pieces becomes several windows, the
+  next starting `min(length, doc_stride)` pieces later (`doc_windows`);
+- each context piece of a window is flagged when this window is its "max context" window:
+  score = min(pieces left, pieces right) + 0.01 x window length, ties to the earlier window
+  (`_check_is_max_context`; compared here in exact integers, 100 x min + length);
+- training labels: the answer's first and last piece in the window, or [CLS] (position 0) when
+  the answer is not wholly inside the window or the question is unanswerable (v2.0).
+
+Packing: `[CLS] question [SEP] context-window [SEP]`, type ids 0 then 1, padding to
+`max_seq_length`.
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+import logging
+import pathlib
+import unicodedata
+
+import numpy as np
+
+from keras_bert.config import check_max_seq_length
+from keras_bert.tokenization import full_tokenizer as ft
+
+logger = logging.getLogger(__name__)
+
+# Defaults of google-research/bert run_squad.py.
+MAX_SEQ_LENGTH = 384
+DOC_STRIDE = 128
+MAX_QUERY_LENGTH = 64
+
+
+@dataclasses.dataclass(frozen=True)
+class SquadExample:
+    """One question on one context.
+
+    Attributes:
+        qas_id: str, the question id of the file.
+        question: str.
+        context: str, the paragraph exactly as in the file.
+        answers: tuple of (text, char_start) pairs (v1.1 dev has several per question; empty for
+            an unanswerable v2.0 question). `context[start:start + len(text)] == text`.
+        is_impossible: bool (v2.0 `is_impossible`).
+        title: str, the article title (for splitting by article).
+    """
+
+    qas_id: str
+    question: str
+    context: str
+    answers: tuple = ()
+    is_impossible: bool = False
+    title: str = ""
+
+
+@dataclasses.dataclass
+class SquadFeature:
+    """One window of one example; arrays are numpy, length max_seq_length.
+
+    Attributes:
+        example_index: int, index of the example in the list given to `convert_examples`.
+        window_index: int, 0-based window number within its example.
+        input_word_ids, input_mask, input_type_ids: int32 [max_seq_length].
+        token_start, token_end: int32 [max_seq_length]: character offsets [start, end) in the
+            example's context of each context piece; -1 for [CLS], question, [SEP] and padding.
+        token_is_max_context: bool [max_seq_length]; True only at context pieces whose max-context
+            window this is.
+        start_position, end_position: int, training labels (0 = [CLS]).
+    """
+
+    example_index: int
+    window_index: int
+    input_word_ids: np.ndarray
+    input_mask: np.ndarray
+    input_type_ids: np.ndarray
+    token_start: np.ndarray
+    token_end: np.ndarray
+    token_is_max_context: np.ndarray
+    start_position: int = 0
+    end_position: int = 0
+
+
+def read_squad_examples(path, version_2_with_negative: bool = False) -> list[SquadExample]:
+    """Reads a SQuAD v1.1 or v2.0 JSON file.
+
+    Answers whose text is not at `answer_start` in the context are dropped with a warning (the
+    question stays; with no answer left it is skipped from training by `convert_example`).
+
+    Raises:
+        FileNotFoundError: no such file.
+        ValueError: not SQuAD JSON (no `data` list), or `is_impossible` questions in a file read
+            with version_2_with_negative=False.
+    """
+    path = pathlib.Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"SQuAD file not found: {path}")
+    data = json.loads(path.read_text(encoding="utf-8"))
+    if not isinstance(data, dict) or not isinstance(data.get("data"), list):
+        raise ValueError(f"{path} is not SQuAD JSON: expected an object with a 'data' list")
+    examples = []
+    for article in data["data"]:
+        for paragraph in article["paragraphs"]:
+            context = paragraph["context"]
+            for qa in paragraph["qas"]:
+                impossible = bool(qa.get("is_impossible", False))
+                if impossible and not version_2_with_negative:
+                    raise ValueError(f"{path}: question {qa['id']} is unanswerable (v2.0); read "
+                                     "it with version_2_with_negative=True")
+                answers = []
+                for a in ([] if impossible else qa.get("answers", [])):
+                    text, start = a["text"], int(a["answer_start"])
+                    if context[start:start + len(text)] != text:
+                        logger.warning("question %s: answer %r is not at character %d of its "
+                                       "context; dropped", qa["id"], text, start)
+                        continue
+                    answers.append((text, start))
+                examples.append(SquadExample(qa["id"], qa["question"], context, tuple(answers),
+                                             impossible, article.get("title", "")))
+    return examples
+
+
+class ContextTokenizer:
+    """google-research/bert tokenization with per-piece character offsets into the input text.
+
+    The pieces are exactly `FullTokenizer.tokenize(text)` (BasicTokenizer then WordPiece, same
+    rules); each piece also gets `[start, end)` in Python code points of the ORIGINAL text:
+    - a normalized character keeps the index of the character it came from (lower-casing and
+      accent stripping are applied per character, so a character that becomes two, such as
+      U+0130, gives both the same origin);
+    - characters that vanish (deleted controls/format characters, combining marks stripped by
+      uncased normalization) belong to the character before them, so "cafe" + U+0301 answers
+      with its accent;
+    - a piece spans from its first character's origin to the end of its last one; an [UNK] word
+      spans the whole word.
+
+    Args:
+        vocabulary: list of tokens (id = index), e.g. `BertPreprocessor.vocabulary`.
+        do_lower_case: bool.
+    """
+
+    def __init__(self, vocabulary, do_lower_case: bool = True):
+        self.vocab = {}
+        for i, token in enumerate(vocabulary):
+            self.vocab[token] = i  # later duplicates win, as in load_vocab
+        self.do_lower_case = bool(do_lower_case)
+        self.basic = ft.BasicTokenizer(do_lower_case=self.do_lower_case)
+        self.wordpiece = ft.WordpieceTokenizer(self.vocab)
+        self.unk_id = self.vocab.get(ft.UNK_TOKEN)
+
+    def tokenize(self, text: str) -> list[str]:
+        """Word pieces of `text` (the reference `FullTokenizer.tokenize`)."""
+        return [p for w in self.basic.tokenize(text) for p in self.wordpiece.tokenize(w)]
+
+    def convert_tokens_to_ids(self, tokens) -> list[int]:
+        """Raises ValueError naming the token when one is not in the vocabulary."""
+        missing = [t for t in tokens if t not in self.vocab]
+        if missing:
+            raise ValueError(f"token {missing[0]!r} is not in the vocabulary")
+        return [self.vocab[t] for t in tokens]
+
+    def _chars(self, text: str) -> list[list[tuple[str, int, int]]]:
+        """Text -> whitespace/CJK chunks of (normalized char, origin start, origin end)."""
+        n = len(text)
+        vanish = [self._vanishes(c) for c in text]
+        ext_end = [0] * n  # end of character i including the vanishing characters after it
+        nxt = n
+        for i in range(n - 1, -1, -1):
+            ext_end[i] = nxt
+            if not vanish[i]:
+                nxt = i
+        chunks, current = [], []
+        for i, c in enumerate(text):
+            cp = ord(c)
+            if cp == 0 or cp == 0xFFFD or ft.is_control(c):
+                continue
+            if ft.is_whitespace(c) or c.isspace():
+                if current:
+                    chunks.append(current)
+                current = []
+                continue
+            end = ext_end[i]
+            if ft.is_cjk_ideograph(cp):
+                if current:
+                    chunks.append(current)
+                chunks.append([(c, i, end)])
+                current = []
+                continue
+            current.append((c, i, end))
+        if current:
+            chunks.append(current)
+        return [self._normalize(chunk) for chunk in chunks]
+
+    def _vanishes(self, c: str) -> bool:
+        """Deleted by cleaning, or (uncased) normalized to nothing; never whitespace."""
+        cp = ord(c)
+        if cp == 0 or cp == 0xFFFD or ft.is_control(c):
+            return True
+        if ft.is_whitespace(c) or c.isspace():
+            return False
+        return self.do_lower_case and not ft.BasicTokenizer._run_strip_accents(c.lower())
+
+    def _normalize(self, chunk):
+        if not self.do_lower_case:
+            return chunk
+        per_char = [(m, i, e) for c, i, e in chunk
+                    for m in ft.BasicTokenizer._run_strip_accents(c.lower())]
+        # Word-level lower-casing differs only by the final-sigma rule (same length): take its
+        # characters, keep the per-character origins.
+        word = ft.BasicTokenizer._run_strip_accents("".join(c for c, _, _ in chunk).lower())
+        if len(word) != len(per_char):
+            return per_char
+        return [(m, i, e) for m, (_, i, e) in zip(word, per_char)]
+
+    def _words(self, text: str):
+        """Words of the BasicTokenizer, each a list of (char, origin start, origin end)."""
+        for chunk in self._chars(text):
+            word = []
+            for item in chunk:
+                if item[0].isspace() or ft.is_punctuation(item[0]):
+                    if word:
+                        yield word
+                    word = []
+                    if not item[0].isspace():
+                        yield [item]
+                else:
+                    word.append(item)
+            if word:
+                yield word
+
+    def tokenize_with_offsets(self, text: str) -> tuple[list[str], list[int], list[int]]:
+        """Text -> (pieces, starts, ends): `text[starts[k]:ends[k]]` is what piece k covers.
+
+        Returns:
+            three lists of equal length; offsets are Python code-point indices into `text`.
+        """
+        pieces, starts, ends = [], [], []
+        for word in self._words(text):
+            string = "".join(c for c, _, _ in word)
+            at = 0
+            for k, piece in enumerate(self.wordpiece.tokenize(string)):
+                if piece == ft.UNK_TOKEN:
+                    length = len(word) - at
+                else:
+                    length = len(piece) - 2 if k > 0 and piece.startswith("##") else len(piece)
+                pieces.append(piece)
+                starts.append(word[at][1])
+                ends.append(word[at + length - 1][2])
+                at += length
+        return pieces, starts, ends
+
+
+def doc_windows(num_tokens: int, max_tokens_for_doc: int, doc_stride: int) -> list[tuple[int, int]]:
+    """(start, length) of each window over `num_tokens` context pieces (run_squad.py `doc_spans`).
+
+    A context of zero pieces still gets one empty window, so every question gets an answer
+    (the empty string).
+    """
+    if max_tokens_for_doc < 1 or doc_stride < 1:
+        raise ValueError(f"need max_tokens_for_doc >= 1 and doc_stride >= 1, got "
+                         f"{max_tokens_for_doc}, {doc_stride}")
+    windows, start = [], 0
+    while True:
+        length = min(num_tokens - start, max_tokens_for_doc)
+        windows.append((start, length))
+        if start + length >= num_tokens:
+            return windows
+        start += min(length, doc_stride)
+
+
+def is_max_context(windows, window_index: int, position: int) -> bool:
+    """Whether window `window_index` is the max-context window of context piece `position`.
+
+    Score of a window holding the piece: 100 x min(pieces left, pieces right) + window length
+    (google-research's min + 0.01 x length, in integers); the best wins, ties the earlier.
+    """
+    best_score, best_index = None, None
+    for index, (start, length) in enumerate(windows):
+        if not start <= position < start + length:
+            continue
+        score = 100 * min(position - start, start + length - 1 - position) + length
+        if best_score is None or score > best_score:
+            best_score, best_index = score, index
+    return best_index == window_index
+
+
+def answer_token_span(answer_start: int, answer_end: int, starts, ends) -> tuple[int, int] | None:
+    """First and last context piece overlapping characters [answer_start, answer_end); None if
+    no piece does (an answer of whitespace only)."""
+    hits = [k for k in range(len(starts)) if starts[k] < answer_end and ends[k] > answer_start]
+    return (hits[0], hits[-1]) if hits else None
+
+
+def check_lengths(max_seq_length: int, doc_stride: int, max_query_length: int,
+                  max_sequence_length: int | None = None) -> None:
+    """Raises ValueError unless a window has room for >= 1 context piece after a full query."""
+    check_max_seq_length(max_seq_length, max_sequence_length, is_pair=True)
+    if max_query_length < 1 or doc_stride < 1:
+        raise ValueError(f"max_query_length and doc_stride must be >= 1, got {max_query_length}, "
+                         f"{doc_stride}")
+    if max_seq_length - max_query_length - 3 < 1:
+        raise ValueError(f"max_seq_length={max_seq_length} leaves no room for the context after "
+                         f"max_query_length={max_query_length} pieces and [CLS]/[SEP]/[SEP]: "
+                         f"need max_seq_length >= max_query_length + 4")
+
+
+def _packed_window(query_ids, doc_ids, starts, ends, windows, w, max_seq_length, special):
+    """Packs window `w` into a SquadFeature's arrays (labels left at 0)."""
+    cls_id, sep_id, pad_id = special
+    start, length = windows[w]
+    offset = len(query_ids) + 2  # [CLS] query [SEP]
+    ids = [cls_id] + list(query_ids) + [sep_id] + list(doc_ids[start:start + length]) + [sep_id]
+    n = len(ids)
+    word_ids = np.full(max_seq_length, pad_id, np.int32)
+    word_ids[:n] = ids
+    mask = np.zeros(max_seq_length, np.int32)
+    mask[:n] = 1
+    types = np.zeros(max_seq_length, np.int32)
+    types[offset:n] = 1
+    tok_start = np.full(max_seq_length, -1, np.int32)
+    tok_end = np.full(max_seq_length, -1, np.int32)
+    tok_start[offset:offset + length] = starts[start:start + length]
+    tok_end[offset:offset + length] = ends[start:start + length]
+    max_ctx = np.zeros(max_seq_length, bool)
+    for k in range(length):
+        max_ctx[offset + k] = is_max_context(windows, w, start + k)
+    return word_ids, mask, types, tok_start, tok_end, max_ctx, offset
+
+
+def convert_example(example: SquadExample, tokenizer: ContextTokenizer, example_index: int = 0,
+                    max_seq_length: int = MAX_SEQ_LENGTH, doc_stride: int = DOC_STRIDE,
+                    max_query_length: int = MAX_QUERY_LENGTH, is_training: bool = False,
+                    special_ids=None) -> list[SquadFeature]:
+    """One example -> its windows (`SquadFeature`s), with labels when `is_training`.
+
+    Training takes the first answer (SQuAD train has one). An answerable training example
+    whose answer covers no piece gives no features (logged).
+
+    Args:
+        special_ids: (cls_id, sep_id, pad_id); default from the tokenizer's vocabulary.
+    """
+    check_lengths(max_seq_length, doc_stride, max_query_length)
+    if special_ids is None:
+        special_ids = tuple(tokenizer.vocab[t] for t in (ft.CLS_TOKEN, ft.SEP_TOKEN, ft.PAD_TOKEN))
+    query_ids = tokenizer.convert_tokens_to_ids(tokenizer.tokenize(example.question))
+    query_ids = query_ids[:max_query_length]
+    pieces, starts, ends = tokenizer.tokenize_with_offsets(example.context)
+    doc_ids = tokenizer.convert_tokens_to_ids(pieces)
+    windows = doc_windows(len(doc_ids), max_seq_length - len(query_ids) - 3, doc_stride)
+    span = None
+    if is_training and not example.is_impossible:
+        if not example.answers:
+            logger.warning("question %s has no usable answer; skipped", example.qas_id)
+            return []
+        text, char_start = example.answers[0]
+        span = answer_token_span(char_start, char_start + len(text), starts, ends)
+        if span is None:
+            logger.warning("question %s: answer %r covers no word piece; skipped",
+                           example.qas_id, text)
+            return []
+    features = []
+    for w in range(len(windows)):
+        word_ids, mask, types, tok_start, tok_end, max_ctx, offset = _packed_window(
+            query_ids, doc_ids, starts, ends, windows, w, max_seq_length, special_ids)
+        start_position = end_position = 0
+        win_start, length = windows[w]
+        if span is not None and win_start <= span[0] and span[1] < win_start + length:
+            start_position = span[0] - win_start + offset
+            end_position = span[1] - win_start + offset
+        features.append(SquadFeature(example_index, w, word_ids, mask, types, tok_start, tok_end,
+                                     max_ctx, start_position, end_position))
+    return features
+
+
+def convert_examples(examples, tokenizer: ContextTokenizer, max_seq_length: int = MAX_SEQ_LENGTH,
+                     doc_stride: int = DOC_STRIDE, max_query_length: int = MAX_QUERY_LENGTH,
+                     is_training: bool = False, progress: bool = False) -> list[SquadFeature]:
+    """All examples -> features in example order (see `convert_example`).
+
+    Args:
+        progress: bool; show a progress bar (tqdm) for long files.
+    """
+    check_lengths(max_seq_length, doc_stride, max_query_length)
+    special = tuple(tokenizer.vocab[t] for t in (ft.CLS_TOKEN, ft.SEP_TOKEN, ft.PAD_TOKEN))
+    items = enumerate(examples)
+    if progress:
+        import tqdm  # optional: only for the progress bar
+
+        items = tqdm.tqdm(items, total=len(examples), desc="SQuAD features", unit="question")
+    features = []
+    for index, example in items:
+        features.extend(convert_example(example, tokenizer, index, max_seq_length, doc_stride,
+                                        max_query_length, is_training, special))
+    return features
+
+
+def stack_features(features, with_labels: bool = False) -> dict:
+    """Features -> dict of numpy arrays [N, max_seq_length] (model inputs), plus
+    `start_positions` / `end_positions` int32 [N] when `with_labels`."""
+    out = {name: np.stack([getattr(f, name) for f in features]).astype(np.int32)
+           for name in ("input_word_ids", "input_mask", "input_type_ids")}
+    if with_labels:
+        out["start_positions"] = np.asarray([f.start_position for f in features], np.int32)
+        out["end_positions"] = np.asarray([f.end_position for f in features], np.int32)
+    return out
+
+
+def split_by_title(examples, held_out_fraction: float = 0.5):
+    """(train, held_out): disjoint article titles; the last `held_out_fraction` of the titles (in
+    file order) are held out. For fine-tuning on one part of a dev set, scoring on the rest."""
+    titles = list(dict.fromkeys(e.title for e in examples))
+    cut = len(titles) - int(round(len(titles) * held_out_fraction))
+    held = set(titles[cut:])
+    return ([e for e in examples if e.title not in held], [e for e in examples if e.title in held])

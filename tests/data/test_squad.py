@@ -1,0 +1,188 @@
+"""SQuAD reader and windowed features: hand-made cases with known answers, and the real dev files."""
+import json
+
+import numpy as np
+import pytest
+
+from keras_bert.data import squad
+from keras_bert.tokenization.bert_preprocessor import _vocab_list_from_file
+from keras_bert.tokenization.full_tokenizer import FullTokenizer
+
+
+@pytest.fixture(scope="module")
+def vocab(uncased_vocab):
+    return _vocab_list_from_file(uncased_vocab)
+
+
+@pytest.fixture(scope="module")
+def tok(vocab):
+    return squad.ContextTokenizer(vocab, do_lower_case=True)
+
+
+def pieces_text(tok, context):
+    pieces, starts, ends = tok.tokenize_with_offsets(context)
+    return [(p, context[s:e]) for p, s, e in zip(pieces, starts, ends)]
+
+
+def test_offsets_give_the_original_characters(tok):
+    context = "Café  déjà\tvu\u00a0naïve 東京 ΟΔΟΣ cafe\u0301 a\u200bb İstanbul"
+    assert pieces_text(tok, context) == [
+        ("cafe", "Café"), ("de", "dé"), ("##ja", "jà"), ("vu", "vu"), ("naive", "naïve"),
+        ("東", "東"), ("京", "京"), ("ο", "Ο"), ("##δ", "Δ"), ("##ος", "ΟΣ"),
+        ("cafe", "cafe\u0301"), ("ab", "a\u200bb"), ("istanbul", "İstanbul")]
+
+
+def test_offsets_cased_and_unk_word(cased_vocab):
+    tok = squad.ContextTokenizer(_vocab_list_from_file(cased_vocab), do_lower_case=False)
+    context = "Hi  (1895–1943) " + "x" * 201
+    assert pieces_text(tok, context) == [
+        ("Hi", "Hi"), ("(", "("), ("1895", "1895"), ("–", "–"), ("1943", "1943"), (")", ")"),
+        ("[UNK]", "x" * 201)]
+
+
+def test_pieces_equal_the_reference_tokenizer(tok, uncased_vocab, data_dir):
+    ref = FullTokenizer(uncased_vocab, do_lower_case=True)
+    examples = squad.read_squad_examples(data_dir / "squad" / "dev-v1.1.json")
+    contexts = list(dict.fromkeys(e.context for e in examples))[::25]
+    for context in contexts:
+        pieces, starts, ends = tok.tokenize_with_offsets(context)
+        assert pieces == ref.tokenize(context)
+        assert all(0 <= s < e <= len(context) for s, e in zip(starts, ends))
+        assert starts == sorted(starts)
+
+
+def test_read_real_dev_files(data_dir):
+    v1 = squad.read_squad_examples(data_dir / "squad" / "dev-v1.1.json")
+    assert len(v1) == 10570
+    assert len({e.title for e in v1}) == 48
+    assert all(e.answers and not e.is_impossible for e in v1)
+    for e in v1[:200]:
+        for text, start in e.answers:
+            assert e.context[start:start + len(text)] == text
+    v2 = squad.read_squad_examples(data_dir / "squad" / "dev-v2.0-subset.json",
+                                   version_2_with_negative=True)
+    assert len(v2) == 6078
+    assert sum(e.is_impossible for e in v2) == 3168
+    assert all(not e.answers for e in v2 if e.is_impossible)
+    with pytest.raises(ValueError, match="version_2_with_negative=True"):
+        squad.read_squad_examples(data_dir / "squad" / "dev-v2.0-subset.json")
+
+
+def test_reader_errors(tmp_path):
+    with pytest.raises(FileNotFoundError):
+        squad.read_squad_examples(tmp_path / "missing.json")
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps({"version": "1.1"}))
+    with pytest.raises(ValueError, match="'data' list"):
+        squad.read_squad_examples(bad)
+
+
+def test_doc_windows_follow_run_squad():
+    # google-research/bert: next window starts min(length, doc_stride) later; last reaches the end.
+    assert squad.doc_windows(10, 4, 3) == [(0, 4), (3, 4), (6, 4)]
+    assert squad.doc_windows(10, 4, 5) == [(0, 4), (4, 4), (8, 2)]
+    assert squad.doc_windows(3, 4, 2) == [(0, 3)]
+    assert squad.doc_windows(0, 4, 2) == [(0, 0)]
+    with pytest.raises(ValueError):
+        squad.doc_windows(5, 0, 2)
+
+
+def test_max_context_by_hand():
+    windows = [(0, 4), (3, 4), (6, 4)]
+    # piece 3: window 0 score 100*min(3,0)+4 = 4; window 1: 100*min(0,3)+4 = 4 -> tie, earlier.
+    assert squad.is_max_context(windows, 0, 3) and not squad.is_max_context(windows, 1, 3)
+    # piece 5: window 1 (min(2,1)=1 -> 104) beats window 0 (not inside).
+    assert squad.is_max_context(windows, 1, 5)
+    # piece 6: window 1 min(3,0)=0 -> 4; window 2 min(0,3)=0 -> 4: tie, window 1.
+    assert squad.is_max_context(windows, 1, 6)
+    # each piece has exactly one max-context window
+    for p in range(10):
+        assert sum(squad.is_max_context(windows, w, p) for w in range(3)) == 1
+
+
+def make_example(context, answer=None, question="what ?", impossible=False):
+    answers = () if answer is None else ((answer, context.index(answer)),)
+    return squad.SquadExample("q", question, context, answers, impossible)
+
+
+def test_answer_across_a_window_boundary(tok):
+    # 16 one-piece words; query "what ?" = 2 pieces; max_seq_length 12 -> 7 context pieces a window.
+    words = "zero one two three four five six seven eight nine ten eleven twelve thirteen " \
+            "fourteen fifteen".split()
+    context = " ".join(words)
+    example = make_example(context, "five six seven eight")  # pieces 5..8
+    features = squad.convert_example(example, tok, max_seq_length=12, doc_stride=3,
+                                     max_query_length=4, is_training=True)
+    assert [f.window_index for f in features] == [0, 1, 2, 3]
+    # windows (0,7) (3,7) (6,7) (9,7): only window 1 holds pieces 5..8 wholly.
+    labels = [(f.start_position, f.end_position) for f in features]
+    offset = 4  # [CLS] what ? [SEP]
+    assert labels == [(0, 0), (5 - 3 + offset, 8 - 3 + offset), (0, 0), (0, 0)]
+    f = features[1]
+    start, end = f.token_start[f.start_position], f.token_end[f.end_position]
+    assert context[start:end] == "five six seven eight"
+    # max-context flags: every context piece is flagged in exactly one window.
+    flagged = {}
+    for f in features:
+        for k in np.flatnonzero(f.token_is_max_context):
+            flagged.setdefault(int(f.token_start[k]), []).append(f.window_index)
+    assert sorted(flagged) == [context.index(w) if i != 1 else 5 for i, w in enumerate(words)]
+    assert all(len(v) == 1 for v in flagged.values())
+
+
+def test_answer_at_very_start_and_end(tok):
+    context = "Paris is the capital of France"
+    for answer, expected in (("Paris", (4, 4)), ("France", (9, 9))):
+        (f,) = squad.convert_example(make_example(context, answer), tok, max_seq_length=32,
+                                     max_query_length=8, is_training=True)
+        assert (f.start_position, f.end_position) == expected
+        assert context[f.token_start[f.start_position]:f.token_end[f.end_position]] == answer
+    assert f.input_word_ids[:12].tolist() == tok.convert_tokens_to_ids(
+        ["[CLS]", "what", "?", "[SEP]", "paris", "is", "the", "capital", "of", "france", "[SEP]",
+         "[PAD]"])
+    assert f.input_type_ids[:12].tolist() == [0] * 4 + [1] * 7 + [0]
+    assert f.input_mask[:12].tolist() == [1] * 11 + [0]
+    assert f.token_start[:4].tolist() == [-1] * 4 and f.token_start[10] == -1
+
+
+def test_accents_cjk_and_irregular_whitespace_answer(tok):
+    context = "Der  Begriff\t«Café  Müller»\u00a0steht\n\n in 東京都 ,  naïve   façade ."
+    for answer in ("Café  Müller", "東京", "naïve   façade", "Müller»"):
+        (f,) = squad.convert_example(make_example(context, answer), tok, max_seq_length=64,
+                                     max_query_length=8, is_training=True)
+        got = context[f.token_start[f.start_position]:f.token_end[f.end_position]]
+        assert got == answer
+
+
+def test_unanswerable_question_points_at_cls(tok):
+    context = " ".join(["word"] * 30)
+    example = make_example(context, impossible=True)
+    features = squad.convert_example(example, tok, max_seq_length=16, doc_stride=4,
+                                     max_query_length=4, is_training=True)
+    assert len(features) > 1
+    assert all(f.start_position == 0 and f.end_position == 0 for f in features)
+
+
+def test_question_longer_than_max_query_length(tok):
+    question = " ".join(["why"] * 10)
+    context = "one two three four five six"
+    (f,) = squad.convert_example(make_example(context, "four", question=question), tok,
+                                 max_seq_length=16, max_query_length=3, is_training=True)
+    why = tok.vocab["why"]
+    assert f.input_word_ids[:5].tolist() == [tok.vocab["[CLS]"], why, why, why, tok.vocab["[SEP]"]]
+    assert (f.start_position, f.end_position) == (8, 8)
+    # 16 - 3 - 3 = 10 context pieces fit: one window.
+    with pytest.raises(ValueError, match="max_query_length"):
+        squad.convert_example(make_example(context), tok, max_seq_length=8, max_query_length=5)
+
+
+def test_stack_and_split(tok):
+    examples = [squad.SquadExample(str(i), "what ?", "a b c", (("b", 2),), False, t)
+                for i, t in enumerate("AABBC")]
+    train, held = squad.split_by_title(examples, 0.4)
+    assert [e.title for e in train] == list("AABB") and [e.title for e in held] == ["C"]
+    features = squad.convert_examples(examples, tok, max_seq_length=10, max_query_length=4,
+                                      is_training=True)
+    arrays = squad.stack_features(features, with_labels=True)
+    assert arrays["input_word_ids"].shape == (5, 10) and arrays["input_word_ids"].dtype == np.int32
+    assert arrays["start_positions"].tolist() == [5] * 5
