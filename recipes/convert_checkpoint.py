@@ -1,8 +1,9 @@
 """Converts any checkpoint `load_encoder` reads into a keras-bert checkpoint directory.
 
-Sources: a pretrained preset (`minilm_l6_h384_uncased`), a Hugging Face BERT directory, a
-google-research/bert TF1 checkpoint (directory or `bert_model.ckpt` prefix), a keras-bert
-directory or a `.keras` file. Writes `config.json`, `encoder.weights.h5`, `vocab.txt`,
+Sources, detected from their files: a pretrained preset (`minilm_l6_h384_uncased`), a Hugging
+Face BERT directory, a google-research/bert TF1 checkpoint (directory or `bert_model.ckpt`
+prefix), a Model Garden TF2 encoder checkpoint, a TF Hub-style encoder SavedModel, a keras-hub
+BertBackbone preset, a keras-bert directory or a `.keras` file. Writes `config.json`, `encoder.weights.h5`, `vocab.txt`,
 `keras_bert_checkpoint.json` (see `keras_bert.checkpoints.save_encoder`) and
 `conversion.json` (resolved flags, the source variable -> encoder variable ledger and the ignored
 variables with their reasons).
@@ -43,7 +44,7 @@ def main(argv):
                         "hidden_activation": encoder.bert_config.hidden_activation},
               "config": encoder.bert_config.to_dict()}
     fmt, _ = checkpoints.detect_format(FLAGS.init_checkpoint)
-    if fmt in ("huggingface", "google"):
+    if fmt in checkpoints.READERS:
         source = checkpoints.read_checkpoint(FLAGS.init_checkpoint)
         report.update(format=source.format, weights_file=source.weights_file,
                       used=source.used(), ignored=source.ignored)

@@ -13,7 +13,10 @@ import glob
 import json
 import os
 
+import tensorflow as tf
+
 from keras_bert.checkpoints.source import TRANSPOSE, apply_table
+from keras_bert.config import BertConfig
 
 CONFIG_FILE = "bert_config.json"
 CHECKPOINT_PREFIX = "bert_model.ckpt"
@@ -98,10 +101,6 @@ def read_google_checkpoint(path: str):
         FileNotFoundError: naming the missing bert_config.json or checkpoint index.
         CheckpointError: on missing / unexpected variable names (listed).
     """
-    import tensorflow as tf
-
-    from keras_bert.config import BertConfig
-
     prefix = find_checkpoint_prefix(path)
     config_path = os.path.join(os.path.dirname(prefix), CONFIG_FILE)
     if not os.path.exists(config_path):

@@ -12,8 +12,10 @@ import json
 import os
 
 import numpy as np
+from safetensors import safe_open
 
 from keras_bert.checkpoints.source import TRANSPOSE, CheckpointError, apply_table
+from keras_bert.config import BertConfig
 
 CONFIG_FILE = "config.json"
 WEIGHTS_FILE = "model.safetensors"
@@ -117,10 +119,6 @@ def read_hf_checkpoint(directory: str):
         CheckpointError: on missing / unexpected names (listed), a name present twice after
             normalisation, or an untied MLM decoder.
     """
-    from safetensors import safe_open
-
-    from keras_bert.config import BertConfig
-
     config_path = os.path.join(directory, CONFIG_FILE)
     if not os.path.exists(config_path):
         raise FileNotFoundError(f"Hugging Face config file not found: {config_path}")

@@ -11,9 +11,16 @@ Directory layout (what the pretraining and fine-tuning recipes write, and `load_
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import shutil
+
+import keras
+
+from keras_bert import models, tasks  # noqa: F401  register the classes a .keras file names
+from keras_bert.config import BertConfig
+from keras_bert.models.bert_encoder import BertEncoder
 
 CONFIG_FILE = "config.json"
 WEIGHTS_FILE = "encoder.weights.h5"
@@ -37,8 +44,6 @@ def save_encoder(encoder, directory, vocab_file=None, do_lower_case=None) -> str
         TypeError: if `encoder` is not a `BertEncoder`.
         FileNotFoundError: if `vocab_file` does not exist.
     """
-    from keras_bert.models.bert_encoder import BertEncoder
-
     if not isinstance(encoder, BertEncoder):
         raise TypeError(f"save_encoder needs a BertEncoder, got {type(encoder).__name__}")
     if vocab_file is not None and not os.path.exists(vocab_file):
@@ -80,11 +85,6 @@ def load_saved_encoder(directory: str, *, hidden_activation=None, dtype=None, ca
         FileNotFoundError: naming config.json or encoder.weights.h5.
         ValueError: naming the weights file when its variables do not fit the config.
     """
-    import dataclasses
-
-    from keras_bert.config import BertConfig
-    from keras_bert.models.bert_encoder import BertEncoder
-
     config = BertConfig.from_json_file(os.path.join(directory, CONFIG_FILE))
     weights = os.path.join(directory, WEIGHTS_FILE)
     if not os.path.exists(weights):
@@ -112,13 +112,6 @@ def load_keras_file(path: str, *, hidden_activation=None, dtype=None, causal=Non
         FileNotFoundError: naming the file.
         TypeError: if the file holds no `BertEncoder`.
     """
-    import dataclasses
-
-    import keras
-
-    import keras_bert  # noqa: F401  registers the serializable classes
-    from keras_bert.models.bert_encoder import BertEncoder
-
     if not os.path.exists(path):
         raise FileNotFoundError(f".keras file not found: {path}")
     model = keras.saving.load_model(path)

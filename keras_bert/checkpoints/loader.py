@@ -1,12 +1,17 @@
 """`load_encoder` and friends: one entry point for every checkpoint source of SPEC section 5.
 
-Sources, recognised in this order:
+Sources, recognised from their files in this order:
 1. a pretrained preset name (`PRETRAINED_PRESETS`, e.g. "minilm_l6_h384_uncased");
 2. a `.keras` file;
 3. a directory written by `save_encoder` (holds `encoder.weights.h5`);
-4. a Hugging Face BERT directory (holds `model.safetensors` or its sharded index);
-5. a google-research/bert checkpoint: a directory with `bert_config.json` and
-   `bert_model.ckpt.*`, or the checkpoint prefix itself (`.../bert_model.ckpt`).
+4. a keras-hub `BertBackbone` preset (`config.json` naming `keras_hub>BertBackbone` +
+   `model.weights.h5`);
+5. a Hugging Face BERT directory (holds `model.safetensors` or its sharded index);
+6. a TF Hub-style encoder SavedModel (holds `saved_model.pb`; tf-models-official's
+   `export_tfhub`);
+7. a TF checkpoint, a directory (`bert_config.json` + `*.index`) or the prefix itself: an
+   object-based one holding a Model Garden `BertEncoder` is a Model Garden TF2 checkpoint,
+   any other a google-research/bert TF1 checkpoint.
 """
 
 from __future__ import annotations
@@ -15,9 +20,23 @@ import dataclasses
 import logging
 import os
 
-from keras_bert.checkpoints import google, huggingface, keras_format
+from keras_bert.checkpoints import (
+    google,
+    huggingface,
+    keras_format,
+    keras_hub_preset,
+    model_garden,
+    tfhub,
+)
 from keras_bert.checkpoints.presets import PRETRAINED_PRESETS, resolve_preset
-from keras_bert.checkpoints.source import assign, encoder_variables, pretrainer_head_variables
+from keras_bert.checkpoints.source import (
+    CheckpointError,
+    assign,
+    encoder_variables,
+    pretrainer_head_variables,
+)
+from keras_bert.config import PRESETS
+from keras_bert.models.bert_encoder import BertEncoder
 
 logger = logging.getLogger(__name__)
 
@@ -25,15 +44,33 @@ HEAD_IGNORE_REASON = ("pretraining head, not part of a bare BertEncoder "
                       "(load it with load_pretrainer_weights)")
 
 
+READERS = {
+    "huggingface": huggingface.read_hf_checkpoint,
+    "google": google.read_google_checkpoint,
+    "model_garden": model_garden.read_model_garden_checkpoint,
+    "tfhub_saved_model": tfhub.read_tfhub_saved_model,
+    "keras_hub": keras_hub_preset.read_keras_hub_preset,
+}
+
+
+def _tf_checkpoint_format(path: str) -> str:
+    """"model_garden" for an object-based checkpoint holding a Model Garden encoder, else
+    "google" (also when no checkpoint is found: the google reader names what is missing)."""
+    try:
+        prefix = google.find_checkpoint_prefix(path)
+    except FileNotFoundError:
+        return "google"
+    return "model_garden" if model_garden.is_model_garden_prefix(prefix) else "google"
+
+
 def detect_format(name_or_path) -> tuple[str, str]:
-    """Returns (format, path) with format in "keras_file", "keras_bert", "huggingface", "google".
+    """Returns (format, path): format is "keras_file", "keras_bert", "keras_hub",
+    "huggingface", "tfhub_saved_model", "model_garden" or "google".
 
     Raises:
         ValueError: for a size-only preset of `keras_bert.config.PRESETS` (no weights).
         FileNotFoundError: naming the path, and what a checkpoint directory should hold.
     """
-    from keras_bert.config import PRESETS
-
     name_or_path = os.fspath(name_or_path)
     if name_or_path in PRETRAINED_PRESETS:
         return "huggingface", resolve_preset(name_or_path)
@@ -48,21 +85,27 @@ def detect_format(name_or_path) -> tuple[str, str]:
     if os.path.isdir(path):
         if keras_format.is_keras_bert_dir(path):
             return "keras_bert", path
+        if keras_hub_preset.is_keras_hub_preset(path):
+            return "keras_hub", path
         if any(os.path.exists(os.path.join(path, f)) for f in (
                 huggingface.WEIGHTS_FILE, huggingface.WEIGHTS_INDEX_FILE)):
             return "huggingface", path
+        if tfhub.is_saved_model_dir(path):
+            return "tfhub_saved_model", path
         if (os.path.exists(os.path.join(path, google.CONFIG_FILE))
                 or any(f.endswith(".index") for f in os.listdir(path))):
-            return "google", path
+            return _tf_checkpoint_format(path), path
         if os.path.exists(os.path.join(path, huggingface.CONFIG_FILE)):
             huggingface.weights_files(path)  # raises, naming model.safetensors
         raise FileNotFoundError(
             f"no checkpoint found in directory {path}: expected {keras_format.WEIGHTS_FILE} "
-            f"(keras-bert), {huggingface.WEIGHTS_FILE} + {huggingface.CONFIG_FILE} (Hugging "
-            f"Face) or {google.CHECKPOINT_PREFIX}.index + {google.CONFIG_FILE} "
-            "(google-research/bert)")
+            f"(keras-bert), {keras_hub_preset.WEIGHTS_FILE} + {keras_hub_preset.CONFIG_FILE} "
+            f"(keras-hub preset), {huggingface.WEIGHTS_FILE} + {huggingface.CONFIG_FILE} "
+            f"(Hugging Face), {tfhub.SAVED_MODEL_FILE} (TF Hub SavedModel) or "
+            f"{google.CHECKPOINT_PREFIX}.index + {google.CONFIG_FILE} (google-research/bert or "
+            "Model Garden)")
     if os.path.exists(path + ".index"):
-        return "google", path
+        return _tf_checkpoint_format(path), path
     if ".ckpt" in os.path.basename(path):
         raise FileNotFoundError(f"TF checkpoint not found: {path}.index")
     raise FileNotFoundError(
@@ -71,7 +114,7 @@ def detect_format(name_or_path) -> tuple[str, str]:
 
 
 def read_checkpoint(name_or_path):
-    """Reads a Hugging Face or google-research checkpoint into a `SourceWeights` (no model).
+    """Reads any external checkpoint (every format but our own) into a `SourceWeights`.
 
     Useful to inspect the ledger: `.used()` (source variable -> canonical name) and
     `.ignored` (source variable -> reason).
@@ -81,10 +124,8 @@ def read_checkpoint(name_or_path):
         FileNotFoundError, CheckpointError: as `load_encoder`.
     """
     fmt, path = detect_format(name_or_path)
-    if fmt == "huggingface":
-        return huggingface.read_hf_checkpoint(path)
-    if fmt == "google":
-        return google.read_google_checkpoint(path)
+    if fmt in READERS:
+        return READERS[fmt](path)
     raise ValueError(f"{path} is a keras-bert checkpoint; load it with load_encoder")
 
 
@@ -111,8 +152,6 @@ def load_encoder(name_or_path, hidden_activation=None, dtype=None, causal=None):
             variable whose shape does not fit.
         ImportError: for a preset whose package is not installed (with the pip command).
     """
-    from keras_bert.models.bert_encoder import BertEncoder
-
     fmt, path = detect_format(name_or_path)
     if fmt == "keras_file":
         return keras_format.load_keras_file(
@@ -146,8 +185,6 @@ def load_pretrainer_weights(pretrainer, name_or_path) -> None:
         CheckpointError: if the checkpoint has no masked-LM head (or no NSP head while the
             pretrainer uses one), or on any name or shape mismatch.
     """
-    from keras_bert.checkpoints.source import CheckpointError
-
     source = read_checkpoint(name_or_path)
     if not pretrainer.built:
         pretrainer.build()
@@ -169,7 +206,8 @@ def resolve_vocab_file(name_or_path) -> str:
     """
     fmt, path = detect_format(name_or_path)
     directory = path if os.path.isdir(path) else os.path.dirname(path)
-    vocab = os.path.join(directory, "vocab.txt")
+    relative = {"keras_hub": keras_hub_preset.VOCAB_ASSET, "tfhub_saved_model": tfhub.VOCAB_ASSET}
+    vocab = os.path.join(directory, relative.get(fmt, "vocab.txt"))
     if not os.path.exists(vocab):
         raise FileNotFoundError(f"vocab file not found: {vocab}")
     return vocab
@@ -179,7 +217,8 @@ def resolve_do_lower_case(name_or_path, default=None) -> bool:
     """Whether the checkpoint's vocab expects lower-cased, accent-stripped text.
 
     Sources: Hugging Face `tokenizer_config.json` "do_lower_case"; keras-bert
-    `keras_bert_checkpoint.json`; google-research/bert: the directory name ("uncased" -> True,
+    `keras_bert_checkpoint.json`; keras-hub `tokenizer.json` "lowercase"; a TF Hub SavedModel's
+    `do_lower_case` variable; google-research/bert and Model Garden: the directory name ("uncased" -> True,
     "cased" -> False), as in google-research/bert `tokenization.validate_case_matches_checkpoint`.
 
     Args:
@@ -195,6 +234,10 @@ def resolve_do_lower_case(name_or_path, default=None) -> bool:
         value = huggingface.read_do_lower_case(directory)
     elif fmt in ("keras_bert", "keras_file"):
         value = keras_format.read_metadata(directory).get("do_lower_case")
+    elif fmt == "keras_hub":
+        value = keras_hub_preset.read_do_lower_case(directory)
+    elif fmt == "tfhub_saved_model":
+        value = tfhub.read_do_lower_case(directory)
     if value is None:
         value = google.infer_do_lower_case(path)
     if value is None:

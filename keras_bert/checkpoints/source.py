@@ -31,8 +31,14 @@ import re
 from typing import Callable
 
 import numpy as np
+import tensorflow as tf
 
 TRANSPOSE = "transpose"
+# Per-head einsum layouts (Model Garden, keras-hub, TF Hub): query/key/value kernels [H, N, D]
+# and biases [N, D] merge into [H, N*D] / [N*D]; the attention output kernel [N, D, H] into
+# [N*D, H]. N*D = H; head n owns columns n*D .. n*D+D-1, as in our fused Dense layers.
+MERGE_HEADS_IN = "merge_heads_in"
+MERGE_HEADS_OUT = "merge_heads_out"
 HEAD_GROUPS = ("masked_lm", "next_sentence")
 
 
@@ -130,19 +136,65 @@ def apply_table(*, fmt: str, weights_file: str, config, names, read: Callable[[s
     for canonical, src, transform, group in rows:
         if src not in names:
             continue
-        array = np.asarray(read(src), dtype=np.float32)
-        if transform == TRANSPOSE:
-            if array.ndim != 2:
-                raise CheckpointError(
-                    f"{weights_file}: variable {src!r} has shape {array.shape}; expected a "
-                    "2-D matrix to transpose")
-            array = array.T
+        array = to_canonical(np.asarray(read(src), dtype=np.float32), transform, src,
+                             weights_file)
         (encoder if group == "encoder" else heads)[canonical] = array
         source_names[canonical] = src
     return SourceWeights(fmt, weights_file, config, encoder, heads, source_names, ignored)
 
 
+def to_canonical(array, transform, src: str, weights_file: str):
+    """Applies a table row's transform (source layout -> canonical layout).
+
+    Raises:
+        CheckpointError: naming the variable when its rank does not fit the transform.
+    """
+    expected_ndim = {TRANSPOSE: (2,), MERGE_HEADS_IN: (2, 3), MERGE_HEADS_OUT: (3,)}
+    if transform is None:
+        return array
+    if array.ndim not in expected_ndim[transform]:
+        raise CheckpointError(
+            f"{weights_file}: variable {src!r} has shape {array.shape}; the {transform} "
+            f"layout needs rank {' or '.join(map(str, expected_ndim[transform]))}")
+    if transform == TRANSPOSE:
+        return array.T
+    if transform == MERGE_HEADS_IN:  # [H, N, D] -> [H, N*D]; [N, D] -> [N*D]
+        return array.reshape(array.shape[0], -1) if array.ndim == 3 else array.reshape(-1)
+    return array.reshape(-1, array.shape[-1])  # [N, D, H] -> [N*D, H]
+
+
+def from_canonical(array, transform, num_heads: int):
+    """Inverse of `to_canonical`: canonical layout -> the source layout of a table row."""
+    if transform is None:
+        return array
+    if transform == TRANSPOSE:
+        return np.ascontiguousarray(array.T)
+    if transform == MERGE_HEADS_IN:  # [H, H] -> [H, N, D]; [H] -> [N, D]
+        return array.reshape(array.shape[:-1] + (num_heads, array.shape[-1] // num_heads))
+    return array.reshape(num_heads, array.shape[0] // num_heads, array.shape[1])
+
+
+def table_tensors(arrays: dict, table, config) -> dict:
+    """Source name -> ndarray for every row of `table` whose canonical name is in `arrays`.
+
+    The writers' half of a name table: `arrays` holds canonical names (e.g.
+    `encoder_arrays(encoder)`), the result the source format's names and layouts.
+    """
+    out = {}
+    for canonical, src, transform, _ in expand_table(table, config.num_layers):
+        if canonical in arrays:
+            out[src] = from_canonical(np.asarray(arrays[canonical], np.float32), transform,
+                                      config.num_heads)
+    return out
+
+
 # -- targets ---------------------------------------------------------------------------------
+
+
+def encoder_arrays(encoder) -> dict:
+    """Canonical name -> float32 ndarray of every variable of a built `BertEncoder`."""
+    return {name: np.asarray(variable.numpy(), np.float32)
+            for name, variable in encoder_variables(encoder).items()}
 
 def encoder_variables(encoder) -> dict:
     """Canonical name -> Keras variable, for every variable of a built `BertEncoder`.
@@ -207,8 +259,6 @@ def assign(targets: dict, arrays: dict, source_names: dict, weights_file: str) -
         CheckpointError: naming the source variable, its shape and the shape the target needs,
             or listing canonical names present on one side only.
     """
-    import tensorflow as tf
-
     if set(targets) != set(arrays):
         raise CheckpointError(
             f"{weights_file}: weights for {sorted(set(targets) - set(arrays))} are missing and "

@@ -1,0 +1,186 @@
+"""keras-hub `BertBackbone` presets, both directions.
+
+A preset directory as `BertBackbone.save_to_preset` writes it: `config.json` (the backbone's
+Keras config, `"registered_name": "keras_hub>BertBackbone"`), `model.weights.h5`,
+`metadata.json`, and, when a tokenizer was saved too, `tokenizer.json` and
+`assets/tokenizer/vocabulary.txt`. keras-hub itself reads and writes the weights file
+(`BertBackbone.from_preset` / `save_to_preset`), so its own layout rules apply; the name table
+maps our canonical names to the backbone's variable paths. keras-hub's BERT always applies the
+tanh GELU (`keras_hub.src.utils.keras_utils.gelu_approximate`) and LayerNorm epsilon 1e-12.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+
+import numpy as np
+
+from keras_bert.checkpoints.source import (
+    MERGE_HEADS_IN,
+    MERGE_HEADS_OUT,
+    CheckpointError,
+    apply_table,
+    encoder_arrays,
+    table_tensors,
+)
+from keras_bert.config import BertConfig
+
+CONFIG_FILE = "config.json"
+WEIGHTS_FILE = "model.weights.h5"
+METADATA_FILE = "metadata.json"
+TOKENIZER_FILE = "tokenizer.json"
+VOCAB_ASSET = os.path.join("assets", "tokenizer", "vocabulary.txt")
+BACKBONE = "keras_hub>BertBackbone"
+HIDDEN_ACTIVATION = "gelu_approximate"
+
+# canonical name -> BertBackbone variable path (`variable.path`).
+KERAS_HUB_NAME_TABLE = (
+    ("embeddings/word_embeddings", "token_embedding/embeddings", None),
+    ("embeddings/position_embeddings", "position_embedding/embeddings", None),
+    ("embeddings/type_embeddings", "segment_embedding/embeddings", None),
+    ("embeddings/layer_norm/gamma", "embeddings_layer_norm/gamma", None),
+    ("embeddings/layer_norm/beta", "embeddings_layer_norm/beta", None),
+    ("layer_{i}/attention/query/kernel", "transformer_layer_{i}/self_attention_layer/query/kernel",
+     MERGE_HEADS_IN),
+    ("layer_{i}/attention/query/bias", "transformer_layer_{i}/self_attention_layer/query/bias",
+     MERGE_HEADS_IN),
+    ("layer_{i}/attention/key/kernel", "transformer_layer_{i}/self_attention_layer/key/kernel",
+     MERGE_HEADS_IN),
+    ("layer_{i}/attention/key/bias", "transformer_layer_{i}/self_attention_layer/key/bias",
+     MERGE_HEADS_IN),
+    ("layer_{i}/attention/value/kernel", "transformer_layer_{i}/self_attention_layer/value/kernel",
+     MERGE_HEADS_IN),
+    ("layer_{i}/attention/value/bias", "transformer_layer_{i}/self_attention_layer/value/bias",
+     MERGE_HEADS_IN),
+    ("layer_{i}/attention/output/kernel",
+     "transformer_layer_{i}/self_attention_layer/attention_output/kernel", MERGE_HEADS_OUT),
+    ("layer_{i}/attention/output/bias",
+     "transformer_layer_{i}/self_attention_layer/attention_output/bias", None),
+    ("layer_{i}/attention/layer_norm/gamma", "transformer_layer_{i}/self_attention_layer_norm/gamma",
+     None),
+    ("layer_{i}/attention/layer_norm/beta", "transformer_layer_{i}/self_attention_layer_norm/beta",
+     None),
+    ("layer_{i}/intermediate/kernel", "transformer_layer_{i}/feedforward_intermediate_dense/kernel",
+     None),
+    ("layer_{i}/intermediate/bias", "transformer_layer_{i}/feedforward_intermediate_dense/bias",
+     None),
+    ("layer_{i}/output/kernel", "transformer_layer_{i}/feedforward_output_dense/kernel", None),
+    ("layer_{i}/output/bias", "transformer_layer_{i}/feedforward_output_dense/bias", None),
+    ("layer_{i}/output/layer_norm/gamma", "transformer_layer_{i}/feedforward_layer_norm/gamma",
+     None),
+    ("layer_{i}/output/layer_norm/beta", "transformer_layer_{i}/feedforward_layer_norm/beta",
+     None),
+    ("pooler/kernel", "pooled_dense/kernel", None),
+    ("pooler/bias", "pooled_dense/bias", None),
+)
+
+
+def is_keras_hub_preset(directory: str) -> bool:
+    """True if `directory` holds a keras-hub preset (config.json naming a keras_hub class)."""
+    path = os.path.join(directory, CONFIG_FILE)
+    if not (os.path.exists(path) and os.path.exists(os.path.join(directory, WEIGHTS_FILE))):
+        return False
+    with open(path, encoding="utf-8") as f:
+        try:
+            registered = json.load(f).get("registered_name") or ""
+        except (json.JSONDecodeError, AttributeError):
+            return False
+    return registered.startswith("keras_hub>")
+
+
+def config_from_preset(directory: str) -> BertConfig:
+    """BertConfig from a BertBackbone preset's config.json (tanh GELU, epsilon 1e-12).
+
+    Raises:
+        CheckpointError: if the preset holds another keras-hub class.
+    """
+    with open(os.path.join(directory, CONFIG_FILE), encoding="utf-8") as f:
+        values = json.load(f)
+    if values.get("registered_name") != BACKBONE:
+        raise CheckpointError(f"{directory}: keras-hub preset of {values.get('registered_name')}"
+                              f", not {BACKBONE}")
+    c = values["config"]
+    return BertConfig(vocab_size=c["vocabulary_size"], hidden_size=c["hidden_dim"],
+                      num_layers=c["num_layers"], num_heads=c["num_heads"],
+                      intermediate_size=c["intermediate_dim"],
+                      hidden_activation=HIDDEN_ACTIVATION, dropout_rate=c.get("dropout", 0.1),
+                      attention_dropout_rate=c.get("dropout", 0.1),
+                      max_sequence_length=c["max_sequence_length"],
+                      type_vocab_size=c["num_segments"])
+
+
+def read_keras_hub_preset(directory: str):
+    """Reads a keras-hub BertBackbone preset into a `SourceWeights` (format "keras_hub").
+
+    The backbone is loaded with keras-hub's own `BertBackbone.from_preset`; every one of its
+    variables is used once (the ledger names their paths).
+
+    Raises:
+        CheckpointError: for another keras-hub class, or missing / unexpected variables.
+    """
+    import keras_hub  # optional heavy dependency, needed only for this format
+
+    config = config_from_preset(directory)
+    backbone = keras_hub.models.BertBackbone.from_preset(directory)
+    variables = {}
+    for variable in backbone.weights:
+        if variable.path in variables:
+            raise CheckpointError(f"{directory}: two variables have the path {variable.path!r}")
+        variables[variable.path] = variable
+    return apply_table(fmt="keras_hub", weights_file=os.path.join(directory, WEIGHTS_FILE),
+                       config=config, names=variables,
+                       read=lambda n: np.asarray(variables[n].numpy()),
+                       table=KERAS_HUB_NAME_TABLE, ignore_rules=())
+
+
+def read_do_lower_case(directory: str):
+    """`lowercase` of the preset's saved BertTokenizer, or None without a tokenizer.json."""
+    path = os.path.join(directory, TOKENIZER_FILE)
+    if not os.path.exists(path):
+        return None
+    with open(path, encoding="utf-8") as f:
+        value = json.load(f).get("config", {}).get("lowercase")
+    return None if value is None else bool(value)
+
+
+def write_keras_hub_preset(encoder, directory: str, vocab_file=None, do_lower_case=None) -> str:
+    """Writes `encoder` as a keras-hub BertBackbone preset (`BertBackbone.from_preset` reads it).
+
+    With `vocab_file`, a `BertTokenizer` preset (`tokenizer.json`, vocabulary asset) is saved
+    too, lower-casing as `do_lower_case` says (default True).
+
+    Raises:
+        ValueError: if the encoder's activation is not the tanh GELU keras-hub always applies
+            (re-load the source with `hidden_activation="gelu_approximate"` to accept the
+            change), or it is causal (keras-hub's BertBackbone is bidirectional only).
+    """
+    import keras_hub  # optional heavy dependency, needed only for this format
+
+    config = encoder.bert_config
+    if config.hidden_activation != HIDDEN_ACTIVATION or encoder.causal:
+        raise ValueError(
+            f"keras-hub's BertBackbone always applies the tanh GELU and bidirectional attention;"
+            f" this encoder uses hidden_activation={config.hidden_activation!r}, "
+            f"causal={encoder.causal}. Load it with hidden_activation='gelu_approximate' "
+            "(outputs change, see docs/checkpoints.md) to write it in this format")
+    backbone = keras_hub.models.BertBackbone(
+        vocabulary_size=config.vocab_size, num_layers=config.num_layers,
+        num_heads=config.num_heads, hidden_dim=config.hidden_size,
+        intermediate_dim=config.intermediate_size, dropout=config.dropout_rate,
+        max_sequence_length=config.max_sequence_length, num_segments=config.type_vocab_size)
+    tensors = table_tensors(encoder_arrays(encoder), KERAS_HUB_NAME_TABLE, config)
+    targets = {variable.path: variable for variable in backbone.weights}
+    if set(tensors) != set(targets):
+        raise AssertionError(f"keras-hub name table does not cover BertBackbone one to one: "
+                             f"{sorted(set(tensors) ^ set(targets))}")
+    for path, variable in targets.items():
+        variable.assign(tensors[path])
+    os.makedirs(directory, exist_ok=True)
+    backbone.save_to_preset(directory)
+    if vocab_file is not None:
+        tokenizer = keras_hub.models.BertTokenizer(
+            vocabulary=os.fspath(vocab_file),
+            lowercase=True if do_lower_case is None else bool(do_lower_case))
+        tokenizer.save_to_preset(directory)
+    return directory

@@ -1,0 +1,150 @@
+"""Reader for TF Hub-style BERT encoder SavedModels (tf-models-official's `export_tfhub`).
+
+`official/nlp/tools/export_tfhub_lib.export_model` saves Model Garden's `BertEncoder` wrapped in
+a Keras model that implements TF Hub's text-encoder API (inputs `input_word_ids`, `input_mask`,
+`input_type_ids`; outputs `sequence_output`, `pooled_output`, `encoder_outputs`, `default`),
+plus a `vocab_file` asset and a boolean `do_lower_case` variable. Variables keep their Keras
+names (`transformer/layer_<i>/self_attention/query/kernel:0`, ...); attention kernels are
+per-head einsum layouts. The SavedModel stores no config: sizes come from the variable shapes,
+and the GELU form from the graph itself (an `Erf` op means the exact form; otherwise the tanh
+form, Model Garden's "gelu").
+"""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import tensorflow as tf
+from tensorflow.core.protobuf import saved_model_pb2
+
+from keras_bert.checkpoints.source import (
+    MERGE_HEADS_IN,
+    MERGE_HEADS_OUT,
+    CheckpointError,
+    apply_table,
+)
+from keras_bert.config import BertConfig
+
+SAVED_MODEL_FILE = "saved_model.pb"
+VOCAB_ASSET = os.path.join("assets", "vocab.txt")
+
+# canonical name -> Keras variable name of Model Garden's BertEncoder (without ":0").
+TFHUB_NAME_TABLE = (
+    ("embeddings/word_embeddings", "word_embeddings/embeddings", None),
+    ("embeddings/position_embeddings", "position_embedding/embeddings", None),
+    ("embeddings/type_embeddings", "type_embeddings/embeddings", None),
+    ("embeddings/layer_norm/gamma", "embeddings/layer_norm/gamma", None),
+    ("embeddings/layer_norm/beta", "embeddings/layer_norm/beta", None),
+    ("layer_{i}/attention/query/kernel", "transformer/layer_{i}/self_attention/query/kernel",
+     MERGE_HEADS_IN),
+    ("layer_{i}/attention/query/bias", "transformer/layer_{i}/self_attention/query/bias",
+     MERGE_HEADS_IN),
+    ("layer_{i}/attention/key/kernel", "transformer/layer_{i}/self_attention/key/kernel",
+     MERGE_HEADS_IN),
+    ("layer_{i}/attention/key/bias", "transformer/layer_{i}/self_attention/key/bias",
+     MERGE_HEADS_IN),
+    ("layer_{i}/attention/value/kernel", "transformer/layer_{i}/self_attention/value/kernel",
+     MERGE_HEADS_IN),
+    ("layer_{i}/attention/value/bias", "transformer/layer_{i}/self_attention/value/bias",
+     MERGE_HEADS_IN),
+    ("layer_{i}/attention/output/kernel",
+     "transformer/layer_{i}/self_attention/attention_output/kernel", MERGE_HEADS_OUT),
+    ("layer_{i}/attention/output/bias",
+     "transformer/layer_{i}/self_attention/attention_output/bias", None),
+    ("layer_{i}/attention/layer_norm/gamma",
+     "transformer/layer_{i}/self_attention_layer_norm/gamma", None),
+    ("layer_{i}/attention/layer_norm/beta",
+     "transformer/layer_{i}/self_attention_layer_norm/beta", None),
+    ("layer_{i}/intermediate/kernel", "transformer/layer_{i}/intermediate/kernel", None),
+    ("layer_{i}/intermediate/bias", "transformer/layer_{i}/intermediate/bias", None),
+    ("layer_{i}/output/kernel", "transformer/layer_{i}/output/kernel", None),
+    ("layer_{i}/output/bias", "transformer/layer_{i}/output/bias", None),
+    ("layer_{i}/output/layer_norm/gamma", "transformer/layer_{i}/output_layer_norm/gamma", None),
+    ("layer_{i}/output/layer_norm/beta", "transformer/layer_{i}/output_layer_norm/beta", None),
+    ("pooler/kernel", "pooler_transform/kernel", None),
+    ("pooler/bias", "pooler_transform/bias", None),
+)
+
+TFHUB_IGNORED = (
+    (r"do_lower_case", "the SavedModel's do_lower_case attribute (a tokenizer setting, read by "
+     "resolve_do_lower_case), not a weight"),
+)
+
+
+def is_saved_model_dir(directory: str) -> bool:
+    return os.path.exists(os.path.join(directory, SAVED_MODEL_FILE))
+
+
+def graph_activation(directory: str) -> str:
+    """"gelu" if the SavedModel's graph computes an `Erf`, else "gelu_approximate"."""
+    proto = saved_model_pb2.SavedModel()
+    with open(os.path.join(directory, SAVED_MODEL_FILE), "rb") as f:
+        proto.ParseFromString(f.read())
+    ops = set()
+    for meta_graph in proto.meta_graphs:
+        ops.update(node.op for node in meta_graph.graph_def.node)
+        for function in meta_graph.graph_def.library.function:
+            ops.update(node.op for node in function.node_def)
+    return "gelu" if "Erf" in ops else "gelu_approximate"
+
+
+def infer_config(shapes: dict, hidden_activation: str) -> BertConfig:
+    """BertConfig from variable shapes (TFHUB_NAME_TABLE names); LayerNorm epsilon 1e-12."""
+    vocab_size, hidden = shapes["word_embeddings/embeddings"]
+    num_layers = 0
+    while f"transformer/layer_{num_layers}/self_attention/query/kernel" in shapes:
+        num_layers += 1
+    return BertConfig(
+        vocab_size=vocab_size, hidden_size=hidden, num_layers=num_layers,
+        num_heads=shapes["transformer/layer_0/self_attention/query/kernel"][1],
+        intermediate_size=shapes["transformer/layer_0/intermediate/kernel"][1],
+        hidden_activation=hidden_activation,
+        max_sequence_length=shapes["position_embedding/embeddings"][0],
+        type_vocab_size=shapes["type_embeddings/embeddings"][0])
+
+
+def _variables(directory: str) -> dict:
+    """Variable name (no ":0") -> variable; the `do_lower_case` attribute under that name."""
+    loaded = tf.saved_model.load(directory)
+    flag = getattr(loaded, "do_lower_case", None)
+    out = {}
+    for variable in loaded.variables:
+        name = variable.name[:-2] if variable.name.endswith(":0") else variable.name
+        if variable is flag:
+            name = "do_lower_case"
+        if name in out:
+            raise ValueError(f"{directory}: two variables are named {name!r}")
+        out[name] = variable
+    return out
+
+
+def read_tfhub_saved_model(directory: str):
+    """Reads a TF Hub-style BERT encoder SavedModel directory into a `SourceWeights`.
+
+    Returns:
+        `SourceWeights` with format "tfhub_saved_model".
+
+    Raises:
+        FileNotFoundError: naming the missing saved_model.pb.
+        CheckpointError: on missing / unexpected variables (listed).
+    """
+    if not is_saved_model_dir(directory):
+        raise FileNotFoundError(
+            f"SavedModel not found: {os.path.join(directory, SAVED_MODEL_FILE)}")
+    variables = _variables(directory)
+    shapes = {name: tuple(v.shape) for name, v in variables.items()}
+    try:
+        config = infer_config(shapes, graph_activation(directory))
+    except KeyError as e:
+        raise CheckpointError(f"{directory}: not a Model Garden BERT encoder SavedModel (no "
+                              f"variable {e}); variables: {sorted(shapes)}") from None
+    return apply_table(fmt="tfhub_saved_model", weights_file=directory, config=config,
+                       names=variables, read=lambda n: np.asarray(variables[n].numpy()),
+                       table=TFHUB_NAME_TABLE, ignore_rules=TFHUB_IGNORED)
+
+
+def read_do_lower_case(directory: str):
+    """The SavedModel's `do_lower_case` attribute (export_tfhub sets it), or None."""
+    flag = getattr(tf.saved_model.load(directory), "do_lower_case", None)
+    return None if flag is None else bool(flag.numpy())
