@@ -7,12 +7,13 @@ BertBackbone preset, a keras-bert checkpoint directory (`save_encoder`) or a `.k
 detected from the files (`detect_format`). Each external format maps names in one table
 (`HF_NAME_TABLE`, `GOOGLE_NAME_TABLE`, `model_garden.model_garden_table`, `TFHUB_NAME_TABLE`,
 `KERAS_HUB_NAME_TABLE`) and uses every source variable exactly once or lists it as ignored with
-a reason (`read_checkpoint(...).used()` / `.ignored`).
+a reason (`read_checkpoint(...).used()` / `.ignored`). `save_encoder(encoder, directory,
+format=...)` writes our format (default), a Hugging Face directory, a keras-hub preset or a
+google-research TF1 checkpoint.
 """
 
 from keras_bert.checkpoints.google import GOOGLE_IGNORED, GOOGLE_NAME_TABLE
 from keras_bert.checkpoints.huggingface import HF_IGNORED, HF_NAME_TABLE
-from keras_bert.checkpoints.keras_format import save_encoder
 from keras_bert.checkpoints.loader import (
     READERS,
     detect_format,
@@ -23,11 +24,12 @@ from keras_bert.checkpoints.loader import (
     resolve_vocab_file,
 )
 from keras_bert.checkpoints.presets import PRETRAINED_PRESETS, resolve_preset
+from keras_bert.checkpoints.saver import WRITERS, save_encoder
 from keras_bert.checkpoints.source import CheckpointError, SourceWeights, encoder_variables
 
 __all__ = [
-    "CheckpointError", "READERS", "GOOGLE_IGNORED", "GOOGLE_NAME_TABLE", "HF_IGNORED", "HF_NAME_TABLE",
-    "PRETRAINED_PRESETS", "SourceWeights", "detect_format", "encoder_variables", "load_encoder",
-    "load_pretrainer_weights", "read_checkpoint", "resolve_do_lower_case", "resolve_preset",
-    "resolve_vocab_file", "save_encoder",
+    "CheckpointError", "GOOGLE_IGNORED", "GOOGLE_NAME_TABLE", "HF_IGNORED", "HF_NAME_TABLE",
+    "PRETRAINED_PRESETS", "READERS", "SourceWeights", "WRITERS", "detect_format",
+    "encoder_variables", "load_encoder", "load_pretrainer_weights", "read_checkpoint",
+    "resolve_do_lower_case", "resolve_preset", "resolve_vocab_file", "save_encoder",
 ]

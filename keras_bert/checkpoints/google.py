@@ -12,10 +12,11 @@ from __future__ import annotations
 import glob
 import json
 import os
+import shutil
 
 import tensorflow as tf
 
-from keras_bert.checkpoints.source import TRANSPOSE, apply_table
+from keras_bert.checkpoints.source import TRANSPOSE, apply_table, encoder_arrays, table_tensors
 from keras_bert.config import BertConfig
 
 CONFIG_FILE = "bert_config.json"
@@ -134,3 +135,61 @@ def infer_do_lower_case(path: str):
     if "cased" in name:
         return False
     return None
+
+
+# Our activation name -> google-research/bert `hidden_act` (modeling.py `get_activation`).
+GOOGLE_ACTIVATION_NAMES = {"gelu_approximate": "gelu", "relu": "relu", "tanh": "tanh"}
+
+
+def write_google_checkpoint(encoder, directory: str, vocab_file=None, do_lower_case=None) -> str:
+    """Writes `encoder` as a google-research/bert TF1 checkpoint directory.
+
+    Files: `bert_config.json` (google-research keys), `bert_model.ckpt.{index,data-*}` with
+    modeling.py's variable names (a name-based checkpoint, what `tf.train.init_from_checkpoint`
+    and `tf.train.list_variables` read), and `vocab.txt` when given. google-research records
+    the casing only in the directory name (`uncased_...`): `do_lower_case` is not stored.
+
+    Raises:
+        ValueError: for an activation modeling.py cannot name (its "gelu" is the tanh form,
+            so an exact-erf encoder must be re-loaded with `hidden_activation=
+            "gelu_approximate"` first), a LayerNorm epsilon other than modeling.py's fixed
+            1e-12, or a causal encoder.
+    """
+    del do_lower_case  # not representable in this format (see docstring)
+    config = encoder.bert_config
+    if config.hidden_activation not in GOOGLE_ACTIVATION_NAMES:
+        raise ValueError(
+            f"google-research/bert has no name for hidden_activation="
+            f"{config.hidden_activation!r} (its 'gelu' is the tanh form); load the encoder "
+            "with hidden_activation='gelu_approximate' to write it in this format (outputs "
+            "change, see docs/checkpoints.md)")
+    if config.layer_norm_epsilon != 1e-12 or encoder.causal:
+        raise ValueError(
+            f"google-research/bert's encoder is bidirectional with LayerNorm epsilon 1e-12; "
+            f"this one has epsilon {config.layer_norm_epsilon}, causal={encoder.causal}")
+    os.makedirs(directory, exist_ok=True)
+    google_config = google_config_dict(config)
+    google_config["hidden_act"] = GOOGLE_ACTIVATION_NAMES[config.hidden_activation]
+    with open(os.path.join(directory, CONFIG_FILE), "w", encoding="utf-8") as f:
+        json.dump(google_config, f, indent=2, sort_keys=True)
+        f.write("\n")
+    tensors = table_tensors(encoder_arrays(encoder), GOOGLE_NAME_TABLE, config)
+    names = sorted(tensors)
+    tf.raw_ops.SaveV2(prefix=os.path.join(directory, CHECKPOINT_PREFIX), tensor_names=names,
+                      shape_and_slices=[""] * len(names),
+                      tensors=[tf.constant(tensors[n]) for n in names])
+    if vocab_file is not None:
+        shutil.copyfile(vocab_file, os.path.join(directory, "vocab.txt"))
+    return directory
+
+
+def google_config_dict(config) -> dict:
+    """google-research `bert_config.json` keys for a `BertConfig` (no epsilon, no hidden_act)."""
+    return {"vocab_size": config.vocab_size, "hidden_size": config.hidden_size,
+            "num_hidden_layers": config.num_layers, "num_attention_heads": config.num_heads,
+            "intermediate_size": config.intermediate_size,
+            "hidden_dropout_prob": config.dropout_rate,
+            "attention_probs_dropout_prob": config.attention_dropout_rate,
+            "max_position_embeddings": config.max_sequence_length,
+            "type_vocab_size": config.type_vocab_size,
+            "initializer_range": config.initializer_range}

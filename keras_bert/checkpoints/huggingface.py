@@ -10,11 +10,19 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 
 import numpy as np
 from safetensors import safe_open
+from safetensors.numpy import save_file
 
-from keras_bert.checkpoints.source import TRANSPOSE, CheckpointError, apply_table
+from keras_bert.checkpoints.source import (
+    TRANSPOSE,
+    CheckpointError,
+    apply_table,
+    encoder_arrays,
+    table_tensors,
+)
 from keras_bert.config import BertConfig
 
 CONFIG_FILE = "config.json"
@@ -169,3 +177,53 @@ def read_do_lower_case(directory: str):
     with open(path, encoding="utf-8") as f:
         value = json.load(f).get("do_lower_case")
     return None if value is None else bool(value)
+
+
+# Our activation name -> Hugging Face `hidden_act` (ACT2FN names; "gelu" is the exact form).
+HF_ACTIVATION_NAMES = {"gelu": "gelu", "gelu_approximate": "gelu_new", "relu": "relu",
+                       "silu": "silu", "tanh": "tanh"}
+
+
+def hf_config_dict(config) -> dict:
+    """A `BertModel` config.json dict for a `BertConfig` (the inverse of `from_hf_config`)."""
+    return {"architectures": ["BertModel"], "model_type": "bert",
+            "vocab_size": config.vocab_size, "hidden_size": config.hidden_size,
+            "num_hidden_layers": config.num_layers, "num_attention_heads": config.num_heads,
+            "intermediate_size": config.intermediate_size,
+            "hidden_act": HF_ACTIVATION_NAMES[config.hidden_activation],
+            "hidden_dropout_prob": config.dropout_rate,
+            "attention_probs_dropout_prob": config.attention_dropout_rate,
+            "max_position_embeddings": config.max_sequence_length,
+            "type_vocab_size": config.type_vocab_size,
+            "initializer_range": config.initializer_range,
+            "layer_norm_eps": config.layer_norm_epsilon,
+            "position_embedding_type": "absolute"}
+
+
+def write_hf_dir(encoder, directory: str, vocab_file=None, do_lower_case=None) -> str:
+    """Writes `encoder` as a Hugging Face `BertModel` directory.
+
+    Files: `config.json`, `model.safetensors` (BertModel's names, no `bert.` prefix; Linear
+    weights [out, in]; safetensors metadata `{"format": "pt"}` as transformers expects),
+    and with `vocab_file` a `vocab.txt` plus `tokenizer_config.json` (`do_lower_case`).
+
+    Raises:
+        ValueError: for a causal encoder (BertModel attends both ways).
+    """
+    if encoder.causal:
+        raise ValueError("a causal encoder has no Hugging Face BertModel equivalent "
+                         "(BertModel attends in both directions)")
+    config = encoder.bert_config
+    os.makedirs(directory, exist_ok=True)
+    with open(os.path.join(directory, CONFIG_FILE), "w", encoding="utf-8") as f:
+        json.dump(hf_config_dict(config), f, indent=2, sort_keys=True)
+        f.write("\n")
+    tensors = table_tensors(encoder_arrays(encoder), HF_NAME_TABLE, config)
+    save_file(tensors, os.path.join(directory, WEIGHTS_FILE), metadata={"format": "pt"})
+    if vocab_file is not None:
+        shutil.copyfile(vocab_file, os.path.join(directory, "vocab.txt"))
+        with open(os.path.join(directory, TOKENIZER_CONFIG_FILE), "w", encoding="utf-8") as f:
+            json.dump({"tokenizer_class": "BertTokenizer", "do_lower_case":
+                       True if do_lower_case is None else bool(do_lower_case)}, f, indent=2)
+            f.write("\n")
+    return directory
