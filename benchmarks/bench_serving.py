@@ -1,7 +1,7 @@
 """Item 4 of issue 7: the exported SavedModel, in process and behind our gRPC server.
 
 Builds a `BertClassifier` on the real MiniLM weights (a fixed random 2-class head, seed 0: speed
-does not depend on the head) and exports it with `export.export_saved_model.export_classifier`
+does not depend on the head) and exports it with `TextClassifier.export`
 (core-op tokenizer) to a temporary directory, then measures
 1. in process (`tf.saved_model.load`): `serving_default` (text in, tokenized in the graph) vs
    `encoded` (ids in, tokenized beforehand; padded to max_seq_length as serving_default pads,
@@ -49,16 +49,16 @@ def export_model(base: pathlib.Path) -> pathlib.Path:
     import keras
     import keras_bert
     from keras_bert.checkpoints import resolve_vocab_file
-    from keras_bert.models.bert_classifier import BertClassifier
-    from export.export_saved_model import export_classifier
+    from keras_bert.tasks import TextClassifier
+    from keras_bert.tokenization import BertPreprocessor
     keras.utils.set_random_seed(0)
-    model = BertClassifier(keras_bert.from_pretrained(common.PRESET), num_classes=2,
-                           label_names=["negative", "positive"], task_name="sst2")
-    model(common.random_batch(1, 8))
-    return export_classifier(model, str(base), MODEL_NAME, label_names=["negative", "positive"],
-                             vocab_file=resolve_vocab_file(common.PRESET), do_lower_case=True,
-                             max_seq_length=FLAGS.max_seq_length, task_type="classification",
-                             is_pair=False)
+    preprocessor = BertPreprocessor(resolve_vocab_file(common.PRESET), do_lower_case=True,
+                                    max_seq_length=FLAGS.max_seq_length)
+    task = TextClassifier(keras_bert.from_pretrained(common.PRESET), num_classes=2,
+                          label_names=["negative", "positive"], task_name="sst2",
+                          preprocessor=preprocessor)
+    task(common.random_batch(1, 8))
+    return task.export(str(base), MODEL_NAME)
 
 
 def text_vs_ids(loaded, sentences):

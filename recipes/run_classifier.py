@@ -4,9 +4,9 @@
         --init_checkpoint=minilm_l6_h384_uncased --max_seq_length=64 --train_batch_size=32 \
         --learning_rate=5e-5 --num_train_epochs=1 --output_dir=runs/sst2 [--export_dir=models]
 
-Writes config.json, labels.json, metrics.json (dev metrics per epoch, the best, and across
---num_restarts), checkpoints/, logs/ (TensorBoard) and best_model.keras to --output_dir. The
-library does the work: keras_bert.training.finetune.run_finetuning. See docs/finetuning.md.
+Writes config.json, metrics.json (dev metrics per epoch, the best, and across
+--num_restarts), checkpoints/, logs/ (TensorBoard) and best_model.keras (the task, with its
+preprocessor and labels: `keras_bert.load_task(output_dir)`) to --output_dir. The library does the work: keras_bert.training.finetune.run_finetuning. See docs/finetuning.md.
 """
 import dataclasses
 import json
@@ -72,22 +72,6 @@ F.mark_flags_as_required(["task_name", "output_dir"])
 FLAGS = F.FLAGS
 
 
-def export_model(result, config):
-    """Hand the best model to export/ (another package; imported only when asked)."""
-    try:
-        from export.export_saved_model import export_classifier
-    except ImportError as e:
-        raise SystemExit(f"--export_dir needs export.export_saved_model.export_classifier, which "
-                         f"could not be imported ({e}); fine-tuned model kept in {config.output_dir}")
-    return export_classifier(
-        result["model"], FLAGS.export_dir, FLAGS.model_name or result["task_name"],
-        label_names=result["label_list"], vocab_file=result["vocab_file"],
-        do_lower_case=result["do_lower_case"], max_seq_length=config.max_seq_length,
-        task_type="regression" if result["is_regression"] else "classification", is_pair=result["is_pair"],
-        extra_config={"dev_metrics": result["best"], "monitor": result["monitor"]},
-        dtype=FLAGS.export_dtype)
-
-
 def main(argv):
     del argv
     names = {f.name for f in dataclasses.fields(finetune.FinetuneConfig)}
@@ -100,7 +84,10 @@ def main(argv):
                  [r["best"][result["monitor"]] for r in result["runs"]], result["mean"], result["std"])
     print(json.dumps({k: result[k] for k in ("monitor", "best", "mean", "std", "runs")}, indent=2))
     if FLAGS.export_dir:
-        print(f"exported to {export_model(result, config)}")
+        path = result["task"].export(
+            FLAGS.export_dir, FLAGS.model_name or result["task_name"], dtype=FLAGS.export_dtype,
+            extra_config={"dev_metrics": result["best"], "monitor": result["monitor"]})
+        print(f"exported to {path}")
 
 
 if __name__ == "__main__":

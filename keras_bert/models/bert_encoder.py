@@ -5,6 +5,7 @@ import dataclasses
 import keras
 import tensorflow as tf
 
+from keras_bert.config import BertConfig
 from keras_bert.layers.bert_embeddings import BertEmbeddings
 from keras_bert.layers.multi_head_attention import attention_bias
 from keras_bert.layers.transformer_encoder_block import TransformerEncoderBlock
@@ -48,8 +49,7 @@ class BertEncoder(keras.Model):
                  attention_dropout_rate=0.1, max_sequence_length=512, type_vocab_size=2,
                  initializer_range=0.02, layer_norm_epsilon=1e-12, causal=False, **kwargs):
         super().__init__(**kwargs)
-        from keras_bert.config import BertConfig  # validates all hyperparameters
-        self.bert_config = BertConfig(
+        self.bert_config = BertConfig(  # validates all hyperparameters
             vocab_size=vocab_size, hidden_size=hidden_size, num_layers=num_layers,
             num_heads=num_heads, intermediate_size=intermediate_size,
             hidden_activation=hidden_activation, dropout_rate=dropout_rate,
@@ -75,7 +75,15 @@ class BertEncoder(keras.Model):
 
     @classmethod
     def from_config_object(cls, config, **kwargs) -> "BertEncoder":
-        """Builds an encoder from a `BertConfig`; kwargs (causal, name, dtype) pass through."""
+        """Builds an encoder from a `BertConfig`: the one helper for "this config, but ...".
+
+        kwargs naming `BertConfig` fields override them (e.g. `vocab_size=len(vocab)`,
+        `hidden_activation="gelu_approximate"`; a None value keeps the config's); the others
+        (causal, name, dtype) pass to the constructor.
+        """
+        fields = {f.name for f in dataclasses.fields(config)}
+        overrides = {k: kwargs.pop(k) for k in list(kwargs) if k in fields}
+        config = dataclasses.replace(config, **{k: v for k, v in overrides.items() if v is not None})
         return cls(**dataclasses.asdict(config), **kwargs)
 
     def build(self, input_shape=None):

@@ -6,5 +6,6 @@
 from keras_bert.tasks.loading import load_task
 from keras_bert.tasks.task import Task
 from keras_bert.tasks.text_classifier import TextClassifier
+from keras_bert.tasks.token_classifier import TokenClassifier
 
-__all__ = ["Task", "TextClassifier", "load_task"]
+__all__ = ["Task", "TextClassifier", "TokenClassifier", "load_task"]

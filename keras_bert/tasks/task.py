@@ -63,16 +63,33 @@ class Task(keras.Model):
         super().__init__(**kwargs)
         if not isinstance(encoder, BertEncoder):
             raise TypeError(f"encoder must be a keras_bert BertEncoder, got {type(encoder).__name__}")
+        self.encoder = encoder
+        self.is_pair = bool(is_pair)
+        self._preprocessor_holder = _Holder(None)
+        self.preprocessor = preprocessor
+        self.label_names = None if label_names is None else [str(x) for x in label_names]
+
+    def __setattr__(self, name, value):
+        if name == "preprocessor":  # the property below, past Keras's tracker (see there)
+            object.__setattr__(self, name, value)
+        else:
+            super().__setattr__(name, value)
+
+    @property
+    def preprocessor(self):
+        """The `BertPreprocessor` (no weights; kept out of Keras layer tracking so it can be
+        replaced after the task is built, e.g. by an export with another max_seq_length)."""
+        return self._preprocessor_holder.value
+
+    @preprocessor.setter
+    def preprocessor(self, preprocessor):
         if preprocessor is not None:
             if not isinstance(preprocessor, BertPreprocessor):
                 raise TypeError("preprocessor must be a keras_bert BertPreprocessor, got "
                                 f"{type(preprocessor).__name__}")
             check_max_seq_length(preprocessor.max_seq_length,
-                                 encoder.bert_config.max_sequence_length, is_pair=is_pair)
-        self.encoder = encoder
-        self.preprocessor = preprocessor
-        self.label_names = None if label_names is None else [str(x) for x in label_names]
-        self.is_pair = bool(is_pair)
+                                 self.encoder.bert_config.max_sequence_length, is_pair=self.is_pair)
+        self._preprocessor_holder.value = preprocessor
 
     # ---- raw strings -----------------------------------------------------------------------
 
@@ -211,6 +228,13 @@ class Task(keras.Model):
         if config.get("preprocessor") is not None:
             config["preprocessor"] = keras.saving.deserialize_keras_object(config["preprocessor"])
         return cls(**config)
+
+
+class _Holder:
+    """A value out of Keras's attribute tracking."""
+
+    def __init__(self, value):
+        self.value = value
 
 
 def _as_texts(values, name) -> list[str]:

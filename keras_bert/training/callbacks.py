@@ -9,14 +9,15 @@ uninterrupted one. `ResumableCheckpoint` stores the exact global batch count nex
 from __future__ import annotations
 
 import json
-import math
 import os
 import pathlib
 
 import keras
 
+from keras_bert.training.selection import is_better
 
-def _write_json_atomic(path: pathlib.Path, obj) -> None:
+
+def write_json_atomic(path: pathlib.Path, obj) -> None:
     tmp = path.with_name(path.name + ".tmp")
     with open(tmp, "w") as f:
         json.dump(obj, f, indent=2, sort_keys=True)
@@ -82,7 +83,7 @@ class ResumableCheckpoint(keras.callbacks.Callback):
         tmp = self.directory / "partial.weights.h5"
         self.model.save_weights(tmp, overwrite=True)
         os.replace(tmp, self.directory / name)
-        _write_json_atomic(self.state_path, {"step": self.step, "weights": name})
+        write_json_atomic(self.state_path, {"step": self.step, "weights": name})
         self._last_saved = self.step
         old = sorted(self.directory.glob("ckpt-*.weights.h5"), key=lambda p: int(p.name[5:-11]))
         for path in old[:-self.keep]:
@@ -182,14 +183,13 @@ class EvaluationCallback(keras.callbacks.Callback):
         entries = [e for e in self.state["epochs"] if e["epoch"] != epochs_done] + [entry]
         self.state["epochs"] = sorted(entries, key=lambda e: e["epoch"])
         best = self.state["best"]
-        value = metrics[self.monitor]
-        if best is None or (not math.isnan(value) and value > best[self.monitor]):
+        if is_better(metrics[self.monitor], None if best is None else best[self.monitor]):
             self.state["best"] = dict(entry)
             if self.is_chief and self.best_weights_path is not None:
                 self.model.save_weights(self.best_weights_path, overwrite=True)
         if self.is_chief and self.state_file is not None:
             self.state_file.parent.mkdir(parents=True, exist_ok=True)
-            _write_json_atomic(self.state_file, self.state)
+            write_json_atomic(self.state_file, self.state)
 
 
 class LossHistory(keras.callbacks.Callback):

@@ -2,11 +2,11 @@
 
 Three exports, then ONE fresh `python -I` process (tensorflow only) loads all of them and calls
 every signature; the tests compare its results with the in-process Keras model:
-- "cls":  single-text, 3 labels, `export_classifier(version=None)` into a base dir that already
+- "cls":  single-text, 3 labels, `task.export(version=None)` into a base dir that already
           holds version 3, a temporary dir and a non-integer dir (so it must become version 4);
 - "reg":  sentence-pair regression, explicit version 7;
-- "cli":  sentence-pair classification exported by `python -m export` from a fine-tuning
-          output_dir layout (best_model.keras + config.json + labels.json) -> version 1.
+- "cli":  sentence-pair classification exported by `python -m export` with only its three
+          required flags from a fine-tuning output_dir (best_model.keras alone) -> version 1.
 """
 import json
 import os
@@ -29,15 +29,20 @@ TEXTS_B = ["The film is gripping.", "The movie is boring and far too long for an
 WARMUP = [("warm up one .", "warm up two ."), ("a rather long warm up sentence for padding", "b")]
 
 
-def tiny_classifier(num_classes, label_names, task_name, seed):
-    """BertClassifier on a 2-layer H=8 encoder with N(0, 0.5) weights (so outputs differ per text);
-    dropout 0.1 stays in the model, so a serving path that trains would not match."""
+def tiny_classifier(num_classes, label_names, task_name, seed, vocab_file=None, is_pair=False):
+    """TextClassifier on a 2-layer H=8 encoder with N(0, 0.5) weights (so outputs differ per text);
+    dropout 0.1 stays in the model, so a serving path that trains would not match. With a vocab
+    file, the task carries its preprocessor (max_seq_length MAX_SEQ_LENGTH)."""
     from keras_bert import BertEncoder
-    from keras_bert.models.bert_classifier import BertClassifier
+    from keras_bert.tasks import TextClassifier
+    from keras_bert.tokenization import BertPreprocessor
 
     encoder = BertEncoder(vocab_size=30522, hidden_size=8, num_layers=2, num_heads=2,
                           intermediate_size=12, max_sequence_length=MAX_POSITIONS)
-    model = BertClassifier(encoder, num_classes, label_names=label_names, task_name=task_name)
+    preprocessor = None if vocab_file is None else BertPreprocessor(
+        vocab_file, do_lower_case=True, max_seq_length=MAX_SEQ_LENGTH)
+    model = TextClassifier(encoder, num_classes, label_names=label_names, task_name=task_name,
+                           preprocessor=preprocessor, is_pair=is_pair)
     model.build()
     rng = np.random.default_rng(seed)
     for w in model.weights:
@@ -91,22 +96,16 @@ def exports(tmp_path_factory, uncased_vocab):
     """Runs the three exports and the fresh-process loader; returns everything tests need."""
     import tensorflow as tf
 
-    import export.export_saved_model as esm
     from keras_bert.tokenization import BertPreprocessor
 
     root = tmp_path_factory.mktemp("export")
     base = root / "models"
 
-    # "cli": save a fine-tuning output_dir and run the CLI in a subprocess (in parallel).
+    # "cli": save a fine-tuning output_dir (the task alone) and run the CLI with its three flags.
     run_dir = root / "run"
     run_dir.mkdir()
-    cli_model = tiny_classifier(2, NLI, "rte", seed=3)
+    cli_model = tiny_classifier(2, NLI, "rte", seed=3, vocab_file=uncased_vocab, is_pair=True)
     cli_model.save(run_dir / "best_model.keras")
-    (run_dir / "config.json").write_text(json.dumps({
-        "task_name": "rte", "vocab_file": str(uncased_vocab), "do_lower_case": True,
-        "max_seq_length": MAX_SEQ_LENGTH}))
-    (run_dir / "labels.json").write_text(json.dumps({
-        "task_name": "rte", "task_type": "classification", "labels": NLI, "is_pair": True}))
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     cli = subprocess.Popen(
         [sys.executable, "-m", "export", f"--model_dir={run_dir}", f"--export_base={base}",
@@ -116,14 +115,10 @@ def exports(tmp_path_factory, uncased_vocab):
     # "cls": the next version after an existing 3, ignoring non-version entries.
     for d in ("3", ".tmp-5-crashed", "latest"):
         (base / "cls" / d).mkdir(parents=True)
-    cls_model = tiny_classifier(3, LABELS3, "own_sentiment", seed=1)
-    cls_dir = esm.export_classifier(
-        cls_model, base, "cls", LABELS3, uncased_vocab, True, MAX_SEQ_LENGTH,
-        task_type="classification", is_pair=False, warmup_texts=WARMUP)
-    reg_model = tiny_classifier(1, None, "stsb", seed=2)
-    reg_dir = esm.export_classifier(
-        reg_model, base, "reg", None, uncased_vocab, True, MAX_SEQ_LENGTH,
-        task_type="regression", is_pair=True, version=7, warmup_texts=WARMUP)
+    cls_model = tiny_classifier(3, LABELS3, "own_sentiment", seed=1, vocab_file=uncased_vocab)
+    cls_dir = cls_model.export(base, "cls", warmup_texts=WARMUP)
+    reg_model = tiny_classifier(1, None, "stsb", seed=2, vocab_file=uncased_vocab, is_pair=True)
+    reg_dir = reg_model.export(base, "reg", version=7, warmup_texts=WARMUP)
     cli_out, _ = cli.communicate(timeout=600)
     assert cli.returncode == 0, cli_out[-3000:]
     cli_dir = base / "rte" / "1"

@@ -6,14 +6,19 @@ exports loaded once by `_load_and_call.py` under `python -I`.
 import json
 import os
 import pathlib
+import re
 
 import numpy as np
 import pytest
 import scipy.special
 import tensorflow as tf
 
-import export.export_saved_model as esm
-from export import signatures as sigs
+from export.export_saved_model import Overrides, apply_overrides
+from keras_bert.saved_model import versioning
+from keras_bert.saved_model.classifier_signatures import (CLASSIFY_METHOD_NAME, REGRESS_METHOD_NAME,
+                                                          ClassifierServingModule)
+from keras_bert.saved_model.exporter import with_dtype
+from keras_bert.saved_model.serving_module import INPUT_NAMES, PREDICT_METHOD_NAME
 from tests.export.conftest import (LABELS3, MAX_POSITIONS, NLI, TEXTS, TEXTS_B, WARMUP,
                                    read_warmup)
 
@@ -58,7 +63,7 @@ def test_fresh_process_imports_only_tensorflow(exports):
 def test_signature_names_dtypes_and_shapes(exports):
     text = {"text": ("string", (None,))}
     pair = {**text, "text_b": ("string", (None,))}
-    ids = {n: ("int32", (None, None)) for n in sigs.INPUT_NAMES}
+    ids = {n: ("int32", (None, None)) for n in INPUT_NAMES}
     examples = {"inputs": ("string", (None,))}
 
     def cls_out(c):
@@ -87,9 +92,9 @@ def test_signature_names_dtypes_and_shapes(exports):
 @pytest.mark.slow
 def test_method_names_in_saved_model_pb(exports):
     from tensorflow.core.protobuf import saved_model_pb2
-    want = {"cls": {"serving_default": sigs.PREDICT_METHOD_NAME, "encoded": sigs.PREDICT_METHOD_NAME,
+    want = {"cls": {"serving_default": PREDICT_METHOD_NAME, "encoded": PREDICT_METHOD_NAME,
                     "classification": "tensorflow/serving/classify"},
-            "reg": {"serving_default": sigs.PREDICT_METHOD_NAME, "encoded": sigs.PREDICT_METHOD_NAME,
+            "reg": {"serving_default": PREDICT_METHOD_NAME, "encoded": PREDICT_METHOD_NAME,
                     "regression": "tensorflow/serving/regress"}}
     for key, methods in want.items():
         pb = (exports["dirs"][key] / "saved_model.pb").read_bytes()
@@ -119,6 +124,9 @@ def test_classification_outputs_match_in_process(exports):
     classify = _call(exports, "cls", "classify")
     np.testing.assert_allclose(classify["scores"], scipy.special.softmax(logits, -1), atol=ATOL)
     assert classify["classes"].tolist() == [[x.encode() for x in LABELS3]] * len(TEXTS)
+    # The task's own predict on raw strings gives the served probabilities.
+    np.testing.assert_allclose(model.predict(TEXTS), _call(exports, "cls", "default")["probabilities"],
+                               atol=ATOL)
     del pre
 
 
@@ -229,12 +237,11 @@ def test_layout_versions_and_assets(exports, uncased_vocab):
 
 
 @pytest.mark.slow
-def test_existing_version_is_never_overwritten(exports, uncased_vocab):
+def test_existing_version_is_never_overwritten(exports):
     target = exports["dirs"]["cls"]
     before = (target / "saved_model.pb").read_bytes()
     with pytest.raises(FileExistsError, match="version 4 already exists"):
-        esm.export_classifier(exports["models"]["cls"], exports["base"], "cls", LABELS3,
-                              uncased_vocab, True, 16, task_type="classification", version=4)
+        exports["models"]["cls"].export(exports["base"], "cls", version=4)
     assert (target / "saved_model.pb").read_bytes() == before
     assert sorted(p.name for p in (exports["base"] / "cls").iterdir()) == [
         ".tmp-5-crashed", "3", "4", "latest"]
@@ -244,20 +251,20 @@ def test_existing_version_is_never_overwritten(exports, uncased_vocab):
 
 def test_next_version_and_publish(tmp_path):
     model_dir = tmp_path / "m"
-    assert esm.existing_versions(model_dir) == [] and esm.next_version(model_dir) == 1
+    assert versioning.existing_versions(model_dir) == [] and versioning.next_version(model_dir) == 1
     for name in ("2", "10", "0", "007x", ".tmp-11-abc", "latest"):
         (model_dir / name).mkdir(parents=True)
     (model_dir / "12").write_text("a file, not a version")
-    assert esm.existing_versions(model_dir) == [2, 10]
-    assert esm.next_version(model_dir) == 11
+    assert versioning.existing_versions(model_dir) == [2, 10]
+    assert versioning.next_version(model_dir) == 11
     tmp = model_dir / ".tmp-11-abc"
     (tmp / "saved_model.pb").write_text("x")
-    assert esm.publish(tmp, model_dir, 11) == model_dir / "11"
+    assert versioning.publish(tmp, model_dir, 11) == model_dir / "11"
     assert (model_dir / "11" / "saved_model.pb").read_text() == "x" and not tmp.exists()
     other = model_dir / ".tmp-other"
     (other / "saved_model.pb").mkdir(parents=True)
     with pytest.raises(FileExistsError, match="version 10 already exists"):
-        esm.publish(other, model_dir, 10)
+        versioning.publish(other, model_dir, 10)
     assert other.exists() and not (model_dir / "10" / "saved_model.pb").exists()
 
 
@@ -270,58 +277,48 @@ def test_failed_export_leaves_no_version_and_no_temp_dir(tmp_path, monkeypatch, 
     def crash(*args, **kwargs):
         raise OSError("disk full")
 
-    monkeypatch.setattr(sigs.ClassifierServingModule, "signatures", lambda self: {})
+    monkeypatch.setattr(ClassifierServingModule, "signatures", lambda self: {})
+    monkeypatch.setattr(ClassifierServingModule, "warmup_logs", crash)
     monkeypatch.setattr(tf.saved_model, "save", half_write)
-    monkeypatch.setattr(esm, "set_method_names", lambda *a: None)
-    monkeypatch.setattr(esm, "warmup_logs", crash)
-    model = tiny_classifier(2, ["0", "1"], "sst2", seed=0)
+    monkeypatch.setattr(versioning, "set_method_names", lambda *a: None)
+    model = tiny_classifier(2, ["0", "1"], "sst2", seed=0, vocab_file=uncased_vocab)
     with pytest.raises(OSError, match="disk full"):
-        esm.export_classifier(model, tmp_path, "sst2", None, uncased_vocab, True, 16,
-                              preprocessor=object())
+        model.export(tmp_path, "sst2")
     assert list((tmp_path / "sst2").iterdir()) == []
 
 
 def test_bad_arguments_raise_clear_errors(tmp_path, uncased_vocab):
     from tests.export.conftest import tiny_classifier
-    model = tiny_classifier(2, ["0", "1"], "sst2", seed=0)
-    with pytest.raises(ValueError, match="model_name"):
-        esm.export_classifier(model, tmp_path, "a/b", None, uncased_vocab, True, 16, preprocessor=1)
-    with pytest.raises(ValueError, match="positive integer"):
-        esm.export_classifier(model, tmp_path, "m", None, uncased_vocab, True, 16, version=0,
-                              preprocessor=1)
+    model = tiny_classifier(2, ["0", "1"], "sst2", seed=0, vocab_file=uncased_vocab)
+    with pytest.raises(ValueError, match="model_name must be a plain directory name, got 'a/b'"):
+        model.export(tmp_path, "a/b")
+    with pytest.raises(ValueError, match="version must be a positive integer, got 0"):
+        model.export(tmp_path, "m", version=0)
     with pytest.raises(ValueError, match="tokenizer must be one of"):
-        esm.make_preprocessor(uncased_vocab, True, 16, tokenizer="spacy")
-    with pytest.raises(ValueError, match="task_type"):
-        sigs.ClassifierServingModule(model, None, ["0", "1"], task_type="ner")
-    with pytest.raises(ValueError, match=">= 2 label_names"):
-        sigs.ClassifierServingModule(model, None, ["0"])
-    import keras
-    with pytest.raises(ValueError, match="holds no BertEncoder"):
-        sigs.find_encoder(keras.Sequential([keras.layers.Dense(2)]))
+        model.export(tmp_path, "m", tokenizer="spacy")
+    assert not (tmp_path / "m").exists() or list((tmp_path / "m").iterdir()) == []
+    bare = tiny_classifier(2, ["0", "1"], "sst2", seed=0)
+    with pytest.raises(ValueError, match="export needs the task's preprocessor"):
+        bare.export(tmp_path, "bare")
 
 
-def test_task_inference_from_the_model():
-    assert esm.infer_is_pair("mrpc") and esm.infer_is_pair("STS-B")
-    assert esm.infer_is_pair("text_pair_classification")
-    assert not esm.infer_is_pair("sst2") and not esm.infer_is_pair("cola")
-    assert not esm.infer_is_pair(None) and not esm.infer_is_pair("my_task")
-
-
-def test_resolve_model_dir(tmp_path):
-    with pytest.raises(FileNotFoundError, match="not a directory or .keras file"):
-        esm.resolve_model_dir(tmp_path / "missing")
-    with pytest.raises(FileNotFoundError, match="holds 0 .keras files"):
-        esm.resolve_model_dir(tmp_path)
-    (tmp_path / "best_model.keras").write_text("x")
-    (tmp_path / "other.keras").write_text("x")
-    (tmp_path / "config.json").write_text(json.dumps({"vocab_file": "v.txt", "max_seq_length": 64}))
-    (tmp_path / "labels.json").write_text(json.dumps({"labels": ["0", "1"], "is_pair": False}))
-    path, meta = esm.resolve_model_dir(tmp_path)
-    assert path == tmp_path / "best_model.keras"
-    assert meta == {"vocab_file": "v.txt", "max_seq_length": 64, "labels": ["0", "1"],
-                    "is_pair": False}
-    path, meta = esm.resolve_model_dir(tmp_path / "other.keras")
-    assert path == tmp_path / "other.keras" and meta["max_seq_length"] == 64
+def test_too_long_max_seq_length_is_refused_before_any_version_is_written(tmp_path, uncased_vocab):
+    from keras_bert.config import check_max_seq_length
+    from keras_bert.tokenization import BertPreprocessor
+    from tests.export.conftest import tiny_classifier
+    model = tiny_classifier(2, ["0", "1"], "sst2", seed=0, vocab_file=uncased_vocab)
+    message = (f"max_seq_length={MAX_POSITIONS + 1} exceeds the encoder's max_sequence_length="
+               f"{MAX_POSITIONS} (the size of its position table)")
+    with pytest.raises(ValueError, match=re.escape(message)):
+        model.preprocessor = BertPreprocessor(uncased_vocab, max_seq_length=MAX_POSITIONS + 1)
+    assert model.preprocessor.max_seq_length == 16
+    with pytest.raises(ValueError, match=re.escape(message)):
+        apply_overrides(tiny_classifier(2, ["0", "1"], "sst2", 0, uncased_vocab),
+                        Overrides(max_seq_length=MAX_POSITIONS + 1))
+    with pytest.raises(ValueError, match=re.escape("max_seq_length must be >= 3 for sentence pairs "
+                                                   "([CLS] A [SEP] B [SEP]), got 2")):
+        check_max_seq_length(2, 512, is_pair=True)
+    assert check_max_seq_length(2, 512) == 2
 
 
 def test_set_method_names_rewrites_pb_and_fingerprint(tmp_path):
@@ -332,7 +329,7 @@ def test_set_method_names_rewrites_pb_and_fingerprint(tmp_path):
 
     m = M()
     tf.saved_model.save(m, str(tmp_path), signatures={"regression": m.f, "serving_default": m.f})
-    esm.set_method_names(tmp_path, {"regression": sigs.REGRESS_METHOD_NAME})
+    versioning.set_method_names(tmp_path, {"regression": REGRESS_METHOD_NAME})
     from tensorflow.core.protobuf import saved_model_pb2
     meta_graph, = saved_model_pb2.SavedModel.FromString(
         (tmp_path / "saved_model.pb").read_bytes()).meta_graphs
@@ -341,28 +338,28 @@ def test_set_method_names_rewrites_pb_and_fingerprint(tmp_path):
     loaded = tf.saved_model.load(str(tmp_path))
     assert loaded.signatures["regression"](inputs=tf.constant(["abc"]))["outputs"].numpy() == [3]
     with pytest.raises(KeyError, match="'classification' not in"):
-        esm.set_method_names(tmp_path, {"classification": sigs.CLASSIFY_METHOD_NAME})
+        versioning.set_method_names(tmp_path, {"classification": CLASSIFY_METHOD_NAME})
 
 
-def test_label_names_must_match_num_classes_and_stored_names():
+def test_overrides_are_checked_against_the_task(uncased_vocab):
     from tests.export.conftest import tiny_classifier
-    two = tiny_classifier(2, ["neg", "pos"], "sst2", seed=0)
-    with pytest.raises(ValueError, match=r"got 3 label names \['a', 'b', 'c'\] but the model has "
-                                         r"num_classes=2"):
-        esm.resolve_label_names(two, ["a", "b", "c"], "classification")
-    unnamed = tiny_classifier(2, None, "sst2", seed=0)
-    with pytest.raises(ValueError, match="got 1 label names .* num_classes=2"):
-        esm.resolve_label_names(unnamed, ["a"], "classification")
-    # a model whose stored names disagree in count with the ones given (num_classes not checked)
-    two.num_classes = None
-    with pytest.raises(ValueError, match=r"got 3 label names .* but the model stores 2 label_names "
-                                         r"\['neg', 'pos'\]"):
-        esm.resolve_label_names(two, ["a", "b", "c"], "classification")
-    two.num_classes = 2
-    assert esm.resolve_label_names(two, ["bad", "good"], "classification") == ["bad", "good"]
-    assert esm.resolve_label_names(two, None, "classification") == ["neg", "pos"]
-    assert esm.resolve_label_names(unnamed, (0, 1), "classification") == ["0", "1"]
-    assert esm.resolve_label_names(two, ["x"], "regression") == []
+    two = tiny_classifier(2, ["neg", "pos"], "sst2", seed=0, vocab_file=uncased_vocab)
+    with pytest.raises(ValueError, match=re.escape(
+            "got 3 label names ['a', 'b', 'c'] but the task has 2 classes ['neg', 'pos']")):
+        apply_overrides(two, Overrides(label_names=["a", "b", "c"]))
+    with pytest.raises(ValueError, match=re.escape(
+            "--is_pair=True but the task stored in the model has is_pair=False")):
+        apply_overrides(two, Overrides(is_pair=True))
+    with pytest.raises(ValueError, match=re.escape(
+            "--task_type=regression but the task stored in the model has task_type=classification")):
+        apply_overrides(two, Overrides(task_type="regression"))
+    with pytest.raises(ValueError, match=re.escape(
+            "--do_lower_case=False but the task stored in the model has do_lower_case=True")):
+        apply_overrides(two, Overrides(do_lower_case=False))
+    same = apply_overrides(two, Overrides(label_names=["bad", "good"], max_seq_length=8,
+                                          is_pair=False, do_lower_case=True))
+    assert same.label_names == ["bad", "good"] and same.preprocessor.max_seq_length == 8
+    assert same.preprocessor.vocabulary == two.preprocessor.vocabulary
 
 
 @pytest.mark.slow
@@ -375,19 +372,20 @@ def test_cli_rejects_more_label_names_than_classes(exports):
     proc = subprocess.run([sys.executable, "-m", "export", f"--model_dir={run_dir}",
                            f"--export_base={base}", "--model_name=rte", "--label_names=a,b,c"],
                           cwd=REPO, capture_output=True, text=True, timeout=300)
-    assert proc.returncode != 0
-    assert "got 3 label names ['a', 'b', 'c'] but the model has num_classes=2" in proc.stderr
+    assert proc.returncode == 1 or proc.returncode == 2
+    assert "got 3 label names ['a', 'b', 'c'] but the task has 2 classes" in proc.stderr
+    assert "Traceback" not in proc.stderr
     assert not (base / "rte" / "1").exists()
 
 
 @pytest.mark.slow
 def test_bfloat16_export_stores_bfloat16_variables_and_keeps_predictions(tmp_path, uncased_vocab):
     from tests.export.conftest import tiny_classifier
-    model = tiny_classifier(3, LABELS3, None, seed=5)
+    model = tiny_classifier(3, LABELS3, None, seed=5, vocab_file=uncased_vocab)
     with pytest.raises(ValueError, match=r"dtype must be one of \['float32', 'bfloat16'\], got 'int8'"):
-        esm.with_dtype(model, "int8")
-    assert esm.with_dtype(model, "float32") is model
-    path = esm.export_classifier(model, tmp_path, "cls", LABELS3, uncased_vocab, True, 16, dtype="bfloat16")
+        with_dtype(model, "int8")
+    assert with_dtype(model, "float32") is model
+    path = model.export(tmp_path, "cls", dtype="bfloat16")
     assert json.loads((path / "assets" / "export_config.json").read_text())["dtype_policy"] == "bfloat16"
     umask = os.umask(0)
     os.umask(umask)
@@ -396,8 +394,7 @@ def test_bfloat16_export_stores_bfloat16_variables_and_keeps_predictions(tmp_pat
     dtypes = set(tf.train.load_checkpoint(str(path / "variables" / "variables")).get_variable_to_dtype_map().values())
     assert tf.bfloat16 in dtypes and tf.float32 in dtypes  # dense/embedding tables bf16, LayerNorm float32
     out = loaded.signatures["serving_default"](text=tf.constant(TEXTS))
-    pre = esm.make_preprocessor(uncased_vocab, True, 16, "core")
-    probs = scipy.special.softmax(_logits(model, _text_ids(pre, TEXTS)).astype(np.float64), axis=-1)
+    probs = model.predict(TEXTS)
     assert out["probabilities"].dtype == tf.float32
     np.testing.assert_allclose(out["probabilities"].numpy(), probs, atol=0.02)
     np.testing.assert_array_equal(out["label_ids"].numpy(), probs.argmax(-1))

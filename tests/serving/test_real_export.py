@@ -1,4 +1,4 @@
-"""The server on a real export/ SavedModel (tiny BertClassifier, real uncased vocab, core-op
+"""The server on a real export/ SavedModel (tiny TextClassifier, real uncased vocab, core-op
 tokenizer), batching on: gRPC, REST, Classify and the client agree with the in-process call.
 
 Only this test imports keras_bert / export (to build the model); serving/ itself does not."""
@@ -21,20 +21,20 @@ TEXTS_B = ["The film is gripping.", "The movie is boring.", "No.", ""]
 
 @pytest.fixture(scope="module")
 def real_export(tmp_path_factory, uncased_vocab):
-    from export.export_saved_model import export_classifier
     from keras_bert import BertEncoder
-    from keras_bert.models.bert_classifier import BertClassifier
+    from keras_bert.tasks import TextClassifier
+    from keras_bert.tokenization import BertPreprocessor
 
     encoder = BertEncoder(vocab_size=30522, hidden_size=8, num_layers=2, num_heads=2,
                           intermediate_size=12, max_sequence_length=24)
-    model = BertClassifier(encoder, 2, label_names=LABELS, task_name="rte")
+    model = TextClassifier(encoder, 2, label_names=LABELS, task_name="rte", is_pair=True,
+                           preprocessor=BertPreprocessor(uncased_vocab, max_seq_length=16))
     model.build()
     rng = np.random.default_rng(0)
     for w in model.weights:
         w.assign(rng.normal(0.0, 0.5, w.shape).astype("float32"))
     base = tmp_path_factory.mktemp("real_export")
-    path = export_classifier(model, base, "rte", LABELS, uncased_vocab, True, 16,
-                             task_type="classification", is_pair=True)
+    path = model.export(base, "rte")
     return base, path
 
 
