@@ -10,6 +10,9 @@ variables with their reasons).
 
     python recipes/convert_checkpoint.py --init_checkpoint=uncased_L-12_H-768_A-12 \
       --output_dir=out/bert_base_uncased
+
+`--output_format=huggingface|keras_hub|google` writes that format instead (see
+`keras_bert.checkpoints.save_encoder`); `conversion.json` is written beside it in every case.
 """
 import json
 import os
@@ -27,6 +30,9 @@ flags.DEFINE_enum("do_lower_case", None, ["true", "false"],
                   "'uncased'/'cased' in a google-research directory name).")
 flags.DEFINE_string("hidden_activation", None,
                     "Override the GELU form of the source config (gelu | gelu_approximate).")
+flags.DEFINE_enum("output_format", "keras_bert", sorted(checkpoints.WRITERS),
+                  "Format to write: our own (default), Hugging Face, keras-hub preset or "
+                  "google-research TF1 checkpoint.")
 flags.mark_flags_as_required(["init_checkpoint", "output_dir"])
 
 
@@ -38,9 +44,9 @@ def main(argv):
     do_lower_case = (FLAGS.do_lower_case == "true" if FLAGS.do_lower_case is not None
                      else checkpoints.resolve_do_lower_case(FLAGS.init_checkpoint))
     checkpoints.save_encoder(encoder, FLAGS.output_dir, vocab_file=vocab_file,
-                             do_lower_case=do_lower_case)
+                             do_lower_case=do_lower_case, format=FLAGS.output_format)
     report = {"flags": {"init_checkpoint": FLAGS.init_checkpoint, "vocab_file": vocab_file,
-                        "do_lower_case": do_lower_case,
+                        "do_lower_case": do_lower_case, "output_format": FLAGS.output_format,
                         "hidden_activation": encoder.bert_config.hidden_activation},
               "config": encoder.bert_config.to_dict()}
     fmt, _ = checkpoints.detect_format(FLAGS.init_checkpoint)

@@ -32,3 +32,36 @@ def test_convert_google_checkpoint(tmp_path, uncased_vocab):
     assert converted.bert_config == original.bert_config
     np.testing.assert_array_equal(converted(FEATURES)["sequence_output"],
                                   original(FEATURES)["sequence_output"])
+
+
+@pytest.mark.slow  # a subprocess importing TensorFlow and keras-hub: ~25 s on 2 shared cores
+def test_convert_keras_hub_preset_to_huggingface(tmp_path, uncased_vocab):
+    """A keras-hub preset in, a Hugging Face directory out, detected from the files."""
+    import keras_hub
+
+    backbone = keras_hub.models.BertBackbone(
+        vocabulary_size=23, num_layers=2, num_heads=2, hidden_dim=8, intermediate_dim=12,
+        max_sequence_length=7, num_segments=3)
+    rng = np.random.default_rng(11)
+    for variable in backbone.weights:
+        variable.assign(0.3 * rng.standard_normal(variable.shape).astype(np.float32))
+    source = tmp_path / "preset"
+    backbone.save_to_preset(str(source))
+    out = tmp_path / "hf"
+    subprocess.run([sys.executable, str(REPO_ROOT / "recipes" / "convert_checkpoint.py"),
+                    f"--init_checkpoint={source}", f"--output_dir={out}",
+                    f"--vocab_file={uncased_vocab}", "--do_lower_case=true",
+                    "--output_format=huggingface"], check=True, cwd=REPO_ROOT,
+                   env=dict(os.environ, PYTHONPATH=str(REPO_ROOT)))
+    report = json.loads((out / "conversion.json").read_text())
+    assert report["format"] == "keras_hub" and report["flags"]["output_format"] == "huggingface"
+    assert set(report["used"]) == {v.path for v in backbone.weights} and report["ignored"] == {}
+    assert json.loads((out / "config.json").read_text())["hidden_act"] == "gelu_new"
+    reference = backbone({"token_ids": FEATURES["input_word_ids"],
+                          "segment_ids": FEATURES["input_type_ids"],
+                          "padding_mask": FEATURES["input_mask"]}, training=False)
+    ours = load_encoder(str(out))(FEATURES)
+    mask = FEATURES["input_mask"].astype(bool)
+    np.testing.assert_allclose(np.asarray(ours["sequence_output"])[mask],
+                               np.asarray(reference["sequence_output"])[mask], atol=1e-5)
+    np.testing.assert_allclose(ours["pooled_output"], reference["pooled_output"], atol=1e-5)
