@@ -1,0 +1,233 @@
+"""Two models on the same examples, side by side (`recipes/evaluate.py --compare`, SPEC section 9).
+
+Deltas are always second model minus first (B - A). Confidence intervals are the paired
+percentile bootstrap (Efron & Tibshirani 1993, ch. 13; as Koehn 2004 applies it to compare two
+systems on one test set): resample the example indices with replacement, compute both models'
+metric on the same resample, and take the 2.5th / 97.5th percentiles of the B - A differences.
+Classification metrics of a resample come from its confusion counts (one `np.bincount`), so 1,000
+resamples of a few thousand examples take well under a second.
+"""
+from __future__ import annotations
+
+import numpy as np
+from sklearn import metrics as skm
+
+from keras_bert.evaluation import metrics as glue_metrics
+from keras_bert.evaluation.report_writer import Figure, Num, Table, bar_figure, \
+    confusion_figure, fmt, reliability_figure
+
+DISAGREEMENT_ROWS = 100
+SLICE_ROWS = 20
+LATENCY_KEYS = ("p50_ms", "p95_ms", "p99_ms", "mean_ms", "throughput_per_s", "cost_per_1000")
+
+
+def check_comparable(a, b) -> None:
+    """Raises ValueError unless the two `ModelInfo`s are the same task with the same labels."""
+    if a.task_type != b.task_type:
+        raise ValueError(f"cannot compare a {a.task_type} model ({a.name}) with a {b.task_type} "
+                         f"model ({b.name})")
+    if list(a.label_names) != list(b.label_names):
+        raise ValueError(f"the models have different label names: {a.name} {a.label_names}, "
+                         f"{b.name} {b.label_names}")
+    if a.is_pair != b.is_pair:
+        raise ValueError(f"{a.name} and {b.name} differ in taking one text or a pair")
+
+
+def _from_confusion(cm: np.ndarray) -> dict:
+    """accuracy, macro_f1, weighted_f1 from confusion counts [..., C, C] (rows gold)."""
+    tp = np.diagonal(cm, axis1=-2, axis2=-1).astype(np.float64)
+    gold = cm.sum(-1).astype(np.float64)
+    pred = cm.sum(-2).astype(np.float64)
+    denominator = gold + pred
+    f1 = np.divide(2 * tp, denominator, out=np.zeros_like(tp), where=denominator > 0)
+    total = gold.sum(-1)
+    return {"accuracy": tp.sum(-1) / total, "macro_f1": f1.mean(-1),
+            "weighted_f1": (f1 * gold).sum(-1) / total}
+
+
+def classification_bootstrap(gold, pred_a, pred_b, num_classes, samples=1000, seed=0) -> dict:
+    """Metric -> {"a", "b", "delta", "ci_low", "ci_high"} with paired bootstrap 95% CIs of delta.
+
+    Args:
+        gold, pred_a, pred_b: int [N] label ids.
+        samples: number of resamples (>= 1).
+    """
+    gold, pred_a, pred_b = (np.asarray(x, np.int64) for x in (gold, pred_a, pred_b))
+    n, c = len(gold), int(num_classes)
+    rng = np.random.default_rng(seed)
+
+    def metrics_of(pred, idx):  # idx: [S, N] -> metric arrays [S]
+        flat = (gold[idx] * c + pred[idx]) + (np.arange(idx.shape[0])[:, None] * c * c)
+        cm = np.bincount(flat.ravel(), minlength=idx.shape[0] * c * c).reshape(-1, c, c)
+        return _from_confusion(cm)
+
+    full = np.arange(n)[None, :]
+    point_a, point_b = metrics_of(pred_a, full), metrics_of(pred_b, full)
+    deltas = {k: [] for k in point_a}
+    for start in range(0, samples, 100):
+        idx = rng.integers(0, n, size=(min(100, samples - start), n))
+        ma, mb = metrics_of(pred_a, idx), metrics_of(pred_b, idx)
+        for k in deltas:
+            deltas[k].append(mb[k] - ma[k])
+    return {k: _delta_row(float(point_a[k][0]), float(point_b[k][0]), np.concatenate(deltas[k]))
+            for k in point_a}
+
+
+def _delta_row(a, b, deltas) -> dict:
+    low, high = np.percentile(deltas, [2.5, 97.5]) if len(deltas) else (None, None)
+    return {"a": a, "b": b, "delta": b - a, "ci_low": None if low is None else float(low),
+            "ci_high": None if high is None else float(high)}
+
+
+def regression_bootstrap(gold, scores_a, scores_b, samples=1000, seed=0) -> dict:
+    """Like `classification_bootstrap` for pearson, spearman, mse and mae of scores [N]."""
+    gold, scores_a, scores_b = (np.asarray(x, np.float64) for x in (gold, scores_a, scores_b))
+    fns = {"pearson": glue_metrics.pearson, "spearman": glue_metrics.spearman,
+           "mse": skm.mean_squared_error, "mae": skm.mean_absolute_error}
+    rng = np.random.default_rng(seed)
+    deltas = {k: [] for k in fns}
+    for _ in range(samples):
+        idx = rng.integers(0, len(gold), len(gold))
+        for k, fn in fns.items():
+            deltas[k].append(fn(gold[idx], scores_b[idx]) - fn(gold[idx], scores_a[idx]))
+    return {k: _delta_row(float(fn(gold, scores_a)), float(fn(gold, scores_b)),
+                          np.asarray(deltas[k], np.float64)) for k, fn in fns.items()}
+
+
+def disagreements(data, pa, pb, label_names) -> dict:
+    """Examples where the two predicted label ids (int [N] each) differ, and which model was right.
+
+    Returns:
+        {"count", "a_right", "b_right", "neither_right", "examples": [{"guid", "text", "text_b",
+        "gold", "a", "b", "right"}]} with right in {"a", "b", "neither"}.
+    """
+    gold = data.gold
+    rows = []
+    for i in np.flatnonzero(pa != pb):
+        right = "a" if pa[i] == gold[i] else "b" if pb[i] == gold[i] else "neither"
+        e = data.examples[i]
+        rows.append({"guid": e.guid, "text": e.text_a, "text_b": e.text_b,
+                     "gold": label_names[gold[i]], "a": label_names[pa[i]],
+                     "b": label_names[pb[i]], "right": right})
+    count = {k: sum(r["right"] == k for r in rows) for k in ("a", "b", "neither")}
+    return {"count": len(rows), "a_right": count["a"], "b_right": count["b"],
+            "neither_right": count["neither"], "examples": rows}
+
+
+def slice_deltas(result_a, result_b) -> list[dict]:
+    """Per slice: error rates of both models and B - A, the slices where B loses most first."""
+    b_rows = {(s["family"], s["value"]): s for s in result_b["slices"]}
+    rows = [{"family": s["family"], "value": s["value"], "count": s["count"],
+             "error_rate_a": s["error_rate"],
+             "error_rate_b": b_rows[(s["family"], s["value"])]["error_rate"],
+             "delta": b_rows[(s["family"], s["value"])]["error_rate"] - s["error_rate"]}
+            for s in result_a["slices"]]
+    return sorted(rows, key=lambda r: (-r["delta"], r["family"], r["value"]))
+
+
+def compare(data, result_a, result_b, samples=1000, seed=0) -> dict:
+    """The comparison dict (what metrics.json holds) of two `evidence_pack.evaluate` results.
+
+    Pops "predicted" from both results.
+    """
+    pa, pb = result_a.pop("predicted"), result_b.pop("predicted")
+    names = result_a["model"]["label_names"]
+    if result_a["model"]["task_type"] == "classification":
+        headline = classification_bootstrap(data.gold, pa, pb, len(names), samples, seed)
+        headline["ece"] = _delta_row(result_a["headline"]["ece"], result_b["headline"]["ece"], [])
+        per_class = {n: {f"{f}_{k}": v for f in ("precision", "recall", "f1") for k, v in (
+            ("a", result_a["per_class"][n][f]), ("b", result_b["per_class"][n][f]),
+            ("delta", result_b["per_class"][n][f] - result_a["per_class"][n][f]))}
+            | {"support": result_a["per_class"][n]["support"]} for n in names}
+    else:
+        headline, per_class = regression_bootstrap(data.gold, pa, pb, samples, seed), None
+    disagree = disagreements(data, pa, pb, names) if per_class else None
+    la, lb = result_a["latency"], result_b["latency"]
+    latency = {k: {"a": la[k], "b": lb[k], "delta": None if la[k] is None or lb[k] is None
+                   else lb[k] - la[k]} for k in LATENCY_KEYS}
+    return {"models": {"a": result_a["model"], "b": result_b["model"]}, "data": result_a["data"],
+            "bootstrap": {"samples": int(samples), "seed": int(seed), "confidence": 0.95},
+            "headline": headline, "per_class": per_class, "disagreements": disagree,
+            "slices": slice_deltas(result_a, result_b), "latency": latency,
+            "latency_setup": {"a": la["path"], "b": lb["path"], "batch_size": la["batch_size"],
+                              "machine_cost_per_hour": la["machine_cost_per_hour"]},
+            "a": result_a, "b": result_b}
+
+
+def _headline_blocks(m, a, b) -> list:
+    rows = [[k, Num(f"headline.{k}.a", v["a"]), Num(f"headline.{k}.b", v["b"]),
+             Num(f"headline.{k}.delta", v["delta"]),
+             "n/a" if v["ci_low"] is None else f"[{fmt(v['ci_low'])}, {fmt(v['ci_high'])}]"]
+            for k, v in m["headline"].items()]
+    bs = m["bootstrap"]
+    return [("h2", "Headline metrics"),
+            f"Delta = B - A; 95% paired bootstrap interval of the delta over {bs['samples']} "
+            f"resamples (seed {bs['seed']}).",
+            Table(["metric", f"A: {a}", f"B: {b}", "delta", "95% CI"], rows)]
+
+
+def _per_class_blocks(m, a, b) -> list:
+    if not m["per_class"]:
+        return []
+    rows = [[n, Num(f"per_class.{n}.support", v["support"])] +
+            [Num(f"per_class.{n}.{f}_{k}", v[f"{f}_{k}"]) for f in ("precision", "recall", "f1")
+             for k in ("a", "b", "delta")] for n, v in m["per_class"].items()]
+    header = ["class", "support"] + [f"{f} {k}" for f in ("P", "R", "F1") for k in ("A", "B", "delta")]
+    names = list(m["per_class"])
+    f1 = {name: [m["per_class"][n][f"f1_{k}"] for n in names] for name, k in ((a, "a"), (b, "b"))}
+    return [("h2", "Per-class deltas"), Table(header, rows),
+            Figure("per_class_f1.png", bar_figure(names, f1, "F1"), "per-class F1")]
+
+
+def _disagreement_blocks(m, a, b) -> list:
+    d = m["disagreements"]
+    if d is None:
+        return []
+    rows = [[r["guid"], r["text"] + (f" || {r['text_b']}" if r["text_b"] else ""), r["gold"],
+             r["a"], r["b"], {"a": "A", "b": "B", "neither": "neither"}[r["right"]]]
+            for r in d["examples"][:DISAGREEMENT_ROWS]]
+    summary = Table(["disagreements", "A right", "B right", "neither right"],
+                    [[Num("disagreements.count", d["count"]), Num("disagreements.a_right", d["a_right"]),
+                      Num("disagreements.b_right", d["b_right"]),
+                      Num("disagreements.neither_right", d["neither_right"])]])
+    return [("h2", "Where they disagree"), summary,
+            Table(["id", "text", "gold", f"A: {a}", f"B: {b}", "right"], rows)]
+
+
+def _slice_blocks(m) -> list:
+    rows = [[s["family"], s["value"], Num(f"slices.{i}.count", s["count"]),
+             Num(f"slices.{i}.error_rate_a", s["error_rate_a"]),
+             Num(f"slices.{i}.error_rate_b", s["error_rate_b"]), Num(f"slices.{i}.delta", s["delta"])]
+            for i, s in enumerate(m["slices"][:SLICE_ROWS])]
+    return [("h2", "Slices where B loses most"),
+            "Error rate (regression: mean absolute error) per slice; worst delta (B - A) first.",
+            Table(["slice", "value", "examples", "A", "B", "delta"], rows)]
+
+
+def _latency_blocks(m, a, b) -> list:
+    rows = [[k, Num(f"latency.{k}.a", v["a"]), Num(f"latency.{k}.b", v["b"]),
+             Num(f"latency.{k}.delta", v["delta"])] for k, v in m["latency"].items()]
+    s = m["latency_setup"]
+    return [("h2", "Latency and cost"),
+            f"A: {s['a']}; B: {s['b']}; batch size {s['batch_size']}; machine price per hour "
+            f"{fmt(s['machine_cost_per_hour'])}.",
+            Table(["measure", f"A: {a}", f"B: {b}", "delta"], rows)]
+
+
+def comparison_report(m: dict) -> tuple[str, list]:
+    """(title, blocks) of a two-model report."""
+    a, b = m["models"]["a"]["name"], m["models"]["b"]["name"]
+    blocks = [f"A: {a} ({m['models']['a']['path']}). B: {b} ({m['models']['b']['path']}). Data: "
+              f"{m['data']['file']}, {m['data']['examples']} examples.",
+              *_headline_blocks(m, a, b), *_per_class_blocks(m, a, b)]
+    if m["per_class"]:
+        names = m["models"]["a"]["label_names"]
+        blocks += [Figure("confusion_a.png", confusion_figure(m["a"]["confusion_matrix"], names,
+                                                              f"A: {a}"), "confusion matrix A"),
+                   Figure("confusion_b.png", confusion_figure(m["b"]["confusion_matrix"], names,
+                                                              f"B: {b}"), "confusion matrix B"),
+                   Figure("reliability.png", reliability_figure(
+                       {f"A: {a}": m["a"]["calibration"], f"B: {b}": m["b"]["calibration"]}),
+                       "reliability diagram")]
+    blocks += [*_disagreement_blocks(m, a, b), *_slice_blocks(m), *_latency_blocks(m, a, b)]
+    return f"Comparison: {a} vs {b}", blocks

@@ -1,0 +1,204 @@
+"""The evaluation evidence pack (SPEC section 9): one model on the user's held-out file.
+
+`read_eval_data` reads a CSV / TSV / JSONL file (`keras_bert.data.text_files`) and maps its labels
+through the model's own label names; `evaluate` runs a predictor (`predictors.py`) over it and
+returns everything `report_writer` prints and metrics.json holds.
+
+Task families plug in through `EVALUATORS`: task_type -> function(data, outputs, info) returning
+a dict with "headline" (metric name -> float), optional report sections ("per_class",
+"confusion_matrix", "calibration", ...), "slices" (`failure_catalogue.slice_table` rows),
+"failures" (rows, worst first) and "predicted" (per-example predictions, for `--compare`; removed
+from metrics.json). Classification and regression are defined here; span QA, NER and multiple
+choice add theirs (their metrics and their failure view) next to them.
+"""
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+
+from keras_bert.data import text_files
+from keras_bert.evaluation import classification_report as cr
+from keras_bert.evaluation import failure_catalogue as fc
+from keras_bert.evaluation.latency import latency_summary
+from keras_bert.tokenization.bert_preprocessor import BertPreprocessor
+
+TOKEN_COUNT_CHUNK = 1024
+
+
+class DataError(ValueError):
+    """The held-out file does not fit the model (unknown label, missing column, empty file)."""
+
+
+@dataclasses.dataclass
+class EvalData:
+    """A labelled held-out set ready for a model.
+
+    Attributes:
+        path: str, the file.
+        examples: list of InputExample.
+        gold: int64 [N] label ids (classification) or float64 [N] scores (regression).
+        gold_names: list of N str (classification) or None.
+        slice_values: list of N str from the user's slice column, or None.
+        slice_column: its name, or None.
+        token_lengths: int [N] WordPiece tokens with [CLS]/[SEP] before truncation.
+        truncated: bool [N], token_lengths > max_seq_length.
+    """
+    path: str
+    examples: list
+    gold: np.ndarray
+    gold_names: list | None
+    slice_values: list | None
+    slice_column: str | None
+    token_lengths: np.ndarray
+    truncated: np.ndarray
+
+    @property
+    def texts(self) -> list[str]:
+        return [e.text_a for e in self.examples]
+
+    @property
+    def texts_b(self) -> list[str] | None:
+        return None if self.examples[0].text_b is None else [e.text_b for e in self.examples]
+
+
+def map_labels(labels, label_names, source: str) -> np.ndarray:
+    """File labels (str) -> int64 ids through the model's `label_names`.
+
+    A file may write the names or the ids ("0".."C-1"): every label that is a name maps to it;
+    if none is, all must be ids.
+
+    Raises:
+        DataError: a label that is neither, naming it, its row and the model's labels.
+    """
+    index = {name: i for i, name in enumerate(label_names)}
+    by_name = any(label in index for label in labels)
+    ids = []
+    for guid, label in labels.items() if isinstance(labels, dict) else enumerate(labels):
+        if label in index:
+            ids.append(index[label])
+        elif not by_name and label.isdigit() and int(label) < len(label_names):
+            ids.append(int(label))
+        else:
+            raise DataError(f"{source}: label {label!r} (row {guid}) is not one of the model's "
+                            f"labels {list(label_names)}" + ("" if by_name else
+                                                              f" nor an id 0..{len(label_names) - 1}"))
+    return np.asarray(ids, np.int64)
+
+
+def token_counts(vocabulary, do_lower_case, max_seq_length, texts, texts_b=None):
+    """(token_lengths int [N], truncated bool [N]) with the model's own WordPiece vocabulary.
+
+    Counts include [CLS] and [SEP] (and the second [SEP] of a pair), before truncation.
+    """
+    preprocessor = BertPreprocessor(vocabulary=vocabulary, do_lower_case=do_lower_case,
+                                    max_seq_length=max_seq_length)
+    lengths = []
+    for start in range(0, len(texts), TOKEN_COUNT_CHUNK):
+        stop = start + TOKEN_COUNT_CHUNK
+        n = preprocessor.tokenize(texts[start:stop]).row_lengths().numpy() + 2
+        if texts_b is not None:
+            n = n + preprocessor.tokenize(texts_b[start:stop]).row_lengths().numpy() + 1
+        lengths.append(n)
+    lengths = np.concatenate(lengths).astype(np.int64)
+    return lengths, lengths > max_seq_length
+
+
+def read_eval_data(path, info, text_column="text", text_b_column=None, label_column="label",
+                   slice_column=None) -> EvalData:
+    """The held-out file, checked against the model (`predictors.ModelInfo`).
+
+    Raises:
+        DataError: missing file / column (naming the columns present), empty file, a pair model
+            without `text_b_column`, or a label the model does not know.
+    """
+    regression = info.task_type == "regression"
+    if info.is_pair and not text_b_column:
+        raise DataError(f"model {info.name} is a pair task: give --text_b_column")
+    if not info.is_pair and text_b_column:
+        raise DataError(f"model {info.name} takes one text; --text_b_column={text_b_column} "
+                        "does not apply")
+    try:
+        examples = text_files.read_text_file(path, text_column, text_b_column, label_column,
+                                             regression=regression)
+        slices = None
+        if slice_column:
+            slices = [e.text_a for e in text_files.read_text_file(path, slice_column, None, None)]
+    except (ValueError, FileNotFoundError) as e:
+        raise DataError(str(e)) from None
+    if regression:
+        gold, gold_names = np.asarray([e.label for e in examples], np.float64), None
+    else:
+        gold = map_labels({e.guid: e.label for e in examples}, info.label_names, str(path))
+        gold_names = [info.label_names[i] for i in gold]
+    texts_b = None if text_b_column is None else [e.text_b for e in examples]
+    lengths, truncated = token_counts(info.vocabulary, info.do_lower_case, info.max_seq_length,
+                                      [e.text_a for e in examples], texts_b)
+    return EvalData(str(path), examples, gold, gold_names, slices, slice_column, lengths,
+                    truncated)
+
+
+def _slices(data: EvalData, gold_names) -> dict:
+    return fc.slice_columns(data.token_lengths, data.truncated, gold_names, data.slice_values,
+                            data.slice_column)
+
+
+def evaluate_classification(data: EvalData, outputs: dict, info) -> dict:
+    """Classifier outputs (`probabilities` [N, C]) -> metrics, slices and failure catalogue."""
+    probabilities = np.asarray(outputs["probabilities"], np.float64)
+    result = cr.classification_metrics(data.gold, probabilities, info.label_names)
+    predicted = probabilities.argmax(axis=1)
+    predicted_names = [info.label_names[i] for i in predicted]
+    columns = _slices(data, data.gold_names)
+    result["slices"] = fc.slice_table(columns, predicted != data.gold)
+    extra = {"tokens": data.token_lengths.tolist(), "truncated": data.truncated.tolist()}
+    if data.slice_values is not None:
+        extra["slice"] = data.slice_values
+    result["failures"] = fc.catalogue(data.examples, data.gold_names, predicted_names,
+                                      probabilities.max(axis=1), extra)
+    result["predicted"] = predicted
+    return result
+
+
+def evaluate_regression(data: EvalData, outputs: dict, info) -> dict:
+    """Regressor outputs (`scores` [N]) -> metrics, slices (mean absolute error), worst errors."""
+    scores = np.asarray(outputs["scores"], np.float64).reshape(-1)
+    result = cr.regression_metrics(data.gold, scores)
+    result["slices"] = fc.slice_table(_slices(data, None), np.abs(scores - data.gold),
+                                      regression=True)
+    extra = {"tokens": data.token_lengths.tolist(), "truncated": data.truncated.tolist()}
+    if data.slice_values is not None:
+        extra["slice"] = data.slice_values
+    result["failures"] = fc.regression_catalogue(data.examples, data.gold, scores, extra)
+    result["predicted"] = scores
+    return result
+
+
+EVALUATORS = {"classification": evaluate_classification, "regression": evaluate_regression}
+
+
+def evaluate(predictor, data: EvalData, batch_size: int = 32,
+             machine_cost_per_hour: float | None = None, progress: bool = True) -> dict:
+    """One model on one held-out set.
+
+    Returns:
+        dict: "model" (name, path, task_type, label_names, max_seq_length), "data" (file,
+        examples, truncated count), the evaluator's fields, "latency" (`latency_summary`) and
+        "predicted" (numpy [N], not JSON: pop it before writing metrics.json).
+
+    Raises:
+        ValueError: a task type without an evaluator.
+    """
+    info = predictor.info
+    if info.task_type not in EVALUATORS:
+        raise ValueError(f"no evaluator for task type {info.task_type!r}; known: {sorted(EVALUATORS)}")
+    outputs, seconds, sizes = predictor.run(data.texts, data.texts_b, batch_size, progress)
+    result = EVALUATORS[info.task_type](data, outputs, info)
+    return {"model": {"name": info.name, "path": predictor.path, "task_type": info.task_type,
+                      "label_names": list(info.label_names),
+                      "max_seq_length": info.max_seq_length},
+            "data": {"file": data.path, "examples": len(data.examples),
+                     "truncated": int(data.truncated.sum()), "slice_column": data.slice_column},
+            **result,
+            "latency": latency_summary(seconds, sizes, batch_size, predictor.path,
+                                       machine_cost_per_hour)}

@@ -1,0 +1,95 @@
+"""Measure a model on your own held-out data: the evaluation evidence pack (SPEC section 9).
+
+    python recipes/evaluate.py --model=runs/sst2 --data=dev.tsv --text_column=sentence \
+        --label_column=label --output_dir=eval/sst2 [--slice_column=source] [--batch_size=32] \
+        [--server=localhost:8500] [--machine_cost_per_hour=1.20] [--compare=models/student/1]
+
+--model (and --compare) is a SavedModel version directory (`<base>/<name>/<version>`), a saved task
+(`.keras`) or a fine-tuning --output_dir. --server sends the predictions over gRPC to a running
+server (ours or TensorFlow Serving) that serves --model; --server_model_name names it there.
+Writes metrics.json, report.md, report.html (self-contained) and PNG plots to --output_dir.
+See docs/evaluation.md.
+"""
+import pathlib
+import sys
+
+from absl import app, flags
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
+
+from keras_bert.evaluation import comparison, evidence_pack, predictors  # noqa: E402
+from keras_bert.evaluation import report_sections, report_writer  # noqa: E402
+
+F = flags
+F.DEFINE_string("model", None, "SavedModel version dir, .keras task file or fine-tuning output_dir.")
+F.DEFINE_string("compare", None, "A second model (same forms as --model) compared on the same data.")
+F.DEFINE_string("data", None, "Held-out labelled file: .csv, .tsv or .jsonl.")
+F.DEFINE_string("text_column", "text", "Text column (JSON key).")
+F.DEFINE_string("text_b_column", None, "Second text column (pair tasks).")
+F.DEFINE_string("label_column", "label", "Gold label column: label names or ids of the model.")
+F.DEFINE_string("slice_column", None, "Optional column whose values group the errors.")
+F.DEFINE_string("output_dir", None, "Where the reports go (created).")
+F.DEFINE_integer("batch_size", 32, "Examples per prediction request (latency is per batch).")
+F.DEFINE_string("server", None, "host:port of a running gRPC server serving --model.")
+F.DEFINE_string("server_model_name", None, "Model name on --server (default: the export's name).")
+F.DEFINE_string("compare_server_model_name", None, "Model name of --compare on --server.")
+F.DEFINE_float("machine_cost_per_hour", None, "Machine price per hour, for cost per 1,000 predictions.")
+F.DEFINE_integer("bootstrap_samples", 1000, "Bootstrap resamples for --compare confidence intervals.")
+F.DEFINE_integer("seed", 0, "Bootstrap seed.")
+F.DEFINE_boolean("progress", True, "Show a progress bar.")
+F.mark_flags_as_required(["model", "data", "output_dir"])
+FLAGS = F.FLAGS
+
+
+def usage_error(message: str) -> app.UsageError:
+    """A bad input: one clear line, exit code 2, no traceback."""
+    return app.UsageError(message, exitcode=2)
+
+
+def open_model(path, server_model_name):
+    try:
+        return predictors.open_predictor(path, FLAGS.server, server_model_name)
+    except (FileNotFoundError, TypeError) as e:
+        raise usage_error(str(e))
+
+
+def evaluate_one(predictor, data_info_source=None):
+    """Reads --data for `predictor` and evaluates it."""
+    try:
+        data = evidence_pack.read_eval_data(
+            FLAGS.data, data_info_source or predictor.info, FLAGS.text_column, FLAGS.text_b_column,
+            FLAGS.label_column, FLAGS.slice_column)
+    except evidence_pack.DataError as e:
+        raise usage_error(str(e))
+    return data, evidence_pack.evaluate(predictor, data, FLAGS.batch_size,
+                                        FLAGS.machine_cost_per_hour, FLAGS.progress)
+
+
+def main(argv):
+    del argv
+    if FLAGS.batch_size < 1:
+        raise usage_error(f"--batch_size must be >= 1, got {FLAGS.batch_size}")
+    if FLAGS.machine_cost_per_hour is not None and FLAGS.machine_cost_per_hour < 0:
+        raise usage_error(f"--machine_cost_per_hour must be >= 0, got {FLAGS.machine_cost_per_hour}")
+    first = open_model(FLAGS.model, FLAGS.server_model_name)
+    data, result = evaluate_one(first)
+    if FLAGS.compare:
+        second = open_model(FLAGS.compare, FLAGS.compare_server_model_name)
+        try:
+            comparison.check_comparable(first.info, second.info)
+        except ValueError as e:
+            raise usage_error(str(e))
+        _, result_b = evaluate_one(second)
+        metrics = comparison.compare(data, result, result_b, FLAGS.bootstrap_samples, FLAGS.seed)
+        title, blocks = comparison.comparison_report(metrics)
+    else:
+        result.pop("predicted")
+        metrics = result
+        title, blocks = report_sections.evaluation_report(metrics)
+    paths = report_writer.write_report(FLAGS.output_dir, title, metrics, blocks)
+    print(f"headline: {report_writer.json_ready(metrics['headline'])}")
+    print(f"wrote {', '.join(str(p) for p in paths.values())}")
+
+
+if __name__ == "__main__":
+    app.run(main)

@@ -1,0 +1,187 @@
+"""recipes/evaluate.py end to end on tiny TextClassifiers: report numbers equal metrics.json, the
+HTML report renders in headless Chromium, usage errors, --compare and the gRPC path."""
+import html.parser
+import json
+import os
+import pathlib
+import shutil
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from keras_bert.evaluation.report_writer import fmt, lookup
+from tests.evaluation.tiny_task import LABELS, TEXTS, heldout_rows, tiny_classifier, write_jsonl
+
+REPO = pathlib.Path(__file__).resolve().parents[2]
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+
+
+def run_evaluate(*args, timeout=400):
+    env = dict(os.environ, PYTHONPATH=str(REPO), TF_CPP_MIN_LOG_LEVEL="3", CUDA_VISIBLE_DEVICES="")
+    return subprocess.run([sys.executable, str(REPO / "recipes" / "evaluate.py"), "--noprogress",
+                           *map(str, args)], env=env, capture_output=True, text=True, timeout=timeout)
+
+
+@pytest.fixture(scope="module")
+def models(tmp_path_factory, uncased_vocab):
+    """A: fine-tuning-style output_dir (best_model.keras) and its SavedModel export; B: a 1-layer
+    task file; the held-out file; A's own probabilities on it."""
+    base = tmp_path_factory.mktemp("models")
+    a = tiny_classifier(uncased_vocab, seed=1)
+    (base / "run_a").mkdir()
+    a.save(base / "run_a" / "best_model.keras")
+    exported = a.export(base / "export", "tiny_a")
+    b = tiny_classifier(uncased_vocab, seed=5, num_layers=1)
+    b.save(base / "b.keras")
+    data = write_jsonl(base / "heldout.jsonl", heldout_rows())
+    return {"run_a": base / "run_a", "saved_a": exported, "b": base / "b.keras", "data": data,
+            "probs_a": a.predict(TEXTS), "probs_b": b.predict(TEXTS), "base": base}
+
+
+@pytest.fixture(scope="module")
+def single_report(models, tmp_path_factory):
+    out = tmp_path_factory.mktemp("report")
+    proc = run_evaluate(f"--model={models['saved_a']}", f"--data={models['data']}",
+                        "--slice_column=source", "--batch_size=5", "--machine_cost_per_hour=1.5",
+                        f"--output_dir={out}")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return out
+
+
+class KeyedNumbers(html.parser.HTMLParser):
+    """data-key -> text of every <span data-key> in an HTML page."""
+
+    def __init__(self):
+        super().__init__()
+        self.values, self._key = {}, None
+
+    def handle_starttag(self, tag, attrs):
+        self._key = dict(attrs).get("data-key") if tag == "span" else None
+
+    def handle_data(self, data):
+        if self._key:
+            self.values.setdefault(self._key, "")
+            self.values[self._key] += data
+
+    def handle_endtag(self, tag):
+        self._key = None
+
+
+def keyed_numbers(page: str) -> dict:
+    parser = KeyedNumbers()
+    parser.feed(page)
+    return parser.values
+
+
+def assert_numbers_equal_metrics(values: dict, metrics: dict):
+    assert values, "no numbers found"
+    for key, text in values.items():
+        assert text == fmt(lookup(metrics, key)), key
+
+
+def test_metrics_json_is_the_models_own_predictions(models, single_report):
+    metrics = json.loads((single_report / "metrics.json").read_text())
+    pred = models["probs_a"].argmax(1)
+    gold = np.arange(len(TEXTS)) % 3
+    assert metrics["headline"]["accuracy"] == pytest.approx(np.mean(pred == gold))
+    matrix = np.zeros((3, 3), int)
+    np.add.at(matrix, (gold, pred), 1)
+    assert metrics["confusion_matrix"] == matrix.tolist()
+    assert [f["gold"] for f in metrics["failures"]] == [
+        LABELS[g] for g in gold[pred != gold][np.argsort(-models["probs_a"].max(1)[pred != gold],
+                                                         kind="stable")]]
+    assert metrics["model"]["path"] == "in-process SavedModel"
+    assert metrics["latency"]["num_batches"] == 3 and metrics["latency"]["cost_per_1000"] > 0
+
+
+def test_report_numbers_equal_metrics_json(single_report):
+    metrics = json.loads((single_report / "metrics.json").read_text())
+    page = (single_report / "report.html").read_text()
+    values = keyed_numbers(page)
+    assert_numbers_equal_metrics(values, metrics)
+    assert {"headline.accuracy", "per_class.neg.f1", "confusion_matrix.2.1", "latency.p99_ms",
+            "calibration.bins.9.count" if metrics["calibration"]["bins"][9]["count"] else
+            "headline.ece", "slices.0.error_rate", "failures.0.confidence"} <= set(values)
+    md = (single_report / "report.md").read_text()
+    assert f"| accuracy | {fmt(metrics['headline']['accuracy'])} |" in md
+    assert f"| neg | {' | '.join(fmt(metrics['per_class']['neg'][k]) for k in ('precision', 'recall', 'f1', 'support'))} |" in md
+    assert f"| p95 (ms) | {fmt(metrics['latency']['p95_ms'])} |" in md
+    assert "![confusion matrix](confusion_matrix.png)" in md
+    for png in ("confusion_matrix.png", "reliability.png"):
+        assert (single_report / png).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert "src=\"data:image/png;base64," in page and "http" not in page.replace(
+        "http-equiv", "")  # self-contained
+
+
+PROBE = """<script>
+window.addEventListener("load", () => {
+  for (const img of document.images) {
+    const c = document.createElement("canvas");
+    c.width = img.naturalWidth; c.height = img.naturalHeight;
+    let ink = 0;
+    if (c.width) {
+      const g = c.getContext("2d"); g.drawImage(img, 0, 0);
+      const d = g.getImageData(0, 0, c.width, c.height).data;
+      for (let i = 0; i < d.length; i += 4) if (d[i] < 200 || d[i + 1] < 200 || d[i + 2] < 200) ink++;
+    }
+    img.setAttribute("data-rendered", img.complete + " " + img.naturalWidth + " " + img.naturalHeight + " " + ink);
+  }
+  document.body.setAttribute("data-probe", "done");
+});
+</script>"""
+
+
+def chromium(url, profile):
+    cmd = [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+           "--disable-component-update", "--disable-sync", "--no-first-run",
+           f"--user-data-dir={profile}", "--enable-logging=stderr", "--v=0",
+           "--virtual-time-budget=5000", "--dump-dom", url]
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="chromium not installed (scripts/setup.sh installs "
+                    "Debian's chromium; it failed or was skipped here)")
+def test_html_report_in_headless_chromium(single_report, tmp_path):
+    page = (single_report / "report.html").read_text()
+    probed = tmp_path / "report.html"
+    probed.write_text(page.replace("</body>", PROBE + "</body>"))
+    proc = chromium(probed.as_uri(), tmp_path / "profile")
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    console = [line for line in proc.stderr.splitlines() if ":CONSOLE" in line]
+    assert console == [], console
+    dom = proc.stdout
+    assert 'data-probe="done"' in dom
+    rendered = [line.split('data-rendered="')[1].split('"')[0]
+                for line in dom.split("<img")[1:]]
+    assert len(rendered) == 2
+    for r in rendered:
+        complete, width, height, ink = r.split()
+        assert complete == "true" and int(width) > 100 and int(height) > 100 and int(ink) > 1000, r
+    metrics = json.loads((single_report / "metrics.json").read_text())
+    values = keyed_numbers(dom)  # numbers as the browser's DOM holds them
+    assert values == keyed_numbers(page)
+    assert_numbers_equal_metrics(values, metrics)
+
+
+def test_missing_column_is_a_usage_error(models, tmp_path):
+    proc = run_evaluate(f"--model={models['run_a']}", f"--data={models['data']}",
+                        "--text_column=sentence", f"--output_dir={tmp_path / 'out'}")
+    assert proc.returncode == 2
+    assert "missing key(s) ['sentence']; keys present: ['label', 'source', 'text']" in proc.stderr
+    assert "Traceback" not in proc.stderr and not (tmp_path / "out").exists()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("case", ["unknown_label", "empty_file"])
+def test_bad_data_is_a_usage_error(models, tmp_path, case):
+    if case == "unknown_label":
+        rows = heldout_rows()
+        rows[2]["label"] = "mixed"
+        data, message = write_jsonl(tmp_path / "d.jsonl", rows), "label 'mixed' (row d.jsonl-3)"
+    else:
+        data, message = tmp_path / "d.tsv", "empty file"
+        data.write_text("text\tlabel\n")
+    proc = run_evaluate(f"--model={models['run_a']}", f"--data={data}", f"--output_dir={tmp_path}")
+    assert proc.returncode == 2 and message in proc.stderr and "Traceback" not in proc.stderr
