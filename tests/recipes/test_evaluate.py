@@ -185,3 +185,51 @@ def test_bad_data_is_a_usage_error(models, tmp_path, case):
         data.write_text("text\tlabel\n")
     proc = run_evaluate(f"--model={models['run_a']}", f"--data={data}", f"--output_dir={tmp_path}")
     assert proc.returncode == 2 and message in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_compare_two_models(models, tmp_path):
+    out = tmp_path / "cmp"
+    proc = run_evaluate(f"--model={models['run_a']}", f"--compare={models['b']}",
+                        f"--data={models['data']}", "--slice_column=source", "--batch_size=4",
+                        "--bootstrap_samples=200", "--machine_cost_per_hour=2", f"--output_dir={out}")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    m = json.loads((out / "metrics.json").read_text())
+    gold = np.arange(len(TEXTS)) % 3
+    pa, pb = models["probs_a"].argmax(1), models["probs_b"].argmax(1)
+    acc = m["headline"]["accuracy"]
+    assert acc["a"] == pytest.approx(np.mean(pa == gold)) and acc["b"] == pytest.approx(np.mean(pb == gold))
+    assert acc["delta"] == pytest.approx(acc["b"] - acc["a"]) and acc["ci_low"] <= acc["delta"] <= acc["ci_high"]
+    d = m["disagreements"]
+    assert d["count"] == int(np.sum(pa != pb))
+    assert d["a_right"] == int(np.sum((pa != pb) & (pa == gold)))
+    assert d["b_right"] == int(np.sum((pa != pb) & (pb == gold)))
+    assert m["models"]["a"]["path"] == "in-process task (keras)"
+    assert m["latency"]["p50_ms"]["delta"] == pytest.approx(m["b"]["latency"]["p50_ms"] - m["a"]["latency"]["p50_ms"])
+    assert_numbers_equal_metrics(keyed_numbers((out / "report.html").read_text()), m)
+    md = (out / "report.md").read_text()
+    assert "| metric | A: run_a | B: b.keras | delta | 95% CI |" in md
+    assert f"| accuracy | {fmt(acc['a'])} | {fmt(acc['b'])} | {fmt(acc['delta'])} | [{fmt(acc['ci_low'])}, {fmt(acc['ci_high'])}] |" in md
+    for png in ("confusion_a.png", "confusion_b.png", "reliability.png", "per_class_f1.png"):
+        assert (out / png).is_file()
+
+
+@pytest.mark.slow
+def test_evaluate_through_a_grpc_server(models, tmp_path):
+    from tests.serving.conftest import ServerProcess
+
+    server = ServerProcess(["--model_name=tiny_a", f"--model_base_path={models['saved_a'].parent}"],
+                           tmp_path / "server.log", rest=False)
+    try:
+        server.wait_serving()
+        proc = run_evaluate(f"--model={models['saved_a']}", f"--server={server.grpc_target}",
+                            f"--data={models['data']}", "--batch_size=4", f"--output_dir={tmp_path / 'out'}")
+    finally:
+        server.stop()
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    m = json.loads((tmp_path / "out" / "metrics.json").read_text())
+    assert m["model"]["path"] == f"gRPC {server.grpc_target} (model tiny_a)"
+    pred = models["probs_a"].argmax(1)
+    assert m["headline"]["accuracy"] == pytest.approx(np.mean(pred == np.arange(len(TEXTS)) % 3))
+    errors = pred != np.arange(len(TEXTS)) % 3
+    np.testing.assert_allclose(sorted(f["confidence"] for f in m["failures"]),
+                               sorted(models["probs_a"].max(1)[errors]), rtol=1e-4)

@@ -1,0 +1,89 @@
+"""Paired bootstrap deltas, disagreements and slice deltas of two models, against sklearn and by hand."""
+import numpy as np
+import pytest
+from sklearn import metrics as skm
+
+from keras_bert.data.glue import InputExample
+from keras_bert.evaluation import comparison
+from keras_bert.evaluation import evidence_pack as ep
+from keras_bert.evaluation.predictors import ModelInfo
+from keras_bert.evaluation.report_writer import lookup
+from tests.evaluation.test_classification_report import GOLD, NAMES, PRED, probabilities
+
+PRED_B = np.array([0, 0, 0, 2, 1, 2, 1, 2, 1, 2])  # differs from PRED at 2, 5, 6, 8
+
+
+def test_bootstrap_against_sklearn_on_the_same_resamples():
+    rng = np.random.default_rng(7)
+    gold, a, b = rng.integers(0, 3, 40), rng.integers(0, 3, 40), rng.integers(0, 3, 40)
+    out = comparison.classification_bootstrap(gold, a, b, 3, samples=50, seed=3)
+    idx = np.random.default_rng(3).integers(0, 40, size=(50, 40))
+    for name, fn in (("accuracy", skm.accuracy_score),
+                     ("macro_f1", lambda g, p: skm.f1_score(g, p, average="macro", labels=[0, 1, 2],
+                                                            zero_division=0)),
+                     ("weighted_f1", lambda g, p: skm.f1_score(g, p, average="weighted",
+                                                               labels=[0, 1, 2], zero_division=0))):
+        assert out[name]["a"] == pytest.approx(fn(gold, a))
+        assert out[name]["b"] == pytest.approx(fn(gold, b))
+        assert out[name]["delta"] == pytest.approx(fn(gold, b) - fn(gold, a))
+        deltas = [fn(gold[i], b[i]) - fn(gold[i], a[i]) for i in idx]
+        assert out[name]["ci_low"] == pytest.approx(np.percentile(deltas, 2.5))
+        assert out[name]["ci_high"] == pytest.approx(np.percentile(deltas, 97.5))
+
+
+def test_identical_models_have_a_zero_interval():
+    out = comparison.classification_bootstrap(GOLD, PRED, PRED, 3, samples=200)
+    assert (out["accuracy"]["delta"], out["accuracy"]["ci_low"], out["accuracy"]["ci_high"]) == (0, 0, 0)
+
+
+def test_regression_bootstrap_point_values():
+    out = comparison.regression_bootstrap([0.0, 1.0, 2.0, 3.0], [0.0, 1.0, 2.0, 5.0],
+                                          [0.5, 1.0, 2.0, 3.0], samples=20)
+    assert out["mse"]["a"] == pytest.approx(1.0) and out["mse"]["b"] == pytest.approx(0.0625)
+    assert out["mae"]["delta"] == pytest.approx(0.125 - 0.5)
+
+
+def _data_and_results():
+    examples = [InputExample(f"f-{i}", f"text {i}", None, str(g)) for i, g in enumerate(GOLD)]
+    gold_names = [NAMES[g] for g in GOLD]
+    data = ep.EvalData("f", examples, GOLD, gold_names, None, None, np.full(10, 4),
+                       np.zeros(10, bool))
+    info = ModelInfo("m", "classification", NAMES, False, [], True, 16)
+    results = []
+    for pred in (PRED, PRED_B):
+        r = ep.evaluate_classification(data, {"probabilities": probabilities(GOLD, pred)}, info)
+        r["model"] = {"name": "m", "label_names": NAMES, "task_type": "classification", "path": "p"}
+        r["data"] = {"file": "f", "examples": 10}
+        r["latency"] = {"p50_ms": 2.0, "p95_ms": 3.0, "p99_ms": 4.0, "mean_ms": 2.5,
+                        "throughput_per_s": 100.0, "cost_per_1000": None, "path": "p",
+                        "batch_size": 4, "machine_cost_per_hour": None}
+        results.append(r)
+    return data, results
+
+
+def test_compare_by_hand():
+    data, (ra, rb) = _data_and_results()
+    rb["latency"]["p50_ms"] = 1.5
+    m = comparison.compare(data, ra, rb, samples=100)
+    # PRED right at 0,1,4,5,7,8,9 (0.7); PRED_B right at 0,1,3,4,6,7,9 (0.7)
+    assert m["headline"]["accuracy"]["delta"] == pytest.approx(0.0)
+    d = m["disagreements"]
+    assert (d["count"], d["a_right"], d["b_right"], d["neither_right"]) == (4, 2, 2, 0)
+    assert [(r["guid"], r["gold"], r["a"], r["b"], r["right"]) for r in d["examples"]] == [
+        ("f-2", "a", "b", "a", "b"), ("f-5", "b", "b", "c", "a"), ("f-6", "b", "a", "b", "b"),
+        ("f-8", "c", "c", "b", "a")]
+    assert m["per_class"]["c"]["recall_delta"] == pytest.approx(2 / 3 - 1.0)
+    worst = m["slices"][0]
+    assert (worst["family"], worst["value"], worst["delta"]) == ("gold label", "c", pytest.approx(1 / 3))
+    assert m["latency"]["p50_ms"]["delta"] == -0.5 and m["latency"]["cost_per_1000"]["delta"] is None
+    title, blocks = comparison.comparison_report(m)
+    keys = [c.key for b in blocks if hasattr(b, "rows") for row in b.rows for c in row if hasattr(c, "key")]
+    assert "headline.accuracy.delta" in keys and all(lookup(m, k) is not None or "cost" in k for k in keys)
+
+
+def test_different_labels_cannot_be_compared():
+    a = ModelInfo("a", "classification", ["x", "y"], False, [], True, 16)
+    with pytest.raises(ValueError, match="different label names"):
+        comparison.check_comparable(a, ModelInfo("b", "classification", ["y", "x"], False, [], True, 16))
+    with pytest.raises(ValueError, match="cannot compare a classification model"):
+        comparison.check_comparable(a, ModelInfo("b", "regression", [], False, [], True, 16))
