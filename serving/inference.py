@@ -65,14 +65,16 @@ class InferenceService:
             self.metrics.requests.labels(model, str(version or ""), api, code.name).inc()
             self.metrics.latency.labels(model, api).observe(time.monotonic() - start)
 
-    def _acquire(self, spec):
+    def acquire(self, spec):
+        """ModelManager.acquire for a ModelSpec (context manager yielding the Servable)."""
         if not spec.name:
             raise errors.invalid_argument("model_spec.name is required")
         return self.manager.acquire(spec.name, _version_of(spec), spec.version_label or None)
 
     def _run(self, servable, signature, inputs):
         """Calls the signature, through the batch scheduler when batching is on."""
-        if self.batching is None or any(np.ndim(v) == 0 for v in inputs.values()):
+        if (self.batching is None or any(np.ndim(v) == 0 for v in inputs.values())
+                or len({np.shape(v)[0] for v in inputs.values()}) != 1):
             return servable.run(signature.key, inputs)
         key = (id(servable), signature.key)
         with self._lock:
@@ -102,7 +104,7 @@ class InferenceService:
     # ------------------------------------------------------------ Predict
     def predict(self, request: predict_pb2.PredictRequest) -> predict_pb2.PredictResponse:
         def run():
-            with self._acquire(request.model_spec) as servable:
+            with self.acquire(request.model_spec) as servable:
                 return self.predict_on(servable, request), servable.version
         return self.observe("predict", request.model_spec, run)
 
@@ -203,7 +205,7 @@ class InferenceService:
 
     def classify(self, request):
         def run():
-            with self._acquire(request.model_spec) as servable:
+            with self.acquire(request.model_spec) as servable:
                 return self.classify_on(servable, request), servable.version
         return self.observe("classify", request.model_spec, run)
 
@@ -217,7 +219,7 @@ class InferenceService:
 
     def regress(self, request):
         def run():
-            with self._acquire(request.model_spec) as servable:
+            with self.acquire(request.model_spec) as servable:
                 return self.regress_on(servable, request), servable.version
         return self.observe("regress", request.model_spec, run)
 
@@ -242,7 +244,7 @@ class InferenceService:
             keys = [t.model_spec.signature_name or DEFAULT_SIGNATURE for t in request.tasks]
             if len(set(keys)) != len(keys):
                 raise errors.invalid_argument(f"Duplicate evaluation of signature: {keys}")
-            with self._acquire(spec) as servable:
+            with self.acquire(spec) as servable:
                 return self.multi_inference_on(servable, request), servable.version
         return self.observe("multi_inference", spec, run)
 
@@ -273,7 +275,7 @@ class InferenceService:
             if unsupported:
                 raise errors.invalid_argument(f"Metadata field(s) not supported: {unsupported} "
                                               "(supported: signature_def)")
-            with self._acquire(request.model_spec) as servable:
+            with self.acquire(request.model_spec) as servable:
                 response = get_model_metadata_pb2.GetModelMetadataResponse()
                 response.model_spec.name = servable.name
                 response.model_spec.version.value = servable.version

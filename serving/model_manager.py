@@ -226,14 +226,15 @@ class ModelManager:
         """Yields the Servable for a request; it stays loaded until the block exits.
 
         Args: name: model name; version: int or None (latest available); label: version label or None.
-        Raises: ServingError NOT_FOUND for an unknown model, version or label.
+        Raises: ServingError NOT_FOUND for an unknown model or version; INVALID_ARGUMENT for an
+            unknown label (as TF Serving's ServerCore: "Unrecognized servable version label").
         """
         with self._lock:
             model = self._model(name)
             if label:
                 labels = dict(model.config.version_labels)
                 if label not in labels:
-                    raise errors.not_found(f"Unrecognized servable version label '{label}' for model "
+                    raise errors.invalid_argument(f"Unrecognized servable version label '{label}' for model "
                                            f"'{name}' (labels: {sorted(labels)})")
                 version = labels[label]
             if version is None:

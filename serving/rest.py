@@ -7,12 +7,14 @@
     POST ...:classify | ...:regress                                {"examples": [...], "context": {}}
     GET  /monitoring/prometheus/metrics                            Prometheus text format
 
-Bytes travel as {"b64": "..."}; string outputs are UTF-8 text unless the output alias ends in
-`_bytes` or is not valid UTF-8, then {"b64": ...}. Errors are {"error": "..."} with the HTTP status
+Paths, JSON decoding and encoding follow TF Serving's http_rest_api_handler.cc and
+util/json_tensor.cc (serving/json_tensor.py, serving/json_writer.py): a /v1/ path that matches no
+API is INVALID_ARGUMENT "Malformed request" (400). Errors are {"error": "..."} with the HTTP status
 TensorFlow Serving maps the gRPC code to (400 INVALID_ARGUMENT / FAILED_PRECONDITION, 404 NOT_FOUND,
-429 RESOURCE_EXHAUSTED, 503 UNAVAILABLE, 500 INTERNAL); a body over --max_request_bytes is 413.
+429 RESOURCE_EXHAUSTED, 501 UNIMPLEMENTED, 503 UNAVAILABLE, 500 INTERNAL); a body over
+--max_request_bytes is 413. Status and metadata print every field TF Serving's JSON printer prints,
+default-valued ones included.
 """
-import base64
 import http.server
 import json
 import logging
@@ -20,270 +22,114 @@ import re
 import threading
 
 import grpc
-import numpy as np
 import tensorflow as tf
 from google.protobuf import json_format
-from tensorflow.core.example import example_pb2, feature_pb2
 from tensorflow_serving.apis import (classification_pb2, get_model_metadata_pb2, get_model_status_pb2,
                                      predict_pb2, regression_pb2)
 
-from serving import errors, tensors
+from serving import errors, json_tensor, json_writer
 from serving.inference import DEFAULT_SIGNATURE
 
 _LOG = logging.getLogger("serving")
-_ROUTE = re.compile(r"^/v1/models/(?P<name>[^/:]+)(?:/versions/(?P<version>-?\d+)|/labels/(?P<label>[^/:]+))?"
-                    r"(?:(?P<metadata>/metadata)|:(?P<verb>predict|classify|regress))?/?$")
+# http_rest_api_handler.cc: prediction_api_regex_ and modelstatus_api_regex_ (case-insensitive).
+_PREDICT_ROUTE = re.compile(r"/v1/models/(?P<name>[^/:]+)(?:/versions/(?P<version>\d+)|/labels/(?P<label>[^/:]+))?"
+                            r":(?P<verb>classify|regress|predict)", re.IGNORECASE)
+_STATUS_ROUTE = re.compile(r"/v1/models(?:/(?P<name>[^/:]+))?(?:/versions/(?P<version>\d+)|/labels/(?P<label>[^/:]+))?"
+                           r"(?P<metadata>/metadata)?", re.IGNORECASE)
 METRICS_PATH = "/monitoring/prometheus/metrics"
-
-
-# ------------------------------------------------------------------ JSON <-> numpy
-def _shape(value, alias):
-    """Shape of a rectangular nested list; INVALID_ARGUMENT if ragged."""
-    if not isinstance(value, list):
-        return []
-    if not value:
-        return [0]
-    inner = [_shape(v, alias) for v in value]
-    if any(s != inner[0] for s in inner):
-        raise errors.invalid_argument(f"input '{alias}' is ragged: all rows must have the same shape")
-    return [len(value)] + inner[0]
-
-
-def _to_bytes(x, alias):
-    if isinstance(x, str):
-        try:
-            return x.encode("utf-8")
-        except UnicodeEncodeError as e:
-            raise errors.invalid_argument(f"input '{alias}' holds a string that is not valid Unicode "
-                                          f"({e.reason}); send raw bytes as {{\"b64\": ...}}") from None
-    if isinstance(x, dict) and set(x) == {"b64"} and isinstance(x["b64"], str):
-        try:
-            return base64.b64decode(x["b64"], validate=True)
-        except ValueError as e:
-            raise errors.invalid_argument(f"input '{alias}' has invalid base64: {e}") from None
-    raise errors.invalid_argument(f"input '{alias}' expects strings (or {{\"b64\": ...}}), got "
-                                  f"{type(x).__name__} {json.dumps(x)[:50]}")
-
-
-def json_to_array(value, spec, alias) -> np.ndarray:
-    """A JSON value -> numpy for signature input `spec` (dtype taken from the signature)."""
-    shape = _shape(value, alias)
-    flat = []
-
-    def walk(v):
-        if isinstance(v, list):
-            for x in v:
-                walk(x)
-        else:
-            flat.append(v)
-    walk(value)
-    if spec.dtype == tf.string:
-        out = np.empty(len(flat), dtype=object)
-        for i, x in enumerate(flat):
-            out[i] = _to_bytes(x, alias)
-        return out.reshape(shape)
-    if any(isinstance(x, (str, dict, bool)) or x is None for x in flat):
-        bad = next(x for x in flat if isinstance(x, (str, dict, bool)) or x is None)
-        raise errors.invalid_argument(f"input '{alias}' expects dtype {spec.dtype.name} but got "
-                                      f"{type(bad).__name__} {json.dumps(bad)[:50]}")
-    if spec.dtype.is_integer and any(isinstance(x, float) for x in flat):
-        raise errors.invalid_argument(f"input '{alias}' expects dtype {spec.dtype.name} but got a "
-                                      "floating point number")
-    if spec.dtype == tf.bool:
-        return np.array(flat, dtype=bool).reshape(shape)
-    wide = np.int64 if spec.dtype.is_integer else np.float64
-    try:
-        array = np.array(flat, dtype=wide).reshape(shape)
-    except OverflowError as e:
-        raise errors.invalid_argument(f"input '{alias}': {e}") from None
-    if spec.dtype.is_integer:
-        return array if spec.dtype == tf.int64 else tensors.cast(alias, array, spec)
-    return array.astype(spec.dtype.as_numpy_dtype)
-
-
-def _json_value(array, alias):
-    array = np.asarray(array)
-    if array.dtype == object or array.dtype.kind == "S":
-        def conv(x):
-            if alias.endswith("_bytes"):
-                return {"b64": base64.b64encode(x).decode("ascii")}
-            try:
-                return x.decode("utf-8")
-            except UnicodeDecodeError:
-                return {"b64": base64.b64encode(x).decode("ascii")}
-        return np.vectorize(conv, otypes=[object])(array).tolist() if array.size else array.tolist()
-    return array.tolist()
-
-
-def _feature(value, name):
-    values = value if isinstance(value, list) else [value]
-    feature = feature_pb2.Feature()
-    if all(isinstance(v, (str, dict)) for v in values):
-        feature.bytes_list.value.extend(_to_bytes(v, name) for v in values)
-    elif all(isinstance(v, (int, bool)) for v in values):
-        feature.int64_list.value.extend(int(v) for v in values)
-    elif all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in values):
-        feature.float_list.value.extend(float(v) for v in values)
-    else:
-        raise errors.invalid_argument(f"feature '{name}' must hold only strings, only integers or "
-                                      "only numbers")
-    return feature
-
-
-def _example(obj, what):
-    if not isinstance(obj, dict):
-        raise errors.invalid_argument(f"{what} must be a JSON object of features")
-    example = example_pb2.Example()
-    for name, value in obj.items():
-        example.features.feature[name].CopyFrom(_feature(value, name))
-    return example
-
-
-def _no_extra(names, signature):
-    extra = sorted(set(names) - set(signature.inputs))
-    if extra:
-        raise errors.invalid_argument(
-            f"input size does not match signature '{signature.key}': Sent extra: {extra}; inputs are "
-            f"{sorted(signature.inputs)}")
+_PRINT = dict(preserving_proto_field_name=True, always_print_fields_with_no_presence=True)
 
 
 # ------------------------------------------------------------------ handlers
+def _version(match):
+    """The path's version as int64; INVALID_ARGUMENT when it does not fit (SimpleAtoi)."""
+    text = match["version"]
+    if text is None:
+        return None
+    if int(text) >= 2**63:
+        raise errors.invalid_argument(f"Failed to convert version: {text} to numeric.")
+    return int(text)
+
+
 class RestApi:
-    """Turns REST calls into InferenceService calls. Each method returns (http_status, json_obj)."""
+    """Turns REST calls into InferenceService calls. `get`/`post` return JSON text (or a dict)."""
 
     def __init__(self, service, max_request_bytes):
         self.service = service
         self.max_request_bytes = max_request_bytes
 
-    def _spec(self, target, match, signature_name=""):
+    @staticmethod
+    def _spec(target, match, signature_name=""):
         target.name = match["name"]
-        if match["version"] is not None:
-            target.version.value = int(match["version"])
+        version = _version(match)
+        if version is not None:
+            target.version.value = version
         if match["label"] is not None:
             target.version_label = match["label"]
         if signature_name:
             target.signature_name = signature_name
 
     def get(self, path):
-        match = _ROUTE.match(path)
-        if not match or match["verb"]:
-            raise errors.not_found(f"Malformed request: GET {path}")
+        match = _STATUS_ROUTE.fullmatch(path)
+        if not match:
+            raise errors.invalid_argument(f"Malformed request: GET {path}")
+        if not match["name"]:
+            raise errors.invalid_argument("Missing model name in request.")
         if match["metadata"]:
             request = get_model_metadata_pb2.GetModelMetadataRequest(metadata_field=["signature_def"])
             self._spec(request.model_spec, match)
             response = self.service.get_model_metadata(request)
             sig_map = get_model_metadata_pb2.SignatureDefMap()
             response.metadata["signature_def"].Unpack(sig_map)
-            return {"model_spec": json_format.MessageToDict(response.model_spec, preserving_proto_field_name=True,
-                                                         always_print_fields_with_no_presence=True),
-                    "metadata": {"signature_def": json_format.MessageToDict(
-                        sig_map, preserving_proto_field_name=True)}}
+            return {"model_spec": json_format.MessageToDict(response.model_spec, **_PRINT),
+                    "metadata": {"signature_def": json_format.MessageToDict(sig_map, **_PRINT)}}
         request = get_model_status_pb2.GetModelStatusRequest()
         self._spec(request.model_spec, match)
-        response = self.service.get_model_status(request)
-        return json_format.MessageToDict(response, preserving_proto_field_name=True,
-                                         always_print_fields_with_no_presence=True)
+        return json_format.MessageToDict(self.service.get_model_status(request), **_PRINT)
 
-    def post(self, path, body: bytes):
-        match = _ROUTE.match(path)
-        if not match or not match["verb"]:
-            raise errors.not_found(f"Malformed request: POST {path}")
-        try:
-            obj = json.loads(body)
-        except (ValueError, UnicodeDecodeError) as e:
-            raise errors.invalid_argument(f"JSON parse error: {e}") from None
-        if not isinstance(obj, dict):
-            raise errors.invalid_argument("request body must be a JSON object")
-        signature_name = obj.get("signature_name", "")
-        if not isinstance(signature_name, str):
-            raise errors.invalid_argument("'signature_name' must be a string")
-        if match["verb"] == "predict":
-            return self._predict(match, obj, signature_name)
-        return self._classify_regress(match, obj, signature_name, match["verb"])
+    def post(self, path, body: bytes) -> str:
+        match = _PREDICT_ROUTE.fullmatch(path)
+        if not match:
+            raise errors.invalid_argument(f"Malformed request: POST {path}")
+        _version(match)
+        doc = json_tensor.parse_json(body)
+        signature_name = json_tensor.signature_name(doc)
+        verb = match["verb"].lower()
+        if verb == "predict":
+            return self._predict(match, doc, signature_name)
+        return self._classify_regress(match, doc, signature_name, verb)
 
-    def _predict(self, match, obj, signature_name):
-        row = "instances" in obj
-        if row == ("inputs" in obj):
-            raise errors.invalid_argument("request must contain exactly one of 'instances' (row "
-                                          "format) or 'inputs' (columnar format)")
+    def _predict(self, match, doc, signature_name):
         request = predict_pb2.PredictRequest()
         self._spec(request.model_spec, match, signature_name)
-        key = signature_name or DEFAULT_SIGNATURE
+        key, row = signature_name or DEFAULT_SIGNATURE, [False]
 
         def run():
-            with self.service.manager.acquire(match["name"], int(match["version"]) if match["version"] else None,
-                                              match["label"]) as servable:
+            with self.service.acquire(request.model_spec) as servable:
                 signature = servable.signature(key)
-                arrays = self._row(obj["instances"], signature) if row else self._columnar(obj["inputs"], signature)
+                dtypes = {alias: spec.dtype for alias, spec in signature.inputs.items()}
+                arrays, fmt = json_tensor.predict_inputs(doc, dtypes)
+                row[0] = fmt == json_tensor.ROW
                 for alias, array in arrays.items():
                     request.inputs[alias].CopyFrom(tf.make_tensor_proto(array))
                 return self.service.predict_on(servable, request), servable.version
         response = self.service.observe("predict", request.model_spec, run)
         outputs = {k: tf.make_ndarray(v) for k, v in response.outputs.items()}
-        if not row:
-            if len(outputs) == 1:
-                (alias, value), = outputs.items()
-                return {"outputs": _json_value(value, alias)}
-            return {"outputs": {k: _json_value(v, k) for k, v in outputs.items()}}
-        batch = {np.shape(v)[0] if np.ndim(v) else None for v in outputs.values()}
-        if len(batch) != 1 or None in batch:
-            raise errors.invalid_argument("row format ('instances') needs every output to have the same "
-                                          "batch dimension; use the columnar 'inputs' format")
-        n = batch.pop()
-        values = {k: _json_value(v, k) for k, v in outputs.items()}
-        if len(values) == 1:
-            (alias, value), = values.items()
-            return {"predictions": value}
-        return {"predictions": [{k: v[i] for k, v in values.items()} for i in range(n)]}
+        return json_writer.predict_json(outputs, row[0])
 
-    @staticmethod
-    def _row(instances, signature):
-        if not isinstance(instances, list):
-            raise errors.invalid_argument("'instances' must be a list (one entry per example)")
-        names = sorted(signature.inputs)
-        if not instances:
-            return {k: json_to_array([], signature.inputs[k], k) for k in names}
-        if all(isinstance(x, dict) and "b64" not in x for x in instances):
-            keys = set(instances[0])
-            if any(set(x) != keys for x in instances):
-                raise errors.invalid_argument("all 'instances' must have the same named inputs")
-            _no_extra(keys, signature)
-            return {k: json_to_array([x[k] for x in instances], signature.inputs[k], k) for k in keys}
-        if len(names) != 1:
-            raise errors.invalid_argument(f"signature '{signature.key}' has inputs {names}: each "
-                                          "instance must be an object naming them")
-        return {names[0]: json_to_array(instances, signature.inputs[names[0]], names[0])}
-
-    @staticmethod
-    def _columnar(inputs, signature):
-        names = sorted(signature.inputs)
-        if isinstance(inputs, dict) and "b64" not in inputs:
-            _no_extra(inputs, signature)
-            return {k: json_to_array(v, signature.inputs[k], k) for k, v in inputs.items()}
-        if len(names) != 1:
-            raise errors.invalid_argument(f"signature '{signature.key}' has inputs {names}: 'inputs' "
-                                          "must be an object naming them")
-        return {names[0]: json_to_array(inputs, signature.inputs[names[0]], names[0])}
-
-    def _classify_regress(self, match, obj, signature_name, verb):
-        examples = obj.get("examples")
-        if not isinstance(examples, list):
-            raise errors.invalid_argument("'examples' must be a list of JSON objects")
+    def _classify_regress(self, match, doc, signature_name, verb):
         request = (classification_pb2.ClassificationRequest() if verb == "classify"
                    else regression_pb2.RegressionRequest())
         self._spec(request.model_spec, match, signature_name)
-        parsed = [_example(x, f"examples[{i}]") for i, x in enumerate(examples)]
-        if "context" in obj:
-            request.input.example_list_with_context.context.CopyFrom(_example(obj["context"], "context"))
-            request.input.example_list_with_context.examples.extend(parsed)
-        else:
-            request.input.example_list.examples.extend(parsed)
+        json_tensor.fill_examples(doc, request.input, verb)
         if verb == "classify":
-            response = self.service.classify(request)
-            return {"results": [[[c.label, c.score] for c in row.classes]
-                                for row in response.result.classifications]}
-        response = self.service.regress(request)
-        return {"results": [r.value for r in response.result.regressions]}
+            return json_writer.classification_json(self.service.classify(request).result)
+        return json_writer.regression_json(self.service.regress(request).result)
+
+
+def _is_api_path(path):
+    """TF Serving routes `(?i)/v1/.*` to its REST handler; anything else is 404 from the HTTP server."""
+    return path[:4].lower() == "/v1/"
 
 
 def make_handler(api: RestApi, metrics):
@@ -305,8 +151,10 @@ def make_handler(api: RestApi, metrics):
                 left -= len(chunk)
 
         def _send(self, status, body, content_type="application/json"):
-            if not isinstance(body, bytes):
-                body = json.dumps(body).encode("utf-8")
+            if isinstance(body, str):
+                body = body.encode("utf-8")
+            elif not isinstance(body, bytes):
+                body = json.dumps(body, ensure_ascii=False).encode("utf-8")
             self.send_response(status)
             self.send_header("Content-Type", content_type)
             self.send_header("Content-Length", str(len(body)))
@@ -319,10 +167,13 @@ def make_handler(api: RestApi, metrics):
 
         def do_GET(self):
             try:
-                if self.path.split("?")[0] == METRICS_PATH:
+                path = self.path.split("?")[0]
+                if path == METRICS_PATH:
                     body, content_type = metrics.exposition()
                     return self._send(200, body, content_type)
-                return self._send(200, api.get(self.path.split("?")[0]))
+                if not _is_api_path(path):
+                    return self._send(404, {"error": f"Not Found: GET {path}"})
+                return self._send(200, api.get(path))
             except errors.ServingError as e:
                 return self._error(e)
             except Exception as e:  # noqa: BLE001
@@ -341,8 +192,10 @@ def make_handler(api: RestApi, metrics):
                     self._drain(length)
                     return self._send(413, {"error": f"request body of {length} bytes exceeds "
                                                      f"--max_request_bytes={api.max_request_bytes}"})
-                body = self.rfile.read(length)
-                return self._send(200, api.post(self.path.split("?")[0], body))
+                body, path = self.rfile.read(length), self.path.split("?")[0]
+                if not _is_api_path(path):
+                    return self._send(404, {"error": f"Not Found: POST {path}"})
+                return self._send(200, api.post(path, body))
             except errors.ServingError as e:
                 return self._error(e)
             except Exception as e:  # noqa: BLE001

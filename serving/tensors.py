@@ -4,7 +4,8 @@ Documented rules (what clients can rely on):
 - dtypes must match the signature, except integer ids: int64 sent to an int32 input (and int32 to
   int64) is cast, with INVALID_ARGUMENT naming the tensor if a value does not fit int32.
 - shapes must match the signature's rank and known dimensions; the batch dimension (dim 0) must be
-  the same for all inputs (e.g. `text` and `text_b`) and non-zero ("empty batch").
+  the same for all inputs (e.g. `text` and `text_b`) and non-zero ("empty batch"). Inputs of unknown
+  rank are passed as they are (the model decides, as in TF Serving).
 - string inputs named in `Limits.text_inputs` (default `text`, `text_b`) are text: each element must
   be valid UTF-8 and at most `max_text_length` bytes. Other string inputs (e.g. serialized
   tf.Example) are passed through untouched.
@@ -100,7 +101,7 @@ def check_inputs(signature, arrays: dict, limits: Limits = Limits()) -> dict:
                 raise errors.invalid_argument(
                     f"input '{alias}' has shape {list(array.shape)} but signature '{signature.key}' "
                     f"expects {['?' if d < 0 else d for d in spec.shape]}")
-        if array.ndim >= 1:
+        if array.ndim >= 1 and spec.shape is not None:  # unknown rank: no batch dimension assumed
             if array.shape[0] == 0:
                 raise errors.invalid_argument(f"empty batch: input '{alias}' has batch size 0")
             batch[alias] = array.shape[0]

@@ -145,3 +145,84 @@ def build_custom_op_model(path):
     m = _M()
     tf.saved_model.save(m, path, signatures={"serving_default": m.serving_default})
     return path
+
+
+# ------------------------------------------------------------------ REST conformance models
+# Signatures named after the tensor maps of TF Serving's json_tensor_test.cc: every input has
+# unknown rank and comes back unchanged as the output of the same name, so a Predict response shows
+# exactly the tensor the server decoded from JSON.
+ECHO_SIGNATURES = {
+    "int32": {"default": tf.int32},
+    "float": {"default": tf.float32},
+    "double": {"default": tf.float64},
+    "string": {"default": tf.string},
+    "predict_images": {"default": tf.int32},
+    "multi": {"int_tensor": tf.int32, "str_tensor": tf.string, "float_tensor": tf.float32,
+              "dbl_tensor": tf.float64},
+    "int_tensor": {"int_tensor": tf.int32},
+    "str_tensor": {"str_tensor": tf.string},
+    "float_tensor": {"float_tensor": tf.float32},
+    "str_tensor_bytes": {"str_tensor_bytes": tf.string},
+    "int_and_str": {"int_tensor": tf.int32, "str_tensor": tf.string},
+    "int_str_bin": {"int_tensor": tf.int32, "str_tensor": tf.string, "bin_tensor": tf.string},
+    "five": {"int_tensor": tf.int32, "str_tensor": tf.string, "float_tensor": tf.float32,
+             "double_scalar_tensor": tf.float64, "str_tensor_bytes": tf.string},
+    **{f"{d.name}": {"default": d} for d in (tf.int8, tf.int16, tf.uint8, tf.int64, tf.uint32, tf.uint64,
+                                               tf.bool, tf.float16)},
+}
+
+
+def _echo_function(dtypes):
+    names = sorted(dtypes)
+
+    def echo(*args):
+        return {name: tf.identity(arg) for name, arg in zip(names, args)}
+    return tf.function(echo, input_signature=[tf.TensorSpec(None, dtypes[n], name=n) for n in names])
+
+
+def build_echo(path):
+    """A model whose ECHO_SIGNATURES return their inputs, plus three whose outputs JSON cannot
+    carry in the row format or at all: `complex` (x float -> complex64 x), `scalar_output`
+    (x float -> total, a scalar) and `uneven_outputs` (x [B] float -> y = x [B], extra [B+1])."""
+    module = tf.Module()
+    signatures = {key: _echo_function(dtypes) for key, dtypes in ECHO_SIGNATURES.items()}
+    x = tf.TensorSpec([None], tf.float32, name="x")
+    signatures["complex"] = tf.function(lambda x: {"z": tf.complex(x, 0.0)}, input_signature=[x])
+    signatures["scalar_output"] = tf.function(lambda x: {"total": tf.reduce_sum(x)}, input_signature=[x])
+    signatures["uneven_outputs"] = tf.function(
+        lambda x: {"y": x, "extra": tf.zeros([tf.size(x) + 1])}, input_signature=[x])
+    tf.saved_model.save(module, path, signatures=signatures)
+    return path
+
+
+def build_half_plus_two(path):
+    """TF Serving's test model `half_plus_two` (y = 0.5 x + 2), the one its REST handler tests use:
+    serving_default (x float, any shape -> y), classify_x_to_y (tf.Example feature x -> scores
+    [B,1]), regress_x_to_y (-> outputs [B,1]); plus classify_echo (feature `scores` [3] -> classes
+    car/bike/bus with those scores) and regress_echo (feature `value` -> outputs), which return what
+    they are sent so result layouts can be compared with TF Serving's json_tensor_test.cc."""
+    module = tf.Module()
+    examples = tf.TensorSpec([None], tf.string, name="inputs")
+
+    def parse(serialized, name, size=1):
+        return tf.io.parse_example(serialized, {name: tf.io.FixedLenFeature([size], tf.float32)})[name]
+
+    signatures = {
+        "serving_default": tf.function(lambda x: {"y": 0.5 * x + 2.0},
+                                       input_signature=[tf.TensorSpec(None, tf.float32, name="x")]),
+        "classify_x_to_y": tf.function(lambda inputs: {"scores": 0.5 * parse(inputs, "x") + 2.0},
+                                       input_signature=[examples]),
+        "regress_x_to_y": tf.function(lambda inputs: {"outputs": 0.5 * parse(inputs, "x") + 2.0},
+                                      input_signature=[examples]),
+        "classify_echo": tf.function(lambda inputs: {
+            "classes": tf.tile(tf.constant([["car", "bike", "bus"]]), [tf.shape(inputs)[0], 1]),
+            "scores": parse(inputs, "scores", 3)}, input_signature=[examples]),
+        "regress_echo": tf.function(lambda inputs: {"outputs": parse(inputs, "value")},
+                                    input_signature=[examples]),
+    }
+    tf.saved_model.save(module, path, signatures=signatures)
+    _set_method_names(path, {"classify_x_to_y": "tensorflow/serving/classify",
+                             "classify_echo": "tensorflow/serving/classify",
+                             "regress_x_to_y": "tensorflow/serving/regress",
+                             "regress_echo": "tensorflow/serving/regress"})
+    return path

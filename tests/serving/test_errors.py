@@ -72,7 +72,8 @@ IDS = np.array([[101, 102]], dtype=np.int64)
 CASES = {
     "unknown model": ("Predict", predict_request(model="nope", text=["a"], text_b=["b"]), C.NOT_FOUND, "nope"),
     "unknown version": ("Predict", predict_request(version=7, text=["a"], text_b=["b"]), C.NOT_FOUND, "7"),
-    "unknown label": ("Predict", predict_request(label="canary", text=["a"], text_b=["b"]), C.NOT_FOUND, "canary"),
+    "unknown label": ("Predict", predict_request(label="canary", text=["a"], text_b=["b"]), C.INVALID_ARGUMENT,
+                      "Unrecognized servable version label 'canary'"),
     "unknown signature": ("Predict", predict_request(signature="nope", text=["a"], text_b=["b"]),
                           C.FAILED_PRECONDITION, '"nope" not found'),
     "wrong dtype": ("Predict", predict_request(text=np.array([1, 2], np.int64), text_b=["b", "c"]),

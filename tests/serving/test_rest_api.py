@@ -109,20 +109,24 @@ def test_classify_and_regress(server, reference):
 BAD = [
     ("/v1/models/nope:predict", {"instances": ["a"]}, 404, "nope"),
     ("/v1/models/clf/versions/9:predict", {"instances": [{"text": "a", "text_b": ""}]}, 404, "9"),
-    ("/v1/models/clf/labels/canary:predict", {"instances": [{"text": "a", "text_b": ""}]}, 404, "canary"),
+    ("/v1/models/clf/labels/canary:predict", {"instances": [{"text": "a", "text_b": ""}]}, 400, "canary"),
     ("/v1/models/clf:predict", {"signature_name": "nope", "instances": [{"text": "a", "text_b": ""}]}, 400, "not found"),
-    ("/v1/models/clf:predict", {"instances": []}, 400, "empty batch"),
-    ("/v1/models/clf:predict", {"instances": [{"text": 3, "text_b": ""}]}, 400, "expects strings"),
+    ("/v1/models/clf:predict", {"instances": []}, 400, "No values in 'instances' array"),
+    ("/v1/models/clf:predict", {"inputs": {"text": [], "text_b": []}}, 400, "empty batch"),
+    ("/v1/models/clf:predict", {"instances": [{"text": 3, "text_b": ""}]}, 400, "not of expected type: string"),
     ("/v1/models/clf:predict", {"instances": [{"text": {"b64": "//4="}, "text_b": ""}]}, 400, "not valid UTF-8"),
-    ("/v1/models/clf:predict", {"instances": [{"text": {"b64": "!!"}, "text_b": ""}]}, 400, "invalid base64"),
+    ("/v1/models/clf:predict", {"instances": [{"text": {"b64": "!!"}, "text_b": ""}]}, 400, "Unable to base64 decode"),
     ("/v1/models/clf:predict", {"inputs": {"text": ["a", "b"], "text_b": ["c"]}}, 400, "different batch sizes"),
-    ("/v1/models/clf:predict", {"inputs": {"text": ["a"]}}, 400, "Missing but required: ['text_b']"),
-    ("/v1/models/clf:predict", {"inputs": {"text": ["a"], "text_b": [""], "x": [1]}}, 400, "Sent extra: ['x']"),
+    ("/v1/models/clf:predict", {"inputs": {"text": ["a"]}}, 400, "Missing named input: text_b"),
+    ("/v1/models/clf:predict", {"instances": [{"text": "a", "text_b": "", "x": 1}]}, 400,
+     "does not have named input: x"),
     ("/v1/models/clf:predict", {"signature_name": "encoded", "inputs": {
-        "input_word_ids": [[1, 2], [3]], "input_mask": [[1, 1], [1]], "input_type_ids": [[0, 0], [0]]}}, 400, "ragged"),
+        "input_word_ids": [[1, 2], [3]], "input_mask": [[1, 1], [1]], "input_type_ids": [[0, 0], [0]]}}, 400,
+     "Encountered list at unexpected size"),
     ("/v1/models/clf:predict", {"signature_name": "encoded", "inputs": {
-        "input_word_ids": [[1.5]], "input_mask": [[1]], "input_type_ids": [[0]]}}, 400, "floating point"),
-    ("/v1/models/clf:predict", {"text": ["a"]}, 400, "exactly one of 'instances'"),
+        "input_word_ids": [[1.5]], "input_mask": [[1]], "input_type_ids": [[0]]}}, 400,
+     "not of expected type: int32"),
+    ("/v1/models/clf:predict", {"text": ["a"]}, 400, "Missing 'inputs' or 'instances' key"),
     ("/v1/models/clf:classify", {"examples": [{"text": "a"}]}, 400, "tensorflow/serving/classify"),
     ("/v1/models/reg:classify", {"signature_name": "regression", "examples": [{"text": "a"}]}, 400, "regress"),
 ]
@@ -141,7 +145,8 @@ def test_malformed_json_and_oversized_body(server):
     assert status == 400 and "JSON" in body["error"]
     status, body = call(server, "/v1/models/clf:predict", raw=b" " * (MAX_REQUEST_BYTES + 1))
     assert status == 413 and "max_request_bytes" in body["error"]
-    assert call(server, "/v1/models/nothing/here/at/all")[0] == 404
+    assert call(server, "/v1/models/nothing/here/at/all")[0] == 400  # a /v1/ path: Malformed request
+    assert call(server, "/v2/models/clf")[0] == 404
     assert call(server, "/v1/models/reg:predict", {"instances": ["ok"]})[0] == 200
 
 

@@ -1,0 +1,422 @@
+"""TensorFlow Serving's REST JSON layer: request JSON -> tensors / tf.Examples, outputs -> JSON text.
+
+A port of `tensorflow_serving/util/json_tensor.cc` (FillPredictRequestFromJson,
+FillClassificationRequestFromJson / FillRegressionRequestFromJson, MakeJsonFromTensors,
+MakeJsonFromClassificationResult / MakeJsonFromRegressionResult): the same acceptance rules, the same
+error texts (INVALID_ARGUMENT unless noted) and the same number formatting. The conformance tests
+(tests/serving/test_rest_conformance.py) replay that file's own test cases.
+
+Rules clients can rely on (all as TF Serving):
+- Row format (`"instances"`, a non-empty list): every element is one batch row; with several inputs
+  each element is an object holding exactly the signature's input names (an unknown or a missing
+  key is an error). Columnar format (`"inputs"`): one value per input; with several inputs an object
+  that must name every input, where keys that are not inputs are ignored.
+- Tensor shapes come from the JSON nesting (first element at each level); ragged lists are errors.
+- dtypes come from the signature: float/double accept any JSON number that converts without loss
+  (integers up to 2^24-1 / 2^53-1, finite decimals within range, NaN/Infinity); int8/16/32/uint8
+  accept integers in int32 range, int64 in int64, uint32/uint64 in theirs; bool only true/false;
+  string a JSON string or `{"b64": "..."}` (standard alphabet; padding optional; ASCII whitespace
+  inside skipped; '-' '_' are errors). Other dtypes: UNIMPLEMENTED.
+- Output floats print with 6 significant digits when that round-trips, else full precision, with
+  `.0` on whole numbers; NaN / Infinity / -Infinity as bare tokens. Strings print as text; outputs
+  whose name ends in `_bytes` as `{"b64": ...}`.
+Deliberate difference: a string output that is not valid UTF-8 prints as `{"b64": ...}` (TF Serving
+writes the raw bytes, which makes the whole response invalid JSON).
+"""
+import json
+import math
+
+import grpc
+import numpy as np
+import tensorflow as tf
+from tensorflow.core.example import feature_pb2
+
+from serving import errors
+
+ROW, COLUMNAR = "row", "columnar"
+_SPACE = " \t\n\v\f\r"  # absl::ascii_isspace
+_B64 = {c: i for i, c in enumerate("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/")}
+_INT_RANGES = {tf.int8: (-2**31, 2**31 - 1), tf.int16: (-2**31, 2**31 - 1), tf.int32: (-2**31, 2**31 - 1),
+               tf.uint8: (-2**31, 2**31 - 1), tf.int64: (-2**63, 2**63 - 1),
+               tf.uint32: (0, 2**32 - 1), tf.uint64: (0, 2**64 - 1)}
+_MAX_EXACT_INT = {tf.float32: 2**24 - 1, tf.float64: 2**53 - 1}
+
+
+# ------------------------------------------------------------------ parsing helpers
+def _parse_int(text):
+    value = int(text)
+    return value if -2**63 <= value < 2**64 else float(text)  # rapidjson keeps these as double
+
+
+def parse_json(body: bytes):
+    """The request body as a JSON object (dict). Raises INVALID_ARGUMENT like TF Serving's ParseJson."""
+    if not body:
+        raise errors.invalid_argument("JSON Parse error: The document is empty")
+    try:
+        doc = json.loads(body, parse_int=_parse_int)
+    except UnicodeDecodeError:
+        raise errors.invalid_argument("JSON Parse error: Invalid encoding in string.") from None
+    except json.JSONDecodeError as e:
+        what = "Invalid value" if e.msg.startswith("Expecting value") else e.msg
+        raise errors.invalid_argument(f"JSON Parse error: {what} at offset: {e.pos}") from None
+    if not isinstance(doc, dict):
+        raise errors.invalid_argument(f"JSON Value: {value_to_string(doc)} Is not object")
+    return doc
+
+
+def json_type(value) -> str:
+    """rapidjson's type name of a parsed JSON value."""
+    if value is None:
+        return "Null"
+    if isinstance(value, bool):
+        return "True" if value else "False"
+    if isinstance(value, dict):
+        return "Object"
+    if isinstance(value, list):
+        return "Array"
+    return "String" if isinstance(value, str) else "Number"
+
+
+def value_to_string(value, limit=200) -> str:
+    text = json.dumps(value, ensure_ascii=False)
+    return text if len(text) <= limit else text[:limit] + "..."
+
+
+def signature_name(doc) -> str:
+    """The optional "signature_name" ("" when absent); INVALID_ARGUMENT when it is not a string."""
+    name = doc.get("signature_name", "")
+    if not isinstance(name, str):
+        raise errors.invalid_argument(f"JSON Value: {value_to_string(doc)} not formatted correctly. "
+                                      "'signature_name' key must be a string value.")
+    return name
+
+
+def is_b64_object(value) -> bool:
+    return isinstance(value, dict) and len(value) == 1 and isinstance(value.get("b64"), str)
+
+
+def b64_unescape(text: str):
+    """absl::Base64Unescape: bytes, or None when `text` is not standard base64.
+
+    Whitespace (absl::ascii_isspace) anywhere is skipped; padding ('=' or '.') is optional but, when
+    present, must be exactly the missing count; the web-safe '-' and '_' are invalid.
+    """
+    out, temp, state, end = bytearray(), 0, 0, len(text)
+    for i, ch in enumerate(text):
+        if ch in _B64:
+            temp, state = (temp << 6) | _B64[ch], state + 1
+            if state == 4:
+                out += temp.to_bytes(3, "big")
+                temp, state = 0, 0
+        elif ch in "=.":
+            end = i
+            break
+        elif ch not in _SPACE:
+            return None
+    if state == 1:
+        return None
+    expected = {0: 0, 2: 2, 3: 1}[state]
+    if state == 2:
+        out.append((temp >> 4) & 0xFF)
+    elif state == 3:
+        out += ((temp >> 2) & 0xFFFF).to_bytes(2, "big")
+    equals = 0
+    for ch in text[end:]:
+        if ch in "=.":
+            equals += 1
+        elif ch not in _SPACE:
+            return None
+    return bytes(out) if equals in (0, expected) else None
+
+
+def decode_b64_object(value) -> bytes:
+    if not is_b64_object(value):
+        raise errors.invalid_argument(f"JSON Value: {value_to_string(value)} not formatted correctly "
+                                      "for base64 data")
+    decoded = b64_unescape(value["b64"])
+    if decoded is None:
+        raise errors.invalid_argument("Unable to base64 decode")
+    return decoded
+
+
+# ------------------------------------------------------------------ JSON value -> tensor
+def _is_lossless(value, dtype) -> bool:
+    """IsLosslessDecimal<float|double>: integers up to 2^digits - 1, decimals within range."""
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            return True
+        info = np.finfo(dtype.as_numpy_dtype)
+        return float(info.min) <= value <= float(info.max)
+    return abs(value) <= _MAX_EXACT_INT[dtype]
+
+
+def dtype_string(dtype) -> str:
+    """TensorFlow's DataTypeString (C++ names: float, double, half; others as tf.DType.name)."""
+    return {tf.float32: "float", tf.float64: "double", tf.float16: "half"}.get(dtype, dtype.name)
+
+
+def _type_error(value, dtype):
+    return errors.invalid_argument(f"JSON Value: {value_to_string(value)} Type: {json_type(value)} is "
+                                   f"not of expected type: {dtype_string(dtype)}")
+
+
+def _scalar(value, dtype):
+    """AddValueToTensor: one JSON leaf converted for `dtype` (a tf.DType)."""
+    if dtype == tf.string:
+        if isinstance(value, dict):
+            return decode_b64_object(value)
+        if not isinstance(value, str):
+            raise _type_error(value, dtype)
+        return value.encode("utf-8", "surrogatepass")
+    if isinstance(value, dict):
+        raise _type_error(value, dtype)
+    if dtype in (tf.float32, tf.float64):
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise _type_error(value, dtype)
+        if not _is_lossless(value, dtype):
+            raise errors.invalid_argument(f"Cannot convert JSON value: {value_to_string(value)} to "
+                                          f"{'float' if dtype == tf.float32 else 'double'} without "
+                                          "loss of precision.")
+        return float(value)
+    if dtype == tf.bool:
+        if not isinstance(value, bool):
+            raise _type_error(value, dtype)
+        return value
+    if dtype in _INT_RANGES:
+        low, high = _INT_RANGES[dtype]
+        if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+            raise _type_error(value, dtype)
+        return value
+    raise errors.ServingError(grpc.StatusCode.UNIMPLEMENTED,
+                              f"Conversion of JSON Value: {value_to_string(value)} to type: {dtype_string(dtype)}")
+
+
+def dense_shape(value) -> list:
+    """GetDenseTensorShape: sizes along the first element of each nesting level."""
+    shape = []
+    while isinstance(value, list):
+        shape.append(len(value))
+        if not value:
+            break
+        value = value[0]
+    return shape
+
+
+def _fill(value, level, shape, dtype, out):
+    """FillTensorProto: appends the leaves of `value` to `out`, checking it is dense with `shape`."""
+    rank = len(shape)
+    if not isinstance(value, list):
+        if level != rank:
+            raise errors.invalid_argument(f"JSON Value: {value_to_string(value)} found at incorrect "
+                                          f"level: {level + 1} in the JSON DOM. Expected at level: {rank}")
+        out.append(_scalar(value, dtype))
+        return
+    if level >= rank:
+        raise errors.invalid_argument(f"Encountered list at unexpected level: {level} expected < {rank}")
+    if len(value) != shape[level]:
+        raise errors.invalid_argument(f"Encountered list at unexpected size: {len(value)} at level: "
+                                      f"{level} expected size: {shape[level]}")
+    for item in value:
+        _fill(item, level + 1, shape, dtype, out)
+
+
+def to_array(values, shape, dtype) -> np.ndarray:
+    """Leaves (already converted by `_scalar`) -> numpy array of `dtype` and `shape`."""
+    if dtype == tf.string:
+        array = np.empty(len(values), dtype=object)
+        array[:] = values
+        return array.reshape(shape)
+    if dtype.is_integer:  # int8/int16/uint8 wrap like TensorProto's int_val does
+        return np.array(values, dtype=np.int64 if dtype != tf.uint64 else np.uint64).astype(
+            dtype.as_numpy_dtype).reshape(shape)
+    return np.array(values, dtype=dtype.as_numpy_dtype).reshape(shape)
+
+
+def value_to_array(value, dtype):
+    """(numpy array, shape) of one JSON value for an input of `dtype`."""
+    shape, leaves = dense_shape(value), []
+    _fill(value, 0, shape, dtype, leaves)
+    return to_array(leaves, shape, dtype), shape
+
+
+def _shape_string(shape):
+    return "[" + ",".join(str(d) for d in shape) + "]"
+
+
+# ------------------------------------------------------------------ predict requests
+def predict_inputs(doc, dtypes: dict):
+    """FillPredictRequestFromJson after the signature is known.
+
+    Args:
+        doc: the parsed request object. dtypes: dict input alias -> tf.DType (the signature's inputs).
+    Returns:
+        (dict alias -> numpy array, ROW or COLUMNAR).
+    Raises:
+        ServingError INVALID_ARGUMENT (UNIMPLEMENTED for a dtype JSON cannot carry).
+    """
+    has_instances, has_inputs = "instances" in doc, "inputs" in doc
+    if has_instances and has_inputs:
+        raise errors.invalid_argument(f"JSON Value: {value_to_string(doc)} Not formatted correctly "
+                                      "expecting only one of 'inputs' or 'instances' keys to exist ")
+    if has_instances:
+        instances = doc["instances"]
+        if not isinstance(instances, list):
+            raise errors.invalid_argument(f"JSON Value: {value_to_string(doc)} Excepting 'instances' "
+                                          "to be an list/array")
+        if not instances:
+            raise errors.invalid_argument(f"JSON Value: {value_to_string(doc)} No values in "
+                                          "'instances' array")
+        return _row_inputs(instances, dtypes), ROW
+    if has_inputs:
+        return _columnar_inputs(doc["inputs"], dtypes), COLUMNAR
+    raise errors.invalid_argument("Missing 'inputs' or 'instances' key")
+
+
+def _is_element_object(value):
+    return isinstance(value, dict) and not is_b64_object(value)
+
+
+class _Batch:
+    """AddInstanceItem's bookkeeping: the first row fixes each input's size and shape."""
+
+    def __init__(self, dtypes):
+        self.dtypes, self.leaves, self.shapes = dtypes, {}, {}
+
+    def add(self, name, value):
+        if name not in self.dtypes:
+            raise errors.invalid_argument(f"JSON object: does not have named input: {name}")
+        shape, leaves = dense_shape(value), []
+        _fill(value, 0, shape, self.dtypes[name], leaves)
+        if name not in self.shapes:
+            self.shapes[name], self.leaves[name] = shape, leaves
+            return
+        want = self.shapes[name]
+        if len(leaves) != int(np.prod(want)):
+            raise errors.invalid_argument(f"Expecting tensor size: {int(np.prod(want))} but got: {len(leaves)}")
+        if shape != want:
+            raise errors.invalid_argument(f"Expecting shape {_shape_string(want)} but got: {_shape_string(shape)}")
+        self.leaves[name].extend(leaves)
+
+    def arrays(self, rows):
+        return {name: to_array(self.leaves[name], [rows] + self.shapes[name], self.dtypes[name])
+                for name in self.leaves}
+
+
+def _row_inputs(instances, dtypes):
+    """FillTensorMapFromInstancesList."""
+    if not isinstance(instances[0], dict) and len(dtypes) > 1:
+        raise errors.invalid_argument("instances is a plain list, but expecting list of objects as "
+                                      "multiple input tensors required as per tensorinfo_map")
+    objects, names, batch = _is_element_object(instances[0]), sorted(dtypes), _Batch(dtypes)
+    for row, element in enumerate(instances):
+        if objects:
+            if not _is_element_object(element):
+                raise errors.invalid_argument(f"Expecting object but got list at item {row} of input list")
+            for name, value in element.items():
+                try:
+                    batch.add(name, value)
+                except errors.ServingError as e:
+                    raise errors.invalid_argument(f"Failed to process element: {row} key: {name} of "
+                                                  f"'instances' list. Error: {e}") from None
+            if set(element) != set(names):
+                raise errors.invalid_argument(
+                    f"Failed to process element: {row} of 'instances' list. JSON object: "
+                    f"{value_to_string(element)} must only have keys: {','.join(names)}")
+        else:
+            if _is_element_object(element):
+                raise errors.invalid_argument(f"Expecting value/list but got object at item {row} of "
+                                              "input list")
+            try:
+                batch.add(names[0], element)
+            except errors.ServingError as e:
+                raise errors.invalid_argument(f"Failed to process element: {row} of 'instances' list. "
+                                              f"Error: {e}") from None
+    return batch.arrays(len(instances))
+
+
+def _columnar_inputs(value, dtypes):
+    """FillTensorMapFromInputsMap: keys that are not inputs are ignored, as in TF Serving."""
+    if not isinstance(value, dict) or is_b64_object(value):
+        if len(dtypes) > 1:
+            raise errors.invalid_argument("inputs is a plain value/list, but expecting an object as "
+                                          "multiple input tensors required as per tensorinfo_map")
+        (name, dtype), = dtypes.items()
+        return {name: value_to_array(value, dtype)[0]}
+    arrays = {}
+    for name in sorted(dtypes):
+        if name not in value:
+            raise errors.invalid_argument(f"Missing named input: {name} in 'inputs' object.")
+        arrays[name] = value_to_array(value[name], dtypes[name])[0]
+    return arrays
+
+
+# ------------------------------------------------------------------ classify / regress requests
+def _feature_kind_error(name, feature):
+    kind = {"bytes_list": "bytes", "float_list": "float", "int64_list": "int64"}.get(
+        feature.WhichOneof("kind"), "UNKNOWN")
+    return errors.invalid_argument(f"Unexpected element type in feature: {name} expecting type: {kind}")
+
+
+def _add_to_feature(value, name, feature):
+    """AddValueToFeature: the first value fixes the feature's kind; bools are int64 0/1."""
+    kind = feature.WhichOneof("kind")
+
+    def check(want):
+        if kind not in (None, want):
+            raise _feature_kind_error(name, feature)
+    if value is None or isinstance(value, list) or (isinstance(value, dict) and not is_b64_object(value)):
+        raise errors.invalid_argument(f"Feature: {name} has element with unexpected JSON type: "
+                                      f"{json_type(value)}")
+    if isinstance(value, bool):
+        check("int64_list")
+        feature.int64_list.value.append(int(value))
+    elif isinstance(value, (dict, str)):
+        check("bytes_list")
+        feature.bytes_list.value.append(decode_b64_object(value) if isinstance(value, dict)
+                                        else value.encode("utf-8", "surrogatepass"))
+    elif isinstance(value, float):
+        check("float_list")
+        if not _is_lossless(value, tf.float32):
+            raise errors.invalid_argument(f"Cannot convert JSON value: {value_to_string(value)} to float "
+                                          "without loss of precision.")
+        feature.float_list.value.append(value)
+    else:
+        check("int64_list")
+        if value >= 2**63:
+            raise errors.invalid_argument(f"Feature: {name} has uint64 element. Only int64 is supported.")
+        feature.int64_list.value.append(value)
+
+
+def make_example(value, example):
+    """MakeExampleFromJsonObject: {feature: value or [values]} -> tf.train.Example (filled in place)."""
+    if not isinstance(value, dict):
+        raise errors.invalid_argument(f"Example must be JSON object but got JSON {json_type(value)}")
+    for name, content in value.items():
+        feature = feature_pb2.Feature()
+        for item in (content if isinstance(content, list) else [content]):
+            _add_to_feature(item, name, feature)
+        example.features.feature[name].CopyFrom(feature)
+    return example
+
+
+def fill_examples(doc, input_proto, verb="classify"):
+    """FillClassify/RegressRequestFromJson: "context" (optional) and "examples" into an Input proto."""
+    has_context = "context" in doc
+    if has_context:
+        make_example(doc["context"], input_proto.example_list_with_context.context)
+    if "examples" not in doc:
+        raise errors.invalid_argument(f"JSON Value: {value_to_string(doc)} When method is {verb}, key "
+                                      "'examples' is expected and was not found")
+    examples = doc["examples"]
+    if not isinstance(examples, list):
+        raise errors.invalid_argument(f"JSON Value: {value_to_string(doc)} Expecting 'examples' value "
+                                      "to be an list/array")
+    if not examples:
+        raise errors.invalid_argument(f"JSON Value: {value_to_string(doc)} 'examples' value is an "
+                                      "empty array")
+    target = (input_proto.example_list_with_context.examples if has_context
+              else input_proto.example_list.examples)
+    for value in examples:
+        make_example(value, target.add())
+    return input_proto
+
