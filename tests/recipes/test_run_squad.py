@@ -1,0 +1,60 @@
+"""Smoke test of recipes/run_squad.py on a tiny config (real SQuAD v2.0 dev subset), and bad flags."""
+import json
+import math
+import os
+import pathlib
+import subprocess
+import sys
+
+import pytest
+
+REPO = pathlib.Path(__file__).resolve().parents[2]
+
+
+def run(args, timeout=500):
+    env = dict(os.environ, PYTHONPATH=str(REPO), TF_CPP_MIN_LOG_LEVEL="3", CUDA_VISIBLE_DEVICES="")
+    return subprocess.run([sys.executable, str(REPO / "recipes" / "run_squad.py"), *args], env=env,
+                          capture_output=True, text=True, timeout=timeout)
+
+
+@pytest.mark.slow
+def test_tiny_run_writes_predictions_and_metrics(tmp_path, data_dir, uncased_vocab):
+    squad_file = data_dir / "squad" / "dev-v2.0-subset.json"
+    out = tmp_path / "out"
+    proc = run(["--preset=bert_tiny", f"--vocab_file={uncased_vocab}", f"--train_file={squad_file}",
+                f"--predict_file={squad_file}", "--version_2_with_negative",
+                "--holdout_fraction=0.5", "--max_train_examples=4", "--max_predict_examples=5",
+                "--max_seq_length=64", "--doc_stride=32", "--max_query_length=16",
+                "--train_batch_size=16", "--num_train_epochs=1", "--verbose=0",
+                f"--output_dir={out}"])
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    config = json.loads((out / "config.json").read_text())
+    assert config["doc_stride"] == 32 and config["version_2_with_negative"] is True
+    metrics = json.loads((out / "metrics.json").read_text())
+    assert metrics["train_examples"] == 4 and metrics["predict_examples"] == 5
+    assert metrics["train_steps"] == math.ceil(metrics["train_windows"] / 16) == 2
+    for key in ("exact", "f1", "HasAns_total", "best_f1", "best_f1_thresh"):
+        assert key in metrics
+    predictions = json.loads((out / "predictions.json").read_text())
+    null_odds = json.loads((out / "null_odds.json").read_text())
+    nbest = json.loads((out / "nbest_predictions.json").read_text())
+    assert len(predictions) == len(null_odds) == len(nbest) == 5
+    held_out = [qa for a in json.loads(squad_file.read_text())["data"][-8:] for p in a["paragraphs"]
+                for qa in p["qas"]]
+    assert set(predictions) <= {qa["id"] for qa in held_out}
+    for qid, text in predictions.items():  # thresholded at 0.0 from the written null odds
+        best = next((n["text"] for n in nbest[qid] if n["text"]), "")
+        assert text == ("" if null_odds[qid] > 0.0 else best)
+    assert (out / "best_model.keras").is_file()
+
+
+@pytest.mark.slow
+def test_bad_flag_value_is_a_usage_error_without_traceback(tmp_path):
+    proc = run([f"--output_dir={tmp_path / 'out'}", "--train_file=x.json", "--max_seq_length=32",
+                "--max_query_length=64"], timeout=300)
+    assert proc.returncode == 1
+    assert "leaves no room for the context" in proc.stderr + proc.stdout
+    assert "Traceback" not in proc.stderr and not (tmp_path / "out").exists()
+    proc = run([f"--output_dir={tmp_path / 'out'}", f"--train_file={tmp_path / 'missing.json'}"],
+               timeout=300)
+    assert proc.returncode == 1 and "no such file" in proc.stderr + proc.stdout
