@@ -8,8 +8,15 @@ batching session do. For a model whose rows are independent (every BERT signatur
 tokenized, padded and attended to on its own), each response equals the unbatched answer.
 
 Requests merge only when their non-batch shapes and dtypes agree (e.g. `encoded` inputs of the same
-sequence length). A request larger than `max_batch_size` is INVALID_ARGUMENT (TF Serving without
-large-batch splitting); a full queue (`max_enqueued_batches`) is UNAVAILABLE.
+sequence length). A full queue (`max_enqueued_batches`) is UNAVAILABLE. A request larger than one
+model call (`max_batch_size`, or `max_execution_batch_size` when set) is INVALID_ARGUMENT unless
+`enable_large_batch_splitting` is on (batching parameter, or the `--enable_large_batch_splitting`
+flag); then it is split into consecutive pieces of at most one call each, queued together, run like
+any other tasks (a piece may share a call with other requests) and its outputs concatenated in
+order, so the answer equals the unsplit one row for row. As in TF Serving, with
+`max_execution_batch_size` set, `max_batch_size` bounds the request and `max_execution_batch_size`
+each call; without it (our extension) each call takes `max_batch_size` rows and requests are bounded
+by `--max_request_batch_size` only.
 """
 import collections
 import dataclasses
@@ -69,14 +76,34 @@ class BatchingOptions:
     num_batch_threads: int = os.cpu_count() or 1
     max_enqueued_batches: int = 10
     allowed_batch_sizes: tuple = ()
+    enable_large_batch_splitting: bool = False
+    max_execution_batch_size: int = 0  # 0: max_batch_size
 
     def __post_init__(self):
         if self.max_batch_size < 1 or self.num_batch_threads < 1 or self.max_enqueued_batches < 1:
             raise ValueError(f"batching parameters must be positive: {self}")
-        sizes = list(self.allowed_batch_sizes)
-        if sizes and (sizes != sorted(set(sizes)) or sizes[0] < 1 or sizes[-1] != self.max_batch_size):
-            raise ValueError(f"allowed_batch_sizes {sizes} must be increasing, positive and end with "
+        if not 0 <= self.max_execution_batch_size <= self.max_batch_size:
+            raise ValueError(f"max_execution_batch_size={self.max_execution_batch_size} must be at most "
                              f"max_batch_size={self.max_batch_size}")
+        if self.max_execution_batch_size and not self.enable_large_batch_splitting:
+            raise ValueError("max_execution_batch_size needs enable_large_batch_splitting")
+        sizes, call = list(self.allowed_batch_sizes), self.execution_batch_size
+        if sizes and (sizes != sorted(set(sizes)) or sizes[0] < 1 or sizes[-1] != call):
+            raise ValueError(f"allowed_batch_sizes {sizes} must be increasing, positive and end with "
+                             f"{'max_execution_batch_size' if self.max_execution_batch_size else 'max_batch_size'}"
+                             f"={call}")
+
+    @property
+    def execution_batch_size(self) -> int:
+        """Most rows per model call."""
+        return self.max_execution_batch_size or self.max_batch_size
+
+    @property
+    def input_batch_size_limit(self):
+        """Most rows per request (None: no batching limit; --max_request_batch_size still applies)."""
+        if not self.enable_large_batch_splitting:
+            return self.max_batch_size
+        return self.max_batch_size if self.max_execution_batch_size else None
 
 
 def parse_batching_parameters(text: str) -> BatchingOptions:
@@ -85,9 +112,12 @@ def parse_batching_parameters(text: str) -> BatchingOptions:
     Raises ValueError (unknown field, bad syntax or inconsistent values)."""
     proto = text_format.Parse(text, BatchingParameters())
     kwargs = {}
-    for name in ("max_batch_size", "batch_timeout_micros", "num_batch_threads", "max_enqueued_batches"):
+    for name in ("max_batch_size", "batch_timeout_micros", "num_batch_threads", "max_enqueued_batches",
+                 "max_execution_batch_size"):
         if proto.HasField(name):
             kwargs[name] = int(getattr(proto, name).value)
+    if proto.HasField("enable_large_batch_splitting"):
+        kwargs["enable_large_batch_splitting"] = proto.enable_large_batch_splitting.value
     if proto.allowed_batch_sizes:
         kwargs["allowed_batch_sizes"] = tuple(int(x) for x in proto.allowed_batch_sizes)
     return BatchingOptions(**kwargs)
@@ -126,28 +156,38 @@ class BatchScheduler:
             t.start()
 
     def submit(self, inputs: dict) -> dict:
-        """Runs `inputs` as part of a batch; blocks until its slice of the outputs is ready."""
-        sizes = {v.shape[0] for v in inputs.values()}
-        size = sizes.pop()
-        if size > self._options.max_batch_size:
+        """Runs `inputs` as part of a batch; blocks until its slice of the outputs is ready.
+
+        Raises: ServingError INVALID_ARGUMENT (too many rows), UNAVAILABLE (queue full or stopping),
+            or the model call's error.
+        """
+        size = next(iter(inputs.values())).shape[0]
+        options, call = self._options, self._options.execution_batch_size
+        limit = options.input_batch_size_limit
+        if limit is not None and size > limit:
             raise errors.invalid_argument(
-                f"Task size {size} is larger than maximum batch size {self._options.max_batch_size} "
-                "(batching parameters); send smaller requests")
-        task = _Task(inputs, size, _key(inputs))
+                f"Task size {size} is larger than maximum {'input ' if options.enable_large_batch_splitting else ''}"
+                f"batch size {limit} (batching parameters); send smaller requests"
+                + ("" if options.enable_large_batch_splitting else " or enable large batch splitting"))
+        tasks = [_Task({k: v[start:start + call] for k, v in inputs.items()}, min(call, size - start), _key(inputs))
+                 for start in range(0, size, call)] if size > call else [_Task(inputs, size, _key(inputs))]
         with self._cond:
             if self._stopped:
                 raise errors.unavailable("the model version is being unloaded; retry")
-            limit = self._options.max_enqueued_batches * self._options.max_batch_size
-            if self._queued_rows + size > limit:
+            if self._queued_rows + size > options.max_enqueued_batches * call:
                 raise errors.unavailable("The batch scheduling queue to which this task was submitted "
                                          "is full; retry later")
-            self._queue.append(task)
+            self._queue.extend(tasks)  # consecutive, so the pieces run in order
             self._queued_rows += size
             self._cond.notify_all()
-        task.done.wait()
-        if task.error is not None:
-            raise task.error
-        return task.result
+        for task in tasks:
+            task.done.wait()
+        for task in tasks:
+            if task.error is not None:
+                raise task.error
+        if len(tasks) == 1:
+            return tasks[0].result
+        return {k: np.concatenate([t.result[k] for t in tasks], axis=0) for k in tasks[0].result}
 
     def stop(self):
         with self._cond:
@@ -161,12 +201,12 @@ class BatchScheduler:
         while not self._stopped:
             rows = sum(t.size for t in self._queue if t.key == first.key)
             remaining = first.enqueued + timeout - time.monotonic()
-            if rows >= self._options.max_batch_size or remaining <= 0:
+            if rows >= self._options.execution_batch_size or remaining <= 0:
                 break
             self._cond.wait(remaining)
         batch, rows, rest = [], 0, collections.deque()
         for task in self._queue:
-            if task.key == first.key and rows + task.size <= self._options.max_batch_size:
+            if task.key == first.key and rows + task.size <= self._options.execution_batch_size:
                 batch.append(task)
                 rows += task.size
             else:

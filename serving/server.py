@@ -11,6 +11,7 @@ Flags keep tensorflow_model_server's names (`--tensorflow_intra_op_parallelism` 
 --custom_op_modules) are documented below and in docs/deployment.md. Serves any SavedModel from its signatures alone.
 """
 import concurrent.futures
+import dataclasses
 import importlib
 import logging
 import os
@@ -45,6 +46,10 @@ flags.DEFINE_float("file_system_poll_wait_seconds", 1.0, "Seconds between polls 
                    "versions; 0 polls once at start.")
 flags.DEFINE_boolean("enable_batching", False, "Merge concurrent requests into batched model calls.")
 flags.DEFINE_string("batching_parameters_file", "", "Text-format BatchingParameters.")
+flags.DEFINE_boolean("enable_large_batch_splitting", False, "With --enable_batching: split a request "
+                     "larger than one model call (max_batch_size, or max_execution_batch_size) into "
+                     "several calls instead of refusing it (the BatchingParameters field of the same "
+                     "name does the same).")
 flags.DEFINE_integer("grpc_max_threads", 16, "gRPC worker threads.")
 flags.DEFINE_integer("tensorflow_intra_op_parallelism", 0, "Threads one TensorFlow op may use (0 = "
                      "TensorFlow's default, one per core). 1 gives the lowest batch-1 latency on a "
@@ -186,6 +191,10 @@ def main(argv):
             if _FLAGS.batching_parameters_file:
                 with open(_FLAGS.batching_parameters_file) as f:
                     batching_options = batching.parse_batching_parameters(f.read())
+            if _FLAGS.enable_large_batch_splitting:
+                batching_options = dataclasses.replace(batching_options, enable_large_batch_splitting=True)
+        elif _FLAGS.enable_large_batch_splitting:
+            raise ValueError("--enable_large_batch_splitting needs --enable_batching")
     except (ValueError, OSError, text_format.ParseError) as e:
         raise app.UsageError(str(e)) from e
     limits = tensors.Limits(_FLAGS.max_request_batch_size, _FLAGS.max_text_length, tuple(_FLAGS.text_inputs))

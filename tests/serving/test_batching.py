@@ -138,3 +138,86 @@ def test_16_concurrent_clients_with_batching_match_unbatched(start_server, model
     assert batches < clients * per_client  # requests were merged
     assert re.search(r'serving_requests_total\{api="predict",model="clf",status="OK",version="1"\} 800.0', text)
     print(f"{clients * per_client} requests ({rows} rows) ran as {batches:.0f} batched model calls")
+
+
+def test_large_batch_splitting_parameters():
+    options = parse_batching_parameters("max_batch_size { value: 8 } enable_large_batch_splitting { value: true } "
+                                        "max_execution_batch_size { value: 4 } allowed_batch_sizes: 2 "
+                                        "allowed_batch_sizes: 4")
+    assert (options.execution_batch_size, options.input_batch_size_limit) == (4, 8)
+    flag_only = BatchingOptions(max_batch_size=4, enable_large_batch_splitting=True)
+    assert (flag_only.execution_batch_size, flag_only.input_batch_size_limit) == (4, None)
+    with pytest.raises(ValueError, match="needs enable_large_batch_splitting"):
+        BatchingOptions(max_batch_size=8, max_execution_batch_size=4)
+    with pytest.raises(ValueError, match="end with max_execution_batch_size=4"):
+        BatchingOptions(max_batch_size=8, max_execution_batch_size=4, enable_large_batch_splitting=True,
+                        allowed_batch_sizes=(2, 8))
+
+
+def test_large_request_is_split_in_order_and_equals_the_pieces():
+    calls = []
+
+    def run(inputs):  # a row-wise model; records every call
+        calls.append(inputs["x"].copy())
+        return {"y": np.sin(inputs["x"]).astype(np.float32) * 3, "n": inputs["x"].astype(np.int64)}
+
+    x = np.random.default_rng(0).normal(size=(12, 3)).astype(np.float32)
+    splitting = BatchScheduler(run, BatchingOptions(max_batch_size=4, num_batch_threads=2,
+                                                    enable_large_batch_splitting=True))
+    plain = BatchScheduler(run, BatchingOptions(max_batch_size=4, num_batch_threads=1))
+    try:
+        got = splitting.submit({"x": x})
+        assert [c.shape[0] for c in calls] == [4, 4, 4]  # three model calls of max_batch_size rows
+        pieces = [plain.submit({"x": x[i:i + 4]}) for i in (0, 4, 8)]  # three separate requests
+        for name in ("y", "n"):
+            np.testing.assert_array_equal(got[name], np.concatenate([p[name] for p in pieces]))
+        np.testing.assert_array_equal(got["n"], x.astype(np.int64))  # rows in request order
+        calls.clear()
+        odd = splitting.submit({"x": x[:10]})  # 4 + 4 + 2
+        assert sorted(c.shape[0] for c in calls) == [2, 4, 4]
+        np.testing.assert_array_equal(odd["y"], got["y"][:10])
+        with pytest.raises(errors.ServingError, match="larger than maximum batch size 4") as info:
+            plain.submit({"x": x})
+        assert info.value.code.name == "INVALID_ARGUMENT"
+    finally:
+        splitting.stop()
+        plain.stop()
+
+
+def test_input_limit_with_max_execution_batch_size():
+    scheduler = BatchScheduler(lambda inputs: inputs, BatchingOptions(
+        max_batch_size=8, max_execution_batch_size=4, enable_large_batch_splitting=True, num_batch_threads=1))
+    try:
+        np.testing.assert_array_equal(scheduler.submit({"x": np.arange(8)})["x"], np.arange(8))
+        with pytest.raises(errors.ServingError, match="larger than maximum input batch size 8"):
+            scheduler.submit({"x": np.arange(9)})
+    finally:
+        scheduler.stop()
+
+
+@pytest.mark.slow
+def test_server_splits_a_3x_request_like_three_requests(start_server, model_base, tmp_path):
+    params = tmp_path / "batching.config"
+    params.write_text("max_batch_size { value: 4 } batch_timeout_micros { value: 1000 } "
+                      "num_batch_threads { value: 2 } allowed_batch_sizes: 2 allowed_batch_sizes: 4")
+    server = start_server([f"--model_base_path={model_base / 'clf'}", "--model_name=clf", "--enable_batching",
+                           f"--batching_parameters_file={params}", "--enable_large_batch_splitting",
+                           "--file_system_poll_wait_seconds=0"])
+    texts = [f"row {i} of a large request" for i in range(12)]
+    texts_b = [f"b{i}" * (i % 3) for i in range(12)]
+    with grpc.insecure_channel(server.grpc_target) as channel:
+        stub = prediction_service_pb2_grpc.PredictionServiceStub(channel)
+
+        def predict(a, b):
+            response = stub.Predict(predict_request(text=a, text_b=b), timeout=60)
+            return {k: tf.make_ndarray(v) for k, v in response.outputs.items()}
+        large = predict(texts, texts_b)
+        pieces = [predict(texts[i:i + 4], texts_b[i:i + 4]) for i in (0, 4, 8)]
+    for name in ("probabilities", "label_ids", "labels"):
+        np.testing.assert_array_equal(large[name], np.concatenate([p[name] for p in pieces]))
+    assert large["probabilities"].shape == (12, 3)
+    with urllib.request.urlopen(server.rest_url + "/monitoring/prometheus/metrics", timeout=30) as r:
+        text = r.read().decode()
+    metric = lambda name: float(re.search(name + r'\{model="clf",signature="serving_default"\} (\S+)', text).group(1))  # noqa: E731
+    # 2 warmup calls of 2 rows, the large request as 3 calls of 4 rows, the three pieces as 3 calls
+    assert (metric("serving_batch_size_count"), metric("serving_batch_size_sum")) == (2 + 3 + 3, 4 + 12 + 12)
