@@ -78,6 +78,7 @@ class BatchingOptions:
     allowed_batch_sizes: tuple = ()
     enable_large_batch_splitting: bool = False
     max_execution_batch_size: int = 0  # 0: max_batch_size
+    thread_pool_name: str = "batch_threads"  # label of TF Serving's queuing_latency metric
 
     def __post_init__(self):
         if self.max_batch_size < 1 or self.num_batch_threads < 1 or self.max_enqueued_batches < 1:
@@ -116,6 +117,8 @@ def parse_batching_parameters(text: str) -> BatchingOptions:
                  "max_execution_batch_size"):
         if proto.HasField(name):
             kwargs[name] = int(getattr(proto, name).value)
+    if proto.HasField("thread_pool_name"):
+        kwargs["thread_pool_name"] = proto.thread_pool_name.value
     if proto.HasField("enable_large_batch_splitting"):
         kwargs["enable_large_batch_splitting"] = proto.enable_large_batch_splitting.value
     if proto.allowed_batch_sizes:
@@ -139,7 +142,8 @@ class BatchScheduler:
     """Merges concurrent calls of `run_fn(inputs: dict) -> dict` (numpy, dim 0 = batch).
 
     Args:
-        run_fn: the model call. options: BatchingOptions. on_batch: callable(rows, padded_rows) or None.
+        run_fn: the model call. options: BatchingOptions. on_batch: callable(rows, padded_rows,
+            waits) or None, after each model call; waits: seconds each task queued before the call.
     """
 
     def __init__(self, run_fn, options: BatchingOptions, on_batch=None):
@@ -227,6 +231,7 @@ class BatchScheduler:
                 self._process(batch)
 
     def _process(self, batch):
+        started = time.monotonic()
         rows = sum(t.size for t in batch)
         padded = rows
         for size in self._options.allowed_batch_sizes:
@@ -248,7 +253,7 @@ class BatchScheduler:
                         f"batching: output '{name}' has shape {list(np.shape(value))}, not a leading "
                         f"batch dimension of {padded}; disable --enable_batching for this model")
             if self._on_batch:
-                self._on_batch(rows, padded)
+                self._on_batch(rows, padded, [started - t.enqueued for t in batch])
             start = 0
             for task in batch:
                 task.result = {k: v[start:start + task.size] for k, v in outputs.items()}

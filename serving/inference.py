@@ -48,7 +48,8 @@ class InferenceService:
         self._lock = threading.Lock()
 
     # ------------------------------------------------------------ plumbing
-    def observe(self, api, spec, fn):
+    def observe(self, api, spec, fn, entrypoint="GRPC"):
+        """Runs fn() -> (response, version), recording metrics (ours and TF Serving's) by outcome."""
         start, version, code = time.monotonic(), "", grpc.StatusCode.OK
         try:
             response, version = fn()
@@ -63,7 +64,9 @@ class InferenceService:
         finally:
             model = spec.name if spec is not None else ""
             self.metrics.requests.labels(model, str(version or ""), api, code.name).inc()
-            self.metrics.latency.labels(model, api).observe(time.monotonic() - start)
+            seconds = time.monotonic() - start
+            self.metrics.latency.labels(model, api).observe(seconds)
+            self.metrics.tf.record_request(model, api, entrypoint, code.name, seconds)
 
     def acquire(self, spec):
         """ModelManager.acquire for a ModelSpec (context manager yielding the Servable)."""
@@ -80,9 +83,10 @@ class InferenceService:
         with self._lock:
             scheduler = self._schedulers.get(key)
             if scheduler is None:
-                def on_batch(rows, padded, name=servable.name, sig=signature.key):
+                def on_batch(rows, padded, waits, name=servable.name, sig=signature.key):
                     self.metrics.batch_size.labels(name, sig).observe(rows)
                     self.metrics.padded_batch_size.labels(name, sig).observe(padded)
+                    self.metrics.tf.record_batch(waits, self.batching.thread_pool_name)
 
                 scheduler = BatchScheduler(lambda x, s=servable, k=signature.key: s.run(k, x),
                                            self.batching, on_batch)
@@ -203,11 +207,11 @@ class InferenceService:
         for v in values[:, 0]:
             result.regressions.add().value = float(v)
 
-    def classify(self, request):
+    def classify(self, request, entrypoint="GRPC"):
         def run():
             with self.acquire(request.model_spec) as servable:
                 return self.classify_on(servable, request), servable.version
-        return self.observe("classify", request.model_spec, run)
+        return self.observe("classify", request.model_spec, run, entrypoint)
 
     def classify_on(self, servable, request):
         signature = self._signature_for(servable, request.model_spec, CLASSIFY_METHOD)
@@ -217,11 +221,11 @@ class InferenceService:
         self._classification_result(servable, signature, serialized, response.result)
         return response
 
-    def regress(self, request):
+    def regress(self, request, entrypoint="GRPC"):
         def run():
             with self.acquire(request.model_spec) as servable:
                 return self.regress_on(servable, request), servable.version
-        return self.observe("regress", request.model_spec, run)
+        return self.observe("regress", request.model_spec, run, entrypoint)
 
     def regress_on(self, servable, request):
         signature = self._signature_for(servable, request.model_spec, REGRESS_METHOD)

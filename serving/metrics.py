@@ -1,6 +1,8 @@
 """Prometheus metrics, exposed on the REST port at /monitoring/prometheus/metrics (TF Serving's path)."""
 import prometheus_client
 
+from serving.tf_metrics import TfServingMetrics
+
 LATENCY_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30)
 BATCH_BUCKETS = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024)
 
@@ -13,10 +15,13 @@ class Metrics:
     - serving_batch_size{model, signature}: rows per model call under --enable_batching (before
       padding); serving_padded_batch_size: after padding to allowed_batch_sizes.
     - serving_warmup_requests_total{model, version}: warmup records replayed at load.
+    `tf` holds stock TF Serving's metrics under their own names (serving/tf_metrics.py); the
+    exposition has both.
     """
 
     def __init__(self):
         self.registry = prometheus_client.CollectorRegistry()
+        self.tf = TfServingMetrics()
         self.requests = prometheus_client.Counter(
             "serving_requests", "Requests by model, version, API and status code.",
             ["model", "version", "api", "status"], registry=self.registry)
@@ -35,4 +40,5 @@ class Metrics:
 
     def exposition(self) -> tuple:
         """(body bytes, content type) for an HTTP response."""
-        return prometheus_client.generate_latest(self.registry), prometheus_client.CONTENT_TYPE_LATEST
+        body = prometheus_client.generate_latest(self.registry) + self.tf.text().encode("utf-8")
+        return body, prometheus_client.CONTENT_TYPE_LATEST

@@ -113,7 +113,7 @@ class RestApi:
                 for alias, array in arrays.items():
                     request.inputs[alias].CopyFrom(tf.make_tensor_proto(array))
                 return self.service.predict_on(servable, request), servable.version
-        response = self.service.observe("predict", request.model_spec, run)
+        response = self.service.observe("predict", request.model_spec, run, "REST")
         outputs = {k: tf.make_ndarray(v) for k, v in response.outputs.items()}
         return json_writer.predict_json(outputs, row[0])
 
@@ -123,8 +123,8 @@ class RestApi:
         self._spec(request.model_spec, match, signature_name)
         json_tensor.fill_examples(doc, request.input, verb)
         if verb == "classify":
-            return json_writer.classification_json(self.service.classify(request).result)
-        return json_writer.regression_json(self.service.regress(request).result)
+            return json_writer.classification_json(self.service.classify(request, "REST").result)
+        return json_writer.regression_json(self.service.regress(request, "REST").result)
 
 
 def _is_api_path(path):

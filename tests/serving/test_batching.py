@@ -221,3 +221,7 @@ def test_server_splits_a_3x_request_like_three_requests(start_server, model_base
     metric = lambda name: float(re.search(name + r'\{model="clf",signature="serving_default"\} (\S+)', text).group(1))  # noqa: E731
     # 2 warmup calls of 2 rows, the large request as 3 calls of 4 rows, the three pieces as 3 calls
     assert (metric("serving_batch_size_count"), metric("serving_batch_size_sum")) == (2 + 3 + 3, 4 + 12 + 12)
+    # the same calls under TF Serving's batching_session names (each call here holds one task)
+    assert ":tensorflow:serving:batching_session:wrapped_run_count{} 8" in text.splitlines()
+    assert re.search(r':tensorflow:serving:batching_session:queuing_latency_count\{thread_pool_name="batch_threads"\} 8\n',
+                     text)
