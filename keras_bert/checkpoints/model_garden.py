@@ -1,14 +1,18 @@
 """Reader for TensorFlow Model Garden TF2 BERT encoder checkpoints (object-based).
 
-What tf-models-official's `tf2_bert_encoder_checkpoint_converter` writes (and what Model Garden
-training saves): `tf.train.Checkpoint(encoder=BertEncoder(...)).save(...)`, often beside a
-google-research style `bert_config.json` and `vocab.txt`. Keys are object-graph paths,
-`<prefix>layer_with_weights-<k>/<attribute>/.ATTRIBUTES/VARIABLE_VALUE`, where `k` counts the
-encoder's layers that hold weights in construction order (official/nlp/modeling/networks/
+What tf-models-official's `tf2_bert_encoder_checkpoint_converter` writes,
+`tf.train.Checkpoint(encoder=BertEncoder(...))`, often beside a google-research style
+`bert_config.json` and `vocab.txt`; and what Model Garden training saves,
+`tf.train.Checkpoint(model=BertPretrainerV2(...), optimizer=..., global_step=...)`. Inside the
+encoder, variables sit at object paths `layer_with_weights-<k>/<attribute>`, where `k` counts
+the encoder's layers that hold weights in construction order (official/nlp/modeling/networks/
 bert_encoder.py): word (0), position (1) and type (2) embeddings, the embedding LayerNorm (3),
-transformer blocks (4 .. 4+L-1), the pooler (4+L). Attention kernels are per-head einsum
-layouts ([H, N, D], output [N, D, H]). Model Garden's "gelu" is the tanh form
-(official/modeling/activations/gelu.py: `approximate=True`).
+transformer blocks (4 .. 4+L-1), the pooler (4+L). A checkpoint stores each variable once,
+under the first path that reaches it (a pretrainer's word embeddings appear as
+`model/masked_lm/embedding_table`), so paths are resolved through the checkpoint's object graph,
+not read off the keys. Attention kernels are per-head einsum layouts ([H, N, D], output
+[N, D, H]). Model Garden's "gelu" is the tanh form (official/modeling/activations/gelu.py:
+`approximate=True`).
 
 Not read: factorized embeddings (`embedding_width` != hidden_size, an extra projection layer).
 """
@@ -17,9 +21,9 @@ from __future__ import annotations
 
 import json
 import os
-import re
 
 import tensorflow as tf
+from tensorflow.core.protobuf import trackable_object_graph_pb2
 
 from keras_bert.checkpoints.google import CONFIG_FILE, find_checkpoint_prefix
 from keras_bert.checkpoints.source import (
@@ -30,9 +34,11 @@ from keras_bert.checkpoints.source import (
 )
 from keras_bert.config import BertConfig
 
-SUFFIX = "/.ATTRIBUTES/VARIABLE_VALUE"
+VARIABLE_VALUE = "VARIABLE_VALUE"
 OBJECT_GRAPH_KEY = "_CHECKPOINTABLE_OBJECT_GRAPH"
-_FIRST_LAYER = "layer_with_weights-0/embeddings"
+# Object paths (relative to a node) that make the node a Model Garden BertEncoder.
+_ENCODER_SIGNATURE = ("layer_with_weights-1/embeddings", "layer_with_weights-3/gamma",
+                      "layer_with_weights-4/_attention_layer/_query_dense/kernel")
 
 # Transformer block attributes of Model Garden's TransformerEncoderBlock (relative to the block).
 _BLOCK_ROWS = (
@@ -54,11 +60,14 @@ _BLOCK_ROWS = (
     ("output/layer_norm/beta", "_output_layer_norm/beta", None),
 )
 
+# Checkpoint keys outside the encoder that are not weights of a BertEncoder.
 MODEL_GARDEN_IGNORED = (
     (r"save_counter/\.ATTRIBUTES/VARIABLE_VALUE", "tf.train.Checkpoint's save counter"),
     (OBJECT_GRAPH_KEY, "the checkpoint's object graph (structure, not a weight)"),
     (r"(.*/)?\.OPTIMIZER_SLOT/.*|optimizer/.*", "optimizer state, not a model weight"),
-    (r"(.*/)?global_step(/\.ATTRIBUTES/VARIABLE_VALUE)?", "training step counter"),
+    (r"(.*/)?global_step/\.ATTRIBUTES/VARIABLE_VALUE", "training step counter"),
+    (r"(.*/)?(masked_lm|classification_heads)/.*",
+     "BertPretrainerV2 head (masked LM / classification), not part of a bare BertEncoder"),
 )
 
 
@@ -81,14 +90,47 @@ def model_garden_table(num_layers: int) -> tuple:
     return tuple(rows)
 
 
-def _encoder_prefix(names, label: str) -> str:
-    prefixes = sorted(n[:-len(_FIRST_LAYER + SUFFIX)] for n in names
-                      if n.endswith(_FIRST_LAYER + SUFFIX))
-    if len(prefixes) != 1:
-        raise CheckpointError(
-            f"{label}: expected one Model Garden BertEncoder (a '<prefix>{_FIRST_LAYER}' "
-            f"variable), found {len(prefixes)}: {prefixes}")
-    return prefixes[0]
+def object_graph(reader):
+    """The checkpoint's `TrackableObjectGraph`, or None for a name-based (TF1) checkpoint."""
+    if not reader.has_tensor(OBJECT_GRAPH_KEY):
+        return None
+    graph = trackable_object_graph_pb2.TrackableObjectGraph()
+    graph.ParseFromString(reader.get_tensor(OBJECT_GRAPH_KEY))
+    return graph
+
+
+def variable_paths(graph, root: int = 0) -> dict:
+    """Object path (relative to node `root`) -> checkpoint key, for every saved variable.
+
+    Breadth-first, each node once, so a variable reachable by several paths gets the
+    shortest (the encoder's own path when `root` is the encoder).
+    """
+    paths, seen, queue = {}, {root}, [(root, "")]
+    while queue:
+        node_id, path = queue.pop(0)
+        for attribute in graph.nodes[node_id].attributes:
+            if attribute.name == VARIABLE_VALUE:
+                paths[path] = attribute.checkpoint_key
+        for child in graph.nodes[node_id].children:
+            if child.node_id not in seen:
+                seen.add(child.node_id)
+                queue.append((child.node_id, f"{path}/{child.local_name}".lstrip("/")))
+    return paths
+
+
+def _node_at(graph, node_id: int, path: str):
+    for name in path.split("/"):
+        ids = [c.node_id for c in graph.nodes[node_id].children if c.local_name == name]
+        if not ids:
+            return None
+        node_id = ids[0]
+    return node_id
+
+
+def encoder_nodes(graph) -> list:
+    """Ids of the nodes that are Model Garden BertEncoders (`_ENCODER_SIGNATURE`)."""
+    return [i for i in range(len(graph.nodes))
+            if all(_node_at(graph, i, p) is not None for p in _ENCODER_SIGNATURE)]
 
 
 def infer_config(shapes: dict) -> BertConfig:
@@ -134,26 +176,31 @@ def read_model_garden_checkpoint(path: str):
 
     Returns:
         `SourceWeights` with format "model_garden"; `source_names` and `ignored` use the
-        checkpoint's full keys.
+        checkpoint's keys.
 
     Raises:
         FileNotFoundError: naming the missing checkpoint index.
-        CheckpointError: when the checkpoint holds no single encoder, or on missing /
-            unexpected variables (listed).
+        CheckpointError: when the checkpoint is not object-based or holds not exactly one
+            encoder, on factorized embeddings, or on missing / unexpected variables (listed).
     """
     prefix = find_checkpoint_prefix(path)
     reader = tf.train.load_checkpoint(prefix)
+    graph = object_graph(reader)
+    nodes = [] if graph is None else encoder_nodes(graph)
+    if len(nodes) != 1:
+        raise CheckpointError(f"{prefix}: expected one Model Garden BertEncoder in an "
+                              f"object-based checkpoint, found {len(nodes)}")
+    inside = variable_paths(graph, nodes[0])  # encoder-relative path -> key
+    keys_inside = set(inside.values())
+    names = dict(inside)  # table name -> key; keys outside the encoder under their own name
+    names.update({key: key for key in reader.get_variable_to_shape_map()
+                  if key not in keys_inside})
     shape_map = reader.get_variable_to_shape_map()
-    enc = _encoder_prefix(shape_map, prefix)
-    names = {}  # table name (relative, no suffix) or full key -> full key
-    for key in shape_map:
-        inside = key.startswith(enc) and key.endswith(SUFFIX)
-        names[key[len(enc):-len(SUFFIX)] if inside else key] = key
     shapes = {n: shape_map[k] for n, k in names.items()}
-    config = _read_config(os.path.dirname(prefix), shapes, prefix)
     if "layer_with_weights-4/kernel" in shapes:  # block 0's place holds a plain Dense
         raise CheckpointError(f"{prefix}: factorized embeddings (an embedding projection "
                               "layer) are not supported")
+    config = _read_config(os.path.dirname(prefix), shapes, prefix)
     weights = apply_table(fmt="model_garden", weights_file=prefix, config=config, names=names,
                           read=lambda n: reader.get_tensor(names[n]),
                           table=model_garden_table(config.num_layers),
@@ -164,6 +211,6 @@ def read_model_garden_checkpoint(path: str):
 
 
 def is_model_garden_prefix(prefix: str) -> bool:
-    """True for an object-based checkpoint holding `<prefix>layer_with_weights-0/embeddings`."""
-    names = [name for name, _ in tf.train.list_variables(prefix)]
-    return any(re.fullmatch(r"(.*/)?" + re.escape(_FIRST_LAYER + SUFFIX), n) for n in names)
+    """True for an object-based checkpoint holding a Model Garden BertEncoder."""
+    graph = object_graph(tf.train.load_checkpoint(prefix))
+    return graph is not None and bool(encoder_nodes(graph))

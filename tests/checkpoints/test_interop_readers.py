@@ -21,6 +21,7 @@ from keras_bert.checkpoints import (
     resolve_do_lower_case,
     resolve_vocab_file,
 )
+from keras_bert.checkpoints.model_garden import read_model_garden_checkpoint
 from tests.checkpoints.helpers import hf_to_google, random_hf_weights, write_google_dir
 
 # vocab 23, hidden 8, heads 2, intermediate 12, layers 2, positions 7, types 3
@@ -117,6 +118,45 @@ def test_model_garden_unexpected_variable_is_listed(tmp_path, google_dir):
     tf.train.Checkpoint(encoder=mg_encoder, head=extra).save(str(tmp_path / "ckpt"))
     with pytest.raises(CheckpointError, match=r"unexpected variables .*head/\.ATTRIBUTES"):
         load_encoder(tmp_path)
+
+
+@pytest.mark.slow  # builds a BertPretrainerV2 and an optimizer: ~6 s on 2 shared cores
+def test_model_garden_training_checkpoint(tmp_path, model_garden_dir, google_dir):
+    """As Model Garden training saves it: pretrainer + optimizer + step; tied embeddings."""
+    import tf_keras
+    from official.nlp.modeling import models
+
+    _, mg_encoder = _model_garden_encoder(google_dir)
+    prefix = tf.train.latest_checkpoint(str(model_garden_dir))
+    tf.train.Checkpoint(encoder=mg_encoder).restore(prefix).assert_existing_objects_matched()
+    pretrainer = models.BertPretrainerV2(encoder_network=mg_encoder)
+    pretrainer(pretrainer.inputs)
+    optimizer = tf_keras.optimizers.Adam()
+    optimizer.build(pretrainer.trainable_variables)
+    tf.train.Checkpoint(model=pretrainer, optimizer=optimizer,
+                        global_step=tf.Variable(7, dtype=tf.int64)).save(str(tmp_path / "ckpt"))
+    out = mg_encoder(FEATURES, training=False)
+    reference = (out["sequence_output"].numpy(), out["pooled_output"].numpy())
+
+    assert detect_format(tmp_path)[0] == "model_garden"
+    assert _max_diff(_ours(load_encoder(tmp_path)), reference) <= 1e-5
+    source = read_checkpoint(tmp_path)
+    keys = {n for n, _ in tf.train.list_variables(tf.train.latest_checkpoint(str(tmp_path)))}
+    assert set(source.used()) | set(source.ignored) == keys
+    assert len(source.used()) == 5 + 2 * 16 + 2
+    # Stored once, under the masked-LM head's path: found through the object graph.
+    assert source.source_names["embeddings/word_embeddings"] == (
+        "model/masked_lm/embedding_table/.ATTRIBUTES/VARIABLE_VALUE")
+    reasons = set(source.ignored.values())
+    assert any("BertPretrainerV2 head" in r for r in reasons)
+    assert any("optimizer state" in r for r in reasons)
+    assert source.ignored["global_step/.ATTRIBUTES/VARIABLE_VALUE"] == "training step counter"
+
+
+def test_tf1_checkpoint_is_not_taken_for_model_garden(google_dir):
+    with pytest.raises(CheckpointError, match="expected one Model Garden BertEncoder in an "
+                                              "object-based checkpoint, found 0"):
+        read_model_garden_checkpoint(str(google_dir))
 
 
 @pytest.mark.slow  # export_tfhub builds and saves a SavedModel: ~10 s on 2 shared cores
