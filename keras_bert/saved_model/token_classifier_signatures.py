@@ -40,7 +40,7 @@ class TokenClassifierServingModule(ServingModule):
         width = tf.shape(tag_ids)[1]
         present = tf.sequence_mask(num_words, width)
         tags = tf.where(present, tf.gather(tf.constant(self._label_names), tag_ids), "")
-        return {"tags": tags, "words": words.to_tensor(default_value="", shape=[None, width]),
+        return {"tags": tags, "words": words.to_tensor(default_value=""),  # [B, W]: W = the most words
                 "num_words": num_words}
 
     @tf.function

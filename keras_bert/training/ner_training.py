@@ -1,0 +1,240 @@
+"""CoNLL-2003 NER fine-tuning (BERT section 4.3 / 5.3): `run_ner(NerConfig(...))`.
+
+Read train / valid / test (`keras_bert.data.conll`) -> build a `TokenClassifier` (pretrained or
+random encoder; fine-tuned, or frozen with a BiLSTM for `feature_mode`) -> train on windows with
+the BERT optimizer, SIGKILL-safe checkpoints, TensorBoard and dev entity F1 (seqeval) after each
+epoch (or more often), keeping the best -> dev and test scores of the best weights.
+
+Files in `output_dir`: `config.json` (resolved settings), `labels.json` (tag names in id order),
+`metrics.json` (dev per evaluation, best, and dev / test scores of the best weights),
+`checkpoints/`, `logs/`, `best.weights.h5`, `metrics_state.json`, `best_model.keras`.
+
+`fit_with_evaluation` (the loop) is shared with `swag_training`.
+"""
+from __future__ import annotations
+
+import dataclasses
+import logging
+import pathlib
+import time
+
+import keras
+import numpy as np
+import tensorflow as tf
+
+from keras_bert.config import check_max_seq_length
+from keras_bert.data import conll
+from keras_bert.evaluation.ner import entity_scores
+from keras_bert.tasks.token_classifier import FEATURE_MODES, IGNORE_LABEL, TokenClassifier
+from keras_bert.tokenization.bert_preprocessor import BertPreprocessor
+from keras_bert.training import callbacks as callbacks_lib
+from keras_bert.training.finetune_config import check_resume_settings
+from keras_bert.training.fit import build_for_training, resumable_fit
+from keras_bert.training.model_setup import build_encoder, resolve_vocab
+from keras_bert.training.optimizer import create_optimizer, set_mixed_precision
+from keras_bert.training.strategy import get_strategy
+
+logger = logging.getLogger(__name__)
+
+
+@dataclasses.dataclass
+class NerConfig:
+    """Settings of a NER run; field names are `recipes/run_ner.py`'s flags. Sizes in sentences,
+    pieces (max_seq_length includes [CLS]/[SEP]) and batches; max_train_seconds in seconds."""
+
+    data_dir: str
+    output_dir: str
+    init_checkpoint: str | None = None
+    bert_config_file: str | None = None
+    preset: str | None = None
+    vocab_file: str | None = None
+    do_lower_case: bool | None = None
+    max_seq_length: int = 128
+    window_stride: int | None = None
+    train_batch_size: int = 32
+    eval_batch_size: int = 64
+    learning_rate: float = 5e-5
+    num_train_epochs: float = 3.0
+    warmup_proportion: float = 0.1
+    weight_decay: float = 0.01
+    max_grad_norm: float = 1.0
+    dropout_rate: float = 0.1
+    feature_mode: str | None = None
+    lstm_units: int = 768
+    lstm_layers: int = 2
+    max_train_examples: int | None = None
+    max_eval_examples: int | None = None
+    max_train_seconds: float | None = None
+    seed: int = 42
+    save_checkpoints_steps: int | None = 1000
+    evaluations_per_epoch: int = 1
+    early_stopping_patience: int | None = None
+    mixed_precision: str = "float32"
+    strategy: str = "default"
+    verbose: str | int = "auto"
+
+    def __post_init__(self):
+        """Raises ValueError naming the flag: e.g. "--train_batch_size must be >= 1, got 0"."""
+        checks = [("num_train_epochs", self.num_train_epochs > 0, "> 0"),
+                  ("train_batch_size", self.train_batch_size >= 1, ">= 1"),
+                  ("eval_batch_size", self.eval_batch_size >= 1, ">= 1"),
+                  ("learning_rate", self.learning_rate > 0, "> 0"),
+                  ("warmup_proportion", 0 <= self.warmup_proportion <= 1, "in [0, 1]"),
+                  ("max_seq_length", self.max_seq_length >= 3, ">= 3 ([CLS], a piece, [SEP])"),
+                  ("evaluations_per_epoch", self.evaluations_per_epoch >= 1, ">= 1"),
+                  ("feature_mode", self.feature_mode in (None,) + FEATURE_MODES,
+                   f"one of {', '.join(FEATURE_MODES)}"),
+                  ("max_train_seconds", self.max_train_seconds is None or self.max_train_seconds > 0,
+                   "> 0")]
+        for name, ok, rule in checks:
+            if not ok:
+                raise ValueError(f"--{name} must be {rule}, got {getattr(self, name)!r}")
+        if self.init_checkpoint and (self.preset or self.bert_config_file):
+            raise ValueError("--init_checkpoint and --preset / --bert_config_file both given: "
+                             "pass one model source")
+
+
+class TimeBudget(keras.callbacks.Callback):
+    """Stops training once `seconds` of training wall time have passed (checked per batch)."""
+
+    def __init__(self, seconds: float | None):
+        super().__init__()
+        self.seconds, self.start = seconds, None
+
+    def on_train_batch_end(self, batch, logs=None):
+        if self.seconds is None:
+            return
+        self.start = self.start or time.monotonic()
+        if time.monotonic() - self.start > self.seconds:
+            self.model.stop_training = True
+
+
+def trimmed_batches(features: dict, labels: np.ndarray, batch_size: int, seed: int, epoch: int,
+                    skip: int) -> tf.data.Dataset:
+    """Shuffled (fixed by seed and epoch), full batches of (features, labels), each cut to its
+    longest row; the first `skip` batches dropped (resuming).
+
+    Args:
+        features: dict of int32 arrays [N, ..., T]; labels: [N] (one per example) or [N, T]
+            (one per position, cut with the features).
+    """
+    per_position = labels.ndim >= 2
+    order = np.random.default_rng([seed, epoch]).permutation(len(labels))
+    ds = tf.data.Dataset.from_tensor_slices(
+        ({k: v[order] for k, v in features.items()}, labels[order]))
+    ds = ds.batch(batch_size, drop_remainder=True).skip(skip)
+
+    def trim(x, y):
+        longest = tf.maximum(tf.reduce_max(tf.reduce_sum(x["input_mask"], axis=-1)), 2)
+        return {k: v[..., :longest] for k, v in x.items()}, y[..., :longest] if per_position else y
+    return ds.map(trim).prefetch(2)
+
+
+def fit_with_evaluation(task, config, features, labels, evaluate, monitor: str,
+                        out: pathlib.Path, loss, strategy) -> dict:
+    """Compiles `task` with the BERT optimizer and trains it on numpy (features, labels),
+    evaluating `evaluate(task) -> {metric: float}` per epoch (or `evaluations_per_epoch` times);
+    loads the best weights at the end.
+
+    Returns:
+        {"steps", "num_train_steps", "epochs" (each evaluation), "best", "resumed_from_step"}.
+
+    Raises:
+        ValueError: fewer training rows than train_batch_size.
+    """
+    steps_per_epoch = len(labels) // config.train_batch_size
+    if steps_per_epoch < 1:
+        raise ValueError(f"{len(labels)} training rows < train_batch_size {config.train_batch_size}")
+    epochs = max(1, int(np.ceil(config.num_train_epochs)))
+    total = int(round(steps_per_epoch * config.num_train_epochs))
+    with strategy.scope():
+        task.compile(optimizer=create_optimizer(
+            config.learning_rate, max(1, total), int(total * config.warmup_proportion),
+            weight_decay=config.weight_decay, global_clipnorm=config.max_grad_norm or None,
+            loss_scale=config.mixed_precision == "mixed_float16"), loss=loss)
+    n = config.train_batch_size
+    build_for_training(task, strategy, ({k: v[:n] for k, v in features.items()}, labels[:n]))
+    checkpoint, cbs = callbacks_lib.standard_callbacks(out, save_freq=config.save_checkpoints_steps)
+    evaluator = callbacks_lib.EvaluationCallback(
+        evaluate, monitor, out / "best.weights.h5", out / "metrics_state.json",
+        config.early_stopping_patience, evaluations_per_epoch=config.evaluations_per_epoch,
+        step_fn=lambda: checkpoint.step, steps_per_epoch=steps_per_epoch)
+
+    def make_train(epoch, skip):
+        left = total - epoch * steps_per_epoch - skip
+        return trimmed_batches(features, labels, n, config.seed, epoch, skip).take(
+            min(steps_per_epoch - skip, left))
+
+    steps = resumable_fit(task, make_train, steps_per_epoch, epochs, checkpoint,
+                          [checkpoint, evaluator, TimeBudget(config.max_train_seconds)] + cbs[1:],
+                          verbose=config.verbose, total_steps=total)
+    if not evaluator.state["epochs"]:  # stopped by the time budget before any evaluation
+        evaluator.on_epoch_end(0, {})
+    if (out / "best.weights.h5").exists():
+        task.load_weights(out / "best.weights.h5")
+    return {"steps": steps, "num_train_steps": total, "epochs": evaluator.state["epochs"],
+            "best": evaluator.state["best"], "resumed_from_step": checkpoint.restored_step}
+
+
+def _limit(sentences, n):
+    return sentences[:n] if n else sentences
+
+
+def ner_scores(task: TokenClassifier, sentences, batch_size: int) -> dict:
+    """Entity precision / recall / F1 (seqeval) of `task` on `sentences` (one tag per word)."""
+    predicted = task.predict_word_lists([s.words for s in sentences], batch_size=batch_size)
+    scores = entity_scores([s.tags for s in sentences], predicted)
+    return {k: scores[k] for k in ("precision", "recall", "f1", "accuracy")}
+
+
+def run_ner(config: NerConfig) -> dict:
+    """One NER run (module docstring).
+
+    Returns:
+        dict: "best" (dev metrics of the best evaluation), "dev" and "test" (scores of the best
+        weights), "epochs", "steps", "label_names", "task" (the TokenClassifier), "vocab_file",
+        "do_lower_case", "train_seconds".
+
+    Raises:
+        ValueError / FileNotFoundError: bad settings, missing split files, a resume into an
+            output_dir of a different run.
+    """
+    out = pathlib.Path(config.output_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    set_mixed_precision(config.mixed_precision)
+    strategy = get_strategy(config.strategy)
+    vocab_file, do_lower_case = resolve_vocab(config)
+    resolved = dataclasses.asdict(config) | {"vocab_file": vocab_file, "do_lower_case": do_lower_case}
+    check_resume_settings(out, resolved)
+    splits = conll.read_conll_splits(config.data_dir)
+    train = _limit(splits["train"], config.max_train_examples)
+    dev, test = (_limit(splits[s], config.max_eval_examples) for s in ("valid", "test"))
+    label_names = conll.label_list(splits["train"])
+    preprocessor = BertPreprocessor(vocab_file, do_lower_case=do_lower_case,
+                                    max_seq_length=config.max_seq_length)
+    keras.utils.set_random_seed(config.seed)
+    with strategy.scope():
+        encoder = build_encoder(config, len(preprocessor.vocabulary))
+        check_max_seq_length(config.max_seq_length, encoder.bert_config.max_sequence_length)
+        task = TokenClassifier(encoder, label_names, dropout_rate=config.dropout_rate,
+                               window_stride=config.window_stride, feature_mode=config.feature_mode,
+                               lstm_units=config.lstm_units, lstm_layers=config.lstm_layers,
+                               preprocessor=preprocessor)
+    callbacks_lib.write_json_atomic(out / "config.json", resolved)
+    callbacks_lib.write_json_atomic(out / "labels.json", {"task_type": task.task_type,
+                                                          "labels": label_names})
+    features, labels = task.training_windows([s.words for s in train], [s.tags for s in train])
+    logger.info("%d training sentences -> %d windows", len(train), len(labels))
+    loss = keras.losses.SparseCategoricalCrossentropy(from_logits=True, ignore_class=IGNORE_LABEL)
+    start = time.monotonic()
+    result = fit_with_evaluation(task, config, features, labels,
+                                 lambda model: ner_scores(model, dev, config.eval_batch_size),
+                                 "f1", out, loss, strategy)
+    train_seconds = time.monotonic() - start
+    task.save(out / "best_model.keras")
+    summary = result | {"dev": ner_scores(task, dev, config.eval_batch_size),
+                        "test": ner_scores(task, test, config.eval_batch_size),
+                        "train_windows": int(len(labels)), "train_seconds": train_seconds,
+                        "label_names": label_names}
+    callbacks_lib.write_json_atomic(out / "metrics.json", summary)
+    return summary | {"task": task, "vocab_file": vocab_file, "do_lower_case": do_lower_case}

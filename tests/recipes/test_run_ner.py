@@ -1,0 +1,78 @@
+"""recipes/run_ner.py: two-step smoke run on real CoNLL-2003 sentences, export, and the exported
+`serving_default` (loaded with plain TensorFlow in a fresh process) against `task.predict`."""
+import json
+import os
+import pathlib
+import pickle
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from keras_bert.data import conll
+from keras_bert.evaluation.ner import entity_scores
+from keras_bert.tasks import TokenClassifier, load_task
+
+REPO = pathlib.Path(__file__).resolve().parents[2]
+ENV = dict(os.environ, PYTHONPATH=str(REPO), TF_CPP_MIN_LOG_LEVEL="3", CUDA_VISIBLE_DEVICES="")
+TEXTS = ["EU rejects German call to boycott British lamb .", "",
+         "Zürich São Paulo Ångström qxzvwk " * 4,  # accents, [UNK] words, > one 30-piece window
+         "Peter Blackburn\tBRUSSELS  1996-08-22"]
+
+
+@pytest.mark.slow
+def test_two_step_smoke_export_and_serving_signature(tmp_path, data_dir, uncased_vocab):
+    out, export_base = tmp_path / "out", tmp_path / "models"
+    cmd = [sys.executable, str(REPO / "recipes" / "run_ner.py"),
+           f"--data_dir={data_dir / 'conll2003'}", "--preset=bert_tiny",
+           f"--vocab_file={uncased_vocab}", "--max_seq_length=32", "--train_batch_size=4",
+           "--max_train_examples=8", "--max_eval_examples=8", "--num_train_epochs=1",
+           "--verbose=0", f"--output_dir={out}", f"--export_dir={export_base}",
+           "--model_name=ner_tiny"]
+    proc = subprocess.run(cmd, env=ENV, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert json.loads((out / "config.json").read_text())["max_train_examples"] == 8
+    metrics = json.loads((out / "metrics.json").read_text())
+    # 8 training sentences -> 13 windows of <= 30 pieces -> 3 full batches of 4.
+    assert metrics["train_windows"] == 13 and metrics["steps"] == 3
+    assert metrics["label_names"] == ["O", "B-LOC", "I-LOC", "B-MISC", "I-MISC", "B-ORG",
+                                      "I-ORG", "B-PER", "I-PER"]
+    task = load_task(out)
+    assert isinstance(task, TokenClassifier)
+    test = conll.read_conll(data_dir / "conll2003" / "test.txt")[:8]
+    predicted = task.predict_word_lists([s.words for s in test])
+    assert metrics["test"]["f1"] == pytest.approx(
+        entity_scores([s.tags for s in test], predicted)["f1"])
+    assert "exported to" in proc.stdout
+
+    spec, result = tmp_path / "spec.pkl", tmp_path / "result.pkl"
+    spec.write_bytes(pickle.dumps({"ner": {"dir": str(export_base / "ner_tiny" / "1"), "calls": {
+        "text": ("signature", "serving_default", {"text": np.array(TEXTS, dtype=object)})}}}))
+    loader = REPO / "tests" / "export" / "_load_and_call.py"
+    proc = subprocess.run([sys.executable, "-I", str(loader), str(spec), str(result)], env=ENV,
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    served = pickle.loads(result.read_bytes())
+    assert "keras_bert" not in served["modules"] and "tensorflow_text" not in served["modules"]
+    outputs = served["ner"]["calls"]["text"]
+    expected = task.predict(TEXTS)
+    words = [t.split() for t in TEXTS]
+    assert outputs["num_words"].tolist() == [len(w) for w in words] == [9, 0, 20, 4]
+    width = max(map(len, words))
+    assert outputs["tags"].shape == outputs["words"].shape == (4, width)
+    for i, w in enumerate(words):
+        assert [x.decode() for x in outputs["words"][i]] == w + [""] * (width - len(w))
+        assert [x.decode() for x in outputs["tags"][i]] == expected[i] + [""] * (width - len(w))
+    signatures = served["ner"]["signatures"]
+    assert signatures["serving_default"]["inputs"] == {"text": ("string", (None,))}
+    assert set(signatures["encoded"]["outputs"]) == {"probabilities", "tag_ids", "tags"}
+
+
+def test_bad_flag_is_a_usage_error_without_traceback(tmp_path):
+    cmd = [sys.executable, str(REPO / "recipes" / "run_ner.py"), f"--data_dir={tmp_path}",
+           f"--output_dir={tmp_path / 'out'}", "--max_seq_length=2"]
+    proc = subprocess.run(cmd, env=ENV, capture_output=True, text=True, timeout=300)
+    assert proc.returncode != 0
+    assert "--max_seq_length must be >= 3" in proc.stderr + proc.stdout
+    assert "Traceback" not in proc.stderr and not (tmp_path / "out").exists()
