@@ -4,7 +4,7 @@ Same data (the first SST-2 train sentences, tokenized once by our FullTokenizer 
 checkpoint's vocab, padded to --seq_length), same batch, same optimizer settings (AdamW, lr 2e-5,
 weight decay 0.01; ours runs it as `FusedAdamW`, the fused-kernel AdamW of run_classifier.py,
 `--ours_optimizer=keras` for Keras's own), same real starting weights (minilm_l6_h384_uncased):
-- ours: `keras_bert.models.BertClassifier(from_pretrained(...), 2)`, `compile()` + `train_on_batch`;
+- ours: `keras_bert.models.TextClassifier(from_pretrained(...), 2)`, `compile()` + `train_on_batch`;
 - keras-hub: `BertTextClassifier(BertBackbone.from_preset(<same dir>), 2, preprocessor=None)`;
 - PyTorch (optional): `transformers.BertForSequenceClassification`, `torch.optim.AdamW`,
   bfloat16 through `torch.autocast`, in its own process (benchmarks/torch_peer.py).
@@ -84,9 +84,9 @@ def _ours_optimizer():
 def ours_model(dtype):
     import keras
     import keras_bert
-    from keras_bert.models.bert_classifier import BertClassifier
+    from keras_bert.tasks import TextClassifier
     keras.utils.set_random_seed(0)
-    model = BertClassifier(keras_bert.from_pretrained(common.PRESET, dtype=dtype), num_classes=2)
+    model = TextClassifier(keras_bert.from_pretrained(common.PRESET, dtype=dtype), num_classes=2)
     model.compile(optimizer=_ours_optimizer(), jit_compile=_jit(),
                   loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
     return model

@@ -30,7 +30,7 @@ def checkpoint_casing(init_checkpoint) -> bool | None:
     """
     try:
         return checkpoints.resolve_do_lower_case(init_checkpoint, default=None)
-    except ValueError:
+    except (ValueError, FileNotFoundError):  # unknown casing, or no such checkpoint (loading says)
         return None
 
 

@@ -26,12 +26,12 @@ def test_two_step_smoke_with_export(tmp_path, data_dir, uncased_vocab):
     metrics = json.loads((out / "metrics.json").read_text())
     assert metrics["runs"][0]["steps"] == 2 and metrics["monitor"] == "accuracy"
     assert len(metrics["runs"][0]["epochs"]) == 1 and 0 <= metrics["best"]["accuracy"] <= 1
-    assert json.loads((out / "labels.json").read_text())["labels"] == ["entailment", "not_entailment"]
     assert (out / "best_model.keras").is_file() and (out / "checkpoints" / "ckpt-2.weights.h5").is_file()
     assert list((out / "logs" / "train").glob("events.out.tfevents.*"))
     assert (export_base / "rte_tiny" / "1" / "saved_model.pb").is_file()
     exported = json.loads((export_base / "rte_tiny" / "1" / "assets" / "export_config.json").read_text())
-    assert exported["dtype_policy"] == "bfloat16"
+    assert exported["dtype_policy"] == "bfloat16" and exported["is_pair"] is True
+    assert exported["label_names"] == ["entailment", "not_entailment"]
     assert "exported to" in proc.stdout
 
 

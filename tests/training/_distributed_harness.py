@@ -1,6 +1,6 @@
 """Subprocess entry point for the distribution tests (run as `python _distributed_harness.py MODE OUT`).
 
-MODE "mirrored": split the host CPU into two logical devices, train the same tiny BertClassifier
+MODE "mirrored": split the host CPU into two logical devices, train the same tiny TextClassifier
 on the same global batches with the default strategy and with MirroredStrategy over both CPUs,
 and write the per-step losses of each to OUT (JSON).
 MODE "worker": one worker of a MultiWorkerMirroredStrategy cluster from $TF_CONFIG; train a few
@@ -21,7 +21,7 @@ import keras  # noqa: E402
 keras.config.disable_traceback_filtering()
 
 import keras_bert  # noqa: E402
-from keras_bert.models.bert_classifier import BertClassifier  # noqa: E402
+from keras_bert.tasks import TextClassifier  # noqa: E402
 from keras_bert.training import create_optimizer, get_strategy  # noqa: E402
 from keras_bert.training.callbacks import LossHistory  # noqa: E402
 from keras_bert.training.fit import build_for_training  # noqa: E402
@@ -48,7 +48,7 @@ def train(strategy):
         cfg = keras_bert.BertConfig(vocab_size=V, hidden_size=16, num_layers=2, num_heads=2,
                                     intermediate_size=24, max_sequence_length=T, dropout_rate=0.0,
                                     attention_dropout_rate=0.0)
-        model = BertClassifier(keras_bert.BertEncoder(**cfg.to_dict()), 3, dropout_rate=0.0)
+        model = TextClassifier(keras_bert.BertEncoder(**cfg.to_dict()), 3, dropout_rate=0.0)
         model.compile(create_optimizer(1e-2, STEPS, 1), keras.losses.SparseCategoricalCrossentropy(from_logits=True))
     build_for_training(model, strategy, next(iter(data())))
     history = LossHistory()

@@ -8,7 +8,10 @@ import numpy as np
 import pytest
 
 from keras_bert.data import glue
-from keras_bert.training.finetune import FinetuneConfig, load_task_data, run_finetuning
+import keras_bert
+from keras_bert.training.classification_data import load_task_data
+from keras_bert.training.finetune import run_finetuning
+from keras_bert.training.finetune_config import FinetuneConfig
 
 
 def _config(tmp_path, uncased_vocab, **kw):
@@ -32,21 +35,21 @@ def test_sentence_classification_learns_and_writes_artifacts(tmp_path, uncased_v
         num_train_epochs=3, max_train_examples=None, classifier_dropout=0.0, learning_rate=3e-3,
         evaluations_per_epoch=2))
     out = tmp_path / "out"
-    assert result["label_list"] == ["neg", "pos"] and result["monitor"] == "accuracy"
+    assert result["task"].label_names == ["neg", "pos"] and result["monitor"] == "accuracy"
     assert result["runs"][0]["steps"] == 18 and result["runs"][0]["num_train_steps"] == 18
     assert result["best"]["accuracy"] == 1.0                  # a separable task is learnt
     metrics = json.loads((out / "metrics.json").read_text())
     # 6 batches per epoch, dev evaluated every 3 batches (--evaluations_per_epoch=2)
     assert [e["epoch"] for e in metrics["runs"][0]["epochs"]] == [0.5, 1, 1.5, 2, 2.5, 3]
-    assert json.loads((out / "labels.json").read_text()) == {
-        "task_name": "text_classification", "task_type": "classification", "labels": ["neg", "pos"],
-        "is_pair": False}
     config = json.loads((out / "config.json").read_text())
     assert config["vocab_file"] == str(uncased_vocab) and config["num_replicas"] == 1
     assert json.loads((out / "checkpoints" / "checkpoint.json").read_text())["step"] == 18
     assert list((out / "logs").glob("train/events.out.tfevents.*"))
-    loaded = keras.saving.load_model(out / "best_model.keras")
-    assert loaded.label_names == ["neg", "pos"]
+    loaded = keras_bert.load_task(out)
+    assert loaded.label_names == ["neg", "pos"] and loaded.task_type == "classification"
+    assert not loaded.is_pair and loaded.preprocessor.max_seq_length == 32
+    assert loaded.predict(["a good , fine film", "a bad , awful film"]).argmax(-1).tolist() == [1, 0]
+    assert not (out / "labels.json").exists()  # what the model is lives in the task alone
 
 
 @pytest.mark.slow
@@ -57,10 +60,9 @@ def test_pair_classification_glue_mrpc(tmp_path, uncased_vocab, data_dir):
     assert 0.0 <= best["accuracy"] <= 1.0 and np.isfinite(best["train_loss"])
     assert result["runs"][0]["steps"] == 4
     # Display names for export; class ids stay GLUE's order (id 0 = "0" = not_equivalent).
-    assert result["label_list"] == ["not_equivalent", "equivalent"]
-    assert result["model"].label_names == ["not_equivalent", "equivalent"]
-    assert json.loads((tmp_path / "out" / "labels.json").read_text())["labels"] == ["not_equivalent", "equivalent"]
-    assert result["model"](next(iter([{"input_word_ids": np.ones((1, 32), "int32"),
+    assert result["task"].label_names == ["not_equivalent", "equivalent"] and result["task"].is_pair
+    assert keras_bert.load_task(tmp_path / "out").label_names == ["not_equivalent", "equivalent"]
+    assert result["task"](next(iter([{"input_word_ids": np.ones((1, 32), "int32"),
                                        "input_mask": np.ones((1, 32), "int32"),
                                        "input_type_ids": np.zeros((1, 32), "int32")}]))).shape == (1, 2)
 
@@ -69,7 +71,7 @@ def test_pair_classification_glue_mrpc(tmp_path, uncased_vocab, data_dir):
 def test_regression_stsb_with_restarts(tmp_path, uncased_vocab, data_dir):
     result = run_finetuning(_config(tmp_path, uncased_vocab, task_name="stsb", data_dir=str(data_dir),
                                     num_restarts=2, max_train_examples=16))
-    assert result["is_regression"] and result["monitor"] == "pearson"
+    assert result["task"].is_regression and result["monitor"] == "pearson"
     scores = [r["best"]["pearson"] for r in result["runs"]]
     assert [r["seed"] for r in result["runs"]] == [42, 43]
     assert result["mean"] == pytest.approx(statistics.fmean(scores))
@@ -77,7 +79,7 @@ def test_regression_stsb_with_restarts(tmp_path, uncased_vocab, data_dir):
     assert result["best_run"] == int(np.argmax(scores))
     out = tmp_path / "out"
     assert (out / "run_0" / "best_model.keras").exists() and (out / "best_model.keras").exists()
-    assert json.loads((out / "labels.json").read_text())["task_type"] == "regression"
+    assert keras_bert.load_task(out).task_type == "regression"
 
 
 def test_data_errors_are_clear(tmp_path, data_dir):
@@ -101,3 +103,20 @@ def test_data_errors_are_clear(tmp_path, data_dir):
                                               max_train_examples=5, max_eval_examples=3))
     assert len(mnli_like.train) == 5 and list(mnli_like.dev) == ["dev"] and len(mnli_like.dev["dev"]) == 3
     assert mnli_like.label_list == list(glue.get_task("rte").labels)
+
+
+@pytest.mark.slow
+def test_a_run_whose_every_evaluation_is_nan_says_so(tmp_path, uncased_vocab, caplog):
+    # Dev scores all equal: Pearson correlation is undefined (NaN) at every evaluation.
+    train = [("a good film", 4.5), ("a bad film", 0.5), ("an ok film", 2.5)] * 8
+    (tmp_path / "train.csv").write_text("text,label\n" + "".join(f"{t},{y}\n" for t, y in train))
+    (tmp_path / "dev.csv").write_text("text,label\n" + "".join(f"{t},2.0\n" for t, _ in train[:6]))
+    result = run_finetuning(_config(
+        tmp_path, uncased_vocab, task_name="text_regression", train_file=str(tmp_path / "train.csv"),
+        dev_file=str(tmp_path / "dev.csv"), max_train_examples=None, num_train_epochs=2))
+    metrics = json.loads((tmp_path / "out" / "metrics.json").read_text())
+    assert metrics["all_evaluations_non_finite"] is True
+    assert metrics["runs"][0]["all_evaluations_non_finite"] is True
+    assert [np.isnan(e["pearson"]) for e in metrics["runs"][0]["epochs"]] == [True, True]
+    assert "every dev pearson was NaN or infinite" in caplog.text
+    assert result["best"]["epoch"] == 1  # the first evaluation, as nothing finite exists

@@ -6,8 +6,11 @@ import pytest
 
 import keras_bert
 from keras_bert.data import glue
-from keras_bert.training import finetune
-from keras_bert.training.finetune import FinetuneConfig, build_encoder, load_task_data, run_finetuning
+from keras_bert.training.classification_data import load_task_data
+from keras_bert.training.finetune import run_finetuning
+from keras_bert.training.finetune_config import FinetuneConfig, check_resume_settings
+from keras_bert.training import model_setup
+from keras_bert.training.model_setup import build_encoder
 
 
 def _cfg(tmp_path, vocab, **kw):
@@ -60,7 +63,7 @@ def test_rerun_with_different_settings_is_refused(tmp_path, uncased_vocab, data_
     # pass the check, i.e. resume.
     same = dataclasses.asdict(_cfg(tmp_path, uncased_vocab, verbose=0, data_dir=str(data_dir),
                                    pad_to_multiple_of=0, output_dir=str(out) + "/"))
-    finetune.check_resume_settings(out, same | {"vocab_file": str(uncased_vocab), "do_lower_case": True,
+    check_resume_settings(out, same | {"vocab_file": str(uncased_vocab), "do_lower_case": True,
                                                 "num_replicas": 2})
     with pytest.raises(ValueError, match="evaluations_per_epoch 1 -> 4"):
         run_finetuning(_cfg(tmp_path, uncased_vocab, evaluations_per_epoch=4, data_dir=str(data_dir)))
@@ -90,7 +93,7 @@ def test_vocab_size_against_encoder(tmp_path, uncased_vocab, monkeypatch):
     assert build_encoder(config, vocab_size=1000).bert_config.vocab_size == 1000   # random init: vocab's size
     small = keras_bert.BertEncoder(**(dataclasses.asdict(keras_bert.BertConfig.from_preset("bert_tiny"))
                                       | {"vocab_size": 500}))
-    monkeypatch.setattr(keras_bert, "from_pretrained", lambda name: small)
+    monkeypatch.setattr(model_setup.checkpoints, "load_encoder", lambda name: small)
     pretrained = _cfg(tmp_path, uncased_vocab, preset=None, init_checkpoint="tiny_ckpt")
     with pytest.raises(ValueError, match=rf"vocab file {uncased_vocab} has 30522 entries but the encoder of "
                        "--init_checkpoint=tiny_ckpt has vocab_size 500"):

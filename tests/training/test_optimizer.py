@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 import keras_bert
-from keras_bert.models.bert_classifier import BertClassifier
+from keras_bert.tasks import TextClassifier
 from keras_bert.training import WarmupLinearDecay, create_optimizer, set_mixed_precision
 
 
@@ -22,7 +22,7 @@ def test_warmup_then_linear_decay_values():
 def test_defaults_and_weight_decay_exclusions():
     cfg = keras_bert.BertConfig(vocab_size=23, hidden_size=8, num_layers=1, num_heads=2,
                                 intermediate_size=12, max_sequence_length=5)
-    model = BertClassifier(keras_bert.BertEncoder(**cfg.to_dict()), 3)
+    model = TextClassifier(keras_bert.BertEncoder(**cfg.to_dict()), 3)
     model.build()
     opt = create_optimizer(2e-5, 100, 10)
     assert isinstance(opt, keras.optimizers.AdamW)
@@ -83,7 +83,7 @@ def test_mixed_float16_with_loss_scaling_and_jit_compile_trains():
     try:
         cfg = keras_bert.BertConfig(vocab_size=23, hidden_size=8, num_layers=1, num_heads=2,
                                     intermediate_size=12, max_sequence_length=5)
-        model = BertClassifier(keras_bert.BertEncoder(**cfg.to_dict()), 2, dropout_rate=0.0)
+        model = TextClassifier(keras_bert.BertEncoder(**cfg.to_dict()), 2, dropout_rate=0.0)
         x = {"input_word_ids": np.array([[1, 2, 3, 0, 0], [4, 5, 6, 7, 8]] * 2, "int32"),
              "input_mask": np.array([[1, 1, 1, 0, 0], [1, 1, 1, 1, 1]] * 2, "int32"),
              "input_type_ids": np.zeros((4, 5), "int32")}
