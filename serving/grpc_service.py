@@ -36,11 +36,14 @@ class PredictionServicer(prediction_service_pb2_grpc.PredictionServiceServicer):
 
 
 class ModelServicer(model_service_pb2_grpc.ModelServiceServicer):
-    """GetModelStatus; HandleReloadConfigRequest is UNIMPLEMENTED (edit the config file and restart,
-    or add version directories, which are picked up by polling)."""
+    """GetModelStatus and HandleReloadConfigRequest (a new model_config_list replaces the served
+    models; see ModelManager.reload)."""
 
     def __init__(self, service):
         self._service = service
 
     def GetModelStatus(self, request, context):
         return _call(self._service.get_model_status, request, context)
+
+    def HandleReloadConfigRequest(self, request, context):
+        return _call(self._service.reload_config, request, context)

@@ -14,8 +14,8 @@ import tensorflow as tf
 from google.protobuf import any_pb2
 from tensorflow.core.example import example_pb2
 from tensorflow_serving.apis import (classification_pb2, get_model_metadata_pb2, get_model_status_pb2,
-                                     inference_pb2, predict_pb2, prediction_log_pb2,
-                                     regression_pb2)
+                                     inference_pb2, model_management_pb2, predict_pb2,
+                                     prediction_log_pb2, regression_pb2)
 
 from serving import errors, tensors
 from serving.batching import BatchScheduler
@@ -305,6 +305,21 @@ class InferenceService:
             response.model_version_status.extend(self.manager.status(spec.name, version))
             return response, version
         return self.observe("get_model_status", request.model_spec, run)
+
+    def reload_config(self, request):
+        """HandleReloadConfigRequest: a ModelServerConfig with a model_config_list replaces the
+        served models (ModelManager.reload). Returns ReloadConfigResponse (status OK)."""
+        def run():
+            config = request.config
+            if config.WhichOneof("config") != "model_config_list":
+                raise errors.invalid_argument("ServerModelConfig type not supported by "
+                                              "HandleReloadConfigRequest. Only ModelConfigList is "
+                                              "currently supported")
+            self.manager.reload(list(config.model_config_list.config))
+            response = model_management_pb2.ReloadConfigResponse()
+            response.status.error_code = 0
+            return response, ""
+        return self.observe("reload_config", None, run)
 
     # ------------------------------------------------------------ warmup
     def warmup(self, servable):

@@ -10,6 +10,11 @@ Behaviour (as `tensorflow_model_server` with its default availability-preserving
   until enough aspired versions are AVAILABLE.
 - A removed version stops taking new requests at once and is unloaded when its in-flight requests
   finish (reference counting).
+- `reload(configs)` (ModelService/HandleReloadConfigRequest) replaces the served set as TF Serving's
+  ServerCore::ReloadConfig does: added models are loaded before it returns, removed models stop
+  taking requests and unload when idle, changed version policies apply with the same
+  availability-preserving switch, and labels are updated last, only when each points to an
+  AVAILABLE version.
 """
 import contextlib
 import logging
@@ -39,6 +44,7 @@ class _Version:
 class _Model:
     def __init__(self, config):
         self.config = config
+        self.labels = dict(config.version_labels)
         self.versions = {}  # int -> _Version
         self.warning = None  # last "no versions" warning logged (logged again only when it changes)
 
@@ -79,6 +85,19 @@ def no_versions_warning(name, base_path, on_disk):
     return message
 
 
+def check_configs(model_configs):
+    """Raises ValueError unless names are unique and non-empty, each has a base_path and the
+    platform is TensorFlow."""
+    names = [c.name for c in model_configs]
+    if len(set(names)) != len(names) or not all(names):
+        raise ValueError(f"model names must be unique and non-empty, got {names}")
+    for c in model_configs:
+        if c.model_platform not in ("", "tensorflow"):
+            raise ValueError(f"model '{c.name}': model_platform '{c.model_platform}' is not supported")
+        if not c.base_path:
+            raise ValueError(f"model '{c.name}' has no base_path")
+
+
 def aspired_versions(policy, available_on_disk):
     """Versions to serve under a ServableVersionPolicy proto, given the version numbers on disk."""
     on_disk = sorted(available_on_disk)
@@ -104,10 +123,9 @@ class ModelManager:
     """
 
     def __init__(self, model_configs, poll_seconds=1.0, on_loaded=None, on_change=None):
-        names = [c.name for c in model_configs]
-        if len(set(names)) != len(names) or not all(names):
-            raise ValueError(f"model names must be unique and non-empty, got {names}")
+        check_configs(model_configs)
         self._models = {c.name: _Model(c) for c in model_configs}
+        self._poll_lock = threading.Lock()  # one poll (or reload) at a time
         self._poll_seconds = poll_seconds
         self._on_loaded = on_loaded
         self._on_change = on_change
@@ -141,10 +159,79 @@ class ModelManager:
                 _LOG.exception("file system poll failed")
 
     def poll_once(self):
-        for model in self._models.values():
+        with self._poll_lock:
+            self._poll_all()
+
+    def _poll_all(self):
+        for model in list(self._models.values()):
             self._poll_model(model)
         if self._on_change:
             self._on_change()
+
+    def reload(self, model_configs):
+        """Replaces the served models with `model_configs` (ModelConfig protos); returns when added
+        models are loaded.
+
+        Raises:
+            ServingError INVALID_ARGUMENT (bad config; nothing changed), NOT_FOUND / UNKNOWN (an
+            added model has no loadable version; the rest of the config applies), FAILED_PRECONDITION
+            (a label names a version that is not AVAILABLE; the model keeps its previous labels).
+        """
+        try:
+            check_configs(model_configs)
+        except ValueError as e:
+            raise errors.invalid_argument(str(e)) from None
+        with self._poll_lock:
+            added = self._apply(model_configs)
+            self._poll_all()
+            self._check_added(added)
+            self._update_labels(model_configs)
+        _LOG.info("reloaded config: serving %s", self.model_names())
+
+    def _apply(self, model_configs):
+        """Swaps the model set under the lock; returns the added names."""
+        wanted = {c.name: c for c in model_configs}
+        with self._lock:
+            for name in [n for n in self._models if n not in wanted]:
+                _LOG.info("model %s removed from the config: unloading its versions", name)
+                for v in self._models.pop(name).versions.values():
+                    if v.state == State.AVAILABLE:
+                        v.state = State.UNLOADING
+                        self._maybe_finalize(v)
+            added = [n for n in wanted if n not in self._models]
+            for name, config in wanted.items():
+                if name in self._models:
+                    labels = self._models[name].labels
+                    self._models[name].config = config
+                    self._models[name].labels = labels  # replaced once the versions are loaded
+                else:
+                    self._models[name] = _Model(config)
+                    self._models[name].labels = {}
+        return added
+
+    def _check_added(self, added):
+        with self._lock:
+            for name in added:
+                model = self._models[name]
+                if any(v.state == State.AVAILABLE for v in model.versions.values()):
+                    continue
+                failed = [v.error for v in model.versions.values() if v.error is not None]
+                if failed:
+                    raise errors.ServingError(failed[0][0], failed[0][1])
+                raise errors.not_found(model.warning or f"No versions of servable {name} could be loaded")
+
+    def _update_labels(self, model_configs):
+        """All labels at once, or none (then every model keeps its previous labels)."""
+        with self._lock:
+            for config in model_configs:
+                versions = self._models[config.name].versions
+                for version in config.version_labels.values():
+                    if version not in versions or versions[version].state != State.AVAILABLE:
+                        raise errors.failed_precondition(
+                            f"Request to assign label to version {version} of model {config.name}, "
+                            "which is not currently available for inference.")
+            for config in model_configs:
+                self._models[config.name].labels = dict(config.version_labels)
 
     def _poll_model(self, model):
         base = model.config.base_path
@@ -232,7 +319,7 @@ class ModelManager:
         with self._lock:
             model = self._model(name)
             if label:
-                labels = dict(model.config.version_labels)
+                labels = model.labels
                 if label not in labels:
                     raise errors.invalid_argument(f"Unrecognized servable version label '{label}' for model "
                                            f"'{name}' (labels: {sorted(labels)})")

@@ -30,7 +30,7 @@ from tensorflow_serving.config import model_server_config_pb2
 from serving import batching, grpc_service, service_protos, tensors
 from serving.inference import InferenceService
 from serving.metrics import Metrics
-from serving.model_manager import ModelManager
+from serving.model_manager import ModelManager, check_configs
 from serving.rest import RestApi, RestServer
 
 _LOG = logging.getLogger("serving")
@@ -76,11 +76,8 @@ def model_configs(model_name="default", model_base_path="", model_config_file=""
         if not configs:
             raise ValueError(f"{model_config_file}: model_config_list has no config entries")
         base = os.path.dirname(os.path.abspath(model_config_file))
+        check_configs(configs)
         for c in configs:
-            if c.model_platform not in ("", "tensorflow"):
-                raise ValueError(f"model '{c.name}': model_platform '{c.model_platform}' is not supported")
-            if not c.base_path:
-                raise ValueError(f"model '{c.name}' has no base_path")
             if not os.path.isabs(c.base_path):
                 c.base_path = os.path.join(base, c.base_path)
         return configs
