@@ -4,8 +4,9 @@
 `load_task(path)`. Each predicts on raw strings and exports itself (`task.export(...)`).
 """
 from keras_bert.tasks.loading import load_task
+from keras_bert.tasks.multiple_choice import MultipleChoice
 from keras_bert.tasks.task import Task
 from keras_bert.tasks.text_classifier import TextClassifier
 from keras_bert.tasks.token_classifier import TokenClassifier
 
-__all__ = ["Task", "TextClassifier", "TokenClassifier", "load_task"]
+__all__ = ["MultipleChoice", "Task", "TextClassifier", "TokenClassifier", "load_task"]
