@@ -40,7 +40,8 @@ class Candidate:
 
     @property
     def score(self) -> float:
-        return self.start_logit + self.end_logit
+        """start_logit + end_logit, summed in float32 like the serving graph."""
+        return float(np.float32(self.start_logit) + np.float32(self.end_logit))
 
 
 def top_valid(logits: np.ndarray, valid: np.ndarray, k: int) -> list[int]:
@@ -60,8 +61,8 @@ def window_candidates(start_logits, end_logits, feature, n_best_size: int,
         feature: a `keras_bert.data.squad.SquadFeature`.
     """
     t = min(len(start_logits), len(feature.token_start))
-    start_logits = np.asarray(start_logits[:t], np.float64)
-    end_logits = np.asarray(end_logits[:t], np.float64)
+    start_logits = np.asarray(start_logits[:t], np.float32)
+    end_logits = np.asarray(end_logits[:t], np.float32)
     is_context = feature.token_start[:t] >= 0
     starts = top_valid(start_logits, is_context & feature.token_is_max_context[:t], n_best_size)
     ends = top_valid(end_logits, is_context, n_best_size)
@@ -133,7 +134,7 @@ def predict_example(context: str, features, results, n_best_size: int = N_BEST_S
     if (version_2_with_negative and "" not in seen) or not nbest:
         nbest.append(null)
     best = next((c for c in nbest if c.text), None)
-    odds = NO_ANSWER_ODDS if best is None else null.score - best.score
+    odds = NO_ANSWER_ODDS if best is None else float(np.float32(null.score) - np.float32(best.score))
     answer = best if best is not None and not (
         version_2_with_negative and odds > null_score_diff_threshold) else null
     probabilities = _softmax([c.score for c in nbest])

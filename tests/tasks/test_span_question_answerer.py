@@ -7,6 +7,7 @@ import tensorflow as tf
 from keras_bert.data import squad
 from keras_bert.evaluation import squad as squad_eval
 from keras_bert.models.bert_encoder import BertEncoder
+from keras_bert.saved_model import span_qa_signatures
 from keras_bert.tasks.span_question_answerer import SpanQuestionAnswerer
 from keras_bert.tokenization.bert_preprocessor import BertPreprocessor
 
@@ -110,3 +111,112 @@ def test_tiny_fit_overfits_to_exact_match_1(tmp_path):
     assert isinstance(loaded, SpanQuestionAnswerer) and loaded.doc_stride == 3
     assert loaded.preprocessor.vocabulary == VOCAB
     assert loaded.predict(([q for q, _, _ in DATA], [c for _, c, _ in DATA])) == predicted
+
+
+OFFSET_TEXTS = ["Café  déjà\tvu\u00a0naïve 東京タワー ΟΔΟΣ cafe\u0301 a\u200bb İstanbul ﬁne",
+                "x" * 250 + " y", "", "  Paris (1895–1943) is\n\nthe capital.\u3000end",
+                "Der  Begriff\t«Café  Müller»\u00a0steht\n\n in 東京都 ,  naïve   façade ."]
+
+
+@pytest.mark.parametrize("casing", ["uncased", "cased"])
+def test_in_graph_offsets_equal_the_python_path(casing, uncased_vocab, cased_vocab):
+    lower = casing == "uncased"
+    pre = BertPreprocessor(uncased_vocab if lower else cased_vocab, do_lower_case=lower,
+                           max_seq_length=32)
+    first = tf.constant([len(t) for t in pre.vocabulary])
+    rest = tf.constant([len(t) - 2 if t.startswith("##") and len(t) > 2 else len(t)
+                        for t in pre.vocabulary])
+    ids, starts, ends = span_qa_signatures.tokenize_with_offsets(
+        pre.core_tokenizer, first, rest, tf.constant(OFFSET_TEXTS))
+    tok = squad.ContextTokenizer(pre.vocabulary, lower)
+    for i, text in enumerate(OFFSET_TEXTS):
+        pieces, s, e = tok.tokenize_with_offsets(text)
+        assert ids[i].numpy().tolist() == tok.convert_tokens_to_ids(pieces)
+        assert starts[i].numpy().tolist() == s and ends[i].numpy().tolist() == e
+
+
+def test_in_graph_windows_equal_the_python_features():
+    task = tiny_task(max_seq_length=16, max_query_length=6, doc_stride=3)
+    module = task.serving_module(task.preprocessor)
+    questions = [q for q, _, _ in DATA] + ["what ?"]
+    contexts = [c for _, c, _ in DATA] + [""]
+    inputs, meta = module.windows(tf.constant(questions), tf.constant(contexts))
+    features = task.features([squad.SquadExample(str(i), q, c) for i, (q, c) in
+                              enumerate(zip(questions, contexts))])
+    assert meta["question"].numpy().tolist() == [f.example_index for f in features]
+    t = inputs["input_word_ids"].shape[1]
+    for row, f in enumerate(features):
+        for name in ("input_word_ids", "input_mask", "input_type_ids"):
+            assert inputs[name][row].numpy().tolist() == getattr(f, name)[:t].tolist()
+        assert meta["start"][row].numpy().tolist() == f.token_start[:t].tolist()
+        assert meta["end"][row].numpy().tolist() == f.token_end[:t].tolist()
+        assert meta["max_context"][row].numpy().tolist() == f.token_is_max_context[:t].tolist()
+
+
+def v2_task_with_some_empty_answers():
+    task = tiny_task(max_seq_length=16, max_query_length=6, doc_stride=3,
+                     version_2_with_negative=True, n_best_size=4)
+    exs = examples()
+    features = task.features(exs)
+    answers = task.answer(exs, features, task.window_logits(features))
+    task.null_score_diff_threshold = float(np.median([a["null_odds"] for a in answers.values()]))
+    return task
+
+
+@pytest.mark.slow
+def test_export_serves_the_python_answers_over_grpc_and_rest(tmp_path):
+    import json
+    import urllib.request
+
+    import grpc
+    from tensorflow_serving.apis import predict_pb2, prediction_service_pb2_grpc
+
+    from tests.serving.conftest import ServerProcess
+
+    task = v2_task_with_some_empty_answers()
+    questions = [q for q, _, _ in DATA] + ["what ?"]
+    contexts = [c for _, c, _ in DATA] + [""]
+    expected = task.predict((questions, contexts))
+    assert {r["answer_text"] == "" for r in expected} == {True, False}
+    path = task.export(tmp_path / "models", "qa")
+    loaded = tf.saved_model.load(str(path))
+    fn = loaded.signatures["serving_default"]
+    assert {k: v.dtype for k, v in fn.structured_input_signature[1].items()} == {
+        "question": tf.string, "context": tf.string}
+    out = fn(question=tf.constant(questions), context=tf.constant(contexts))
+    assert out["start"].dtype == tf.int32 and out["score"].dtype == tf.float32
+    for i, row in enumerate(expected):
+        assert out["answer_text"][i].numpy().decode() == row["answer_text"]
+        assert (int(out["start"][i]), int(out["end"][i])) == (row["start"], row["end"])
+        assert float(out["score"][i]) == pytest.approx(row["score"], abs=1e-4)
+    ids = task.preprocessor({"text": tf.constant(questions[:2]), "text_b": tf.constant(contexts[:2])})
+    encoded = loaded.signatures["encoded"](**ids)
+    np.testing.assert_allclose(encoded["start_logits"].numpy(),
+                               task(ids, training=False)["start_logits"].numpy(), atol=1e-5)
+    server = ServerProcess(["--model_name=qa", f"--model_base_path={tmp_path / 'models' / 'qa'}"],
+                           tmp_path / "server.log")
+    try:
+        server.wait_serving()
+        request = predict_pb2.PredictRequest()
+        request.model_spec.name = "qa"
+        request.inputs["question"].CopyFrom(tf.make_tensor_proto(questions))
+        request.inputs["context"].CopyFrom(tf.make_tensor_proto(contexts))
+        with grpc.insecure_channel(server.grpc_target) as channel:
+            reply = prediction_service_pb2_grpc.PredictionServiceStub(channel).Predict(
+                request, timeout=60)
+        texts = [t.decode() for t in tf.make_ndarray(reply.outputs["answer_text"])]
+        assert texts == [r["answer_text"] for r in expected]
+        assert tf.make_ndarray(reply.outputs["start"]).tolist() == [r["start"] for r in expected]
+        for body in ({"instances": [{"question": q, "context": c}
+                                    for q, c in zip(questions, contexts)]},
+                     {"inputs": {"question": questions, "context": contexts}}):
+            req = urllib.request.Request(f"{server.rest_url}/v1/models/qa:predict",
+                                         data=json.dumps(body).encode(), method="POST")
+            with urllib.request.urlopen(req, timeout=60) as resp:
+                got = json.loads(resp.read())
+            rows = got.get("predictions") or [dict(zip(got["outputs"], v)) for v in
+                                               zip(*got["outputs"].values())]
+            assert [r["answer_text"] for r in rows] == [r["answer_text"] for r in expected]
+            assert [r["end"] for r in rows] == [r["end"] for r in expected]
+    finally:
+        server.stop()
