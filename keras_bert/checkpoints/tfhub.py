@@ -6,8 +6,10 @@ a Keras model that implements TF Hub's text-encoder API (inputs `input_word_ids`
 plus a `vocab_file` asset and a boolean `do_lower_case` variable. Variables keep their Keras
 names (`transformer/layer_<i>/self_attention/query/kernel:0`, ...); attention kernels are
 per-head einsum layouts. The SavedModel stores no config: sizes come from the variable shapes,
-and the GELU form from the graph itself (an `Erf` op means the exact form; otherwise the tanh
-form, Model Garden's "gelu").
+and the GELU form from the graph itself (an `Erf` or `Erfc` op means the exact form, as
+`tf.nn.gelu(approximate=False)` computes it; otherwise the tanh form, Model Garden's "gelu").
+With `export_tfhub`'s `with_mlm=True`, the `mlm` sub-model's head variables are listed as
+ignored.
 """
 
 from __future__ import annotations
@@ -67,6 +69,8 @@ TFHUB_NAME_TABLE = (
 )
 
 TFHUB_IGNORED = (
+    (r"mlm/.*", "head of export_tfhub's `mlm` sub-model (masked LM), not part of a bare "
+     "BertEncoder"),
     (r"do_lower_case", "the SavedModel's do_lower_case attribute (a tokenizer setting, read by "
      "resolve_do_lower_case), not a weight"),
 )
@@ -77,7 +81,7 @@ def is_saved_model_dir(directory: str) -> bool:
 
 
 def graph_activation(directory: str) -> str:
-    """"gelu" if the SavedModel's graph computes an `Erf`, else "gelu_approximate"."""
+    """"gelu" if the SavedModel's graph computes `Erf` or `Erfc`, else "gelu_approximate"."""
     proto = saved_model_pb2.SavedModel()
     with open(os.path.join(directory, SAVED_MODEL_FILE), "rb") as f:
         proto.ParseFromString(f.read())
@@ -86,7 +90,7 @@ def graph_activation(directory: str) -> str:
         ops.update(node.op for node in meta_graph.graph_def.node)
         for function in meta_graph.graph_def.library.function:
             ops.update(node.op for node in function.node_def)
-    return "gelu" if "Erf" in ops else "gelu_approximate"
+    return "gelu" if ops & {"Erf", "Erfc"} else "gelu_approximate"
 
 
 def infer_config(shapes: dict, hidden_activation: str) -> BertConfig:
@@ -105,14 +109,23 @@ def infer_config(shapes: dict, hidden_activation: str) -> BertConfig:
 
 
 def _variables(directory: str) -> dict:
-    """Variable name (no ":0") -> variable; the `do_lower_case` attribute under that name."""
+    """Variable name (no ":0") -> variable, for the encoder's variables and the others.
+
+    The `do_lower_case` attribute is named so; variables only the `mlm` sub-model holds get
+    the prefix "mlm/".
+    """
     loaded = tf.saved_model.load(directory)
     flag = getattr(loaded, "do_lower_case", None)
+    own = list(loaded.variables)
+    mlm = getattr(loaded, "mlm", None)
+    extra = [] if mlm is None else [v for v in mlm.variables if all(v is not o for o in own)]
     out = {}
-    for variable in loaded.variables:
+    for variable in own + extra:
         name = variable.name[:-2] if variable.name.endswith(":0") else variable.name
         if variable is flag:
             name = "do_lower_case"
+        elif any(variable is e for e in extra):
+            name = "mlm/" + name
         if name in out:
             raise ValueError(f"{directory}: two variables are named {name!r}")
         out[name] = variable

@@ -185,6 +185,29 @@ def test_tfhub_saved_model_matches_the_saved_model(tmp_path, model_garden_dir, g
     assert resolve_vocab_file(export_dir).endswith(os.path.join("assets", "vocab.txt"))
 
 
+@pytest.mark.slow  # saves a SavedModel: ~10 s on 2 shared cores
+def test_tfhub_saved_model_exact_gelu_is_read_from_the_graph(tmp_path, model_garden_dir):
+    """A SavedModel of a Model Garden encoder with the exact GELU: the graph says so (Erfc)."""
+    import tf_keras
+    from official.nlp.modeling import networks
+
+    encoder = networks.BertEncoder(
+        vocab_size=23, hidden_size=8, num_layers=2, num_attention_heads=2,
+        intermediate_size=12, max_sequence_length=7, type_vocab_size=3, dict_outputs=True,
+        activation=lambda x: tf.nn.gelu(x, approximate=False))
+    prefix = tf.train.latest_checkpoint(str(model_garden_dir))
+    tf.train.Checkpoint(encoder=encoder).restore(prefix).assert_existing_objects_matched()
+    inputs = {x.name: x for x in encoder.inputs} if isinstance(encoder.inputs, list) else (
+        encoder.inputs)
+    tf.saved_model.save(tf_keras.Model(inputs, encoder(inputs)), str(tmp_path))
+    hub = tf.saved_model.load(str(tmp_path))
+    out = hub({k: tf.constant(v) for k, v in FEATURES.items()}, training=False)
+    ours = load_encoder(tmp_path)
+    assert ours.bert_config.hidden_activation == "gelu"
+    assert _max_diff(_ours(ours), (out["sequence_output"].numpy(),
+                                   out["pooled_output"].numpy())) <= 1e-5
+
+
 @pytest.fixture(scope="module")
 def keras_hub_backbone():
     import keras_hub
