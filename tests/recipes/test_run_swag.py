@@ -1,0 +1,69 @@
+"""recipes/run_swag.py: two-step smoke run on a small file in the official SWAG CSV layout,
+export, and the exported `serving_default` (plain TensorFlow, fresh process) against predict."""
+import json
+import os
+import pathlib
+import pickle
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from keras_bert.data import swag
+from keras_bert.tasks import MultipleChoice, load_task
+from tests.data.test_swag import HEADER, ROWS, write
+
+REPO = pathlib.Path(__file__).resolve().parents[2]
+ENV = dict(os.environ, PYTHONPATH=str(REPO), TF_CPP_MIN_LOG_LEVEL="3", CUDA_VISIBLE_DEVICES="")
+
+
+@pytest.mark.slow
+def test_two_step_smoke_export_and_serving_signature(tmp_path, uncased_vocab):
+    data = write(tmp_path / "train.csv", HEADER, ROWS * 2)  # 4 examples
+    out, export_base = tmp_path / "out", tmp_path / "models"
+    cmd = [sys.executable, str(REPO / "recipes" / "run_swag.py"), f"--train_file={data}",
+           f"--dev_file={data}", "--preset=bert_tiny", f"--vocab_file={uncased_vocab}",
+           "--max_seq_length=24", "--train_batch_size=2", "--num_train_epochs=1", "--verbose=0",
+           f"--output_dir={out}", f"--export_dir={export_base}", "--model_name=swag_tiny"]
+    proc = subprocess.run(cmd, env=ENV, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    metrics = json.loads((out / "metrics.json").read_text())
+    assert metrics["steps"] == 2 and metrics["train_examples"] == 4
+    task = load_task(out)
+    assert isinstance(task, MultipleChoice)
+    examples = swag.read_swag(data)
+    contexts, endings = [e.context for e in examples], [e.second_segments() for e in examples]
+    expected = task.predict((contexts, endings))
+    labels = np.array([e.label for e in examples])
+    assert metrics["dev"]["accuracy"] == pytest.approx((expected.argmax(-1) == labels).mean())
+
+    spec, result = tmp_path / "spec.pkl", tmp_path / "result.pkl"
+    inputs = {"context": np.array(contexts, dtype=object), "endings": np.array(endings, dtype=object)}
+    spec.write_bytes(pickle.dumps({"swag": {"dir": str(export_base / "swag_tiny" / "1"), "calls": {
+        "text": ("signature", "serving_default", inputs),
+        "bad": ("signature", "serving_default", {"context": inputs["context"][:1],
+                                                 "endings": inputs["endings"]})}}}))
+    loader = REPO / "tests" / "export" / "_load_and_call.py"
+    proc = subprocess.run([sys.executable, "-I", str(loader), str(spec), str(result)], env=ENV,
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    served = pickle.loads(result.read_bytes())
+    assert "keras_bert" not in served["modules"]
+    outputs = served["swag"]["calls"]["text"]
+    assert outputs["probabilities"].shape == (4, 4)
+    np.testing.assert_allclose(outputs["probabilities"], expected, rtol=1e-4, atol=1e-6)
+    assert outputs["choice"].tolist() == expected.argmax(-1).tolist()
+    error = served["swag"]["calls"]["bad"]
+    assert error[0] == "error" and "endings must be [batch, 4]" in error[2]
+    assert served["swag"]["signatures"]["serving_default"]["inputs"] == {
+        "context": ("string", (None,)), "endings": ("string", (None, 4))}
+
+
+def test_bad_flag_is_a_usage_error_without_traceback(tmp_path):
+    cmd = [sys.executable, str(REPO / "recipes" / "run_swag.py"), f"--train_file={tmp_path}/x.csv",
+           f"--dev_file={tmp_path}/x.csv", f"--output_dir={tmp_path / 'out'}", "--learning_rate=0"]
+    proc = subprocess.run(cmd, env=ENV, capture_output=True, text=True, timeout=300)
+    assert proc.returncode != 0
+    assert "--learning_rate must be > 0, got 0.0" in proc.stderr + proc.stdout
+    assert "Traceback" not in proc.stderr and not (tmp_path / "out").exists()
