@@ -1,11 +1,11 @@
-"""Converts any checkpoint `load_encoder` reads into a keras-bert checkpoint directory.
+"""Converts any checkpoint `load_encoder` reads into a keras-bert directory (or another format).
 
 Sources, detected from their files: a pretrained preset (`minilm_l6_h384_uncased`), a Hugging
 Face BERT directory, a google-research/bert TF1 checkpoint (directory or `bert_model.ckpt`
 prefix), a Model Garden TF2 encoder checkpoint, a TF Hub-style encoder SavedModel, a keras-hub
-BertBackbone preset, a keras-bert directory or a `.keras` file. Writes `config.json`, `encoder.weights.h5`, `vocab.txt`,
-`keras_bert_checkpoint.json` (see `keras_bert.checkpoints.save_encoder`) and
-`conversion.json` (resolved flags, the source variable -> encoder variable ledger and the ignored
+BertBackbone preset, a keras-bert directory or a `.keras` file. Writes `config.json`,
+`encoder.weights.h5`, `vocab.txt`, `keras_bert_checkpoint.json` (see
+`keras_bert.checkpoints.save_encoder`) and `conversion.json` (resolved flags, the source variable -> encoder variable ledger and the ignored
 variables with their reasons).
 
     python recipes/convert_checkpoint.py --init_checkpoint=uncased_L-12_H-768_A-12 \

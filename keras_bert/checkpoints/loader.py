@@ -218,8 +218,8 @@ def resolve_do_lower_case(name_or_path, default=None) -> bool:
 
     Sources: Hugging Face `tokenizer_config.json` "do_lower_case"; keras-bert
     `keras_bert_checkpoint.json`; keras-hub `tokenizer.json` "lowercase"; a TF Hub SavedModel's
-    `do_lower_case` variable; google-research/bert and Model Garden: the directory name ("uncased" -> True,
-    "cased" -> False), as in google-research/bert `tokenization.validate_case_matches_checkpoint`.
+    `do_lower_case` variable; google-research/bert and Model Garden: the directory name
+    ("uncased" -> True, "cased" -> False), as in google-research/bert `tokenization.validate_case_matches_checkpoint`.
 
     Args:
         default: returned when the source does not say; None means raise instead.

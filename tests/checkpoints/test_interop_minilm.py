@@ -22,7 +22,8 @@ PRESET = "minilm_l6_h384_uncased"
 SENTENCES = [("The quick brown fox jumps over the lazy dog.", None),
              ("How old are you?", "I am six years old, and my sister is nine."),
              ("Hello!", None),
-             ("Unaffable critics rarely praise naïve cafés in Zürich.", "They prefer the hotels.")]
+             ("Unaffable critics rarely praise naïve cafés in Zürich.",
+              "They prefer the hotels.")]
 
 
 @pytest.fixture(scope="module")

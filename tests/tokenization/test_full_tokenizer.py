@@ -154,7 +154,7 @@ def test_predicates():
 
 
 def test_vocab_without_special_tokens_tokenizes_packing_refuses(tmp_path):
-    """No [PAD], [CLS], [SEP], [UNK]: tokenizing works as in the reference; packing says what lacks."""
+    """No [PAD], [CLS], [SEP], [UNK]: tokenizing works as the reference; packing names them."""
     path = tmp_path / "nospecial.txt"
     path.write_text("want\n##want\n##ed\nun\nrunn\n##ing\n,\n")
     tok = FullTokenizer(path)

@@ -136,7 +136,8 @@ def test_same_tokens_as_model_garden_on_real_text(data_dir, uncased_vocab, tmp_p
                                   if t not in ("[PAD]", "[CLS]", "[SEP]")), encoding="utf-8")
     with open(data_dir / "glue" / "sst2" / "dev.tsv", encoding="utf-8") as f:
         texts = [line.split("\t")[0] for line in f][1:]
-    texts += ["naïve café", "ah\u535A\u63A8zz", "Straße \u00bd x\u200by", "UNwant\u00E9d,running"]
+    texts += ["naïve café", "ah\u535A\u63A8zz", "Straße \u00bd x\u200by",
+              "UNwant\u00E9d,running"]
     for lower in (True, False):
         ours = tokenization.FullTokenizer(str(vocab_file), do_lower_case=lower)
         ref = reference.FullTokenizer(str(vocab_file), do_lower_case=lower)
