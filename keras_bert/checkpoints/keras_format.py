@@ -18,7 +18,10 @@ import shutil
 
 import keras
 
-from keras_bert import models, tasks  # noqa: F401  register the classes a .keras file names
+# Registers BertEncoder / BertPretrainer for `.keras` files. Task classes (keras_bert.tasks)
+# are registered by the package itself; importing them here would make checkpoints depend on
+# tasks, which may themselves load checkpoints.
+from keras_bert import models  # noqa: F401
 from keras_bert.config import BertConfig
 from keras_bert.models.bert_encoder import BertEncoder
 
