@@ -15,6 +15,8 @@ import time
 from absl import app, flags
 
 from keras_bert.data import pretraining_data as pd
+from keras_bert.data.file_patterns import expand_file_patterns
+from keras_bert.tokenization import FullTokenizer
 
 FLAGS = flags.FLAGS
 flags.DEFINE_string("input_file", None, "Input text file(s): comma-separated paths or globs.")
@@ -39,10 +41,9 @@ flags.mark_flags_as_required(["input_file", "output_file", "vocab_file"])
 
 def main(argv):
     del argv
-    from keras_bert.tokenization import FullTokenizer
 
     start = time.time()
-    input_files = pd.expand_input_files(FLAGS.input_file)
+    input_files = expand_file_patterns(FLAGS.input_file)
     tokenizer = FullTokenizer(FLAGS.vocab_file, do_lower_case=FLAGS.do_lower_case)
     documents = pd.tokenize_corpus(input_files, FLAGS.vocab_file, FLAGS.do_lower_case,
                                    FLAGS.input_format, FLAGS.num_workers, FLAGS.progress)

@@ -13,6 +13,8 @@ import time
 from absl import app, flags
 
 from keras_bert.data import pretraining_data as pd
+from keras_bert.data.file_patterns import expand_file_patterns
+from keras_bert.tokenization import FullTokenizer
 from keras_bert.data import vocab_builder
 
 FLAGS = flags.FLAGS
@@ -30,7 +32,7 @@ flags.mark_flags_as_required(["input_file", "vocab_file"])
 def main(argv):
     del argv
     start = time.time()
-    files = pd.expand_input_files(FLAGS.input_file)
+    files = expand_file_patterns(FLAGS.input_file)
     lines = [sentence for path in files
              for doc in pd.read_raw_documents(path, FLAGS.input_format) for sentence in doc]
     reserved = list(vocab_builder.RESERVED_TOKENS) + FLAGS.extra_reserved_tokens

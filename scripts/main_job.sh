@@ -56,8 +56,8 @@ print(f"SST-2 dev accuracy (872 sentences): {acc}")
 EOF
 
 step "3/5 export to $EXPORT_BASE/sst2/<version>"
-"$PY" -m export --model_dir="$RUN_DIR" --export_base="$EXPORT_BASE" --model_name=sst2 \
-  --label_names=negative,positive  # GLUE SST-2: 0 = negative, 1 = positive
+# The task knows its labels (GLUE SST-2: 0 = negative, 1 = positive), vocabulary and length.
+"$PY" -m export --model_dir="$RUN_DIR" --export_base="$EXPORT_BASE" --model_name=sst2
 
 step "4/5 start the server and wait until sst2 is AVAILABLE"
 PORT="${PORT:-$("$PY" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')}"

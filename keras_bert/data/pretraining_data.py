@@ -31,7 +31,6 @@ from __future__ import annotations
 import collections
 import concurrent.futures
 import dataclasses
-import glob
 import json
 import multiprocessing
 import os
@@ -40,6 +39,8 @@ import re
 from typing import Callable, Iterable, Sequence
 
 import numpy as np
+
+from keras_bert.config import check_max_seq_length
 
 CLS, SEP, MASK = "[CLS]", "[SEP]", "[MASK]"
 MASK_KINDS = ("mask", "random", "keep")
@@ -77,23 +78,6 @@ _WIKITEXT_HEADING = re.compile(r"^ ?(= ){2,}.*( =){2,} ?$")
 # "U.S." or "Mr." never split.
 _WIKITEXT_SENTENCE_END = re.compile(r"(?<= [.!?]) +(?=[A-Z0-9\"'(])")
 _WIKITEXT_UNESCAPE = ((" @-@ ", "-"), (" @,@ ", ","), (" @.@ ", "."))
-
-
-def expand_input_files(input_file: str) -> list[str]:
-    """Expands a comma-separated list of paths and globs, in the order given (each glob sorted).
-
-    Raises:
-        FileNotFoundError: naming every pattern that matches no file.
-    """
-    files, missing = [], []
-    for pattern in [p.strip() for p in input_file.split(",") if p.strip()]:
-        matched = sorted(glob.glob(pattern))
-        if not matched:
-            missing.append(pattern)
-        files.extend(matched)
-    if missing or not files:
-        raise FileNotFoundError(f"no input file matches {missing or input_file!r}")
-    return files
 
 
 def split_wikitext_sentences(paragraph: str) -> list[str]:
@@ -205,7 +189,8 @@ def tokenize_corpus(
 # ---------------------------------------------------------------------------------------------
 
 
-def truncate_seq_pair(tokens_a: list, tokens_b: list, max_num_tokens: int, rng: random.Random) -> None:
+def truncate_seq_pair_randomly(tokens_a: list, tokens_b: list, max_num_tokens: int,
+                               rng: random.Random) -> None:
     """Truncates in place, one piece at a time from the longer list, at its front or back at random
     (google-research/bert `truncate_seq_pair`)."""
     while len(tokens_a) + len(tokens_b) > max_num_tokens:
@@ -304,7 +289,7 @@ def create_instances_from_document(
                 else:
                     is_random_next = False
                     tokens_b = [t for seg in current_chunk[a_end:] for t in seg]
-                truncate_seq_pair(tokens_a, tokens_b, max_num_tokens, rng)
+                truncate_seq_pair_randomly(tokens_a, tokens_b, max_num_tokens, rng)
                 tokens = [CLS] + tokens_a + [SEP] + tokens_b + [SEP]
                 segment_ids = [0] * (len(tokens_a) + 2) + [1] * (len(tokens_b) + 1)
                 tokens, positions, labels, kinds = create_masked_lm_predictions(
@@ -340,8 +325,10 @@ def create_training_instances(
 
     if len(documents) < 2:
         raise ValueError(f"need at least 2 documents for next-sentence prediction, got {len(documents)}")
-    if max_seq_length < 5:
-        raise ValueError(f"max_seq_length={max_seq_length} must be >= 5")
+    check_max_seq_length(max_seq_length, is_pair=True)  # the one rule, then this recipe's own:
+    if max_seq_length < 5:  # [CLS] A [SEP] B [SEP] with at least one token in each segment
+        raise ValueError(f"max_seq_length={max_seq_length} must be >= 5 for pretraining instances "
+                         "(two non-empty segments and three special tokens)")
     if not 0.0 < masked_lm_prob <= 1.0:
         raise ValueError(f"masked_lm_prob={masked_lm_prob} must be in (0, 1]")
     if max_predictions_per_seq < 1:

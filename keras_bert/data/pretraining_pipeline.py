@@ -15,6 +15,8 @@ from typing import Sequence
 
 import tensorflow as tf
 
+from keras_bert.data.file_patterns import expand_file_patterns
+
 INT_FEATURES = ("input_word_ids", "input_mask", "input_type_ids")
 MLM_INT_FEATURES = ("masked_lm_positions", "masked_lm_ids")
 
@@ -154,11 +156,7 @@ def make_pretraining_dataset(
     Raises:
         FileNotFoundError: no file matches. CorruptShardError: see `verify`. ValueError: bad args.
     """
-    if isinstance(input_files, str):
-        input_files = [p for p in input_files.split(",") if p.strip()]
-    files = sorted({f for pattern in input_files for f in tf.io.gfile.glob(pattern.strip())})
-    if not files:
-        raise FileNotFoundError(f"no pretraining shard matches {list(input_files)}")
+    files = sorted(expand_file_patterns(input_files, what="pretraining shard"))
     if dynamic_masking and not vocab_size:
         raise ValueError("dynamic_masking needs vocab_size")
     if verify:

@@ -18,6 +18,7 @@ from keras_bert.training.selection import is_better
 
 
 def write_json_atomic(path: pathlib.Path, obj) -> None:
+    path = pathlib.Path(path)
     tmp = path.with_name(path.name + ".tmp")
     with open(tmp, "w") as f:
         json.dump(obj, f, indent=2, sort_keys=True)

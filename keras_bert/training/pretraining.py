@@ -1,0 +1,164 @@
+"""BERT pretraining (masked LM + next sentence, BERT §3.1) on create_pretraining_data TFRecords.
+
+`run_pretraining(PretrainConfig(...))` is the whole run behind `recipes/run_pretraining.py`.
+Writes to `output_dir`: `config.json` (settings + BertConfig), `checkpoints/` (resumable: the same
+call after a crash or SIGKILL continues from the last checkpoint), `logs/` (TensorBoard: loss,
+mlm_loss, mlm_accuracy, nsp_loss, nsp_accuracy), `history.jsonl` (one line of metrics per
+`save_checkpoints_steps`), `metrics.json`, and `encoder/` (keras-bert checkpoint directory for
+`--init_checkpoint` / `keras_bert.from_pretrained`). Ablations (BERT table 5): `no_nsp`, `ltr`
+(left-to-right attention, implies no NSP).
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import time
+
+import keras
+
+from keras_bert.checkpoints.keras_format import save_encoder
+from keras_bert.checkpoints.loader import load_encoder
+from keras_bert.config import BertConfig, check_max_seq_length
+from keras_bert.data.file_patterns import expand_file_patterns
+from keras_bert.data.pretraining_pipeline import make_pretraining_dataset, verify_shards
+from keras_bert.models.bert_encoder import BertEncoder
+from keras_bert.models.bert_pretrainer import BertPretrainer
+from keras_bert.tokenization.full_tokenizer import load_vocab
+from keras_bert.training.callbacks import standard_callbacks, write_json_atomic
+from keras_bert.training.fit import resumable_fit
+from keras_bert.training.optimizer import create_optimizer, set_mixed_precision
+from keras_bert.training.strategy import get_strategy
+
+
+@dataclasses.dataclass
+class PretrainConfig:
+    """Settings of a pretraining run; field names are the recipe's flag names (google-research's
+    `run_pretraining.py` where one exists). Sizes in tokens, examples and optimizer steps."""
+
+    input_file: str
+    output_dir: str
+    vocab_file: str
+    do_lower_case: bool = True
+    preset: str = "bert_tiny"
+    bert_config_file: str | None = None
+    init_checkpoint: str | None = None
+    max_seq_length: int = 128
+    max_predictions_per_seq: int = 20
+    train_batch_size: int = 32
+    num_train_steps: int = 1000
+    num_warmup_steps: int = 100
+    learning_rate: float = 1e-4
+    optimizer: str = "adamw"
+    save_checkpoints_steps: int = 100
+    strategy: str = "default"
+    tpu: str | None = None
+    mixed_precision: str = "float32"
+    jit_compile: bool = False
+    no_nsp: bool = False
+    ltr: bool = False
+    dynamic_masking: bool = False
+    masked_lm_prob: float = 0.15
+    random_seed: int = 12345
+
+    @property
+    def use_nsp(self) -> bool:
+        return not (self.no_nsp or self.ltr)
+
+
+def build_pretrainer(config: PretrainConfig, vocab: dict, precision: str) -> BertPretrainer:
+    """Encoder (from init_checkpoint, or random from bert_config_file / preset sized to the vocab)
+    with the MLM (+ NSP) heads, compiled. Call under the strategy's scope.
+
+    Raises:
+        ValueError: the encoder's vocab_size differs from the vocab file, or max_seq_length does
+            not fit its position table.
+    """
+    if config.init_checkpoint:
+        encoder = load_encoder(config.init_checkpoint, causal=config.ltr)
+    else:
+        cfg = (BertConfig.from_json_file(config.bert_config_file) if config.bert_config_file
+               else BertConfig.from_preset(config.preset))
+        encoder = BertEncoder.from_config_object(cfg, vocab_size=len(vocab), causal=config.ltr)
+    cfg = encoder.bert_config
+    if cfg.vocab_size != len(vocab):
+        raise ValueError(f"the encoder has vocab_size={cfg.vocab_size} but {config.vocab_file} has "
+                         f"{len(vocab)} tokens")
+    check_max_seq_length(config.max_seq_length, cfg.max_sequence_length, is_pair=True)
+    model = BertPretrainer(encoder, use_nsp=config.use_nsp)
+    model.build()
+    model.compile(optimizer=create_optimizer(
+        config.learning_rate, config.num_train_steps, config.num_warmup_steps, config.optimizer,
+        loss_scale=precision == "mixed_float16"), jit_compile=config.jit_compile)
+    return model
+
+
+def make_train_dataset_fn(config: PretrainConfig, vocab: dict):
+    """callable(epoch, skip) -> the batches of one `save_checkpoints_steps` chunk (resumable_fit)."""
+    def make_train_dataset(epoch, skip):
+        ds = make_pretraining_dataset(
+            config.input_file, config.train_batch_size, config.max_seq_length,
+            config.max_predictions_per_seq, is_training=True, seed=config.random_seed + epoch,
+            dynamic_masking=config.dynamic_masking, vocab_size=len(vocab),
+            mask_token_id=vocab["[MASK]"], cls_token_id=vocab["[CLS]"],
+            sep_token_id=vocab["[SEP]"], masked_lm_prob=config.masked_lm_prob,
+            use_nsp=config.use_nsp, verify=False)
+        return ds.skip(skip).take(config.save_checkpoints_steps - skip)
+
+    return make_train_dataset
+
+
+def _history_callback(path: str, checkpoint, start: float):
+    def append(epoch, logs):
+        record = {"step": checkpoint.step, "seconds": round(time.time() - start, 1),
+                  **{k: float(v) for k, v in logs.items() if k != "learning_rate"}}
+        with open(path, "a") as f:
+            f.write(json.dumps(record) + "\n")
+
+    return keras.callbacks.LambdaCallback(on_epoch_end=append)
+
+
+def run_pretraining(config: PretrainConfig) -> dict:
+    """Pretrains (resuming from output_dir's last checkpoint) and writes the files listed above.
+
+    Returns:
+        metrics.json's dict: steps, resumed_from_step, records, examples_seen, seconds_this_run,
+        final (last history line), history, encoder_dir.
+
+    Raises:
+        FileNotFoundError: no input shard. CorruptShardError: a damaged shard, by name.
+        ValueError: see `build_pretrainer`.
+    """
+    start = time.time()
+    shards = expand_file_patterns(config.input_file, what="pretraining shard")
+    num_records = sum(verify_shards(shards))  # a damaged shard fails here, by name
+    os.makedirs(config.output_dir, exist_ok=True)
+    keras.utils.set_random_seed(config.random_seed)
+    precision = set_mixed_precision(config.mixed_precision)
+    strategy = get_strategy(config.strategy, config.tpu)
+    vocab = load_vocab(config.vocab_file)
+    with strategy.scope():
+        model = build_pretrainer(config, vocab, precision)
+    write_json_atomic(os.path.join(config.output_dir, "config.json"), {
+        "flags": dataclasses.asdict(config), "bert_config": dataclasses.asdict(model.encoder.bert_config),
+        "use_nsp": config.use_nsp, "causal": config.ltr})
+    checkpoint, callbacks = standard_callbacks(
+        config.output_dir, tensorboard_update_freq=config.save_checkpoints_steps)
+    history_path = os.path.join(config.output_dir, "history.jsonl")
+    callbacks.append(_history_callback(history_path, checkpoint, start))
+    resumed_from = checkpoint.restore(model)
+    epochs = -(-config.num_train_steps // config.save_checkpoints_steps)
+    steps = resumable_fit(model, make_train_dataset_fn(config, vocab), config.save_checkpoints_steps,
+                          epochs, checkpoint, callbacks, verbose=2,
+                          total_steps=config.num_train_steps)
+    encoder_dir = save_encoder(model.encoder, os.path.join(config.output_dir, "encoder"),
+                               config.vocab_file, config.do_lower_case)
+    with open(history_path) as f:
+        history = [json.loads(line) for line in f]
+    metrics = {"steps": steps, "resumed_from_step": resumed_from, "records": num_records,
+               "examples_seen": steps * config.train_batch_size,
+               "seconds_this_run": round(time.time() - start, 1),
+               "final": history[-1] if history else {}, "history": history,
+               "encoder_dir": encoder_dir}
+    write_json_atomic(os.path.join(config.output_dir, "metrics.json"), metrics)
+    return metrics
