@@ -72,10 +72,6 @@ def main(argv):
     names = {f.name for f in dataclasses.fields(squad_training.SquadConfig)}
     try:
         config = squad_training.SquadConfig(**{n: FLAGS[n].value for n in names if n in FLAGS})
-        for name in ("train_file", "predict_file"):
-            path = getattr(config, name)
-            if path and not pathlib.Path(path).is_file():
-                raise ValueError(f"--{name}={path}: no such file")
     except ValueError as e:  # a bad flag value: a usage error, not a traceback
         raise app.UsageError(str(e)) from None
     metrics = squad_training.run_squad(config)

@@ -99,6 +99,10 @@ class SquadConfig:
                 raise ValueError(f"--{name} must be {rule}, got {getattr(self, name)!r}")
         if not self.train_file and not self.predict_file:
             raise ValueError("give --train_file, --predict_file or both")
+        for name in ("train_file", "predict_file"):
+            path = getattr(self, name)
+            if path and not pathlib.Path(path).is_file():
+                raise ValueError(f"--{name}={path}: no such file")
         try:
             squad.check_lengths(self.max_seq_length, self.doc_stride, self.max_query_length)
         except ValueError as e:

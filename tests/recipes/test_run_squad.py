@@ -8,6 +8,9 @@ import sys
 
 import pytest
 
+from keras_bert.tasks import SpanQuestionAnswerer, load_task
+from keras_bert.training import squad_training
+
 REPO = pathlib.Path(__file__).resolve().parents[2]
 
 
@@ -45,16 +48,28 @@ def test_tiny_run_writes_predictions_and_metrics(tmp_path, data_dir, uncased_voc
     for qid, text in predictions.items():  # thresholded at 0.0 from the written null odds
         best = next((n["text"] for n in nbest[qid] if n["text"]), "")
         assert text == ("" if null_odds[qid] > 0.0 else best)
-    assert (out / "best_model.keras").is_file()
+    task = load_task(out)
+    assert isinstance(task, SpanQuestionAnswerer) and task.version_2_with_negative
+    assert task.doc_stride == 32 and task.preprocessor.max_seq_length == 64
 
 
 @pytest.mark.slow
 def test_bad_flag_value_is_a_usage_error_without_traceback(tmp_path):
-    proc = run([f"--output_dir={tmp_path / 'out'}", "--train_file=x.json", "--max_seq_length=32",
-                "--max_query_length=64"], timeout=300)
+    proc = run([f"--output_dir={tmp_path / 'out'}", f"--train_file={REPO / 'README.md'}",
+                "--max_seq_length=32", "--max_query_length=64"], timeout=300)
     assert proc.returncode == 1
     assert "leaves no room for the context" in proc.stderr + proc.stdout
     assert "Traceback" not in proc.stderr and not (tmp_path / "out").exists()
-    proc = run([f"--output_dir={tmp_path / 'out'}", f"--train_file={tmp_path / 'missing.json'}"],
-               timeout=300)
-    assert proc.returncode == 1 and "no such file" in proc.stderr + proc.stdout
+
+
+@pytest.mark.parametrize("settings, message", [
+    ({"train_file": "missing.json"}, "--train_file=missing.json: no such file"),
+    ({}, "give --train_file, --predict_file or both"),
+    ({"predict_file": str(REPO / "README.md"), "holdout_fraction": 1.0},
+     "--holdout_fraction must be in \\(0, 1\\)"),
+    ({"predict_file": str(REPO / "README.md"), "train_batch_size": 0},
+     "--train_batch_size must be >= 1, got 0"),
+])
+def test_config_errors_name_the_flag(tmp_path, settings, message):
+    with pytest.raises(ValueError, match=message):
+        squad_training.SquadConfig(output_dir=str(tmp_path), **settings)
