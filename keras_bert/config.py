@@ -12,6 +12,8 @@ import json
 import os
 
 ACTIVATIONS = ("gelu", "gelu_approximate", "relu", "silu", "tanh")
+# The model inputs, int32 [batch_size, seq_length] each (SPEC section 4); the one definition.
+INPUT_NAMES = ("input_word_ids", "input_mask", "input_type_ids")
 
 
 @dataclasses.dataclass(frozen=True)

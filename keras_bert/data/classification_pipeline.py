@@ -26,7 +26,9 @@ from typing import Callable, Sequence
 import numpy as np
 import tensorflow as tf
 
+from keras_bert.data.dynamic_padding import trim_to_longest
 from keras_bert.data.glue import InputExample
+from keras_bert.models.bert_encoder import INPUT_NAMES
 
 
 def encode_labels(examples: Sequence[InputExample], label_list: Sequence[str] | None,
@@ -79,7 +81,7 @@ def encode_examples(examples: Sequence[InputExample], preprocessor: Callable,
     """
     ds = make_classification_dataset(examples, preprocessor, label_list, is_regression, batch_size,
                                      with_labels=False)
-    parts = {k: [] for k in ("input_word_ids", "input_mask", "input_type_ids")}
+    parts = {k: [] for k in INPUT_NAMES}
     for features in ds:
         for k in parts:
             parts[k].append(features[k].numpy())
@@ -154,7 +156,7 @@ def make_classification_dataset(examples: Sequence[InputExample] | EncodedExampl
         inputs = [batch["text_a"], batch["text_b"]] if is_pair else batch["text_a"]
         features = preprocessor(inputs)
         features = {k: tf.cast(features[k], tf.int32)
-                    for k in ("input_word_ids", "input_mask", "input_type_ids")}
+                    for k in INPUT_NAMES}
         return (features, batch["label"]) if with_labels else features
 
     ds = ds.map(_encode, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
@@ -163,12 +165,7 @@ def make_classification_dataset(examples: Sequence[InputExample] | EncodedExampl
 
 def _trim_batch(batch: tuple, multiple: int, with_labels: bool):
     """Cut a batch's features to the longest row (by input_mask), rounded up to `multiple`."""
-    features = batch[0]  # elements are (features, labels) or (features,)
-    full = tf.shape(features["input_mask"])[1]
-    longest = tf.reduce_max(tf.reduce_sum(tf.cast(features["input_mask"] > 0, tf.int32), axis=1))
-    length = tf.minimum(full, (longest + multiple - 1) // multiple * multiple)
-    length = tf.maximum(length, 1)
-    cut = {k: v[:, :length] for k, v in features.items()}
+    cut = trim_to_longest(batch[0], multiple=multiple)  # elements are (features, labels) or (features,)
     return (cut, batch[1]) if with_labels else cut
 
 

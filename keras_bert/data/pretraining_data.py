@@ -41,6 +41,7 @@ from typing import Callable, Iterable, Sequence
 import numpy as np
 
 from keras_bert.config import check_max_seq_length
+from keras_bert.tokenization.full_tokenizer import FullTokenizer
 
 CLS, SEP, MASK = "[CLS]", "[SEP]", "[MASK]"
 MASK_KINDS = ("mask", "random", "keep")
@@ -124,8 +125,6 @@ _WORKER_TOKENIZE = None
 
 def _init_worker(vocab_file: str, do_lower_case: bool) -> None:
     global _WORKER_TOKENIZE
-    from keras_bert.tokenization import FullTokenizer
-
     _WORKER_TOKENIZE = FullTokenizer(vocab_file, do_lower_case=do_lower_case).tokenize
 
 

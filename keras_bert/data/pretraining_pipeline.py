@@ -15,9 +15,10 @@ from typing import Sequence
 
 import tensorflow as tf
 
+from keras_bert.config import INPUT_NAMES
 from keras_bert.data.file_patterns import expand_file_patterns
 
-INT_FEATURES = ("input_word_ids", "input_mask", "input_type_ids")
+INT_FEATURES = INPUT_NAMES
 MLM_INT_FEATURES = ("masked_lm_positions", "masked_lm_ids")
 
 

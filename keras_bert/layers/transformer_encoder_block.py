@@ -6,7 +6,7 @@ import tensorflow as tf
 from keras_bert.layers.activations import get_activation
 from keras_bert.layers.dense import FlatDense
 from keras_bert.layers.dropout import BertDropout
-from keras_bert.layers.multi_head_attention import BertSelfAttention, attention_bias
+from keras_bert.layers.self_attention import BertSelfAttention, attention_bias
 
 
 @keras.saving.register_keras_serializable(package="keras_bert")
@@ -95,7 +95,7 @@ class TransformerEncoderBlock(keras.layers.Layer):
         """The block on the rows layout: [B*T, H] in, [B*T, H] out, compute dtype.
 
         `BertEncoder` flattens the embeddings once and runs every block here, with B, T and the
-        float32 logit bias (`multi_head_attention.attention_bias`) computed once; see
+        float32 logit bias (`self_attention.attention_bias`) computed once; see
         `BertSelfAttention.attend_rows` for the arguments.
         """
         attention = self.self_attention.attend_rows(rows, batch_size, seq_length, bias,

@@ -10,6 +10,7 @@ BERT §5.1, table 5).
 import keras
 import tensorflow as tf
 
+from keras_bert.config import INPUT_NAMES
 from keras_bert.heads.masked_lm import MaskedLMHead
 from keras_bert.heads.next_sentence import NextSentenceHead
 from keras_bert.models.bert_encoder import BertEncoder
@@ -101,7 +102,7 @@ class BertPretrainer(keras.Model):
     def call(self, features, training=None):
         _require(features, ("input_word_ids", "masked_lm_positions"))
         outputs = self.encoder(
-            {k: features[k] for k in ("input_word_ids", "input_mask", "input_type_ids")
+            {k: features[k] for k in INPUT_NAMES
              if k in features}, training=training)
         result = {"mlm_logits": self.masked_lm(
             outputs["sequence_output"], features["masked_lm_positions"],

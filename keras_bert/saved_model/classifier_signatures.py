@@ -24,6 +24,7 @@ from __future__ import annotations
 import numpy as np
 import tensorflow as tf
 
+from keras_bert.data.dynamic_padding import trim_to_longest
 from keras_bert.saved_model import warmup
 from keras_bert.saved_model.serving_module import INPUT_NAMES, ServingModule, id_specs
 
@@ -64,8 +65,8 @@ class ClassifierServingModule(ServingModule):
     def _from_text(self, text, text_b=None):
         inputs = self.preprocessor({"text": text, "text_b": text_b} if self.is_pair else text)
         # Cut the batch to its longest row (>= 2: [CLS] [SEP]); padding never changes outputs.
-        longest = tf.maximum(tf.reduce_max(tf.reduce_sum(inputs["input_mask"], axis=1)), 2)
-        return self._outputs({k: tf.cast(inputs[k][:, :longest], tf.int32) for k in INPUT_NAMES})
+        cut = trim_to_longest({k: inputs[k] for k in INPUT_NAMES}, minimum=2)
+        return self._outputs({k: tf.cast(v, tf.int32) for k, v in cut.items()})
 
     def _parse_examples(self, serialized):
         """Serialized tf.Example [B] -> (text [B], text_b [B] or None); missing `text` fails."""

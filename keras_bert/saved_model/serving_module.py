@@ -17,8 +17,9 @@ from __future__ import annotations
 
 import tensorflow as tf
 
+from keras_bert.models.bert_encoder import INPUT_NAMES
+
 PREDICT_METHOD_NAME = "tensorflow/serving/predict"
-INPUT_NAMES = ("input_word_ids", "input_mask", "input_type_ids")
 
 
 class Untracked:

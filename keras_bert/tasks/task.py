@@ -19,22 +19,18 @@ import numpy as np
 import tensorflow as tf
 
 from keras_bert.config import check_max_seq_length
-from keras_bert.models.bert_encoder import BertEncoder
+from keras_bert.data import dynamic_padding
+from keras_bert.models.bert_encoder import INPUT_NAMES, BertEncoder
 from keras_bert.saved_model import exporter
 from keras_bert.tokenization.bert_preprocessor import BertPreprocessor
 
-INPUT_NAMES = ("input_word_ids", "input_mask", "input_type_ids")
 
 
 def trim_to_longest(features: dict, minimum: int = 2) -> dict:
-    """Cuts int [B, T] model inputs to the batch's longest row (by `input_mask`), at least `minimum`.
-
-    Padding never changes outputs at real positions, so this only saves work (short texts padded to
-    max_seq_length otherwise cost the full length). Works eagerly and in graphs.
-    """
-    longest = tf.reduce_max(tf.reduce_sum(tf.cast(features["input_mask"] > 0, tf.int32), axis=1))
-    length = tf.minimum(tf.shape(features["input_mask"])[1], tf.maximum(longest, minimum))
-    return {k: tf.cast(features[k][:, :length], tf.int32) for k in INPUT_NAMES}
+    """The three model inputs of `features`, int32, cut to the batch's longest row (at least
+    `minimum` tokens): `keras_bert.data.dynamic_padding.trim_to_longest`."""
+    cut = dynamic_padding.trim_to_longest({k: features[k] for k in INPUT_NAMES}, minimum=minimum)
+    return {k: tf.cast(v, tf.int32) for k, v in cut.items()}
 
 
 @keras.saving.register_keras_serializable(package="keras_bert")

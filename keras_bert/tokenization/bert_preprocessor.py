@@ -26,6 +26,7 @@ import os
 import keras
 import tensorflow as tf
 
+from keras_bert.config import INPUT_NAMES
 from keras_bert.tokenization import core_tokenizer
 from keras_bert.tokenization import full_tokenizer as ft
 
@@ -200,7 +201,7 @@ class BertPreprocessor(keras.layers.Layer):
 
     def compute_output_spec(self, inputs):
         return {k: keras.KerasTensor([None, self.max_seq_length], dtype="int32")
-                for k in ("input_word_ids", "input_mask", "input_type_ids")}
+                for k in INPUT_NAMES}
 
     def get_config(self):
         config = super().get_config()

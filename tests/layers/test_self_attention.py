@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from keras_bert.layers.multi_head_attention import swap_axes_1_2
+from keras_bert.layers.self_attention import swap_axes_1_2
 
 
 @pytest.mark.parametrize("dtype", [tf.float32, tf.bfloat16, tf.float16, tf.float64, tf.int32])
