@@ -6,13 +6,18 @@ import pathlib
 import pickle
 import subprocess
 import sys
+import urllib.request
 
+import grpc
 import numpy as np
 import pytest
+import tensorflow as tf
+from tensorflow_serving.apis import predict_pb2, prediction_service_pb2_grpc
 
 from keras_bert.data import conll
 from keras_bert.evaluation.ner import entity_scores
 from keras_bert.tasks import TokenClassifier, load_task
+from tests.serving.conftest import ServerProcess
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
 ENV = dict(os.environ, PYTHONPATH=str(REPO), TF_CPP_MIN_LOG_LEVEL="3", CUDA_VISIBLE_DEVICES="")
@@ -67,6 +72,37 @@ def test_two_step_smoke_export_and_serving_signature(tmp_path, data_dir, uncased
     signatures = served["ner"]["signatures"]
     assert signatures["serving_default"]["inputs"] == {"text": ("string", (None,))}
     assert set(signatures["encoded"]["outputs"]) == {"probabilities", "tag_ids", "tags"}
+
+    by_grpc, by_rest = serve_and_predict(tmp_path, export_base, "ner_tiny", {"text": TEXTS})
+    assert by_grpc["num_words"].tolist() == by_rest["num_words"] == [9, 0, 20, 4]
+    padded = [e + [""] * (width - len(e)) for e in expected]
+    assert [[x.decode() for x in row] for row in by_grpc["tags"]] == by_rest["tags"] == padded
+    assert by_rest["words"][0] == words[0] + [""] * (width - len(words[0]))
+
+
+def serve_and_predict(tmp_path, base, model_name, inputs: dict) -> tuple[dict, dict]:
+    """Starts `python -m serving.server` on `base/model_name`, sends one gRPC Predict and one REST
+    predict (columnar "inputs") on serving_default; returns (gRPC outputs, REST outputs)."""
+    server = ServerProcess([f"--model_name={model_name}", f"--model_base_path={base / model_name}"],
+                           tmp_path / "server.log")
+    try:
+        server.wait_serving()
+        request = predict_pb2.PredictRequest()
+        request.model_spec.name, request.model_spec.signature_name = model_name, "serving_default"
+        for name, value in inputs.items():
+            request.inputs[name].CopyFrom(tf.make_tensor_proto(np.array(value, dtype=object)))
+        with grpc.insecure_channel(server.grpc_target) as channel:
+            response = prediction_service_pb2_grpc.PredictionServiceStub(channel).Predict(
+                request, timeout=60)
+        by_grpc = {k: tf.make_ndarray(v) for k, v in response.outputs.items()}
+        body = json.dumps({"signature_name": "serving_default", "inputs": inputs}).encode()
+        http = urllib.request.Request(f"{server.rest_url}/v1/models/{model_name}:predict", body,
+                                      {"Content-Type": "application/json"})
+        with urllib.request.urlopen(http, timeout=60) as reply:
+            by_rest = json.loads(reply.read())["outputs"]
+        return by_grpc, by_rest
+    finally:
+        server.stop()
 
 
 def test_bad_flag_is_a_usage_error_without_traceback(tmp_path):

@@ -13,6 +13,7 @@ import pytest
 from keras_bert.data import swag
 from keras_bert.tasks import MultipleChoice, load_task
 from tests.data.test_swag import HEADER, ROWS, write
+from tests.recipes.test_run_ner import serve_and_predict
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
 ENV = dict(os.environ, PYTHONPATH=str(REPO), TF_CPP_MIN_LOG_LEVEL="3", CUDA_VISIBLE_DEVICES="")
@@ -58,6 +59,12 @@ def test_two_step_smoke_export_and_serving_signature(tmp_path, uncased_vocab):
     assert error[0] == "error" and "endings must be [batch, 4]" in error[2]
     assert served["swag"]["signatures"]["serving_default"]["inputs"] == {
         "context": ("string", (None,)), "endings": ("string", (None, 4))}
+
+    by_grpc, by_rest = serve_and_predict(tmp_path, export_base, "swag_tiny",
+                                         {"context": contexts, "endings": endings})
+    np.testing.assert_allclose(by_grpc["probabilities"], expected, rtol=1e-4, atol=1e-6)
+    np.testing.assert_allclose(np.array(by_rest["probabilities"]), expected, rtol=1e-4, atol=1e-6)
+    assert by_rest["choice"] == expected.argmax(-1).tolist()
 
 
 def test_bad_flag_is_a_usage_error_without_traceback(tmp_path):
