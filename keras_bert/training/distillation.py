@@ -33,6 +33,7 @@ from keras_bert.evaluation import metrics as metrics_lib
 from keras_bert.evaluation.evidence_pack import map_labels
 from keras_bert.models.bert_encoder import BertEncoder
 from keras_bert.tasks.loading import load_task
+from keras_bert.tasks.task import trim_to_longest
 from keras_bert.tasks.text_classifier import TextClassifier
 from keras_bert.tokenization.bert_preprocessor import BertPreprocessor
 from keras_bert.training.callbacks import write_json_atomic
@@ -208,22 +209,30 @@ def load_examples(config: DistillationConfig) -> tuple[list, list]:
     return train[: config.max_train_examples], dev[: config.max_eval_examples]
 
 
-def logits_of(task, examples, batch_size: int) -> np.ndarray:
-    """The task's logits, float32 [N, C], on raw texts (inference mode)."""
-    texts = [e.text_a for e in examples]
-    texts_b = [e.text_b for e in examples] if task.is_pair else None
-    parts = task.batched_outputs(texts, texts_b, batch_size,
-                                 lambda features: tf.cast(task(features, training=False), tf.float32))
-    return np.concatenate(parts, axis=0)
+def _encode_chunks(task, examples, batch_size: int):
+    """Yields the task's int32 model inputs [b, max_seq_length] for consecutive chunks."""
+    for start in range(0, len(examples), batch_size):
+        chunk = examples[start:start + batch_size]
+        yield task.encode_texts([e.text_a for e in chunk],
+                                [e.text_b for e in chunk] if task.is_pair else None)
+
+
+def logit_fn(task):
+    """tf.function: int32 model inputs [B, T] -> float32 logits [B, C] (inference mode, the batch
+    cut to its longest row). Made once per task, so per-epoch evaluations do not retrace."""
+    return tf.function(lambda features: tf.cast(task(trim_to_longest(features), training=False),
+                                                 tf.float32), reduce_retracing=True)
+
+
+def logits_of(task, examples, batch_size: int, step=None) -> np.ndarray:
+    """The task's logits, float32 [N, C], on the examples' raw texts."""
+    step = step or logit_fn(task)
+    return np.concatenate([step(f).numpy() for f in _encode_chunks(task, examples, batch_size)])
 
 
 def _encoded(task, examples, batch_size: int) -> dict:
     """int32 [N, max_seq_length] model inputs of the task's own preprocessor."""
-    parts = []
-    for start in range(0, len(examples), batch_size):
-        chunk = examples[start:start + batch_size]
-        parts.append(task.encode_texts([e.text_a for e in chunk],
-                                       [e.text_b for e in chunk] if task.is_pair else None))
+    parts = list(_encode_chunks(task, examples, batch_size))
     return {k: np.concatenate([p[k].numpy() for p in parts]) for k in parts[0]}
 
 
@@ -242,14 +251,15 @@ def build_student(teacher, config: DistillationConfig) -> TextClassifier:
 AGREEMENT_EXAMPLES = 2000  # training examples whose teacher agreement is tracked per epoch
 
 
-def scores(student, dev, dev_gold, teacher_dev, train, teacher_train, batch_size) -> dict:
+def scores(step, student, dev, dev_gold, teacher_dev, train, teacher_train, batch_size) -> dict:
     """Student accuracy on dev gold labels, its agreement with the teacher's dev predictions, and
     its agreement on the first AGREEMENT_EXAMPLES training examples (what the soft loss fits)."""
-    logits = logits_of(student, dev, batch_size)
+    logits = logits_of(student, dev, batch_size, step)
     n = min(len(train), AGREEMENT_EXAMPLES)
     return {"dev_accuracy": metrics_lib.accuracy(dev_gold, logits.argmax(-1)),
             "dev_agreement": agreement(logits, teacher_dev),
-            "train_agreement": agreement(logits_of(student, train[:n], batch_size), teacher_train[:n])}
+            "train_agreement": agreement(logits_of(student, train[:n], batch_size, step),
+                                         teacher_train[:n])}
 
 
 def distill(config: DistillationConfig) -> dict:
@@ -273,7 +283,9 @@ def distill(config: DistillationConfig) -> dict:
     gold = map_labels([e.label for e in train], names, "train data")
     dev_gold = map_labels([e.label for e in dev], names, "dev data")
     bs = config.eval_batch_size
-    teacher_train, teacher_dev = logits_of(teacher, train, bs), logits_of(teacher, dev, bs)
+    teacher_step = logit_fn(teacher)
+    teacher_train = logits_of(teacher, train, bs, teacher_step)
+    teacher_dev = logits_of(teacher, dev, bs, teacher_step)
     student = build_student(teacher, config)
     targets = np.concatenate([gold[:, None].astype(np.float32), teacher_train], axis=1)
     dataset = tf.data.Dataset.from_tensor_slices((_encoded(student, train, bs), targets)).shuffle(
@@ -284,7 +296,8 @@ def distill(config: DistillationConfig) -> dict:
                                                int(config.warmup_proportion * steps),
                                                weight_decay=config.weight_decay),
                     loss=DistillationLoss(config.temperature, config.alpha))
-    measure = lambda: scores(student, dev, dev_gold, teacher_dev, train, teacher_train, bs)  # noqa: E731
+    step = logit_fn(student)
+    measure = lambda: scores(step, student, dev, dev_gold, teacher_dev, train, teacher_train, bs)  # noqa: E731
     history = [measure() | {"epoch": 0, "loss": None}]
     best_weights = student.get_weights()
     for epoch in range(1, config.num_train_epochs + 1):

@@ -76,3 +76,34 @@ def test_evaluate_matches_the_task_and_sklearn(tmp_path, predictor):
     paths = report_writer.write_report(tmp_path / "out", title, result, blocks)
     assert {p.name for p in paths.values()} >= {"metrics.json", "report.md", "report.html",
                                                 "confusion_matrix.png", "reliability.png"}
+
+
+def test_regression_evidence_by_hand():
+    from keras_bert.data.glue import InputExample
+    from keras_bert.evaluation import report_sections
+    from keras_bert.evaluation.predictors import ModelInfo
+
+    gold = np.array([0.0, 1.0, 2.0, 3.0, 4.0, 5.0])
+    scores = np.array([0.5, 1.0, 2.0, 3.0, 4.0, 2.0])  # errors 0.5 and 3.0
+    examples = [InputExample(f"f-{i}", f"t{i}", None, str(g)) for i, g in enumerate(gold)]
+    data = ep.EvalData("f", examples, gold, None, ["a", "a", "a", "b", "b", "b"], "src",
+                       np.array([4, 4, 4, 4, 4, 40]), np.array([False] * 5 + [True]))
+    info = ModelInfo("reg", "regression", [], False, [], True, 16)
+    r = ep.evaluate_regression(data, {"scores": scores}, info)
+    assert r["headline"]["mse"] == pytest.approx((0.25 + 9.0) / 6)
+    assert r["headline"]["mae"] == pytest.approx(3.5 / 6)
+    assert [(f["guid"], f["abs_error"]) for f in r["failures"][:2]] == [("f-5", 3.0), ("f-0", 0.5)]
+    rows = {(s["family"], s["value"]): s for s in r["slices"]}
+    assert rows[("column src", "b")]["error_rate"] == pytest.approx(1.0)
+    assert rows[("truncated", "yes")]["error_rate"] == pytest.approx(3.0)
+    r.pop("predicted")
+    r |= {"model": {"name": "reg", "task_type": "regression", "path": "p", "label_names": [],
+                    "max_seq_length": 16},
+          "data": {"file": "f", "examples": 6, "truncated": 1, "slice_column": "src"},
+          "latency": {"path": "p", "batch_size": 2, "num_batches": 3, "p50_ms": 1.0, "p95_ms": 2.0,
+                      "p99_ms": 2.0, "throughput_per_s": 10.0, "cost_per_1000": None,
+                      "machine_cost_per_hour": None}}
+    title, blocks = report_sections.evaluation_report(r)
+    page = report_writer.to_html(title, blocks)
+    assert 'data-key="headline.mse">1.5417<' in page and 'data-key="failures.0.abs_error">3.0000<' in page
+    assert "Per-class" not in page and "Calibration" not in page

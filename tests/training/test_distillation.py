@@ -136,3 +136,19 @@ def test_student_agreement_with_the_teacher_rises(distillation_data, tmp_path):
     probs = result["student_model"].predict([r["text"] for r in dev])
     gold = np.array([r["label"] == "pos" for r in dev])
     assert np.mean(probs.argmax(1) == gold) == pytest.approx(best["dev_accuracy"])
+
+
+@pytest.mark.slow
+def test_student_from_a_pretrained_preset(uncased_vocab):
+    from keras_bert import from_pretrained
+
+    teacher = tiny_classifier(uncased_vocab, seed=2)
+    student = d.student_from_preset(teacher, "minilm_l6_h384_uncased")
+    cfg = student.encoder.bert_config
+    assert (cfg.num_layers, cfg.hidden_size) == (6, 384)
+    assert student.label_names == teacher.label_names and student.num_classes == 3
+    assert student.preprocessor.max_seq_length == teacher.preprocessor.max_seq_length
+    reference = from_pretrained("minilm_l6_h384_uncased")
+    for a, b in zip(student.encoder.get_weights(), reference.get_weights()):
+        np.testing.assert_array_equal(a, b)
+    assert student.predict(TEXTS[:2]).shape == (2, 3)
