@@ -256,7 +256,8 @@ class SpanQAServingModule(ServingModule):
         flat = tf.gather(best_in_window, chosen)
         start_tok = tf.gather(tf.gather(si, chosen), flat // k, batch_dims=1)
         end_tok = tf.gather(tf.gather(ei, chosen), flat % k, batch_dims=1)
-        null = tf.math.unsorted_segment_min(start_logits[:, 0] + end_logits[:, 0], question, batch)
+        cls = tf.reduce_sum(start_logits[:, :1] + end_logits[:, :1], axis=1)  # [W]; T may be 0
+        null = tf.math.unsorted_segment_min(cls, question, batch)
         answered = tf.math.unsorted_segment_max(
             tf.cast(tf.reduce_any(ok, axis=[1, 2]), tf.int32), question, batch) > 0
         if s["version_2_with_negative"]:

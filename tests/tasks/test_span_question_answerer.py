@@ -189,6 +189,9 @@ def test_export_serves_the_python_answers_over_grpc_and_rest(tmp_path):
         assert out["answer_text"][i].numpy().decode() == row["answer_text"]
         assert (int(out["start"][i]), int(out["end"][i])) == (row["start"], row["end"])
         assert float(out["score"][i]) == pytest.approx(row["score"], abs=1e-4)
+    empty = fn(question=tf.constant([], tf.string), context=tf.constant([], tf.string))
+    assert {k: tuple(v.shape) for k, v in empty.items()} == {
+        "answer_text": (0,), "start": (0,), "end": (0,), "score": (0,)}
     ids = task.preprocessor({"text": tf.constant(questions[:2]), "text_b": tf.constant(contexts[:2])})
     encoded = loaded.signatures["encoded"](**ids)
     np.testing.assert_allclose(encoded["start_logits"].numpy(),
