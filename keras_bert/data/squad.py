@@ -339,7 +339,7 @@ def _packed_window(query_ids, doc_ids, starts, ends, windows, w, max_seq_length,
 def convert_example(example: SquadExample, tokenizer: ContextTokenizer, example_index: int = 0,
                     max_seq_length: int = MAX_SEQ_LENGTH, doc_stride: int = DOC_STRIDE,
                     max_query_length: int = MAX_QUERY_LENGTH, is_training: bool = False,
-                    special_ids=None) -> list[SquadFeature]:
+                    special_ids=None, context_cache: dict | None = None) -> list[SquadFeature]:
     """One example -> its windows (`SquadFeature`s), with labels when `is_training`.
 
     Training takes the first answer (SQuAD train has one). An answerable training example
@@ -347,14 +347,21 @@ def convert_example(example: SquadExample, tokenizer: ContextTokenizer, example_
 
     Args:
         special_ids: (cls_id, sep_id, pad_id); default from the tokenizer's vocabulary.
+        context_cache: optional dict context -> (ids, starts, ends), filled and reused (SQuAD
+            asks several questions per paragraph).
     """
     check_lengths(max_seq_length, doc_stride, max_query_length)
     if special_ids is None:
         special_ids = tuple(tokenizer.vocab[t] for t in (ft.CLS_TOKEN, ft.SEP_TOKEN, ft.PAD_TOKEN))
     query_ids = tokenizer.convert_tokens_to_ids(tokenizer.tokenize(example.question))
     query_ids = query_ids[:max_query_length]
-    pieces, starts, ends = tokenizer.tokenize_with_offsets(example.context)
-    doc_ids = tokenizer.convert_tokens_to_ids(pieces)
+    cached = None if context_cache is None else context_cache.get(example.context)
+    if cached is None:
+        pieces, starts, ends = tokenizer.tokenize_with_offsets(example.context)
+        cached = (tokenizer.convert_tokens_to_ids(pieces), starts, ends)
+        if context_cache is not None:
+            context_cache[example.context] = cached
+    doc_ids, starts, ends = cached
     windows = doc_windows(len(doc_ids), max_seq_length - len(query_ids) - 3, doc_stride)
     span = None
     if is_training and not example.is_impossible:
@@ -396,10 +403,10 @@ def convert_examples(examples, tokenizer: ContextTokenizer, max_seq_length: int 
         import tqdm  # optional: only for the progress bar
 
         items = tqdm.tqdm(items, total=len(examples), desc="SQuAD features", unit="question")
-    features = []
+    features, cache = [], {}
     for index, example in items:
         features.extend(convert_example(example, tokenizer, index, max_seq_length, doc_stride,
-                                        max_query_length, is_training, special))
+                                        max_query_length, is_training, special, cache))
     return features
 
 

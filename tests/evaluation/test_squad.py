@@ -139,3 +139,38 @@ def test_v2_scores_and_threshold_sweep_by_hand():
     given = {q: answers[q] | {"text": at_best[q]} for q in answers}
     assert squad_eval.evaluate(squad_eval.dataset_of(examples), given,
                                version_2_with_negative=True)["exact"] == 75.0
+
+
+@pytest.mark.parametrize("version", ["v1.1", "v2.0"])
+def test_oracle_logits_on_real_dev_questions_give_the_labelled_text(version, tok, data_dir):
+    """Real contexts, windows of 64 pieces: logits pointing at each training label must give back
+    exactly the gold answer text (cut by character offsets) or "" for unanswerable questions."""
+    v2 = version == "v2.0"
+    name = "dev-v2.0-subset.json" if v2 else "dev-v1.1.json"
+    examples = squad.read_squad_examples(data_dir / "squad" / name, v2)[:240:2]
+    features = squad.convert_examples(examples, tok, max_seq_length=64, doc_stride=24,
+                                      max_query_length=16, is_training=True)
+    assert len(features) > 2 * len(examples)  # real contexts span several windows
+    results = []
+    for f in features:
+        start, end = np.zeros(64, np.float32), np.zeros(64, np.float32)
+        start[f.start_position] = end[f.end_position] = 10.0  # position 0 ([CLS]) when outside
+        results.append((start, end))
+    covered = {}  # the characters of the labelled pieces: the best any model can answer
+    for f in features:
+        if f.start_position:
+            covered[f.example_index] = examples[f.example_index].context[
+                f.token_start[f.start_position]:f.token_end[f.end_position]]
+    answers = post.predict_examples(examples, features, results, version_2_with_negative=v2,
+                                    max_answer_length=64)
+    exact = 0
+    for i, e in enumerate(examples):
+        expected = "" if e.is_impossible else covered[i]
+        assert answers[e.qas_id]["text"] == expected
+        exact += expected == ("" if e.is_impossible else e.answers[0][0])
+    # Pieces are whole words or word parts: an answer inside a piece ("gold" of "golden") is
+    # the only way to miss the gold text.
+    assert exact >= 0.97 * len(examples)
+    scores = squad_eval.evaluate(squad_eval.dataset_of(examples), answers, v2)
+    # the official EM normalizes and takes the best of all gold answers: never below ours
+    assert scores["exact" if v2 else "exact_match"] >= 100.0 * exact / len(examples) - 1e-9
