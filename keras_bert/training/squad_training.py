@@ -32,6 +32,7 @@ from keras_bert.tasks.task import trim_to_longest
 from keras_bert.tokenization.bert_preprocessor import BertPreprocessor
 from keras_bert.training import model_setup
 from keras_bert.training.callbacks import standard_callbacks, write_json_atomic
+from keras_bert.training.finetune_config import check_resume_settings
 from keras_bert.training.fit import resumable_fit
 from keras_bert.training.optimizer import create_optimizer, set_mixed_precision
 from keras_bert.training.strategy import get_strategy
@@ -206,9 +207,11 @@ def run_squad(config: SquadConfig) -> dict:
     """The whole run (see the module docstring); returns the metrics written to metrics.json.
 
     Raises:
-        ValueError: bad settings (naming the flag), unreadable SQuAD files.
+        ValueError: bad settings (naming the flag), unreadable SQuAD files, or an output_dir
+            holding a run with other settings.
     """
     out = pathlib.Path(config.output_dir)
+    check_resume_settings(out, dataclasses.asdict(config))  # a rerun resumes only unchanged
     out.mkdir(parents=True, exist_ok=True)
     keras.utils.set_random_seed(config.seed)
     set_mixed_precision(config.mixed_precision)
@@ -216,9 +219,10 @@ def run_squad(config: SquadConfig) -> dict:
     train_examples, predict_examples = load_examples(config)
     with strategy.scope():
         task = build_task(config)
-    write_json_atomic(out / "config.json", dataclasses.asdict(config) | {
+    resolved = dataclasses.asdict(config) | {
         "resolved_do_lower_case": task.preprocessor.do_lower_case,
-        "resolved_vocab_size": len(task.preprocessor.vocabulary)})
+        "resolved_vocab_size": len(task.preprocessor.vocabulary)}
+    write_json_atomic(out / "config.json", resolved)
     metrics = {"version_2_with_negative": config.version_2_with_negative}
     if train_examples:
         metrics.update(train(task, config, train_examples, strategy))

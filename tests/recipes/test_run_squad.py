@@ -73,3 +73,11 @@ def test_bad_flag_value_is_a_usage_error_without_traceback(tmp_path):
 def test_config_errors_name_the_flag(tmp_path, settings, message):
     with pytest.raises(ValueError, match=message):
         squad_training.SquadConfig(output_dir=str(tmp_path), **settings)
+
+
+def test_rerun_with_other_settings_is_refused(tmp_path, data_dir):
+    (tmp_path / "config.json").write_text(json.dumps({"doc_stride": 64, "seed": 42}))
+    config = squad_training.SquadConfig(output_dir=str(tmp_path), doc_stride=32,
+                                        predict_file=str(data_dir / "squad" / "dev-v1.1.json"))
+    with pytest.raises(ValueError, match="doc_stride 64 -> 32"):
+        squad_training.run_squad(config)
