@@ -26,7 +26,6 @@ import dataclasses
 import json
 import logging
 import pathlib
-import unicodedata
 
 import numpy as np
 

@@ -170,7 +170,8 @@ def max_context_flags(w: dict, d_len, positions, token_window):
     q = tf.gather(w["question"], token_window)  # [N]
     j = tf.range(tf.maximum(tf.reduce_max(w["count"]), 1))[tf.newaxis, :]  # [1, J]
     s = j * tf.gather(w["stride"], q)[:, tf.newaxis]  # [N, J]
-    n = tf.minimum(tf.gather(w["max_tokens"], q)[:, tf.newaxis], tf.gather(d_len, q)[:, tf.newaxis] - s)
+    n = tf.minimum(tf.gather(w["max_tokens"], q)[:, tf.newaxis],
+                   tf.gather(d_len, q)[:, tf.newaxis] - s)  # [N, J] window lengths
     p = positions[:, tf.newaxis]
     inside = (j < tf.gather(w["count"], q)[:, tf.newaxis]) & (s <= p) & (p < s + n)
     score = tf.where(inside, 100 * tf.minimum(p - s, s + n - 1 - p) + n, -1)  # [N, J]
@@ -203,7 +204,8 @@ class SpanQAServingModule(ServingModule):
         pos = tf.ragged.range(w["start"], w["start"] + w["length"])  # [W, (n)] piece indices
         token_window = tf.cast(pos.value_rowids(), tf.int32)
         first_piece = tf.gather(tf.cast(d_ids.row_starts(), tf.int32), w["question"])  # [W]
-        flat = tf.gather(first_piece, token_window) + pos.flat_values  # [N] index into the flat context pieces
+        # [N] index of each window token into the flat context pieces of the batch
+        flat = tf.gather(first_piece, token_window) + pos.flat_values
         query = tf.gather(q_ids, w["question"])  # [W, (q)]
         n = tf.size(w["question"])
 
