@@ -212,9 +212,10 @@ class TokenClassifier(Task):
         self.outside_id = label_names.index("O")
         self.dropout = BertDropout(self.dropout_rate, name="dropout")
         self.lstms = []
+        if not encoder.built:
+            encoder.build()  # variables first: `trainable` only reaches existing ones
+        encoder.pooler.trainable = False  # tags never read the pooled [CLS] (no gradient)
         if feature_mode is not None:
-            if not encoder.built:
-                encoder.build()  # variables first: `trainable` only reaches existing ones
             encoder.trainable = False
             self.lstms = [keras.layers.Bidirectional(
                 keras.layers.LSTM(self.lstm_units, return_sequences=True), name=f"bilstm_{i}")

@@ -73,6 +73,9 @@ def test_predict_one_tag_per_whitespace_word():
     assert [len(t) for t in out] == [9, 0, 1, 24]
     assert all(tag in TAGS for tags in out for tag in tags)
     assert out[0][4] == "O"  # the zero-piece word
+    trainable = [v.path for v in task.trainable_variables]
+    assert not any("pooler" in p for p in trainable)  # tags never read the pooled vector
+    assert any("transformer_layer_0" in p for p in trainable)  # fine-tuning: encoder trains
     assert task.predict([]) == []
     with pytest.raises(ValueError, match="not one str"):
         task.predict("dog")
