@@ -21,15 +21,15 @@ def run(args, timeout=500):
 
 
 @pytest.mark.slow
-def test_tiny_run_writes_predictions_and_metrics(tmp_path, data_dir, uncased_vocab):
+def test_tiny_run_writes_predictions_metrics_and_export(tmp_path, data_dir, uncased_vocab):
     squad_file = data_dir / "squad" / "dev-v2.0-subset.json"
-    out = tmp_path / "out"
+    out, export_base = tmp_path / "out", tmp_path / "models"
     proc = run(["--preset=bert_tiny", f"--vocab_file={uncased_vocab}", f"--train_file={squad_file}",
                 f"--predict_file={squad_file}", "--version_2_with_negative",
                 "--holdout_fraction=0.5", "--max_train_examples=4", "--max_predict_examples=5",
                 "--max_seq_length=64", "--doc_stride=32", "--max_query_length=16",
                 "--train_batch_size=16", "--num_train_epochs=1", "--verbose=0",
-                f"--output_dir={out}"])
+                f"--output_dir={out}", f"--export_dir={export_base}", "--model_name=qa_tiny"])
     assert proc.returncode == 0, proc.stderr[-3000:]
     config = json.loads((out / "config.json").read_text())
     assert config["doc_stride"] == 32 and config["version_2_with_negative"] is True
@@ -48,6 +48,12 @@ def test_tiny_run_writes_predictions_and_metrics(tmp_path, data_dir, uncased_voc
     for qid, text in predictions.items():  # thresholded at 0.0 from the written null odds
         best = next((n["text"] for n in nbest[qid] if n["text"]), "")
         assert text == ("" if null_odds[qid] > 0.0 else best)
+    exported = export_base / "qa_tiny" / "1"
+    assert metrics["export_path"] == str(exported)
+    export_config = json.loads((exported / "assets" / "export_config.json").read_text())
+    assert export_config["task_type"] == "span_question_answering"
+    assert export_config["doc_stride"] == 32 and export_config["version_2_with_negative"] is True
+    assert export_config["signatures"]["serving_default"] == "question, context"
     task = load_task(out)
     assert isinstance(task, SpanQuestionAnswerer) and task.version_2_with_negative
     assert task.doc_stride == 32 and task.preprocessor.max_seq_length == 64
