@@ -53,11 +53,11 @@ def open_model(path, server_model_name):
         raise usage_error(str(e))
 
 
-def evaluate_one(predictor, data_info_source=None):
-    """Reads --data for `predictor` and evaluates it."""
+def evaluate_one(predictor):
+    """Reads --data for `predictor` and evaluates it; returns (EvalData, result)."""
     try:
         data = evidence_pack.read_eval_data(
-            FLAGS.data, data_info_source or predictor.info, FLAGS.text_column, FLAGS.text_b_column,
+            FLAGS.data, predictor.info, FLAGS.text_column, FLAGS.text_b_column,
             FLAGS.label_column, FLAGS.slice_column)
     except evidence_pack.DataError as e:
         raise usage_error(str(e))
@@ -71,15 +71,22 @@ def main(argv):
         raise usage_error(f"--batch_size must be >= 1, got {FLAGS.batch_size}")
     if FLAGS.machine_cost_per_hour is not None and FLAGS.machine_cost_per_hour < 0:
         raise usage_error(f"--machine_cost_per_hour must be >= 0, got {FLAGS.machine_cost_per_hour}")
+    if FLAGS.bootstrap_samples < 1:
+        raise usage_error(f"--bootstrap_samples must be >= 1, got {FLAGS.bootstrap_samples}")
     first = open_model(FLAGS.model, FLAGS.server_model_name)
-    data, result = evaluate_one(first)
-    if FLAGS.compare:
+    second = None
+    if FLAGS.compare:  # checked before any prediction
         second = open_model(FLAGS.compare, FLAGS.compare_server_model_name)
         try:
             comparison.check_comparable(first.info, second.info)
         except ValueError as e:
             raise usage_error(str(e))
-        _, result_b = evaluate_one(second)
+    data, result = evaluate_one(first)
+    if second is not None:
+        # The same EvalData (examples, gold ids, slices by the first model's token counts), so
+        # both models are scored on identical examples and slices.
+        result_b = evidence_pack.evaluate(second, data, FLAGS.batch_size,
+                                          FLAGS.machine_cost_per_hour, FLAGS.progress)
         metrics = comparison.compare(data, result, result_b, FLAGS.bootstrap_samples, FLAGS.seed)
         title, blocks = comparison.comparison_report(metrics)
     else:

@@ -43,7 +43,7 @@ def calibration_blocks(m: dict) -> list:
     if "calibration" not in m:
         return []
     cal = m["calibration"]
-    rows = [[f"{fmt(b['lower'])}-{fmt(b['upper'])}", Num(f"calibration.bins.{i}.count", b["count"]),
+    rows = [[f"{b['lower']:.1f}-{b['upper']:.1f}", Num(f"calibration.bins.{i}.count", b["count"]),
              Num(f"calibration.bins.{i}.confidence", b["confidence"]),
              Num(f"calibration.bins.{i}.accuracy", b["accuracy"])]
             for i, b in enumerate(cal["bins"]) if b["count"]]

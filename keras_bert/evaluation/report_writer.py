@@ -4,8 +4,10 @@ A report is first a list of blocks (headings, paragraphs, tables, figures); `to_
 `to_html` render the same blocks, so both files show the same numbers. Every number is a `Num`
 holding its metrics.json key path ("headline.accuracy", "per_class.neg.f1", ...): in report.html it
 is `<span data-key="<path>">value</span>`, which lets a reader (or a test in a browser) check each
-printed value against metrics.json. Plots are matplotlib PNGs (Agg back end): files beside
-report.md, base64 `data:` URLs inside report.html (no network, no other file needed).
+printed value against metrics.json. Plots are matplotlib PNGs: files beside
+report.md, base64 `data:` URLs inside report.html (no network, no other file needed); they are
+drawn with matplotlib's object API (`matplotlib.figure.Figure`, Agg canvas), leaving pyplot's
+global state and the user's back end alone.
 """
 from __future__ import annotations
 
@@ -17,11 +19,8 @@ import json
 import math
 import pathlib
 
-import matplotlib
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
+import numpy as np
+from matplotlib.figure import Figure as MplFigure
 
 DIGITS = 4
 CSS = """body{font-family:system-ui,sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;color:#222}
@@ -73,7 +72,6 @@ def lookup(metrics: dict, key: str):
 def figure_png(fig) -> bytes:
     buffer = io.BytesIO()
     fig.savefig(buffer, format="png", dpi=100, bbox_inches="tight")
-    plt.close(fig)
     return buffer.getvalue()
 
 
@@ -81,7 +79,8 @@ def confusion_figure(matrix, label_names, title) -> bytes:
     """Heatmap PNG of a confusion matrix (rows gold, columns predicted) with its counts."""
     matrix = np.asarray(matrix)
     size = max(3.0, 0.6 * len(label_names) + 2)
-    fig, ax = plt.subplots(figsize=(size, size))
+    fig = MplFigure(figsize=(size, size))
+    ax = fig.subplots()
     ax.imshow(matrix, cmap="Blues")
     ax.set_xticks(range(len(label_names)), label_names, rotation=45, ha="right")
     ax.set_yticks(range(len(label_names)), label_names)
@@ -97,7 +96,8 @@ def confusion_figure(matrix, label_names, title) -> bytes:
 
 def reliability_figure(calibrations: dict) -> bytes:
     """Reliability diagram PNG: accuracy vs mean confidence per bin, one line per model."""
-    fig, ax = plt.subplots(figsize=(4.5, 4.5))
+    fig = MplFigure(figsize=(4.5, 4.5))
+    ax = fig.subplots()
     ax.plot([0, 1], [0, 1], "k--", lw=1, label="perfect calibration")
     for name, cal in calibrations.items():
         bins = [b for b in cal["bins"] if b["count"]]
@@ -113,7 +113,8 @@ def reliability_figure(calibrations: dict) -> bytes:
 
 def bar_figure(categories, series: dict, ylabel: str) -> bytes:
     """Grouped bars: one group per category, one bar per series (name -> values)."""
-    fig, ax = plt.subplots(figsize=(max(4.0, 0.8 * len(categories) + 2), 3.5))
+    fig = MplFigure(figsize=(max(4.0, 0.8 * len(categories) + 2), 3.5))
+    ax = fig.subplots()
     width = 0.8 / max(len(series), 1)
     x = np.arange(len(categories))
     for k, (name, values) in enumerate(series.items()):
@@ -153,7 +154,7 @@ def to_markdown(title: str, blocks: list) -> str:
 def _cell_html(cell, tag="td") -> str:
     if isinstance(cell, Num):
         return f'<{tag}><span data-key="{html.escape(cell.key)}">{fmt(cell.value)}</span></{tag}>'
-    cls = ' class="text"' if isinstance(cell, str) and len(cell) > 24 else ""
+    cls = ' class="text"' if tag == "td" else ""  # words left-aligned, numbers right
     return f"<{tag}{cls}>{html.escape(str(cell))}</{tag}>"
 
 
