@@ -87,3 +87,27 @@ def test_different_labels_cannot_be_compared():
         comparison.check_comparable(a, ModelInfo("b", "classification", ["y", "x"], False, [], True, 16))
     with pytest.raises(ValueError, match="cannot compare a classification model"):
         comparison.check_comparable(a, ModelInfo("b", "regression", [], False, [], True, 16))
+
+
+def test_regression_comparison_report():
+    from keras_bert.evaluation.report_writer import to_html
+
+    gold = np.array([0.0, 1.0, 2.0, 3.0, 4.0, 5.0])
+    examples = [InputExample(f"f-{i}", f"t{i}", None, str(g)) for i, g in enumerate(gold)]
+    data = ep.EvalData("f", examples, gold, None, None, None, np.full(6, 4), np.zeros(6, bool))
+    info = ModelInfo("r", "regression", [], False, [], True, 16)
+    results = []
+    for scores in (gold + 0.5, gold - 1.0):
+        r = ep.evaluate_regression(data, {"scores": scores}, info)
+        r["model"] = {"name": "r", "label_names": [], "task_type": "regression", "path": "p"}
+        r["data"] = {"file": "f", "examples": 6}
+        r["latency"] = {k: 1.0 for k in comparison.LATENCY_KEYS} | {
+            "path": "p", "batch_size": 2, "machine_cost_per_hour": None}
+        results.append(r)
+    m = comparison.compare(data, *results, samples=50)
+    assert m["headline"]["mae"]["a"] == pytest.approx(0.5) and m["headline"]["mae"]["delta"] == pytest.approx(0.5)
+    assert m["headline"]["mse"]["delta"] == pytest.approx(0.75)
+    assert m["per_class"] is None and m["disagreements"] is None
+    assert m["slices"][0]["delta"] == pytest.approx(0.5)
+    page = to_html(*comparison.comparison_report(m))
+    assert 'data-key="headline.mae.delta">0.5000<' in page and "Where they disagree" not in page
