@@ -48,6 +48,8 @@ F.DEFINE_float("learning_rate", D["learning_rate"], "Peak learning rate.")
 F.DEFINE_float("num_train_epochs", D["num_train_epochs"], "Epochs (may be fractional).")
 F.DEFINE_float("warmup_proportion", D["warmup_proportion"], "Fraction of steps of linear warmup.")
 F.DEFINE_float("weight_decay", D["weight_decay"], "AdamW decoupled weight decay.")
+F.DEFINE_enum("optimizer", "adamw", ["adamw", "lamb"], "Optimizer.")
+F.DEFINE_integer("gradient_accumulation_steps", 1, "Batches per optimizer update.")
 F.DEFINE_float("max_grad_norm", D["max_grad_norm"], "Global-norm gradient clipping (0: off).")
 F.DEFINE_enum("strategy", "default", ["default", "mirrored", "multi_worker_mirrored", "tpu"],
               "Distribution.")
@@ -62,6 +64,8 @@ F.DEFINE_integer("save_checkpoints_steps", D["save_checkpoints_steps"], "Batches
 F.DEFINE_string("output_dir", None, "Output directory (a rerun with the same flags resumes).")
 F.DEFINE_string("export_dir", None, "Export the trained task as a SavedModel under this base dir.")
 F.DEFINE_string("model_name", D["model_name"], "Model name for --export_dir.")
+F.DEFINE_enum("export_dtype", None, ["float32", "bfloat16"],
+              "Dtype policy of the --export_dir SavedModel (default: as trained).")
 F.DEFINE_integer("verbose", 1, "Keras fit verbosity: 0 silent, 1 progress bar, 2 one line per epoch.")
 F.mark_flags_as_required(["output_dir"])
 FLAGS = F.FLAGS

@@ -73,6 +73,8 @@ class SquadConfig:
     num_train_epochs: float = 2.0
     warmup_proportion: float = 0.1
     weight_decay: float = 0.01
+    optimizer: str = "adamw"
+    gradient_accumulation_steps: int = 1
     max_grad_norm: float = 1.0
     strategy: str = "default"
     tpu: str | None = None
@@ -84,6 +86,7 @@ class SquadConfig:
     save_checkpoints_steps: int | None = 1000
     export_dir: str | None = None
     model_name: str = "squad"
+    export_dtype: str | None = None
     verbose: str | int = "auto"
 
     def __post_init__(self):
@@ -93,6 +96,7 @@ class SquadConfig:
                   ("predict_batch_size", self.predict_batch_size >= 1, ">= 1"),
                   ("learning_rate", self.learning_rate > 0, "> 0"),
                   ("warmup_proportion", 0 <= self.warmup_proportion <= 1, "in [0, 1]"),
+                  ("gradient_accumulation_steps", self.gradient_accumulation_steps >= 1, ">= 1"),
                   ("holdout_fraction", self.holdout_fraction is None
                    or 0 < self.holdout_fraction < 1, "in (0, 1)")]
         for name, ok, rule in checks:
@@ -162,15 +166,17 @@ def train(task, config: SquadConfig, examples, strategy) -> dict:
     features = task.features(examples, is_training=True, progress=True)
     arrays = squad.stack_features(features, with_labels=True)
     steps_per_epoch = math.ceil(len(features) / config.train_batch_size)
-    total = math.ceil(config.num_train_epochs * steps_per_epoch)
+    total = math.ceil(config.num_train_epochs * steps_per_epoch)  # batches
+    updates = max(1, total // config.gradient_accumulation_steps)  # optimizer steps
     with strategy.scope():
         loss = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
         task.compile(
-            optimizer=create_optimizer(config.learning_rate, total,
-                                       int(total * config.warmup_proportion),
-                                       weight_decay=config.weight_decay,
-                                       global_clipnorm=config.max_grad_norm or None,
-                                       loss_scale=config.mixed_precision == "mixed_float16"),
+            optimizer=create_optimizer(
+                config.learning_rate, updates, int(updates * config.warmup_proportion),
+                optimizer_type=config.optimizer, weight_decay=config.weight_decay,
+                global_clipnorm=config.max_grad_norm or None,
+                gradient_accumulation_steps=config.gradient_accumulation_steps,
+                loss_scale=config.mixed_precision == "mixed_float16"),
             loss={"start_logits": loss, "end_logits": loss},
             loss_weights={"start_logits": 0.5, "end_logits": 0.5}, jit_compile=config.jit_compile)
     checkpoint, callbacks = standard_callbacks(config.output_dir, config.save_checkpoints_steps)
@@ -230,7 +236,9 @@ def run_squad(config: SquadConfig) -> dict:
     if predict_examples:
         metrics.update(predict_and_score(task, config, predict_examples)[1])
     if config.export_dir:
-        path = task.export(config.export_dir, config.model_name)
+        path = task.export(config.export_dir, config.model_name, dtype=config.export_dtype,
+                           extra_config={"eval_metrics": {k: v for k, v in metrics.items()
+                                                          if isinstance(v, (int, float))}})
         metrics["export_path"] = str(path)
     write_json_atomic(out / "metrics.json", metrics)
     logger.info("SQuAD metrics: %s", json.dumps(metrics, sort_keys=True))
