@@ -47,7 +47,7 @@ F.DEFINE_integer("save_checkpoints_steps", D["save_checkpoints_steps"].default, 
 F.DEFINE_integer("evaluations_per_epoch", D["evaluations_per_epoch"].default, "Dev evaluations per epoch.")
 F.DEFINE_integer("early_stopping_patience", None, "Stop after N epochs without dev improvement.")
 F.DEFINE_enum("mixed_precision", "float32", ["float32", "mixed_float16", "mixed_bfloat16"], "Precision.")
-F.DEFINE_enum("strategy", "default", ["default", "mirrored", "multi_worker_mirrored"], "Distribution.")
+F.DEFINE_enum("strategy", "default", ["default", "mirrored"], "Distribution (one machine).")
 F.DEFINE_integer("verbose", 1, "Keras fit verbosity: 0 silent, 1 progress bar, 2 one line per epoch.")
 F.DEFINE_string("export_dir", None, "Export the best model as a SavedModel under this base dir.")
 F.DEFINE_string("model_name", "swag", "Model name for --export_dir.")

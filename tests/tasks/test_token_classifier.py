@@ -133,3 +133,19 @@ def test_bad_arguments():
         tiny_task().training_windows([["a", "b"]], [["O"]])
     with pytest.raises(ValueError, match=r"tags \['B-ORG'\] not in label_names"):
         tiny_task().training_windows([["a"]], [["B-ORG"]])
+
+
+@pytest.mark.slow
+def test_feature_mode_training_leaves_the_encoder_unchanged():
+    task = tiny_task(max_seq_length=8, feature_mode="sum_last_four", lstm_units=4, lstm_layers=1)
+    features, labels = task.training_windows([["john", "lives", "in", "paris"]],
+                                             [["B-PER", "O", "O", "B-LOC"]])
+    task.compile(optimizer=keras.optimizers.Adam(1e-2),
+                 loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True, ignore_class=-100))
+    task(features)  # builds the BiLSTM and tag layers
+    before = {v.path: v.numpy().copy() for v in task.variables}
+    task.fit(features, labels, epochs=3, verbose=0)
+    after = {v.path: v.numpy() for v in task.variables}
+    changed = {p for p, value in before.items() if not np.array_equal(value, after[p])}
+    assert changed and all("bert_encoder" not in p for p in changed)
+    assert any("bilstm_0" in p for p in changed) and any("tags" in p for p in changed)
