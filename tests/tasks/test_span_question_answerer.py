@@ -1,4 +1,6 @@
 """SpanQuestionAnswerer: shapes, padding, raw-string predict, save/load, tiny overfit to EM 1.0."""
+import random
+
 import keras
 import numpy as np
 import pytest
@@ -10,6 +12,7 @@ from keras_bert.models.bert_encoder import BertEncoder
 from keras_bert.saved_model import span_qa_signatures
 from keras_bert.tasks.span_question_answerer import SpanQuestionAnswerer
 from keras_bert.tokenization.bert_preprocessor import BertPreprocessor
+from keras_bert.tokenization.full_tokenizer import FullTokenizer
 
 WORDS = ("the a of in is was by who what when where which wrote built river city tower year "
          "paris france london eiffel thames ada lovelace gustave 1843 1889 café müller 東 京 "
@@ -118,6 +121,22 @@ OFFSET_TEXTS = ["Café  déjà\tvu\u00a0naïve 東京タワー ΟΔΟΣ cafe\u03
                 "Der  Begriff\t«Café  Müller»\u00a0steht\n\n in 東京都 ,  naïve   façade ."]
 
 
+# Random texts mixing accents, combining marks, deleted characters (U+200B, NUL, U+FFFD, soft
+# hyphen), CJK, Greek sigma (final-sigma rule), expanding characters (U+0130, ligatures), every
+# kind of whitespace and long words.
+ALPHABET = (list("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.,;:!?'\"()[]-–—«»")
+            + list("éèêëàâäïîôöùûüçñÉÀÖÜßøåæœ")
+            + ["\u0301", "\u0308", "\u0327", "\u200b", "\u200d", "\x00", "\ufffd", "\x07", "\u00ad"]
+            + list("東京都大阪日本語中文タワーかなΣΟΔσςαβ") + ["İ", "ﬁ", "ﬂ", "Ǆ", "ǅ", "ẞ", "Å", "Ω", "K"]
+            + [" ", "  ", "\t", "\n", "\u00a0", "\u3000", "\u2028", "\u202f", "\r\n", "\u2009"]
+            + ["straße", "café", "ΟΔΟΣ ", "naïve ", "the ", "antidisestablishment"])
+
+
+def random_texts(n=150, seed=0):
+    rng = random.Random(seed)
+    return ["".join(rng.choice(ALPHABET) for _ in range(rng.randint(0, 60))) for _ in range(n)]
+
+
 @pytest.mark.parametrize("casing", ["uncased", "cased"])
 def test_in_graph_offsets_equal_the_python_path(casing, uncased_vocab, cased_vocab):
     lower = casing == "uncased"
@@ -126,11 +145,14 @@ def test_in_graph_offsets_equal_the_python_path(casing, uncased_vocab, cased_voc
     first = tf.constant([len(t) for t in pre.vocabulary])
     rest = tf.constant([len(t) - 2 if t.startswith("##") and len(t) > 2 else len(t)
                         for t in pre.vocabulary])
+    texts = OFFSET_TEXTS + random_texts()
     ids, starts, ends = span_qa_signatures.tokenize_with_offsets(
-        pre.core_tokenizer, first, rest, tf.constant(OFFSET_TEXTS))
+        pre.core_tokenizer, first, rest, tf.constant(texts))
     tok = squad.ContextTokenizer(pre.vocabulary, lower)
-    for i, text in enumerate(OFFSET_TEXTS):
+    reference = FullTokenizer(uncased_vocab if lower else cased_vocab, do_lower_case=lower)
+    for i, text in enumerate(texts):
         pieces, s, e = tok.tokenize_with_offsets(text)
+        assert pieces == reference.tokenize(text)
         assert ids[i].numpy().tolist() == tok.convert_tokens_to_ids(pieces)
         assert starts[i].numpy().tolist() == s and ends[i].numpy().tolist() == e
 
