@@ -211,6 +211,15 @@ def test_export_serves_the_python_answers_over_grpc_and_rest(tmp_path):
         assert out["answer_text"][i].numpy().decode() == row["answer_text"]
         assert (int(out["start"][i]), int(out["end"][i])) == (row["start"], row["end"])
         assert float(out["score"][i]) == pytest.approx(row["score"], abs=1e-4)
+    # random contexts (several windows each) and questions: the same answers as the Python path
+    noise = random_texts(24, seed=1)
+    rand_q, rand_c = noise[:12], [" ".join(noise[12:][i:i + 6]) for i in range(12)]
+    rand_out = fn(question=tf.constant(rand_q), context=tf.constant(rand_c))
+    rand_expected = task.predict((rand_q, rand_c))
+    assert any(row["answer_text"] for row in rand_expected)
+    for i, row in enumerate(rand_expected):
+        assert rand_out["answer_text"][i].numpy().decode() == row["answer_text"]
+        assert (int(rand_out["start"][i]), int(rand_out["end"][i])) == (row["start"], row["end"])
     empty = fn(question=tf.constant([], tf.string), context=tf.constant([], tf.string))
     assert {k: tuple(v.shape) for k, v in empty.items()} == {
         "answer_text": (0,), "start": (0,), "end": (0,), "score": (0,)}
