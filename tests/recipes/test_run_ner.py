@@ -52,8 +52,10 @@ def test_two_step_smoke_export_and_serving_signature(tmp_path, data_dir, uncased
     assert "exported to" in proc.stdout
 
     spec, result = tmp_path / "spec.pkl", tmp_path / "result.pkl"
+    ids = {k: v.numpy() for k, v in task.preprocessor(TEXTS[:1]).items()}
     spec.write_bytes(pickle.dumps({"ner": {"dir": str(export_base / "ner_tiny" / "1"), "calls": {
-        "text": ("signature", "serving_default", {"text": np.array(TEXTS, dtype=object)})}}}))
+        "text": ("signature", "serving_default", {"text": np.array(TEXTS, dtype=object)}),
+        "ids": ("signature", "encoded", ids)}}}))
     loader = REPO / "tests" / "export" / "_load_and_call.py"
     proc = subprocess.run([sys.executable, "-I", str(loader), str(spec), str(result)], env=ENV,
                           capture_output=True, text=True, timeout=300)
@@ -69,6 +71,10 @@ def test_two_step_smoke_export_and_serving_signature(tmp_path, data_dir, uncased
     for i, w in enumerate(words):
         assert [x.decode() for x in outputs["words"][i]] == w + [""] * (width - len(w))
         assert [x.decode() for x in outputs["tags"][i]] == expected[i] + [""] * (width - len(w))
+    by_ids = served["ner"]["calls"]["ids"]
+    np.testing.assert_allclose(by_ids["probabilities"], tf.nn.softmax(task(ids)).numpy(),
+                               rtol=1e-4, atol=1e-6)
+    assert by_ids["tags"].shape == ids["input_word_ids"].shape
     signatures = served["ner"]["signatures"]
     assert signatures["serving_default"]["inputs"] == {"text": ("string", (None,))}
     assert set(signatures["encoded"]["outputs"]) == {"probabilities", "tag_ids", "tags"}

@@ -40,11 +40,13 @@ def test_two_step_smoke_export_and_serving_signature(tmp_path, uncased_vocab):
     assert metrics["dev"]["accuracy"] == pytest.approx((expected.argmax(-1) == labels).mean())
 
     spec, result = tmp_path / "spec.pkl", tmp_path / "result.pkl"
+    ids = {k: v.numpy() for k, v in task.encode_choices(contexts, endings).items()}  # [4, 4, T]
     inputs = {"context": np.array(contexts, dtype=object), "endings": np.array(endings, dtype=object)}
     spec.write_bytes(pickle.dumps({"swag": {"dir": str(export_base / "swag_tiny" / "1"), "calls": {
         "text": ("signature", "serving_default", inputs),
         "bad": ("signature", "serving_default", {"context": inputs["context"][:1],
-                                                 "endings": inputs["endings"]})}}}))
+                                                 "endings": inputs["endings"]}),
+        "ids": ("signature", "encoded", ids)}}}))
     loader = REPO / "tests" / "export" / "_load_and_call.py"
     proc = subprocess.run([sys.executable, "-I", str(loader), str(spec), str(result)], env=ENV,
                           capture_output=True, text=True, timeout=300)
@@ -55,6 +57,8 @@ def test_two_step_smoke_export_and_serving_signature(tmp_path, uncased_vocab):
     assert outputs["probabilities"].shape == (4, 4)
     np.testing.assert_allclose(outputs["probabilities"], expected, rtol=1e-4, atol=1e-6)
     assert outputs["choice"].tolist() == expected.argmax(-1).tolist()
+    np.testing.assert_allclose(served["swag"]["calls"]["ids"]["probabilities"], expected,
+                               rtol=1e-4, atol=1e-6)
     error = served["swag"]["calls"]["bad"]
     assert error[0] == "error" and "endings must be [batch, 4]" in error[2]
     assert served["swag"]["signatures"]["serving_default"]["inputs"] == {
