@@ -33,6 +33,7 @@ from keras_bert.tokenization.bert_preprocessor import pack_ragged
 IGNORE_LABEL = -100
 FEATURE_MODES = ("embeddings", "last", "second_to_last", "sum_last_four", "concat_last_four",
                  "sum_all")
+MIN_LAYERS = {"second_to_last": 2, "sum_last_four": 4, "concat_last_four": 4}
 
 
 def _ceil_div(a, b):
@@ -176,8 +177,8 @@ class TokenClassifier(Task):
         float32 [B, T, num_tags] logits per position (read only at first pieces).
 
     Raises:
-        ValueError: no label_names, no "O" among them, a bad stride, dropout, feature_mode or
-            LSTM size.
+        ValueError: no label_names, no "O" among them, a bad stride, dropout, feature_mode (or
+            one needing more layers than the encoder has) or LSTM size.
     """
 
     task_type = "token_classification"
@@ -195,6 +196,10 @@ class TokenClassifier(Task):
         if feature_mode is not None and feature_mode not in FEATURE_MODES:
             raise ValueError(f"feature_mode must be None or one of {FEATURE_MODES}, "
                              f"got {feature_mode!r}")
+        needed, have = MIN_LAYERS.get(feature_mode, 1), encoder.bert_config.num_layers
+        if have < needed:
+            raise ValueError(f"feature_mode={feature_mode!r} needs >= {needed} encoder layers, "
+                             f"the encoder has {have}")
         if int(lstm_units) < 1 or int(lstm_layers) < 1:
             raise ValueError(f"lstm_units and lstm_layers must be >= 1, got {lstm_units}, "
                              f"{lstm_layers}")

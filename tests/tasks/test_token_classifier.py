@@ -129,6 +129,9 @@ def test_bad_arguments():
         tiny_task(window_stride=5)
     with pytest.raises(ValueError, match="feature_mode must be None or one of"):
         tiny_task(feature_mode="mean")
+    with pytest.raises(ValueError, match="'concat_last_four' needs >= 4 encoder layers, the "
+                                         "encoder has 1"):
+        tiny_task(feature_mode="concat_last_four")
     with pytest.raises(ValueError, match="2 words but 1 tags"):
         tiny_task().training_windows([["a", "b"]], [["O"]])
     with pytest.raises(ValueError, match=r"tags \['B-ORG'\] not in label_names"):
@@ -137,7 +140,7 @@ def test_bad_arguments():
 
 @pytest.mark.slow
 def test_feature_mode_training_leaves_the_encoder_unchanged():
-    task = tiny_task(max_seq_length=8, feature_mode="sum_last_four", lstm_units=4, lstm_layers=1)
+    task = tiny_task(max_seq_length=8, feature_mode="last", lstm_units=4, lstm_layers=1)
     features, labels = task.training_windows([["john", "lives", "in", "paris"]],
                                              [["B-PER", "O", "O", "B-LOC"]])
     task.compile(optimizer=keras.optimizers.Adam(1e-2),
