@@ -130,6 +130,7 @@ def run_swag(config: SwagConfig) -> dict:
                               dropout_rate=config.dropout_rate, preprocessor=preprocessor)
     callbacks_lib.write_json_atomic(out / "config.json", resolved)
     features, labels = encode_examples(task, train)
+    logger.info("%d training and %d dev examples", len(train), len(dev))
     loss = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
     start = time.monotonic()
     result = fit_with_evaluation(task, config, features, labels,
