@@ -37,7 +37,7 @@ F.DEFINE_integer("student_layers", None, "Student layers taken from the teacher 
 F.DEFINE_list("layer_map", None, "Teacher layer index per student layer, e.g. 0,2,4.")
 F.DEFINE_string("student_preset", None, "Start the student from this pretrained preset instead.")
 F.DEFINE_float("temperature", D["temperature"], "Softmax temperature T of the soft targets.")
-F.DEFINE_float("alpha", D["alpha"], "Weight of the soft (T^2-scaled KL) loss; 1 - alpha for the hard loss.")
+F.DEFINE_float("alpha", D["alpha"], "Weight of the soft (T^2-scaled KL) loss; 1 - alpha: hard loss.")
 F.DEFINE_float("learning_rate", D["learning_rate"], "Peak learning rate (AdamW, linear warmup/decay).")
 F.DEFINE_integer("num_train_epochs", D["num_train_epochs"], "Passes over the training data.")
 F.DEFINE_integer("train_batch_size", D["train_batch_size"], "Training batch size.")

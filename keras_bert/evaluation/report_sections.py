@@ -93,7 +93,8 @@ def failure_blocks(m: dict) -> list:
                      fmt(f["truncated"])])
     what = ("largest absolute errors first" if regression else
             f"{len(failures)} misclassified examples, the most confident first")
-    shown = f"; the first {FAILURE_ROWS} shown, all in metrics.json" if len(failures) > FAILURE_ROWS else ""
+    shown = (f"; the first {FAILURE_ROWS} shown, all in metrics.json"
+             if len(failures) > FAILURE_ROWS else "")
     return [("h2", "Failure catalogue"), f"{what}{shown}.", Table(header, rows)]
 
 

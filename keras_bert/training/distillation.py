@@ -75,7 +75,8 @@ def student_from_teacher(teacher: TextClassifier, num_layers: int | None = None,
         layer_map = layer_map_for(teacher_layers, num_layers or (teacher_layers + 1) // 2)
     layer_map = [int(i) for i in layer_map]
     if not layer_map or any(not 0 <= i < teacher_layers for i in layer_map):
-        raise ValueError(f"layer_map {layer_map} must name layers of the teacher (0..{teacher_layers - 1})")
+        raise ValueError(f"layer_map {layer_map} must name layers of the teacher "
+                         f"(0..{teacher_layers - 1})")
     config = dataclasses.replace(teacher.encoder.bert_config, num_layers=len(layer_map))
     student = TextClassifier(BertEncoder.from_config_object(config), teacher.num_classes,
                              dropout_rate=teacher.dropout_rate, label_names=teacher.label_names,
@@ -297,7 +298,9 @@ def distill(config: DistillationConfig) -> dict:
                                                weight_decay=config.weight_decay),
                     loss=DistillationLoss(config.temperature, config.alpha))
     step = logit_fn(student)
-    measure = lambda: scores(step, student, dev, dev_gold, teacher_dev, train, teacher_train, bs)  # noqa: E731
+    def measure():
+        return scores(step, student, dev, dev_gold, teacher_dev, train, teacher_train, bs)
+
     history = [measure() | {"epoch": 0, "loss": None}]
     best_weights = student.get_weights()
     for epoch in range(1, config.num_train_epochs + 1):

@@ -106,7 +106,8 @@ def test_report_numbers_equal_metrics_json(single_report):
             "headline.ece", "slices.0.error_rate", "failures.0.confidence"} <= set(values)
     md = (single_report / "report.md").read_text()
     assert f"| accuracy | {fmt(metrics['headline']['accuracy'])} |" in md
-    assert f"| neg | {' | '.join(fmt(metrics['per_class']['neg'][k]) for k in ('precision', 'recall', 'f1', 'support'))} |" in md
+    neg = metrics["per_class"]["neg"]
+    assert f"| neg | {' | '.join(fmt(neg[k]) for k in ('precision', 'recall', 'f1', 'support'))} |" in md
     assert f"| p95 (ms) | {fmt(metrics['latency']['p95_ms'])} |" in md
     assert "![confusion matrix](confusion_matrix.png)" in md
     for png in ("confusion_matrix.png", "reliability.png"):
@@ -126,7 +127,8 @@ window.addEventListener("load", () => {
       const d = g.getImageData(0, 0, c.width, c.height).data;
       for (let i = 0; i < d.length; i += 4) if (d[i] < 200 || d[i + 1] < 200 || d[i + 2] < 200) ink++;
     }
-    img.setAttribute("data-rendered", img.complete + " " + img.naturalWidth + " " + img.naturalHeight + " " + ink);
+    img.setAttribute("data-rendered",
+                     [img.complete, img.naturalWidth, img.naturalHeight, ink].join(" "));
   }
   document.body.setAttribute("data-probe", "done");
 });
@@ -197,18 +199,22 @@ def test_compare_two_models(models, tmp_path):
     gold = np.arange(len(TEXTS)) % 3
     pa, pb = models["probs_a"].argmax(1), models["probs_b"].argmax(1)
     acc = m["headline"]["accuracy"]
-    assert acc["a"] == pytest.approx(np.mean(pa == gold)) and acc["b"] == pytest.approx(np.mean(pb == gold))
-    assert acc["delta"] == pytest.approx(acc["b"] - acc["a"]) and acc["ci_low"] <= acc["delta"] <= acc["ci_high"]
+    assert acc["a"] == pytest.approx(np.mean(pa == gold))
+    assert acc["b"] == pytest.approx(np.mean(pb == gold))
+    assert acc["delta"] == pytest.approx(acc["b"] - acc["a"])
+    assert acc["ci_low"] <= acc["delta"] <= acc["ci_high"]
     d = m["disagreements"]
     assert d["count"] == int(np.sum(pa != pb))
     assert d["a_right"] == int(np.sum((pa != pb) & (pa == gold)))
     assert d["b_right"] == int(np.sum((pa != pb) & (pb == gold)))
     assert m["models"]["a"]["path"] == "in-process task (keras)"
-    assert m["latency"]["p50_ms"]["delta"] == pytest.approx(m["b"]["latency"]["p50_ms"] - m["a"]["latency"]["p50_ms"])
+    p50 = m["latency"]["p50_ms"]
+    assert p50["delta"] == pytest.approx(m["b"]["latency"]["p50_ms"] - m["a"]["latency"]["p50_ms"])
     assert_numbers_equal_metrics(keyed_numbers((out / "report.html").read_text()), m)
     md = (out / "report.md").read_text()
     assert "| metric | A: run_a | B: b.keras | delta | 95% CI |" in md
-    assert f"| accuracy | {fmt(acc['a'])} | {fmt(acc['b'])} | {fmt(acc['delta'])} | [{fmt(acc['ci_low'])}, {fmt(acc['ci_high'])}] |" in md
+    row = " | ".join(fmt(acc[k]) for k in ("a", "b", "delta"))
+    assert f"| accuracy | {row} | [{fmt(acc['ci_low'])}, {fmt(acc['ci_high'])}] |" in md
     for png in ("confusion_a.png", "confusion_b.png", "reliability.png", "per_class_f1.png"):
         assert (out / png).is_file()
 
@@ -222,7 +228,8 @@ def test_evaluate_through_a_grpc_server(models, tmp_path):
     try:
         server.wait_serving()
         proc = run_evaluate(f"--model={models['saved_a']}", f"--server={server.grpc_target}",
-                            f"--data={models['data']}", "--batch_size=4", f"--output_dir={tmp_path / 'out'}")
+                            f"--data={models['data']}", "--batch_size=4",
+                            f"--output_dir={tmp_path / 'out'}")
     finally:
         server.stop()
     assert proc.returncode == 0, proc.stderr[-3000:]

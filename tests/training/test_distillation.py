@@ -31,7 +31,8 @@ def test_loss_is_hinton_soft_plus_hard():
     y_true = np.concatenate([labels[:, None], teacher], 1).astype("float32")
     got = d.DistillationLoss(t, alpha).call(tf.constant(y_true), tf.constant(student, tf.float32))
     np.testing.assert_allclose(got.numpy(), expected, rtol=1e-5)
-    assert float(d.DistillationLoss(t, 1.0)(y_true, teacher.astype("float32"))) == pytest.approx(0, abs=1e-6)
+    same = d.DistillationLoss(t, 1.0)(y_true, teacher.astype("float32"))
+    assert float(same) == pytest.approx(0, abs=1e-6)  # student = teacher: no soft loss
 
 
 def test_bad_settings():
