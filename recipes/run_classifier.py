@@ -17,6 +17,7 @@ from absl import app, flags, logging
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
 
+from keras_bert.saved_model import exporter  # noqa: E402
 from keras_bert.training import finetune  # noqa: E402
 
 D = finetune.FinetuneConfig.__dataclass_fields__
@@ -40,8 +41,11 @@ F.DEFINE_integer("pad_to_multiple_of", D["pad_to_multiple_of"].default,
                  "many tokens (0: pad every batch to --max_seq_length).")
 F.DEFINE_integer("train_batch_size", D["train_batch_size"].default, "Global training batch size.")
 F.DEFINE_integer("eval_batch_size", D["eval_batch_size"].default, "Evaluation batch size.")
-F.DEFINE_float("learning_rate", D["learning_rate"].default, "Peak learning rate.")
+F.DEFINE_float("learning_rate", None, "Peak learning rate (default: 1e-4 for encoders with "
+               "hidden_size <= 512, 3e-5 above; see docs/finetuning.md, small data).")
 F.DEFINE_float("num_train_epochs", D["num_train_epochs"].default, "Epochs (may be fractional).")
+F.DEFINE_integer("min_train_steps", D["min_train_steps"].default, "Train more epochs when "
+                 "--num_train_epochs gives fewer optimizer steps than this (small data sets); 0: off.")
 F.DEFINE_float("warmup_proportion", D["warmup_proportion"].default, "Fraction of steps of linear warmup.")
 F.DEFINE_float("weight_decay", D["weight_decay"].default, "AdamW/LAMB decoupled weight decay.")
 F.DEFINE_enum("optimizer", "adamw", ["adamw", "lamb"], "Optimizer.")
@@ -72,22 +76,34 @@ F.mark_flags_as_required(["task_name", "output_dir"])
 FLAGS = F.FLAGS
 
 
+def export_once(task, result):
+    """Exports the best task unless a version with the same weights is already there (a rerun of
+    a finished or killed run must not publish a second copy)."""
+    name = FLAGS.model_name or result["task_name"]
+    existing = exporter.find_export(FLAGS.export_dir, name, exporter.weights_fingerprint(task))
+    if existing is not None and FLAGS.export_dtype is None:
+        print(f"already exported to {existing}")
+        return existing
+    path = task.export(FLAGS.export_dir, name, dtype=FLAGS.export_dtype,
+                       extra_config={"dev_metrics": result["best"], "monitor": result["monitor"]})
+    print(f"exported to {path}")
+    return path
+
+
 def main(argv):
     del argv
     names = {f.name for f in dataclasses.fields(finetune.FinetuneConfig)}
     try:
         config = finetune.FinetuneConfig(**{n: FLAGS[n].value for n in names if n in FLAGS})
-    except ValueError as e:  # a bad flag value: a usage error, not a traceback
-        raise app.UsageError(str(e)) from None
-    result = finetune.run_finetuning(config)
+        prepared = finetune.prepare_run(config)
+    except (ValueError, FileNotFoundError) as e:  # bad flags or data: one line, exit code 2
+        raise app.UsageError(str(e), exitcode=2) from None
+    result = finetune.run_finetuning(config, prepared)
     logging.info("dev %s per run: %s; mean %.4f, std %.4f", result["monitor"],
                  [r["best"][result["monitor"]] for r in result["runs"]], result["mean"], result["std"])
     print(json.dumps({k: result[k] for k in ("monitor", "best", "mean", "std", "runs")}, indent=2))
     if FLAGS.export_dir:
-        path = result["task"].export(
-            FLAGS.export_dir, FLAGS.model_name or result["task_name"], dtype=FLAGS.export_dtype,
-            extra_config={"dev_metrics": result["best"], "monitor": result["monitor"]})
-        print(f"exported to {path}")
+        export_once(result["task"], result)
 
 
 if __name__ == "__main__":

@@ -16,6 +16,7 @@ place (`versioning.publish`): a crash leaves at most a hidden temporary director
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import json
 import logging
 import os
@@ -23,9 +24,11 @@ import pathlib
 import shutil
 import tempfile
 
+import numpy as np
 import tensorflow as tf
 
 from keras_bert.config import check_max_seq_length
+from keras_bert.faults import crash_point
 from keras_bert.saved_model import versioning, warmup
 from keras_bert.saved_model.serving_module import INPUT_NAMES
 from keras_bert.tokenization.bert_preprocessor import TOKENIZERS, BertPreprocessor
@@ -87,10 +90,34 @@ def preprocessor_for(task, tokenizer: str) -> BertPreprocessor:
                             max_seq_length=p.max_seq_length, tokenizer=tokenizer)
 
 
+def weights_fingerprint(task) -> str:
+    """sha256 (hex) of the task's weights in order: tells whether two exports hold the same model."""
+    digest = hashlib.sha256()
+    for weight in task.get_weights():
+        digest.update(str(weight.dtype).encode() + str(weight.shape).encode())
+        digest.update(np.ascontiguousarray(weight).tobytes())
+    return digest.hexdigest()
+
+
+def find_export(export_base, model_name, fingerprint: str) -> pathlib.Path | None:
+    """The existing version of `export_base/model_name` whose weights have `fingerprint`, if any
+    (lets a resumed recipe skip an export it already published)."""
+    model_dir = pathlib.Path(export_base) / model_name
+    for version in versioning.existing_versions(model_dir):
+        config = model_dir / str(version) / "assets" / CONFIG_FILENAME
+        try:
+            if json.loads(config.read_text()).get("weights_sha256") == fingerprint:
+                return model_dir / str(version)
+        except (OSError, ValueError):
+            continue
+    return None
+
+
 def export_config(task, module, model_name, tokenizer, extra_config=None) -> dict:
     """The JSON written to assets/export_config.json."""
     return {
         "model_name": model_name, **task.export_metadata(), "tokenizer": tokenizer,
+        "weights_sha256": weights_fingerprint(task),
         "requires_tensorflow_text": tokenizer == "tf_text", "input_id_dtype": "int32",
         "dtype_policy": task.dtype_policy.name,
         "bert_config": dataclasses.asdict(task.encoder.bert_config),
@@ -120,6 +147,26 @@ def _private_dir(prefix: str, parent=None) -> pathlib.Path:
     os.umask(umask)
     os.chmod(path, 0o777 & ~umask)
     return path
+
+
+def remove_stale_temporaries(model_dir: pathlib.Path) -> list[str]:
+    """Removes `.tmp-<version>-<pid>-*` directories whose writing process is gone (an export
+    killed before its rename); a live writer's directory, or any other name, is left alone.
+    Returns the names removed."""
+    removed = []
+    for path in model_dir.glob(".tmp-*-*-*"):
+        parts = path.name.split("-")
+        if len(parts) < 4 or not parts[2].isdigit() or int(parts[2]) == os.getpid():
+            continue
+        try:
+            os.kill(int(parts[2]), 0)
+            continue  # its writer is alive
+        except ProcessLookupError:
+            shutil.rmtree(path, ignore_errors=True)
+            removed.append(path.name)
+        except PermissionError:
+            continue  # alive, another user's
+    return removed
 
 
 def _publish(tmp_dir, model_dir: pathlib.Path, chosen: int, version) -> pathlib.Path:
@@ -156,8 +203,10 @@ def export_task(task, export_base, model_name, version=None, dtype=None, tokeniz
     if (model_dir / str(chosen)).exists():
         raise FileExistsError(f"version {chosen} already exists at {model_dir / str(chosen)}; "
                               "exported versions are never overwritten")
+    for name in remove_stale_temporaries(model_dir):
+        logger.info("removed %s, left by an export that was killed", model_dir / name)
     staging = _private_dir("keras_bert_assets_")
-    tmp_dir = _private_dir(f".tmp-{chosen}-", model_dir)
+    tmp_dir = _private_dir(f".tmp-{chosen}-{os.getpid()}-", model_dir)
     try:
         module = task.serving_module(preprocessor)
         config = export_config(task, module, model_name, tokenizer, extra_config)
@@ -166,6 +215,7 @@ def export_task(task, export_base, model_name, version=None, dtype=None, tokeniz
         versioning.set_method_names(tmp_dir, module.method_names())
         warmup.write_warmup_requests(tmp_dir, module.warmup_logs(
             model_name, list(warmup_texts or DEFAULT_WARMUP_TEXTS)))
+        crash_point("export_publish")
         target = _publish(tmp_dir, model_dir, chosen, version)
         logger.info("exported %s version %s to %s", model_name, target.name, target)
         return target
@@ -175,5 +225,5 @@ def export_task(task, export_base, model_name, version=None, dtype=None, tokeniz
 
 
 __all__ = ["CONFIG_FILENAME", "DEFAULT_WARMUP_TEXTS", "EXPORT_DTYPES", "INPUT_NAMES",
-           "check_model_name_and_version", "export_config", "export_task", "preprocessor_for",
-           "with_dtype"]
+           "check_model_name_and_version", "export_config", "export_task", "find_export",
+           "preprocessor_for", "weights_fingerprint", "with_dtype"]

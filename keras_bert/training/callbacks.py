@@ -11,9 +11,13 @@ from __future__ import annotations
 import json
 import os
 import pathlib
+import sys
+import time
 
 import keras
+import numpy as np
 
+from keras_bert.faults import crash_point
 from keras_bert.training.selection import is_better
 
 
@@ -94,6 +98,7 @@ class ResumableCheckpoint(keras.callbacks.Callback):
         self.step += 1
         if self.save_freq and self.step % self.save_freq == 0:
             self.save()
+        crash_point("train_batch")
 
     def on_epoch_end(self, epoch, logs=None):
         self.save()
@@ -173,7 +178,33 @@ class EvaluationCallback(keras.callbacks.Callback):
         if self.should_stop:
             self.model.stop_training = True
 
+    def is_evaluation_point(self, step: int, total_steps: int) -> bool:
+        """Whether an evaluation is taken after `step` global batches (epoch ends, the last
+        batch, and the points inside epochs)."""
+        if step <= 0:
+            return False
+        at_end = step == total_steps or (self.steps_per_epoch and step % self.steps_per_epoch == 0)
+        return bool(at_end) or (self.steps_per_epoch and step % self.steps_per_epoch in self.inner_points)
+
+    def evaluate_if_due(self, model, step: int, total_steps: int) -> bool:
+        """On resume: take the evaluation that was due at `step` but never recorded (the run was
+        killed after the checkpoint of `step` and before its evaluation was written). The model
+        holds the weights of `step`. Returns whether it evaluated.
+
+        The entry's train_loss is null: the running training loss of the killed run is gone.
+        """
+        if not self.is_evaluation_point(step, total_steps) or not self.steps_per_epoch:
+            return False
+        done = round(step / self.steps_per_epoch, 4)
+        done = int(done) if done == int(done) else done
+        if any(e["epoch"] == done for e in self.state["epochs"]):
+            return False
+        self.set_model(model)
+        self._evaluate(done, None)
+        return True
+
     def _evaluate(self, epochs_done, logs):
+        crash_point("evaluation")
         metrics = {k: float(v) for k, v in self.eval_fn(self.model).items()}
         if self.monitor not in metrics:
             raise ValueError(f"monitored metric {self.monitor!r} not in evaluation results {sorted(metrics)}")
@@ -187,10 +218,86 @@ class EvaluationCallback(keras.callbacks.Callback):
         if is_better(metrics[self.monitor], None if best is None else best[self.monitor]):
             self.state["best"] = dict(entry)
             if self.is_chief and self.best_weights_path is not None:
-                self.model.save_weights(self.best_weights_path, overwrite=True)
+                path = pathlib.Path(self.best_weights_path)
+                tmp = path.with_name("partial." + path.name)
+                self.model.save_weights(tmp, overwrite=True)
+                os.replace(tmp, path)  # a kill leaves the previous best intact
+                crash_point("best_saved")
         if self.is_chief and self.state_file is not None:
             self.state_file.parent.mkdir(parents=True, exist_ok=True)
             write_json_atomic(self.state_file, self.state)
+
+
+class ProgressLogger(keras.callbacks.Callback):
+    """Progress the way a user reads it: "Epoch 1/3", batches of that epoch, global step, loss.
+
+    Keras's own bar is wrong for a run trained one `fit` call per epoch (it shows "Epoch 3/3" for
+    the third call of `fit(initial_epoch=2, epochs=3)` and never "Epoch 1/3"), and writes
+    carriage-return updates when stdout is not a terminal (it takes "posix" in sys.modules for a
+    dynamic display). On a terminal this shows a Keras progress bar per epoch; elsewhere (logs,
+    CI) one plain line every `interval_s` seconds and one at each epoch end.
+
+    Args:
+        epochs: total epochs of the run (the last may be partial).
+        steps_per_epoch: batches per full epoch.
+        total_steps: batches of the whole run.
+        verbose: 1 (bar or periodic lines) or 2 (one line per epoch).
+        interval_s: seconds between plain lines when stdout is not a terminal.
+        stream: where plain lines go (default sys.stdout).
+    """
+
+    def __init__(self, epochs: int, steps_per_epoch: int, total_steps: int, verbose: int = 1,
+                 interval_s: float = 30.0, stream=None):
+        super().__init__()
+        self.epochs, self.steps_per_epoch, self.total_steps = epochs, steps_per_epoch, total_steps
+        self.verbose, self.interval_s = verbose, interval_s
+        self.stream = stream or sys.stdout
+        self.dynamic = self.verbose == 1 and hasattr(self.stream, "isatty") and self.stream.isatty()
+        self.epoch = 0
+        self.step = 0          # global batches done
+        self._bar = None
+        self._epoch_start = self._last_line = 0.0
+
+    def _epoch_steps(self, epoch: int) -> int:
+        return max(0, min(self.steps_per_epoch, self.total_steps - epoch * self.steps_per_epoch))
+
+    def _print(self, text: str) -> None:
+        print(text, file=self.stream, flush=True)
+
+    def on_train_begin(self, logs=None):
+        self.step = max(self.step, 0)
+
+    def on_epoch_begin(self, epoch, logs=None):
+        self.epoch = epoch
+        self.step = max(self.step, epoch * self.steps_per_epoch)
+        self._epoch_start = self._last_line = time.time()
+        done = self.step - epoch * self.steps_per_epoch
+        resumed = f" (resuming after batch {done})" if done else ""
+        self._print(f"Epoch {epoch + 1}/{self.epochs}{resumed}")
+        if self.dynamic:
+            self._bar = keras.utils.Progbar(self._epoch_steps(epoch), stateful_metrics=["loss"])
+            self._bar.update(done)
+
+    def _line(self, logs) -> str:
+        done = self.step - self.epoch * self.steps_per_epoch
+        metrics = "".join(f" - {k}: {float(v):.4f}" for k, v in (logs or {}).items()
+                          if np.ndim(v) == 0 and not k.startswith("learning_rate"))
+        return (f"  batch {done}/{self._epoch_steps(self.epoch)} (step {self.step}/"
+                f"{self.total_steps}) - {time.time() - self._epoch_start:.0f}s{metrics}")
+
+    def on_train_batch_end(self, batch, logs=None):
+        self.step += 1
+        if self._bar is not None:
+            self._bar.update(self.step - self.epoch * self.steps_per_epoch,
+                             [(k, float(v)) for k, v in (logs or {}).items() if np.ndim(v) == 0])
+        elif self.verbose == 1 and time.time() - self._last_line >= self.interval_s:
+            self._last_line = time.time()
+            self._print(self._line(logs))
+
+    def on_epoch_end(self, epoch, logs=None):
+        if self._bar is None:
+            self._print(self._line(logs))
+        self._bar = None
 
 
 class LossHistory(keras.callbacks.Callback):

@@ -27,6 +27,7 @@ from keras_bert.data import classification_pipeline
 from keras_bert.evaluation import metrics as metrics_lib
 from keras_bert.tokenization.bert_preprocessor import BertPreprocessor
 from keras_bert.training import callbacks as callbacks_lib
+from keras_bert.faults import crash_point
 from keras_bert.training.classification_data import (TaskData, dev_prefix, encode_splits,
                                                      load_task_data, monitor_name)
 from keras_bert.training.finetune_config import FinetuneConfig, check_resume_settings
@@ -67,21 +68,30 @@ def predict(model, dataset, step=None) -> np.ndarray:
 class Schedule:
     """Batches and optimizer steps of one run (sizes in global batches)."""
 
-    steps_per_epoch: int
+    steps_per_epoch: int  # ceil(examples / batch): the last, partial batch is kept
     epochs: int           # fit calls (the last may be partial)
     total_batches: int
     num_train_steps: int  # optimizer updates (batches / gradient accumulation)
+    num_train_epochs: float  # as run: --num_train_epochs, raised to reach --min_train_steps
 
     @classmethod
     def of(cls, config: FinetuneConfig, num_examples: int) -> "Schedule":
-        """Raises ValueError when there are fewer examples than one batch."""
-        steps_per_epoch = num_examples // config.train_batch_size
-        if steps_per_epoch < 1:
-            raise ValueError(f"{num_examples} training examples < train_batch_size "
-                             f"{config.train_batch_size}")
-        total = int(round(steps_per_epoch * config.num_train_epochs))
-        return cls(steps_per_epoch, max(1, int(np.ceil(config.num_train_epochs))), total,
-                   max(1, total // config.gradient_accumulation_steps))
+        """Raises ValueError when there is no training example."""
+        if num_examples < 1:
+            raise ValueError("no training examples")
+        steps_per_epoch = -(-num_examples // config.train_batch_size)
+        epochs = float(config.num_train_epochs)
+        accumulation = config.gradient_accumulation_steps
+        if round(steps_per_epoch * epochs) // accumulation < config.min_train_steps:
+            wanted = -(-config.min_train_steps * accumulation // steps_per_epoch)
+            logger.info("%d examples give %d optimizer steps in %g epochs: training %d epochs to "
+                        "reach --min_train_steps=%d", num_examples,
+                        round(steps_per_epoch * epochs) // accumulation, epochs, wanted,
+                        config.min_train_steps)
+            epochs = float(wanted)
+        total = int(round(steps_per_epoch * epochs))
+        return cls(steps_per_epoch, max(1, int(np.ceil(epochs))), total,
+                   max(1, total // accumulation), epochs)
 
 
 def make_evaluator(data: TaskData, encoded: dict, config: FinetuneConfig):
@@ -113,7 +123,7 @@ def make_train_dataset_fn(encoded: dict, config: FinetuneConfig, schedule: Sched
     def make_train(epoch, skip):
         ds = classification_pipeline.make_classification_dataset(
             encoded["train"], None, batch_size=config.train_batch_size, shuffle=True, seed=seed,
-            epoch=epoch, skip_batches=skip, drop_remainder=True,
+            epoch=epoch, skip_batches=skip, drop_remainder=False,
             pad_to_multiple_of=config.pad_to_multiple_of or None)
         left = schedule.total_batches - epoch * schedule.steps_per_epoch - skip
         return ds.take(min(schedule.steps_per_epoch - skip, left))
@@ -133,7 +143,7 @@ def _train_one_run(config, data, strategy, encoded, preprocessor, seed, run_dir)
     with strategy.scope():
         task = build_text_classifier(config, data, preprocessor)
         task({k: v[:1] for k, v in encoded["train"].features.items()})
-        compile_task(task, config, schedule.num_train_steps)
+        learning_rate = compile_task(task, config, schedule.num_train_steps)
     n, first = config.train_batch_size, encoded["train"]
     build_for_training(task, strategy, ({k: v[:n] for k, v in first.features.items()},
                                         first.labels[:n]))
@@ -153,6 +163,8 @@ def _train_one_run(config, data, strategy, encoded, preprocessor, seed, run_dir)
     if chief:
         task.save(run_dir / "best_model.keras")
     return {"seed": seed, "steps": steps, "num_train_steps": schedule.num_train_steps,
+            "num_train_epochs": schedule.num_train_epochs,
+            "learning_rate": learning_rate,
             "resumed_from_step": checkpoint.restored_step,
             "epochs": evaluator.state["epochs"], "best": evaluator.state["best"]}, task
 
@@ -197,7 +209,7 @@ def prepare_run(config: FinetuneConfig):
     return out, strategy, resolved, data, preprocessor, encoded
 
 
-def run_finetuning(config: FinetuneConfig) -> dict:
+def run_finetuning(config: FinetuneConfig, prepared=None) -> dict:
     """Run (with restarts) and write config.json and metrics.json to output_dir.
 
     Returns:
@@ -206,10 +218,14 @@ def run_finetuning(config: FinetuneConfig) -> dict:
         "best") plus "task": the best run's `TextClassifier` (best weights loaded, with its
         preprocessor and label names: ready for `task.export`).
 
+    Args:
+        prepared: `prepare_run(config)`'s result when the caller already ran it (recipes do, to
+            report bad flags and data as usage errors before training).
+
     Raises:
         ValueError: bad settings or data (see load_task_data, resolve_vocab, build_text_classifier).
     """
-    out, strategy, resolved, data, preprocessor, encoded = prepare_run(config)
+    out, strategy, resolved, data, preprocessor, encoded = prepared or prepare_run(config)
     chief, _ = is_chief(strategy)
     if chief:
         callbacks_lib.write_json_atomic(out / "config.json", resolved)
@@ -225,5 +241,6 @@ def run_finetuning(config: FinetuneConfig) -> dict:
         if config.num_restarts > 1:
             shutil.copyfile(out / f"run_{summary['best_run']}" / "best_model.keras",
                             out / "best_model.keras")
+        crash_point("metrics_write")
         callbacks_lib.write_json_atomic(out / "metrics.json", summary)
     return summary | {"task": tasks[summary["best_run"]]}

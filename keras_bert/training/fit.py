@@ -5,7 +5,7 @@ from typing import Callable
 
 import tensorflow as tf
 
-from keras_bert.training.callbacks import EvaluationCallback, ResumableCheckpoint
+from keras_bert.training.callbacks import EvaluationCallback, ProgressLogger, ResumableCheckpoint
 
 
 def resumable_fit(model, make_train_dataset: Callable[[int, int], tf.data.Dataset], steps_per_epoch: int,
@@ -20,9 +20,13 @@ def resumable_fit(model, make_train_dataset: Callable[[int, int], tf.data.Datase
             seed and the epoch) with its first `skip_batches` batches dropped.
         steps_per_epoch: batches per epoch (global batches).
         checkpoint: the ResumableCheckpoint (also in `callbacks` or not; it is added if missing).
+            An evaluation due at the restored step and never recorded (a kill between the
+            checkpoint and the evaluation) is taken first (`EvaluationCallback.evaluate_if_due`).
         callbacks: other callbacks; an EvaluationCallback in it may stop the run early.
         total_steps: stop after this many batches (a fractional last epoch); default
             epochs * steps_per_epoch. make_train_dataset must then yield the shorter last epoch.
+        verbose: 0 silent, 1 (or "auto") a bar per epoch on a terminal and one line every 30 s
+            elsewhere, 2 one line per epoch (`ProgressLogger`).
 
     Returns:
         int, the global number of batches trained at the end (epochs * steps_per_epoch unless
@@ -33,9 +37,16 @@ def resumable_fit(model, make_train_dataset: Callable[[int, int], tf.data.Datase
         callbacks.insert(0, checkpoint)
     step = checkpoint.restore(model)
     evaluators = [c for c in callbacks if isinstance(c, EvaluationCallback)]
+    total_steps = epochs * steps_per_epoch if total_steps is None else min(total_steps, epochs * steps_per_epoch)
+    for evaluator in evaluators:  # an evaluation due at the restored step and never recorded
+        evaluator.evaluate_if_due(model, step, total_steps)
     if any(e.should_stop for e in evaluators):
         return step
-    total_steps = epochs * steps_per_epoch if total_steps is None else min(total_steps, epochs * steps_per_epoch)
+    level = 1 if verbose == "auto" else int(verbose)
+    if level:  # epochs and steps as a user reads them (not Keras's per-fit-call bar)
+        progress = ProgressLogger(epochs, steps_per_epoch, total_steps, verbose=level)
+        progress.step = step
+        callbacks.append(progress)
     start_epoch, done = divmod(step, steps_per_epoch)
     for epoch in range(start_epoch, epochs):
         skip = done if epoch == start_epoch else 0
@@ -44,7 +55,7 @@ def resumable_fit(model, make_train_dataset: Callable[[int, int], tf.data.Datase
             break
         dataset = make_train_dataset(epoch, skip)
         model.fit(dataset, initial_epoch=epoch, epochs=epoch + 1, steps_per_epoch=steps,
-                  callbacks=callbacks, verbose=verbose, shuffle=False)
+                  callbacks=callbacks, verbose=0, shuffle=False)
         if model.stop_training or any(e.should_stop for e in evaluators):
             break
     return checkpoint.step

@@ -15,7 +15,7 @@ from keras_bert.models.bert_encoder import BertEncoder
 from keras_bert.tasks.text_classifier import TextClassifier
 from keras_bert.tokenization.bert_preprocessor import BertPreprocessor
 from keras_bert.training.classification_data import TaskData
-from keras_bert.training.finetune_config import FinetuneConfig
+from keras_bert.training.finetune_config import FinetuneConfig, default_learning_rate
 from keras_bert.training.optimizer import create_optimizer
 
 logger = logging.getLogger(__name__)
@@ -125,10 +125,16 @@ def build_text_classifier(config: FinetuneConfig, data: TaskData,
                           is_pair=data.is_pair)
 
 
-def compile_task(task: TextClassifier, config: FinetuneConfig, num_train_steps: int) -> None:
-    """Compiles with the BERT optimizer (warmup + linear decay), the task's loss and accuracy."""
+def compile_task(task: TextClassifier, config: FinetuneConfig, num_train_steps: int) -> float:
+    """Compiles with the BERT optimizer (warmup + linear decay), the task's loss and accuracy.
+
+    Returns:
+        the peak learning rate: --learning_rate, else `default_learning_rate` of the encoder.
+    """
+    learning_rate = config.learning_rate or default_learning_rate(
+        task.encoder.bert_config.hidden_size)
     optimizer = create_optimizer(
-        config.learning_rate, num_train_steps, int(num_train_steps * config.warmup_proportion),
+        learning_rate, num_train_steps, int(num_train_steps * config.warmup_proportion),
         optimizer_type=config.optimizer, weight_decay=config.weight_decay,
         global_clipnorm=config.max_grad_norm or None,
         gradient_accumulation_steps=config.gradient_accumulation_steps,
@@ -140,3 +146,4 @@ def compile_task(task: TextClassifier, config: FinetuneConfig, num_train_steps: 
         train_metrics = [keras.metrics.SparseCategoricalAccuracy(name="accuracy")]
     task.compile(optimizer=optimizer, loss=loss, metrics=train_metrics,
                  jit_compile=config.jit_compile)
+    return learning_rate

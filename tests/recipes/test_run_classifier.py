@@ -16,7 +16,7 @@ def test_two_step_smoke_with_export(tmp_path, data_dir, uncased_vocab):
     cmd = [sys.executable, str(REPO / "recipes" / "run_classifier.py"), "--task_name=rte",
            f"--data_dir={data_dir / 'glue'}", "--preset=bert_tiny", f"--vocab_file={uncased_vocab}",
            "--max_seq_length=32", "--train_batch_size=4", "--max_train_examples=8", "--max_eval_examples=8",
-           "--num_train_epochs=1", "--verbose=0", f"--output_dir={out}", f"--export_dir={export_base}",
+           "--num_train_epochs=1", "--min_train_steps=0", "--verbose=0", f"--output_dir={out}", f"--export_dir={export_base}",
            "--model_name=rte_tiny", "--export_dtype=bfloat16"]
     env = dict(os.environ, PYTHONPATH=str(REPO), TF_CPP_MIN_LOG_LEVEL="2", CUDA_VISIBLE_DEVICES="")
     proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=400)
@@ -40,6 +40,34 @@ def test_bad_flag_value_is_a_usage_error_without_traceback(tmp_path):
            f"--output_dir={tmp_path / 'out'}", "--evaluations_per_epoch=0"]
     env = dict(os.environ, PYTHONPATH=str(REPO), TF_CPP_MIN_LOG_LEVEL="3", CUDA_VISIBLE_DEVICES="")
     proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
-    assert proc.returncode == 1
+    assert proc.returncode == 2
     assert "--evaluations_per_epoch must be >= 1, got 0" in proc.stderr + proc.stdout
     assert "Traceback" not in proc.stderr and not (tmp_path / "out").exists()
+
+
+def _run(tmp_path, *flags):
+    cmd = [sys.executable, str(REPO / "recipes" / "run_classifier.py"), *flags,
+           f"--output_dir={tmp_path / 'out'}"]
+    env = dict(os.environ, PYTHONPATH=str(REPO), TF_CPP_MIN_LOG_LEVEL="3", CUDA_VISIBLE_DEVICES="")
+    return subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
+
+
+@pytest.mark.slow
+def test_bad_user_data_is_one_clear_line_with_exit_code_2(tmp_path, uncased_vocab):
+    (tmp_path / "train.csv").write_text("review,stars\ngreat,5\nawful,1\n")
+    (tmp_path / "dev.csv").write_text("review,stars\nfine,3\n")
+    (tmp_path / "empty.csv").write_text("")
+    own = ["--task_name=text_classification", "--preset=bert_tiny", f"--vocab_file={uncased_vocab}"]
+    cases = [
+        ([f"--train_file={tmp_path / 'train.csv'}", f"--dev_file={tmp_path / 'train.csv'}"],
+         "missing column(s) ['text']"),
+        ([f"--train_file={tmp_path / 'train.csv'}", f"--dev_file={tmp_path / 'dev.csv'}",
+          "--text_column=review", "--label_column=stars"], "label '3' at dev.csv"),
+        ([f"--train_file={tmp_path / 'empty.csv'}", f"--dev_file={tmp_path / 'dev.csv'}",
+          "--text_column=review", "--label_column=stars"], "empty.csv"),
+    ]
+    for flags, fragment in cases:
+        proc = _run(tmp_path, *own, *flags)
+        assert proc.returncode == 2, proc.stderr[-2000:]
+        assert fragment in proc.stderr, proc.stderr[-2000:]
+        assert "Traceback" not in proc.stderr

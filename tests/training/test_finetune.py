@@ -18,7 +18,7 @@ def _config(tmp_path, uncased_vocab, **kw):
     base = dict(output_dir=str(tmp_path / "out"), preset="bert_tiny", vocab_file=str(uncased_vocab),
                 max_seq_length=32, train_batch_size=8, eval_batch_size=16, learning_rate=1e-3,
                 num_train_epochs=1, max_train_examples=32, max_eval_examples=32, verbose=0,
-                save_checkpoints_steps=2)
+                save_checkpoints_steps=2, min_train_steps=0)
     base.update(kw)
     return FinetuneConfig(**base)
 
