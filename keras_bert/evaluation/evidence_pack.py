@@ -63,7 +63,12 @@ class EvalData:
 
 
 def map_labels(labels, label_names, source: str) -> np.ndarray:
-    """File labels (str) -> int64 ids through the model's `label_names`.
+    """File labels -> int64 ids through the model's `label_names`.
+
+    Args:
+        labels: list of str, or dict row id (e.g. the example guid) -> str.
+        label_names: the model's label names in id order.
+        source: the file, for error messages.
 
     A file may write the names or the ids ("0".."C-1"): every label that is a name maps to it;
     if none is, all must be ids.

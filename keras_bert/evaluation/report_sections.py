@@ -2,8 +2,7 @@
 
 Input: the metrics dict of `evidence_pack.evaluate` (what metrics.json holds). Each table cell that
 shows a number is a `Num` with its metrics.json key, so report.md / report.html and metrics.json
-cannot disagree. Sections a task family does not produce (per-class, calibration for regression)
-are skipped.
+cannot disagree. The sections particular to a task family come from `TASK_SECTIONS`.
 """
 from __future__ import annotations
 
@@ -108,11 +107,19 @@ def latency_blocks(m: dict) -> list:
             Table(["measure", "value"], rows)]
 
 
+# task_type -> the sections of that family between the headline and the slices; a new task
+# family (span QA, NER, multiple choice) adds its own here, next to its evaluator in
+# evidence_pack.EVALUATORS.
+TASK_SECTIONS = {"classification": (per_class_blocks, calibration_blocks), "regression": ()}
+
+
 def evaluation_report(m: dict) -> tuple[str, list]:
     """(title, blocks) of a one-model report."""
     title = f"Evaluation of {m['model']['name']}"
     intro = (f"Model: {m['model']['name']} ({m['model']['task_type']}, {m['model']['path']}, "
              f"max_seq_length {m['model']['max_seq_length']}). Data: {m['data']['file']}, "
              f"{m['data']['examples']} examples, {m['data']['truncated']} truncated.")
-    return title, [intro, *headline_blocks(m), *per_class_blocks(m), *calibration_blocks(m),
-                   *slice_blocks(m), *failure_blocks(m), *latency_blocks(m)]
+    sections = [block for build in TASK_SECTIONS.get(m["model"]["task_type"], ())
+                for block in build(m)]
+    return title, [intro, *headline_blocks(m), *sections, *slice_blocks(m), *failure_blocks(m),
+                   *latency_blocks(m)]
