@@ -120,3 +120,40 @@ def test_a_run_whose_every_evaluation_is_nan_says_so(tmp_path, uncased_vocab, ca
     assert [np.isnan(e["pearson"]) for e in metrics["runs"][0]["epochs"]] == [True, True]
     assert "every dev pearson was NaN or infinite" in caplog.text
     assert result["best"]["epoch"] == 1  # the first evaluation, as nothing finite exists
+
+
+SMALL_TASK = {
+    "sport": ["the striker scored a late goal", "our team won the football match",
+              "the tennis final went to five sets", "he ran the marathon in record time",
+              "the coach praised the defenders", "fans cheered as the ball hit the net"],
+    "food": ["she baked fresh bread this morning", "add salt and pepper to the soup",
+             "the pasta was cooked with garlic", "we ate grilled fish for dinner",
+             "stir the sauce until it thickens", "the cake needs more sugar and butter"],
+    "weather": ["heavy rain is expected tomorrow", "a cold wind blew from the north",
+                "the forecast says sunny skies", "snow fell all night on the hills",
+                "thunderstorms will hit the coast", "it was a hot and humid afternoon"],
+}
+SMALL_DEV = [("the goalkeeper saved a penalty", "sport"), ("fry the onions in olive oil", "food"),
+             ("clouds and drizzle all week", "weather"), ("the players trained on the pitch", "sport"),
+             ("a bowl of rice with vegetables", "food"), ("strong winds and freezing rain", "weather")]
+
+
+@pytest.mark.slow
+def test_a_few_dozen_rows_reach_perfect_dev_accuracy_with_the_defaults(tmp_path):
+    rows = [(t, label) for label, texts in SMALL_TASK.items() for t in texts] * 2  # 36 rows
+    with open(tmp_path / "train.csv", "w", newline="") as f:
+        csv.writer(f).writerows([("text", "label")] + rows)
+    with open(tmp_path / "dev.csv", "w", newline="") as f:
+        csv.writer(f).writerows([("text", "label")] + SMALL_DEV)
+    # Only what the data is and where things go: no learning rate, epochs, batch or length flags.
+    result = run_finetuning(FinetuneConfig(
+        task_name="text_classification", output_dir=str(tmp_path / "out"),
+        train_file=str(tmp_path / "train.csv"), dev_file=str(tmp_path / "dev.csv"),
+        init_checkpoint="minilm_l6_h384_uncased", verbose=0))
+    run = result["runs"][0]
+    assert run["learning_rate"] == 1e-4                  # hidden_size 384: the small-encoder rate
+    assert run["num_train_steps"] == 100 and run["num_train_epochs"] == 50.0  # 2 batches an epoch
+    assert result["best"]["accuracy"] == 1.0
+    probabilities = result["task"].predict([text for text, _ in SMALL_DEV])
+    assert [result["task"].label_names[i] for i in probabilities.argmax(-1)] == [
+        label for _, label in SMALL_DEV]
