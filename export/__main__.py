@@ -45,7 +45,7 @@ def main(argv):
                                  version=FLAGS.version, tokenizer=FLAGS.tokenizer,
                                  dtype=FLAGS.dtype, overrides=overrides)
     except (ValueError, FileNotFoundError, FileExistsError, TypeError) as e:
-        raise app.UsageError(str(e)) from None
+        raise app.UsageError(str(e), exitcode=2) from None
     print(path)
 
 

@@ -38,8 +38,11 @@ flags.mark_flags_as_required(["init_checkpoint", "output_dir"])
 
 def main(argv):
     del argv
-    encoder = checkpoints.load_encoder(FLAGS.init_checkpoint,
-                                       hidden_activation=FLAGS.hidden_activation)
+    try:
+        encoder = checkpoints.load_encoder(FLAGS.init_checkpoint,
+                                           hidden_activation=FLAGS.hidden_activation)
+    except (FileNotFoundError, checkpoints.CheckpointError) as e:  # one line, exit code 2
+        raise app.UsageError(str(e), exitcode=2) from None
     vocab_file = FLAGS.vocab_file or checkpoints.resolve_vocab_file(FLAGS.init_checkpoint)
     do_lower_case = (FLAGS.do_lower_case == "true" if FLAGS.do_lower_case is not None
                      else checkpoints.resolve_do_lower_case(FLAGS.init_checkpoint))

@@ -43,8 +43,14 @@ def main(argv):
     del argv
 
     start = time.time()
-    input_files = expand_file_patterns(FLAGS.input_file)
+    try:
+        input_files = expand_file_patterns(FLAGS.input_file)
+    except FileNotFoundError as e:  # a usage error: one line, exit code 2
+        raise app.UsageError(str(e), exitcode=2) from None
     tokenizer = FullTokenizer(FLAGS.vocab_file, do_lower_case=FLAGS.do_lower_case)
+    if FLAGS.max_seq_length < 5:
+        raise app.UsageError(f"--max_seq_length={FLAGS.max_seq_length} must be >= 5 for pretraining "
+                             "instances (two non-empty segments and three special tokens)", exitcode=2)
     documents = pd.tokenize_corpus(input_files, FLAGS.vocab_file, FLAGS.do_lower_case,
                                    FLAGS.input_format, FLAGS.num_workers, FLAGS.progress)
     instances = pd.create_training_instances(

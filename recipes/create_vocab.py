@@ -32,7 +32,10 @@ flags.mark_flags_as_required(["input_file", "vocab_file"])
 def main(argv):
     del argv
     start = time.time()
-    files = expand_file_patterns(FLAGS.input_file)
+    try:
+        files = expand_file_patterns(FLAGS.input_file)
+    except FileNotFoundError as e:  # a usage error: one line, exit code 2
+        raise app.UsageError(str(e), exitcode=2) from None
     lines = [sentence for path in files
              for doc in pd.read_raw_documents(path, FLAGS.input_format) for sentence in doc]
     reserved = list(vocab_builder.RESERVED_TOKENS) + FLAGS.extra_reserved_tokens

@@ -77,7 +77,7 @@ def main(argv):
     try:
         config = squad_training.SquadConfig(**{n: FLAGS[n].value for n in names if n in FLAGS})
     except ValueError as e:  # a bad flag value: a usage error, not a traceback
-        raise app.UsageError(str(e)) from None
+        raise app.UsageError(str(e), exitcode=2) from None
     metrics = squad_training.run_squad(config)
     print(json.dumps(metrics, indent=2, sort_keys=True))
 
