@@ -30,13 +30,16 @@ img{max-width:100%;border:1px solid #ddd;margin:.5em}"""
 
 
 def fmt(value) -> str:
-    """The one text form of a number in both reports (4 decimals for floats, "n/a" for None)."""
+    """The one text form of a number in both reports: floats with 4 decimals (below 0.001 in
+    scientific notation with 4 significant digits), "n/a" for None or NaN."""
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return "n/a"
     if isinstance(value, (bool, np.bool_)):
         return "yes" if value else "no"
     if isinstance(value, (int, np.integer)):
         return str(int(value))
+    if 0 < abs(float(value)) < 10 ** -(DIGITS - 1):  # small costs and p-values keep 4 digits
+        return f"{float(value):.{DIGITS - 1}e}"
     return f"{float(value):.{DIGITS}f}"
 
 
