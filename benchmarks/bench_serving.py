@@ -213,67 +213,54 @@ def grpc_caller(address, sentence_source):
     return make
 
 
-def main(argv):
-    del argv
-    common.set_threads_from_env()
-    desc = common.machine_description(["grpcio", "tensorflow-serving-api"])
+def in_process_runs(loaded, sentence_source, clients) -> dict:
+    """(path, clients) -> (sentences/s, p50, p99) for in-process calls of serving_default."""
     import tensorflow as tf
-    sentences = [s.encode("utf-8") for s in common.sst2_sentences("dev")[0]]
+    fn = loaded.signatures["serving_default"]
 
-    def sentence_source():
-        i = np.random.default_rng(threading.get_ident() % 1000).integers(len(sentences))
-        while True:
-            i = (i + 1) % len(sentences)
-            yield sentences[i]
+    def inproc(rows):
+        def make():
+            it = sentence_source()
+            return lambda: fn(text=tf.constant([next(it) for _ in range(rows)]))[
+                "probabilities"].numpy()
+        return make
 
-    with tempfile.TemporaryDirectory(prefix="bench_serving_") as tmp_name:
-        tmp = pathlib.Path(tmp_name)
-        base = tmp / "models"
-        path = export_model(base)
-        print(f"exported {path}", flush=True)
-        loaded = tf.saved_model.load(str(path))
-        print("text in vs ids in ...", flush=True)
-        table1 = text_vs_ids(loaded, sentences)
-        print(table1, flush=True)
+    results = {}
+    for c in clients:
+        print(f"in process, {c} client(s) ...", flush=True)
+        results[("in process, single sentences", c)] = load_run(inproc(1), c, FLAGS.seconds)
+        if c > 1:
+            results[(f"in process, batches of {c} (one caller)", c)] = load_run(
+                inproc(c), 1, FLAGS.seconds, rows_per_call=c)
+    return results
 
-        fn = loaded.signatures["serving_default"]
 
-        def inproc(rows):
-            def make():
-                it = sentence_source()
-                return lambda: fn(text=tf.constant([next(it) for _ in range(rows)]))[
-                    "probabilities"].numpy()
-            return make
+def server_runs(base, tmp, sentence_source, clients) -> tuple[dict, dict]:
+    """One server per batch timeout (and one without batching), each loaded by 1..N clients.
+    Returns (results as in_process_runs, rows per model call from the server's metrics)."""
+    results, mean_batch = {}, {}
+    for timeout in [None] + [int(t) for t in FLAGS.batch_timeout_micros] if clients else ():
+        proc, address, rest = start_server(base, timeout, tmp)
+        name = ("gRPC Predict, batching off" if timeout is None else
+                f"gRPC Predict, batching on ({timeout / 1000:g} ms timeout)")
+        try:
+            for c in clients:
+                print(f"{name}, {c} client(s) ...", flush=True)
+                before = batch_counts(rest) if rest else None
+                results[(name, c)] = load_run(grpc_caller(address, sentence_source), c,
+                                              FLAGS.seconds)
+                if rest:
+                    after = batch_counts(rest)
+                    calls = after[1] - before[1]
+                    mean_batch[(name, c)] = (after[0] - before[0]) / calls if calls else None
+        finally:
+            proc.terminate()
+            proc.wait(timeout=60)
+    return results, mean_batch
 
-        results = {}
-        clients = [int(c) for c in FLAGS.clients] if FLAGS.grpc else []
-        for c in clients:
-            print(f"in process, {c} client(s) ...", flush=True)
-            results[("in process, single sentences", c)] = load_run(inproc(1), c, FLAGS.seconds)
-            if c > 1:
-                results[(f"in process, batches of {c} (one caller)", c)] = load_run(
-                    inproc(c), 1, FLAGS.seconds, rows_per_call=c)
-        del loaded, fn
-        timeouts = [None] + [int(t) for t in FLAGS.batch_timeout_micros]
-        mean_batch = {}
-        for timeout in timeouts if clients else ():
-            proc, address, rest = start_server(base, timeout, tmp)
-            name = ("gRPC Predict, batching off" if timeout is None else
-                    f"gRPC Predict, batching on ({timeout / 1000:g} ms timeout)")
-            try:
-                for c in clients:
-                    print(f"{name}, {c} client(s) ...", flush=True)
-                    before = batch_counts(rest) if rest else None
-                    results[(name, c)] = load_run(grpc_caller(address, sentence_source), c,
-                                                  FLAGS.seconds)
-                    if rest:
-                        after = batch_counts(rest)
-                        calls = after[1] - before[1]
-                        mean_batch[(name, c)] = (after[0] - before[0]) / calls if calls else None
-            finally:
-                proc.terminate()
-                proc.wait(timeout=60)
 
+def results_table(results, mean_batch) -> tuple[str, list, list]:
+    """The Markdown table of every run with its ratios to the in-process calls, and its notes."""
     rows = []
     for (name, c), (tput, p50, p99) in results.items():
         ref = results.get(("in process, single sentences", c))
@@ -292,6 +279,37 @@ def main(argv):
              "per model call from the server's serving_batch_size histogram over the window. Each "
              "load window "
              f"{FLAGS.seconds:.0f} s (+1 s warm-up counted); client and server share the cores."]
+    return table2, rows, notes
+
+
+def main(argv):
+    del argv
+    common.set_threads_from_env()
+    desc = common.machine_description(["grpcio", "tensorflow-serving-api"])
+    import tensorflow as tf
+    sentences = [s.encode("utf-8") for s in common.sst2_sentences("dev")[0]]
+
+    def sentence_source():
+        i = np.random.default_rng(threading.get_ident() % 1000).integers(len(sentences))
+        while True:
+            i = (i + 1) % len(sentences)
+            yield sentences[i]
+
+    clients = [int(c) for c in FLAGS.clients] if FLAGS.grpc else []
+    with tempfile.TemporaryDirectory(prefix="bench_serving_") as tmp_name:
+        tmp = pathlib.Path(tmp_name)
+        base = tmp / "models"
+        path = export_model(base)
+        print(f"exported {path}", flush=True)
+        loaded = tf.saved_model.load(str(path))
+        print("text in vs ids in ...", flush=True)
+        table1 = text_vs_ids(loaded, sentences)
+        print(table1, flush=True)
+        results = in_process_runs(loaded, sentence_source, clients)
+        del loaded
+        served, mean_batch = server_runs(base, tmp, sentence_source, clients)
+        results.update(served)
+    table2, rows, notes = results_table(results, mean_batch)
     body = table1 + ("\n\n" + table2 if rows else "") + "\n\n" + "\n".join(f"- {n}" for n in notes)
     print(body)
     if FLAGS.append:
