@@ -44,9 +44,9 @@ class _Source:
 def main(argv):
     del argv
     if FLAGS.batch_size < 1:
-        raise app.UsageError(f"--batch_size must be >= 1, got {FLAGS.batch_size}")
+        raise app.UsageError(f"--batch_size must be >= 1, got {FLAGS.batch_size}", exitcode=2)
     if not pathlib.Path(FLAGS.input_file).is_file():
-        raise app.UsageError(f"--input_file={FLAGS.input_file} is not a file")
+        raise app.UsageError(f"--input_file={FLAGS.input_file} is not a file", exitcode=2)
     source = _Source()
     try:
         vocab_file, do_lower_case = model_setup.resolve_vocab(source)
@@ -55,8 +55,8 @@ def main(argv):
         encoder = model_setup.build_encoder(source, len(preprocessor.vocabulary))
         check_max_seq_length(FLAGS.max_seq_length, encoder.bert_config.max_sequence_length)
         layers = features.parse_layers(FLAGS.layers, encoder.bert_config.num_layers)
-    except ValueError as e:
-        raise app.UsageError(str(e)) from None
+    except (ValueError, FileNotFoundError) as e:  # bad flags or checkpoint: exit code 2
+        raise app.UsageError(str(e), exitcode=2) from None
     with open(FLAGS.input_file, encoding="utf-8") as f:
         texts = [line.rstrip("\n") for line in f]  # every line is an example (linex_index)
     with open(FLAGS.output_file, "w", encoding="utf-8") as out:

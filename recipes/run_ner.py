@@ -65,11 +65,10 @@ def main(argv):
     names = {f.name for f in dataclasses.fields(ner_training.NerConfig)}
     try:
         config = ner_training.NerConfig(**{n: FLAGS[n].value for n in names})
-    except ValueError as e:  # a bad flag value: a usage error, not a traceback
-        raise app.UsageError(str(e)) from None
-    if not pathlib.Path(config.data_dir).is_dir():
-        raise app.UsageError(f"--data_dir={config.data_dir} is not a directory")
-    result = ner_training.run_ner(config)
+        prepared = ner_training.prepare_ner(config)
+    except (ValueError, FileNotFoundError) as e:  # bad flags or data: one line, exit code 2
+        raise app.UsageError(str(e), exitcode=2) from None
+    result = ner_training.run_ner(config, prepared)
     print(json.dumps({k: result[k] for k in ("best", "dev", "test", "steps", "train_seconds")},
                      indent=2))
     if FLAGS.export_dir:

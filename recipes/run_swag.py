@@ -60,12 +60,10 @@ def main(argv):
     names = {f.name for f in dataclasses.fields(swag_training.SwagConfig)}
     try:
         config = swag_training.SwagConfig(**{n: FLAGS[n].value for n in names})
-    except ValueError as e:  # a bad flag value: a usage error, not a traceback
-        raise app.UsageError(str(e)) from None
-    for flag in ("train_file", "dev_file"):
-        if not pathlib.Path(FLAGS[flag].value).is_file():
-            raise app.UsageError(f"--{flag}={FLAGS[flag].value} is not a file")
-    result = swag_training.run_swag(config)
+        prepared = swag_training.prepare_swag(config)
+    except (ValueError, FileNotFoundError) as e:  # bad flags or data: one line, exit code 2
+        raise app.UsageError(str(e), exitcode=2) from None
+    result = swag_training.run_swag(config, prepared)
     print(json.dumps({k: result[k] for k in ("best", "dev", "steps", "train_seconds")}, indent=2))
     if FLAGS.export_dir:
         path = result["task"].export(FLAGS.export_dir, FLAGS.model_name,

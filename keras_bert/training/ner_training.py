@@ -187,8 +187,48 @@ def ner_scores(task: TokenClassifier, sentences, batch_size: int) -> dict:
     return {k: scores[k] for k in ("precision", "recall", "f1", "accuracy")}
 
 
-def run_ner(config: NerConfig) -> dict:
-    """One NER run (module docstring).
+@dataclasses.dataclass
+class NerRun:
+    """A NER run with its settings and data checked: `prepare_ner`'s result."""
+
+    resolved: dict          # config.json: the flags plus the resolved vocab_file, do_lower_case
+    train: list
+    dev: list
+    test: list
+    task: TokenClassifier
+    strategy: object
+
+
+def prepare_ner(config: NerConfig) -> NerRun:
+    """Everything that can fail on bad flags or data, before any training: vocabulary and casing,
+    a resume into a directory of another run, the split files, the model source and sizes.
+
+    Raises:
+        ValueError / FileNotFoundError: naming the flag, file or line.
+    """
+    set_mixed_precision(config.mixed_precision)
+    strategy = get_strategy(config.strategy)
+    vocab_file, do_lower_case = resolve_vocab(config)
+    resolved = dataclasses.asdict(config) | {"vocab_file": vocab_file, "do_lower_case": do_lower_case}
+    check_resume_settings(pathlib.Path(config.output_dir), resolved)
+    splits = conll.read_conll_splits(config.data_dir)
+    preprocessor = BertPreprocessor(vocab_file, do_lower_case=do_lower_case,
+                                    max_seq_length=config.max_seq_length)
+    keras.utils.set_random_seed(config.seed)
+    with strategy.scope():
+        encoder = build_encoder(config, len(preprocessor.vocabulary))
+        check_max_seq_length(config.max_seq_length, encoder.bert_config.max_sequence_length)
+        task = TokenClassifier(encoder, conll.label_list(splits["train"]),
+                               dropout_rate=config.dropout_rate, window_stride=config.window_stride,
+                               feature_mode=config.feature_mode, lstm_units=config.lstm_units,
+                               lstm_layers=config.lstm_layers, preprocessor=preprocessor)
+    return NerRun(resolved, _limit(splits["train"], config.max_train_examples),
+                  _limit(splits["valid"], config.max_eval_examples),
+                  _limit(splits["test"], config.max_eval_examples), task, strategy)
+
+
+def run_ner(config: NerConfig, prepared: NerRun | None = None) -> dict:
+    """One NER run (module docstring); `prepared` from `prepare_ner(config)` (else made here).
 
     Returns:
         dict: "best" (dev metrics of the best evaluation), "dev" and "test" (scores of the best
@@ -196,45 +236,28 @@ def run_ner(config: NerConfig) -> dict:
         "do_lower_case", "train_seconds".
 
     Raises:
-        ValueError / FileNotFoundError: bad settings, missing split files, a resume into an
-            output_dir of a different run.
+        ValueError / FileNotFoundError: see `prepare_ner`.
     """
-    out = pathlib.Path(config.output_dir)
+    run = prepared or prepare_ner(config)
+    task, out = run.task, pathlib.Path(config.output_dir)
     out.mkdir(parents=True, exist_ok=True)
-    set_mixed_precision(config.mixed_precision)
-    strategy = get_strategy(config.strategy)
-    vocab_file, do_lower_case = resolve_vocab(config)
-    resolved = dataclasses.asdict(config) | {"vocab_file": vocab_file, "do_lower_case": do_lower_case}
-    check_resume_settings(out, resolved)
-    splits = conll.read_conll_splits(config.data_dir)
-    train = _limit(splits["train"], config.max_train_examples)
-    dev, test = (_limit(splits[s], config.max_eval_examples) for s in ("valid", "test"))
-    label_names = conll.label_list(splits["train"])
-    preprocessor = BertPreprocessor(vocab_file, do_lower_case=do_lower_case,
-                                    max_seq_length=config.max_seq_length)
-    keras.utils.set_random_seed(config.seed)
-    with strategy.scope():
-        encoder = build_encoder(config, len(preprocessor.vocabulary))
-        check_max_seq_length(config.max_seq_length, encoder.bert_config.max_sequence_length)
-        task = TokenClassifier(encoder, label_names, dropout_rate=config.dropout_rate,
-                               window_stride=config.window_stride, feature_mode=config.feature_mode,
-                               lstm_units=config.lstm_units, lstm_layers=config.lstm_layers,
-                               preprocessor=preprocessor)
-    callbacks_lib.write_json_atomic(out / "config.json", resolved)
+    callbacks_lib.write_json_atomic(out / "config.json", run.resolved)
     callbacks_lib.write_json_atomic(out / "labels.json", {"task_type": task.task_type,
-                                                          "labels": label_names})
-    features, labels = task.training_windows([s.words for s in train], [s.tags for s in train])
-    logger.info("%d training sentences -> %d windows", len(train), len(labels))
+                                                          "labels": task.label_names})
+    features, labels = task.training_windows([s.words for s in run.train],
+                                             [s.tags for s in run.train])
+    logger.info("%d training sentences -> %d windows", len(run.train), len(labels))
     loss = keras.losses.SparseCategoricalCrossentropy(from_logits=True, ignore_class=IGNORE_LABEL)
     start = time.monotonic()
     result = fit_with_evaluation(task, config, features, labels,
-                                 lambda model: ner_scores(model, dev, config.eval_batch_size),
-                                 "f1", out, loss, strategy)
+                                 lambda model: ner_scores(model, run.dev, config.eval_batch_size),
+                                 "f1", out, loss, run.strategy)
     train_seconds = time.monotonic() - start
     task.save(out / "best_model.keras")
-    summary = result | {"dev": ner_scores(task, dev, config.eval_batch_size),
-                        "test": ner_scores(task, test, config.eval_batch_size),
+    summary = result | {"dev": ner_scores(task, run.dev, config.eval_batch_size),
+                        "test": ner_scores(task, run.test, config.eval_batch_size),
                         "train_windows": int(len(labels)), "train_seconds": train_seconds,
-                        "label_names": label_names}
+                        "label_names": task.label_names}
     callbacks_lib.write_json_atomic(out / "metrics.json", summary)
-    return summary | {"task": task, "vocab_file": vocab_file, "do_lower_case": do_lower_case}
+    return summary | {"task": task, "vocab_file": run.resolved["vocab_file"],
+                      "do_lower_case": run.resolved["do_lower_case"]}

@@ -100,23 +100,28 @@ def accuracy(task: MultipleChoice, examples, batch_size: int) -> dict:
     return {"accuracy": float((probabilities.argmax(-1) == labels).mean())}
 
 
-def run_swag(config: SwagConfig) -> dict:
-    """One SWAG run (module docstring).
+@dataclasses.dataclass
+class SwagRun:
+    """A SWAG run with its settings and data checked: `prepare_swag`'s result."""
 
-    Returns:
-        dict: "best", "dev" (accuracy of the best weights), "epochs", "steps", "task",
-        "train_seconds", "vocab_file", "do_lower_case".
+    resolved: dict          # config.json: the flags plus the resolved vocab_file, do_lower_case
+    train: list
+    dev: list
+    task: MultipleChoice
+    strategy: object
+
+
+def prepare_swag(config: SwagConfig) -> SwagRun:
+    """Everything that can fail on bad flags or data, before any training.
 
     Raises:
-        ValueError / FileNotFoundError: bad settings or files, a resume into another run's dir.
+        ValueError / FileNotFoundError: naming the flag, file or row.
     """
-    out = pathlib.Path(config.output_dir)
-    out.mkdir(parents=True, exist_ok=True)
     set_mixed_precision(config.mixed_precision)
     strategy = get_strategy(config.strategy)
     vocab_file, do_lower_case = resolve_vocab(config)
     resolved = dataclasses.asdict(config) | {"vocab_file": vocab_file, "do_lower_case": do_lower_case}
-    check_resume_settings(out, resolved)
+    check_resume_settings(pathlib.Path(config.output_dir), resolved)
     train = swag.read_swag(config.train_file)[:config.max_train_examples or None]
     dev = swag.read_swag(config.dev_file)[:config.max_eval_examples or None]
     preprocessor = BertPreprocessor(vocab_file, do_lower_case=do_lower_case,
@@ -128,17 +133,34 @@ def run_swag(config: SwagConfig) -> dict:
                              is_pair=True)
         task = MultipleChoice(encoder, num_choices=swag.NUM_CHOICES,
                               dropout_rate=config.dropout_rate, preprocessor=preprocessor)
-    callbacks_lib.write_json_atomic(out / "config.json", resolved)
-    features, labels = encode_examples(task, train)
-    logger.info("%d training and %d dev examples", len(train), len(dev))
+    return SwagRun(resolved, train, dev, task, strategy)
+
+
+def run_swag(config: SwagConfig, prepared: SwagRun | None = None) -> dict:
+    """One SWAG run (module docstring); `prepared` from `prepare_swag(config)` (else made here).
+
+    Returns:
+        dict: "best", "dev" (accuracy of the best weights), "epochs", "steps", "task",
+        "train_seconds", "vocab_file", "do_lower_case".
+
+    Raises:
+        ValueError / FileNotFoundError: see `prepare_swag`.
+    """
+    run = prepared or prepare_swag(config)
+    task, out = run.task, pathlib.Path(config.output_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    callbacks_lib.write_json_atomic(out / "config.json", run.resolved)
+    features, labels = encode_examples(task, run.train)
+    logger.info("%d training and %d dev examples", len(run.train), len(run.dev))
     loss = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
     start = time.monotonic()
     result = fit_with_evaluation(task, config, features, labels,
-                                 lambda model: accuracy(model, dev, config.eval_batch_size),
-                                 "accuracy", out, loss, strategy)
+                                 lambda model: accuracy(model, run.dev, config.eval_batch_size),
+                                 "accuracy", out, loss, run.strategy)
     train_seconds = time.monotonic() - start
     task.save(out / "best_model.keras")
-    summary = result | {"dev": accuracy(task, dev, config.eval_batch_size),
-                        "train_examples": len(train), "train_seconds": train_seconds}
+    summary = result | {"dev": accuracy(task, run.dev, config.eval_batch_size),
+                        "train_examples": len(run.train), "train_seconds": train_seconds}
     callbacks_lib.write_json_atomic(out / "metrics.json", summary)
-    return summary | {"task": task, "vocab_file": vocab_file, "do_lower_case": do_lower_case}
+    return summary | {"task": task, "vocab_file": run.resolved["vocab_file"],
+                      "do_lower_case": run.resolved["do_lower_case"]}

@@ -90,5 +90,5 @@ def test_recipe_writes_google_layout_from_a_checkpoint(tmp_path):
                                            atol=2e-6)
     bad_cmd = [c for c in cmd if not c.startswith("--layers")] + ["--layers=-9"]
     bad = subprocess.run(bad_cmd, env=env, capture_output=True, text=True, timeout=300)
-    assert bad.returncode != 0 and "each index must be in [-3, 2]" in bad.stderr + bad.stdout
+    assert bad.returncode == 2 and "each index must be in [-3, 2]" in bad.stderr + bad.stdout
     assert "Traceback" not in bad.stderr

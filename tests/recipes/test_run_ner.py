@@ -115,6 +115,17 @@ def test_bad_flag_is_a_usage_error_without_traceback(tmp_path):
     cmd = [sys.executable, str(REPO / "recipes" / "run_ner.py"), f"--data_dir={tmp_path}",
            f"--output_dir={tmp_path / 'out'}", "--max_seq_length=2"]
     proc = subprocess.run(cmd, env=ENV, capture_output=True, text=True, timeout=300)
-    assert proc.returncode != 0
+    assert proc.returncode == 2
     assert "--max_seq_length must be >= 3" in proc.stderr + proc.stdout
+    assert "Traceback" not in proc.stderr and not (tmp_path / "out").exists()
+
+
+def test_bad_data_is_a_usage_error_naming_file_and_line(tmp_path, uncased_vocab):
+    for split in ("train", "valid", "test"):
+        (tmp_path / f"{split}.txt").write_text("EU NNP B-NP B-ORG\nrejects VBZ B-VP X-ORG\n")
+    cmd = [sys.executable, str(REPO / "recipes" / "run_ner.py"), f"--data_dir={tmp_path}",
+           f"--output_dir={tmp_path / 'out'}", "--preset=bert_tiny", f"--vocab_file={uncased_vocab}"]
+    proc = subprocess.run(cmd, env=ENV, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 2
+    assert "train.txt:2: expected 'word ... NER-tag'" in proc.stderr + proc.stdout
     assert "Traceback" not in proc.stderr and not (tmp_path / "out").exists()

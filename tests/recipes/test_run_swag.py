@@ -75,6 +75,6 @@ def test_bad_flag_is_a_usage_error_without_traceback(tmp_path):
     cmd = [sys.executable, str(REPO / "recipes" / "run_swag.py"), f"--train_file={tmp_path}/x.csv",
            f"--dev_file={tmp_path}/x.csv", f"--output_dir={tmp_path / 'out'}", "--learning_rate=0"]
     proc = subprocess.run(cmd, env=ENV, capture_output=True, text=True, timeout=300)
-    assert proc.returncode != 0
+    assert proc.returncode == 2
     assert "--learning_rate must be > 0, got 0.0" in proc.stderr + proc.stdout
     assert "Traceback" not in proc.stderr and not (tmp_path / "out").exists()
