@@ -82,8 +82,13 @@ def window_words(preprocessor, words: tf.RaggedTensor, stride: int) -> dict:
         sentence with no pieces has none); `word_index` int32 [N, T], the index within its
         sentence of the word whose tag is read at that position, -1 elsewhere; `sentence_index`
         int32 [N], the sentence of each window; `num_words` int32 [B].
+
+    Raises:
+        ValueError: stride outside [1, T - 2].
     """
     window = preprocessor.max_seq_length - 2
+    if not 1 <= int(stride) <= window:  # a larger stride would skip pieces
+        raise ValueError(f"stride must be in [1, max_seq_length - 2 = {window}], got {stride}")
     t = _piece_table(preprocessor, words, window)
     window, stride = tf.constant(window, tf.int64), tf.constant(stride, tf.int64)
     n = t["sentence_pieces"]

@@ -132,6 +132,8 @@ def test_bad_arguments():
     with pytest.raises(ValueError, match="'concat_last_four' needs >= 4 encoder layers, the "
                                          "encoder has 1"):
         tiny_task(feature_mode="concat_last_four")
+    with pytest.raises(ValueError, match=r"stride must be in \[1, max_seq_length - 2 = 4\], got 5"):
+        window_words(tiny_task().preprocessor, tf.ragged.constant([["a"]]), stride=5)
     with pytest.raises(ValueError, match="2 words but 1 tags"):
         tiny_task().training_windows([["a", "b"]], [["O"]])
     with pytest.raises(ValueError, match=r"tags \['B-ORG'\] not in label_names"):
