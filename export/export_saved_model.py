@@ -13,7 +13,6 @@ import dataclasses
 import pathlib
 
 from keras_bert.config import check_max_seq_length
-from keras_bert.saved_model.exporter import export_task
 from keras_bert.tasks.loading import load_task
 from keras_bert.tokenization.bert_preprocessor import BertPreprocessor
 

@@ -14,7 +14,6 @@ from absl import app, flags
 
 from keras_bert.data import pretraining_data as pd
 from keras_bert.data.file_patterns import expand_file_patterns
-from keras_bert.tokenization import FullTokenizer
 from keras_bert.data import vocab_builder
 
 FLAGS = flags.FLAGS

@@ -28,7 +28,7 @@ import tensorflow as tf
 
 from keras_bert.data.dynamic_padding import trim_to_longest
 from keras_bert.data.glue import InputExample
-from keras_bert.models.bert_encoder import INPUT_NAMES
+from keras_bert.config import INPUT_NAMES
 
 
 def encode_labels(examples: Sequence[InputExample], label_list: Sequence[str] | None,

@@ -36,7 +36,7 @@ import multiprocessing
 import os
 import random
 import re
-from typing import Callable, Iterable, Sequence
+from typing import Iterable, Sequence
 
 import numpy as np
 

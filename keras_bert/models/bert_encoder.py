@@ -5,7 +5,7 @@ import dataclasses
 import keras
 import tensorflow as tf
 
-from keras_bert.config import INPUT_NAMES, BertConfig
+from keras_bert.config import BertConfig
 from keras_bert.layers.bert_embeddings import BertEmbeddings
 from keras_bert.layers.self_attention import attention_bias
 from keras_bert.layers.transformer_encoder_block import TransformerEncoderBlock

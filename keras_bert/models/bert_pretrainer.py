@@ -13,7 +13,6 @@ import tensorflow as tf
 from keras_bert.config import INPUT_NAMES
 from keras_bert.heads.masked_lm import MaskedLMHead
 from keras_bert.heads.next_sentence import NextSentenceHead
-from keras_bert.models.bert_encoder import BertEncoder
 
 _MLM_EPSILON = 1e-5  # run_pretraining.py: denominator = sum(weights) + 1e-5
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import tensorflow as tf
 
-from keras_bert.models.bert_encoder import INPUT_NAMES
+from keras_bert.config import INPUT_NAMES
 
 PREDICT_METHOD_NAME = "tensorflow/serving/predict"
 

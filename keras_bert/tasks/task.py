@@ -18,9 +18,9 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from keras_bert.config import check_max_seq_length
+from keras_bert.config import INPUT_NAMES, check_max_seq_length
 from keras_bert.data import dynamic_padding
-from keras_bert.models.bert_encoder import INPUT_NAMES, BertEncoder
+from keras_bert.models.bert_encoder import BertEncoder
 from keras_bert.saved_model import exporter
 from keras_bert.tokenization.bert_preprocessor import BertPreprocessor
 
