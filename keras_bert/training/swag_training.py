@@ -2,7 +2,7 @@
 
 Read train / dev CSVs (`keras_bert.data.swag`) -> build a `MultipleChoice` task (pretrained or
 random encoder) -> train with the BERT optimizer, SIGKILL-safe checkpoints, TensorBoard and dev
-accuracy per epoch (or more often), keeping the best (`ner_training.fit_with_evaluation`, the
+accuracy per epoch (or more often), keeping the best (`array_training.fit_with_evaluation`, the
 same loop as NER). Loss: cross-entropy of the softmax over the four choices.
 
 Files in `output_dir`: `config.json`, `metrics.json` (dev accuracy per evaluation, best, and the
@@ -26,7 +26,7 @@ from keras_bert.tokenization.bert_preprocessor import BertPreprocessor
 from keras_bert.training import callbacks as callbacks_lib
 from keras_bert.training.finetune_config import check_resume_settings
 from keras_bert.training.model_setup import build_encoder, resolve_vocab
-from keras_bert.training.ner_training import fit_with_evaluation
+from keras_bert.training.array_training import fit_with_evaluation
 from keras_bert.training.optimizer import set_mixed_precision
 from keras_bert.training.strategy import get_strategy
 
