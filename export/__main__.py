@@ -11,6 +11,7 @@ docs/export.md) and prints its path.
 from __future__ import annotations
 
 from absl import app, flags
+from keras_bert.cli import fail_usage
 
 from export.export_saved_model import Overrides, export_saved_task
 
@@ -45,7 +46,7 @@ def main(argv):
                                  version=FLAGS.version, tokenizer=FLAGS.tokenizer,
                                  dtype=FLAGS.dtype, overrides=overrides)
     except (ValueError, FileNotFoundError, FileExistsError, TypeError) as e:
-        raise app.UsageError(str(e), exitcode=2) from None
+        fail_usage(str(e))
     print(path)
 
 

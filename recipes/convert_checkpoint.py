@@ -20,6 +20,7 @@ import os
 from absl import app, flags
 
 from keras_bert import checkpoints
+from keras_bert.cli import fail_usage
 
 FLAGS = flags.FLAGS
 flags.DEFINE_string("init_checkpoint", None, "Preset name, checkpoint directory or prefix.")
@@ -42,7 +43,7 @@ def main(argv):
         encoder = checkpoints.load_encoder(FLAGS.init_checkpoint,
                                            hidden_activation=FLAGS.hidden_activation)
     except (FileNotFoundError, checkpoints.CheckpointError) as e:  # one line, exit code 2
-        raise app.UsageError(str(e), exitcode=2) from None
+        fail_usage(str(e))
     vocab_file = FLAGS.vocab_file or checkpoints.resolve_vocab_file(FLAGS.init_checkpoint)
     do_lower_case = (FLAGS.do_lower_case == "true" if FLAGS.do_lower_case is not None
                      else checkpoints.resolve_do_lower_case(FLAGS.init_checkpoint))

@@ -17,6 +17,7 @@ from absl import app, flags
 from keras_bert.data import pretraining_data as pd
 from keras_bert.data.file_patterns import expand_file_patterns
 from keras_bert.tokenization import FullTokenizer
+from keras_bert.cli import fail_usage
 
 FLAGS = flags.FLAGS
 flags.DEFINE_string("input_file", None, "Input text file(s): comma-separated paths or globs.")
@@ -46,11 +47,11 @@ def main(argv):
     try:
         input_files = expand_file_patterns(FLAGS.input_file)
     except FileNotFoundError as e:  # a usage error: one line, exit code 2
-        raise app.UsageError(str(e), exitcode=2) from None
+        fail_usage(str(e))
     tokenizer = FullTokenizer(FLAGS.vocab_file, do_lower_case=FLAGS.do_lower_case)
     if FLAGS.max_seq_length < 5:
-        raise app.UsageError(f"--max_seq_length={FLAGS.max_seq_length} must be >= 5 for pretraining "
-                             "instances (two non-empty segments and three special tokens)", exitcode=2)
+        fail_usage(f"--max_seq_length={FLAGS.max_seq_length} must be >= 5 for pretraining "
+                             "instances (two non-empty segments and three special tokens)")
     documents = pd.tokenize_corpus(input_files, FLAGS.vocab_file, FLAGS.do_lower_case,
                                    FLAGS.input_format, FLAGS.num_workers, FLAGS.progress)
     instances = pd.create_training_instances(

@@ -15,6 +15,7 @@ from absl import app, flags
 from keras_bert.data import pretraining_data as pd
 from keras_bert.data.file_patterns import expand_file_patterns
 from keras_bert.data import vocab_builder
+from keras_bert.cli import fail_usage
 
 FLAGS = flags.FLAGS
 flags.DEFINE_string("input_file", None, "Input text file(s): comma-separated paths or globs.")
@@ -34,7 +35,7 @@ def main(argv):
     try:
         files = expand_file_patterns(FLAGS.input_file)
     except FileNotFoundError as e:  # a usage error: one line, exit code 2
-        raise app.UsageError(str(e), exitcode=2) from None
+        fail_usage(str(e))
     lines = [sentence for path in files
              for doc in pd.read_raw_documents(path, FLAGS.input_format) for sentence in doc]
     reserved = list(vocab_builder.RESERVED_TOKENS) + FLAGS.extra_reserved_tokens

@@ -22,6 +22,7 @@ from absl import app, flags
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
 
 from keras_bert.training import distillation  # noqa: E402
+from keras_bert.cli import fail_usage  # noqa: E402
 
 D = {f.name: f.default for f in dataclasses.fields(distillation.DistillationConfig)}
 F = flags
@@ -65,7 +66,7 @@ def main(argv):
             raise ValueError(f"--teacher {config.teacher}: no such file or directory")
         result = distillation.distill(config)
     except (ValueError, FileNotFoundError) as e:  # bad settings or data: no traceback
-        raise app.UsageError(str(e), exitcode=2) from None
+        fail_usage(str(e))
     student = result.pop("student_model")
     print(json.dumps(result, indent=2))
     if FLAGS.export_dir:

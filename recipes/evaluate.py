@@ -19,6 +19,7 @@ sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
 
 from keras_bert.evaluation import comparison, evidence_pack, predictors  # noqa: E402
 from keras_bert.evaluation import report_sections, report_writer  # noqa: E402
+from keras_bert.cli import fail_usage  # noqa: E402
 
 F = flags
 F.DEFINE_string("model", None, "SavedModel version dir, .keras task file or fine-tuning output_dir.")
@@ -41,16 +42,11 @@ F.mark_flags_as_required(["model", "data", "output_dir"])
 FLAGS = F.FLAGS
 
 
-def usage_error(message: str) -> app.UsageError:
-    """A bad input: one clear line, exit code 2, no traceback."""
-    return app.UsageError(message, exitcode=2)
-
-
 def open_model(path, server_model_name):
     try:
         return predictors.open_predictor(path, FLAGS.server, server_model_name)
     except (FileNotFoundError, TypeError) as e:
-        raise usage_error(str(e))
+        fail_usage(str(e))
 
 
 def evaluate_one(predictor):
@@ -60,7 +56,7 @@ def evaluate_one(predictor):
             FLAGS.data, predictor.info, FLAGS.text_column, FLAGS.text_b_column,
             FLAGS.label_column, FLAGS.slice_column)
     except evidence_pack.DataError as e:
-        raise usage_error(str(e))
+        fail_usage(str(e))
     return data, evidence_pack.evaluate(predictor, data, FLAGS.batch_size,
                                         FLAGS.machine_cost_per_hour, FLAGS.progress)
 
@@ -68,11 +64,11 @@ def evaluate_one(predictor):
 def main(argv):
     del argv
     if FLAGS.batch_size < 1:
-        raise usage_error(f"--batch_size must be >= 1, got {FLAGS.batch_size}")
+        fail_usage(f"--batch_size must be >= 1, got {FLAGS.batch_size}")
     if FLAGS.machine_cost_per_hour is not None and FLAGS.machine_cost_per_hour < 0:
-        raise usage_error(f"--machine_cost_per_hour must be >= 0, got {FLAGS.machine_cost_per_hour}")
+        fail_usage(f"--machine_cost_per_hour must be >= 0, got {FLAGS.machine_cost_per_hour}")
     if FLAGS.bootstrap_samples < 1:
-        raise usage_error(f"--bootstrap_samples must be >= 1, got {FLAGS.bootstrap_samples}")
+        fail_usage(f"--bootstrap_samples must be >= 1, got {FLAGS.bootstrap_samples}")
     first = open_model(FLAGS.model, FLAGS.server_model_name)
     second = None
     if FLAGS.compare:  # checked before any prediction
@@ -80,7 +76,7 @@ def main(argv):
         try:
             comparison.check_comparable(first.info, second.info)
         except ValueError as e:
-            raise usage_error(str(e))
+            fail_usage(str(e))
     data, result = evaluate_one(first)
     if second is not None:
         # The same EvalData (examples, gold ids, slices by the first model's token counts), so

@@ -19,6 +19,7 @@ from keras_bert import features  # noqa: E402
 from keras_bert.config import check_max_seq_length  # noqa: E402
 from keras_bert.tokenization.bert_preprocessor import BertPreprocessor  # noqa: E402
 from keras_bert.training import model_setup  # noqa: E402
+from keras_bert.cli import fail_usage  # noqa: E402
 
 F = flags
 F.DEFINE_string("input_file", None, "UTF-8 text, one example per line ('A ||| B' for pairs).")
@@ -44,9 +45,9 @@ class _Source:
 def main(argv):
     del argv
     if FLAGS.batch_size < 1:
-        raise app.UsageError(f"--batch_size must be >= 1, got {FLAGS.batch_size}", exitcode=2)
+        fail_usage(f"--batch_size must be >= 1, got {FLAGS.batch_size}")
     if not pathlib.Path(FLAGS.input_file).is_file():
-        raise app.UsageError(f"--input_file={FLAGS.input_file} is not a file", exitcode=2)
+        fail_usage(f"--input_file={FLAGS.input_file} is not a file")
     source = _Source()
     try:
         vocab_file, do_lower_case = model_setup.resolve_vocab(source)
@@ -56,7 +57,7 @@ def main(argv):
         check_max_seq_length(FLAGS.max_seq_length, encoder.bert_config.max_sequence_length)
         layers = features.parse_layers(FLAGS.layers, encoder.bert_config.num_layers)
     except (ValueError, FileNotFoundError) as e:  # bad flags or checkpoint: exit code 2
-        raise app.UsageError(str(e), exitcode=2) from None
+        fail_usage(str(e))
     with open(FLAGS.input_file, encoding="utf-8") as f:
         texts = [line.rstrip("\n") for line in f]  # every line is an example (linex_index)
     with open(FLAGS.output_file, "w", encoding="utf-8") as out:

@@ -19,6 +19,7 @@ sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
 
 from keras_bert.saved_model import exporter  # noqa: E402
 from keras_bert.training import finetune  # noqa: E402
+from keras_bert.cli import fail_usage  # noqa: E402
 
 D = finetune.FinetuneConfig.__dataclass_fields__
 F = flags
@@ -97,7 +98,7 @@ def main(argv):
         config = finetune.FinetuneConfig(**{n: FLAGS[n].value for n in names if n in FLAGS})
         prepared = finetune.prepare_run(config)
     except (ValueError, FileNotFoundError) as e:  # bad flags or data: one line, exit code 2
-        raise app.UsageError(str(e), exitcode=2) from None
+        fail_usage(str(e))
     result = finetune.run_finetuning(config, prepared)
     logging.info("dev %s per run: %s; mean %.4f, std %.4f", result["monitor"],
                  [r["best"][result["monitor"]] for r in result["runs"]], result["mean"], result["std"])

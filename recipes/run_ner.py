@@ -21,6 +21,7 @@ sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
 
 from keras_bert.tasks.token_classifier import FEATURE_MODES  # noqa: E402
 from keras_bert.training import ner_training  # noqa: E402
+from keras_bert.cli import fail_usage  # noqa: E402
 
 D = ner_training.NerConfig.__dataclass_fields__
 F = flags
@@ -67,7 +68,7 @@ def main(argv):
         config = ner_training.NerConfig(**{n: FLAGS[n].value for n in names})
         prepared = ner_training.prepare_ner(config)
     except (ValueError, FileNotFoundError) as e:  # bad flags or data: one line, exit code 2
-        raise app.UsageError(str(e), exitcode=2) from None
+        fail_usage(str(e))
     result = ner_training.run_ner(config, prepared)
     print(json.dumps({k: result[k] for k in ("best", "dev", "test", "steps", "train_seconds")},
                      indent=2))

@@ -19,6 +19,7 @@ import json
 from absl import app, flags
 
 from keras_bert.training import pretraining
+from keras_bert.cli import fail_usage
 
 FLAGS = flags.FLAGS
 flags.DEFINE_string("input_file", None, "Pretraining TFRecords: comma-separated paths or globs.")
@@ -54,7 +55,7 @@ def main(argv):
     try:
         metrics = pretraining.run_pretraining(pretraining.PretrainConfig(**values))
     except (ValueError, FileNotFoundError) as e:  # bad flags or inputs: one line, no traceback
-        raise app.UsageError(str(e), exitcode=2) from None
+        fail_usage(str(e))
     print(json.dumps(metrics["final"]))
 
 

@@ -22,6 +22,7 @@ from absl import app, flags
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
 
 from keras_bert.training import squad_training  # noqa: E402
+from keras_bert.cli import fail_usage  # noqa: E402
 
 D = {f.name: f.default for f in dataclasses.fields(squad_training.SquadConfig)}
 F = flags
@@ -77,7 +78,7 @@ def main(argv):
     try:
         config = squad_training.SquadConfig(**{n: FLAGS[n].value for n in names if n in FLAGS})
     except ValueError as e:  # a bad flag value: a usage error, not a traceback
-        raise app.UsageError(str(e), exitcode=2) from None
+        fail_usage(str(e))
     metrics = squad_training.run_squad(config)
     print(json.dumps(metrics, indent=2, sort_keys=True))
 

@@ -19,6 +19,7 @@ from absl import app, flags
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
 
 from keras_bert.training import swag_training  # noqa: E402
+from keras_bert.cli import fail_usage  # noqa: E402
 
 D = swag_training.SwagConfig.__dataclass_fields__
 F = flags
@@ -62,7 +63,7 @@ def main(argv):
         config = swag_training.SwagConfig(**{n: FLAGS[n].value for n in names})
         prepared = swag_training.prepare_swag(config)
     except (ValueError, FileNotFoundError) as e:  # bad flags or data: one line, exit code 2
-        raise app.UsageError(str(e), exitcode=2) from None
+        fail_usage(str(e))
     result = swag_training.run_swag(config, prepared)
     print(json.dumps({k: result[k] for k in ("best", "dev", "steps", "train_seconds")}, indent=2))
     if FLAGS.export_dir:
