@@ -11,7 +11,6 @@ Directory layout (what the pretraining and fine-tuning recipes write, and `load_
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import os
 import shutil
@@ -92,12 +91,11 @@ def load_saved_encoder(directory: str, *, hidden_activation=None, dtype=None, ca
     weights = os.path.join(directory, WEIGHTS_FILE)
     if not os.path.exists(weights):
         raise FileNotFoundError(f"keras-bert weights file not found: {weights}")
-    if hidden_activation is not None:
-        config = dataclasses.replace(config, hidden_activation=hidden_activation)
     if causal is None:
         causal = bool(read_metadata(directory).get("causal", False))
     kwargs = {} if dtype is None else {"dtype": dtype}
-    encoder = BertEncoder.from_config_object(config, causal=causal, **kwargs)
+    encoder = BertEncoder.from_config_object(config, causal=causal,
+                                             hidden_activation=hidden_activation, **kwargs)
     encoder.build()
     try:
         encoder.load_weights(weights)
@@ -124,11 +122,10 @@ def load_keras_file(path: str, *, hidden_activation=None, dtype=None, causal=Non
     if hidden_activation is None and dtype is None and causal is None:
         return encoder
     config = encoder.bert_config
-    if hidden_activation is not None:
-        config = dataclasses.replace(config, hidden_activation=hidden_activation)
     kwargs = {} if dtype is None else {"dtype": dtype}
     rebuilt = BertEncoder.from_config_object(
-        config, causal=encoder.causal if causal is None else causal, **kwargs)
+        config, causal=encoder.causal if causal is None else causal,
+        hidden_activation=hidden_activation, **kwargs)
     rebuilt.build()
     rebuilt.set_weights(encoder.get_weights())
     return rebuilt

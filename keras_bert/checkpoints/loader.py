@@ -16,7 +16,6 @@ Sources, recognised from their files in this order:
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 import os
 
@@ -161,10 +160,9 @@ def load_encoder(name_or_path, hidden_activation=None, dtype=None, causal=None):
             path, hidden_activation=hidden_activation, dtype=dtype, causal=causal)
     source = read_checkpoint(path)
     config = source.config
-    if hidden_activation is not None:
-        config = dataclasses.replace(config, hidden_activation=hidden_activation)
     kwargs = {} if dtype is None else {"dtype": dtype}
-    encoder = BertEncoder.from_config_object(config, causal=bool(causal), **kwargs)
+    encoder = BertEncoder.from_config_object(config, causal=bool(causal),
+                                             hidden_activation=hidden_activation, **kwargs)
     encoder.build()
     assign(encoder_variables(encoder), source.encoder, source.source_names, source.weights_file)
     ignored = dict(source.ignored)

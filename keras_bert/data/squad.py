@@ -29,7 +29,7 @@ import pathlib
 
 import numpy as np
 
-from keras_bert.config import check_max_seq_length
+from keras_bert.config import INPUT_NAMES, check_max_seq_length
 from keras_bert.tokenization import full_tokenizer as ft
 
 logger = logging.getLogger(__name__)
@@ -413,7 +413,7 @@ def stack_features(features, with_labels: bool = False) -> dict:
     """Features -> dict of numpy arrays [N, max_seq_length] (model inputs), plus
     `start_positions` / `end_positions` int32 [N] when `with_labels`."""
     out = {name: np.stack([getattr(f, name) for f in features]).astype(np.int32)
-           for name in ("input_word_ids", "input_mask", "input_type_ids")}
+           for name in INPUT_NAMES}
     if with_labels:
         out["start_positions"] = np.asarray([f.start_position for f in features], np.int32)
         out["end_positions"] = np.asarray([f.end_position for f in features], np.int32)

@@ -13,6 +13,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
+from keras_bert.data.dynamic_padding import trim_to_longest
 from keras_bert.training import callbacks as callbacks_lib
 from keras_bert.training.fit import build_for_training, resumable_fit
 from keras_bert.training.optimizer import create_optimizer
@@ -49,8 +50,10 @@ def trimmed_batches(features: dict, labels: np.ndarray, batch_size: int, seed: i
     ds = ds.batch(batch_size, drop_remainder=True).skip(skip)
 
     def trim(x, y):
-        longest = tf.maximum(tf.reduce_max(tf.reduce_sum(x["input_mask"], axis=-1)), 2)
-        return {k: v[..., :longest] for k, v in x.items()}, y[..., :longest] if per_position else y
+        if not per_position:
+            return trim_to_longest(x, minimum=2), y
+        cut = trim_to_longest({**x, "labels": y}, minimum=2)
+        return {k: v for k, v in cut.items() if k != "labels"}, cut["labels"]
     return ds.map(trim).prefetch(2)
 
 

@@ -25,6 +25,7 @@ import keras
 import tensorflow as tf
 
 from keras_bert import checkpoints
+from keras_bert.config import INPUT_NAMES
 from keras_bert.data import squad
 from keras_bert.evaluation import squad as squad_eval
 from keras_bert.tasks.span_question_answerer import SpanQuestionAnswerer
@@ -150,8 +151,7 @@ def train_dataset_fn(arrays: dict, batch_size: int, seed: int):
     n = len(arrays["start_positions"])
 
     def split(batch):
-        features = trim_to_longest({k: batch[k] for k in
-                                    ("input_word_ids", "input_mask", "input_type_ids")})
+        features = trim_to_longest({k: batch[k] for k in INPUT_NAMES})
         return features, {"start_logits": batch["start_positions"],
                           "end_logits": batch["end_positions"]}
 
