@@ -41,6 +41,7 @@ from typing import Iterable, Sequence
 import numpy as np
 
 from keras_bert.config import check_max_seq_length
+from keras_bert.progress import progress_bar
 from keras_bert.tokenization.full_tokenizer import FullTokenizer
 
 CLS, SEP, MASK = "[CLS]", "[SEP]", "[MASK]"
@@ -156,12 +157,10 @@ def tokenize_corpus(
         list of documents; a document is a list of sentences; a sentence a list of str pieces.
         Documents or sentences that tokenize to nothing are dropped.
     """
-    from tqdm.auto import tqdm
-
     raw = [doc for path in input_files for doc in read_raw_documents(path, input_format)]
     chunk = 64
     chunks = [raw[i : i + chunk] for i in range(0, len(raw), chunk)]
-    bar = tqdm(total=len(raw), desc="tokenizing documents", unit="doc", disable=not show_progress)
+    bar = progress_bar(total=len(raw), desc="tokenizing documents", unit="doc", disable=not show_progress)
     documents: list[list[list[str]]] = []
     if num_workers <= 1:
         _init_worker(vocab_file, do_lower_case)
@@ -320,8 +319,6 @@ def create_training_instances(
         ValueError: fewer than two documents (a random next segment needs another document) or
             out-of-range arguments.
     """
-    from tqdm.auto import tqdm
-
     if len(documents) < 2:
         raise ValueError(f"need at least 2 documents for next-sentence prediction, got {len(documents)}")
     check_max_seq_length(max_seq_length, is_pair=True)  # the one rule, then this recipe's own:
@@ -336,7 +333,7 @@ def create_training_instances(
     documents = list(documents)
     rng.shuffle(documents)
     instances = []
-    bar = tqdm(total=dupe_factor * len(documents), desc="creating instances", unit="doc",
+    bar = progress_bar(total=dupe_factor * len(documents), desc="creating instances", unit="doc",
                disable=not show_progress)
     for _ in range(dupe_factor):
         for document_index in range(len(documents)):

@@ -30,6 +30,7 @@ import pathlib
 import numpy as np
 
 from keras_bert.config import INPUT_NAMES, check_max_seq_length
+from keras_bert.progress import progress_bar
 from keras_bert.tokenization import full_tokenizer as ft
 
 logger = logging.getLogger(__name__)
@@ -399,9 +400,7 @@ def convert_examples(examples, tokenizer: ContextTokenizer, max_seq_length: int 
     special = tuple(tokenizer.vocab[t] for t in (ft.CLS_TOKEN, ft.SEP_TOKEN, ft.PAD_TOKEN))
     items = enumerate(examples)
     if progress:
-        import tqdm  # optional: only for the progress bar
-
-        items = tqdm.tqdm(items, total=len(examples), desc="SQuAD features", unit="question")
+        items = progress_bar(items, total=len(examples), desc="SQuAD features", unit="question")
     features, cache = [], {}
     for index, example in items:
         features.extend(convert_example(example, tokenizer, index, max_seq_length, doc_stride,

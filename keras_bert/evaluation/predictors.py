@@ -31,8 +31,8 @@ import time
 
 import numpy as np
 import tensorflow as tf
-from tqdm import tqdm
 
+from keras_bert.progress import progress_bar
 from keras_bert.tasks.loading import load_task
 
 TEXT_INPUT, TEXT_B_INPUT = "text", "text_b"
@@ -87,7 +87,7 @@ class Predictor:
         self.predict_batch(texts[:batch_size], None if texts_b is None else texts_b[:batch_size])
         parts, seconds, sizes = [], [], []
         starts = range(0, len(texts), batch_size)
-        for start in tqdm(starts, desc=f"predict {self.info.name}", unit="batch",
+        for start in progress_bar(starts, desc=f"predict {self.info.name}", unit="batch",
                           disable=not progress or len(starts) < 10):
             stop = start + batch_size
             t0 = time.perf_counter()
