@@ -82,6 +82,9 @@ class SpanQuestionAnswerer(Task):
             2, kernel_initializer=keras.initializers.TruncatedNormal(stddev=initializer_range),
             dtype="float32", name="span_logits")  # logits and losses in float32
         self._context_tokenizer = None
+        if not encoder.built:
+            encoder.build()  # variables first: `trainable` only reaches existing ones
+        encoder.pooler.trainable = False  # spans never read the pooled [CLS] (no gradient)
 
     def build(self, input_shape=None):
         if not self.encoder.built:

@@ -63,6 +63,9 @@ def test_call_shapes_and_padding_invariance():
     short = task(cut, training=False)
     np.testing.assert_allclose(short["start_logits"].numpy()[mask[:, :12]],
                                out["start_logits"].numpy()[:, :12][mask[:, :12]], atol=1e-5)
+    trainable = [v.path for v in task.trainable_variables]
+    assert not any("pooler" in p for p in trainable)  # spans never read the pooled vector
+    assert any("transformer_layer_0" in p for p in trainable)  # fine-tuning: encoder trains
 
 
 def test_bad_settings_raise():
