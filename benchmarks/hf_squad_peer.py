@@ -1,0 +1,336 @@
+"""The Hugging Face / PyTorch SQuAD peer of `recipes/run_squad.py` (runs in a torch venv, never
+imports tensorflow or keras_bert).
+
+Follows transformers' `examples/pytorch/question-answering/run_qa.py` and `utils_qa.py`
+(`postprocess_qa_predictions`), reimplemented without `datasets`/`evaluate`:
+- features: the checkpoint's fast tokenizer, question (left-stripped) first, context second,
+  `truncation="only_second"`, `max_length=max_seq_length`, `stride=doc_stride`, overflowing
+  windows, offset mappings, padding to max_length (run_qa.py's `pad_to_max_length` default);
+- train labels: the token start/end of the first answer, or the [CLS] index when the question
+  has no answer or the answer is not wholly inside the window;
+- model: `AutoModelForQuestionAnswering` from the checkpoint, trained by `transformers.Trainer`
+  with its defaults (AdamW, weight decay 0, eps 1e-8, max_grad_norm 1.0, linear schedule,
+  warmup = --warmup_ratio of the steps, shuffled with --seed); --bf16 = CPU autocast bfloat16
+  for training and prediction;
+- post-processing: per window the n_best_size best start and end logits are paired; a pair is
+  kept when both are context tokens, end >= start and the span has <= max_answer_length
+  tokens; the n-best over all windows is sorted by start + end logit; the text is cut from the
+  context by character offsets. v2.0: null score = min over windows of the [CLS] logits, added
+  to the n-best; the answer is empty when null score - best non-null score >
+  --null_score_diff_threshold.
+
+    python -m benchmarks.squad_peer_data --input_file=dev-v1.1.json --holdout_fraction=0.5 \
+        --output_dir=runs/squad_peer/data
+    taskset -c 1 /path/to/torchenv/bin/python benchmarks/hf_squad_peer.py --model_dir=CKPT \
+        --train_file=runs/squad_peer/data/train.json \
+        --validation_file=runs/squad_peer/data/heldout.json --learning_rate=1e-4 \
+        --num_train_epochs=1 --warmup_ratio=0.1 --bf16 --threads=1 --output_dir=runs/squad_peer/v1
+    python -m benchmarks.squad_peer_data --mode=score --input_file=dev-v1.1.json \
+        --holdout_fraction=0.5 --predictions_dir=runs/squad_peer/v1
+
+Where run_qa.py differs from our recipe (kept, since this is the peer as users run it):
+`stride` is the token OVERLAP between windows (ours, google-research's doc_stride, is the step
+between window starts), so the peer makes fewer windows at the same flag value; the question is
+not cut to max_query_length (64 in ours); no max-context rule for span starts; the top n_best
+positions are taken over the whole window before invalid ones are dropped, and the n-best list
+is not deduplicated by text; weight decay 0 (ours 0.01 unless --weight_decay=0); the optimizer
+is the Trainer default (fused torch AdamW on torch >= 2.8).
+
+Writes to --output_dir: predictions.json, null_odds.json and best_non_null_predictions.json
+(v2.0; the second is an addition for our threshold sweep), peer_metrics.json (train/predict
+seconds, windows, windows per second). Scores come from `benchmarks.squad_peer_data
+--mode=score` (our official-evaluator wrapper), not from here.
+"""
+from __future__ import annotations
+
+import argparse
+import collections
+import contextlib
+import json
+import math
+import pathlib
+import sys
+import time
+
+import numpy as np
+import torch
+import transformers
+
+
+def parse_args(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--model_dir", required=True, help="HF checkpoint dir (config, weights, "
+                   "tokenizer).")
+    p.add_argument("--train_file", help="Flat SQuAD JSON (squad_peer_data train.json).")
+    p.add_argument("--validation_file", help="Flat SQuAD JSON to predict (heldout.json).")
+    p.add_argument("--output_dir", required=True)
+    p.add_argument("--max_seq_length", type=int, default=384)
+    p.add_argument("--doc_stride", type=int, default=128)
+    p.add_argument("--per_device_train_batch_size", type=int, default=32)
+    p.add_argument("--per_device_eval_batch_size", type=int, default=32)
+    p.add_argument("--learning_rate", type=float, default=5e-5)
+    p.add_argument("--num_train_epochs", type=float, default=1.0)
+    p.add_argument("--max_steps", type=int, default=-1, help="Stop after N optimizer steps "
+                   "(smoke tests; -1: the epochs decide).")
+    p.add_argument("--warmup_ratio", type=float, default=0.0)
+    p.add_argument("--weight_decay", type=float, default=0.0, help="Trainer default 0 (our "
+                   "recipe's default is 0.01).")
+    p.add_argument("--seed", type=int, default=42)
+    p.add_argument("--bf16", action="store_true", help="CPU autocast bfloat16 (train and eval).")
+    p.add_argument("--threads", type=int, default=0, help="torch.set_num_threads (0: default).")
+    p.add_argument("--version_2_with_negative", action="store_true")
+    p.add_argument("--null_score_diff_threshold", type=float, default=0.0)
+    p.add_argument("--n_best_size", type=int, default=20)
+    p.add_argument("--max_answer_length", type=int, default=30)
+    p.add_argument("--max_train_examples", type=int, help="Only the first N training questions.")
+    p.add_argument("--max_eval_examples", type=int, help="Only the first N questions to predict "
+                   "(score with squad_peer_data --max_predict_examples=N).")
+    p.add_argument("--logging_steps", type=int, default=10, help="One progress line per N steps.")
+    return p.parse_args(argv)
+
+
+def read_flat(path, limit=None) -> list[dict]:
+    """Records of a flat SQuAD JSON (`{"data": [{"id", "context", "question", "answers"}]}`)."""
+    records = json.loads(pathlib.Path(path).read_text(encoding="utf-8"))["data"]
+    return records[:limit]
+
+
+def tokenize(tokenizer, records, args):
+    """run_qa.py's tokenizer call: question first, only the context truncated into windows."""
+    return tokenizer([r["question"].lstrip() for r in records], [r["context"] for r in records],
+                     truncation="only_second", max_length=args.max_seq_length,
+                     stride=args.doc_stride, return_overflowing_tokens=True,
+                     return_offsets_mapping=True, padding="max_length")
+
+
+def train_features(tokenizer, records, args) -> dict:
+    """Windows with start/end labels (run_qa.py `prepare_train_features`)."""
+    enc = tokenize(tokenizer, records, args)
+    starts, ends = [], []
+    for i, offsets in enumerate(enc["offset_mapping"]):
+        ids = enc["input_ids"][i]
+        cls = ids.index(tokenizer.cls_token_id) if tokenizer.cls_token_id in ids else 0
+        seq = enc.sequence_ids(i)
+        answers = records[enc["overflow_to_sample_mapping"][i]]["answers"]
+        if not answers["answer_start"]:
+            starts.append(cls)
+            ends.append(cls)
+            continue
+        start_char = answers["answer_start"][0]
+        end_char = start_char + len(answers["text"][0])
+        first = seq.index(1)  # first and last context token of the window
+        last = len(seq) - 1 - seq[::-1].index(1)
+        if not (offsets[first][0] <= start_char and offsets[last][1] >= end_char):
+            starts.append(cls)
+            ends.append(cls)
+            continue
+        s = first
+        while s < len(offsets) and offsets[s][0] <= start_char:
+            s += 1
+        e = last
+        while offsets[e][1] >= end_char:
+            e -= 1
+        starts.append(s - 1)
+        ends.append(e + 1)
+    return {"input_ids": enc["input_ids"], "token_type_ids": enc["token_type_ids"],
+            "attention_mask": enc["attention_mask"], "start_positions": starts,
+            "end_positions": ends}
+
+
+def eval_features(tokenizer, records, args):
+    """(model inputs, per-window example index, per-window offsets with None outside the
+    context) (run_qa.py `prepare_validation_features`)."""
+    enc = tokenize(tokenizer, records, args)
+    offsets = []
+    for i, window in enumerate(enc["offset_mapping"]):
+        seq = enc.sequence_ids(i)
+        offsets.append([o if seq[k] == 1 else None for k, o in enumerate(window)])
+    inputs = {k: enc[k] for k in ("input_ids", "token_type_ids", "attention_mask")}
+    return inputs, list(enc["overflow_to_sample_mapping"]), offsets
+
+
+class Windows(torch.utils.data.Dataset):
+    """Dict of equal-length lists -> one dict of int64 tensors per window."""
+
+    def __init__(self, columns: dict):
+        self.columns = {k: torch.tensor(v, dtype=torch.long) for k, v in columns.items()}
+        self.n = len(next(iter(self.columns.values())))
+
+    def __len__(self):
+        return self.n
+
+    def __getitem__(self, i):
+        return {k: v[i] for k, v in self.columns.items()}
+
+
+def postprocess(records, window_example, offsets, start_logits, end_logits, args):
+    """utils_qa.py `postprocess_qa_predictions`: (predictions, null_odds, best_non_null).
+
+    Returns three dicts keyed by question id; the last two are empty for v1.1.
+    """
+    by_example = collections.defaultdict(list)
+    for w, e in enumerate(window_example):
+        by_example[e].append(w)
+    predictions, null_odds, best_non_null = {}, {}, {}
+    for index, record in enumerate(records):
+        null = None
+        prelim = []
+        for w in by_example[index]:
+            sl, el, om = start_logits[w], end_logits[w], offsets[w]
+            null_score = sl[0] + el[0]
+            if null is None or null["score"] > null_score:
+                null = {"offsets": (0, 0), "score": null_score,
+                        "start_logit": sl[0], "end_logit": el[0]}
+            top_starts = np.argsort(sl)[-1:-args.n_best_size - 1:-1].tolist()
+            top_ends = np.argsort(el)[-1:-args.n_best_size - 1:-1].tolist()
+            for s in top_starts:
+                for e in top_ends:
+                    if s >= len(om) or e >= len(om) or om[s] is None or om[e] is None:
+                        continue
+                    if e < s or e - s + 1 > args.max_answer_length:
+                        continue
+                    prelim.append({"offsets": (om[s][0], om[e][1]), "score": sl[s] + el[e],
+                                   "start_logit": sl[s], "end_logit": el[e]})
+        if args.version_2_with_negative:
+            prelim.append(null)
+        nbest = sorted(prelim, key=lambda x: x["score"], reverse=True)[:args.n_best_size]
+        if args.version_2_with_negative and not any(p["offsets"] == (0, 0) for p in nbest):
+            nbest.append(null)
+        context = record["context"]
+        for p in nbest:
+            p["text"] = context[p["offsets"][0]:p["offsets"][1]]
+        if not nbest or (len(nbest) == 1 and nbest[0]["text"] == ""):
+            nbest.insert(0, {"text": "empty", "start_logit": 0.0, "end_logit": 0.0, "score": 0.0})
+        qid = record["id"]
+        if not args.version_2_with_negative:
+            predictions[qid] = nbest[0]["text"]
+            continue
+        best = next(p for p in nbest if p["text"] != "")
+        diff = float(null["score"] - best["start_logit"] - best["end_logit"])
+        null_odds[qid] = diff
+        best_non_null[qid] = best["text"]
+        predictions[qid] = "" if diff > args.null_score_diff_threshold else best["text"]
+    return predictions, null_odds, best_non_null
+
+
+class ProgressLines(transformers.TrainerCallback):
+    """One plain line per logging step (no carriage returns), with windows/s so far."""
+
+    def __init__(self, batch_size: int):
+        self.batch_size = batch_size
+        self.start = None
+
+    def on_train_begin(self, args, state, control, **kwargs):
+        self.start = time.perf_counter()
+
+    def on_log(self, args, state, control, logs=None, **kwargs):
+        loss = (logs or {}).get("loss")
+        if loss is None:  # the end-of-training summary
+            return
+        elapsed = time.perf_counter() - self.start
+        print(f"step {state.global_step}/{state.max_steps} loss "
+              f"{loss:.4f} lr {(logs or {}).get('learning_rate', 0):.3g} "
+              f"{state.global_step * self.batch_size / max(elapsed, 1e-9):.2f} windows/s "
+              f"{elapsed:.0f}s", flush=True)
+
+
+def autocast(enabled: bool):
+    return (torch.autocast("cpu", dtype=torch.bfloat16) if enabled
+            else contextlib.nullcontext())
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    if args.threads:
+        torch.set_num_threads(args.threads)
+        torch.set_num_interop_threads(args.threads)
+    out = pathlib.Path(args.output_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    transformers.set_seed(args.seed)
+    tokenizer = transformers.AutoTokenizer.from_pretrained(args.model_dir, use_fast=True)
+    if args.max_seq_length > tokenizer.model_max_length:
+        print(f"max_seq_length {args.max_seq_length} > model_max_length "
+              f"{tokenizer.model_max_length}; using the latter", flush=True)
+        args.max_seq_length = tokenizer.model_max_length
+    model = transformers.AutoModelForQuestionAnswering.from_pretrained(args.model_dir)
+    metrics = {"peer": "transformers run_qa.py semantics", "torch": torch.__version__,
+               "transformers": transformers.__version__, "threads": torch.get_num_threads(),
+               "bf16": args.bf16, "max_seq_length": args.max_seq_length,
+               "doc_stride": args.doc_stride, "train_batch_size": args.per_device_train_batch_size,
+               "learning_rate": args.learning_rate, "num_train_epochs": args.num_train_epochs,
+               "warmup_ratio": args.warmup_ratio, "weight_decay": args.weight_decay,
+               "seed": args.seed,
+               "version_2_with_negative": args.version_2_with_negative}
+    training_args = transformers.TrainingArguments(
+        output_dir=str(out / "trainer"), use_cpu=True, bf16=args.bf16, seed=args.seed,
+        per_device_train_batch_size=args.per_device_train_batch_size,
+        per_device_eval_batch_size=args.per_device_eval_batch_size,
+        learning_rate=args.learning_rate, num_train_epochs=args.num_train_epochs,
+        max_steps=args.max_steps, warmup_steps=args.warmup_ratio, lr_scheduler_type="linear",
+        weight_decay=args.weight_decay, adam_epsilon=1e-8, max_grad_norm=1.0,
+        logging_strategy="steps", logging_steps=args.logging_steps, logging_first_step=True,
+        save_strategy="no", eval_strategy="no", report_to="none", disable_tqdm=True,
+        dataloader_num_workers=0)
+
+    if args.train_file:
+        records = read_flat(args.train_file, args.max_train_examples)
+        t0 = time.perf_counter()
+        train_set = Windows(train_features(tokenizer, records, args))
+        metrics["train_feature_seconds"] = time.perf_counter() - t0
+        print(f"train: {len(records)} questions -> {len(train_set)} windows", flush=True)
+        trainer = transformers.Trainer(
+            model=model, args=training_args, train_dataset=train_set,
+            data_collator=transformers.default_data_collator,
+            callbacks=[ProgressLines(args.per_device_train_batch_size)])
+        trainer.remove_callback(transformers.PrinterCallback)
+        metrics["optimizer"] = getattr(training_args.optim, "value", str(training_args.optim))
+        t0 = time.perf_counter()
+        with autocast(args.bf16):
+            result = trainer.train()
+        seconds = time.perf_counter() - t0
+        steps = result.global_step
+        # windows seen: full batches, the last batch of each epoch may be short
+        trained = min(steps * args.per_device_train_batch_size,
+                      math.ceil(args.num_train_epochs * len(train_set)))
+        metrics.update({"train_examples": len(records), "train_windows": len(train_set),
+                        "train_steps": steps, "train_seconds": seconds,
+                        "train_windows_per_second": trained / max(seconds, 1e-9),
+                        "train_loss": result.training_loss})
+        model = trainer.model
+    if args.validation_file:
+        records = read_flat(args.validation_file, args.max_eval_examples)
+        t0 = time.perf_counter()
+        inputs, window_example, offsets = eval_features(tokenizer, records, args)
+        loader = torch.utils.data.DataLoader(Windows(inputs),
+                                             batch_size=args.per_device_eval_batch_size)
+        model.eval()
+        t1 = time.perf_counter()
+        starts, ends = [], []
+        with torch.inference_mode(), autocast(args.bf16):
+            for k, batch in enumerate(loader):
+                output = model(**batch)
+                starts.append(output.start_logits.float().numpy())
+                ends.append(output.end_logits.float().numpy())
+                if (k + 1) % args.logging_steps == 0:
+                    print(f"predict batch {k + 1}/{len(loader)} "
+                          f"{time.perf_counter() - t1:.0f}s", flush=True)
+        logits_seconds = time.perf_counter() - t1
+        predictions, null_odds, best_non_null = postprocess(
+            records, window_example, offsets, np.concatenate(starts), np.concatenate(ends), args)
+        seconds = time.perf_counter() - t0
+        (out / "predictions.json").write_text(json.dumps(predictions, indent=1), "utf-8")
+        if args.version_2_with_negative:
+            (out / "null_odds.json").write_text(json.dumps(null_odds, indent=1), "utf-8")
+            (out / "best_non_null_predictions.json").write_text(
+                json.dumps(best_non_null, indent=1), "utf-8")
+        metrics.update({"predict_examples": len(records), "predict_windows": len(window_example),
+                        "predict_seconds": seconds, "predict_logits_seconds": logits_seconds,
+                        "predict_questions_per_second": len(records) / max(seconds, 1e-9),
+                        "predict_windows_per_second": len(window_example) / max(logits_seconds,
+                                                                                1e-9)})
+    (out / "peer_metrics.json").write_text(json.dumps(metrics, indent=2, sort_keys=True), "utf-8")
+    print(json.dumps(metrics, indent=2, sort_keys=True), flush=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,154 @@
+"""Data and scoring for the PyTorch SQuAD peer (`benchmarks/hf_squad_peer.py`), in the project venv.
+
+Two modes, both on OUR split and OUR scorer, so the peer and `recipes/run_squad.py
+--holdout_fraction=F` train on the same questions and are scored on the same questions by the
+same official evaluators:
+
+    # split: train.json (first titles) and heldout.json (last F of the titles)
+    python -m benchmarks.squad_peer_data --input_file=dev-v1.1.json --holdout_fraction=0.5 \
+        --output_dir=runs/squad_peer/data [--version_2_with_negative]
+
+    # score: the peer's predictions for the held-out part -> metrics.json
+    python -m benchmarks.squad_peer_data --mode=score --input_file=dev-v1.1.json \
+        --holdout_fraction=0.5 --predictions_dir=runs/squad_peer/v1 [--version_2_with_negative] \
+        [--max_predict_examples=N]
+
+Split: `keras_bert.data.squad.read_squad_examples` then `split_by_title`, exactly as
+`keras_bert.training.squad_training.load_examples` does with one file given as both
+--train_file and --predict_file (train = part 0, held out = part 1). The files are in the flat
+layout of transformers' `examples/pytorch/question-answering/run_qa.py` (`{"data": [{"id",
+"title", "context", "question", "answers": {"text": [...], "answer_start": [...]}}]}`), with
+the answers our reader kept (an answer not at its `answer_start` is dropped, as in our recipe).
+An answerable training question left with no usable answer is left out of train.json: our
+recipe skips it, while run_qa.py would train it as unanswerable ([CLS]).
+
+Score: `keras_bert.evaluation.squad.evaluate(dataset_of(held_out), answers, v2)`, the call
+`squad_training.predict_and_score` makes. The peer writes predictions.json (qas_id -> text),
+and for v2.0 null_odds.json (null score - best non-null score) and
+best_non_null_predictions.json (qas_id -> best non-empty text; our v2.0 threshold sweep scores
+those, see `keras_bert.evaluation.squad`). metrics.json = the peer's peer_metrics.json (timings)
+plus the official scores, with the keys of run_squad.py's metrics.json.
+"""
+from __future__ import annotations
+
+import json
+import pathlib
+
+from absl import app, flags, logging
+
+from keras_bert.data import squad
+from keras_bert.evaluation import squad as squad_eval
+
+flags.DEFINE_enum("mode", "split", ["split", "score"], "Write the split, or score predictions.")
+flags.DEFINE_string("input_file", None, "SQuAD v1.1 / v2.0 JSON (split by article title).")
+flags.DEFINE_float("holdout_fraction", 0.5, "Fraction of the titles (the last ones) held out.")
+flags.DEFINE_boolean("version_2_with_negative", False, "SQuAD v2.0: questions may have no answer.")
+flags.DEFINE_string("output_dir", None, "split: where train.json and heldout.json go.")
+flags.DEFINE_string("predictions_dir", None, "score: the peer's output_dir (predictions.json, "
+                    "null_odds.json, best_non_null_predictions.json, peer_metrics.json).")
+flags.DEFINE_integer("max_predict_examples", None, "score: only the first N held-out questions "
+                     "(the peer's --max_eval_examples).")
+flags.DEFINE_string("metrics_file", None, "score: output (default: predictions_dir/metrics.json).")
+flags.mark_flag_as_required("input_file")
+FLAGS = flags.FLAGS
+
+
+def split_examples(input_file, holdout_fraction: float, version_2_with_negative: bool):
+    """(train, held_out) `SquadExample`s, as `squad_training.load_examples` splits them."""
+    if not 0 < holdout_fraction < 1:
+        raise ValueError(f"--holdout_fraction must be in (0, 1), got {holdout_fraction}")
+    examples = squad.read_squad_examples(input_file, version_2_with_negative)
+    train, held_out = squad.split_by_title(examples, holdout_fraction)
+    overlap = {e.title for e in train} & {e.title for e in held_out}
+    if overlap:
+        raise ValueError(f"training and held-out articles overlap: {sorted(overlap)[:3]}")
+    return train, held_out
+
+
+def flat_record(example) -> dict:
+    """One `SquadExample` -> one record of run_qa.py's flat JSON layout."""
+    return {"id": example.qas_id, "title": example.title, "context": example.context,
+            "question": example.question,
+            "answers": {"text": [t for t, _ in example.answers],
+                        "answer_start": [s for _, s in example.answers]}}
+
+
+def write_split(input_file, holdout_fraction, version_2_with_negative, output_dir) -> dict:
+    """Writes train.json and heldout.json; returns their counts."""
+    train, held_out = split_examples(input_file, holdout_fraction, version_2_with_negative)
+    usable = [e for e in train if e.is_impossible or e.answers]
+    if len(usable) != len(train):
+        logging.warning("%d answerable training questions have no usable answer; left out (our "
+                        "recipe skips them too)", len(train) - len(usable))
+    out = pathlib.Path(output_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    for name, part in (("train.json", usable), ("heldout.json", held_out)):
+        (out / name).write_text(json.dumps({"data": [flat_record(e) for e in part]}),
+                                encoding="utf-8")
+    counts = {"train_questions": len(usable), "heldout_questions": len(held_out),
+              "train_titles": len({e.title for e in train}),
+              "heldout_titles": len({e.title for e in held_out})}
+    (out / "split.json").write_text(json.dumps(counts | {
+        "input_file": pathlib.Path(input_file).name, "holdout_fraction": holdout_fraction,
+        "version_2_with_negative": version_2_with_negative}, indent=2), encoding="utf-8")
+    return counts
+
+
+def _read_json(path: pathlib.Path) -> dict:
+    if not path.is_file():
+        raise FileNotFoundError(f"{path}: not found (did the peer finish?)")
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+def score(input_file, holdout_fraction, version_2_with_negative, predictions_dir,
+          max_predict_examples=None) -> dict:
+    """Official metrics of the peer's predictions on the held-out questions (our scorer).
+
+    Raises:
+        ValueError: the predictions are not exactly the held-out questions.
+    """
+    held_out = split_examples(input_file, holdout_fraction, version_2_with_negative)[1]
+    held_out = held_out[:max_predict_examples]
+    pred_dir = pathlib.Path(predictions_dir)
+    predictions = _read_json(pred_dir / "predictions.json")
+    ids = [e.qas_id for e in held_out]
+    if set(predictions) != set(ids):
+        raise ValueError(f"predictions.json has {len(predictions)} questions, the held-out part "
+                         f"{len(ids)}; {len(set(ids) - set(predictions))} missing, "
+                         f"{len(set(predictions) - set(ids))} not held out (same "
+                         "--max_predict_examples as the peer's --max_eval_examples?)")
+    if version_2_with_negative:
+        null_odds = _read_json(pred_dir / "null_odds.json")
+        non_null = _read_json(pred_dir / "best_non_null_predictions.json")
+        answers = {q: {"text": predictions[q], "best_non_null_text": non_null[q],
+                       "null_odds": float(null_odds[q])} for q in ids}
+    else:
+        answers = {q: {"text": predictions[q]} for q in ids}
+    metrics = squad_eval.evaluate(squad_eval.dataset_of(held_out), answers,
+                                  version_2_with_negative)
+    peer_file = pred_dir / "peer_metrics.json"
+    peer = _read_json(peer_file) if peer_file.is_file() else {}
+    return peer | metrics | {"version_2_with_negative": version_2_with_negative,
+                             "scored_examples": len(held_out)}
+
+
+def main(argv):
+    del argv
+    if FLAGS.mode == "split":
+        if not FLAGS.output_dir:
+            raise app.UsageError("--output_dir is required with --mode=split")
+        result = write_split(FLAGS.input_file, FLAGS.holdout_fraction,
+                             FLAGS.version_2_with_negative, FLAGS.output_dir)
+    else:
+        if not FLAGS.predictions_dir:
+            raise app.UsageError("--predictions_dir is required with --mode=score")
+        result = score(FLAGS.input_file, FLAGS.holdout_fraction, FLAGS.version_2_with_negative,
+                       FLAGS.predictions_dir, FLAGS.max_predict_examples)
+        path = pathlib.Path(FLAGS.metrics_file or pathlib.Path(FLAGS.predictions_dir)
+                            / "metrics.json")
+        path.write_text(json.dumps(result, indent=2, sort_keys=True), encoding="utf-8")
+    print(json.dumps(result, indent=2, sort_keys=True))
+
+
+if __name__ == "__main__":
+    app.run(main)
