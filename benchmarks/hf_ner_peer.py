@@ -1,0 +1,281 @@
+"""The Hugging Face / PyTorch peer of `recipes/run_ner.py` (CoNLL-2003 NER), in the torch venv.
+
+Follows transformers' `examples/pytorch/token-classification/run_ner.py` (our own code, same
+semantics): labels = the sorted set of tags in the whole train file; `AutoTokenizer` (fast) on
+the word lists with `is_split_into_words=True`, `truncation=True`, `max_length=max_seq_length`
+and no padding there (`DataCollatorForTokenClassification` pads each batch to its longest row,
+the script's default without `--pad_to_max_length`); the first piece of each word gets the
+word's label and every other position -100 (`label_all_tokens` off);
+`AutoModelForTokenClassification` trained by `Trainer` with its defaults (AdamW
+`adamw_torch_fused`, betas 0.9 / 0.999, eps 1e-8, weight decay 0 unless --weight_decay,
+max_grad_norm 1.0, linear decay to 0 after --warmup_ratio of the steps, shuffled batches with the
+last partial one kept). `--bf16` is `TrainingArguments(bf16=True)` on the CPU, i.e. accelerate's
+`torch.autocast("cpu", torch.bfloat16)` (peer_timing.json records the classifier's output dtype
+seen in training). Needs torch, transformers and accelerate; never imports TensorFlow or
+keras_bert (the data and the scorer are `benchmarks/ner_peer_data.py`'s).
+
+Differences from the script, so that every word is scored as our recipe scores it: predictions
+are one tag per word of every sentence (the tag at the word's first piece; a word with no piece
+inside the truncated row, i.e. cut off by `max_seq_length` or tokenized to nothing, is tagged "O"
+and counted), not only the words that survived truncation; no checkpoints are saved during
+training (`save_strategy="no"`; the script saves every 500 steps) and the model is saved only
+with `--save_model`; no dev evaluation during training (the script's default too).
+
+Differences from `recipes/run_ner.py` that remain: it cuts a long sentence into overlapping
+windows (training and prediction) where this truncates; it drops each epoch's last partial batch,
+evaluates dev after each epoch and scores the best of those weights (its train time includes
+those evaluations); its defaults are warmup 0.1 and weight decay 0.01 (pass --warmup_ratio=0.1
+--weight_decay=0.01 here to match them), and its AdamW epsilon is 1e-6 (Trainer: 1e-8).
+
+    python -m benchmarks.ner_peer_data --data_dir=$KERAS_BERT_DATA_DIR/conll2003 --output_dir=D
+    taskset -c 1 /tmp/torchenv/bin/python benchmarks/hf_ner_peer.py --model_dir=$MODEL \
+        --train_file=D/train.json --validation_file=D/valid.json --test_file=D/test.json \
+        --max_seq_length=128 --per_device_train_batch_size=32 --learning_rate=5e-5 \
+        --num_train_epochs=3 --bf16 --threads=1 --output_dir=OUT
+
+Writes to --output_dir: `predictions_valid.json` / `predictions_test.json` (JSON lines
+`{"tokens", "pred_tags", "cut_words"}`, one per sentence; score them with
+`python -m benchmarks.ner_peer_data --mode=score`), `peer_timing.json` (train seconds, train
+sentences, sentences per second = train sentences x epochs / train seconds, steps, settings,
+versions) and `labels.json`. Progress: one plain line every --log_steps optimizer steps.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import pathlib
+import platform
+import time
+
+import numpy as np
+import torch
+import transformers
+
+IGNORE_LABEL = -100
+OUTSIDE = "O"
+
+
+def parse_args(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--model_dir", required=True, help="HF checkpoint dir (config.json, weights, "
+                   "tokenizer files).")
+    p.add_argument("--train_file", required=True, help="JSON lines {tokens, ner_tags}.")
+    p.add_argument("--validation_file", help="JSON lines; predicted after training.")
+    p.add_argument("--test_file", help="JSON lines; predicted after training.")
+    p.add_argument("--output_dir", required=True)
+    p.add_argument("--max_seq_length", type=int, default=128, help="Pieces incl. [CLS]/[SEP].")
+    p.add_argument("--per_device_train_batch_size", type=int, default=32)
+    p.add_argument("--per_device_eval_batch_size", type=int, default=8)
+    p.add_argument("--learning_rate", type=float, default=5e-5)
+    p.add_argument("--num_train_epochs", type=float, default=3.0)
+    p.add_argument("--weight_decay", type=float, default=0.0, help="AdamW decoupled weight "
+                   "decay (Trainer's default 0; not on biases and LayerNorm weights).")
+    p.add_argument("--warmup_ratio", type=float, default=0.0, help="Fraction of the steps, [0, 1).")
+    p.add_argument("--seed", type=int, default=42)
+    p.add_argument("--bf16", action="store_true", help="torch.autocast cpu bfloat16.")
+    p.add_argument("--threads", type=int, default=1, help="torch intra-op threads.")
+    p.add_argument("--max_train_examples", type=int, help="Only the first N training sentences.")
+    p.add_argument("--max_eval_examples", type=int, help="Only the first N valid / test sentences.")
+    p.add_argument("--log_steps", type=int, default=50, help="Optimizer steps per progress line.")
+    p.add_argument("--save_model", action="store_true", help="Save the trained model.")
+    args = p.parse_args(argv)
+    if not 0 <= args.warmup_ratio < 1:  # Trainer reads warmup_steps >= 1 as a step count
+        p.error(f"--warmup_ratio must be in [0, 1), got {args.warmup_ratio}")
+    return args
+
+
+def read_jsonl(path, limit=None) -> list[dict]:
+    with open(path, encoding="utf-8") as f:
+        rows = [json.loads(line) for line in f if line.strip()]
+    return rows[:limit] if limit else rows
+
+
+def get_label_list(sentences) -> list[str]:
+    """run_ner.py's `get_label_list`: the sorted set of tags (labels not a ClassLabel)."""
+    return sorted({tag for s in sentences for tag in s["ner_tags"]})
+
+
+def tokenize_and_align_labels(tokenizer, sentences, label_to_id, max_seq_length):
+    """run_ner.py's `tokenize_and_align_labels` (label_all_tokens off, no padding).
+
+    Returns:
+        (features, word_ids): features, one dict per sentence with `input_ids`,
+        `attention_mask`, `token_type_ids` and `labels` (lists of int, at most max_seq_length;
+        labels = the word's tag id at its first piece, -100 elsewhere); word_ids, per sentence
+        the tokenizer's word index of each position (None for special tokens).
+    """
+    enc = tokenizer([s["tokens"] for s in sentences], padding=False, truncation=True,
+                    max_length=max_seq_length, is_split_into_words=True)
+    features, all_word_ids = [], []
+    for i, sentence in enumerate(sentences):
+        word_ids = enc.word_ids(batch_index=i)
+        labels, previous = [], None
+        for word in word_ids:
+            if word is None or word == previous:
+                labels.append(IGNORE_LABEL)
+            else:
+                labels.append(label_to_id[sentence["ner_tags"][word]])
+            previous = word
+        features.append({k: enc[k][i] for k in enc.keys()} | {"labels": labels})
+        all_word_ids.append(word_ids)
+    return features, all_word_ids
+
+
+def words_to_tags(logits, word_ids, num_words, label_list) -> tuple[list[str], int]:
+    """One tag per word: argmax at the word's first piece; "O" for a word with no piece.
+
+    Args:
+        logits: float [T', num_labels], T' >= len(word_ids) (rows past it are batch padding).
+        word_ids: the sentence's tokenizer word ids.
+        num_words: words in the sentence.
+
+    Returns:
+        (tags, cut): list of num_words str, and how many words had no piece.
+    """
+    ids = np.argmax(logits[:len(word_ids)], axis=-1)
+    tags, previous = [None] * num_words, None
+    for position, word in enumerate(word_ids):
+        if word is not None and word != previous:
+            tags[word] = label_list[int(ids[position])]
+        previous = word
+    cut = sum(t is None for t in tags)
+    return [OUTSIDE if t is None else t for t in tags], cut
+
+
+class ProgressLines(transformers.TrainerCallback):
+    """One plain line (no carriage return) per logging step: step, loss, lr, elapsed, rate."""
+
+    def __init__(self, batch_size):
+        self.batch_size, self.start = batch_size, None
+
+    def on_train_begin(self, args, state, control, **kwargs):
+        self.start = time.monotonic()
+
+    def on_log(self, args, state, control, logs=None, **kwargs):
+        logs = logs or {}
+        if "loss" not in logs:
+            return
+        elapsed = time.monotonic() - self.start
+        print(f"step {state.global_step}/{state.max_steps} epoch {state.epoch:.3f} "
+              f"loss {logs['loss']:.4f} lr {logs.get('learning_rate', float('nan')):.3e} "
+              f"elapsed {elapsed:.1f}s {state.global_step * self.batch_size / elapsed:.2f} "
+              f"sentences/s", flush=True)
+
+
+def predict_split(trainer, tokenizer, sentences, label_to_id, label_list, max_seq_length):
+    """Tags for every word of `sentences` -> (records for predictions_<split>.json, info)."""
+    features, word_ids = tokenize_and_align_labels(tokenizer, sentences, label_to_id,
+                                                   max_seq_length)
+    start = time.monotonic()
+    logits = trainer.predict(features, metric_key_prefix="predict").predictions
+    seconds = time.monotonic() - start
+    records, cut_total = [], 0
+    for row, ids, sentence in zip(logits, word_ids, sentences):
+        tags, cut = words_to_tags(row, ids, len(sentence["tokens"]), label_list)
+        cut_total += cut
+        records.append({"tokens": sentence["tokens"], "pred_tags": tags, "cut_words": cut})
+    return records, {"sentences": len(sentences), "words": sum(len(s["tokens"]) for s in sentences),
+                     "cut_words": cut_total, "predict_seconds": seconds,
+                     "truncated_sentences": sum(len(f["input_ids"]) == max_seq_length
+                                                for f in features)}
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    torch.set_num_threads(args.threads)
+    torch.set_num_interop_threads(1)
+    out = pathlib.Path(args.output_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    transformers.utils.logging.disable_progress_bar()  # no carriage-return bars in logs
+    transformers.set_seed(args.seed)
+
+    full_train = read_jsonl(args.train_file)
+    label_list = get_label_list(full_train)  # from the whole train file, as run_ner.py does
+    train = full_train[:args.max_train_examples] if args.max_train_examples else full_train
+    evals = {name: read_jsonl(path, args.max_eval_examples)
+             for name, path in (("valid", args.validation_file), ("test", args.test_file)) if path}
+
+    config = transformers.AutoConfig.from_pretrained(args.model_dir, num_labels=len(label_list),
+                                                     finetuning_task="ner")
+    tokenizer = transformers.AutoTokenizer.from_pretrained(args.model_dir, use_fast=True)
+    if not getattr(tokenizer, "is_fast", False):
+        raise SystemExit(f"{args.model_dir}: no fast tokenizer (word_ids needs one)")
+    model = transformers.AutoModelForTokenClassification.from_pretrained(args.model_dir,
+                                                                         config=config)
+    config_class = getattr(transformers, "PreTrainedConfig", None) or transformers.PretrainedConfig
+    default = config_class(num_labels=len(label_list)).label2id
+    if model.config.label2id != default and sorted(model.config.label2id) == label_list:
+        label_list = [model.config.id2label[i] for i in range(len(label_list))]
+    label_to_id = {label: i for i, label in enumerate(label_list)}
+    model.config.label2id = dict(label_to_id)
+    model.config.id2label = dict(enumerate(label_list))
+    (out / "labels.json").write_text(json.dumps(label_list) + "\n")
+
+    train_features, _ = tokenize_and_align_labels(tokenizer, train, label_to_id,
+                                                  args.max_seq_length)
+    training_args = transformers.TrainingArguments(
+        output_dir=str(out / "trainer"), use_cpu=True, bf16=args.bf16, seed=args.seed,
+        per_device_train_batch_size=args.per_device_train_batch_size,
+        per_device_eval_batch_size=args.per_device_eval_batch_size,
+        learning_rate=args.learning_rate, weight_decay=args.weight_decay,
+        num_train_epochs=args.num_train_epochs,
+        warmup_steps=args.warmup_ratio, save_strategy="no", eval_strategy="no",
+        logging_strategy="steps", logging_steps=args.log_steps, disable_tqdm=True,
+        report_to="none", dataloader_num_workers=0)
+    trainer = transformers.Trainer(
+        model=model, args=training_args, train_dataset=train_features, processing_class=tokenizer,
+        data_collator=transformers.DataCollatorForTokenClassification(tokenizer))
+    trainer.remove_callback(transformers.trainer_callback.PrinterCallback)
+    trainer.add_callback(ProgressLines(args.per_device_train_batch_size))
+    seen_dtype = {}  # the classifier's output dtype in training: bfloat16 under --bf16's autocast
+
+    def record_dtype(module, inputs, output):  # returns None: the output is left as it is
+        seen_dtype.setdefault("dtype", str(output.dtype))
+
+    hook = model.classifier.register_forward_hook(record_dtype)
+    print(f"{len(train)} training sentences, labels {label_list}, torch threads "
+          f"{torch.get_num_threads()}, bf16 {args.bf16}", flush=True)
+
+    torch.set_num_threads(args.threads)
+    start = time.monotonic()
+    result = trainer.train()
+    train_seconds = time.monotonic() - start
+    hook.remove()
+    if args.save_model:
+        trainer.save_model(str(out / "model"))
+
+    predictions = {}
+    for name, sentences in evals.items():
+        records, info = predict_split(trainer, tokenizer, sentences, label_to_id, label_list,
+                                      args.max_seq_length)
+        with open(out / f"predictions_{name}.json", "w", encoding="utf-8") as f:
+            f.writelines(json.dumps(r, ensure_ascii=False) + "\n" for r in records)
+        predictions[name] = info
+        print(f"{name}: {json.dumps(info)}", flush=True)
+
+    timing = {
+        "train_seconds": train_seconds,
+        "train_sentences": len(train),
+        "num_train_epochs": args.num_train_epochs,
+        "sentences_per_second": len(train) * args.num_train_epochs / train_seconds,
+        "steps": trainer.state.global_step,
+        "train_truncated_sentences": sum(len(f["input_ids"]) == args.max_seq_length
+                                         for f in train_features),
+        "trainer_metrics": result.metrics,
+        "predict": predictions,
+        "settings": vars(args) | {"optim": str(training_args.optim.value),
+                                  "warmup_steps": training_args.get_warmup_steps(
+                                      trainer.state.max_steps),
+                                  "torch_threads": torch.get_num_threads(),
+                                  "mixed_precision": str(trainer.accelerator.mixed_precision),
+                                  "classifier_output_dtype": seen_dtype.get("dtype")},
+        "versions": {"torch": torch.__version__, "transformers": transformers.__version__,
+                     "python": platform.python_version()},
+    }
+    (out / "peer_timing.json").write_text(json.dumps(timing, indent=2) + "\n")
+    print(json.dumps({k: timing[k] for k in ("train_seconds", "train_sentences",
+                                             "sentences_per_second", "steps")}), flush=True)
+
+
+if __name__ == "__main__":
+    main()

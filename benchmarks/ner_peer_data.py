@@ -1,0 +1,130 @@
+"""Data and scoring for the PyTorch NER peer (`benchmarks/hf_ner_peer.py`), in the project venv.
+
+Two modes, both on OUR reader and OUR scorer, so the peer and `recipes/run_ner.py` train on the
+same sentences and tags and are scored the same way:
+
+    # write: train.json, valid.json, test.json (JSON lines) + data_info.json
+    python -m benchmarks.ner_peer_data --data_dir=$KERAS_BERT_DATA_DIR/conll2003 \
+        --output_dir=runs/ner_peer/data
+
+    # score: the peer's predictions for one split -> metrics JSON
+    python -m benchmarks.ner_peer_data --mode=score --gold_file=runs/ner_peer/data/valid.json \
+        --predictions_file=runs/ner_peer/out/predictions_valid.json \
+        --metrics_file=runs/ner_peer/out/metrics_valid.json [--max_examples=N]
+
+Write: `keras_bert.data.conll.read_conll_splits(data_dir)`, the call `ner_training.prepare_ner`
+makes: `-DOCSTART-` lines and blank lines only separate sentences, tags are converted IOB1 ->
+IOB2 (`conll.to_iob2`). One line per sentence, `{"tokens": [word, ...], "ner_tags": [tag, ...]}`,
+the columns transformers' `examples/pytorch/token-classification/run_ner.py` reads from a JSON
+file (`tokens`, `<task_name>_tags`); the `.json` name is what that script asks for.
+
+Score: `keras_bert.evaluation.ner.entity_scores(gold_tags, predicted_tags)` with seqeval, of which
+`ner_training.ner_scores` (run_ner.py's dev and test scores) keeps precision, recall, f1 and
+accuracy; those four keys sit at the top of the metrics JSON, as in run_ner.py's metrics.json,
+and the full result (per entity type, entity counts) under "entity_scores". The peer writes one
+line per sentence, `{"tokens": [...], "pred_tags": [...], "cut_words": k}`, one tag per word of
+the sentence (words cut off by its truncation are tagged "O" and counted in `cut_words`); the
+tokens must equal the gold file's, line by line. `--max_examples=N` scores the first N gold
+sentences (the peer's and run_ner.py's `--max_eval_examples`).
+"""
+from __future__ import annotations
+
+import json
+import pathlib
+
+from absl import app, flags
+
+from keras_bert.data import conll
+from keras_bert.evaluation.ner import entity_scores
+
+flags.DEFINE_enum("mode", "write", ["write", "score"], "Write the split files, or score "
+                  "predictions.")
+flags.DEFINE_string("data_dir", None, "write: CoNLL-2003 dir with train.txt, valid.txt, test.txt.")
+flags.DEFINE_string("output_dir", None, "write: where train.json, valid.json, test.json go.")
+flags.DEFINE_string("gold_file", None, "score: a split file written by --mode=write.")
+flags.DEFINE_string("predictions_file", None, "score: the peer's predictions for that split.")
+flags.DEFINE_integer("max_examples", None, "score: only the first N gold sentences.")
+flags.DEFINE_string("metrics_file", None, "score: output JSON (default: next to the predictions, "
+                    "metrics_<gold file stem>.json).")
+FLAGS = flags.FLAGS
+
+SCORE_KEYS = ("precision", "recall", "f1", "accuracy")  # what ner_training.ner_scores keeps
+
+
+def read_jsonl(path) -> list[dict]:
+    """One JSON object per non-blank line of `path`."""
+    with open(path, encoding="utf-8") as f:
+        return [json.loads(line) for line in f if line.strip()]
+
+
+def write_jsonl(path, records) -> None:
+    with open(path, "w", encoding="utf-8") as f:
+        for record in records:
+            f.write(json.dumps(record, ensure_ascii=False) + "\n")
+
+
+def write_splits(data_dir, output_dir) -> dict:
+    """Writes `<split>.json` for train, valid, test and `data_info.json`; returns the latter
+    (`{"splits": {split: conll.counts(...)}, "label_names": conll.label_list(train)}`)."""
+    out = pathlib.Path(output_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    splits = conll.read_conll_splits(data_dir)
+    for name, sentences in splits.items():
+        write_jsonl(out / f"{name}.json", ({"tokens": list(s.words), "ner_tags": list(s.tags)}
+                                           for s in sentences))
+    info = {"source": "keras_bert.data.conll.read_conll_splits (IOB2)",
+            "splits": {name: conll.counts(sentences) for name, sentences in splits.items()},
+            "label_names": conll.label_list(splits["train"])}
+    (out / "data_info.json").write_text(json.dumps(info, indent=2) + "\n")
+    return info
+
+
+def score(gold_file, predictions_file, max_examples=None) -> dict:
+    """Entity-level scores of the peer's predictions against the gold split file.
+
+    Returns:
+        dict: precision, recall, f1, accuracy (as run_ner.py's dev / test entries), "sentences",
+        "words", "cut_words" (words the peer tagged "O" because its truncation dropped them) and
+        "entity_scores" (the whole `entity_scores` result).
+
+    Raises:
+        ValueError: different numbers of sentences, or a prediction line whose tokens differ
+            from the gold sentence's or whose tag count differs from its word count.
+    """
+    gold = read_jsonl(gold_file)
+    gold = gold[:max_examples] if max_examples else gold
+    predicted = read_jsonl(predictions_file)
+    if len(predicted) != len(gold):
+        raise ValueError(f"{predictions_file}: {len(predicted)} sentences, but {len(gold)} in "
+                         f"{gold_file}" + (f" (first {max_examples})" if max_examples else ""))
+    for i, (g, p) in enumerate(zip(gold, predicted)):
+        if p["tokens"] != g["tokens"]:
+            raise ValueError(f"sentence {i}: predicted tokens differ from the gold file's")
+    scores = entity_scores([g["ner_tags"] for g in gold], [p["pred_tags"] for p in predicted])
+    return {**{k: scores[k] for k in SCORE_KEYS},
+            "sentences": len(gold), "words": sum(len(g["tokens"]) for g in gold),
+            "cut_words": sum(int(p.get("cut_words", 0)) for p in predicted),
+            "gold_file": str(gold_file), "predictions_file": str(predictions_file),
+            "entity_scores": scores}
+
+
+def main(argv):
+    del argv
+    if FLAGS.mode == "write":
+        if not (FLAGS.data_dir and FLAGS.output_dir):
+            raise app.UsageError("--mode=write needs --data_dir and --output_dir")
+        info = write_splits(FLAGS.data_dir, FLAGS.output_dir)
+        print(json.dumps(info["splits"]), info["label_names"])
+        return
+    if not (FLAGS.gold_file and FLAGS.predictions_file):
+        raise app.UsageError("--mode=score needs --gold_file and --predictions_file")
+    metrics = score(FLAGS.gold_file, FLAGS.predictions_file, FLAGS.max_examples)
+    path = pathlib.Path(FLAGS.metrics_file or pathlib.Path(FLAGS.predictions_file).parent
+                        / f"metrics_{pathlib.Path(FLAGS.gold_file).stem}.json")
+    path.write_text(json.dumps(metrics, indent=2) + "\n")
+    print(json.dumps({k: metrics[k] for k in SCORE_KEYS + ("sentences", "words", "cut_words")}))
+    print(f"wrote {path}")
+
+
+if __name__ == "__main__":
+    app.run(main)
