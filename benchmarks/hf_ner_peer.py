@@ -22,8 +22,7 @@ training (`save_strategy="no"`; the script saves every 500 steps) and the model 
 with `--save_model`; no dev evaluation during training (the script's default too).
 
 Differences from `recipes/run_ner.py` that remain: it cuts a long sentence into overlapping
-windows (training and prediction) where this truncates; it drops each epoch's last partial batch,
-evaluates dev after each epoch and scores the best of those weights (its train time includes
+windows (training and prediction) where this truncates; it evaluates dev after each epoch and scores the best of those weights (its train time includes
 those evaluations); its defaults are warmup 0.1 and weight decay 0.01 (pass --warmup_ratio=0.1
 --weight_decay=0.01 here to match them), and its AdamW epsilon is 1e-6 (Trainer: 1e-8).
 

@@ -36,8 +36,9 @@ class TimeBudget(keras.callbacks.Callback):
 
 def trimmed_batches(features: dict, labels: np.ndarray, batch_size: int, seed: int, epoch: int,
                     skip: int) -> tf.data.Dataset:
-    """Shuffled (fixed by seed and epoch), full batches of (features, labels), each cut to its
-    longest row; the first `skip` batches dropped (resuming).
+    """Shuffled (fixed by seed and epoch) batches of (features, labels), each cut to its longest
+    row, the last partial batch kept (every row trains every epoch); the first `skip` batches
+    dropped (resuming).
 
     Args:
         features: dict of int32 arrays [N, ..., T]; labels: [N] (one per example) or [N, T]
@@ -47,7 +48,7 @@ def trimmed_batches(features: dict, labels: np.ndarray, batch_size: int, seed: i
     order = np.random.default_rng([seed, epoch]).permutation(len(labels))
     ds = tf.data.Dataset.from_tensor_slices(
         ({k: v[order] for k, v in features.items()}, labels[order]))
-    ds = ds.batch(batch_size, drop_remainder=True).skip(skip)
+    ds = ds.batch(batch_size).skip(skip)
 
     def trim(x, y):
         if not per_position:
@@ -67,11 +68,11 @@ def fit_with_evaluation(task, config, features, labels, evaluate, monitor: str,
         {"steps", "num_train_steps", "epochs" (each evaluation), "best", "resumed_from_step"}.
 
     Raises:
-        ValueError: fewer training rows than train_batch_size.
+        ValueError: no training rows.
     """
-    steps_per_epoch = len(labels) // config.train_batch_size
-    if steps_per_epoch < 1:
-        raise ValueError(f"{len(labels)} training rows < train_batch_size {config.train_batch_size}")
+    if len(labels) < 1:
+        raise ValueError("no training rows")
+    steps_per_epoch = -(-len(labels) // config.train_batch_size)  # the last, partial batch kept
     epochs = max(1, int(np.ceil(config.num_train_epochs)))
     total = int(round(steps_per_epoch * config.num_train_epochs))
     with strategy.scope():

@@ -39,8 +39,8 @@ def test_two_step_smoke_export_and_serving_signature(tmp_path, data_dir, uncased
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert json.loads((out / "config.json").read_text())["max_train_examples"] == 8
     metrics = json.loads((out / "metrics.json").read_text())
-    # 8 training sentences -> 13 windows of <= 30 pieces -> 3 full batches of 4.
-    assert metrics["train_windows"] == 13 and metrics["steps"] == 3
+    # 8 training sentences -> 13 windows of <= 30 pieces -> 3 batches of 4 + the last 1 (kept).
+    assert metrics["train_windows"] == 13 and metrics["steps"] == 4
     assert metrics["label_names"] == ["O", "B-LOC", "I-LOC", "B-MISC", "I-MISC", "B-ORG",
                                       "I-ORG", "B-PER", "I-PER"]
     task = load_task(out)
