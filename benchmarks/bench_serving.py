@@ -97,39 +97,8 @@ def load_run(make_call, clients: int, seconds: float, rows_per_call: int = 1):
 
     Returns (rows/s, p50 ms, p99 ms) over the calls that ended inside the measured window.
     """
-    records, lock, stop, errors = [], threading.Lock(), threading.Event(), []
-
-    def worker():
-        call = make_call()
-        mine = []
-        try:
-            call()  # per-thread warm-up (channel set-up, first trace)
-            while not stop.is_set():
-                t = time.perf_counter()
-                call()
-                end = time.perf_counter()
-                mine.append((end, end - t))
-        except Exception as e:  # noqa: BLE001 - reported below
-            errors.append(repr(e))
-        with lock:
-            records.extend(mine)
-
-    threads = [threading.Thread(target=worker) for _ in range(clients)]
-    for th in threads:
-        th.start()
-    time.sleep(1.0)
-    start = time.perf_counter()
-    time.sleep(seconds)
-    end = time.perf_counter()
-    stop.set()
-    for th in threads:
-        th.join()
-    if errors:
-        raise RuntimeError(f"client errors: {errors[:3]}")
-    lat = np.asarray([d for t, d in records if start <= t <= end])
-    if not len(lat):
-        raise RuntimeError("no call completed inside the measured window; raise --seconds")
-    return (len(lat) * rows_per_call / (end - start), common.percentile(lat, 50) * 1e3,
+    lat, window = common.closed_loop(lambda _: make_call(), clients, seconds)
+    return (len(lat) * rows_per_call / window, common.percentile(lat, 50) * 1e3,
             common.percentile(lat, 99) * 1e3)
 
 

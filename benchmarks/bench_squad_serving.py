@@ -34,7 +34,6 @@ import signal
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 
 from absl import app, flags
@@ -198,46 +197,27 @@ def check_answers(address, requests):
 
 
 def load_window(address, requests, clients, seconds):
-    """`clients` threads send requests for 1 s warm-up + `seconds` (bench_serving.load_run's rule:
-    calls that END inside the measured window count). Returns (latencies s, window s)."""
+    """`clients` threads, each on its own gRPC channel, send requests for 1 s warm-up + `seconds`
+    (`common.closed_loop`, bench_serving's rule: calls that END inside the measured window
+    count). Returns (latencies s, window s)."""
     import grpc
     from tensorflow_serving.apis import prediction_service_pb2_grpc
-    records, lock, stop, errors = [], threading.Lock(), threading.Event(), []
+    channels = []
 
-    def worker(k):
-        mine = []
-        try:
-            with grpc.insecure_channel(address) as channel:
-                stub = prediction_service_pb2_grpc.PredictionServiceStub(channel)
-                i = k * len(requests) // clients
-                stub.Predict(requests[i][0], timeout=120)  # channel set-up
-                while not stop.is_set():
-                    i = (i + 1) % len(requests)
-                    t = time.perf_counter()
-                    stub.Predict(requests[i][0], timeout=120)
-                    end = time.perf_counter()
-                    mine.append((end, end - t))
-        except Exception as e:  # noqa: BLE001 - reported below
-            errors.append(repr(e))
-        with lock:
-            records.extend(mine)
+    def make_call(k):
+        channels.append(grpc.insecure_channel(address))
+        stub = prediction_service_pb2_grpc.PredictionServiceStub(channels[-1])
+        at = [k * len(requests) // clients]
 
-    threads = [threading.Thread(target=worker, args=(k,), daemon=True) for k in range(clients)]
-    for th in threads:
-        th.start()
-    time.sleep(1.0)
-    start = time.perf_counter()
-    time.sleep(seconds)
-    end = time.perf_counter()
-    stop.set()
-    for th in threads:
-        th.join()
-    if errors:
-        raise RuntimeError(f"client errors: {errors[:3]}")
-    lat = [d for t, d in records if start <= t <= end]
-    if not lat:
-        raise RuntimeError("no request completed inside the measured window; raise --seconds")
-    return lat, end - start
+        def call():
+            stub.Predict(requests[at[0]][0], timeout=120)
+            at[0] = (at[0] + 1) % len(requests)
+        return call
+    try:
+        return common.closed_loop(make_call, clients, seconds)
+    finally:
+        for channel in channels:
+            channel.close()
 
 
 def run(server, examples):

@@ -15,6 +15,7 @@ import platform
 import statistics
 import subprocess
 import sys
+import threading
 import time
 from typing import Callable, Sequence
 
@@ -151,6 +152,51 @@ def alternate(contenders: dict[str, Callable[[], object]], repetitions: int, war
 
 def median(xs: Sequence[float]) -> float:
     return statistics.median(xs)
+
+
+def closed_loop(make_call: Callable[[int], Callable[[], object]], clients: int,
+                seconds: float) -> tuple[list[float], float]:
+    """`clients` threads, thread k calling `make_call(k)()` back to back: one untimed call each
+    (channel set-up, first trace), 1 s of warm-up, then `seconds` measured.
+
+    Returns (latencies in s of the calls that ENDED inside the measured window, window in s).
+
+    Raises:
+        RuntimeError: a client call failed, or no call ended inside the window.
+    """
+    records, lock, stop, errors = [], threading.Lock(), threading.Event(), []
+
+    def worker(k):
+        mine = []
+        try:
+            call = make_call(k)
+            call()
+            while not stop.is_set():
+                t = time.perf_counter()
+                call()
+                end = time.perf_counter()
+                mine.append((end, end - t))
+        except Exception as e:  # noqa: BLE001 - reported below
+            errors.append(repr(e))
+        with lock:
+            records.extend(mine)
+
+    threads = [threading.Thread(target=worker, args=(k,), daemon=True) for k in range(clients)]
+    for th in threads:
+        th.start()
+    time.sleep(1.0)
+    start = time.perf_counter()
+    time.sleep(seconds)
+    end = time.perf_counter()
+    stop.set()
+    for th in threads:
+        th.join()
+    if errors:
+        raise RuntimeError(f"client errors: {errors[:3]}")
+    lat = [d for t, d in records if start <= t <= end]
+    if not lat:
+        raise RuntimeError("no call completed inside the measured window; raise --seconds")
+    return lat, end - start
 
 
 def percentile(xs: Sequence[float], q: float) -> float:
