@@ -27,7 +27,7 @@ those evaluations); its defaults are warmup 0.1 and weight decay 0.01 (pass --wa
 --weight_decay=0.01 here to match them), and its AdamW epsilon is 1e-6 (Trainer: 1e-8).
 
     python -m benchmarks.ner_peer_data --data_dir=$KERAS_BERT_DATA_DIR/conll2003 --output_dir=D
-    taskset -c 1 /tmp/torchenv/bin/python benchmarks/hf_ner_peer.py --model_dir=$MODEL \
+    taskset -c 1 <torch venv>/bin/python benchmarks/hf_ner_peer.py --model_dir=$MODEL \
         --train_file=D/train.json --validation_file=D/valid.json --test_file=D/test.json \
         --max_seq_length=128 --per_device_train_batch_size=32 --learning_rate=5e-5 \
         --num_train_epochs=3 --bf16 --threads=1 --output_dir=OUT
