@@ -1,4 +1,5 @@
-"""Item 2 of issue 7: encoder inference, ours vs keras-hub BertBackbone vs Hugging Face on PyTorch.
+"""Item 2 of issue 7: encoder inference, ours (TensorFlow and LiteRT) vs keras-hub BertBackbone vs
+Hugging Face on PyTorch and on ONNX Runtime.
 
 All contenders carry the same real weights (`minilm_l6_h384_uncased`, all-MiniLM-L6-v2) and run
 in one process, alternating repetitions, medians:
@@ -15,6 +16,18 @@ in one process, alternating repetitions, medians:
 - PyTorch (optional peer): `transformers.BertModel.from_pretrained(<same directory>)`, eval mode,
   `torch.inference_mode()`; float32 and bfloat16 autocast; in its own process
   (benchmarks/torch_peer.py), timed there, inputs of the same shapes.
+- ONNX Runtime (optional peer): the same `BertModel` exported with `torch.onnx.export` (opset 17),
+  float32 and dynamic int8 (`onnxruntime.quantization.quantize_dynamic`, int8 weights), run by
+  ONNX Runtime's CPU provider with all graph optimizations, `--onnxruntime_threads` intra-op
+  threads; in its own process (benchmarks/ort_peer.py), timed there. How BERT is commonly
+  deployed with ONNX Runtime.
+- ours on LiteRT: our float32 encoder converted by `keras_bert.saved_model.litert.convert_encoder`
+  (float32, and int8 dynamic-range quantization), run by `ai_edge_litert`'s Interpreter (XNNPACK)
+  with `--litert_threads` threads, one interpreter per input shape, in this process.
+  int8 rows are compared with "onnxruntime int8" (the other int8 contender); they have no matmul
+  ceiling to compare with.
+The PyTorch and ONNX Runtime peers run under `$KERAS_BERT_PEER_PYTHON` (default this interpreter),
+e.g. a separate virtual environment holding torch, transformers, onnx and onnxruntime.
 Throughput at batch 32 x 128 tokens (sequences/s, achieved GFLOP/s against the matmul ceilings of
 `bench_matmul` measured in the same run) and latency at batch 1 x 32 tokens (p50 / p99 ms).
 
@@ -23,8 +36,13 @@ The bfloat16 prediction check (`--check_predictions`) fits a logistic-regression
 sentences, then compares its predictions and probabilities on SST-2 dev computed from float32
 and from bfloat16 embeddings of our encoder.
 
-    python -m benchmarks.bench_encoder [--repetitions=5] [--latency_calls=40] [--notorch]
+    [KERAS_BERT_PEER_PYTHON=<torch venv>/bin/python] python -m benchmarks.bench_encoder \
+        [--repetitions=5] [--latency_calls=40] [--notorch] [--noonnxruntime] [--nolitert]
 """
+import os
+import subprocess
+import tempfile
+
 import numpy as np
 from absl import app, flags
 
@@ -45,6 +63,13 @@ flags.DEFINE_list("ours_threads", ["1"], "Extra TensorFlow thread settings for o
                   "each, in its own process (benchmarks/tf_peer.py) with N intra-op and N inter-op "
                   "threads: the counterpart of --torch_threads (a batch-1 server runs best with 1). "
                   "Empty = none.")
+flags.DEFINE_bool("onnxruntime", True, "Include the ONNX Runtime peer (float32 and dynamic int8) "
+                  "when its interpreter has onnxruntime, onnx, torch and transformers.")
+flags.DEFINE_list("onnxruntime_threads", ["0"], "ONNX Runtime intra-op thread settings to run, one "
+                  "pair of contenders each (0 = ONNX Runtime's default, one per core).")
+flags.DEFINE_bool("litert", True, "Include ours converted to LiteRT (float32 and int8).")
+flags.DEFINE_integer("litert_threads", len(os.sched_getaffinity(0)),
+                     "LiteRT interpreter threads (default: the CPUs this process may run on).")
 flags.DEFINE_bool("keras_hub", True, "Include keras-hub's BertBackbone.")
 flags.DEFINE_bool("bfloat16", True, "Include the bfloat16 contenders.")
 flags.DEFINE_bool("check_predictions", True, "Run the bfloat16 vs float32 SST-2 dev check.")
@@ -78,10 +103,40 @@ def keras_hub_fn(dtype: str):
     return run
 
 
-def build_contenders(peer, tf_peers=()):
+def litert_fn(encoder, quantize: str, shapes, threads: int, tmp_dir: str):
+    """callable(features_numpy) -> numpy [B, T, H]: `encoder` converted to LiteRT (`quantize`
+    "float32" or "int8"), one interpreter with `threads` threads per (batch, seq) in `shapes`."""
+    from ai_edge_litert.interpreter import Interpreter
+    from keras_bert.saved_model import litert
+
+    path = os.path.join(tmp_dir, f"encoder_{quantize}.tflite")
+    with open(path, "wb") as f:
+        f.write(litert.convert_encoder(encoder, quantize))
+    names = ("input_word_ids", "input_mask", "input_type_ids")
+    interpreters = {}
+    for shape in shapes:
+        interpreter = Interpreter(model_path=path, num_threads=threads)
+        details = interpreter.get_input_details()
+        index = {n: next(d["index"] for d in details if n in d["name"]) for n in names}
+        for n in names:
+            interpreter.resize_tensor_input(index[n], list(shape))
+        interpreter.allocate_tensors()
+        interpreters[tuple(shape)] = (interpreter, index,
+                                      interpreter.get_output_details()[0]["index"])
+
+    def call(features):
+        interpreter, index, output = interpreters[features["input_word_ids"].shape]
+        for n in names:
+            interpreter.set_tensor(index[n], features[n])
+        interpreter.invoke()
+        return interpreter.get_tensor(output)
+    return call
+
+
+def build_contenders(peer, tf_peers=(), ort_peer=None, tmp_dir=None):
     """name -> callable(features_numpy) -> numpy array, or for a peer in its own process (PyTorch,
-    ours with other thread counts; fixed inputs of the same shapes) a dict (batch, seq) ->
-    callable(); float32 first."""
+    ONNX Runtime, ours with other thread counts; fixed inputs of the same shapes) a dict
+    (batch, seq) -> callable(); float32 first."""
     import tensorflow as tf
 
     contenders = {}
@@ -122,6 +177,16 @@ def build_contenders(peer, tf_peers=()):
                     contenders[f"{stack} {kind}{suffix}"] = {
                         (b, t): tf_peer.add("encoder", stack=stack, dtype=dtype, batch=b, seq=t)
                         for b, t in shapes}
+    if FLAGS.litert:
+        for quantize in ("float32", "int8"):
+            contenders[f"ours LiteRT {quantize}"] = litert_fn(
+                encoders["float32"], quantize, shapes, FLAGS.litert_threads, tmp_dir)
+    for threads in (int(n) for n in FLAGS.onnxruntime_threads) if ort_peer is not None else ():
+        for quant in ("float32", "int8"):
+            name = f"onnxruntime {quant}"
+            name += f" ({threads} thread{'s' * (threads > 1)})" if threads else ""
+            contenders[name] = {(b, t): ort_peer.add("encoder", quant=quant, batch=b, seq=t,
+                                                     threads=threads) for b, t in shapes}
     return contenders, encoders
 
 
@@ -183,20 +248,38 @@ def check_predictions(encoders, probe_train: int, seq_length: int) -> dict:
             "accuracy_bfloat16": float(np.mean(p16.argmax(1) == dev_labels))}
 
 
+def peer_versions() -> str:
+    """Python and package versions of `common.peer_python()` (the PyTorch / ONNX Runtime peers)."""
+    code = ("import importlib.metadata as m, sys\n"
+            "def v(p):\n"
+            "    try:\n        return m.version(p)\n"
+            "    except m.PackageNotFoundError:\n        return 'absent'\n"
+            "print(f'Python {sys.version.split()[0]}; ' + ', '.join(f'{p} {v(p)}' for p in "
+            "('torch', 'transformers', 'onnx', 'onnxruntime')))")
+    try:
+        return subprocess.run([common.peer_python(), "-c", code], capture_output=True, text=True,
+                              timeout=120).stdout.strip() or "unknown"
+    except (OSError, subprocess.TimeoutExpired):
+        return "unknown"
+
+
 def main(argv):
     del argv
     common.set_threads_from_env()
-    desc = common.machine_description(["torch", "transformers"])
+    desc = common.machine_description(["torch", "transformers", "onnxruntime", "ai-edge-litert"])
     from keras_bert.checkpoints.presets import resolve_preset  # noqa: F401 - fail early
     peer = common.TorchPeer() if FLAGS.torch and common.torch_or_none() else None
+    ort_peer = (common.OnnxRuntimePeer()
+                if FLAGS.onnxruntime and common.onnxruntime_or_none() else None)
     tf_peers = [(int(n), common.TensorFlowPeer(int(n), int(n))) for n in FLAGS.ours_threads if int(n)]
-    contenders, encoders = build_contenders(peer, tf_peers)
+    tmp = tempfile.TemporaryDirectory(prefix="bench_encoder_")
+    contenders, encoders = build_contenders(peer, tf_peers, ort_peer, tmp.name)
     b, t = FLAGS.batch_size, FLAGS.seq_length
     print(f"throughput at {b} x {t} ...", flush=True)
     seqs = throughput(contenders, b, t, FLAGS.repetitions)
     print(f"latency at 1 x {FLAGS.latency_seq_length} ...", flush=True)
     lat = latency(contenders, FLAGS.latency_seq_length, FLAGS.latency_calls)
-    for p in [peer, *(p for _, p in tf_peers)]:
+    for p in [peer, ort_peer, *(p for _, p in tf_peers)]:
         if p is not None:
             p.close()
     ceilings = {}
@@ -211,13 +294,18 @@ def main(argv):
 
     rows = []
     for name in contenders:
-        is_bf16 = "bfloat16" in name
-        peers = ("keras-hub bfloat16", "pytorch bfloat16") if is_bf16 else (
-            "keras-hub float32", "pytorch float32")
+        is_bf16, is_int8 = "bfloat16" in name, "int8" in name
+        if is_int8:
+            peers = ("onnxruntime int8",)
+        elif is_bf16:
+            peers = ("keras-hub bfloat16", "pytorch bfloat16")
+        else:
+            peers = ("keras-hub float32", "pytorch float32", "onnxruntime float32")
         peer_tput = best(peers, seqs)
         peer_p50 = best(peers, {n: v[0] for n, v in lat.items()}, lower=True)
         gflops = seqs[name] * t * flops_tok / 1e9
-        ceiling = ceilings.get("tensorflow bfloat16" if is_bf16 else "tensorflow float32")
+        ceiling = None if is_int8 else ceilings.get(
+            "tensorflow bfloat16" if is_bf16 else "tensorflow float32")
         rows.append((name, seqs[name], common.ratio(seqs[name], peer_tput),
                      f"{gflops:,.0f}", f"{100 * gflops / ceiling:.0f}%" if ceiling else "n/a",
                      lat[name][0], lat[name][1],
@@ -233,6 +321,14 @@ def main(argv):
             + f" ({FLAGS.ceiling_size}^3 matmul, median of 3).")
     notes.append(f"{FLAGS.repetitions} alternating rounds at batch {b}; latency: "
                  f"{FLAGS.latency_calls} calls per contender, alternating blocks of 10.")
+    if FLAGS.litert:
+        notes.append(f"ours LiteRT: {FLAGS.litert_threads} interpreter thread"
+                     f"{'s' * (FLAGS.litert_threads > 1)}; int8 = dynamic-range quantization "
+                     "(int8 weights, activations quantized per call), as onnxruntime int8; "
+                     "int8 GFLOP/s counts the same FLOPs as float32.")
+    if peer is not None or ort_peer is not None:
+        notes.append("Peer interpreter: " + peer_versions())
+    tmp.cleanup()
     if FLAGS.check_predictions and "bfloat16" in encoders:
         print("prediction check ...", flush=True)
         chk = check_predictions(encoders, FLAGS.probe_train, FLAGS.probe_seq_length)

@@ -302,11 +302,12 @@ def serve_peer(load: Callable[[dict], tuple[Callable[[], object], Callable[[], o
 class ChildPeer:
     """A contender in a child process speaking the line protocol of benchmarks/torch_peer.py."""
 
-    def __init__(self, module: str, *args: str):
+    def __init__(self, module: str, *args: str, python: str | None = None):
+        """Starts `python -m module *args` (default: this interpreter) in the repository root."""
         import json
         self._json = json
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", module, *args],
+            [python or sys.executable, "-m", module, *args],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
             cwd=RESULTS_FILE.parent.parent)
         self._n = 0
@@ -337,11 +338,26 @@ class ChildPeer:
         self.proc.wait(timeout=60)
 
 
+def peer_python() -> str:
+    """The interpreter of the PyTorch and ONNX Runtime peers: `$KERAS_BERT_PEER_PYTHON` (e.g. a
+    separate virtual environment holding torch), default this one."""
+    return os.environ.get("KERAS_BERT_PEER_PYTHON") or sys.executable
+
+
 class TorchPeer(ChildPeer):
-    """The PyTorch peer in a child process (see benchmarks/torch_peer.py for why and how)."""
+    """The PyTorch peer in a child process (see benchmarks/torch_peer.py for why and how), run by
+    `peer_python()`."""
 
     def __init__(self):
-        super().__init__("benchmarks.torch_peer", str(model_dir()))
+        super().__init__("benchmarks.torch_peer", str(model_dir()), python=peer_python())
+
+
+class OnnxRuntimePeer(ChildPeer):
+    """Hugging Face's BertModel exported to ONNX and run by ONNX Runtime, in a child process run
+    by `peer_python()` (benchmarks/ort_peer.py)."""
+
+    def __init__(self):
+        super().__init__("benchmarks.ort_peer", str(model_dir()), python=peer_python())
 
 
 class TensorFlowPeer(ChildPeer):
@@ -352,15 +368,51 @@ class TensorFlowPeer(ChildPeer):
         super().__init__("benchmarks.tf_peer", str(intra_op), str(inter_op))
 
 
+def _python_has(python: str, modules: Sequence[str]) -> str | None:
+    """None if `python` imports all `modules`, else the last line of its error."""
+    try:
+        proc = subprocess.run([python, "-c", "import " + ", ".join(modules)], capture_output=True,
+                              text=True, timeout=300, cwd=RESULTS_FILE.parent.parent)
+    except (OSError, subprocess.TimeoutExpired) as e:
+        return f"{python}: {e}"
+    if proc.returncode == 0:
+        return None
+    lines = proc.stderr.strip().splitlines()
+    return lines[-1] if lines else f"{python} exited {proc.returncode}"
+
+
 def torch_or_none():
-    """Returns (torch, transformers) or None with a message when the optional peer is absent."""
+    """Whether the optional PyTorch peer can run: a true value, or None with a message.
+
+    Without `$KERAS_BERT_PEER_PYTHON` returns (torch, transformers) imported here; with it, checks
+    in a subprocess that that interpreter imports both and returns its path.
+    """
+    hint = "(optional: pip install torch==2.13.0 transformers)"
+    if os.environ.get("KERAS_BERT_PEER_PYTHON"):
+        error = _python_has(peer_python(), ("torch", "transformers"))
+        if error:
+            print(f"PyTorch peer skipped: {error} {hint}")
+            return None
+        return peer_python()
     try:
         import torch
         import transformers
     except ImportError as e:
-        print(f"PyTorch peer skipped: {e} (optional: pip install torch==2.13.0 transformers)")
+        print(f"PyTorch peer skipped: {e} {hint}")
         return None
     return torch, transformers
+
+
+def onnxruntime_or_none(python: str | None = None) -> str | None:
+    """`python` (default `peer_python()`) if it imports onnxruntime, torch, transformers and onnx
+    (what benchmarks/ort_peer.py needs), else None with a one-line message."""
+    python = python or peer_python()
+    error = _python_has(python, ("onnxruntime", "torch", "transformers", "onnx"))
+    if error:
+        print(f"ONNX Runtime peer skipped: {error} (optional, in the interpreter of "
+              f"$KERAS_BERT_PEER_PYTHON: pip install onnxruntime onnx torch transformers)")
+        return None
+    return python
 
 
 def model_dir() -> pathlib.Path:

@@ -1,0 +1,111 @@
+"""The ONNX Runtime peer: Hugging Face's BertModel exported to ONNX, run by ONNX Runtime on CPU, in
+its own process (`common.OnnxRuntimePeer` starts it; bench_encoder times it against ours).
+
+This mirrors how BERT is commonly deployed with ONNX Runtime: `torch.onnx.export` of
+`transformers.BertModel` (the same checkpoint directory our encoder loads), then, for int8,
+`onnxruntime.quantization.quantize_dynamic(..., weight_type=QuantType.QInt8)` (int8 weights,
+activations quantized per call; ONNX Runtime, "Quantize ONNX models", dynamic quantization). The
+export runs once per process, on the first load command, into a temporary directory removed at
+exit:
+- `model.onnx`: opset 17, TorchScript-based exporter (`dynamo=False`); inputs `input_ids`,
+  `attention_mask`, `token_type_ids` int64 [batch, sequence] (both axes dynamic); output
+  `last_hidden_state` float32 [batch, sequence, hidden]. Eager attention is exported (the
+  attention implementation the TorchScript exporter traces into plain MatMul/Softmax ops).
+- `model.int8.onnx`: `quantize_dynamic` of `model.onnx`.
+Sessions use the CPUExecutionProvider with graph optimizations ORT_ENABLE_ALL (which fuses the
+exported attention and LayerNorm subgraphs) and `intra_op_num_threads=N` (0 = ONNX Runtime's
+default, one per core).
+
+Needs torch, transformers, onnx and onnxruntime in the interpreter that runs it (bench_encoder
+uses `$KERAS_BERT_PEER_PYTHON`, default its own interpreter); started, with the repository root
+as working directory, as
+
+    python -m benchmarks.ort_peer HF_MODEL_DIR
+
+Same line protocol as benchmarks/torch_peer.py (one JSON object per line, both ways):
+  {"cmd": "encoder", "quant": "float32"|"int8", "batch": B, "seq": T, "threads": N}
+                                                              -> {"ok": true}  (session, input)
+  {"cmd": "run", "key": str}                                  -> {"seconds": float}  (one run)
+  {"cmd": "quit"}
+The input is fixed and random, as `common.random_batch`: ids in [1000, 30000), [CLS] (101) first,
+[SEP] (102) last, mask all ones, type ids zeros.
+"""
+import pathlib
+import shutil
+import sys
+import tempfile
+import time
+
+
+def export_onnx(model_dir: str, out_dir: pathlib.Path) -> dict:
+    """Writes model.onnx and model.int8.onnx under out_dir; returns quant -> path."""
+    import torch
+    import transformers
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+
+    start = time.perf_counter()
+    model = transformers.BertModel.from_pretrained(model_dir, attn_implementation="eager").eval()
+    ids = torch.full((2, 16), 1000, dtype=torch.long)
+    args = (ids, torch.ones_like(ids), torch.zeros_like(ids))
+    names = ["input_ids", "attention_mask", "token_type_ids"]
+    axes = {n: {0: "batch", 1: "sequence"} for n in names}
+    axes["last_hidden_state"] = {0: "batch", 1: "sequence"}
+    fp32 = out_dir / "model.onnx"
+
+    class LastHidden(torch.nn.Module):  # one named output, not BertModel's output dataclass
+        def __init__(self, bert):
+            super().__init__()
+            self.bert = bert
+
+        def forward(self, input_ids, attention_mask, token_type_ids):
+            return self.bert(input_ids=input_ids, attention_mask=attention_mask,
+                             token_type_ids=token_type_ids).last_hidden_state
+
+    with torch.inference_mode():
+        torch.onnx.export(LastHidden(model), args, str(fp32), input_names=names,
+                          output_names=["last_hidden_state"], dynamic_axes=axes,
+                          opset_version=17, do_constant_folding=True, dynamo=False)
+    exported = time.perf_counter()
+    int8 = out_dir / "model.int8.onnx"
+    quantize_dynamic(str(fp32), str(int8), weight_type=QuantType.QInt8)
+    print(f"ort_peer: exported in {exported - start:.1f} s, quantized in "
+          f"{time.perf_counter() - exported:.1f} s", file=sys.stderr, flush=True)
+    return {"float32": fp32, "int8": int8}
+
+
+def main():
+    import numpy as np
+    import onnxruntime as ort
+
+    from benchmarks import common
+
+    model_dir = sys.argv[1]
+    tmp = pathlib.Path(tempfile.mkdtemp(prefix="keras_bert_ort_"))
+    files = {}
+
+    def load(msg):
+        if msg["cmd"] != "encoder":
+            raise ValueError(f"unknown command {msg['cmd']!r}")
+        if msg["quant"] not in ("float32", "int8"):
+            raise ValueError(f"quant must be float32 or int8, got {msg['quant']!r}")
+        if not files:
+            files.update(export_onnx(model_dir, tmp))
+        options = ort.SessionOptions()
+        options.intra_op_num_threads = int(msg.get("threads") or 0)
+        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+        session = ort.InferenceSession(str(files[msg["quant"]]), options,
+                                       providers=["CPUExecutionProvider"])
+        batch = common.random_batch(msg["batch"], msg["seq"], msg.get("seed", 0))
+        feeds = {"input_ids": batch["input_word_ids"].astype(np.int64),
+                 "attention_mask": batch["input_mask"].astype(np.int64),
+                 "token_type_ids": batch["input_type_ids"].astype(np.int64)}
+        return (lambda: None), (lambda s=session, f=feeds: s.run(["last_hidden_state"], f)[0])
+
+    try:
+        common.serve_peer(load)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
