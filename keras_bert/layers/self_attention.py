@@ -46,7 +46,7 @@ def attention_bias(attention_mask):
     Returns:
         float32 Tensor [B, 1, T or 1, T], broadcast over heads (and queries) by the logits.
     """
-    mask = tf.cast(attention_mask[:, tf.newaxis, :, :], tf.float32)
+    mask = tf.cast(tf.expand_dims(attention_mask, 1), tf.float32)
     return (1.0 - mask) * MASK_LOGIT
 
 

@@ -135,7 +135,7 @@ class BertEncoder(keras.Model):
         attention layer broadcasts either against its [B, N, T, T] logits, and the smaller
         form saves building and converting a [B, T, T] tensor in every layer.
         """
-        mask = input_mask[:, tf.newaxis, :]  # [B, 1, T]
+        mask = tf.expand_dims(input_mask, 1)  # [B, 1, T]
         if self.causal:
             seq_length = tf.shape(input_mask)[1]
             lower = tf.linalg.band_part(tf.ones([seq_length, seq_length], tf.int32), -1, 0)

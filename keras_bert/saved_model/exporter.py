@@ -9,6 +9,8 @@ Layout written (what `tensorflow_model_server --model_base_path=EXPORT_BASE/<mod
         assets/labels.txt                     label names in id order (tasks with labels)
         assets/export_config.json             what the task is, tokenizer, BertConfig, signatures
         assets.extra/tf_serving_warmup_requests   TFRecord of tensorflow.serving.PredictionLog
+        model.tflite                          with `litert=`: the `encoded` signature for LiteRT
+                                              (keras_bert.saved_model.litert)
 
 Everything is written under `EXPORT_BASE/<model_name>/.tmp-<version>-<random>/` and renamed into
 place (`versioning.publish`): a crash leaves at most a hidden temporary directory.
@@ -29,8 +31,9 @@ import tensorflow as tf
 
 from keras_bert.config import check_max_seq_length
 from keras_bert.faults import crash_point
+from keras_bert.saved_model import litert as litert_lib
 from keras_bert.saved_model import versioning, warmup
-from keras_bert.saved_model.serving_module import INPUT_NAMES
+from keras_bert.saved_model.serving_module import INPUT_NAMES, id_specs
 from keras_bert.tokenization.bert_preprocessor import TOKENIZERS, BertPreprocessor
 
 logger = logging.getLogger(__name__)
@@ -179,22 +182,43 @@ def _publish(tmp_dir, model_dir: pathlib.Path, chosen: int, version) -> pathlib.
             chosen = versioning.next_version(model_dir)  # another writer took it: the next one
 
 
+def _warmup_signature(log) -> str:
+    """The signature key a PredictionLog's request names."""
+    return getattr(log, log.WhichOneof("log_type")).request.model_spec.signature_name
+
+
+def _litert_flatbuffer(task, preprocessor, staging, quantize) -> bytes:
+    """model.tflite's bytes: the `encoded` signature of a float32 copy of the task (a task under a
+    16-bit policy, such as mixed_bfloat16 training or a bfloat16 export, is copied to float32:
+    LiteRT's kernels, XNNPACK's among them, take no bfloat16)."""
+    module = with_dtype(task, "float32").serving_module(preprocessor)
+    return litert_lib.convert_signature(module.encoded.get_concrete_function(*id_specs(tf.int32)),
+                                        staging, quantize, signature_key="encoded")
+
+
 def export_task(task, export_base, model_name, version=None, dtype=None, tokenizer="core",
-                warmup_texts=None, extra_config=None) -> pathlib.Path:
+                warmup_texts=None, extra_config=None, litert=None) -> pathlib.Path:
     """Exports `task` as `export_base/<model_name>/<version>/`; see `Task.export` for the args.
+
+    With `litert` ("float32" or "int8") the version also holds `model.tflite` (the `encoded`
+    signature, `keras_bert.saved_model.litert`), and its warmup records are the `encoded` ones
+    only, so that a server preferring the LiteRT file can replay all of them.
 
     Returns:
         pathlib.Path of the published version directory.
 
     Raises:
-        ValueError: bad model_name / version / dtype / tokenizer, or a max_seq_length beyond the
-            encoder's position table (no version directory is written).
+        ValueError: bad model_name / version / dtype / tokenizer / litert, a max_seq_length
+            beyond the encoder's position table, or a model LiteRT cannot convert (no version
+            directory is written).
         FileExistsError: an explicit `version` that exists (never overwritten).
     """
     check_model_name_and_version(model_name, version)
     preprocessor = preprocessor_for(task, tokenizer)
     check_max_seq_length(preprocessor.max_seq_length, task.encoder.bert_config.max_sequence_length,
                          is_pair=task.is_pair)
+    if litert is not None:
+        extra_config = {**(extra_config or {}), "litert": litert_lib.config_entry(litert)}
     if dtype is not None:
         task = with_dtype(task, dtype)
     model_dir = pathlib.Path(export_base) / model_name
@@ -213,8 +237,12 @@ def export_task(task, export_base, model_name, version=None, dtype=None, tokeniz
         module.attach_assets(_write_assets(staging, task, preprocessor, config))
         tf.saved_model.save(module, str(tmp_dir), signatures=module.signatures())
         versioning.set_method_names(tmp_dir, module.method_names())
-        warmup.write_warmup_requests(tmp_dir, module.warmup_logs(
-            model_name, list(warmup_texts or DEFAULT_WARMUP_TEXTS)))
+        logs = module.warmup_logs(model_name, list(warmup_texts or DEFAULT_WARMUP_TEXTS))
+        if litert is not None:
+            (tmp_dir / litert_lib.TFLITE_FILENAME).write_bytes(
+                _litert_flatbuffer(task, preprocessor, staging, litert))
+            logs = [log for log in logs if _warmup_signature(log) in litert_lib.SIGNATURES]
+        warmup.write_warmup_requests(tmp_dir, logs)
         crash_point("export_publish")
         target = _publish(tmp_dir, model_dir, chosen, version)
         logger.info("exported %s version %s to %s", model_name, target.name, target)

@@ -173,7 +173,7 @@ class Task(keras.Model):
         raise NotImplementedError(f"{type(self).__name__} does not define serving_module")
 
     def export(self, export_base, model_name, version=None, dtype=None, tokenizer="core",
-               warmup_texts=None, extra_config=None):
+               warmup_texts=None, extra_config=None, litert=None):
         """Writes `export_base/<model_name>/<version>/` (SPEC section 7), atomically.
 
         Args:
@@ -184,18 +184,22 @@ class Task(keras.Model):
             tokenizer: "core" (core TF ops: loads with plain TensorFlow) or "tf_text".
             warmup_texts: optional list of (text, text_b) pairs for the warmup records.
             extra_config: optional JSON-able dict merged into assets/export_config.json.
+            litert: None, "float32" or "int8": also write `model.tflite`, the `encoded`
+                signature for the LiteRT runtime (int8: dynamic-range quantized weights), which
+                `serving.server --prefer_tflite_model` serves; see docs/export.md.
 
         Returns:
             pathlib.Path of the published version directory.
 
         Raises:
-            ValueError: no preprocessor, bad model_name / version / dtype / tokenizer.
+            ValueError: no preprocessor, bad model_name / version / dtype / tokenizer / litert,
+                or a model LiteRT cannot convert.
             FileExistsError: `version` given and already present (never overwritten).
         """
         self.require_preprocessor("export")
         return exporter.export_task(self, export_base, model_name, version=version, dtype=dtype,
                                     tokenizer=tokenizer, warmup_texts=warmup_texts,
-                                    extra_config=extra_config)
+                                    extra_config=extra_config, litert=litert)
 
     def export_metadata(self) -> dict:
         """What the task is, as written to assets/export_config.json (subclasses add fields)."""
