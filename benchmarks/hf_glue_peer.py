@@ -1,0 +1,393 @@
+"""The Hugging Face / PyTorch GLUE peer of `recipes/run_classifier.py` (SST-2 first), in the
+torch venv, with a wall-clock training budget.
+
+Follows transformers' `examples/pytorch/text-classification/run_glue.py` (our own code, same
+semantics): labels = the sorted set of labels in the whole train file, class ids in that order;
+`AutoTokenizer` (fast) on the text (or text pair) with `truncation=True`,
+`max_length=min(max_seq_length, model_max_length)` and no padding there
+(`DataCollatorWithPadding` pads each batch to its longest row, the script's default without
+`--pad_to_max_length` and without fp16); `AutoModelForSequenceClassification` from --model_dir
+with `num_labels` from the data (BERT: tanh pooler on [CLS], dropout `hidden_dropout_prob`, one
+linear layer), trained by `Trainer` with its defaults (AdamW `adamw_torch_fused`, betas
+0.9 / 0.999, eps 1e-8 unless --adam_epsilon, weight decay 0 unless --weight_decay and never on
+biases and LayerNorm weights, max_grad_norm 1.0, linear decay to 0 after --warmup_ratio of the
+steps, shuffled batches with the last partial one kept); `save_strategy="no"`. `--bf16` is
+`TrainingArguments(bf16=True)` on the CPU, i.e. accelerate's `torch.autocast("cpu",
+torch.bfloat16)`; the default is float32 because Trainer's CPU bf16 autocast did not learn in our
+SQuAD peer run. Needs torch, transformers and accelerate; never imports TensorFlow or
+keras_bert.
+
+Data: the GLUE TSVs are read directly (no `datasets`, no download; run_glue.py itself reads only
+CSV / JSON local files): --data_dir holds train.tsv and dev.tsv with a header row (SST-2:
+`sentence`, `label`; RTE: `--text_column=sentence1 --text_b_column=sentence2`; MRPC:
+`--label_column=Quality --text_column="#1 String" --text_b_column="#2 String"`; CoLA has no
+header and is not supported). As in `keras_bert.data.glue`, each physical line is one row and
+`"` is an ordinary character (the files are not CSV-quoted); a row whose column count differs
+from the header's is dropped and counted. --max_train_examples / --max_eval_examples keep the
+first N rows in file order (run_glue.py's `select(range(N))`, our recipe's flags). Only
+classification (accuracy) is scored; regression (STS-B) is not supported.
+
+Wall-clock budget: --max_train_seconds=S stops training (`control.should_training_stop`) at
+the end of the first optimizer step at which S seconds of training have passed, counted from
+`on_train_begin` with every dev evaluation's time taken out (the Trainer's `evaluate` is
+wrapped: the clock pauses on entry and resumes on exit, so each evaluation is recorded with the
+train seconds before it). The learning-rate schedule is still laid out for the full
+--num_train_epochs (or --max_steps), so a budget that ends training early leaves the learning
+rate above 0: that is what a user of run_glue.py with a time limit gets. --eval_steps=K
+evaluates dev accuracy every K optimizer steps (Trainer `eval_strategy="steps"`, which also
+evaluates at the last scheduled step); a final dev evaluation always follows training unless
+the last step was just evaluated. No weights are restored: `best` is the highest dev accuracy
+seen, `final` the accuracy of the weights training ended with.
+
+Differences from `recipes/run_classifier.py` that remain: our AdamW epsilon is 1e-6 (pass
+--adam_epsilon=1e-6 to match) and our defaults are warmup 0.1 and weight decay 0.01 (here
+Trainer's 0 and 0: pass --warmup_ratio=0.1 --weight_decay=0.01); our warmup is
+floor(ratio x steps), Trainer's the ceiling (SST-2, 2,105 steps: 210 vs 211); we pad each batch
+to its longest row rounded up to a multiple of 8 (--pad_to_multiple_of=8 to match; masked
+columns, so speed only); our head's kernel is truncated-normal(0.02), Trainer's `_init_weights`
+normal(0.02); we evaluate --evaluations_per_epoch times per epoch (default 1), restore the best
+weights and train at least --min_train_steps=100 steps; our evaluation batch is 64 (Trainer's
+8); our shuffling and dropout draw from TensorFlow's RNG, so batches and masks differ at the
+same seed; our recipe has no time budget, so its wall time includes its evaluations unless the
+caller subtracts them.
+
+    taskset -c 1 <torch venv>/bin/python benchmarks/hf_glue_peer.py --model_dir=$MODEL \
+        --data_dir=$KERAS_BERT_DATA_DIR/glue/sst2 --max_seq_length=64 \
+        --per_device_train_batch_size=32 --learning_rate=1e-4 --num_train_epochs=1 \
+        --warmup_ratio=0.1 --weight_decay=0.01 --eval_steps=500 --max_train_seconds=1800 \
+        --threads=1 --output_dir=OUT
+
+Writes to --output_dir: `metrics.json` (each dev evaluation with its step and train seconds,
+`best`, `final`, train examples, steps, train seconds, examples per second = examples trained
+on / train seconds, whether the budget stopped training, settings, versions; written to a
+temporary file and renamed) and `labels.json`. Progress: one plain line every --log_steps
+optimizer steps (step, train seconds, loss, lr) and one per evaluation.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import pathlib
+import platform
+import time
+
+import numpy as np
+import torch
+import transformers
+
+
+def parse_args(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--model_dir", required=True, help="HF checkpoint dir (config.json, weights, "
+                   "tokenizer files).")
+    p.add_argument("--data_dir", required=True, help="GLUE task dir with train.tsv and dev.tsv.")
+    p.add_argument("--output_dir", required=True)
+    p.add_argument("--text_column", default="sentence", help="Header name of the first text.")
+    p.add_argument("--text_b_column", help="Header name of the second text (pair tasks).")
+    p.add_argument("--label_column", default="label", help="Header name of the label.")
+    p.add_argument("--max_seq_length", type=int, default=128, help="Pieces incl. [CLS]/[SEP].")
+    p.add_argument("--pad_to_multiple_of", type=int, default=0, help="Round each batch's length "
+                   "up to a multiple of this (0: the longest row, run_glue.py's default; ours 8).")
+    p.add_argument("--per_device_train_batch_size", type=int, default=32)
+    p.add_argument("--per_device_eval_batch_size", type=int, default=8)
+    p.add_argument("--learning_rate", type=float, default=5e-5)
+    p.add_argument("--num_train_epochs", type=float, default=3.0)
+    p.add_argument("--max_steps", type=int, default=-1, help="Optimizer steps for the schedule "
+                   "and the end of training (-1: the epochs decide).")
+    p.add_argument("--max_train_seconds", type=float, default=0.0, help="Stop after this many "
+                   "seconds of training, evaluations excluded (0: no budget); the schedule stays "
+                   "laid out for the full run.")
+    p.add_argument("--weight_decay", type=float, default=0.0, help="AdamW decoupled weight "
+                   "decay (Trainer's default 0, ours 0.01).")
+    p.add_argument("--warmup_ratio", type=float, default=0.0, help="Fraction of the scheduled "
+                   "steps, [0, 1) (Trainer's default 0, ours 0.1).")
+    p.add_argument("--adam_epsilon", type=float, default=1e-8, help="Trainer's default 1e-8 "
+                   "(ours 1e-6).")
+    p.add_argument("--eval_steps", type=int, default=0, help="Evaluate dev every K optimizer "
+                   "steps (0: only after training).")
+    p.add_argument("--seed", type=int, default=42)
+    p.add_argument("--bf16", action="store_true", help="torch.autocast cpu bfloat16 (default "
+                   "float32).")
+    p.add_argument("--threads", type=int, default=0, help="torch.set_num_threads (0: default).")
+    p.add_argument("--max_train_examples", type=int, help="Only the first N train.tsv rows.")
+    p.add_argument("--max_eval_examples", type=int, help="Only the first N dev.tsv rows.")
+    p.add_argument("--log_steps", type=int, default=50, help="Optimizer steps per progress line.")
+    args = p.parse_args(argv)
+    if not 0 <= args.warmup_ratio < 1:  # Trainer reads warmup_steps >= 1 as a step count
+        p.error(f"--warmup_ratio must be in [0, 1), got {args.warmup_ratio}")
+    for name in ("eval_steps", "pad_to_multiple_of", "threads"):
+        if getattr(args, name) < 0:
+            p.error(f"--{name} must be >= 0, got {getattr(args, name)}")
+    if args.max_train_seconds < 0:
+        p.error(f"--max_train_seconds must be >= 0, got {args.max_train_seconds}")
+    return args
+
+
+def read_tsv(path, columns, limit=None) -> tuple[list[dict], int]:
+    """Rows of a headed GLUE TSV, one per physical line, `"` not a quote character.
+
+    Args:
+        path: the .tsv file (UTF-8, an optional BOM dropped).
+        columns: header names to keep.
+        limit: keep the first N rows (after dropping malformed ones), or all.
+
+    Returns:
+        (rows, dropped): rows as {name: str} for `columns`, in file order; dropped, how many
+        lines had a column count other than the header's.
+
+    Raises:
+        SystemExit: a column missing from the header.
+    """
+    with open(path, encoding="utf-8-sig", newline="") as f:
+        lines = f.read().split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    header = lines[0].rstrip("\r").split("\t")
+    missing = [c for c in columns if c not in header]
+    if missing:
+        raise SystemExit(f"{path}: no column {missing} in header {header}")
+    index = {c: header.index(c) for c in columns}
+    rows, dropped = [], 0
+    for line in lines[1:]:
+        fields = line.rstrip("\r").split("\t")
+        if len(fields) != len(header):
+            dropped += 1
+            continue
+        rows.append({c: fields[i] for c, i in index.items()})
+        if limit and len(rows) == limit:
+            break
+    return rows, dropped
+
+
+def encode(tokenizer, rows, args, label_to_id, max_seq_length) -> list[dict]:
+    """run_glue.py's `preprocess_function` (padding=False): one feature dict per row."""
+    texts = [[r[args.text_column] for r in rows]]
+    if args.text_b_column:
+        texts.append([r[args.text_b_column] for r in rows])
+    enc = tokenizer(*texts, padding=False, max_length=max_seq_length, truncation=True)
+    return [{k: enc[k][i] for k in enc.keys()} | {"labels": label_to_id[r[args.label_column]]}
+            for i, r in enumerate(rows)]
+
+
+class TrainClock:
+    """Seconds of training since `start`, with paused intervals (evaluations) taken out."""
+
+    def __init__(self):
+        self.begin = self.paused_at = self.ended_at = None
+        self.excluded = 0.0
+
+    def start(self):
+        self.begin, self.excluded, self.paused_at, self.ended_at = time.monotonic(), 0.0, None, None
+
+    def pause(self):
+        if self.begin is not None and self.ended_at is None and self.paused_at is None:
+            self.paused_at = time.monotonic()
+
+    def resume(self):
+        if self.paused_at is not None:
+            self.excluded += time.monotonic() - self.paused_at
+            self.paused_at = None
+
+    def stop(self):
+        self.resume()
+        if self.begin is not None and self.ended_at is None:
+            self.ended_at = time.monotonic()
+
+    def seconds(self) -> float:
+        if self.begin is None:
+            return 0.0
+        now = self.ended_at or self.paused_at or time.monotonic()
+        return now - self.begin - self.excluded
+
+
+class BudgetTrainer(transformers.Trainer):
+    """Trainer whose `evaluate` pauses the train clock (its time is not training time)."""
+
+    def __init__(self, *a, clock: TrainClock, **kw):
+        super().__init__(*a, **kw)
+        self.clock = clock
+
+    def evaluate(self, *a, **kw):
+        self.clock.pause()
+        try:
+            return super().evaluate(*a, **kw)
+        finally:
+            self.clock.resume()
+
+
+class Budget(transformers.TrainerCallback):
+    """Starts the clock, stops training once --max_train_seconds have passed, records evals."""
+
+    def __init__(self, clock: TrainClock, max_seconds: float):
+        self.clock, self.max_seconds = clock, max_seconds
+        self.stopped_by_budget = False
+        self.evaluations = []
+
+    def on_train_begin(self, args, state, control, **kwargs):
+        self.clock.start()
+
+    def on_step_end(self, args, state, control, **kwargs):
+        if self.max_seconds and self.clock.seconds() >= self.max_seconds:
+            if not control.should_training_stop:
+                self.stopped_by_budget = True
+                print(f"budget: {self.clock.seconds():.1f}s >= {self.max_seconds:g}s at step "
+                      f"{state.global_step}/{state.max_steps}; stopping", flush=True)
+            control.should_training_stop = True
+        return control
+
+    def on_train_end(self, args, state, control, **kwargs):
+        self.clock.stop()
+
+    def on_evaluate(self, args, state, control, metrics=None, **kwargs):
+        metrics = metrics or {}
+        record = {"step": state.global_step, "train_seconds": round(self.clock.seconds(), 3),
+                  "accuracy": metrics.get("eval_accuracy"), "loss": metrics.get("eval_loss"),
+                  "eval_seconds": metrics.get("eval_runtime")}
+        self.evaluations.append(record)
+        print(f"eval step {record['step']} train {record['train_seconds']:.1f}s accuracy "
+              f"{record['accuracy']:.4f} ({record['eval_seconds']:.1f}s)", flush=True)
+
+
+class ProgressLines(transformers.TrainerCallback):
+    """One plain line (no carriage return) per logging step: step, train seconds, loss, lr."""
+
+    def __init__(self, clock: TrainClock, batch_size: int):
+        self.clock, self.batch_size = clock, batch_size
+
+    def on_log(self, args, state, control, logs=None, **kwargs):
+        logs = logs or {}
+        if "loss" not in logs:
+            return
+        elapsed = self.clock.seconds()
+        print(f"step {state.global_step}/{state.max_steps} epoch {state.epoch:.3f} elapsed "
+              f"{elapsed:.1f}s loss {logs['loss']:.4f} lr "
+              f"{logs.get('learning_rate', float('nan')):.3e} "
+              f"{state.global_step * self.batch_size / max(elapsed, 1e-9):.1f} examples/s",
+              flush=True)
+
+
+def accuracy(prediction: transformers.EvalPrediction) -> dict:
+    logits = prediction.predictions[0] if isinstance(prediction.predictions, tuple) \
+        else prediction.predictions
+    return {"accuracy": float((np.argmax(logits, axis=-1) == prediction.label_ids).mean())}
+
+
+def examples_trained(steps: int, batch_size: int, num_examples: int) -> int:
+    """Examples fed in `steps` batches when each epoch ends with its partial batch."""
+    per_epoch = -(-num_examples // batch_size)
+    return steps // per_epoch * num_examples + min(steps % per_epoch * batch_size, num_examples)
+
+
+def write_json_atomic(path: pathlib.Path, obj):
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(obj, indent=2) + "\n", encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    out = pathlib.Path(args.output_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    transformers.utils.logging.disable_progress_bar()  # no carriage-return bars in logs
+    transformers.set_seed(args.seed)
+
+    data_dir = pathlib.Path(args.data_dir)
+    columns = [c for c in (args.text_column, args.text_b_column, args.label_column) if c]
+    full_train, train_dropped = read_tsv(data_dir / "train.tsv", columns)
+    label_list = sorted({r[args.label_column] for r in full_train})  # run_glue.py: whole file
+    label_to_id = {label: i for i, label in enumerate(label_list)}
+    train = full_train[:args.max_train_examples] if args.max_train_examples else full_train
+    dev, dev_dropped = read_tsv(data_dir / "dev.tsv", columns, args.max_eval_examples)
+    unknown = sorted({r[args.label_column] for r in dev} - set(label_list))
+    if unknown:
+        raise SystemExit(f"dev labels {unknown} not among the train labels {label_list}")
+    (out / "labels.json").write_text(json.dumps(label_list) + "\n")
+
+    tokenizer = transformers.AutoTokenizer.from_pretrained(args.model_dir, use_fast=True)
+    max_seq_length = min(args.max_seq_length, tokenizer.model_max_length)
+    config = transformers.AutoConfig.from_pretrained(args.model_dir, num_labels=len(label_list))
+    model = transformers.AutoModelForSequenceClassification.from_pretrained(args.model_dir,
+                                                                            config=config)
+    model.config.label2id = dict(label_to_id)
+    model.config.id2label = dict(enumerate(label_list))
+
+    t0 = time.monotonic()
+    train_features = encode(tokenizer, train, args, label_to_id, max_seq_length)
+    dev_features = encode(tokenizer, dev, args, label_to_id, max_seq_length)
+    encode_seconds = time.monotonic() - t0
+    training_args = transformers.TrainingArguments(
+        output_dir=str(out / "trainer"), use_cpu=True, bf16=args.bf16, seed=args.seed,
+        per_device_train_batch_size=args.per_device_train_batch_size,
+        per_device_eval_batch_size=args.per_device_eval_batch_size,
+        learning_rate=args.learning_rate, weight_decay=args.weight_decay,
+        adam_epsilon=args.adam_epsilon, max_grad_norm=1.0, lr_scheduler_type="linear",
+        num_train_epochs=args.num_train_epochs, max_steps=args.max_steps,
+        warmup_steps=args.warmup_ratio, save_strategy="no",
+        eval_strategy="steps" if args.eval_steps else "no", eval_steps=args.eval_steps or None,
+        logging_strategy="steps", logging_steps=args.log_steps, disable_tqdm=True,
+        report_to="none", dataloader_num_workers=0)
+    clock = TrainClock()
+    budget = Budget(clock, args.max_train_seconds)
+    trainer = BudgetTrainer(
+        model=model, args=training_args, train_dataset=train_features,
+        eval_dataset=dev_features, processing_class=tokenizer, compute_metrics=accuracy,
+        data_collator=transformers.DataCollatorWithPadding(
+            tokenizer, pad_to_multiple_of=args.pad_to_multiple_of or None),
+        clock=clock)
+    trainer.remove_callback(transformers.trainer_callback.PrinterCallback)
+    trainer.add_callback(budget)
+    trainer.add_callback(ProgressLines(clock, args.per_device_train_batch_size))
+    print(f"{len(train)} train / {len(dev)} dev examples (dropped {train_dropped} / "
+          f"{dev_dropped} malformed lines), labels {label_list}, max_seq_length "
+          f"{max_seq_length}, torch threads {torch.get_num_threads()}, bf16 {args.bf16}",
+          flush=True)
+
+    if args.threads:  # again, in case setup changed it
+        torch.set_num_threads(args.threads)
+    wall = time.monotonic()
+    result = trainer.train()
+    steps = trainer.state.global_step
+    if not budget.evaluations or budget.evaluations[-1]["step"] != steps:
+        trainer.evaluate()
+    wall = time.monotonic() - wall
+    train_seconds = clock.seconds()
+    trained = examples_trained(steps, args.per_device_train_batch_size, len(train))
+    accuracies = [e["accuracy"] for e in budget.evaluations]
+    metrics = {
+        "peer": "transformers run_glue.py semantics",
+        "evaluations": budget.evaluations,
+        "best": max(budget.evaluations, key=lambda e: e["accuracy"]),
+        "final": budget.evaluations[-1],
+        "best_accuracy": max(accuracies),
+        "final_accuracy": accuracies[-1],
+        "train_examples": len(train),
+        "dev_examples": len(dev),
+        "steps": steps,
+        "scheduled_steps": trainer.state.max_steps,
+        "stopped_by_budget": budget.stopped_by_budget,
+        "train_seconds": train_seconds,
+        "examples_trained": trained,
+        "examples_per_second": trained / max(train_seconds, 1e-9),
+        "wall_seconds_train_and_evaluations": wall,
+        "encode_seconds": encode_seconds,
+        "train_loss": result.training_loss,
+        "settings": vars(args) | {
+            "max_seq_length_used": max_seq_length,
+            "optim": str(getattr(training_args.optim, "value", training_args.optim)),
+            "warmup_steps": training_args.get_warmup_steps(trainer.state.max_steps),
+            "torch_threads": torch.get_num_threads(),
+            "mixed_precision": str(trainer.accelerator.mixed_precision)},
+        "versions": {"torch": torch.__version__, "transformers": transformers.__version__,
+                     "python": platform.python_version()},
+    }
+    write_json_atomic(out / "metrics.json", metrics)
+    print(json.dumps({k: metrics[k] for k in ("best_accuracy", "final_accuracy", "steps",
+                                              "train_seconds", "examples_per_second",
+                                              "stopped_by_budget")}), flush=True)
+
+
+if __name__ == "__main__":
+    main()
