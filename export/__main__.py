@@ -1,12 +1,15 @@
 """Export a fine-tuned task as a versioned SavedModel for TensorFlow Serving.
 
     python -m export --model_dir=runs/sst2 --export_base=models --model_name=sst2 \
-        [--version=N] [--tokenizer=core|tf_text] [--dtype=float32|bfloat16]
+        [--version=N] [--tokenizer=core|tf_text] [--dtype=float32|bfloat16] \
+        [--tflite | --quantize=int8]
 
 `--model_dir` is a fine-tuning `--output_dir` (its best_model.keras) or a `.keras` task file. The
 task carries everything the export needs (labels, pairing, vocabulary, casing, sequence length),
 so the three flags above are all that is required. Writes EXPORT_BASE/<model_name>/<version>/ (see
-docs/export.md) and prints its path.
+docs/export.md) and prints its path. `--tflite` adds `model.tflite` (the `encoded` signature for
+the LiteRT runtime: the fastest batch-1 path on CPUs), `--quantize=int8` makes that file int8
+(dynamic-range quantized weights); `serving.server --prefer_tflite_model` serves it.
 """
 from __future__ import annotations
 
@@ -14,6 +17,7 @@ from absl import app, flags
 from keras_bert.cli import fail_usage
 
 from export.export_saved_model import Overrides, export_saved_task
+from keras_bert.saved_model.litert import litert_option
 
 flags.DEFINE_string("model_dir", None, "Fine-tuning output_dir, or a .keras task file.")
 flags.DEFINE_string("export_base", None, "Base directory; writes <export_base>/<model_name>/<version>.")
@@ -25,6 +29,12 @@ flags.DEFINE_enum("dtype", None, ["float32", "bfloat16"],
                   "Dtype policy of the exported model (default: the trained model's). bfloat16 stores "
                   "the variables in bfloat16: half the size, faster on CPUs with AVX512_BF16/AMX "
                   "(LayerNorm, softmax and outputs stay float32).")
+flags.DEFINE_boolean("tflite", False, "Also write model.tflite: the `encoded` signature (token ids "
+                     "in) for the LiteRT runtime, float32; served with serving.server "
+                     "--prefer_tflite_model (docs/export.md, \"LiteRT\").")
+flags.DEFINE_enum("quantize", None, ["int8"], "Quantize model.tflite (implies --tflite): int8 = "
+                  "dynamic-range quantization, int8 weights with per-channel scales, int8 products; "
+                  "the SavedModel itself stays float32.")
 flags.DEFINE_integer("max_seq_length", None, "Override: tokens per text in serving_default "
                      "(default: the task's; checked against the encoder's position table).")
 flags.DEFINE_list("label_names", None, "Override: display names in id order, exactly one per class "
@@ -44,7 +54,8 @@ def main(argv):
     try:
         path = export_saved_task(FLAGS.model_dir, FLAGS.export_base, FLAGS.model_name,
                                  version=FLAGS.version, tokenizer=FLAGS.tokenizer,
-                                 dtype=FLAGS.dtype, overrides=overrides)
+                                 dtype=FLAGS.dtype, overrides=overrides,
+                                 litert=litert_option(FLAGS.tflite, FLAGS.quantize))
     except (ValueError, FileNotFoundError, FileExistsError, TypeError) as e:
         fail_usage(str(e))
     print(path)

@@ -72,7 +72,8 @@ def apply_overrides(task, overrides: Overrides):
 
 
 def export_saved_task(model_dir, export_base, model_name, version=None, tokenizer="core",
-                      dtype=None, overrides: Overrides | None = None) -> pathlib.Path:
+                      dtype=None, overrides: Overrides | None = None,
+                      litert: str | None = None) -> pathlib.Path:
     """Loads the task in `model_dir` and exports it; returns the version directory.
 
     Raises:
@@ -80,4 +81,5 @@ def export_saved_task(model_dir, export_base, model_name, version=None, tokenize
             an override that does not fit (see `apply_overrides`) or a bad export argument.
     """
     task = apply_overrides(load_task(model_dir), overrides or Overrides())
-    return task.export(export_base, model_name, version=version, dtype=dtype, tokenizer=tokenizer)
+    return task.export(export_base, model_name, version=version, dtype=dtype, tokenizer=tokenizer,
+                       litert=litert)

@@ -1,4 +1,5 @@
-"""What the command lines (recipes/, `python -m export`) share: how a usage error ends a run.
+"""What the command lines (recipes/, `python -m export`) share: how a usage error ends a run, and
+the recipes' LiteRT export flags.
 
 Bad flags or bad input files are the user's to fix, not a crash: one line on stderr naming the
 problem, in the `prog: error: message` form argparse and most Unix tools use, and exit status 2,
@@ -21,3 +22,22 @@ def fail_usage(message: str) -> NoReturn:
     sys.stderr.write(f"{program}: error: {' '.join(str(message).split())}\n")
     sys.stderr.flush()
     sys.exit(USAGE_EXIT_CODE)
+
+
+def define_export_litert_flags() -> None:
+    """Defines `--export_tflite` and `--export_quantize` (the recipes' forms of `python -m export
+    --tflite` / `--quantize`) on absl's global flags."""
+    from absl import flags
+
+    flags.DEFINE_boolean("export_tflite", False, "With --export_dir: also write model.tflite, the "
+                         "`encoded` signature for LiteRT (serving.server --prefer_tflite_model); "
+                         "docs/export.md.")
+    flags.DEFINE_enum("export_quantize", None, ["int8"], "With --export_dir: quantize model.tflite "
+                      "(implies --export_tflite); int8 = dynamic-range int8 weights.")
+
+
+def export_litert_option(flag_values) -> str | None:
+    """`Task.export`'s `litert` argument from the flags `define_export_litert_flags` defines."""
+    from keras_bert.saved_model.litert import litert_option
+
+    return litert_option(flag_values.export_tflite, flag_values.export_quantize)

@@ -22,7 +22,7 @@ from absl import app, flags
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
 
 from keras_bert.training import distillation  # noqa: E402
-from keras_bert.cli import fail_usage  # noqa: E402
+from keras_bert.cli import define_export_litert_flags, export_litert_option, fail_usage  # noqa: E402
 
 D = {f.name: f.default for f in dataclasses.fields(distillation.DistillationConfig)}
 F = flags
@@ -51,6 +51,7 @@ F.DEFINE_integer("seed", D["seed"], "Random seed.")
 F.DEFINE_string("output_dir", None, "Output directory.")
 F.DEFINE_string("export_dir", None, "Export the student as a SavedModel under this base directory.")
 F.DEFINE_string("model_name", None, "Model name for --export_dir (default: the output_dir's name).")
+define_export_litert_flags()
 F.mark_flags_as_required(["teacher", "output_dir"])
 FLAGS = F.FLAGS
 
@@ -71,7 +72,7 @@ def main(argv):
     print(json.dumps(result, indent=2))
     if FLAGS.export_dir:
         name = FLAGS.model_name or pathlib.Path(FLAGS.output_dir).name
-        print(f"exported to {student.export(FLAGS.export_dir, name)}")
+        print(f"exported to {student.export(FLAGS.export_dir, name, litert=export_litert_option(FLAGS))}")
 
 
 if __name__ == "__main__":

@@ -19,7 +19,7 @@ sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
 
 from keras_bert.saved_model import exporter  # noqa: E402
 from keras_bert.training import finetune  # noqa: E402
-from keras_bert.cli import fail_usage  # noqa: E402
+from keras_bert.cli import define_export_litert_flags, export_litert_option, fail_usage  # noqa: E402
 
 D = finetune.FinetuneConfig.__dataclass_fields__
 F = flags
@@ -72,6 +72,7 @@ F.DEFINE_string("export_dir", None, "Export the best model as a SavedModel under
 F.DEFINE_string("model_name", None, "Model name for --export_dir (default: the task name).")
 F.DEFINE_enum("export_dtype", None, ["float32", "bfloat16"],
               "Dtype policy of the --export_dir SavedModel (default: as trained); see docs/export.md.")
+define_export_litert_flags()
 F.DEFINE_integer("verbose", 1, "Keras fit verbosity: 0 silent, 1 progress bar, 2 one line per epoch.")
 F.mark_flags_as_required(["task_name", "output_dir"])
 FLAGS = F.FLAGS
@@ -81,11 +82,13 @@ def export_once(task, result):
     """Exports the best task unless a version with the same weights is already there (a rerun of
     a finished or killed run must not publish a second copy)."""
     name = FLAGS.model_name or result["task_name"]
-    existing = exporter.find_export(FLAGS.export_dir, name, exporter.weights_fingerprint(task))
+    litert = export_litert_option(FLAGS)
+    existing = exporter.find_export(FLAGS.export_dir, name, exporter.weights_fingerprint(task),
+                                    litert=litert)
     if existing is not None and FLAGS.export_dtype is None:
         print(f"already exported to {existing}")
         return existing
-    path = task.export(FLAGS.export_dir, name, dtype=FLAGS.export_dtype,
+    path = task.export(FLAGS.export_dir, name, dtype=FLAGS.export_dtype, litert=litert,
                        extra_config={"dev_metrics": result["best"], "monitor": result["monitor"]})
     print(f"exported to {path}")
     return path

@@ -21,7 +21,7 @@ sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
 
 from keras_bert.tasks.token_classifier import FEATURE_MODES  # noqa: E402
 from keras_bert.training import ner_training  # noqa: E402
-from keras_bert.cli import fail_usage  # noqa: E402
+from keras_bert.cli import define_export_litert_flags, export_litert_option, fail_usage  # noqa: E402
 
 D = ner_training.NerConfig.__dataclass_fields__
 F = flags
@@ -57,6 +57,7 @@ F.DEFINE_enum("strategy", "default", ["default", "mirrored"], "Distribution (one
 F.DEFINE_integer("verbose", 1, "Keras fit verbosity: 0 silent, 1 progress bar, 2 one line per epoch.")
 F.DEFINE_string("export_dir", None, "Export the best model as a SavedModel under this base dir.")
 F.DEFINE_string("model_name", "conll_ner", "Model name for --export_dir.")
+define_export_litert_flags()
 F.mark_flags_as_required(["data_dir", "output_dir"])
 FLAGS = F.FLAGS
 
@@ -74,7 +75,7 @@ def main(argv):
                      indent=2))
     if FLAGS.export_dir:
         path = result["task"].export(FLAGS.export_dir, FLAGS.model_name, extra_config={
-            "dev": result["dev"], "test": result["test"]})
+            "dev": result["dev"], "test": result["test"]}, litert=export_litert_option(FLAGS))
         print(f"exported to {path}")
 
 

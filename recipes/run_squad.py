@@ -22,7 +22,7 @@ from absl import app, flags
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
 
 from keras_bert.training import squad_training  # noqa: E402
-from keras_bert.cli import fail_usage  # noqa: E402
+from keras_bert.cli import define_export_litert_flags, export_litert_option, fail_usage  # noqa: E402
 
 D = {f.name: f.default for f in dataclasses.fields(squad_training.SquadConfig)}
 F = flags
@@ -67,6 +67,7 @@ F.DEFINE_string("export_dir", None, "Export the trained task as a SavedModel und
 F.DEFINE_string("model_name", D["model_name"], "Model name for --export_dir.")
 F.DEFINE_enum("export_dtype", None, ["float32", "bfloat16"],
               "Dtype policy of the --export_dir SavedModel (default: as trained).")
+define_export_litert_flags()
 F.DEFINE_integer("verbose", 1, "Keras fit verbosity: 0 silent, 1 progress bar, 2 one line per epoch.")
 F.mark_flags_as_required(["output_dir"])
 FLAGS = F.FLAGS
@@ -76,7 +77,8 @@ def main(argv):
     del argv
     names = {f.name for f in dataclasses.fields(squad_training.SquadConfig)}
     try:
-        config = squad_training.SquadConfig(**{n: FLAGS[n].value for n in names if n in FLAGS})
+        config = squad_training.SquadConfig(**{n: FLAGS[n].value for n in names if n in FLAGS},
+                                            export_litert=export_litert_option(FLAGS))
     except ValueError as e:  # a bad flag value: a usage error, not a traceback
         fail_usage(str(e))
     metrics = squad_training.run_squad(config)

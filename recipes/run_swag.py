@@ -19,7 +19,7 @@ from absl import app, flags
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
 
 from keras_bert.training import swag_training  # noqa: E402
-from keras_bert.cli import fail_usage  # noqa: E402
+from keras_bert.cli import define_export_litert_flags, export_litert_option, fail_usage  # noqa: E402
 
 D = swag_training.SwagConfig.__dataclass_fields__
 F = flags
@@ -52,6 +52,7 @@ F.DEFINE_enum("strategy", "default", ["default", "mirrored"], "Distribution (one
 F.DEFINE_integer("verbose", 1, "Keras fit verbosity: 0 silent, 1 progress bar, 2 one line per epoch.")
 F.DEFINE_string("export_dir", None, "Export the best model as a SavedModel under this base dir.")
 F.DEFINE_string("model_name", "swag", "Model name for --export_dir.")
+define_export_litert_flags()
 F.mark_flags_as_required(["train_file", "dev_file", "output_dir"])
 FLAGS = F.FLAGS
 
@@ -68,7 +69,8 @@ def main(argv):
     print(json.dumps({k: result[k] for k in ("best", "dev", "steps", "train_seconds")}, indent=2))
     if FLAGS.export_dir:
         path = result["task"].export(FLAGS.export_dir, FLAGS.model_name,
-                                     extra_config={"dev": result["dev"]})
+                                     extra_config={"dev": result["dev"]},
+                                     litert=export_litert_option(FLAGS))
         print(f"exported to {path}")
 
 

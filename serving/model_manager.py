@@ -25,7 +25,7 @@ import grpc
 from tensorflow_serving.apis import get_model_status_pb2
 
 from serving import errors
-from serving.servable import Servable, explain_load_error
+from serving.servable import explain_load_error, load_servable
 
 State = get_model_status_pb2.ModelVersionStatus.State
 _LOG = logging.getLogger("serving")
@@ -120,15 +120,20 @@ class ModelManager:
         on_loaded: callable(Servable) run before a version becomes AVAILABLE (warmup replay);
             raising fails the load.
         on_change: callable() after each poll (health status update).
+        prefer_tflite_model: serve a version's `model.tflite` (LiteRT) when it has one.
+        litert_threads: LiteRT interpreter threads (0 = one per CPU).
     """
 
-    def __init__(self, model_configs, poll_seconds=1.0, on_loaded=None, on_change=None):
+    def __init__(self, model_configs, poll_seconds=1.0, on_loaded=None, on_change=None,
+                 prefer_tflite_model=False, litert_threads=0):
         check_configs(model_configs)
         self._models = {c.name: _Model(c) for c in model_configs}
         self._poll_lock = threading.Lock()  # one poll (or reload) at a time
         self._poll_seconds = poll_seconds
         self._on_loaded = on_loaded
         self._on_change = on_change
+        self._prefer_tflite_model = prefer_tflite_model
+        self._litert_threads = litert_threads
         self._lock = threading.Condition()
         self._stop = threading.Event()
         self._thread = None
@@ -274,7 +279,8 @@ class ModelManager:
         _LOG.info("loading %s version %d from %s", name, v.version, path)
         servable = None
         try:
-            servable = Servable(name, v.version, path)
+            servable = load_servable(name, v.version, path, self._prefer_tflite_model,
+                                     self._litert_threads)
             if self._on_loaded:
                 self._on_loaded(servable)
         except Exception as e:  # noqa: BLE001 - reported in GetModelStatus

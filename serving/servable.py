@@ -1,14 +1,20 @@
-"""One loaded SavedModel version: its SignatureDefs (read from saved_model.pb) and a call path.
+"""One loaded model version: its SignatureDefs and a call path.
 
 The server knows a model only through its signatures, like stock TensorFlow Serving: the signature
 keys, method names (`tensorflow/serving/{predict,classify,regress}`), input/output names, dtypes and
-shapes all come from the MetaGraphDef tagged `serve`.
+shapes all come from the MetaGraphDef tagged `serve` (`Servable`), or, with
+`--prefer_tflite_model` and a `model.tflite` in the version directory, from the LiteRT flatbuffer's
+SignatureDefs (`LiteRtServable`), as tensorflow_model_server does with the same flag
+(tensorflow_serving/servables/tensorflow/tflite_session.cc): then only the flatbuffer's signatures
+are served.
 """
 import dataclasses
+import logging
 import os
 import re
 import threading
 
+import numpy as np
 import tensorflow as tf
 from tensorflow.core.protobuf import meta_graph_pb2, saved_model_pb2
 
@@ -18,6 +24,8 @@ PREDICT_METHOD = "tensorflow/serving/predict"
 CLASSIFY_METHOD = "tensorflow/serving/classify"
 REGRESS_METHOD = "tensorflow/serving/regress"
 INIT_OP_SIGNATURE = "__saved_model_init_op"
+TFLITE_FILENAME = "model.tflite"  # tensorflow_model_server's name for it
+_LOG = logging.getLogger(__name__)
 _OP_NOT_REGISTERED = re.compile(r"Op type not registered '([^']+)'")
 
 
@@ -101,16 +109,25 @@ class Servable:
         any load error; callers turn it into a status with `explain_load_error`.
     """
 
+    backend = "tensorflow"
+
     def __init__(self, name: str, version: int, path: str):
         self.name = name
         self.version = version
         self.path = path
-        self.signatures = read_signatures(path)
-        self._loaded = tf.saved_model.load(path, tags=["serve"])
-        self._functions = {key: self._loaded.signatures[key] for key in self.signatures
-                           if key in self._loaded.signatures}
         self._closers = []
         self._lock = threading.Lock()
+        self._load()
+
+    def _load(self):
+        self.signatures = read_signatures(self.path)
+        self._loaded = tf.saved_model.load(self.path, tags=["serve"])
+        self._functions = {key: self._loaded.signatures[key] for key in self.signatures
+                           if key in self._loaded.signatures}
+        if os.path.exists(os.path.join(self.path, TFLITE_FILENAME)):
+            _LOG.info("%s version %d also holds %s; serving the SavedModel (start the server with "
+                      "--prefer_tflite_model to serve the LiteRT file instead)", self.name,
+                      self.version, TFLITE_FILENAME)
 
     def signature(self, key: str) -> Signature:
         if key not in self.signatures or key not in self._functions:
@@ -141,3 +158,92 @@ class Servable:
         self._functions = {}
         self._loaded = None
 
+
+
+def _litert_spec(alias, detail) -> TensorSpec:
+    return TensorSpec(alias, tf.dtypes.as_dtype(np.dtype(detail["dtype"])),
+                      [int(d) for d in detail["shape_signature"]])
+
+
+def _signature_def(method_name, inputs, outputs, details) -> meta_graph_pb2.SignatureDef:
+    """A SignatureDef proto (for GetModelMetadata) from TensorSpecs and LiteRT tensor names."""
+    proto = meta_graph_pb2.SignatureDef(method_name=method_name)
+    for target, specs in ((proto.inputs, inputs), (proto.outputs, outputs)):
+        for alias, spec in specs.items():
+            info = target[alias]
+            info.name = details[alias]["name"]
+            info.dtype = spec.dtype.as_datatype_enum
+            for d in spec.shape:
+                info.tensor_shape.dim.add(size=d)
+    return proto
+
+
+class LiteRtServable(Servable):
+    """A version served from its `model.tflite` by the LiteRT interpreter (XNNPACK on CPUs).
+
+    Signatures are the flatbuffer's (keys, input / output names, dtypes, shapes with -1 for
+    dynamic dimensions), all with the predict method. One interpreter per version; calls are
+    serialised on it (an interpreter is not thread-safe) and each uses `num_threads` threads.
+    Inputs are resized per call, so any batch size and sequence length the model allows works.
+
+    Args:
+        name, version, path: as `Servable`. num_threads: interpreter threads (0 = one per CPU
+            this process may run on).
+    Raises (from __init__):
+        ImportError: ai-edge-litert missing. ValueError / RuntimeError: a bad flatbuffer.
+    """
+
+    backend = "litert"
+
+    def __init__(self, name: str, version: int, path: str, num_threads: int = 0):
+        self._num_threads = num_threads or len(os.sched_getaffinity(0))
+        super().__init__(name, version, path)
+
+    def _load(self):
+        from ai_edge_litert.interpreter import Interpreter  # noqa: PLC0415 - only with the flag
+
+        self._interpreter = Interpreter(model_path=os.path.join(self.path, TFLITE_FILENAME),
+                                        num_threads=self._num_threads)
+        self._functions, self.signatures = {}, {}
+        for key in self._interpreter.get_signature_list():
+            runner = self._interpreter.get_signature_runner(key)
+            in_details, out_details = runner.get_input_details(), runner.get_output_details()
+            inputs = {k: _litert_spec(k, d) for k, d in sorted(in_details.items())}
+            outputs = {k: _litert_spec(k, d) for k, d in sorted(out_details.items())}
+            self._functions[key] = runner
+            self.signatures[key] = Signature(
+                key=key, method_name=PREDICT_METHOD, inputs=inputs, outputs=outputs,
+                proto=_signature_def(PREDICT_METHOD, inputs, outputs, in_details | out_details))
+        self._run_lock = threading.Lock()
+        _LOG.info("%s version %d: serving %s with LiteRT (%d threads), signatures %s",
+                  self.name, self.version, TFLITE_FILENAME, self._num_threads,
+                  sorted(self.signatures))
+
+    def run(self, key: str, inputs: dict) -> dict:
+        """Calls signature `key` with numpy `inputs`; returns numpy outputs (copies).
+
+        Raises:
+            ServingError INVALID_ARGUMENT: the interpreter refused the inputs (for example an id
+                outside the embedding table: "gather index out of bounds").
+        """
+        runner = self._functions[key]
+        with self._run_lock:
+            try:
+                outputs = runner(**{k: np.ascontiguousarray(v) for k, v in inputs.items()})
+            except (RuntimeError, ValueError) as e:
+                raise errors.invalid_argument(
+                    f"LiteRT could not run signature '{key}': {str(e).strip()}") from e
+            return {k: np.array(v, copy=True) for k, v in outputs.items()}
+
+    def close(self):
+        super().close()
+        self._interpreter = None
+
+
+def load_servable(name: str, version: int, path: str, prefer_tflite_model: bool = False,
+                  num_threads: int = 0) -> Servable:
+    """The servable for a version directory: its `model.tflite` through LiteRT when
+    `prefer_tflite_model` and the file exists, else its SavedModel."""
+    if prefer_tflite_model and os.path.exists(os.path.join(path, TFLITE_FILENAME)):
+        return LiteRtServable(name, version, path, num_threads)
+    return Servable(name, version, path)

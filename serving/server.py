@@ -9,6 +9,11 @@ Flags keep tensorflow_model_server's names (`--tensorflow_intra_op_parallelism` 
 `--tensorflow_inter_op_parallelism` size TensorFlow's thread pools as there); extra ones (--host,
 --max_request_bytes, --max_request_batch_size, --max_text_length, --text_inputs,
 --custom_op_modules) are documented below and in docs/deployment.md. Serves any SavedModel from its signatures alone.
+
+`--prefer_tflite_model` (tensorflow_model_server's flag): a version directory holding `model.tflite`
+(`python -m export --tflite` or `--quantize=int8`) is served from that file by the LiteRT
+interpreter, with the flatbuffer's signatures only (`encoded` for our exports);
+`--tensorflow_intra_op_parallelism` then also sets the interpreter's threads.
 """
 import concurrent.futures
 import dataclasses
@@ -56,6 +61,9 @@ flags.DEFINE_integer("tensorflow_intra_op_parallelism", 0, "Threads one TensorFl
                      "few cores (benchmarks/RESULTS.md).", lower_bound=0)
 flags.DEFINE_integer("tensorflow_inter_op_parallelism", 0, "Threads running independent ops (and "
                      "concurrent requests) in parallel (0 = TensorFlow's default).", lower_bound=0)
+flags.DEFINE_boolean("prefer_tflite_model", False, "Serve a version's model.tflite (LiteRT, XNNPACK) "
+                     "instead of its SavedModel when it has one; only the flatbuffer's signatures "
+                     "are served (as tensorflow_model_server --prefer_tflite_model).")
 flags.DEFINE_integer("max_request_bytes", 64 << 20, "Largest request message/body in bytes; larger "
                      "is RESOURCE_EXHAUSTED (gRPC) / 413 (REST).")
 flags.DEFINE_integer("max_request_batch_size", 4096, "Most rows per request (0 = no limit); more is "
@@ -124,10 +132,13 @@ class ModelServer:
 
     def __init__(self, configs, host="127.0.0.1", port=8500, rest_api_port=8501, poll_seconds=1.0,
                  batching_options=None, limits=tensors.Limits(), max_request_bytes=64 << 20,
-                 grpc_max_threads=16):
+                 grpc_max_threads=16, prefer_tflite_model=False, litert_threads=0):
         self.metrics = Metrics()
         self.health = health.HealthServicer()
-        self.manager = ModelManager(configs, poll_seconds, on_loaded=self._warmup, on_change=self._update_health)
+        self.manager = ModelManager(configs, poll_seconds, on_loaded=self._warmup,
+                                    on_change=self._update_health,
+                                    prefer_tflite_model=prefer_tflite_model,
+                                    litert_threads=litert_threads)
         self.service = InferenceService(self.manager, limits, batching_options, self.metrics)
         options = [("grpc.max_receive_message_length", max_request_bytes),
                    ("grpc.max_send_message_length", -1)]
@@ -198,7 +209,9 @@ def main(argv):
     server = ModelServer(
         configs, host=_FLAGS.host, port=_FLAGS.port, rest_api_port=_FLAGS.rest_api_port,
         poll_seconds=_FLAGS.file_system_poll_wait_seconds, batching_options=batching_options,
-        limits=limits, max_request_bytes=_FLAGS.max_request_bytes, grpc_max_threads=_FLAGS.grpc_max_threads)
+        limits=limits, max_request_bytes=_FLAGS.max_request_bytes, grpc_max_threads=_FLAGS.grpc_max_threads,
+        prefer_tflite_model=_FLAGS.prefer_tflite_model,
+        litert_threads=_FLAGS.tensorflow_intra_op_parallelism)
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     signal.signal(signal.SIGINT, lambda *_: stop.set())

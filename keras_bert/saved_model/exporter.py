@@ -33,7 +33,7 @@ from keras_bert.config import check_max_seq_length
 from keras_bert.faults import crash_point
 from keras_bert.saved_model import litert as litert_lib
 from keras_bert.saved_model import versioning, warmup
-from keras_bert.saved_model.serving_module import INPUT_NAMES, id_specs
+from keras_bert.saved_model.serving_module import INPUT_NAMES
 from keras_bert.tokenization.bert_preprocessor import TOKENIZERS, BertPreprocessor
 
 logger = logging.getLogger(__name__)
@@ -102,14 +102,17 @@ def weights_fingerprint(task) -> str:
     return digest.hexdigest()
 
 
-def find_export(export_base, model_name, fingerprint: str) -> pathlib.Path | None:
-    """The existing version of `export_base/model_name` whose weights have `fingerprint`, if any
-    (lets a resumed recipe skip an export it already published)."""
+def find_export(export_base, model_name, fingerprint: str, litert=None) -> pathlib.Path | None:
+    """The existing version of `export_base/model_name` whose weights have `fingerprint` and whose
+    LiteRT file is the `litert` asked for (None: none), if any (lets a resumed recipe skip an
+    export it already published)."""
     model_dir = pathlib.Path(export_base) / model_name
     for version in versioning.existing_versions(model_dir):
         config = model_dir / str(version) / "assets" / CONFIG_FILENAME
         try:
-            if json.loads(config.read_text()).get("weights_sha256") == fingerprint:
+            stored = json.loads(config.read_text())
+            if (stored.get("weights_sha256") == fingerprint
+                    and (stored.get("litert") or {}).get("quantize") == litert):
                 return model_dir / str(version)
         except (OSError, ValueError):
             continue
@@ -192,8 +195,8 @@ def _litert_flatbuffer(task, preprocessor, staging, quantize) -> bytes:
     16-bit policy, such as mixed_bfloat16 training or a bfloat16 export, is copied to float32:
     LiteRT's kernels, XNNPACK's among them, take no bfloat16)."""
     module = with_dtype(task, "float32").serving_module(preprocessor)
-    return litert_lib.convert_signature(module.encoded.get_concrete_function(*id_specs(tf.int32)),
-                                        staging, quantize, signature_key="encoded")
+    return litert_lib.convert_signature(module.signatures()["encoded"], staging, quantize,
+                                        signature_key="encoded")
 
 
 def export_task(task, export_base, model_name, version=None, dtype=None, tokenizer="core",

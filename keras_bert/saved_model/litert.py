@@ -116,6 +116,14 @@ def convert_encoder(encoder, quantize: str = "float32") -> bytes:
     return _convert(_converter_for(converter, quantize), "the encoder")
 
 
+def litert_option(tflite: bool, quantize: str | None) -> str | None:
+    """The `litert` argument of `Task.export` from the command-line flags `--tflite` and
+    `--quantize` (`--quantize=int8` implies `--tflite`): None, "float32" or "int8"."""
+    if quantize is not None:
+        return quantize
+    return "float32" if tflite else None
+
+
 def config_entry(quantize: str) -> dict:
     """What assets/export_config.json records about the LiteRT file."""
     if quantize not in QUANTIZATIONS:
@@ -126,4 +134,4 @@ def config_entry(quantize: str) -> dict:
 
 
 __all__ = ["QUANTIZATIONS", "SIGNATURES", "TFLITE_FILENAME", "config_entry", "convert_encoder",
-           "convert_signature"]
+           "convert_signature", "litert_option"]

@@ -88,6 +88,7 @@ class SquadConfig:
     export_dir: str | None = None
     model_name: str = "squad"
     export_dtype: str | None = None
+    export_litert: str | None = None  # None, "float32" or "int8": model.tflite (Task.export)
     verbose: str | int = "auto"
 
     def __post_init__(self):
@@ -237,6 +238,7 @@ def run_squad(config: SquadConfig) -> dict:
         metrics.update(predict_and_score(task, config, predict_examples)[1])
     if config.export_dir:
         path = task.export(config.export_dir, config.model_name, dtype=config.export_dtype,
+                           litert=config.export_litert,
                            extra_config={"eval_metrics": {k: v for k, v in metrics.items()
                                                           if isinstance(v, (int, float))}})
         metrics["export_path"] = str(path)
