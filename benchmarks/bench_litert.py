@@ -74,7 +74,8 @@ def export_versions(model_dir, base: pathlib.Path):
     paths, seconds = {}, {}
     for version, quantize in ((1, "float32"), (2, "int8")):
         start = time.perf_counter()
-        paths[quantize] = task.export(base, "model", version=version, litert=quantize)
+        paths[quantize] = task.export(base, "model", version=version, dtype="float32",
+                                      litert=quantize)
         seconds[quantize] = time.perf_counter() - start
     return task, paths, seconds
 
@@ -118,10 +119,12 @@ def start_server(base: pathlib.Path, tmp: pathlib.Path, litert: bool):
     """serving.server on `base`: the LiteRT one serves "float32" (version 1) and "int8"
     (version 2) with --prefer_tflite_model; the plain one serves "saved_model" (version 1).
     Returns (process, address)."""
-    from benchmarks.bench_serving import free_port
+    import socket
     from serving.client import model_status
 
-    port = free_port()
+    with socket.socket() as s:  # a free loopback port (bench_serving's flags clash with ours)
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
     config = tmp / ("litert.config" if litert else "plain.config")
     names = (("float32", 1), ("int8", 2)) if litert else (("saved_model", 1),)
     config.write_text("model_config_list { " + " ".join(
@@ -170,7 +173,8 @@ def build_contenders(paths, shapes, servers, ort):
     import tensorflow as tf
     from tensorflow.python.framework import convert_to_constants
 
-    saved = tf.saved_model.load(str(paths["float32"])).signatures["encoded"]
+    loaded = tf.saved_model.load(str(paths["float32"]))  # owns the variables: keep it alive
+    saved = loaded.signatures["encoded"]
     frozen = convert_to_constants.convert_variables_to_constants_v2(saved)
     threads = FLAGS.litert_threads or len(os.sched_getaffinity(0))
     runners = {q: litert_runner(paths[q], threads) for q in ("float32", "int8")}
@@ -179,7 +183,7 @@ def build_contenders(paths, shapes, servers, ort):
         features = common.random_batch(*shape, seed=1)
         tensors = {k: tf.constant(v) for k, v in features.items()}
         contenders.setdefault("SavedModel (TF)", {})[shape] = \
-            lambda t=tensors: saved(**t)["probabilities"].numpy()
+            lambda t=tensors, keep=loaded: saved(**t)["probabilities"].numpy()
         contenders.setdefault("SavedModel frozen (TF)", {})[shape] = \
             lambda t=tensors: frozen(**t)
         for quantize, runner in runners.items():  # one interpreter per file: resized per shape
