@@ -158,6 +158,17 @@ def test_server_prefers_the_tflite_file(litert_exports, start_server):
         response = stub.Predict(predict_request(model="int8", signature="encoded", **ids),
                                 timeout=60)
         assert list(tf.make_ndarray(response.outputs["labels"])) == list(want["labels"])
+        # Longer than the 24-entry position table: refused, and the interpreter recovers.
+        long_ids = {k: np.tile(v[:1], (1, 2)) for k, v in ids.items()}  # T = 32
+        with pytest.raises(grpc.RpcError) as info:
+            stub.Predict(predict_request(model="float32", signature="encoded", **long_ids),
+                         timeout=30)
+        assert info.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+        assert "LiteRT could not run signature 'encoded'" in info.value.details()
+        response = stub.Predict(predict_request(model="float32", signature="encoded", **ids),
+                                timeout=60)
+        np.testing.assert_allclose(tf.make_ndarray(response.outputs["probabilities"]),
+                                   want["probabilities"], atol=1e-4)
 
 
 @pytest.mark.slow
@@ -188,3 +199,18 @@ def test_export_cli_quantize_flag(tmp_path, uncased_vocab):
         assert path.name == str(version)
         config = json.loads((path / "assets" / "export_config.json").read_text())
         assert config["litert"]["quantize"] == quantize
+
+
+@pytest.mark.slow
+def test_find_export_matches_the_litert_file(litert_exports):
+    """A resumed recipe re-exports unless a version has the same weights AND the same LiteRT
+    file (recipes/run_classifier.py export_once)."""
+    from keras_bert.saved_model import exporter
+
+    base, paths, _ = litert_exports
+    fingerprint = json.loads((paths["int8"] / "assets" / "export_config.json").read_text())[
+        "weights_sha256"]
+    assert exporter.find_export(base, "sst3", fingerprint, litert="float32") == paths["float32"]
+    assert exporter.find_export(base, "sst3", fingerprint, litert="int8") == paths["int8"]
+    assert exporter.find_export(base, "sst3", fingerprint) is None  # none without model.tflite
+    assert exporter.find_export(base, "sst3", "0" * 64, litert="int8") is None
