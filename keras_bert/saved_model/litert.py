@@ -4,7 +4,7 @@ Why: at batch 1 a BERT forward pass in the TensorFlow runtime is dominated by pe
 (about 900 graph ops for MiniLM-L6, each dispatched by the executor), not by its ~0.7 GFLOP of
 matrix products. The LiteRT interpreter runs the same computation as ~400 flat-buffer ops through
 XNNPACK, whose fully-connected and batch-matmul kernels are at the compute floor of this CPU
-(benchmarks/RESULTS.md, "LiteRT"). Dynamic-range quantization (`quantize="int8"`) stores the
+(benchmarks/RESULTS.md, "bench_litert"). Dynamic-range quantization (`quantize="int8"`) stores the
 dense and embedding weights as int8 with one float scale per output channel and quantizes the
 activations of each product at run time (per row), so the products run as int8 x int8 -> int32;
 LayerNorm, softmax, GELU and the attention products stay float32 (TensorFlow Lite,
@@ -21,8 +21,9 @@ that LiteRT's builtin op set does not have. Clients of the LiteRT path tokenize 
 vocabulary is in `assets/vocab.txt`), as with any id-input BERT deployment.
 
 The run-time id checks of the SavedModel's `encoded` (`ServingModule.checked_ids`) are Assert ops,
-which the converter drops; out-of-range ids still fail (LiteRT's GATHER checks its indices), and
-`serving/`'s LiteRT servable checks the rest before calling the interpreter.
+which the converter drops: out-of-range ids still fail (LiteRT's GATHER checks its indices), a
+sequence longer than the position table fails when the interpreter resizes, and mask values other
+than 0 / 1 are not refused (docs/export.md, "LiteRT").
 """
 from __future__ import annotations
 
