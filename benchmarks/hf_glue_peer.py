@@ -44,7 +44,8 @@ Differences from `recipes/run_classifier.py` that remain: our AdamW epsilon is 1
 Trainer's 0 and 0: pass --warmup_ratio=0.1 --weight_decay=0.01); our warmup is
 floor(ratio x steps), Trainer's the ceiling (SST-2, 2,105 steps: 210 vs 211); we pad each batch
 to its longest row rounded up to a multiple of 8 (--pad_to_multiple_of=8 to match; masked
-columns, so speed only); our head's kernel is truncated-normal(0.02), Trainer's `_init_weights`
+columns, so speed only); we group batches by length (--group_by_length to match, Trainer's
+`LengthGroupedSampler`, which draws from torch's RNG and keeps the longest batch first); our head's kernel is truncated-normal(0.02), Trainer's `_init_weights`
 normal(0.02); we evaluate --evaluations_per_epoch times per epoch (default 1), restore the best
 weights and train at least --min_train_steps=100 steps; our evaluation batch is 64 (Trainer's
 8); our shuffling and dropout draw from TensorFlow's RNG, so batches and masks differ at the
@@ -89,6 +90,9 @@ def parse_args(argv=None):
     p.add_argument("--max_seq_length", type=int, default=128, help="Pieces incl. [CLS]/[SEP].")
     p.add_argument("--pad_to_multiple_of", type=int, default=0, help="Round each batch's length "
                    "up to a multiple of this (0: the longest row, run_glue.py's default; ours 8).")
+    p.add_argument("--group_by_length", action="store_true", help="TrainingArguments("
+                   "train_sampling_strategy='group_by_length'), transformers 4's group_by_length="
+                   "True: batches of similar length (run_glue.py's default off; ours on).")
     p.add_argument("--per_device_train_batch_size", type=int, default=32)
     p.add_argument("--per_device_eval_batch_size", type=int, default=8)
     p.add_argument("--learning_rate", type=float, default=5e-5)
@@ -328,7 +332,8 @@ def main(argv=None):
         warmup_steps=args.warmup_ratio, save_strategy="no",
         eval_strategy="steps" if args.eval_steps else "no", eval_steps=args.eval_steps or None,
         logging_strategy="steps", logging_steps=args.log_steps, disable_tqdm=True,
-        report_to="none", dataloader_num_workers=0)
+        report_to="none", dataloader_num_workers=0,
+        **({"train_sampling_strategy": "group_by_length"} if args.group_by_length else {}))
     clock = TrainClock()
     budget = Budget(clock, args.max_train_seconds)
     trainer = BudgetTrainer(

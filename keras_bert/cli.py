@@ -1,5 +1,5 @@
-"""What the command lines (recipes/, `python -m export`) share: how a usage error ends a run, and
-the recipes' LiteRT export flags.
+"""What the command lines (recipes/, `python -m export`) share: how a usage error ends a run, the
+recipes' LiteRT export flags and their `--group_by_length` flag.
 
 Bad flags or bad input files are the user's to fix, not a crash: one line on stderr naming the
 problem, in the `prog: error: message` form argparse and most Unix tools use, and exit status 2,
@@ -34,6 +34,17 @@ def define_export_litert_flags() -> None:
                          "docs/export.md.")
     flags.DEFINE_enum("export_quantize", None, ["int8"], "With --export_dir: quantize model.tflite "
                       "(implies --export_tflite); int8 = dynamic-range int8 weights.")
+
+
+def define_group_by_length_flag(default: bool = True) -> None:
+    """Defines `--group_by_length` (the fine-tuning recipes' length-grouped batches,
+    `keras_bert.data.dynamic_padding.length_grouped_order`) on absl's global flags."""
+    from absl import flags
+
+    flags.DEFINE_boolean("group_by_length", default, "Order each shuffled training epoch so a "
+                         "batch holds examples of similar length (groups of 50 batches, as Hugging "
+                         "Face's group_by_length); with dynamic padding an epoch of SST-2 carries "
+                         "2.5x fewer tokens. --nogroup_by_length: batches of random lengths.")
 
 
 def export_litert_option(flag_values) -> str | None:

@@ -19,7 +19,8 @@ sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
 
 from keras_bert.saved_model import exporter  # noqa: E402
 from keras_bert.training import finetune  # noqa: E402
-from keras_bert.cli import define_export_litert_flags, export_litert_option, fail_usage  # noqa: E402
+from keras_bert.cli import (define_export_litert_flags, define_group_by_length_flag,  # noqa: E402
+                            export_litert_option, fail_usage)
 
 D = finetune.FinetuneConfig.__dataclass_fields__
 F = flags
@@ -40,6 +41,7 @@ F.DEFINE_integer("max_seq_length", D["max_seq_length"].default, "Tokens per exam
 F.DEFINE_integer("pad_to_multiple_of", D["pad_to_multiple_of"].default,
                  "Dynamic padding: cut each batch to its longest row rounded up to a multiple of this "
                  "many tokens (0: pad every batch to --max_seq_length).")
+define_group_by_length_flag(D["group_by_length"].default)
 F.DEFINE_integer("train_batch_size", D["train_batch_size"].default, "Global training batch size.")
 F.DEFINE_integer("eval_batch_size", D["eval_batch_size"].default, "Evaluation batch size.")
 F.DEFINE_float("learning_rate", None, "Peak learning rate (default: 1e-4 for encoders with "

@@ -21,7 +21,8 @@ sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
 
 from keras_bert.tasks.token_classifier import FEATURE_MODES  # noqa: E402
 from keras_bert.training import ner_training  # noqa: E402
-from keras_bert.cli import define_export_litert_flags, export_litert_option, fail_usage  # noqa: E402
+from keras_bert.cli import (define_export_litert_flags, define_group_by_length_flag,  # noqa: E402
+                            export_litert_option, fail_usage)
 
 D = ner_training.NerConfig.__dataclass_fields__
 F = flags
@@ -48,6 +49,7 @@ F.DEFINE_integer("lstm_layers", D["lstm_layers"].default, "BiLSTM layers (featur
 F.DEFINE_integer("max_train_examples", None, "Use only the first N training sentences.")
 F.DEFINE_integer("max_eval_examples", None, "Use only the first N dev and test sentences.")
 F.DEFINE_float("max_train_seconds", None, "Stop training after this many seconds.")
+define_group_by_length_flag(D["group_by_length"].default)
 F.DEFINE_integer("seed", D["seed"].default, "Random seed.")
 F.DEFINE_integer("save_checkpoints_steps", D["save_checkpoints_steps"].default, "Batches between checkpoints.")
 F.DEFINE_integer("evaluations_per_epoch", D["evaluations_per_epoch"].default, "Dev evaluations per epoch.")

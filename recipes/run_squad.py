@@ -22,7 +22,8 @@ from absl import app, flags
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
 
 from keras_bert.training import squad_training  # noqa: E402
-from keras_bert.cli import define_export_litert_flags, export_litert_option, fail_usage  # noqa: E402
+from keras_bert.cli import (define_export_litert_flags, define_group_by_length_flag,  # noqa: E402
+                            export_litert_option, fail_usage)
 
 D = {f.name: f.default for f in dataclasses.fields(squad_training.SquadConfig)}
 F = flags
@@ -58,6 +59,7 @@ F.DEFINE_string("tpu", None, "TPU name or address for --strategy=tpu.")
 F.DEFINE_enum("mixed_precision", "float32", ["float32", "mixed_float16", "mixed_bfloat16"],
               "Precision.")
 F.DEFINE_boolean("jit_compile", False, "XLA-compile the train step.")
+define_group_by_length_flag(D["group_by_length"])
 F.DEFINE_integer("max_train_examples", None, "Use only the first N training questions.")
 F.DEFINE_integer("max_predict_examples", None, "Use only the first N questions to predict.")
 F.DEFINE_integer("seed", D["seed"], "Random seed.")

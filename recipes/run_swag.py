@@ -19,7 +19,8 @@ from absl import app, flags
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
 
 from keras_bert.training import swag_training  # noqa: E402
-from keras_bert.cli import define_export_litert_flags, export_litert_option, fail_usage  # noqa: E402
+from keras_bert.cli import (define_export_litert_flags, define_group_by_length_flag,  # noqa: E402
+                            export_litert_option, fail_usage)
 
 D = swag_training.SwagConfig.__dataclass_fields__
 F = flags
@@ -43,6 +44,7 @@ F.DEFINE_float("dropout_rate", D["dropout_rate"].default, "Dropout on the pooled
 F.DEFINE_integer("max_train_examples", None, "Use only the first N training examples.")
 F.DEFINE_integer("max_eval_examples", None, "Use only the first N dev examples.")
 F.DEFINE_float("max_train_seconds", None, "Stop training after this many seconds.")
+define_group_by_length_flag(D["group_by_length"].default)
 F.DEFINE_integer("seed", D["seed"].default, "Random seed.")
 F.DEFINE_integer("save_checkpoints_steps", D["save_checkpoints_steps"].default, "Batches between checkpoints.")
 F.DEFINE_integer("evaluations_per_epoch", D["evaluations_per_epoch"].default, "Dev evaluations per epoch.")

@@ -4,13 +4,19 @@
 # versioned SavedModel, start the TensorFlow-Serving-compatible server, wait until the model is
 # AVAILABLE, send one gRPC Predict with two sentences, print labels and probabilities, stop.
 #
-#   bash scripts/main_job.sh            # quick: 20,000 SST-2 training rows, under 10 minutes on 2 CPU cores
-#   FULL=1 bash scripts/main_job.sh     # all 67,349 SST-2 training rows, 1 epoch, under 30 minutes
+#   bash scripts/main_job.sh            # quick: 40,000 SST-2 training rows, 1 epoch, under 10 minutes on 2 CPU cores
+#   FULL=1 bash scripts/main_job.sh     # all 67,349 SST-2 training rows, 2 epochs, under 30 minutes
+#
+# What makes it fit: bfloat16 mixed precision where the CPU has it, and batches of sentences of
+# similar length (run_classifier.py's default --group_by_length) each cut to its longest sentence
+# (dynamic padding): an SST-2 epoch is 1.16M tokens, against 2.94M in random batches and 4.31M at
+# a fixed length of 64. Peak learning rate 1e-4 (small encoders), 10% warmup, linear decay; the
+# best of the dev evaluations is kept.
 #
 # Environment (all optional):
 #   KERAS_BERT_DATA_DIR  real datasets (default ../shared/data); SST-2 is read from $it/glue/sst2
 #   FULL=1               full-accuracy budget (target >= 0.90 dev accuracy), see docs/finetuning.md
-#   MAX_TRAIN_EXAMPLES   training rows (default 20000; FULL: 0 = all); EPOCHS (default 1, FULL 1)
+#   MAX_TRAIN_EXAMPLES   training rows (default 40000; FULL: 0 = all); EPOCHS (default 1, FULL 2)
 #   SEED                 random seed (default 42)
 #   MIXED_PRECISION      mixed_bfloat16 where the CPU has bfloat16 instructions (avx512_bf16 or
 #                        amx_bf16 in /proc/cpuinfo), else float32; same predictions, ~0.7x the time
@@ -31,12 +37,12 @@ if grep -q -E -w 'avx512_bf16|amx_bf16' /proc/cpuinfo 2>/dev/null; then BF16=mix
 MIXED_PRECISION="${MIXED_PRECISION:-$BF16}"
 SEED="${SEED:-42}"
 if [ "$FULL" = "1" ]; then
-  EPOCHS="${EPOCHS:-1}"; LEARNING_RATE="${LEARNING_RATE:-1e-4}"; EVALS_PER_EPOCH="${EVALS_PER_EPOCH:-4}"
+  EPOCHS="${EPOCHS:-2}"; LEARNING_RATE="${LEARNING_RATE:-1e-4}"; EVALS_PER_EPOCH="${EVALS_PER_EPOCH:-4}"
   MAX_TRAIN_EXAMPLES="${MAX_TRAIN_EXAMPLES:-0}"
   TRAIN_FLAGS=(); [ "$MAX_TRAIN_EXAMPLES" != "0" ] && TRAIN_FLAGS=(--max_train_examples="$MAX_TRAIN_EXAMPLES")
   RUN_DIR="$WORK_DIR/sst2_full_n${MAX_TRAIN_EXAMPLES}_e${EPOCHS}_lr${LEARNING_RATE}_ev${EVALS_PER_EPOCH}_${MIXED_PRECISION}_s${SEED}"
 else
-  EPOCHS="${EPOCHS:-1}"; LEARNING_RATE="${LEARNING_RATE:-1e-4}"; MAX_TRAIN_EXAMPLES="${MAX_TRAIN_EXAMPLES:-20000}"
+  EPOCHS="${EPOCHS:-1}"; LEARNING_RATE="${LEARNING_RATE:-1e-4}"; MAX_TRAIN_EXAMPLES="${MAX_TRAIN_EXAMPLES:-40000}"
   EVALS_PER_EPOCH="${EVALS_PER_EPOCH:-2}"
   TRAIN_FLAGS=(--max_train_examples="$MAX_TRAIN_EXAMPLES")
   RUN_DIR="$WORK_DIR/sst2_n${MAX_TRAIN_EXAMPLES}_e${EPOCHS}_lr${LEARNING_RATE}_ev${EVALS_PER_EPOCH}_${MIXED_PRECISION}_s${SEED}"

@@ -16,7 +16,10 @@ Dynamic padding (`pad_to_multiple_of`): each batch is cut to its longest row, ro
 multiple of the given number of tokens, instead of carrying max_seq_length columns. The encoder
 masks padded keys (`input_mask`), so the outputs at real tokens do not change (up to float
 summation order); the work per batch falls with the batch's length (SST-2 train: mean 13 tokens,
-padded to 64 otherwise). The sequence dimension of the batches is then `None`.
+padded to 64 otherwise). The sequence dimension of the batches is then `None`. With
+`group_by_length` (training, encoded examples) each shuffled epoch is ordered so a batch holds rows
+of similar length (`dynamic_padding.length_grouped_order`), and dynamic padding then cuts most of
+the remaining padding.
 """
 from __future__ import annotations
 
@@ -26,7 +29,7 @@ from typing import Callable, Sequence
 import numpy as np
 import tensorflow as tf
 
-from keras_bert.data.dynamic_padding import trim_to_longest
+from keras_bert.data.dynamic_padding import length_grouped_order, trim_to_longest
 from keras_bert.data.glue import InputExample
 from keras_bert.config import INPUT_NAMES
 
@@ -94,7 +97,8 @@ def make_classification_dataset(examples: Sequence[InputExample] | EncodedExampl
                                 label_list: Sequence[str] | None = None, is_regression: bool = False,
                                 batch_size: int = 32, shuffle: bool = False, seed: int = 0,
                                 epoch: int = 0, skip_batches: int = 0, drop_remainder: bool = False,
-                                with_labels: bool = True, pad_to_multiple_of: int | None = None) -> tf.data.Dataset:
+                                with_labels: bool = True, pad_to_multiple_of: int | None = None,
+                                group_by_length: bool = False) -> tf.data.Dataset:
     """Batches of `(features, labels)` (or `features` with with_labels=False).
 
     Args:
@@ -110,14 +114,16 @@ def make_classification_dataset(examples: Sequence[InputExample] | EncodedExampl
         drop_remainder: drop a final short batch (training; keeps the batch dimension static).
         pad_to_multiple_of: cut each batch to its longest row rounded up to a multiple of this
             many tokens (dynamic padding; at most max_seq_length); None keeps max_seq_length.
+        group_by_length: with shuffle, order the epoch so each batch holds rows of similar
+            length (`length_grouped_order`, seeded by seed + epoch); needs EncodedExamples.
 
     Returns:
         tf.data.Dataset of (dict of int32 [B, T], labels int32 [B] or float32 [B]); T is
         max_seq_length, or at most that with pad_to_multiple_of.
 
     Raises:
-        ValueError: no examples, a bad batch size or pad_to_multiple_of, or labels as in
-            encode_labels.
+        ValueError: no examples, a bad batch size or pad_to_multiple_of, group_by_length
+            without shuffle or on raw examples, or labels as in encode_labels.
     """
     if examples is None or len(examples) == 0:
         raise ValueError("no examples to build a dataset from")
@@ -125,6 +131,9 @@ def make_classification_dataset(examples: Sequence[InputExample] | EncodedExampl
         raise ValueError(f"batch_size must be >= 1, got {batch_size}")
     if pad_to_multiple_of is not None and pad_to_multiple_of < 1:
         raise ValueError(f"pad_to_multiple_of must be >= 1 or None, got {pad_to_multiple_of}")
+    if group_by_length and not (shuffle and isinstance(examples, EncodedExamples)):
+        raise ValueError("group_by_length orders a shuffled epoch of encoded examples: pass "
+                         "shuffle=True and EncodedExamples (encode_examples)")
     trim = (lambda ds: ds) if pad_to_multiple_of is None else (
         lambda ds: ds.map(lambda *b: _trim_batch(b, pad_to_multiple_of, with_labels),
                           num_parallel_calls=tf.data.AUTOTUNE, deterministic=True))
@@ -132,8 +141,12 @@ def make_classification_dataset(examples: Sequence[InputExample] | EncodedExampl
         if with_labels and examples.labels is None:
             raise ValueError("EncodedExamples without labels; pass with_labels=False")
         columns = (examples.features, examples.labels) if with_labels else examples.features
+        if group_by_length:
+            order = length_grouped_order(examples.features["input_mask"].sum(-1), batch_size,
+                                         seed + epoch)
+            columns = tf.nest.map_structure(lambda a: np.asarray(a)[order], columns)
         ds = tf.data.Dataset.from_tensor_slices(columns)
-        if shuffle:
+        if shuffle and not group_by_length:
             ds = ds.shuffle(len(examples), seed=seed + epoch, reshuffle_each_iteration=False)
         ds = ds.batch(batch_size, drop_remainder=drop_remainder)
         if skip_batches:

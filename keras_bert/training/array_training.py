@@ -13,7 +13,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from keras_bert.data.dynamic_padding import trim_to_longest
+from keras_bert.data.dynamic_padding import length_grouped_order, trim_to_longest
 from keras_bert.training import callbacks as callbacks_lib
 from keras_bert.training.fit import build_for_training, resumable_fit
 from keras_bert.training.optimizer import create_optimizer
@@ -35,17 +35,24 @@ class TimeBudget(keras.callbacks.Callback):
 
 
 def trimmed_batches(features: dict, labels: np.ndarray, batch_size: int, seed: int, epoch: int,
-                    skip: int) -> tf.data.Dataset:
+                    skip: int, group_by_length: bool = False) -> tf.data.Dataset:
     """Shuffled (fixed by seed and epoch) batches of (features, labels), each cut to its longest
     row, the last partial batch kept (every row trains every epoch); the first `skip` batches
     dropped (resuming).
 
     Args:
-        features: dict of int32 arrays [N, ..., T]; labels: [N] (one per example) or [N, T]
-            (one per position, cut with the features).
+        features: dict of int32 arrays [N, ..., T] with `input_mask`; labels: [N] (one per
+            example) or [N, T] (one per position, cut with the features).
+        group_by_length: batches of similar length (`length_grouped_order`; an example's length
+            is its longest row, e.g. its longest choice).
     """
     per_position = labels.ndim >= 2
-    order = np.random.default_rng([seed, epoch]).permutation(len(labels))
+    if group_by_length:
+        mask = np.asarray(features["input_mask"])
+        lengths = (mask.reshape(len(mask), -1, mask.shape[-1]) > 0).sum(-1).max(-1)
+        order = length_grouped_order(lengths, batch_size, [seed, epoch])
+    else:
+        order = np.random.default_rng([seed, epoch]).permutation(len(labels))
     ds = tf.data.Dataset.from_tensor_slices(
         ({k: v[order] for k, v in features.items()}, labels[order]))
     ds = ds.batch(batch_size).skip(skip)
@@ -90,7 +97,8 @@ def fit_with_evaluation(task, config, features, labels, evaluate, monitor: str,
 
     def make_train(epoch, skip):
         left = total - epoch * steps_per_epoch - skip
-        return trimmed_batches(features, labels, n, config.seed, epoch, skip).take(
+        return trimmed_batches(features, labels, n, config.seed, epoch, skip,
+                               getattr(config, "group_by_length", False)).take(
             min(steps_per_epoch - skip, left))
 
     steps = resumable_fit(task, make_train, steps_per_epoch, epochs, checkpoint,

@@ -124,7 +124,8 @@ def make_train_dataset_fn(encoded: dict, config: FinetuneConfig, schedule: Sched
         ds = classification_pipeline.make_classification_dataset(
             encoded["train"], None, batch_size=config.train_batch_size, shuffle=True, seed=seed,
             epoch=epoch, skip_batches=skip, drop_remainder=False,
-            pad_to_multiple_of=config.pad_to_multiple_of or None)
+            pad_to_multiple_of=config.pad_to_multiple_of or None,
+            group_by_length=config.group_by_length)
         left = schedule.total_batches - epoch * schedule.steps_per_epoch - skip
         return ds.take(min(schedule.steps_per_epoch - skip, left))
 

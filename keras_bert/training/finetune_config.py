@@ -37,6 +37,7 @@ class FinetuneConfig:
     do_lower_case: bool | None = None
     max_seq_length: int = 128
     pad_to_multiple_of: int = 8
+    group_by_length: bool = True
     train_batch_size: int = 32
     eval_batch_size: int = 64
     learning_rate: float | None = None  # None: by encoder width, see default_learning_rate

@@ -63,6 +63,7 @@ class NerConfig:
     max_train_examples: int | None = None
     max_eval_examples: int | None = None
     max_train_seconds: float | None = None
+    group_by_length: bool = True
     seed: int = 42
     save_checkpoints_steps: int | None = 1000
     evaluations_per_epoch: int = 1

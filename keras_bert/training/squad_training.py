@@ -22,11 +22,13 @@ import pathlib
 import time
 
 import keras
+import numpy as np
 import tensorflow as tf
 
 from keras_bert import checkpoints
 from keras_bert.config import INPUT_NAMES
 from keras_bert.data import squad
+from keras_bert.data.dynamic_padding import length_grouped_order
 from keras_bert.evaluation import squad as squad_eval
 from keras_bert.tasks.span_question_answerer import SpanQuestionAnswerer
 from keras_bert.tasks.task import trim_to_longest
@@ -81,6 +83,7 @@ class SquadConfig:
     tpu: str | None = None
     mixed_precision: str = "float32"
     jit_compile: bool = False
+    group_by_length: bool = True
     max_train_examples: int | None = None
     max_predict_examples: int | None = None
     seed: int = 42
@@ -147,9 +150,12 @@ def build_task(config: SquadConfig) -> SpanQuestionAnswerer:
         config.null_score_diff_threshold)
 
 
-def train_dataset_fn(arrays: dict, batch_size: int, seed: int):
-    """make_train_dataset(epoch, skip) for `resumable_fit`: shuffled per epoch, trimmed batches."""
+def train_dataset_fn(arrays: dict, batch_size: int, seed: int, group_by_length: bool = False):
+    """make_train_dataset(epoch, skip) for `resumable_fit`: shuffled per epoch (seed + epoch),
+    trimmed batches; with group_by_length, windows of similar length share a batch
+    (`dynamic_padding.length_grouped_order`)."""
     n = len(arrays["start_positions"])
+    lengths = (np.asarray(arrays["input_mask"]) > 0).sum(-1) if group_by_length else None
 
     def split(batch):
         features = trim_to_longest({k: batch[k] for k in INPUT_NAMES})
@@ -157,7 +163,11 @@ def train_dataset_fn(arrays: dict, batch_size: int, seed: int):
                           "end_logits": batch["end_positions"]}
 
     def make(epoch, skip):
-        data = tf.data.Dataset.from_tensor_slices(arrays).shuffle(n, seed=seed + epoch)
+        if group_by_length:
+            order = length_grouped_order(lengths, batch_size, seed + epoch)
+            data = tf.data.Dataset.from_tensor_slices({k: np.asarray(v)[order] for k, v in arrays.items()})
+        else:
+            data = tf.data.Dataset.from_tensor_slices(arrays).shuffle(n, seed=seed + epoch)
         return data.batch(batch_size).map(split).skip(skip).prefetch(2)
     return make
 
@@ -182,7 +192,8 @@ def train(task, config: SquadConfig, examples, strategy) -> dict:
             loss_weights={"start_logits": 0.5, "end_logits": 0.5}, jit_compile=config.jit_compile)
     checkpoint, callbacks = standard_callbacks(config.output_dir, config.save_checkpoints_steps)
     start = time.perf_counter()
-    steps = resumable_fit(task, train_dataset_fn(arrays, config.train_batch_size, config.seed),
+    steps = resumable_fit(task, train_dataset_fn(arrays, config.train_batch_size, config.seed,
+                                                 config.group_by_length),
                           steps_per_epoch, math.ceil(config.num_train_epochs), checkpoint,
                           callbacks, verbose=config.verbose, total_steps=total)
     seconds = time.perf_counter() - start

@@ -89,6 +89,51 @@ def test_dynamic_padding_cuts_each_batch_to_its_longest_row_rounded_up():
         make_classification_dataset(encoded, None, pad_to_multiple_of=0)
 
 
+def test_length_grouped_order_batches_neighbours_in_length():
+    from keras_bert.data.dynamic_padding import length_grouped_order
+    lengths = np.array([7, 1, 12, 4, 9, 2, 11, 5, 3, 10, 6, 8, 13])  # 13 distinct lengths
+    # One group holds every row: the sorted order cut into batches of 3, the batches shuffled and
+    # the short one (the shortest row) last.
+    order = length_grouped_order(lengths, batch_size=3, seed=5)
+    assert sorted(order.tolist()) == list(range(13)) and order.dtype == np.int64
+    batches = [sorted(lengths[order[i:i + 3]].tolist()) for i in range(0, 13, 3)]
+    assert batches[-1] == [1]
+    assert sorted(batches[:-1]) == [[2, 3, 4], [5, 6, 7], [8, 9, 10], [11, 12, 13]]
+    np.testing.assert_array_equal(order, length_grouped_order(lengths, 3, seed=5))
+    assert not np.array_equal(order, length_grouped_order(lengths, 3, seed=6))
+    # Groups of one batch sort inside random batches only: same rows per batch as no grouping.
+    plain = np.random.default_rng(5).permutation(13)
+    ones = length_grouped_order(lengths, 3, seed=5, megabatch_batches=1)
+    assert sorted(sorted(ones[i:i + 3].tolist()) for i in range(0, 12, 3)) == \
+        sorted(sorted(plain[i:i + 3].tolist()) for i in range(0, 12, 3))
+    assert ones[-1] == plain[-1]
+    with pytest.raises(ValueError, match="batch_size and megabatch_batches must be >= 1"):
+        length_grouped_order(lengths, 0, seed=1)
+
+
+def test_group_by_length_cuts_padding_and_keeps_every_row_once():
+    rng = np.random.default_rng(0)
+    lengths = rng.integers(2, 17, size=64)
+    encoded = _encoded(lengths.tolist())
+    def run(group, epoch=0, skip=0):
+        ds = make_classification_dataset(encoded, None, batch_size=8, shuffle=True, seed=1,
+                                         epoch=epoch, skip_batches=skip, pad_to_multiple_of=1,
+                                         group_by_length=group)
+        return [(f["input_word_ids"].shape[1], y.numpy().tolist()) for f, y in ds]
+    grouped, plain = run(True), run(False)
+    assert sorted(sum((y for _, y in grouped), [])) == list(range(64))
+    # Each batch is as wide as its longest row; grouped, the widths are the sorted rows' maxima.
+    by_rank = np.sort(lengths)[::-1]
+    assert sorted(w for w, _ in grouped) == sorted(by_rank[::8].tolist())
+    assert sum(w for w, _ in grouped) < sum(w for w, _ in plain)
+    for width, ids in grouped:
+        assert width == lengths[ids].max()
+    assert run(True, skip=3) == grouped[3:]
+    assert run(True, epoch=1) != grouped
+    with pytest.raises(ValueError, match="group_by_length orders a shuffled epoch"):
+        make_classification_dataset(encoded, None, group_by_length=True)
+
+
 def test_dynamic_padding_leaves_classifier_outputs_unchanged():
     import keras
     from keras_bert.config import BertConfig
