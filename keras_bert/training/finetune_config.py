@@ -101,6 +101,11 @@ class FinetuneConfig:
 # output_dir is the directory the old config.json was read from, however it is spelled.
 HARMLESS_SETTINGS = frozenset({"verbose", "num_replicas", "pad_to_multiple_of", "output_dir"})
 
+# Settings added after output_dirs were first written, with the value an older config.json (which
+# lacks them) stands for: before --group_by_length every epoch was random batches, so resuming such
+# a run with grouping would skip the wrong batches of the interrupted epoch.
+ADDED_SETTINGS = {"group_by_length": False}
+
 
 def check_resume_settings(out: pathlib.Path, resolved: dict) -> None:
     """Refuse to reuse an output_dir whose config.json holds a run with different settings.
@@ -108,7 +113,8 @@ def check_resume_settings(out: pathlib.Path, resolved: dict) -> None:
     Args:
         out: the output directory.
         resolved: this run's settings as written to config.json (flags + resolved vocab_file,
-            do_lower_case).
+            do_lower_case). A setting an older config.json lacks counts as its ADDED_SETTINGS
+            value (`group_by_length` False).
 
     Raises:
         ValueError: "output_dir <path> holds a run with different settings: <flag> <old> -> <new>
@@ -117,7 +123,7 @@ def check_resume_settings(out: pathlib.Path, resolved: dict) -> None:
     path = out / "config.json"
     if not path.is_file():
         return
-    previous = json.loads(path.read_text())
+    previous = ADDED_SETTINGS | json.loads(path.read_text())
     changed = [f"{k} {previous[k]} -> {v}" for k, v in resolved.items()
                if k not in HARMLESS_SETTINGS and k in previous and previous[k] != v]
     if changed:

@@ -111,3 +111,14 @@ def test_glue_display_names_keep_glue_id_order(tmp_path, uncased_vocab, data_dir
     # tensorflow-datasets SST-2 rows carry ClassLabel names; they map back to GLUE's "0"/"1".
     rows = [{"sentence": b"bad", "label": 0}, {"sentence": b"good", "label": 1}]
     assert [e.label for e in glue.examples_from_tfds("sst2", "dev", rows, ["negative", "positive"])] == ["0", "1"]
+
+
+def test_an_output_dir_from_before_group_by_length_resumes_only_with_random_batches(tmp_path):
+    import json
+    (tmp_path / "config.json").write_text(json.dumps({"task_name": "sst2", "seed": 42}))
+    with pytest.raises(ValueError, match=r"holds a run with different settings: group_by_length "
+                       r"False -> True; use a new --output_dir"):
+        check_resume_settings(tmp_path, {"task_name": "sst2", "seed": 42, "group_by_length": True})
+    check_resume_settings(tmp_path, {"task_name": "sst2", "seed": 42, "group_by_length": False})
+    (tmp_path / "config.json").write_text(json.dumps({"task_name": "sst2", "group_by_length": True}))
+    check_resume_settings(tmp_path, {"task_name": "sst2", "group_by_length": True})
