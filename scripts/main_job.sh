@@ -22,6 +22,7 @@
 #                        amx_bf16 in /proc/cpuinfo), else float32; same predictions, ~0.7x the time
 #   LEARNING_RATE        peak AdamW learning rate (default 1e-4)
 #   EVALS_PER_EPOCH      dev evaluations per epoch, the best kept (default 2, FULL 4)
+#   CLASSIFIER_POOLING   cls ([CLS] through the pooler) or mean (mean of the token vectors)
 #   MAX_SEQ_LENGTH       tokens per sentence incl. [CLS]/[SEP] (default 64: SST-2 dev max is 66)
 #   WORK_DIR             outputs (default ${TMPDIR:-/tmp}/keras_bert_main_job); reruns resume
 #   PORT                 gRPC port of the server (default: a free one)
@@ -36,6 +37,7 @@ MAX_SEQ_LENGTH="${MAX_SEQ_LENGTH:-64}"
 if grep -q -E -w 'avx512_bf16|amx_bf16' /proc/cpuinfo 2>/dev/null; then BF16=mixed_bfloat16; else BF16=float32; fi
 MIXED_PRECISION="${MIXED_PRECISION:-$BF16}"
 SEED="${SEED:-42}"
+CLASSIFIER_POOLING="${CLASSIFIER_POOLING:-cls}"
 if [ "$FULL" = "1" ]; then
   EPOCHS="${EPOCHS:-2}"; LEARNING_RATE="${LEARNING_RATE:-1e-4}"; EVALS_PER_EPOCH="${EVALS_PER_EPOCH:-4}"
   MAX_TRAIN_EXAMPLES="${MAX_TRAIN_EXAMPLES:-0}"
@@ -47,6 +49,7 @@ else
   TRAIN_FLAGS=(--max_train_examples="$MAX_TRAIN_EXAMPLES")
   RUN_DIR="$WORK_DIR/sst2_n${MAX_TRAIN_EXAMPLES}_e${EPOCHS}_lr${LEARNING_RATE}_ev${EVALS_PER_EPOCH}_${MIXED_PRECISION}_s${SEED}"
 fi
+[ "$CLASSIFIER_POOLING" != "cls" ] && RUN_DIR="${RUN_DIR}_${CLASSIFIER_POOLING}"
 EXPORT_BASE="$WORK_DIR/models"
 PY=.venv/bin/python
 
@@ -59,7 +62,7 @@ step "2/5 fine-tune minilm_l6_h384_uncased on SST-2 (${MAX_TRAIN_EXAMPLES/#0/all
 "$PY" recipes/run_classifier.py --task_name=sst2 --data_dir="$KERAS_BERT_DATA_DIR/glue" \
   --init_checkpoint=minilm_l6_h384_uncased --max_seq_length="$MAX_SEQ_LENGTH" \
   --train_batch_size=32 --eval_batch_size=64 --learning_rate="$LEARNING_RATE" \
-  --num_train_epochs="$EPOCHS" --evaluations_per_epoch="$EVALS_PER_EPOCH" "${TRAIN_FLAGS[@]}" \
+  --num_train_epochs="$EPOCHS" --classifier_pooling="$CLASSIFIER_POOLING" --evaluations_per_epoch="$EVALS_PER_EPOCH" "${TRAIN_FLAGS[@]}" \
   --save_checkpoints_steps=100 --mixed_precision="$MIXED_PRECISION" --seed="$SEED" \
   --output_dir="$RUN_DIR" --verbose=1
 "$PY" - "$RUN_DIR/metrics.json" <<'EOF'

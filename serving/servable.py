@@ -224,9 +224,14 @@ class LiteRtServable(Servable):
 
         Raises:
             ServingError INVALID_ARGUMENT: the interpreter refused the inputs (for example an id
-                outside the embedding table: "gather index out of bounds").
+                outside the embedding table: "gather index out of bounds"), or an `input_mask`
+                value is not 0 or 1 (the SavedModel's Assert, which the converter drops).
         """
         runner = self._functions[key]
+        mask = inputs.get("input_mask")
+        if mask is not None and mask.dtype.kind in "iu" and mask.size and (
+                mask.min() < 0 or mask.max() > 1):
+            raise errors.invalid_argument("input_mask: values must be 0 or 1")
         with self._run_lock:
             try:
                 outputs = runner(**{k: np.ascontiguousarray(v) for k, v in inputs.items()})

@@ -23,7 +23,7 @@ vocabulary is in `assets/vocab.txt`), as with any id-input BERT deployment.
 The run-time id checks of the SavedModel's `encoded` (`ServingModule.checked_ids`) are Assert ops,
 which the converter drops: out-of-range ids still fail (LiteRT's GATHER checks its indices), a
 sequence longer than the position table fails when the interpreter resizes, and mask values other
-than 0 / 1 are not refused (docs/export.md, "LiteRT").
+than 0 / 1 are refused by `serving.server`, not by the flatbuffer (docs/export.md, "LiteRT").
 """
 from __future__ import annotations
 

@@ -114,7 +114,8 @@ class MultipleChoice(Task):
             raise ValueError("MultipleChoice.predict takes (contexts, choices): a list of str and "
                              f"a list of lists of {self.num_choices} str")
         contexts, choices = self.check_choices(*x)
-        step = tf.function(lambda f: tf.nn.softmax(self(f, training=False), axis=-1))
+        step = tf.function(lambda f: tf.nn.softmax(self(f, training=False), axis=-1),
+                           reduce_retracing=True)
         parts = [step(self.encode_choices(contexts[i:i + batch_size], choices[i:i + batch_size]))
                  .numpy() for i in range(0, len(contexts), int(batch_size))]
         return (np.concatenate(parts) if parts else

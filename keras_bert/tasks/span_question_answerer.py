@@ -118,7 +118,7 @@ class SpanQuestionAnswerer(Task):
     def window_logits(self, features, batch_size=32) -> list:
         """Per feature, (start_logits, end_logits) float32 numpy [T_batch] (T trimmed to the
         longest window of its batch)."""
-        step = tf.function(lambda x: self(trim_to_longest(x), training=False))
+        step = tf.function(lambda x: self(trim_to_longest(x), training=False), reduce_retracing=True)
         out = []
         for at in range(0, len(features), batch_size):
             batch = squad.stack_features(features[at:at + batch_size])

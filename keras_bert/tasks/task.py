@@ -147,7 +147,7 @@ class Task(keras.Model):
 
     def batched_outputs(self, texts, texts_b, batch_size, fn) -> list:
         """`fn(trimmed int32 inputs)` on consecutive batches of raw texts; list of numpy results."""
-        step = tf.function(lambda features: fn(trim_to_longest(features)))
+        step = tf.function(lambda features: fn(trim_to_longest(features)), reduce_retracing=True)
         results = []
         for start in range(0, len(texts), batch_size):
             stop = start + batch_size

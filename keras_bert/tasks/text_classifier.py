@@ -32,7 +32,8 @@ class TextClassifier(Task):
         task_name: optional str, e.g. "sst2" or "text_classification" (for metrics).
         pooling: "cls" (`pooled_output`, tanh(Dense(h_[CLS])), BERT §4.1) or "mean" (mean of
             `sequence_output` over real tokens, the pooling sentence-transformers checkpoints
-            such as all-MiniLM-L6-v2 were trained with).
+            such as all-MiniLM-L6-v2 were trained with). With "mean" the encoder's pooler is
+            set non-trainable (it has no gradient; its weights stay as loaded).
         preprocessor: the `BertPreprocessor` it is trained and served with (see `Task`).
         is_pair: bool; two texts per example.
 
@@ -72,6 +73,8 @@ class TextClassifier(Task):
                          is_pair=is_pair, **kwargs)
         self.num_classes = num_classes
         self.pooling = pooling
+        if pooling == "mean":  # the pooler is not on the path to the loss: no gradients, no slots
+            encoder.pooler.trainable = False
         self.dropout_rate = float(dropout_rate)
         self.initializer_range = float(initializer_range)
         self.task_name = task_name

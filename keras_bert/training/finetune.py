@@ -51,12 +51,21 @@ def is_chief(strategy) -> tuple[bool, int]:
     return chief, task_id
 
 
+def inference_step(model):
+    """tf.function: features -> model(features, training=False), traced for relaxed shapes.
+
+    Dev batches are cut to their longest row (dynamic padding), so their widths vary; without
+    `reduce_retracing` every new width would trace the model again (seconds each).
+    """
+    return tf.function(lambda features: model(features, training=False), reduce_retracing=True)
+
+
 def predict(model, dataset, step=None) -> np.ndarray:
     """Model outputs (float32 [N, C]) on a dataset of features or (features, labels).
 
-    `step`: a cached `tf.function(lambda f: model(f, training=False))` (avoids retracing).
+    `step`: a cached `inference_step(model)` (avoids retracing).
     """
-    step = step or tf.function(lambda features: model(features, training=False))
+    step = step or inference_step(model)
     outs = []
     for batch in dataset:
         features = batch[0] if isinstance(batch, tuple) else batch
@@ -105,7 +114,7 @@ def make_evaluator(data: TaskData, encoded: dict, config: FinetuneConfig):
 
     def evaluate(model):
         if not step:
-            step.append(tf.function(lambda features: model(features, training=False)))
+            step.append(inference_step(model))
         out = {}
         for split, ds in dev_sets.items():
             outputs = predict(model, ds, step[0])

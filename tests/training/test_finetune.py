@@ -157,3 +157,25 @@ def test_a_few_dozen_rows_reach_perfect_dev_accuracy_with_the_defaults(tmp_path)
     probabilities = result["task"].predict([text for text, _ in SMALL_DEV])
     assert [result["task"].label_names[i] for i in probabilities.argmax(-1)] == [
         label for _, label in SMALL_DEV]
+
+
+def test_evaluation_step_does_not_retrace_for_every_batch_width():
+    # Dev batches are cut to their longest row, so widths vary; a plain tf.function would trace
+    # the model once per width (5 here), a relaxed one at most twice (the first shape, then [None]).
+    from keras_bert.tasks import TextClassifier
+    import tensorflow as tf
+    from keras_bert.training.finetune import inference_step
+    cfg = keras_bert.BertConfig(vocab_size=23, hidden_size=8, num_layers=1, num_heads=2,
+                                intermediate_size=12, max_sequence_length=16)
+    model = TextClassifier(keras_bert.BertEncoder(**cfg.to_dict()), num_classes=2)
+    batches = [{k: np.ones((4, width), np.int32) for k in
+                ("input_word_ids", "input_mask", "input_type_ids")} for width in (3, 5, 7, 9, 11)]
+    expected = model(batches[0], training=False).numpy()  # built, as the evaluator finds it
+    step, plain = inference_step(model), tf.function(lambda f: model(f, training=False))
+    outputs = np.concatenate([step(b).numpy() for b in batches])
+    for b in batches:
+        plain(b)
+    assert outputs.shape == (20, 2)
+    assert plain.experimental_get_tracing_count() == 5
+    assert step.experimental_get_tracing_count() == 2
+    np.testing.assert_allclose(outputs[:4], expected, atol=1e-6)
