@@ -91,12 +91,14 @@ def test_mean_pooling_is_masked_mean_of_sequence_output():
     assert restored.pooling == "mean"
     # The pooler has no gradient under mean pooling: it is not trained (no Keras "Gradients do
     # not exist" warning, no optimizer slots); with [CLS] pooling it is.
-    pooler = {w.path for w in encoder.pooler.weights}
-    assert len(pooler) == 2 and not pooler & {w.path for w in model.trainable_weights}
-    assert not pooler & {w.path for w in restored.trainable_weights}
-    cls_model = TextClassifier(_encoder(0.0), num_classes=3)
-    assert len({w.path for w in cls_model.encoder.pooler.weights}
-               & {w.path for w in cls_model.trainable_weights}) == 2
+    def trained_pooler_weights(task):
+        task(x)  # built
+        pooler = {w.path for w in task.encoder.pooler.weights}
+        assert len(pooler) == 2
+        return pooler & {w.path for w in task.trainable_weights}
+
+    assert not trained_pooler_weights(model) and not trained_pooler_weights(restored)
+    assert len(trained_pooler_weights(TextClassifier(_encoder(0.0), num_classes=3))) == 2
     with pytest.raises(ValueError, match="pooling must be one of"):
         TextClassifier(_encoder(), num_classes=2, pooling="max")
 
