@@ -235,7 +235,8 @@ class ProgressLogger(keras.callbacks.Callback):
     the third call of `fit(initial_epoch=2, epochs=3)` and never "Epoch 1/3"), and writes
     carriage-return updates when stdout is not a terminal (it takes "posix" in sys.modules for a
     dynamic display). On a terminal this shows a Keras progress bar per epoch; elsewhere (logs,
-    CI) one plain line every `interval_s` seconds and one at each epoch end.
+    CI) one plain line every `interval_s` seconds, one after each dev evaluation inside an epoch
+    (with its `val_` metrics) and one at each epoch end.
 
     Args:
         epochs: total epochs of the run (the last may be partial).
@@ -290,7 +291,9 @@ class ProgressLogger(keras.callbacks.Callback):
         if self._bar is not None:
             self._bar.update(self.step - self.epoch * self.steps_per_epoch,
                              [(k, float(v)) for k, v in (logs or {}).items() if np.ndim(v) == 0])
-        elif self.verbose == 1 and time.time() - self._last_line >= self.interval_s:
+        elif self.verbose == 1 and (time.time() - self._last_line >= self.interval_s
+                                    or any(k.startswith("val_") for k in (logs or {}))):
+            # a dev evaluation inside the epoch (--evaluations_per_epoch) is printed when taken
             self._last_line = time.time()
             self._print(self._line(logs))
 
