@@ -54,6 +54,9 @@ F.DEFINE_float("weight_decay", D["weight_decay"].default, "AdamW/LAMB decoupled 
 F.DEFINE_enum("optimizer", "adamw", ["adamw", "lamb"], "Optimizer.")
 F.DEFINE_integer("gradient_accumulation_steps", 1, "Batches per optimizer update.")
 F.DEFINE_float("max_grad_norm", D["max_grad_norm"].default, "Global-norm gradient clipping (0: off).")
+F.DEFINE_float("ema_momentum", D["ema_momentum"].default,
+               "Largest decay of a moving average of the weights that is evaluated and kept "
+               "instead of the last weights (e.g. 0.999; 0: off); see docs/finetuning.md.")
 F.DEFINE_float("classifier_dropout", D["classifier_dropout"].default, "Dropout on pooled_output.")
 F.DEFINE_enum("classifier_pooling", "cls", ["cls", "mean"],
               "cls: pooled [CLS] output (BERT); mean: masked mean of sequence_output.")

@@ -24,6 +24,7 @@
 #   LEARNING_RATE        peak AdamW learning rate (default 1e-4)
 #   EVALS_PER_EPOCH      dev evaluations per epoch, the best kept (default 2, FULL 4)
 #   CLASSIFIER_POOLING   cls ([CLS] through the pooler) or mean (mean of the token vectors)
+#   EMA_MOMENTUM         > 0: evaluate and keep a moving average of the weights (default 0: off)
 #   MAX_SEQ_LENGTH       tokens per sentence incl. [CLS]/[SEP] (default 64: SST-2 dev max is 66)
 #   WORK_DIR             outputs (default ${TMPDIR:-/tmp}/keras_bert_main_job); reruns resume
 #   PORT                 gRPC port of the server (default: a free one)
@@ -39,6 +40,7 @@ if grep -q -E -w 'avx512_bf16|amx_bf16' /proc/cpuinfo 2>/dev/null; then BF16=mix
 MIXED_PRECISION="${MIXED_PRECISION:-$BF16}"
 SEED="${SEED:-42}"
 CLASSIFIER_POOLING="${CLASSIFIER_POOLING:-cls}"
+EMA_MOMENTUM="${EMA_MOMENTUM:-0}"
 if [ "$FULL" = "1" ]; then
   EPOCHS="${EPOCHS:-2.5}"; LEARNING_RATE="${LEARNING_RATE:-1e-4}"; EVALS_PER_EPOCH="${EVALS_PER_EPOCH:-4}"
   MAX_TRAIN_EXAMPLES="${MAX_TRAIN_EXAMPLES:-0}"
@@ -51,6 +53,7 @@ else
   RUN_DIR="$WORK_DIR/sst2_n${MAX_TRAIN_EXAMPLES}_e${EPOCHS}_lr${LEARNING_RATE}_ev${EVALS_PER_EPOCH}_${MIXED_PRECISION}_s${SEED}"
 fi
 [ "$CLASSIFIER_POOLING" != "cls" ] && RUN_DIR="${RUN_DIR}_${CLASSIFIER_POOLING}"
+[ "$EMA_MOMENTUM" != "0" ] && RUN_DIR="${RUN_DIR}_ema${EMA_MOMENTUM}"
 EXPORT_BASE="$WORK_DIR/models"
 PY=.venv/bin/python
 
@@ -63,7 +66,7 @@ step "2/5 fine-tune minilm_l6_h384_uncased on SST-2 (${MAX_TRAIN_EXAMPLES/#0/all
 "$PY" recipes/run_classifier.py --task_name=sst2 --data_dir="$KERAS_BERT_DATA_DIR/glue" \
   --init_checkpoint=minilm_l6_h384_uncased --max_seq_length="$MAX_SEQ_LENGTH" \
   --train_batch_size=32 --eval_batch_size=64 --learning_rate="$LEARNING_RATE" \
-  --num_train_epochs="$EPOCHS" --classifier_pooling="$CLASSIFIER_POOLING" \
+  --num_train_epochs="$EPOCHS" --classifier_pooling="$CLASSIFIER_POOLING" --ema_momentum="$EMA_MOMENTUM" \
   --evaluations_per_epoch="$EVALS_PER_EPOCH" "${TRAIN_FLAGS[@]}" \
   --save_checkpoints_steps=100 --mixed_precision="$MIXED_PRECISION" --seed="$SEED" \
   --output_dir="$RUN_DIR" --verbose=1

@@ -18,6 +18,7 @@ import keras
 import numpy as np
 
 from keras_bert.faults import crash_point
+from keras_bert.training.optimizer import averaged_weights
 from keras_bert.training.selection import is_better
 
 
@@ -107,6 +108,10 @@ class ResumableCheckpoint(keras.callbacks.Callback):
 class EvaluationCallback(keras.callbacks.Callback):
     """At each epoch end (and optionally every N batches): evaluate, log `val_<metric>`s, keep the
     best weights, stop early.
+
+    When the model's optimizer keeps a weight average (`create_optimizer(ema_momentum=...)`), the
+    averaged weights are the ones evaluated and saved as the best (`averaged_weights`); training
+    goes on from the trained weights.
 
     The history lives in `state_file` (JSON) so it survives a restart of the run. Each entry has
     "epoch": the epochs trained when it was taken (an int at epoch ends, a fraction such as 1.5
@@ -204,6 +209,10 @@ class EvaluationCallback(keras.callbacks.Callback):
         return True
 
     def _evaluate(self, epochs_done, logs):
+        with averaged_weights(self.model):  # the optimizer's weight average, when it keeps one
+            self._evaluate_weights(epochs_done, logs)
+
+    def _evaluate_weights(self, epochs_done, logs):
         crash_point("evaluation")
         metrics = {k: float(v) for k, v in self.eval_fn(self.model).items()}
         if self.monitor not in metrics:

@@ -100,6 +100,7 @@ def test_mixed_float16_with_loss_scaling_and_jit_compile_trains():
 
 def _adamw_pair(**kwargs):
     from keras_bert.training import FusedAdamW
+    from keras_bert.training.optimizer import AveragedLamb
     common = dict(learning_rate=WarmupLinearDecay(1e-2, 20, 3), weight_decay=0.01, beta_1=0.9,
                   beta_2=0.999, epsilon=1e-6, global_clipnorm=1.0, **kwargs)
     fused, plain = FusedAdamW(**common), keras.optimizers.AdamW(**common)
@@ -154,8 +155,10 @@ def test_fused_adamw_matches_keras_adamw_step_by_step(jit_compile):
 
 def test_create_optimizer_uses_the_fused_kernel_and_round_trips():
     from keras_bert.training import FusedAdamW
+    from keras_bert.training.optimizer import AveragedLamb
     opt = create_optimizer(2e-5, 100, 10)
     assert type(opt) is FusedAdamW
     clone = keras.optimizers.deserialize(keras.optimizers.serialize(opt))
     assert type(clone) is FusedAdamW and clone.get_config() == opt.get_config()
-    assert type(create_optimizer(2e-5, 100, optimizer_type="lamb")) is keras.optimizers.Lamb
+    lamb = create_optimizer(2e-5, 100, optimizer_type="lamb")
+    assert type(lamb) is AveragedLamb and isinstance(lamb, keras.optimizers.Lamb)
