@@ -88,3 +88,30 @@ def test_evaluation_inside_epochs_records_fractional_epochs_and_stops_mid_epoch(
     quarter = EvaluationCallback(lambda model: {}, "accuracy", evaluations_per_epoch=4, step_fn=lambda: 0,
                                  steps_per_epoch=250)
     assert sorted(quarter.inner_points) == [62, 125, 188]
+
+
+def test_evaluation_and_best_weights_use_the_weight_average(tmp_path):
+    from keras_bert.training.optimizer import create_optimizer
+    keras.utils.set_random_seed(0)
+    model = keras.Sequential([keras.Input((3,)), keras.layers.Dense(1)])
+    model.compile(create_optimizer(0.1, 8, 0, ema_momentum=0.9), "mse")
+    seen = []
+
+    def evaluate(m):
+        seen.append([v.numpy() for v in m.trainable_variables])
+        return {"accuracy": -len(seen)}           # the first evaluation stays the best
+
+    evaluator = EvaluationCallback(evaluate, "accuracy", tmp_path / "best.weights.h5")
+    checkpoint = ResumableCheckpoint(tmp_path / "checkpoints")
+    resumable_fit(model, _data, 4, 2, checkpoint, [evaluator], verbose=0)
+    averages = [a.numpy() for a in model.optimizer._model_variables_moving_average]
+    trained = [v.numpy() for v in model.trainable_variables]
+    for got, want in zip(seen[-1], averages):      # the last evaluation saw the average
+        np.testing.assert_array_equal(got, want)
+    assert np.abs(trained[0] - averages[0]).max() > 1e-4   # training kept the trained weights
+    kept = keras.Sequential([keras.Input((3,)), keras.layers.Dense(1)])
+    kept.compile(create_optimizer(0.1, 8, 0, ema_momentum=0.9), "mse")
+    kept.optimizer.build(kept.trainable_variables)
+    kept.load_weights(tmp_path / "best.weights.h5")  # the best (first) evaluation's weights
+    for got, want in zip(kept.trainable_variables, seen[0]):
+        np.testing.assert_array_equal(got.numpy(), want)

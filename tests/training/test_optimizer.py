@@ -162,3 +162,65 @@ def test_create_optimizer_uses_the_fused_kernel_and_round_trips():
     assert type(clone) is FusedAdamW and clone.get_config() == opt.get_config()
     lamb = create_optimizer(2e-5, 100, optimizer_type="lamb")
     assert type(lamb) is AveragedLamb and isinstance(lamb, keras.optimizers.Lamb)
+
+
+# ---- weight averaging (--ema_momentum) ----
+
+def test_weight_average_follows_the_warmed_up_decay_exactly():
+    var = keras.Variable([0.0])
+    opt = create_optimizer(0.1, 100, 0, weight_decay=0.0, global_clipnorm=None, ema_momentum=0.3)
+    opt.build([var])
+    w = []
+    for g in (1.0, -2.0, 0.5, 3.0, -1.0):
+        opt.apply_gradients([(np.array([g], "float32"), var)])
+        w.append(float(var.numpy()[0]))
+    # decay d_t = min(0.3, (1 + t) / (10 + t)): d_0 = 0 (the average starts at the first weights),
+    # d_1 = 2/11, d_2 = 3/12, then capped: d_3 = d_4 = 0.3 (4/13 and 5/14 are larger)
+    want = w[0]
+    want = 2 / 11 * want + 9 / 11 * w[1]
+    want = 3 / 12 * want + 9 / 12 * w[2]
+    want = 0.3 * want + 0.7 * w[3]
+    want = 0.3 * want + 0.7 * w[4]
+    average = opt._model_variables_moving_average[0]
+    np.testing.assert_allclose(average.numpy(), [want], rtol=1e-6)
+    assert abs(want - w[4]) > 1e-3                       # the average is not the last weights
+    with pytest.raises(ValueError, match=r"ema_momentum must be in \[0, 1\)"):
+        create_optimizer(0.1, 100, ema_momentum=1.0)
+
+
+@pytest.mark.parametrize("optimizer_type", ["adamw", "lamb"])
+def test_averaged_weights_are_swapped_in_and_back_and_fit_keeps_the_trained_ones(optimizer_type):
+    from keras_bert.training.optimizer import averaged_weights
+    keras.utils.set_random_seed(0)
+    model = keras.Sequential([keras.Input((3,)), keras.layers.Dense(2)])
+    model.compile(create_optimizer(0.05, 20, 2, optimizer_type=optimizer_type, ema_momentum=0.9),
+                  "mse")
+    x = np.random.default_rng(0).normal(size=(16, 3)).astype("float32")
+    y = np.random.default_rng(1).normal(size=(16, 2)).astype("float32")
+    model.fit(x, y, batch_size=4, epochs=2, verbose=0)
+    trained = [v.numpy() for v in model.trainable_variables]
+    averages = [a.numpy() for a in model.optimizer._model_variables_moving_average]
+    # Keras would write the average into the model at the end of fit; the run goes on from the
+    # trained weights instead
+    assert all(np.abs(t - a).max() > 1e-4 for t, a in zip(trained, averages))
+    with averaged_weights(model):
+        for v, a in zip(model.trainable_variables, averages):
+            np.testing.assert_array_equal(v.numpy(), a)
+    for v, t in zip(model.trainable_variables, trained):
+        np.testing.assert_array_equal(v.numpy(), t)
+    with pytest.raises(RuntimeError, match="inside"):
+        with averaged_weights(model):
+            raise RuntimeError("inside")
+    for v, t in zip(model.trainable_variables, trained):   # restored on an exception too
+        np.testing.assert_array_equal(v.numpy(), t)
+
+
+def test_averaged_weights_without_an_average_changes_nothing():
+    from keras_bert.training.optimizer import averaged_weights
+    model = keras.Sequential([keras.Input((3,)), keras.layers.Dense(2)])
+    model.compile(create_optimizer(0.05, 20, 2), "mse")
+    model.fit(np.ones((4, 3), "float32"), np.zeros((4, 2), "float32"), verbose=0)
+    before = [v.numpy() for v in model.trainable_variables]
+    with averaged_weights(model):
+        for v, b in zip(model.trainable_variables, before):
+            np.testing.assert_array_equal(v.numpy(), b)

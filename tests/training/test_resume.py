@@ -87,6 +87,7 @@ def _tiny_command(tmp_path, output_dir, data_dir, uncased_vocab):
             "--train_batch_size=8", "--max_train_examples=76", "--max_eval_examples=48",
             "--num_train_epochs=2", "--min_train_steps=0", "--learning_rate=3e-3",
             "--classifier_dropout=0", "--evaluations_per_epoch=2", "--save_checkpoints_steps=1",
+            "--ema_momentum=0.9",  # the weight average is optimizer state: resumed, evaluated, kept
             "--verbose=0", f"--output_dir={output_dir}", f"--export_dir={output_dir}_models",
             "--model_name=sst2"]
 
