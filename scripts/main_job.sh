@@ -12,7 +12,8 @@
 # (dynamic padding): an SST-2 epoch is 1.16M tokens, against 2.94M in random batches and 4.31M at
 # a fixed length of 64. Peak learning rate 1e-4 (small encoders), 10% warmup, linear decay; the
 # best of the dev evaluations is kept. FULL trains 2.5 epochs (about 23 minutes of fine-tuning on
-# 2 cores): 0.3 point above 2 epochs over three seeds, see docs/finetuning.md.
+# 2 cores, 26-28 on a slower 2-core machine): 0.3 point above 2 epochs over three seeds, see
+# docs/finetuning.md.
 #
 # Environment (all optional):
 #   KERAS_BERT_DATA_DIR  real datasets (default ../shared/data); SST-2 is read from $it/glue/sst2
@@ -25,7 +26,8 @@
 #   EVALS_PER_EPOCH      dev evaluations per epoch, the best kept (default 2, FULL 4)
 #   CLASSIFIER_POOLING   cls ([CLS] through the pooler) or mean (mean of the token vectors)
 #   EMA_MOMENTUM         > 0: evaluate and keep a moving average of the weights (default 0: off)
-#   MAX_SEQ_LENGTH       tokens per sentence incl. [CLS]/[SEP] (default 64: SST-2 dev max is 66)
+#   MAX_SEQ_LENGTH       tokens per sentence incl. [CLS]/[SEP] (default 64; SST-2's longest: dev 55,
+#                        train 66, 4 train rows cut)
 #   WORK_DIR             outputs (default ${TMPDIR:-/tmp}/keras_bert_main_job); reruns resume
 #   PORT                 gRPC port of the server (default: a free one)
 set -euo pipefail
