@@ -283,7 +283,11 @@ class ProgressLogger(keras.callbacks.Callback):
         self._epoch_start = self._last_line = time.time()
         done = self.step - epoch * self.steps_per_epoch
         resumed = f" (resuming after batch {done})" if done else ""
-        self._print(f"Epoch {epoch + 1}/{self.epochs}{resumed}")
+        steps = self._epoch_steps(epoch)
+        # The last epoch of a fractional --num_train_epochs (2.5: "Epoch 3/3") says it is partial.
+        partial = (f" (last {round(steps / self.steps_per_epoch, 2):g} of an epoch: {steps} of "
+                   f"{self.steps_per_epoch} batches)" if 0 < steps < self.steps_per_epoch else "")
+        self._print(f"Epoch {epoch + 1}/{self.epochs}{partial}{resumed}")
         if self.dynamic:
             self._bar = keras.utils.Progbar(self._epoch_steps(epoch), stateful_metrics=["loss"])
             self._bar.update(done)

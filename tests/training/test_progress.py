@@ -36,7 +36,8 @@ def test_epochs_count_from_one_and_lines_have_no_carriage_returns(tmp_path):
 def test_quiet_interval_prints_one_line_per_epoch_and_a_partial_last_epoch(tmp_path):
     out = _fit(tmp_path, io.StringIO(), interval_s=3600.0, total_steps=10)
     lines = out.splitlines()
-    assert lines[0] == "Epoch 1/3" and lines[2] == "Epoch 2/3" and lines[4] == "Epoch 3/3"
+    assert lines[0] == "Epoch 1/3" and lines[2] == "Epoch 2/3"
+    assert lines[4] == "Epoch 3/3 (last 0.5 of an epoch: 2 of 4 batches)"  # num_train_epochs=2.5
     assert lines[5].startswith("  batch 2/2 (step 10/10) - ")
     assert len(lines) == 6
 
