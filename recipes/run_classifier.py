@@ -57,6 +57,10 @@ F.DEFINE_float("max_grad_norm", D["max_grad_norm"].default, "Global-norm gradien
 F.DEFINE_float("ema_momentum", D["ema_momentum"].default,
                "Largest decay of a moving average of the weights that is evaluated and kept "
                "instead of the last weights (e.g. 0.999; 0: off); see docs/finetuning.md.")
+F.DEFINE_float("layerwise_lr_decay", D["layerwise_lr_decay"].default,
+               "Layer-wise learning-rate decay d in (0, 1]: the task head trains at "
+               "--learning_rate, each Transformer block at d times the block above it, the "
+               "embeddings lowest (ELECTRA's 0.8; 1: one rate for all); see docs/finetuning.md.")
 F.DEFINE_float("classifier_dropout", D["classifier_dropout"].default, "Dropout on pooled_output.")
 F.DEFINE_enum("classifier_pooling", "cls", ["cls", "mean"],
               "cls: pooled [CLS] output (BERT); mean: masked mean of sequence_output.")

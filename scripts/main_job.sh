@@ -26,6 +26,8 @@
 #   EVALS_PER_EPOCH      dev evaluations per epoch, the best kept (default 2, FULL 4)
 #   CLASSIFIER_POOLING   cls ([CLS] through the pooler) or mean (mean of the token vectors)
 #   EMA_MOMENTUM         > 0: evaluate and keep a moving average of the weights (default 0: off)
+#   LAYERWISE_LR_DECAY   < 1: each Transformer block trains at this times the rate of the block
+#                        above it, the embeddings lowest (default 1: one rate for all)
 #   MAX_SEQ_LENGTH       tokens per sentence incl. [CLS]/[SEP] (default 64; SST-2's longest: dev 55,
 #                        train 66, 4 train rows cut)
 #   WORK_DIR             outputs (default ${TMPDIR:-/tmp}/keras_bert_main_job); reruns resume
@@ -43,6 +45,7 @@ MIXED_PRECISION="${MIXED_PRECISION:-$BF16}"
 SEED="${SEED:-42}"
 CLASSIFIER_POOLING="${CLASSIFIER_POOLING:-cls}"
 EMA_MOMENTUM="${EMA_MOMENTUM:-0}"
+LAYERWISE_LR_DECAY="${LAYERWISE_LR_DECAY:-1}"
 if [ "$FULL" = "1" ]; then
   EPOCHS="${EPOCHS:-2.5}"; LEARNING_RATE="${LEARNING_RATE:-1e-4}"; EVALS_PER_EPOCH="${EVALS_PER_EPOCH:-4}"
   MAX_TRAIN_EXAMPLES="${MAX_TRAIN_EXAMPLES:-0}"
@@ -56,6 +59,7 @@ else
 fi
 [ "$CLASSIFIER_POOLING" != "cls" ] && RUN_DIR="${RUN_DIR}_${CLASSIFIER_POOLING}"
 [ "$EMA_MOMENTUM" != "0" ] && RUN_DIR="${RUN_DIR}_ema${EMA_MOMENTUM}"
+[ "$LAYERWISE_LR_DECAY" != "1" ] && RUN_DIR="${RUN_DIR}_lld${LAYERWISE_LR_DECAY}"
 EXPORT_BASE="$WORK_DIR/models"
 PY=.venv/bin/python
 
@@ -69,6 +73,7 @@ step "2/5 fine-tune minilm_l6_h384_uncased on SST-2 (${MAX_TRAIN_EXAMPLES/#0/all
   --init_checkpoint=minilm_l6_h384_uncased --max_seq_length="$MAX_SEQ_LENGTH" \
   --train_batch_size=32 --eval_batch_size=64 --learning_rate="$LEARNING_RATE" \
   --num_train_epochs="$EPOCHS" --classifier_pooling="$CLASSIFIER_POOLING" --ema_momentum="$EMA_MOMENTUM" \
+  --layerwise_lr_decay="$LAYERWISE_LR_DECAY" \
   --evaluations_per_epoch="$EVALS_PER_EPOCH" "${TRAIN_FLAGS[@]}" \
   --save_checkpoints_steps=100 --mixed_precision="$MIXED_PRECISION" --seed="$SEED" \
   --output_dir="$RUN_DIR" --verbose=1

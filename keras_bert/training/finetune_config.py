@@ -49,6 +49,7 @@ class FinetuneConfig:
     gradient_accumulation_steps: int = 1
     max_grad_norm: float = 1.0
     ema_momentum: float = 0.0             # > 0: evaluate and keep a moving average of the weights
+    layerwise_lr_decay: float = 1.0       # < 1: each Transformer block d times the rate above it
     classifier_dropout: float = 0.1
     classifier_pooling: str = "cls"
     strategy: str = "default"
@@ -81,7 +82,8 @@ class FinetuneConfig:
                   ("gradient_accumulation_steps", self.gradient_accumulation_steps >= 1, ">= 1"),
                   ("pad_to_multiple_of", self.pad_to_multiple_of >= 0, ">= 0 (0: pad to max_seq_length)"),
                   ("evaluations_per_epoch", self.evaluations_per_epoch >= 1, ">= 1"),
-                  ("ema_momentum", 0 <= self.ema_momentum < 1, "in [0, 1) (0: no weight average)")]
+                  ("ema_momentum", 0 <= self.ema_momentum < 1, "in [0, 1) (0: no weight average)"),
+                  ("layerwise_lr_decay", 0 < self.layerwise_lr_decay <= 1, "in (0, 1] (1: off)")]
         for name, ok, rule in checks:
             if not ok:
                 raise ValueError(f"--{name} must be {rule}, got {getattr(self, name)!r}")
@@ -106,8 +108,8 @@ HARMLESS_SETTINGS = frozenset({"verbose", "num_replicas", "pad_to_multiple_of", 
 # Settings added after output_dirs were first written, with the value an older config.json (which
 # lacks them) stands for: before --group_by_length every epoch was random batches, so resuming such
 # a run with grouping would skip the wrong batches of the interrupted epoch; runs before
-# --ema_momentum kept no weight average.
-ADDED_SETTINGS = {"group_by_length": False, "ema_momentum": 0.0}
+# --ema_momentum kept no weight average, runs before --layerwise_lr_decay one rate for all layers.
+ADDED_SETTINGS = {"group_by_length": False, "ema_momentum": 0.0, "layerwise_lr_decay": 1.0}
 
 
 def check_resume_settings(out: pathlib.Path, resolved: dict) -> None:

@@ -138,7 +138,8 @@ def compile_task(task: TextClassifier, config: FinetuneConfig, num_train_steps: 
         optimizer_type=config.optimizer, weight_decay=config.weight_decay,
         global_clipnorm=config.max_grad_norm or None,
         gradient_accumulation_steps=config.gradient_accumulation_steps,
-        loss_scale=config.mixed_precision == "mixed_float16", ema_momentum=config.ema_momentum)
+        loss_scale=config.mixed_precision == "mixed_float16", ema_momentum=config.ema_momentum,
+        layerwise_lr_decay=config.layerwise_lr_decay)
     if task.is_regression:
         loss, train_metrics = keras.losses.MeanSquaredError(), []
     else:

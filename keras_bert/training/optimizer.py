@@ -5,11 +5,13 @@ or bias), beta_1 0.9, beta_2 0.999, epsilon 1e-6, global-norm clipping 1.0, lear
 linearly over the warmup steps, then falling linearly to zero at the last step. LAMB (You et al.
 2019) is the large-batch option. Built from Keras 3 optimizers (`keras.optimizers.AdamW/Lamb`,
 `global_clipnorm`, `gradient_accumulation_steps`, `LossScaleOptimizer`); AdamW's step runs as
-TensorFlow's fused Adam kernel (`FusedAdamW`).
+TensorFlow's fused Adam kernel (`FusedAdamW`). Fine-tuning options: a moving average of the weights
+(`WeightAveraging`) and layer-wise learning-rate decay (`LayerwiseLearningRate`).
 """
 from __future__ import annotations
 
 import contextlib
+import re
 
 import keras
 
@@ -17,6 +19,58 @@ import keras
 # "beta", "embeddings"): LayerNorm's gamma/beta and every bias skip weight decay.
 NO_WEIGHT_DECAY_PATTERNS = ("bias", "gamma", "beta", "LayerNorm", "layer_norm")
 PRECISIONS = ("float32", "mixed_float16", "mixed_bfloat16")
+# Where a variable sits in a BERT encoder, from its Keras path
+# ("text_classifier/bert_encoder/transformer_layer_3/intermediate/kernel").
+_BLOCK_PATTERN = re.compile(r"(?:^|/)transformer_layer_(\d+)/")
+_EMBEDDINGS_PATTERN = re.compile(r"(?:^|/)embeddings/")
+
+
+def _check_layerwise_lr_decay(layerwise_lr_decay):
+    if not 0.0 < layerwise_lr_decay <= 1.0:
+        raise ValueError(f"layerwise_lr_decay must be in (0, 1] (1: off), got {layerwise_lr_decay}")
+
+
+def layerwise_learning_rate_scales(variable_paths, layerwise_lr_decay: float) -> list[float]:
+    """Learning-rate multipliers of layer-wise learning-rate decay, one per variable path.
+
+    With L Transformer blocks and decay d, a variable of block i (0-based, `transformer_layer_<i>/`
+    in its path) gets d^(L - i), the embeddings (`embeddings/`) d^(L + 1), and everything above
+    the encoder (pooler, task head) 1: the top block d, the bottom block d^L. L is one more than
+    the largest block index among the paths. ELECTRA (Clark et al. 2020, appendix A,
+    `layerwise_lr_decay` 0.8); Sun et al. 2019, "How to Fine-Tune BERT for Text Classification?",
+    section 5.3.
+
+    Args:
+        variable_paths: iterable of str, Keras variable paths.
+        layerwise_lr_decay: float in (0, 1]; 1 gives every variable 1.
+
+    Returns:
+        list of float, aligned with `variable_paths`.
+
+    Raises:
+        ValueError: decay outside (0, 1], or a decay below 1 while no path names a
+            `transformer_layer_<i>` (nothing to decay by depth).
+    """
+    _check_layerwise_lr_decay(layerwise_lr_decay)
+    paths = list(variable_paths)
+    if layerwise_lr_decay == 1.0:
+        return [1.0] * len(paths)
+    blocks = [_BLOCK_PATTERN.search(p) for p in paths]
+    indices = [int(m.group(1)) for m in blocks if m]
+    if not indices:
+        raise ValueError("layerwise_lr_decay < 1 needs a BERT encoder's variables (paths with "
+                         f"'transformer_layer_<i>/'); none among {len(paths)} variables")
+    num_layers = max(indices) + 1
+    scales = []
+    for path, block in zip(paths, blocks):
+        if block:
+            depth = int(block.group(1)) + 1
+        elif _EMBEDDINGS_PATTERN.search(path):
+            depth = 0
+        else:
+            depth = num_layers + 1
+        scales.append(float(layerwise_lr_decay) ** (num_layers + 1 - depth))
+    return scales
 
 
 @keras.saving.register_keras_serializable(package="keras_bert")
@@ -84,13 +138,64 @@ class WeightAveraging:
         """No-op: the averaged weights are used through `averaged_weights` (see the class doc)."""
 
 
-@keras.saving.register_keras_serializable(package="keras_bert")
-class AveragedLamb(WeightAveraging, keras.optimizers.Lamb):
-    """`keras.optimizers.Lamb` with `WeightAveraging`'s decay warm-up when `use_ema`."""
+class LayerwiseLearningRate:
+    """Mixin: layer-wise learning-rate decay, `layerwise_lr_decay` in (0, 1] (1: off).
+
+    Each variable's learning rate (in the update and in the decoupled weight decay, as in
+    ELECTRA's optimizer) is the schedule's value times its `layerwise_learning_rate_scales`
+    multiplier, fixed when the optimizer is built from the variables' paths: the task head at the
+    full rate, each Transformer block below it d times the one above, the embeddings lowest.
+    """
+
+    def __init__(self, *args, layerwise_lr_decay=1.0, **kwargs):
+        super().__init__(*args, **kwargs)
+        _check_layerwise_lr_decay(layerwise_lr_decay)
+        self.layerwise_lr_decay = float(layerwise_lr_decay)
+        self._learning_rate_scales = None
+
+    def build(self, var_list):
+        super().build(var_list)
+        self._learning_rate_scales = layerwise_learning_rate_scales(
+            [v.path for v in var_list], self.layerwise_lr_decay)
+
+    def _scaled_learning_rate(self, learning_rate, variable):
+        if self.layerwise_lr_decay == 1.0:
+            return learning_rate
+        return learning_rate * self._learning_rate_scales[self._get_variable_index(variable)]
+
+    def _apply_weight_decay(self, variables):
+        if self.layerwise_lr_decay == 1.0 or self.weight_decay is None:
+            return super()._apply_weight_decay(variables)
+        import tensorflow as tf
+
+        def apply(distribution, variables):  # as Keras's TensorFlow backend, the rate scaled
+            def decay(variable):
+                if self._use_weight_decay(variable):
+                    lr = tf.cast(self._scaled_learning_rate(self.learning_rate, variable), variable.dtype)
+                    variable.assign_sub(variable * tf.cast(self.weight_decay, variable.dtype) * lr)
+
+            for variable in variables:
+                if isinstance(variable, keras.Variable):
+                    variable = variable.value
+                distribution.extended.update(variable, decay, group=False)
+
+        tf.__internal__.distribute.interim.maybe_merge_call(apply, self._distribution_strategy, variables)
+
+    def get_config(self):
+        return super().get_config() | {"layerwise_lr_decay": self.layerwise_lr_decay}
 
 
 @keras.saving.register_keras_serializable(package="keras_bert")
-class FusedAdamW(WeightAveraging, keras.optimizers.AdamW):
+class AveragedLamb(LayerwiseLearningRate, WeightAveraging, keras.optimizers.Lamb):
+    """`keras.optimizers.Lamb` with `WeightAveraging`'s decay warm-up when `use_ema` and
+    `LayerwiseLearningRate`'s per-block rates when `layerwise_lr_decay` < 1."""
+
+    def update_step(self, gradient, variable, learning_rate):
+        return super().update_step(gradient, variable, self._scaled_learning_rate(learning_rate, variable))
+
+
+@keras.saving.register_keras_serializable(package="keras_bert")
+class FusedAdamW(LayerwiseLearningRate, WeightAveraging, keras.optimizers.AdamW):
     """`keras.optimizers.AdamW` whose Adam step is TensorFlow's fused `ResourceApplyAdam` kernel.
 
     Same arguments, variables (names, slots), weight decay, clipping, schedules and results as
@@ -103,10 +208,12 @@ class FusedAdamW(WeightAveraging, keras.optimizers.AdamW):
     the optimizer (MiniLM-L6: 22.7M float32 parameters, half of them the word embeddings);
     see benchmarks/RESULTS.md, "fused optimizer". Falls back to Keras's step for `amsgrad` and
     other backends. Sparse (IndexedSlices) gradients are densified first, as Keras's own
-    arithmetic does. With `use_ema`, the weight average of `WeightAveraging`.
+    arithmetic does. With `use_ema`, the weight average of `WeightAveraging`; with
+    `layerwise_lr_decay` < 1, `LayerwiseLearningRate`'s per-block rates.
     """
 
     def update_step(self, gradient, variable, learning_rate):
+        learning_rate = self._scaled_learning_rate(learning_rate, variable)
         if self.amsgrad or keras.backend.backend() != "tensorflow":
             return super().update_step(gradient, variable, learning_rate)
         import tensorflow as tf
@@ -142,7 +249,8 @@ def create_optimizer(learning_rate: float, num_train_steps: int, num_warmup_step
                      beta_1: float = 0.9, beta_2: float = 0.999, epsilon: float = 1e-6,
                      global_clipnorm: float | None = 1.0, gradient_accumulation_steps: int = 1,
                      end_learning_rate: float = 0.0, loss_scale: bool = False,
-                     ema_momentum: float = 0.0) -> keras.optimizers.Optimizer:
+                     ema_momentum: float = 0.0,
+                     layerwise_lr_decay: float = 1.0) -> keras.optimizers.Optimizer:
     """The BERT optimizer.
 
     Args:
@@ -156,12 +264,16 @@ def create_optimizer(learning_rate: float, num_train_steps: int, num_warmup_step
         loss_scale: wrap in `LossScaleOptimizer` (dynamic loss scaling, for mixed_float16).
         ema_momentum: in [0, 1); > 0 keeps an exponential moving average of the weights with this
             largest decay (`WeightAveraging`); evaluate it with `averaged_weights`. 0: none.
+        layerwise_lr_decay: in (0, 1]; < 1 scales each variable's learning rate by its depth in
+            a BERT encoder (`layerwise_learning_rate_scales`). 1: one rate for all.
 
     Returns:
         keras.optimizers.Optimizer.
 
     Raises:
-        ValueError: unknown optimizer_type, bad step counts, ema_momentum outside [0, 1).
+        ValueError: unknown optimizer_type, bad step counts, ema_momentum outside [0, 1),
+            layerwise_lr_decay outside (0, 1]; when built, a layerwise_lr_decay < 1 on variables
+            that are not a BERT encoder's.
     """
     if not 0.0 <= ema_momentum < 1.0:
         raise ValueError(f"ema_momentum must be in [0, 1) (0: no weight average), got {ema_momentum}")
@@ -169,7 +281,8 @@ def create_optimizer(learning_rate: float, num_train_steps: int, num_warmup_step
     common = dict(learning_rate=schedule, weight_decay=weight_decay, beta_1=beta_1, beta_2=beta_2,
                   epsilon=epsilon, global_clipnorm=global_clipnorm,
                   gradient_accumulation_steps=gradient_accumulation_steps if gradient_accumulation_steps > 1 else None,
-                  use_ema=ema_momentum > 0, ema_momentum=ema_momentum or 0.99)
+                  use_ema=ema_momentum > 0, ema_momentum=ema_momentum or 0.99,
+                  layerwise_lr_decay=layerwise_lr_decay)
     if optimizer_type == "adamw":
         opt = FusedAdamW(**common)
     elif optimizer_type == "lamb":

@@ -29,6 +29,8 @@ def _cfg(tmp_path, vocab, **kw):
     ("num_restarts", 0, "--num_restarts must be >= 1, got 0"),
     ("evaluations_per_epoch", 0, "--evaluations_per_epoch must be >= 1, got 0"),
     ("ema_momentum", 1.0, r"--ema_momentum must be in \[0, 1\) \(0: no weight average\), got 1.0"),
+    ("layerwise_lr_decay", 0.0, r"--layerwise_lr_decay must be in \(0, 1\] \(1: off\), got 0.0"),
+    ("layerwise_lr_decay", 1.25, r"--layerwise_lr_decay must be in \(0, 1\] \(1: off\), got 1.25"),
     ("pad_to_multiple_of", -8, r"--pad_to_multiple_of must be >= 0 \(0: pad to max_seq_length\), got -8"),
 ])
 def test_numeric_flags_are_validated(tmp_path, uncased_vocab, flag, value, fragment):

@@ -224,3 +224,82 @@ def test_averaged_weights_without_an_average_changes_nothing():
     with averaged_weights(model):
         for v, b in zip(model.trainable_variables, before):
             np.testing.assert_array_equal(v.numpy(), b)
+
+
+# ---- layer-wise learning-rate decay (--layerwise_lr_decay) ----
+
+def _two_block_classifier():
+    cfg = keras_bert.BertConfig(vocab_size=23, hidden_size=8, num_layers=2, num_heads=2,
+                                intermediate_size=12, max_sequence_length=5)
+    model = TextClassifier(keras_bert.BertEncoder(**cfg.to_dict()), 3)
+    model.build()
+    return model
+
+
+def _want_scale(path, decay):  # L = 2: embeddings d^3, block 0 d^2, block 1 d, pooler and head 1
+    for part, power in (("/embeddings/", 3), ("/transformer_layer_0/", 2), ("/transformer_layer_1/", 1)):
+        if part in path:
+            return decay ** power
+    return 1.0
+
+
+def test_layerwise_scales_by_depth():
+    from keras_bert.training.optimizer import layerwise_learning_rate_scales
+    model = _two_block_classifier()
+    paths = [v.path for v in model.trainable_variables]
+    scales = dict(zip(paths, layerwise_learning_rate_scales(paths, 0.5)))
+
+    def scale(suffix):  # the models' own names get _1, _2 ... within one test session
+        [path] = [p for p in paths if p.endswith(suffix)]
+        return scales[path]
+    assert scale("/embeddings/word_embeddings/embeddings") == 0.125
+    assert scale("/embeddings/layer_norm/gamma") == 0.125
+    assert scale("/transformer_layer_0/self_attention/query/kernel") == 0.25
+    assert scale("/transformer_layer_1/output_dense/bias") == 0.5
+    assert scale("/pooler/kernel") == 1.0
+    assert scale("/logits/bias") == 1.0
+    assert sorted(set(scales.values())) == [0.125, 0.25, 0.5, 1.0]
+    assert layerwise_learning_rate_scales(paths, 1.0) == [1.0] * len(paths)
+    with pytest.raises(ValueError, match=r"layerwise_lr_decay must be in \(0, 1\] \(1: off\), got 0"):
+        layerwise_learning_rate_scales(paths, 0)
+    with pytest.raises(ValueError, match=r"needs a BERT encoder's variables .* none among 2 variables"):
+        layerwise_learning_rate_scales(["dense/kernel", "dense/bias"], 0.8)
+
+
+@pytest.mark.parametrize("optimizer_type", ["adamw", "lamb"])
+def test_layerwise_decay_scales_each_update_and_its_weight_decay(optimizer_type):
+    """One step from the same weights and gradients: every variable moves by its scale times
+    what it moves with one rate for all (Adam's step and the decoupled weight decay are linear in
+    the learning rate; LAMB's step too, but its trust ratio reads the weights after their decay,
+    so LAMB is checked without weight decay)."""
+    keras.utils.set_random_seed(3)
+    model = _two_block_classifier()
+    start = [v.numpy() for v in model.trainable_variables]
+    rng = np.random.default_rng(0)
+    grads = [rng.normal(size=v.shape).astype("float32") for v in model.trainable_variables]
+    moves = {}
+    for decay in (1.0, 0.5):
+        for v, w in zip(model.trainable_variables, start):
+            v.assign(w)
+        opt = create_optimizer(1e-2, 10, 0, optimizer_type=optimizer_type,
+                               weight_decay=0.1 if optimizer_type == "adamw" else 0.0,
+                               global_clipnorm=None, layerwise_lr_decay=decay)
+        opt.apply_gradients(zip(grads, model.trainable_variables))
+        moves[decay] = [v.numpy() - w for v, w in zip(model.trainable_variables, start)]
+    for v, uniform, decayed in zip(model.trainable_variables, moves[1.0], moves[0.5]):
+        assert np.abs(uniform).max() > 1e-4, v.path
+        np.testing.assert_allclose(decayed, _want_scale(v.path, 0.5) * uniform, rtol=1e-4, atol=1e-9,
+                                   err_msg=v.path)
+
+
+def test_layerwise_decay_round_trips_and_refuses_what_it_cannot_place():
+    opt = create_optimizer(2e-5, 100, 10, layerwise_lr_decay=0.8)
+    assert opt.get_config()["layerwise_lr_decay"] == 0.8
+    clone = keras.optimizers.deserialize(keras.optimizers.serialize(opt))
+    assert clone.layerwise_lr_decay == 0.8 and clone.get_config() == opt.get_config()
+    with pytest.raises(ValueError, match=r"layerwise_lr_decay must be in \(0, 1\]"):
+        create_optimizer(2e-5, 100, layerwise_lr_decay=1.5)
+    dense = keras.layers.Dense(2)
+    dense.build((None, 3))
+    with pytest.raises(ValueError, match="needs a BERT encoder's variables"):
+        create_optimizer(2e-5, 100, layerwise_lr_decay=0.8).build(dense.trainable_variables)
