@@ -7,21 +7,24 @@
 #   bash scripts/main_job.sh            # quick: 40,000 SST-2 training rows, 1 epoch, under 10 minutes on 2 CPU cores
 #   FULL=1 bash scripts/main_job.sh     # all 67,349 SST-2 training rows, 2.5 epochs, under 30 minutes
 #
-# What makes it fit: bfloat16 mixed precision where the CPU has it, and batches of sentences of
-# similar length (run_classifier.py's default --group_by_length) each cut to its longest sentence
-# (dynamic padding): an SST-2 epoch is 1.16M tokens, against 2.94M in random batches and 4.31M at
-# a fixed length of 64. Peak learning rate 1e-4 (small encoders), 10% warmup, linear decay; the
-# best of the dev evaluations is kept. FULL trains 2.5 epochs (about 23 minutes of fine-tuning on
-# 2 cores, 26-28 on a slower 2-core machine): 0.3 point above 2 epochs over three seeds, see
-# docs/finetuning.md.
+# What makes it fit: bfloat16 mixed precision where it measures faster on this CPU, and batches
+# of sentences of similar length (run_classifier.py's default --group_by_length) each cut to its
+# longest sentence (dynamic padding): an SST-2 epoch is 1.16M tokens, against 2.94M in random
+# batches and 4.31M at a fixed length of 64. Peak learning rate 1e-4 (small encoders), 10% warmup,
+# linear decay; the best of the dev evaluations is kept. FULL trains 2.5 epochs: about 23 minutes
+# of fine-tuning on 2 cores where bfloat16 runs in hardware (26-28 on a slower 2-core machine),
+# about 39 in float32 on a 2-core machine where it does not; 0.3 point above 2 epochs over three
+# seeds, see docs/finetuning.md.
 #
 # Environment (all optional):
 #   KERAS_BERT_DATA_DIR  real datasets (default ../shared/data); SST-2 is read from $it/glue/sst2
 #   FULL=1               full-accuracy budget (target >= 0.90 dev accuracy), see docs/finetuning.md
 #   MAX_TRAIN_EXAMPLES   training rows (default 40000; FULL: 0 = all); EPOCHS (default 1, FULL 2.5)
 #   SEED                 random seed (default 42)
-#   MIXED_PRECISION      mixed_bfloat16 where the CPU has bfloat16 instructions (avx512_bf16 or
-#                        amx_bf16 in /proc/cpuinfo), else float32; same predictions, ~0.7x the time
+#   MIXED_PRECISION      default: mixed_bfloat16 where a bfloat16 matrix product measures faster
+#                        than a float32 one on this CPU, else float32 (python -m
+#                        keras_bert.training.cpu_precision); same predictions, ~0.7x the time
+#                        where bfloat16 runs in hardware
 #   LEARNING_RATE        peak AdamW learning rate (default 1e-4)
 #   EVALS_PER_EPOCH      dev evaluations per epoch, the best kept (default 2, FULL 4)
 #   CLASSIFIER_POOLING   cls ([CLS] through the pooler) or mean (mean of the token vectors)
@@ -40,12 +43,20 @@ export KERAS_BERT_DATA_DIR="${KERAS_BERT_DATA_DIR:-../shared/data}"
 export TF_CPP_MIN_LOG_LEVEL="${TF_CPP_MIN_LOG_LEVEL:-2}"
 WORK_DIR="${WORK_DIR:-${TMPDIR:-/tmp}/keras_bert_main_job}"
 MAX_SEQ_LENGTH="${MAX_SEQ_LENGTH:-64}"
-if grep -q -E -w 'avx512_bf16|amx_bf16' /proc/cpuinfo 2>/dev/null; then BF16=mixed_bfloat16; else BF16=float32; fi
-MIXED_PRECISION="${MIXED_PRECISION:-$BF16}"
 SEED="${SEED:-42}"
 CLASSIFIER_POOLING="${CLASSIFIER_POOLING:-cls}"
 EMA_MOMENTUM="${EMA_MOMENTUM:-0}"
 LAYERWISE_LR_DECAY="${LAYERWISE_LR_DECAY:-1}"
+EXPORT_BASE="$WORK_DIR/models"
+PY=.venv/bin/python
+
+step() { echo; echo "=== [main_job +${SECONDS}s] $*"; }
+
+step "1/5 setup (.venv, requirements, real checkpoint; reused when present)"
+bash scripts/setup.sh
+# bfloat16 where it measures faster on this CPU (a matrix product timed in both precisions):
+# the CPU flags do not tell whether oneDNN runs bfloat16 in hardware, see keras_bert/training/cpu_precision.py
+[ -z "${MIXED_PRECISION:-}" ] && MIXED_PRECISION="$("$PY" -m keras_bert.training.cpu_precision)"
 if [ "$FULL" = "1" ]; then
   EPOCHS="${EPOCHS:-2.5}"; LEARNING_RATE="${LEARNING_RATE:-1e-4}"; EVALS_PER_EPOCH="${EVALS_PER_EPOCH:-4}"
   MAX_TRAIN_EXAMPLES="${MAX_TRAIN_EXAMPLES:-0}"
@@ -60,13 +71,6 @@ fi
 [ "$CLASSIFIER_POOLING" != "cls" ] && RUN_DIR="${RUN_DIR}_${CLASSIFIER_POOLING}"
 [ "$EMA_MOMENTUM" != "0" ] && RUN_DIR="${RUN_DIR}_ema${EMA_MOMENTUM}"
 [ "$LAYERWISE_LR_DECAY" != "1" ] && RUN_DIR="${RUN_DIR}_lld${LAYERWISE_LR_DECAY}"
-EXPORT_BASE="$WORK_DIR/models"
-PY=.venv/bin/python
-
-step() { echo; echo "=== [main_job +${SECONDS}s] $*"; }
-
-step "1/5 setup (.venv, requirements, real checkpoint; reused when present)"
-bash scripts/setup.sh
 
 step "2/5 fine-tune minilm_l6_h384_uncased on SST-2 (${MAX_TRAIN_EXAMPLES/#0/all} train rows, $EPOCHS epoch(s), T=$MAX_SEQ_LENGTH, lr $LEARNING_RATE, $MIXED_PRECISION) -> $RUN_DIR"
 "$PY" recipes/run_classifier.py --task_name=sst2 --data_dir="$KERAS_BERT_DATA_DIR/glue" \
