@@ -13,10 +13,9 @@
 # batches and 4.31M at a fixed length of 64. Peak learning rate 1e-4 (small encoders), 10% warmup,
 # linear decay; the best of the dev evaluations is kept. FULL trains 2.5 epochs with layer-wise
 # learning-rate decay 0.8 (each Transformer block at 0.8 times the rate of the one above it):
-# dev accuracy 0.9071 / 0.9014 / 0.9002 on seeds 42-44, against a mean of 0.8991 with one rate
-# for all (mean 0.9029). The same steps take about 23 minutes of fine-tuning on 2 cores where
-# bfloat16 runs in hardware (26-28 on a slower 2-core machine), about 39 in float32 on a 2-core
-# machine where it does not; see docs/finetuning.md.
+# dev accuracy 0.9060 / 0.9014 / 0.9002 on seeds 42-44 (mean 0.9025; 0.8991 with one rate for
+# all), all five steps in 20.5-23 minutes on a 2-core Xeon with AMX (bfloat16 in hardware); about
+# 40 minutes in float32 on a 2-core machine without hardware bfloat16; see docs/finetuning.md.
 #
 # Environment (all optional):
 #   KERAS_BERT_DATA_DIR  real datasets (default ../shared/data); SST-2 is read from $it/glue/sst2
