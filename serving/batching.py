@@ -8,15 +8,17 @@ batching session do. For a model whose rows are independent (every BERT signatur
 tokenized, padded and attended to on its own), each response equals the unbatched answer.
 
 Requests merge only when their non-batch shapes and dtypes agree (e.g. `encoded` inputs of the same
-sequence length). A full queue (`max_enqueued_batches`) is UNAVAILABLE. A request larger than one
-model call (`max_batch_size`, or `max_execution_batch_size` when set) is INVALID_ARGUMENT unless
-`enable_large_batch_splitting` is on (batching parameter, or the `--enable_large_batch_splitting`
-flag); then it is split into consecutive pieces of at most one call each, queued together, run like
-any other tasks (a piece may share a call with other requests) and its outputs concatenated in
-order, so the answer equals the unsplit one row for row. As in TF Serving, with
-`max_execution_batch_size` set, `max_batch_size` bounds the request and `max_execution_batch_size`
-each call; without it (our extension) each call takes `max_batch_size` rows and requests are bounded
-by `--max_request_batch_size` only.
+sequence length). When a merged call fails, each of its requests runs again on its own, so every
+caller gets its own answer or its own error, never a message about another client's rows (TF Serving
+fails the whole batch with one message). A full queue (`max_enqueued_batches`) is UNAVAILABLE. A
+request larger than one model call (`max_batch_size`, or `max_execution_batch_size` when set) is
+INVALID_ARGUMENT unless `enable_large_batch_splitting` is on (batching parameter, or the
+`--enable_large_batch_splitting` flag); then it is split into consecutive pieces of at most one call
+each, queued together, run like any other tasks (a piece may share a call with other requests) and
+its outputs concatenated in order, so the answer equals the unsplit one row for row. As in TF
+Serving, with `max_execution_batch_size` set, `max_batch_size` bounds the request and
+`max_execution_batch_size` each call; without it (our extension) each call takes `max_batch_size`
+rows and requests are bounded by `--max_request_batch_size` only.
 """
 import collections
 import dataclasses
@@ -231,6 +233,22 @@ class BatchScheduler:
                 self._process(batch)
 
     def _process(self, batch):
+        failure = self._call(batch)
+        if failure is not None and len(batch) > 1:
+            # A merged call failed: one request's rows may have failed it, and its message (which
+            # may quote that request's values and merged-batch row numbers) belongs to that
+            # request alone. Each request runs again on its own and gets its own answer or error.
+            for task in batch:
+                self._process([task])
+            return
+        if failure is not None:
+            batch[0].error = errors.from_tf_error(failure)
+        for task in batch:
+            task.done.set()
+
+    def _call(self, batch):
+        """One model call for `batch`; sets each task's result and returns None, or returns the
+        call's exception (no task touched)."""
         started = time.monotonic()
         rows = sum(t.size for t in batch)
         padded = rows
@@ -254,12 +272,10 @@ class BatchScheduler:
                         f"batch dimension of {padded}; disable --enable_batching for this model")
             if self._on_batch:
                 self._on_batch(rows, padded, [started - t.enqueued for t in batch])
-            start = 0
-            for task in batch:
-                task.result = {k: v[start:start + task.size] for k, v in outputs.items()}
-                start += task.size
-        except Exception as e:  # noqa: BLE001 - delivered to every caller in the batch
-            for task in batch:
-                task.error = errors.from_tf_error(e)
+        except Exception as e:  # noqa: BLE001 - delivered by _process
+            return e
+        start = 0
         for task in batch:
-            task.done.set()
+            task.result = {k: v[start:start + task.size] for k, v in outputs.items()}
+            start += task.size
+        return None

@@ -225,3 +225,40 @@ def test_server_splits_a_3x_request_like_three_requests(start_server, model_base
     assert ":tensorflow:serving:batching_session:wrapped_run_count{} 8" in text.splitlines()
     assert re.search(r':tensorflow:serving:batching_session:queuing_latency_count\{thread_pool_name="batch_threads"\} 8\n',
                      text)
+
+
+def test_a_failed_merged_call_runs_each_request_alone():
+    """Three clients' rows in one call that one client's row fails: each request runs again on its
+    own, so the good request gets its answer and each bad one the message about its own rows only
+    (row numbers within that request), never another client's."""
+    calls, merged = [], threading.Event()
+
+    def run(inputs):  # a lookup in a 100-row table, failing like tf.gather on the first bad row
+        x = inputs["x"]
+        calls.append(sorted(x.tolist()))
+        if len(x) == 4:
+            merged.set()
+        bad = np.flatnonzero(x >= 100)
+        if bad.size:
+            raise tf.errors.InvalidArgumentError(
+                None, None, f"indices[{bad[0]}] = {x[bad[0]]} is not in [0, 100)")
+        return {"y": x * 10}
+
+    scheduler = BatchScheduler(run, BatchingOptions(max_batch_size=4, batch_timeout_micros=10_000_000,
+                                                    num_batch_threads=1))
+    requests = {"a": np.array([1, 150]), "b": np.array([2]), "c": np.array([300])}
+    try:
+        with concurrent.futures.ThreadPoolExecutor(3) as pool:
+            futures = {name: pool.submit(scheduler.submit, {"x": x}) for name, x in requests.items()}
+            assert merged.wait(10)
+            np.testing.assert_array_equal(futures["b"].result(timeout=10)["y"], [20])
+            for name, message in (("a", "indices[1] = 150 is not in [0, 100)"),
+                                  ("c", "indices[0] = 300 is not in [0, 100)")):
+                with pytest.raises(errors.ServingError) as info:
+                    futures[name].result(timeout=10)
+                assert info.value.code == grpc.StatusCode.INVALID_ARGUMENT
+                assert info.value.message == message
+    finally:
+        scheduler.stop()
+    assert calls[0] == [1, 2, 150, 300]  # the merged call, then each request alone
+    assert sorted(calls[1:]) == [[1, 150], [2], [300]]
