@@ -16,6 +16,7 @@ import shutil
 
 import tensorflow as tf
 
+from keras_bert.checkpoints.limits import Limit, check_format_holds, encoder_settings, fixed, one_of
 from keras_bert.checkpoints.source import TRANSPOSE, apply_table, encoder_arrays, table_tensors
 from keras_bert.config import BertConfig
 
@@ -129,6 +130,11 @@ def read_google_checkpoint(path: str):
 def infer_do_lower_case(path: str):
     """True if the checkpoint's directory name says "uncased", False for "cased", else None."""
     directory = path if os.path.isdir(path) else os.path.dirname(path)
+    return casing_in_name(directory)
+
+
+def casing_in_name(directory: str):
+    """True if the directory's own name says "uncased", False for "cased", else None."""
     name = os.path.basename(os.path.normpath(directory)).lower()
     if "uncased" in name:
         return True
@@ -140,6 +146,22 @@ def infer_do_lower_case(path: str):
 # Our activation name -> google-research/bert `hidden_act` (modeling.py `get_activation`).
 GOOGLE_ACTIVATION_NAMES = {"gelu_approximate": "gelu", "relu": "relu", "tanh": "tanh"}
 
+# What a google-research/bert checkpoint cannot hold (modeling.py): every BertConfig size,
+# dropout and initializer has a bert_config.json key; the LayerNorm epsilon and the attention
+# direction have none, and the casing lives only in the directory name.
+GOOGLE_LIMITS = (
+    one_of("hidden_activation", GOOGLE_ACTIVATION_NAMES,
+           "modeling.py's get_activation names only 'gelu' (the tanh form, our "
+           "'gelu_approximate'), 'relu' and 'tanh'"),
+    fixed("layer_norm_epsilon", 1e-12, "modeling.py's layer_norm fixes it at 1e-12"),
+    fixed("causal", False, "modeling.py's encoder attends in both directions"),
+    Limit("do_lower_case",
+          lambda s: s["do_lower_case"] is None
+          or casing_in_name(s["directory_name"]) in (None, bool(s["do_lower_case"])),
+          "google-research/bert records the casing only in the directory name, and "
+          "{directory_name!r} says the opposite"),
+)
+
 
 def write_google_checkpoint(encoder, directory: str, vocab_file=None, do_lower_case=None) -> str:
     """Writes `encoder` as a google-research/bert TF1 checkpoint directory.
@@ -147,26 +169,19 @@ def write_google_checkpoint(encoder, directory: str, vocab_file=None, do_lower_c
     Files: `bert_config.json` (google-research keys), `bert_model.ckpt.{index,data-*}` with
     modeling.py's variable names (a name-based checkpoint, what `tf.train.init_from_checkpoint`
     and `tf.train.list_variables` read), and `vocab.txt` when given. google-research records
-    the casing only in the directory name (`uncased_...`): `do_lower_case` is not stored.
+    the casing only in the directory name (`uncased_...`): `do_lower_case` is not stored, and
+    a directory whose name says the opposite casing is refused.
 
     Raises:
-        ValueError: for an activation modeling.py cannot name (its "gelu" is the tanh form,
-            so an exact-erf encoder must be re-loaded with `hidden_activation=
-            "gelu_approximate"` first), a LayerNorm epsilon other than modeling.py's fixed
-            1e-12, or a causal encoder.
+        ValueError: naming each setting of `GOOGLE_LIMITS` the encoder has and the format
+            cannot hold (an activation modeling.py cannot name: its "gelu" is the tanh form,
+            so the exact erf form is refused; a LayerNorm epsilon other than 1e-12; causal
+            attention; `do_lower_case` against the directory's name); nothing is written then.
     """
-    del do_lower_case  # not representable in this format (see docstring)
+    check_format_holds("google", encoder_settings(
+        encoder, do_lower_case=do_lower_case,
+        directory_name=os.path.basename(os.path.normpath(directory))), GOOGLE_LIMITS)
     config = encoder.bert_config
-    if config.hidden_activation not in GOOGLE_ACTIVATION_NAMES:
-        raise ValueError(
-            f"google-research/bert has no name for hidden_activation="
-            f"{config.hidden_activation!r} (its 'gelu' is the tanh form); load the encoder "
-            "with hidden_activation='gelu_approximate' to write it in this format (outputs "
-            "change, see docs/checkpoints.md)")
-    if config.layer_norm_epsilon != 1e-12 or encoder.causal:
-        raise ValueError(
-            f"google-research/bert's encoder is bidirectional with LayerNorm epsilon 1e-12; "
-            f"this one has epsilon {config.layer_norm_epsilon}, causal={encoder.causal}")
     os.makedirs(directory, exist_ok=True)
     google_config = google_config_dict(config)
     google_config["hidden_act"] = GOOGLE_ACTIVATION_NAMES[config.hidden_activation]

@@ -16,6 +16,7 @@ import numpy as np
 from safetensors import safe_open
 from safetensors.numpy import save_file
 
+from keras_bert.checkpoints.limits import check_format_holds, encoder_settings, fixed
 from keras_bert.checkpoints.source import (
     TRANSPOSE,
     CheckpointError,
@@ -183,6 +184,15 @@ def read_do_lower_case(directory: str):
 HF_ACTIVATION_NAMES = {"gelu": "gelu", "gelu_approximate": "gelu_new", "relu": "relu",
                        "silu": "silu", "tanh": "tanh"}
 
+# What a BertModel config.json cannot hold: every BertConfig field has a key (all activations
+# a name above) except the attention direction. `is_decoder=True` would mask BertModel causally
+# but also makes it a decoder (key/value cache, cross-attention with add_cross_attention), and
+# `load_encoder` does not read it back, so a causal encoder is refused rather than written so.
+HF_LIMITS = (
+    fixed("causal", False, "transformers' BertModel attends in both directions (its "
+          "is_decoder flag is a decoder mode, not read back by load_encoder)"),
+)
+
 
 def hf_config_dict(config) -> dict:
     """A `BertModel` config.json dict for a `BertConfig` (the inverse of `from_hf_config`)."""
@@ -208,11 +218,10 @@ def write_hf_dir(encoder, directory: str, vocab_file=None, do_lower_case=None) -
     and with `vocab_file` a `vocab.txt` plus `tokenizer_config.json` (`do_lower_case`).
 
     Raises:
-        ValueError: for a causal encoder (BertModel attends both ways).
+        ValueError: for a causal encoder (`HF_LIMITS`: BertModel attends both ways); nothing is
+            written then.
     """
-    if encoder.causal:
-        raise ValueError("a causal encoder has no Hugging Face BertModel equivalent "
-                         "(BertModel attends in both directions)")
+    check_format_holds("huggingface", encoder_settings(encoder), HF_LIMITS)
     config = encoder.bert_config
     os.makedirs(directory, exist_ok=True)
     with open(os.path.join(directory, CONFIG_FILE), "w", encoding="utf-8") as f:

@@ -6,7 +6,8 @@ Keras config, `"registered_name": "keras_hub>BertBackbone"`), `model.weights.h5`
 `assets/tokenizer/vocabulary.txt`. keras-hub itself reads and writes the weights file
 (`BertBackbone.from_preset` / `save_to_preset`), so its own layout rules apply; the name table
 maps our canonical names to the backbone's variable paths. keras-hub's BERT always applies the
-tanh GELU (`keras_hub.src.utils.keras_utils.gelu_approximate`) and LayerNorm epsilon 1e-12.
+tanh GELU (`keras_hub.src.utils.keras_utils.gelu_approximate`), LayerNorm epsilon 1e-12, one
+dropout rate and initializer stddev 0.02; `KERAS_HUB_LIMITS` is what the writer refuses.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import os
 
 import numpy as np
 
+from keras_bert.checkpoints.limits import check_format_holds, encoder_settings, fixed, same_as
 from keras_bert.checkpoints.source import (
     MERGE_HEADS_IN,
     MERGE_HEADS_OUT,
@@ -33,6 +35,24 @@ TOKENIZER_FILE = "tokenizer.json"
 VOCAB_ASSET = os.path.join("assets", "tokenizer", "vocabulary.txt")
 BACKBONE = "keras_hub>BertBackbone"
 HIDDEN_ACTIVATION = "gelu_approximate"
+LAYER_NORM_EPSILON = 1e-12
+INITIALIZER_RANGE = 0.02
+
+# What a BertBackbone preset cannot hold (keras_hub/src/models/bert/bert_backbone.py): its
+# constructor takes sizes, `dropout`, `max_sequence_length` and `num_segments`, and fixes the
+# rest. The vocabulary, layer, head, width, position and segment sizes all pass through.
+KERAS_HUB_LIMITS = (
+    fixed("hidden_activation", HIDDEN_ACTIVATION,
+          "keras-hub's BertBackbone always applies the tanh GELU (our 'gelu_approximate')"),
+    fixed("layer_norm_epsilon", LAYER_NORM_EPSILON,
+          "keras-hub's BertBackbone fixes it at 1e-12"),
+    same_as("attention_dropout_rate", "dropout_rate",
+            "keras-hub's BertBackbone has one dropout for the hidden states and the attention "
+            "probabilities (it would keep dropout_rate={dropout_rate!r})"),
+    fixed("initializer_range", INITIALIZER_RANGE,
+          "keras-hub's BertBackbone fixes its initializer stddev at 0.02"),
+    fixed("causal", False, "keras-hub's BertBackbone attends in both directions"),
+)
 
 # canonical name -> BertBackbone variable path (`variable.path`).
 KERAS_HUB_NAME_TABLE = (
@@ -107,7 +127,8 @@ def config_from_preset(directory: str) -> BertConfig:
                       hidden_activation=HIDDEN_ACTIVATION, dropout_rate=c.get("dropout", 0.1),
                       attention_dropout_rate=c.get("dropout", 0.1),
                       max_sequence_length=c["max_sequence_length"],
-                      type_vocab_size=c["num_segments"])
+                      type_vocab_size=c["num_segments"], initializer_range=INITIALIZER_RANGE,
+                      layer_norm_epsilon=LAYER_NORM_EPSILON)
 
 
 def read_keras_hub_preset(directory: str):
@@ -151,19 +172,15 @@ def write_keras_hub_preset(encoder, directory: str, vocab_file=None, do_lower_ca
     too, lower-casing as `do_lower_case` says (default True).
 
     Raises:
-        ValueError: if the encoder's activation is not the tanh GELU keras-hub always applies
-            (re-load the source with `hidden_activation="gelu_approximate"` to accept the
-            change), or it is causal (keras-hub's BertBackbone is bidirectional only).
+        ValueError: naming each setting of `KERAS_HUB_LIMITS` the encoder has and a
+            BertBackbone cannot hold (activation other than the tanh GELU, LayerNorm epsilon
+            other than 1e-12, an attention dropout unlike the hidden dropout, initializer
+            range other than 0.02, causal attention); nothing is written then.
     """
+    check_format_holds("keras_hub", encoder_settings(encoder), KERAS_HUB_LIMITS)
     import keras_hub  # optional heavy dependency, needed only for this format
 
     config = encoder.bert_config
-    if config.hidden_activation != HIDDEN_ACTIVATION or encoder.causal:
-        raise ValueError(
-            f"keras-hub's BertBackbone always applies the tanh GELU and bidirectional attention;"
-            f" this encoder uses hidden_activation={config.hidden_activation!r}, "
-            f"causal={encoder.causal}. Load it with hidden_activation='gelu_approximate' "
-            "(outputs change, see docs/checkpoints.md) to write it in this format")
     backbone = keras_hub.models.BertBackbone(
         vocabulary_size=config.vocab_size, num_layers=config.num_layers,
         num_heads=config.num_heads, hidden_dim=config.hidden_size,

@@ -37,8 +37,10 @@ def save_encoder(encoder, directory, vocab_file=None, do_lower_case=None, *,
         format: one of `WRITERS`: "keras_bert", "huggingface", "keras_hub", "google".
 
     Raises:
-        ValueError: for an unknown format, or an encoder the format cannot represent (named:
-            activation, causal attention, LayerNorm epsilon).
+        ValueError: for an unknown format, or an encoder setting the format cannot hold,
+            each named with its value ("format='keras_hub' cannot hold layer_norm_epsilon=
+            1e-05: ..."; the tables `HF_LIMITS`, `KERAS_HUB_LIMITS`, `GOOGLE_LIMITS`, checked
+            by `limits.check_format_holds`); nothing is written then.
         TypeError: if `encoder` is not a `BertEncoder`.
         FileNotFoundError: if `vocab_file` does not exist.
     """

@@ -19,6 +19,7 @@ from keras_bert.checkpoints import (
     resolve_vocab_file,
     save_encoder,
 )
+from keras_bert.models.bert_encoder import BertEncoder
 from tests.checkpoints.helpers import hf_to_google, numpy_bert, random_hf_weights, write_hf_dir
 
 CFG = {"vocab_size": 23, "hidden_size": 8, "num_attention_heads": 2, "intermediate_size": 12,
@@ -100,18 +101,91 @@ def test_google_checkpoint_has_modeling_py_names(tmp_path, hf_dir, hf_tensors, v
     assert resolve_do_lower_case(directory) is True  # "uncased" in the directory name
 
 
-def test_formats_refuse_what_they_cannot_represent(tmp_path, hf_dir):
-    exact = load_encoder(hf_dir)  # exact erf GELU
-    with pytest.raises(ValueError, match="google-research/bert has no name for "
-                                         "hidden_activation='gelu'"):
-        save_encoder(exact, tmp_path / "g", format="google")
-    with pytest.raises(ValueError, match="keras-hub's BertBackbone always applies the tanh GELU"):
-        save_encoder(exact, tmp_path / "k", format="keras_hub")
-    causal = load_encoder(hf_dir, causal=True)
-    with pytest.raises(ValueError, match="a causal encoder has no Hugging Face BertModel"):
-        save_encoder(causal, tmp_path / "h", format="huggingface")
+REBUILD = (". To convert anyway, rebuild the encoder with values the format holds "
+           "(`new = BertEncoder.from_config_object(encoder.bert_config, <setting>=<value>)`, "
+           "`new.build()`, `new.set_weights(encoder.get_weights())`), knowing that its outputs "
+           "change "
+           "(docs/checkpoints.md, 'Migration')")
+HUB_GELU = "keras-hub's BertBackbone always applies the tanh GELU (our 'gelu_approximate')"
+GOOGLE_ACT = ("modeling.py's get_activation names only 'gelu' (the tanh form, our "
+              "'gelu_approximate'), 'relu' and 'tanh'")
+
+
+@pytest.fixture(scope="module")
+def tanh_encoder(hf_dir):
+    """Holdable by every format: tanh GELU, epsilon 1e-12, dropouts 0.1 / 0.1, stddev 0.02."""
+    return load_encoder(hf_dir, hidden_activation="gelu_approximate")
+
+
+@pytest.mark.parametrize("fmt, overrides, refused", [
+    ("huggingface", {"causal": True},
+     "causal=True: transformers' BertModel attends in both directions (its is_decoder flag is "
+     "a decoder mode, not read back by load_encoder)"),
+    ("keras_hub", {"hidden_activation": "gelu"}, f"hidden_activation='gelu': {HUB_GELU}"),
+    ("keras_hub", {"hidden_activation": "relu"}, f"hidden_activation='relu': {HUB_GELU}"),
+    ("keras_hub", {"layer_norm_epsilon": 1e-5},
+     "layer_norm_epsilon=1e-05: keras-hub's BertBackbone fixes it at 1e-12"),
+    ("keras_hub", {"attention_dropout_rate": 0.0},
+     "attention_dropout_rate=0.0: keras-hub's BertBackbone has one dropout for the hidden "
+     "states and the attention probabilities (it would keep dropout_rate=0.1)"),
+    ("keras_hub", {"initializer_range": 0.05},
+     "initializer_range=0.05: keras-hub's BertBackbone fixes its initializer stddev at 0.02"),
+    ("keras_hub", {"causal": True}, "causal=True: keras-hub's BertBackbone attends in both "
+                                    "directions"),
+    ("keras_hub", {"layer_norm_epsilon": 1e-5, "causal": True},
+     "layer_norm_epsilon=1e-05: keras-hub's BertBackbone fixes it at 1e-12; causal=True: "
+     "keras-hub's BertBackbone attends in both directions"),
+    ("google", {"hidden_activation": "gelu"}, f"hidden_activation='gelu': {GOOGLE_ACT}"),
+    ("google", {"hidden_activation": "silu"}, f"hidden_activation='silu': {GOOGLE_ACT}"),
+    ("google", {"layer_norm_epsilon": 1e-5},
+     "layer_norm_epsilon=1e-05: modeling.py's layer_norm fixes it at 1e-12"),
+    ("google", {"causal": True}, "causal=True: modeling.py's encoder attends in both directions"),
+])
+def test_writer_refuses_the_settings_its_format_cannot_hold(tmp_path, tanh_encoder, fmt,
+                                                            overrides, refused):
+    encoder = BertEncoder.from_config_object(tanh_encoder.bert_config, **overrides)
+    with pytest.raises(ValueError) as raised:
+        save_encoder(encoder, tmp_path / "out", format=fmt)
+    assert str(raised.value) == f"format={fmt!r} cannot hold {refused}{REBUILD}"
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("name, do_lower_case", [("uncased_out", False), ("cased_out", True)])
+def test_google_refuses_a_casing_its_directory_name_contradicts(tmp_path, tanh_encoder, name,
+                                                                do_lower_case):
+    with pytest.raises(ValueError) as raised:
+        save_encoder(tanh_encoder, tmp_path / name, do_lower_case=do_lower_case, format="google")
+    assert str(raised.value) == (
+        f"format='google' cannot hold do_lower_case={do_lower_case}: google-research/bert "
+        f"records the casing only in the directory name, and {name!r} says the opposite{REBUILD}")
+    assert not (tmp_path / name).exists()
+
+
+@pytest.mark.parametrize("fmt, name, settings", [
+    ("huggingface", "out", {"hidden_activation": "silu", "dropout_rate": 0.2,
+                            "attention_dropout_rate": 0.05, "initializer_range": 0.03,
+                            "layer_norm_epsilon": 1e-5}),
+    ("keras_hub", "out", {"dropout_rate": 0.2, "attention_dropout_rate": 0.2}),
+    ("google", "cased_out", {"hidden_activation": "relu", "dropout_rate": 0.2,
+                             "attention_dropout_rate": 0.05, "initializer_range": 0.03}),
+])
+def test_writer_keeps_every_setting_it_does_not_refuse(tmp_path, tanh_encoder, fmt, name,
+                                                       settings):
+    # Non-default values of every setting the format holds (CFG's sizes are non-default too:
+    # max_position_embeddings=7, type_vocab_size=3); reading back gives the same config.
+    encoder = BertEncoder.from_config_object(tanh_encoder.bert_config, **settings)
+    encoder.build()
+    encoder.set_weights(tanh_encoder.get_weights())
+    out = save_encoder(encoder, tmp_path / name, do_lower_case=False, format=fmt)
+    back = load_encoder(out)
+    assert back.bert_config == encoder.bert_config and back.causal is False
+    assert back.bert_config.max_sequence_length == 7 and back.bert_config.type_vocab_size == 3
+    np.testing.assert_array_equal(_ours(back)[0], _ours(encoder)[0])
+
+
+def test_unknown_format_is_refused(tmp_path, tanh_encoder):
     with pytest.raises(ValueError, match=r"unknown checkpoint format 'onnx'; formats: \["):
-        save_encoder(exact, tmp_path / "o", format="onnx")
+        save_encoder(tanh_encoder, tmp_path / "o", format="onnx")
 
 
 def test_default_format_is_unchanged(tmp_path, hf_dir):
