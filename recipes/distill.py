@@ -8,7 +8,8 @@
 --teacher: a fine-tuning --output_dir (best_model.keras) or a saved task. The student takes the
 teacher's layers 0, k, 2k, ... (--student_layers, or --layer_map=0,2,4) and its embeddings, pooler
 and head, or starts from --student_preset. Writes config.json, metrics.json (per epoch: dev
-accuracy, agreement with the teacher, loss) and best_model.keras to --output_dir; --export_dir
+accuracy, agreement with the teacher, loss) and best_model.keras to --output_dir (a rerun into an
+--output_dir holding a run with other settings is refused; there is no resume); --export_dir
 exports the student like any fine-tuned model (`task.export`). The library does the work:
 keras_bert.training.distillation.distill. See docs/evaluation.md.
 """

@@ -3,7 +3,8 @@
 A thin recipe over `keras_bert.training.pretraining.run_pretraining` (flags = PretrainConfig fields).
 
 Writes to --output_dir: `config.json` (flags + BertConfig), `checkpoints/` (resumable: rerun the
-same command after a crash or SIGKILL and it continues from the last checkpoint), `logs/`
+same command after a crash or SIGKILL and it continues from the last checkpoint; a rerun with other
+settings is refused, naming them: pretraining.HARMLESS_SETTINGS lists what may change), `logs/`
 (TensorBoard: loss, mlm_loss, mlm_accuracy, nsp_loss, nsp_accuracy), `history.jsonl` (one line
 of metrics per --save_checkpoints_steps), `metrics.json`, and `encoder/` (keras-bert checkpoint
 directory: config.json, encoder.weights.h5, vocab.txt; pass it to run_classifier.py

@@ -38,6 +38,7 @@ from keras_bert.tasks.text_classifier import TextClassifier
 from keras_bert.tokenization.bert_preprocessor import BertPreprocessor
 from keras_bert.training.callbacks import write_json_atomic
 from keras_bert.training.optimizer import create_optimizer
+from keras_bert.training.resume_check import check_resume_settings
 
 logger = logging.getLogger(__name__)
 
@@ -271,11 +272,17 @@ def distill(config: DistillationConfig) -> dict:
         before training) dev_accuracy, dev_agreement, train_agreement, loss; "best_epoch") plus
         "student_model": the `TextClassifier` of the best dev accuracy (ready for `export`).
 
+    A rerun into an output_dir holding a run with other settings (any but output_dir's spelling)
+    is refused before anything is written (`resume_check.check_resume_settings`); with the same
+    settings it trains again from the start and replaces the files (there is no resume).
+
     Raises:
-        ValueError: bad settings, a teacher that is not a classifier, or labels it does not know.
+        ValueError: bad settings, a teacher that is not a classifier, labels it does not know, or
+            an output_dir holding a run with other settings.
     """
-    keras.utils.set_random_seed(config.seed)
     out = pathlib.Path(config.output_dir)
+    check_resume_settings(out, dataclasses.asdict(config), ignored={"output_dir"})
+    keras.utils.set_random_seed(config.seed)
     out.mkdir(parents=True, exist_ok=True)
     teacher = load_task(config.teacher)
     _check_teacher(teacher)

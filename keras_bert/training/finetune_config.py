@@ -1,16 +1,16 @@
 """`FinetuneConfig`: every setting of a fine-tuning run, and the rerun check of an output_dir.
 
 Field names are the flag names of `recipes/run_classifier.py` (google-research/bert's where one
-exists). A rerun into the same output_dir must use the same settings (`check_resume_settings`);
-it then resumes from the last checkpoint.
+exists). A rerun into the same output_dir must use the same settings (`check_resume_settings`, the
+shared check of `resume_check`); it then resumes from the last checkpoint.
 """
 from __future__ import annotations
 
 import dataclasses
-import json
 import pathlib
 
 from keras_bert.config import check_max_seq_length
+from keras_bert.training import resume_check
 
 @dataclasses.dataclass
 class FinetuneConfig:
@@ -113,27 +113,22 @@ ADDED_SETTINGS = {"group_by_length": False, "ema_momentum": 0.0, "layerwise_lr_d
 
 
 def check_resume_settings(out: pathlib.Path, resolved: dict) -> None:
-    """Refuse to reuse an output_dir whose config.json holds a run with different settings.
+    """Refuse to reuse an output_dir whose config.json holds a run with different settings: the
+    shared rerun check (`resume_check.check_resume_settings`) with the fine-tuning families' lists.
 
     Args:
         out: the output directory.
         resolved: this run's settings as written to config.json (flags + resolved vocab_file,
-            do_lower_case). A setting an older config.json lacks counts as its ADDED_SETTINGS
-            value (`group_by_length` False).
+            do_lower_case). Every setting but HARMLESS_SETTINGS counts; one an older config.json
+            lacks counts as its ADDED_SETTINGS value (`group_by_length` False).
 
     Raises:
-        ValueError: "output_dir <path> holds a run with different settings: <flag> <old> -> <new>
-            ...; use a new --output_dir (or the same flags to resume)".
+        ValueError: "output_dir <path> holds a run with different settings (recorded -> this
+            run): <flag> <old> -> <new>, ...; use a new --output_dir, or rerun with the recorded
+            values".
     """
-    path = out / "config.json"
-    if not path.is_file():
-        return
-    previous = ADDED_SETTINGS | json.loads(path.read_text())
-    changed = [f"{k} {previous[k]} -> {v}" for k, v in resolved.items()
-               if k not in HARMLESS_SETTINGS and k in previous and previous[k] != v]
-    if changed:
-        raise ValueError(f"output_dir {out} holds a run with different settings: {', '.join(changed)}; "
-                         "use a new --output_dir (or the same flags to resume)")
+    resume_check.check_resume_settings(out, resolved, ignored=HARMLESS_SETTINGS,
+                                       defaults=ADDED_SETTINGS)
 
 
 def default_learning_rate(hidden_size: int) -> float:

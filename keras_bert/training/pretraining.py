@@ -2,9 +2,10 @@
 
 `run_pretraining(PretrainConfig(...))` is the whole run behind `recipes/run_pretraining.py`.
 Writes to `output_dir`: `config.json` (settings + BertConfig), `checkpoints/` (resumable: the same
-call after a crash or SIGKILL continues from the last checkpoint), `logs/` (TensorBoard: loss,
-mlm_loss, mlm_accuracy, nsp_loss, nsp_accuracy), `history.jsonl` (one line of metrics per
-`save_checkpoints_steps`), `metrics.json`, and `encoder/` (keras-bert checkpoint directory for
+call after a crash or SIGKILL continues from the last checkpoint; a call with other settings is
+refused, see HARMLESS_SETTINGS), `logs/` (TensorBoard: loss, mlm_loss, mlm_accuracy, nsp_loss,
+nsp_accuracy), `history.jsonl` (one line of metrics per `save_checkpoints_steps`),
+`metrics.json`, and `encoder/` (keras-bert checkpoint directory for
 `--init_checkpoint` / `keras_bert.from_pretrained`). Ablations (BERT table 5): `no_nsp`, `ltr`
 (left-to-right attention, implies no NSP).
 """
@@ -28,6 +29,7 @@ from keras_bert.tokenization.full_tokenizer import load_vocab
 from keras_bert.training.callbacks import standard_callbacks, write_json_atomic
 from keras_bert.training.fit import resumable_fit
 from keras_bert.training.optimizer import create_optimizer, set_mixed_precision
+from keras_bert.training.resume_check import check_resume_settings
 from keras_bert.training.strategy import get_strategy
 
 
@@ -118,20 +120,41 @@ def _history_callback(path: str, checkpoint, start: float):
     return keras.callbacks.LambdaCallback(on_epoch_end=append)
 
 
+# Settings a rerun into the same output_dir may change: where the directory is and how the same
+# global batches are computed (devices, XLA). Every other flag, and every field of the encoder's
+# BertConfig (`bert_config.<field>`), gives the checkpoints their meaning: the batches trained
+# (input_file, vocab_file, train_batch_size, max_seq_length, max_predictions_per_seq,
+# save_checkpoints_steps (one shuffle per chunk), masking, random_seed), the learning-rate schedule
+# and optimizer state (learning_rate, num_train_steps, num_warmup_steps, optimizer,
+# mixed_precision's loss scale), the model (preset, bert_config_file, init_checkpoint, no_nsp, ltr)
+# and the encoder written (do_lower_case). To train further, start a new output_dir with
+# --init_checkpoint=<this output_dir>/encoder.
+HARMLESS_SETTINGS = frozenset({"output_dir", "strategy", "tpu", "jit_compile"})
+
+
+def recorded_settings(record: dict) -> dict:
+    """config.json's dict ({"flags", "bert_config", ...}) -> the flat settings the rerun check
+    compares: the flags and `bert_config.<field>`."""
+    return record["flags"] | {f"bert_config.{k}": v for k, v in record["bert_config"].items()}
+
+
 def run_pretraining(config: PretrainConfig) -> dict:
     """Pretrains (resuming from output_dir's last checkpoint) and writes the files listed above.
 
+    A rerun into an output_dir holding a run with other settings (all but HARMLESS_SETTINGS) is
+    refused before anything is written (`resume_check.check_resume_settings`).
+
     Returns:
-        metrics.json's dict: steps, resumed_from_step, records, examples_seen, seconds_this_run,
-        final (last history line), history, encoder_dir.
+        metrics.json's dict: steps, resumed_from_step, records, examples_seen (steps times the
+        recorded train_batch_size), seconds_this_run, final (last history line), history,
+        encoder_dir.
 
     Raises:
         FileNotFoundError: no input shard. CorruptShardError: a damaged shard, by name.
-        ValueError: see `build_pretrainer`.
+        ValueError: see `build_pretrainer`; an output_dir holding a run with other settings.
     """
     start = time.time()
     shards = expand_file_patterns(config.input_file, what="pretraining shard")
-    num_records = sum(verify_shards(shards))  # a damaged shard fails here, by name
     os.makedirs(config.output_dir, exist_ok=True)
     keras.utils.set_random_seed(config.random_seed)
     precision = set_mixed_precision(config.mixed_precision)
@@ -139,9 +162,14 @@ def run_pretraining(config: PretrainConfig) -> dict:
     vocab = load_vocab(config.vocab_file)
     with strategy.scope():
         model = build_pretrainer(config, vocab, precision)
-    write_json_atomic(os.path.join(config.output_dir, "config.json"), {
-        "flags": dataclasses.asdict(config), "bert_config": dataclasses.asdict(model.encoder.bert_config),
-        "use_nsp": config.use_nsp, "causal": config.ltr})
+    record = {"flags": dataclasses.asdict(config),
+              "bert_config": dataclasses.asdict(model.encoder.bert_config),
+              "use_nsp": config.use_nsp, "causal": config.ltr}
+    settings = check_resume_settings(config.output_dir, recorded_settings(record),
+                                     ignored=HARMLESS_SETTINGS, view=recorded_settings)
+    settings = settings or recorded_settings(record)  # what every checkpointed step was trained with
+    num_records = sum(verify_shards(shards))  # a damaged shard fails here, by name
+    write_json_atomic(os.path.join(config.output_dir, "config.json"), record)
     checkpoint, callbacks = standard_callbacks(
         config.output_dir, tensorboard_update_freq=config.save_checkpoints_steps)
     history_path = os.path.join(config.output_dir, "history.jsonl")
@@ -156,7 +184,7 @@ def run_pretraining(config: PretrainConfig) -> dict:
     with open(history_path) as f:
         history = [json.loads(line) for line in f]
     metrics = {"steps": steps, "resumed_from_step": resumed_from, "records": num_records,
-               "examples_seen": steps * config.train_batch_size,
+               "examples_seen": steps * settings["train_batch_size"],
                "seconds_this_run": round(time.time() - start, 1),
                "final": history[-1] if history else {}, "history": history,
                "encoder_dir": encoder_dir}

@@ -92,3 +92,35 @@ def test_sigkilled_ltr_run_resumes_from_its_checkpoint(shards, uncased_vocab, tm
     assert "nsp_loss" not in metrics["final"]  # --ltr trains without NSP
     meta = json.loads((out / "encoder" / "keras_bert_checkpoint.json").read_text())
     assert meta["causal"] is True
+
+
+@pytest.mark.slow
+def test_a_rerun_with_another_batch_size_is_refused_and_a_resume_counts_the_recorded_batches(
+        shards, uncased_vocab, tmp_path):
+    out = tmp_path / "run"
+
+    def cmd(batch):
+        return [a if not a.startswith("--train_batch_size=") else f"--train_batch_size={batch}"
+                for a in _cmd(shards, uncased_vocab, out, 6, "--save_checkpoints_steps=2")]
+
+    killed = subprocess.run(cmd(8), cwd=REPO_ROOT, env=_env() | {"KERAS_BERT_CRASH_AT": "train_batch:3"},
+                            capture_output=True, timeout=600)
+    assert killed.returncode == -signal.SIGKILL
+    state = out / "checkpoints" / "checkpoint.json"
+    recorded, checkpoint = (out / "config.json").read_bytes(), state.read_bytes()
+    assert json.loads(checkpoint)["step"] == 2
+
+    refused = subprocess.run(cmd(4), cwd=REPO_ROOT, env=_env(), capture_output=True, text=True, timeout=600)
+    assert refused.returncode == 2
+    assert refused.stderr.splitlines()[-1] == (
+        f"run_pretraining.py: error: output_dir {out} holds a run with different settings (recorded -> "
+        "this run): train_batch_size 8 -> 4; use a new --output_dir, or rerun with the recorded values")
+    assert (out / "config.json").read_bytes() == recorded and state.read_bytes() == checkpoint
+    assert not (out / "metrics.json").exists()
+
+    subprocess.run(cmd(8), cwd=REPO_ROOT, env=_env(), check=True, capture_output=True, timeout=600)
+    metrics = json.loads((out / "metrics.json").read_text())
+    assert metrics["resumed_from_step"] == 2 and metrics["steps"] == 6
+    assert metrics["examples_seen"] == 48  # 6 steps of the recorded 8 examples
+    assert [h["step"] for h in metrics["history"]] == [2, 4, 6]
+    assert json.loads((out / "config.json").read_text())["flags"]["train_batch_size"] == 8

@@ -57,9 +57,10 @@ def _earlier_run(tmp_path, uncased_vocab, **kw):
 def test_rerun_with_different_settings_is_refused(tmp_path, uncased_vocab, data_dir):
     _earlier_run(tmp_path, uncased_vocab, data_dir=str(data_dir))
     out = tmp_path / "out"
-    with pytest.raises(ValueError, match=rf"output_dir {out} holds a run with different settings: "
-                       r"learning_rate 5e-05 -> 0.001; use a new --output_dir \(or the same flags to resume\)"):
+    with pytest.raises(ValueError) as e:
         run_finetuning(_cfg(tmp_path, uncased_vocab, learning_rate=1e-3, data_dir=str(data_dir)))
+    assert str(e.value) == (f"output_dir {out} holds a run with different settings (recorded -> this run): "
+                            "learning_rate 5e-05 -> 0.001; use a new --output_dir, or rerun with the recorded values")
     with pytest.raises(ValueError, match="preset bert_tiny -> bert_small"):
         run_finetuning(_cfg(tmp_path, uncased_vocab, preset="bert_small", data_dir=str(data_dir)))
     # Same settings (verbose, dynamic padding and the spelling of output_dir differ: harmless)
@@ -119,8 +120,8 @@ def test_glue_display_names_keep_glue_id_order(tmp_path, uncased_vocab, data_dir
 def test_an_output_dir_from_before_group_by_length_resumes_only_with_random_batches(tmp_path):
     import json
     (tmp_path / "config.json").write_text(json.dumps({"task_name": "sst2", "seed": 42}))
-    with pytest.raises(ValueError, match=r"holds a run with different settings: group_by_length "
-                       r"False -> True; use a new --output_dir"):
+    with pytest.raises(ValueError, match=r"holds a run with different settings \(recorded -> this run\): "
+                       r"group_by_length False -> True; use a new --output_dir"):
         check_resume_settings(tmp_path, {"task_name": "sst2", "seed": 42, "group_by_length": True})
     check_resume_settings(tmp_path, {"task_name": "sst2", "seed": 42, "group_by_length": False})
     (tmp_path / "config.json").write_text(json.dumps({"task_name": "sst2", "group_by_length": True}))
