@@ -1,5 +1,6 @@
 """What the command lines (recipes/, `python -m export`) share: how a usage error ends a run, the
-recipes' LiteRT export flags and their `--group_by_length` flag.
+one line a finished run prints, the recipes' LiteRT export flags and their `--group_by_length`
+flag.
 
 Bad flags or bad input files are the user's to fix, not a crash: one line on stderr naming the
 problem, in the `prog: error: message` form argparse and most Unix tools use, and exit status 2,
@@ -22,6 +23,23 @@ def fail_usage(message: str) -> NoReturn:
     sys.stderr.write(f"{program}: error: {' '.join(str(message).split())}\n")
     sys.stderr.flush()
     sys.exit(USAGE_EXIT_CODE)
+
+
+def print_result(headline: dict, output_dir) -> None:
+    """Prints one line for the person who ran the recipe: the headline numbers and where the
+    whole record is (`<output_dir>/metrics.json`), instead of the whole record.
+
+    Args:
+        headline: label -> value, in the order to print (floats with 4 decimals; None as "n/a").
+        output_dir: the run's output dir as the user gave it (a local path or a URI).
+    """
+    def shown(value):
+        if value is None:
+            return "n/a"
+        return f"{value:.4f}" if isinstance(value, float) else str(value)
+
+    parts = ", ".join(f"{label} {shown(value)}" for label, value in headline.items())
+    print(f"{parts} (all metrics: {str(output_dir).rstrip('/')}/metrics.json)", flush=True)
 
 
 def define_export_litert_flags() -> None:

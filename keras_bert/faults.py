@@ -4,7 +4,8 @@
 OOM killer would) the n-th time (default 1) the code passes `crash_point("<point>")`. Unset, a
 crash point costs one dictionary look-up. Points: "train_batch" (after a batch and its checkpoint),
 "evaluation" (as a dev evaluation starts), "best_saved" (after the best weights are written, before
-the evaluation history is), "metrics_write" (after best_model.keras, before metrics.json),
+the evaluation history is), "checkpoints_finalized" (a finished run recorded as complete, before
+its step checkpoints are deleted), "metrics_write" (after best_model.keras, before metrics.json),
 "export_publish" (an export written, before it is renamed into place).
 """
 from __future__ import annotations

@@ -9,18 +9,17 @@ Writes config.json, metrics.json (dev metrics per epoch, the best, and across
 preprocessor and labels: `keras_bert.load_task(output_dir)`) to --output_dir. The library does the work: keras_bert.training.finetune.run_finetuning. See docs/finetuning.md.
 """
 import dataclasses
-import json
 import pathlib
 import sys
 
-from absl import app, flags, logging
+from absl import app, flags
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
 
 from keras_bert.saved_model import exporter  # noqa: E402
 from keras_bert.training import finetune  # noqa: E402
 from keras_bert.cli import (define_export_litert_flags, define_group_by_length_flag,  # noqa: E402
-                            export_litert_option, fail_usage)
+                            export_litert_option, fail_usage, print_result)
 
 D = finetune.FinetuneConfig.__dataclass_fields__
 F = flags
@@ -112,9 +111,11 @@ def main(argv):
     except (ValueError, FileNotFoundError) as e:  # bad flags or data: one line, exit code 2
         fail_usage(str(e))
     result = finetune.run_finetuning(config, prepared)
-    logging.info("dev %s per run: %s; mean %.4f, std %.4f", result["monitor"],
-                 [r["best"][result["monitor"]] for r in result["runs"]], result["mean"], result["std"])
-    print(json.dumps({k: result[k] for k in ("monitor", "best", "mean", "std", "runs")}, indent=2))
+    monitor, best = result["monitor"], result["best"]
+    headline = {f"dev {monitor}": best.get(monitor), "at epoch": best.get("epoch")}
+    if len(result["runs"]) > 1:
+        headline |= {f"mean over {len(result['runs'])} runs": result["mean"], "std": result["std"]}
+    print_result(headline, FLAGS.output_dir)
     if FLAGS.export_dir:
         export_once(result["task"], result)
 

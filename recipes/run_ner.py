@@ -11,7 +11,6 @@ precision / recall / F1 of the best weights), checkpoints/, logs/ and best_model
 --output_dir. The work is keras_bert.training.ner_training.run_ner; see docs/ner_swag_features.md.
 """
 import dataclasses
-import json
 import pathlib
 import sys
 
@@ -22,7 +21,7 @@ sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
 from keras_bert.tasks.token_classifier import FEATURE_MODES  # noqa: E402
 from keras_bert.training import ner_training  # noqa: E402
 from keras_bert.cli import (define_export_litert_flags, define_group_by_length_flag,  # noqa: E402
-                            export_litert_option, fail_usage)
+                            export_litert_option, fail_usage, print_result)
 
 D = ner_training.NerConfig.__dataclass_fields__
 F = flags
@@ -73,8 +72,8 @@ def main(argv):
     except (ValueError, FileNotFoundError) as e:  # bad flags or data: one line, exit code 2
         fail_usage(str(e))
     result = ner_training.run_ner(config, prepared)
-    print(json.dumps({k: result[k] for k in ("best", "dev", "test", "steps", "train_seconds")},
-                     indent=2))
+    print_result({"dev f1": result["dev"].get("f1"), "test f1": (result["test"] or {}).get("f1"),
+                  "steps": result["steps"]}, FLAGS.output_dir)
     if FLAGS.export_dir:
         path = result["task"].export(FLAGS.export_dir, FLAGS.model_name, extra_config={
             "dev": result["dev"], "test": result["test"]}, litert=export_litert_option(FLAGS))

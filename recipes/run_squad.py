@@ -13,7 +13,6 @@ Writes config.json, predictions.json, nbest_predictions.json, null_odds.json, me
 the work: keras_bert.training.squad_training.run_squad. See docs/squad.md.
 """
 import dataclasses
-import json
 import pathlib
 import sys
 
@@ -23,7 +22,7 @@ sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
 
 from keras_bert.training import squad_training  # noqa: E402
 from keras_bert.cli import (define_export_litert_flags, define_group_by_length_flag,  # noqa: E402
-                            export_litert_option, fail_usage)
+                            export_litert_option, fail_usage, print_result)
 
 D = {f.name: f.default for f in dataclasses.fields(squad_training.SquadConfig)}
 F = flags
@@ -84,7 +83,8 @@ def main(argv):
     except ValueError as e:  # a bad flag value: a usage error, not a traceback
         fail_usage(str(e))
     metrics = squad_training.run_squad(config)
-    print(json.dumps(metrics, indent=2, sort_keys=True))
+    print_result({name: metrics.get(name) for name in ("exact_match", "f1", "train_steps")
+                  if name in metrics}, FLAGS.output_dir)
 
 
 if __name__ == "__main__":

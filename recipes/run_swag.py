@@ -10,7 +10,6 @@ checkpoints/, logs/ and best_model.keras to --output_dir. The work is
 keras_bert.training.swag_training.run_swag; see docs/ner_swag_features.md.
 """
 import dataclasses
-import json
 import pathlib
 import sys
 
@@ -20,7 +19,7 @@ sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
 
 from keras_bert.training import swag_training  # noqa: E402
 from keras_bert.cli import (define_export_litert_flags, define_group_by_length_flag,  # noqa: E402
-                            export_litert_option, fail_usage)
+                            export_litert_option, fail_usage, print_result)
 
 D = swag_training.SwagConfig.__dataclass_fields__
 F = flags
@@ -68,7 +67,8 @@ def main(argv):
     except (ValueError, FileNotFoundError) as e:  # bad flags or data: one line, exit code 2
         fail_usage(str(e))
     result = swag_training.run_swag(config, prepared)
-    print(json.dumps({k: result[k] for k in ("best", "dev", "steps", "train_seconds")}, indent=2))
+    print_result({"dev accuracy": result["dev"].get("accuracy"), "steps": result["steps"]},
+                 FLAGS.output_dir)
     if FLAGS.export_dir:
         path = result["task"].export(FLAGS.export_dir, FLAGS.model_name,
                                      extra_config={"dev": result["dev"]},

@@ -15,7 +15,7 @@ import tensorflow as tf
 
 from keras_bert.data.dynamic_padding import length_grouped_order, trim_to_longest
 from keras_bert.training import callbacks as callbacks_lib
-from keras_bert.training.fit import build_for_training, resumable_fit
+from keras_bert.training.fit import build_for_training, keep_best_model, resumable_fit
 from keras_bert.training.optimizer import create_optimizer
 
 
@@ -106,7 +106,6 @@ def fit_with_evaluation(task, config, features, labels, evaluate, monitor: str,
                           verbose=config.verbose, total_steps=total)
     if not evaluator.state["epochs"]:  # stopped by the time budget before any evaluation
         evaluator.on_epoch_end(0, {})
-    if (out / "best.weights.h5").exists():
-        task.load_weights(out / "best.weights.h5")
+    keep_best_model(task, checkpoint, out)
     return {"steps": steps, "num_train_steps": total, "epochs": evaluator.state["epochs"],
             "best": evaluator.state["best"], "resumed_from_step": checkpoint.restored_step}

@@ -37,7 +37,11 @@ class ResumableCheckpoint(keras.callbacks.Callback):
 
     Files in `directory`: `ckpt-<step>.weights.h5` (the last `keep`) and `checkpoint.json`
     ({"step": global batches trained, "weights": file name}); both are written to a temporary
-    name and renamed, so a kill at any moment leaves the previous checkpoint intact.
+    name and renamed, so a kill at any moment leaves the previous checkpoint intact. When the run
+    is over and its result kept elsewhere, `finalize()` records the last step with
+    `"weights": null, "complete": true` and deletes the step checkpoints (hundreds of MB for a
+    BERT with its optimizer state); `restore` then sets the step without loading anything
+    (`complete` says so), so a rerun trains nothing.
 
     Args:
         directory: str or Path, created if missing.
@@ -75,6 +79,9 @@ class ResumableCheckpoint(keras.callbacks.Callback):
         if state is None:
             self.step = 0
             return 0
+        if state.get("complete"):
+            self.step = self._last_saved = self.restored_step = int(state["step"])
+            return self.step
         if model.optimizer is not None and not model.optimizer.built:
             model.optimizer.build(model.trainable_variables)
         model.load_weights(self.directory / state["weights"])
@@ -93,6 +100,25 @@ class ResumableCheckpoint(keras.callbacks.Callback):
         self._last_saved = self.step
         old = sorted(self.directory.glob("ckpt-*.weights.h5"), key=lambda p: int(p.name[5:-11]))
         for path in old[:-self.keep]:
+            path.unlink(missing_ok=True)
+
+    @property
+    def complete(self) -> bool:
+        """Whether `finalize()` ran: the run is over and its step checkpoints are gone."""
+        state = self.latest()
+        return bool(state and state.get("complete"))
+
+    def finalize(self) -> None:
+        """Mark the run complete at `self.step`, then delete the step checkpoints (chief only).
+
+        Call once the run's result is durably kept (best model, metrics): the record is written
+        first, so a kill between the two leaves a complete record and files a rerun deletes.
+        """
+        if not self.is_chief:
+            return
+        write_json_atomic(self.state_path, {"step": self.step, "weights": None, "complete": True})
+        crash_point("checkpoints_finalized")
+        for path in self.directory.glob("*.weights.h5"):
             path.unlink(missing_ok=True)
 
     def on_train_batch_end(self, batch, logs=None):

@@ -7,9 +7,11 @@ checkpoints, TensorBoard, dev evaluation, best checkpoint by the task metric, op
 stopping -> repeat for `num_restarts` seeds (fine-tuning instability, BERT §5.1) -> metrics.json.
 
 Files in `output_dir` (one run) or `output_dir/run_<i>` (restarts): `checkpoints/`, `logs/`
-(TensorBoard), `best.weights.h5`, `best_model.keras` (the task: `keras_bert.load_task`),
-`metrics_state.json`; and in `output_dir`: `config.json`, `metrics.json`, `best_model.keras` (the
-best run's task).
+(TensorBoard), `best_model.keras` (the task: `keras_bert.load_task`), `metrics_state.json`; and in
+`output_dir`: `config.json`, `metrics.json`, `best_model.keras` (the best run's task). While a run
+trains, `checkpoints/` holds its step checkpoints and `best.weights.h5` the best weights so far;
+once it is over, both are deleted (`fit.keep_best_model`) and `checkpoints/checkpoint.json` says
+the run is complete, so a rerun with the same flags trains nothing.
 """
 from __future__ import annotations
 
@@ -31,7 +33,7 @@ from keras_bert.faults import crash_point
 from keras_bert.training.classification_data import (TaskData, dev_prefix, encode_splits,
                                                      load_task_data, monitor_name)
 from keras_bert.training.finetune_config import FinetuneConfig, check_resume_settings
-from keras_bert.training.fit import build_for_training, resumable_fit
+from keras_bert.training.fit import build_for_training, keep_best_model, resumable_fit
 from keras_bert.training.model_setup import build_text_classifier, compile_task, resolve_vocab
 from keras_bert.training.optimizer import set_mixed_precision
 from keras_bert.training.selection import best_index, is_finite
@@ -168,10 +170,7 @@ def _train_one_run(config, data, strategy, encoded, preprocessor, seed, run_dir)
                           schedule.steps_per_epoch, schedule.epochs, checkpoint,
                           [checkpoint, evaluator] + (cbs[1:] if chief else []),
                           verbose=config.verbose, total_steps=schedule.total_batches)
-    if (run_dir / "best.weights.h5").exists():
-        task.load_weights(run_dir / "best.weights.h5")
-    if chief:
-        task.save(run_dir / "best_model.keras")
+    keep_best_model(task, checkpoint, run_dir, is_chief=chief)
     return {"seed": seed, "steps": steps, "num_train_steps": schedule.num_train_steps,
             "num_train_epochs": schedule.num_train_epochs,
             "learning_rate": learning_rate,

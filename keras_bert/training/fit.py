@@ -1,6 +1,7 @@
 """`resumable_fit`: Keras `fit`, one call per epoch, restarting exactly where a killed run stopped."""
 from __future__ import annotations
 
+import pathlib
 from typing import Callable
 
 import tensorflow as tf
@@ -76,3 +77,26 @@ def build_for_training(model, strategy, batch) -> None:
             model.optimizer.build(model.trainable_variables)
     if isinstance(strategy, tf.distribute.MultiWorkerMirroredStrategy):
         model._maybe_symbolic_build = lambda iterator=None, data_batch=None: None
+
+
+def keep_best_model(task, checkpoint: ResumableCheckpoint, run_dir, is_chief: bool = True) -> None:
+    """Load the run's best weights into `task`, keep them once as `best_model.keras`, and free
+    what only a resume needed (the step checkpoints and `best.weights.h5`).
+
+    Call after `resumable_fit` returns. A run finished earlier (`checkpoint.complete`: its step
+    checkpoints already deleted) takes its weights back from `best_model.keras`. Order, for a
+    kill at any moment: best_model.keras is written while best.weights.h5 and the checkpoints
+    still exist; then `checkpoint.finalize()` records completion; only then are they deleted.
+    """
+    run_dir = pathlib.Path(run_dir)
+    best_weights, best_model = run_dir / "best.weights.h5", run_dir / "best_model.keras"
+    if checkpoint.complete:
+        task.load_weights(best_model)
+    else:
+        if best_weights.exists():
+            task.load_weights(best_weights)
+        if is_chief:
+            task.save(best_model)
+    if is_chief:
+        checkpoint.finalize()
+        best_weights.unlink(missing_ok=True)

@@ -170,7 +170,6 @@ def run_ner(config: NerConfig, prepared: NerRun | None = None) -> dict:
                                  lambda model: ner_scores(model, run.dev, config.eval_batch_size),
                                  "f1", out, loss, run.strategy)
     train_seconds = time.monotonic() - start
-    task.save(out / "best_model.keras")
     summary = result | {"dev": ner_scores(task, run.dev, config.eval_batch_size),
                         "test": ner_scores(task, run.test, config.eval_batch_size),
                         "train_windows": int(len(labels)), "train_seconds": train_seconds,

@@ -159,7 +159,6 @@ def run_swag(config: SwagConfig, prepared: SwagRun | None = None) -> dict:
                                  lambda model: accuracy(model, run.dev, config.eval_batch_size),
                                  "accuracy", out, loss, run.strategy)
     train_seconds = time.monotonic() - start
-    task.save(out / "best_model.keras")
     summary = result | {"dev": accuracy(task, run.dev, config.eval_batch_size),
                         "train_examples": len(run.train), "train_seconds": train_seconds}
     callbacks_lib.write_json_atomic(out / "metrics.json", summary)

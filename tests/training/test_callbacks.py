@@ -7,7 +7,7 @@ import pytest
 import tensorflow as tf
 
 from keras_bert.training.callbacks import EvaluationCallback, ResumableCheckpoint, standard_callbacks
-from keras_bert.training.fit import resumable_fit
+from keras_bert.training.fit import keep_best_model, resumable_fit
 
 
 def _model():
@@ -35,6 +35,32 @@ def test_checkpoints_every_n_steps_keep_last_and_restore(tmp_path):
     for a, b in zip(fresh.weights, model.weights):
         np.testing.assert_array_equal(a.numpy(), b.numpy())
     assert int(fresh.optimizer.iterations) == 8                      # optimizer state restored too
+
+
+def test_keep_best_model_keeps_one_copy_and_a_rerun_trains_nothing(tmp_path):
+    model = _model()
+    checkpoint = ResumableCheckpoint(tmp_path / "checkpoints", save_freq=1)
+    evaluator = EvaluationCallback(lambda m: {"accuracy": 1 - float(m.weights[1].numpy()[0]) ** 2},
+                                   "accuracy", tmp_path / "best.weights.h5", tmp_path / "state.json")
+    resumable_fit(model, _data, 4, 3, checkpoint, [evaluator], verbose=0)
+    kept = _model()
+    kept.load_weights(tmp_path / "best.weights.h5")
+    keep_best_model(model, checkpoint, tmp_path)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["best_model.keras", "checkpoints", "state.json"]
+    assert sorted(p.name for p in (tmp_path / "checkpoints").iterdir()) == ["checkpoint.json"]
+    assert json.loads((tmp_path / "checkpoints" / "checkpoint.json").read_text()) == {
+        "step": 12, "weights": None, "complete": True}
+    for a, b in zip(model.weights, kept.weights):   # the best evaluation's weights, not the last
+        np.testing.assert_array_equal(a.numpy(), b.numpy())
+
+    batches = []
+    rerun, again = _model(), ResumableCheckpoint(tmp_path / "checkpoints", save_freq=1)
+    assert resumable_fit(rerun, lambda e, s: batches.append((e, s)) or _data(e, s), 4, 3, again,
+                         verbose=0) == 12
+    assert batches == [] and again.complete and again.restored_step == 12
+    keep_best_model(rerun, again, tmp_path)          # weights back from best_model.keras
+    for a, b in zip(rerun.weights, kept.weights):
+        np.testing.assert_array_equal(a.numpy(), b.numpy())
 
 
 def test_resume_mid_epoch_skips_trained_batches(tmp_path):
