@@ -7,7 +7,8 @@ Task types (`--task_name` of recipes/run_classifier.py):
 
 The format follows the extension: `.csv` (RFC 4180 quoting, header row), `.tsv`/`.tab` (tab
 separated, header row, csv quoting), `.jsonl`/`.json` (one JSON object per line). Labels are kept
-as strings (`1` and `1.0` are different classes); the label set is the sorted set of training labels.
+as strings (`1` and `1.0` are different classes); the label set is the sorted set of training labels,
+all names or all ids (`keras_bert.data.labels`).
 """
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ import json
 import os
 import pathlib
 
+from keras_bert.data import labels
 from keras_bert.data.glue import InputExample
 
 TASK_TYPES = ("text_classification", "text_pair_classification", "text_regression")
@@ -95,22 +97,11 @@ def read_text_file(path: str | os.PathLike, text_column: str = "text",
     return examples
 
 
-def label_list_from_examples(examples: list[InputExample]) -> list[str]:
-    """The sorted set of labels in the (training) examples.
+def label_list_from_examples(examples: list[InputExample], source: str = "training data") -> list[str]:
+    """The sorted set of labels in the (training) examples, all names or all ids
+    (`keras_bert.data.labels.label_set`).
 
     Raises:
-        ValueError: if there are fewer than two distinct labels.
+        LabelError (a ValueError): a mix of names and ids, or fewer than two distinct labels.
     """
-    labels = sorted({e.label for e in examples if e.label is not None})
-    if len(labels) < 2:
-        raise ValueError(f"training data has {len(labels)} distinct label(s) {labels}; need at least 2")
-    return labels
-
-
-def check_labels_known(examples: list[InputExample], label_list, source: str = "dev file") -> None:
-    """Raise ValueError naming any label (and its first row) not in the training label set."""
-    known = set(label_list)
-    for e in examples:
-        if e.label is not None and e.label not in known:
-            raise ValueError(f"{source}: label {e.label!r} at {e.guid} was never seen in training; "
-                             f"training labels: {list(label_list)}")
+    return labels.label_set([e.label for e in examples if e.label is not None], source)

@@ -1,7 +1,7 @@
 """The evaluation evidence pack (SPEC section 9): one model on the user's held-out file.
 
 `read_eval_data` reads a CSV / TSV / JSONL file (`keras_bert.data.text_files`) and maps its labels
-through the model's own label names; `evaluate` runs a predictor (`predictors.py`) over it and
+through the model's own label names (`keras_bert.data.labels`: names or ids, never a mix); `evaluate` runs a predictor (`predictors.py`) over it and
 returns everything `report_writer` prints and metrics.json holds.
 
 Task families plug in through `EVALUATORS`: task_type -> function(data, outputs, info) returning
@@ -18,6 +18,7 @@ import dataclasses
 import numpy as np
 
 from keras_bert.data import text_files
+from keras_bert.data.labels import LabelError, label_ids
 from keras_bert.evaluation import classification_report as cr
 from keras_bert.evaluation import failure_catalogue as fc
 from keras_bert.evaluation.latency import latency_summary
@@ -62,35 +63,6 @@ class EvalData:
         return None if self.examples[0].text_b is None else [e.text_b for e in self.examples]
 
 
-def map_labels(labels, label_names, source: str) -> np.ndarray:
-    """File labels -> int64 ids through the model's `label_names`.
-
-    Args:
-        labels: list of str, or dict row id (e.g. the example guid) -> str.
-        label_names: the model's label names in id order.
-        source: the file, for error messages.
-
-    A file may write the names or the ids ("0".."C-1"): every label that is a name maps to it;
-    if none is, all must be ids.
-
-    Raises:
-        DataError: a label that is neither, naming it, its row and the model's labels.
-    """
-    index = {name: i for i, name in enumerate(label_names)}
-    by_name = any(label in index for label in labels)
-    ids = []
-    for guid, label in labels.items() if isinstance(labels, dict) else enumerate(labels):
-        if label in index:
-            ids.append(index[label])
-        elif not by_name and label.isdigit() and int(label) < len(label_names):
-            ids.append(int(label))
-        else:
-            raise DataError(f"{source}: label {label!r} (row {guid}) is not one of the model's "
-                            f"labels {list(label_names)}" + ("" if by_name else
-                                                              f" nor an id 0..{len(label_names) - 1}"))
-    return np.asarray(ids, np.int64)
-
-
 def token_counts(vocabulary, do_lower_case, max_seq_length, texts, texts_b=None):
     """(token_lengths int [N], truncated bool [N]) with the model's own WordPiece vocabulary.
 
@@ -115,7 +87,8 @@ def read_eval_data(path, info, text_column="text", text_b_column=None, label_col
 
     Raises:
         DataError: missing file / column (naming the columns present), empty file, a pair model
-            without `text_b_column`, or a label the model does not know.
+            without `text_b_column`, or labels that break `keras_bert.data.labels`' rule (a mix
+            of names and ids, an unknown name, an id out of range), naming the data row.
     """
     regression = info.task_type == "regression"
     if info.is_pair and not text_b_column:
@@ -134,7 +107,10 @@ def read_eval_data(path, info, text_column="text", text_b_column=None, label_col
     if regression:
         gold, gold_names = np.asarray([e.label for e in examples], np.float64), None
     else:
-        gold = map_labels({e.guid: e.label for e in examples}, info.label_names, str(path))
+        try:
+            gold = label_ids([e.label for e in examples], info.label_names, str(path))
+        except LabelError as e:
+            raise DataError(str(e)) from None
         gold_names = [info.label_names[i] for i in gold]
     texts_b = None if text_b_column is None else [e.text_b for e in examples]
     lengths, truncated = token_counts(info.vocabulary, info.do_lower_case, info.max_seq_length,

@@ -9,6 +9,7 @@ from __future__ import annotations
 import dataclasses
 
 from keras_bert.data import classification_pipeline, glue, text_files
+from keras_bert.data.labels import label_ids
 from keras_bert.evaluation import metrics as metrics_lib
 from keras_bert.training.finetune_config import FinetuneConfig
 
@@ -35,7 +36,8 @@ def load_task_data(config: FinetuneConfig) -> TaskData:
 
     Raises:
         ValueError: unknown task, missing --train_file/--dev_file, a missing column, an empty file,
-            or a dev label never seen in training (naming it).
+            or labels that break `keras_bert.data.labels`' rule (training labels all names or all
+            ids; dev labels the training names or their ids 0..C-1, not a mix), naming the row.
     """
     name = config.task_name.lower()
     if name in text_files.TASK_TYPES:
@@ -50,8 +52,9 @@ def load_task_data(config: FinetuneConfig) -> TaskData:
         dev = text_files.read_text_file(config.dev_file, **kw)
         labels = None
         if not regression:
-            labels = text_files.label_list_from_examples(train)
-            text_files.check_labels_known(dev, labels, source=str(config.dev_file))
+            labels = text_files.label_list_from_examples(train, source=str(config.train_file))
+            dev_ids = label_ids([e.label for e in dev], labels, source=str(config.dev_file))
+            dev = [dataclasses.replace(e, label=labels[i]) for e, i in zip(dev, dev_ids)]
         data = TaskData(name, train, {"dev": dev}, labels, regression,
                         is_pair=name == "text_pair_classification" or bool(config.text_b_column))
     else:

@@ -29,8 +29,8 @@ import tensorflow as tf
 
 from keras_bert.checkpoints.loader import load_encoder, resolve_do_lower_case, resolve_vocab_file
 from keras_bert.data import glue, text_files
+from keras_bert.data.labels import label_ids
 from keras_bert.evaluation import metrics as metrics_lib
-from keras_bert.evaluation.evidence_pack import map_labels
 from keras_bert.models.bert_encoder import BertEncoder
 from keras_bert.tasks.loading import load_task
 from keras_bert.tasks.task import trim_to_longest
@@ -211,6 +211,21 @@ def load_examples(config: DistillationConfig) -> tuple[list, list]:
     return train[: config.max_train_examples], dev[: config.max_eval_examples]
 
 
+def labelled_examples(config: DistillationConfig, label_names) -> tuple[list, list, np.ndarray,
+                                                                         np.ndarray]:
+    """(train, dev, train gold ids int64 [N], dev gold ids) through the teacher's label names.
+
+    Raises:
+        LabelError (a ValueError): labels that break `keras_bert.data.labels`' rule, naming the
+            file (own data) or the GLUE split and the data row.
+    """
+    train, dev = load_examples(config)
+    sources = ((config.train_file, config.dev_file) if not config.task_name else
+               (f"{config.task_name} train", f"{config.task_name} dev"))
+    return (train, dev, label_ids([e.label for e in train], label_names, str(sources[0])),
+            label_ids([e.label for e in dev], label_names, str(sources[1])))
+
+
 def _encode_chunks(task, examples, batch_size: int):
     """Yields the task's int32 model inputs [b, max_seq_length] for consecutive chunks."""
     for start in range(0, len(examples), batch_size):
@@ -286,10 +301,7 @@ def distill(config: DistillationConfig) -> dict:
     out.mkdir(parents=True, exist_ok=True)
     teacher = load_task(config.teacher)
     _check_teacher(teacher)
-    train, dev = load_examples(config)
-    names = teacher.label_names
-    gold = map_labels([e.label for e in train], names, "train data")
-    dev_gold = map_labels([e.label for e in dev], names, "dev data")
+    train, dev, gold, dev_gold = labelled_examples(config, teacher.label_names)
     bs = config.eval_batch_size
     teacher_step = logit_fn(teacher)
     teacher_train = logits_of(teacher, train, bs, teacher_step)

@@ -176,12 +176,20 @@ def test_missing_column_is_a_usage_error(models, tmp_path):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("case", ["unknown_label", "empty_file"])
+@pytest.mark.parametrize("case", ["unknown_label", "names_and_ids", "empty_file"])
 def test_bad_data_is_a_usage_error(models, tmp_path, case):
     if case == "unknown_label":
         rows = heldout_rows()
         rows[2]["label"] = "mixed"
-        data, message = write_jsonl(tmp_path / "d.jsonl", rows), "label 'mixed' (row d.jsonl-3)"
+        data = write_jsonl(tmp_path / "d.jsonl", rows)
+        message = f"{data}: data row 2 (0-based): label 'mixed' is neither a label name nor an id; "
+    elif case == "names_and_ids":  # names in rows 0-1, then ids: one rule, one message (labels.py)
+        rows = heldout_rows()[:4]
+        rows[2]["label"], rows[3]["label"] = "2", "0"
+        data = write_jsonl(tmp_path / "d.jsonl", rows)
+        message = (f"{data}: data row 2 (0-based): label '2' is an id but data row 0 is the name "
+                   "'neg'; give every label as a name of ['neg', 'neutral', 'pos'] or every label "
+                   "as an id 0..2, not a mix\n")
     else:
         data, message = tmp_path / "d.tsv", "empty file"
         data.write_text("text\tlabel\n")

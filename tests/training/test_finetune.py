@@ -87,7 +87,9 @@ def test_data_errors_are_clear(tmp_path, data_dir):
     (tmp_path / "dev.jsonl").write_text('{"text": "a", "label": "z"}\n')
     cfg = FinetuneConfig(task_name="text_classification", output_dir=str(tmp_path),
                          train_file=str(tmp_path / "train.jsonl"), dev_file=str(tmp_path / "dev.jsonl"))
-    with pytest.raises(ValueError, match=r"label 'z' at dev.jsonl-1 was never seen in training"):
+    with pytest.raises(ValueError, match=r"dev.jsonl: data row 0 \(0-based\): label 'z' is neither "
+                                         r"a label name nor an id; give every label as a name of "
+                                         r"\['x', 'y'\] or every label as an id 0..1, not a mix$"):
         load_task_data(cfg)
     cfg.text_column = "sentence"
     with pytest.raises(ValueError, match=r"missing key\(s\) \['sentence'\]"):
