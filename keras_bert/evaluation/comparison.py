@@ -4,12 +4,18 @@ Deltas are always second model minus first (B - A). Confidence intervals are the
 percentile bootstrap (Efron & Tibshirani 1993, ch. 13; as Koehn 2004 applies it to compare two
 systems on one test set): resample the example indices with replacement, compute both models'
 metric on the same resample, and take the 2.5th / 97.5th percentiles of the B - A differences.
+A resample where a metric is undefined (NaN: Pearson or Spearman of constant values, likely on a
+few examples) is dropped from that metric's interval and counted (`dropped_resamples`); below
+MIN_VALID_RESAMPLES valid ones the interval is None with "not enough data" in `ci_note`.
 Classification metrics of a resample come from its confusion counts (one `np.bincount`), so 1,000
 resamples of a few thousand examples take well under a second.
 """
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
+import scipy.stats
 from sklearn import metrics as skm
 
 from keras_bert.evaluation import metrics as glue_metrics
@@ -19,6 +25,10 @@ from keras_bert.evaluation.report_writer import Figure, Num, Table, bar_figure, 
 DISAGREEMENT_ROWS = 100
 SLICE_ROWS = 20
 LATENCY_KEYS = ("p50_ms", "p95_ms", "p99_ms", "mean_ms", "throughput_per_s", "cost_per_1000")
+CONFIDENCE = 0.95
+# Fewest finite resample statistics an interval is computed from: 40 = 1 / 0.025, so each 2.5% tail
+# of the 95% interval rests on at least one resample.
+MIN_VALID_RESAMPLES = 40
 
 
 def check_comparable(a, b) -> None:
@@ -73,10 +83,35 @@ def classification_bootstrap(gold, pred_a, pred_b, num_classes, samples=1000, se
             for k in point_a}
 
 
+def percentile_interval(values, confidence: float = CONFIDENCE) -> dict:
+    """The percentile interval of bootstrap statistics [S], over the finite ones.
+
+    A resample whose statistic is undefined (NaN: a correlation of a resample with constant gold
+    or constant predictions) is dropped and counted, not allowed to turn the interval into NaN.
+
+    Returns:
+        {"ci_low", "ci_high", "dropped_resamples", "ci_note"}: the interval (None when fewer than
+        MIN_VALID_RESAMPLES statistics are finite, ci_note then says "not enough data: ..."),
+        how many statistics were dropped, and ci_note None otherwise.
+    """
+    values = np.asarray(values, np.float64)
+    valid = values[np.isfinite(values)]
+    dropped = int(len(values) - len(valid))
+    if len(valid) < MIN_VALID_RESAMPLES:
+        return {"ci_low": None, "ci_high": None, "dropped_resamples": dropped,
+                "ci_note": f"not enough data: {len(valid)} of {len(values)} resamples valid, "
+                           f"an interval needs {MIN_VALID_RESAMPLES}"}
+    tail = round(50 * (1 - confidence), 9)  # 2.5, not 2.500000000000002
+    low, high = np.percentile(valid, [tail, 100 - tail])
+    return {"ci_low": float(low), "ci_high": float(high), "dropped_resamples": dropped,
+            "ci_note": None}
+
+
 def _delta_row(a, b, deltas) -> dict:
-    low, high = np.percentile(deltas, [2.5, 97.5]) if len(deltas) else (None, None)
-    return {"a": a, "b": b, "delta": b - a, "ci_low": None if low is None else float(low),
-            "ci_high": None if high is None else float(high)}
+    """Point values, B - A and the bootstrap interval of the delta; deltas None: not bootstrapped."""
+    interval = ({"ci_low": None, "ci_high": None, "dropped_resamples": None,
+                 "ci_note": "not bootstrapped"} if deltas is None else percentile_interval(deltas))
+    return {"a": a, "b": b, "delta": b - a} | interval
 
 
 def regression_bootstrap(gold, scores_a, scores_b, samples=1000, seed=0) -> dict:
@@ -86,10 +121,13 @@ def regression_bootstrap(gold, scores_a, scores_b, samples=1000, seed=0) -> dict
            "mse": skm.mean_squared_error, "mae": skm.mean_absolute_error}
     rng = np.random.default_rng(seed)
     deltas = {k: [] for k in fns}
-    for _ in range(samples):
-        idx = rng.integers(0, len(gold), len(gold))
-        for k, fn in fns.items():
-            deltas[k].append(fn(gold[idx], scores_b[idx]) - fn(gold[idx], scores_a[idx]))
+    with warnings.catch_warnings():  # a constant resample: NaN correlation, dropped from the CI
+        warnings.simplefilter("ignore", scipy.stats.ConstantInputWarning)
+        warnings.simplefilter("ignore", RuntimeWarning)
+        for _ in range(samples):
+            idx = rng.integers(0, len(gold), len(gold))
+            for k, fn in fns.items():
+                deltas[k].append(fn(gold[idx], scores_b[idx]) - fn(gold[idx], scores_a[idx]))
     return {k: _delta_row(float(fn(gold, scores_a)), float(fn(gold, scores_b)),
                           np.asarray(deltas[k], np.float64)) for k, fn in fns.items()}
 
@@ -134,7 +172,7 @@ def compare(data, result_a, result_b, samples=1000, seed=0) -> dict:
     names = result_a["model"]["label_names"]
     if result_a["model"]["task_type"] == "classification":
         headline = classification_bootstrap(data.gold, pa, pb, len(names), samples, seed)
-        headline["ece"] = _delta_row(result_a["headline"]["ece"], result_b["headline"]["ece"], [])
+        headline["ece"] = _delta_row(result_a["headline"]["ece"], result_b["headline"]["ece"], None)
         per_class = {n: {f"{f}_{k}": v for f in ("precision", "recall", "f1") for k, v in (
             ("a", result_a["per_class"][n][f]), ("b", result_b["per_class"][n][f]),
             ("delta", result_b["per_class"][n][f] - result_a["per_class"][n][f]))}
@@ -146,7 +184,8 @@ def compare(data, result_a, result_b, samples=1000, seed=0) -> dict:
     latency = {k: {"a": la[k], "b": lb[k], "delta": None if la[k] is None or lb[k] is None
                    else lb[k] - la[k]} for k in LATENCY_KEYS}
     return {"models": {"a": result_a["model"], "b": result_b["model"]}, "data": result_a["data"],
-            "bootstrap": {"samples": int(samples), "seed": int(seed), "confidence": 0.95},
+            "bootstrap": {"samples": int(samples), "seed": int(seed), "confidence": CONFIDENCE,
+                          "min_valid_resamples": MIN_VALID_RESAMPLES},
             "headline": headline, "per_class": per_class, "disagreements": disagree,
             "slices": slice_deltas(result_a, result_b), "latency": latency,
             "latency_setup": {"a": la["path"], "b": lb["path"], "batch_size": la["batch_size"],
@@ -157,13 +196,17 @@ def compare(data, result_a, result_b, samples=1000, seed=0) -> dict:
 def _headline_blocks(m, a, b) -> list:
     rows = [[k, Num(f"headline.{k}.a", v["a"]), Num(f"headline.{k}.b", v["b"]),
              Num(f"headline.{k}.delta", v["delta"]),
-             "n/a" if v["ci_low"] is None else f"[{fmt(v['ci_low'])}, {fmt(v['ci_high'])}]"]
+             v["ci_note"] if v["ci_low"] is None else f"[{fmt(v['ci_low'])}, {fmt(v['ci_high'])}]",
+             "n/a" if v["dropped_resamples"] is None else
+             Num(f"headline.{k}.dropped_resamples", v["dropped_resamples"])]
             for k, v in m["headline"].items()]
     bs = m["bootstrap"]
     return [("h2", "Headline metrics"),
             f"Delta = B - A; 95% paired bootstrap interval of the delta over {bs['samples']} "
-            f"resamples (seed {bs['seed']}).",
-            Table(["metric", f"A: {a}", f"B: {b}", "delta", "95% CI"], rows)]
+            f"resamples (seed {bs['seed']}). A resample where a metric is undefined (a correlation "
+            f"of constant values) is dropped and counted; an interval needs "
+            f"{bs['min_valid_resamples']} valid resamples.",
+            Table(["metric", f"A: {a}", f"B: {b}", "delta", "95% CI", "dropped resamples"], rows)]
 
 
 def _per_class_blocks(m, a, b) -> list:
