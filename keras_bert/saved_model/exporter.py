@@ -33,6 +33,7 @@ from keras_bert.config import check_max_seq_length
 from keras_bert.faults import crash_point
 from keras_bert.saved_model import litert as litert_lib
 from keras_bert.saved_model import versioning, warmup
+from keras_bert.saved_model.harmless_logs import quiet_harmless_export_logs
 from keras_bert.saved_model.serving_module import INPUT_NAMES
 from keras_bert.tokenization.bert_preprocessor import TOKENIZERS, BertPreprocessor
 
@@ -234,25 +235,26 @@ def export_task(task, export_base, model_name, version=None, dtype=None, tokeniz
         logger.info("removed %s, left by an export that was killed", model_dir / name)
     staging = _private_dir("keras_bert_assets_")
     tmp_dir = _private_dir(f".tmp-{chosen}-{os.getpid()}-", model_dir)
-    try:
-        module = task.serving_module(preprocessor)
-        config = export_config(task, module, model_name, tokenizer, extra_config)
-        module.attach_assets(_write_assets(staging, task, preprocessor, config))
-        tf.saved_model.save(module, str(tmp_dir), signatures=module.signatures())
-        versioning.set_method_names(tmp_dir, module.method_names())
-        logs = module.warmup_logs(model_name, list(warmup_texts or DEFAULT_WARMUP_TEXTS))
-        if litert is not None:
-            (tmp_dir / litert_lib.TFLITE_FILENAME).write_bytes(
-                _litert_flatbuffer(task, preprocessor, staging, litert))
-            logs = [log for log in logs if _warmup_signature(log) in litert_lib.SIGNATURES]
-        warmup.write_warmup_requests(tmp_dir, logs)
-        crash_point("export_publish")
-        target = _publish(tmp_dir, model_dir, chosen, version)
-        logger.info("exported %s version %s to %s", model_name, target.name, target)
-        return target
-    finally:
-        shutil.rmtree(tmp_dir, ignore_errors=True)
-        shutil.rmtree(staging, ignore_errors=True)
+    with quiet_harmless_export_logs():
+        try:
+            module = task.serving_module(preprocessor)
+            config = export_config(task, module, model_name, tokenizer, extra_config)
+            module.attach_assets(_write_assets(staging, task, preprocessor, config))
+            tf.saved_model.save(module, str(tmp_dir), signatures=module.signatures())
+            versioning.set_method_names(tmp_dir, module.method_names())
+            logs = module.warmup_logs(model_name, list(warmup_texts or DEFAULT_WARMUP_TEXTS))
+            if litert is not None:
+                (tmp_dir / litert_lib.TFLITE_FILENAME).write_bytes(
+                    _litert_flatbuffer(task, preprocessor, staging, litert))
+                logs = [log for log in logs if _warmup_signature(log) in litert_lib.SIGNATURES]
+            warmup.write_warmup_requests(tmp_dir, logs)
+            crash_point("export_publish")
+            target = _publish(tmp_dir, model_dir, chosen, version)
+            logger.info("exported %s version %s to %s", model_name, target.name, target)
+            return target
+        finally:
+            shutil.rmtree(tmp_dir, ignore_errors=True)
+            shutil.rmtree(staging, ignore_errors=True)
 
 
 __all__ = ["CONFIG_FILENAME", "DEFAULT_WARMUP_TEXTS", "EXPORT_DTYPES", "INPUT_NAMES",

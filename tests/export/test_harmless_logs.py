@@ -1,0 +1,61 @@
+"""An export prints nothing TensorFlow says about its own bookkeeping, and everything else."""
+import logging
+
+import pytest
+
+from keras_bert.saved_model.harmless_logs import HarmlessExportMessages, quiet_harmless_export_logs
+
+RENAMED = ("Function `serving_default` contains input name(s) params, 916, table_handle, resource "
+           "with unsupported characters which will be renamed to bert_preprocessor_1_gatherv2_3_params, "
+           "bert_preprocessor_1_shape_916 in the SavedModel.")
+TABLE = ("Issue encountered when serializing table_initializer.\nType is unsupported, or the types of "
+         "the items don't match field type in CollectionDef. Note this is a warning and probably safe "
+         "to ignore.\n'NoneType' object has no attribute 'name'")
+
+
+def _record(message, name="tensorflow", level=logging.WARNING):
+    return logging.LogRecord(name, level, __file__, 1, message, None, None)
+
+
+def test_filter_drops_exactly_the_two_messages():
+    keep = HarmlessExportMessages().filter
+    assert not keep(_record(RENAMED, "absl", logging.INFO))
+    assert not keep(_record(TABLE))
+    assert keep(_record("Issue encountered when serializing variables."))   # another collection
+    assert keep(_record("Found untraced functions such as _update_step_xla"))
+
+
+def test_filter_is_removed_after_the_block(caplog):
+    logger = logging.getLogger("tensorflow")
+    with caplog.at_level(logging.INFO, logger="tensorflow"):
+        with quiet_harmless_export_logs():
+            logger.warning(TABLE)
+            logger.warning("kept inside")
+        logger.warning(TABLE)
+    assert [r.getMessage() for r in caplog.records] == ["kept inside", TABLE]
+
+
+@pytest.mark.slow  # one SavedModel and one LiteRT conversion of a tiny task: ~15 s
+def test_export_with_litert_logs_neither_message(tmp_path, caplog, uncased_vocab):
+    from absl import logging as absl_logging
+
+    from keras_bert import BertEncoder
+    from keras_bert.tasks import TextClassifier
+    from keras_bert.tokenization import BertPreprocessor
+
+    encoder = BertEncoder(vocab_size=30522, hidden_size=8, num_layers=1, num_heads=2,
+                          intermediate_size=12, max_sequence_length=24)
+    task = TextClassifier(encoder, 2, label_names=["a", "b"],
+                          preprocessor=BertPreprocessor(str(uncased_vocab), max_seq_length=16))
+    task.build_for_export()
+    verbosity = absl_logging.get_verbosity()
+    absl_logging.set_verbosity(absl_logging.INFO)   # as the recipes and `python -m export` run
+    try:
+        with caplog.at_level(logging.INFO):
+            path = task.export(tmp_path, "m", litert="float32")
+    finally:
+        absl_logging.set_verbosity(verbosity)
+    messages = [r.getMessage() for r in caplog.records]
+    assert (path / "model.tflite").is_file()
+    assert not [m for m in messages if "unsupported characters" in m or "table_initializer" in m]
+    assert any(m.startswith("exported m version 1 to") for m in messages)   # the rest still passes
