@@ -14,6 +14,7 @@ from tensorflow_serving.apis import prediction_service_pb2_grpc
 from serving import errors
 from serving.batching import BatchingOptions, BatchScheduler, parse_batching_parameters
 from tests.serving.test_grpc_api import predict_request
+from tests.tolerance import assert_close_across_paths
 
 
 def test_parse_batching_parameters():
@@ -126,7 +127,8 @@ def test_16_concurrent_clients_with_batching_match_unbatched(start_server, model
         for i, got in enumerate(results):
             a, b = texts(c, i)
             want = reference("clf", text=a, text_b=b)  # unbatched, in process
-            np.testing.assert_array_equal(got["probabilities"], want["probabilities"])
+            # Merged into batches of 2-8 rows: other kernels, so equal within tests/tolerance.py.
+            assert_close_across_paths(got["probabilities"], want["probabilities"])
             np.testing.assert_array_equal(got["label_ids"], want["label_ids"])
             np.testing.assert_array_equal(got["labels"], want["labels"])
             rows += len(a)
@@ -213,7 +215,9 @@ def test_server_splits_a_3x_request_like_three_requests(start_server, model_base
             return {k: tf.make_ndarray(v) for k, v in response.outputs.items()}
         large = predict(texts, texts_b)
         pieces = [predict(texts[i:i + 4], texts_b[i:i + 4]) for i in (0, 4, 8)]
-    for name in ("probabilities", "label_ids", "labels"):
+    assert_close_across_paths(large["probabilities"],
+                              np.concatenate([p["probabilities"] for p in pieces]))
+    for name in ("label_ids", "labels"):
         np.testing.assert_array_equal(large[name], np.concatenate([p[name] for p in pieces]))
     assert large["probabilities"].shape == (12, 3)
     with urllib.request.urlopen(server.rest_url + "/monitoring/prometheus/metrics", timeout=30) as r:
