@@ -14,6 +14,7 @@ import os
 import re
 import threading
 
+import grpc
 import numpy as np
 import tensorflow as tf
 from tensorflow.core.protobuf import meta_graph_pb2, saved_model_pb2
@@ -186,6 +187,12 @@ class LiteRtServable(Servable):
     serialised on it (an interpreter is not thread-safe) and each uses `num_threads` threads.
     Inputs are resized per call, so any batch size and sequence length the model allows works.
 
+    A failed call replaces the interpreter with a fresh one before the next call runs: the LiteRT
+    Python wrapper's error reporter never empties its text (every later error would repeat this
+    one, whoever sent it), and a failed invoke may leave tensors and delegates half-prepared. So
+    each error message is the one a fresh interpreter gives for that request alone, and the next
+    request runs as on a fresh interpreter.
+
     Args:
         name, version, path: as `Servable`. num_threads: interpreter threads (0 = one per CPU
             this process may run on).
@@ -200,21 +207,18 @@ class LiteRtServable(Servable):
         super().__init__(name, version, path)
 
     def _load(self):
-        from ai_edge_litert.interpreter import Interpreter  # noqa: PLC0415 - only with the flag
-
-        self._interpreter = Interpreter(model_path=os.path.join(self.path, TFLITE_FILENAME),
-                                        num_threads=self._num_threads)
-        self._functions, self.signatures = {}, {}
-        for key in self._interpreter.get_signature_list():
-            runner = self._interpreter.get_signature_runner(key)
+        self._run_lock = threading.Lock()
+        self._stale = False  # True after a failed call until a fresh interpreter replaces it
+        self._closed = False
+        self._new_interpreter()
+        self.signatures = {}
+        for key, runner in self._functions.items():
             in_details, out_details = runner.get_input_details(), runner.get_output_details()
             inputs = {k: _litert_spec(k, d) for k, d in sorted(in_details.items())}
             outputs = {k: _litert_spec(k, d) for k, d in sorted(out_details.items())}
-            self._functions[key] = runner
             self.signatures[key] = Signature(
                 key=key, method_name=PREDICT_METHOD, inputs=inputs, outputs=outputs,
                 proto=_signature_def(PREDICT_METHOD, inputs, outputs, in_details | out_details))
-        self._run_lock = threading.Lock()
         _LOG.info("%s version %d: serving %s with LiteRT (%d threads), signatures %s",
                   self.name, self.version, TFLITE_FILENAME, self._num_threads,
                   sorted(self.signatures))
@@ -227,22 +231,62 @@ class LiteRtServable(Servable):
                 outside the embedding table: "gather index out of bounds"), or an `input_mask`
                 value is not 0 or 1 (the SavedModel's Assert, which the converter drops).
         """
-        runner = self._functions[key]
         mask = inputs.get("input_mask")
         if mask is not None and mask.dtype.kind in "iu" and mask.size and (
                 mask.min() < 0 or mask.max() > 1):
             raise errors.invalid_argument("input_mask: values must be 0 or 1")
         with self._run_lock:
+            if self._stale:  # the last replacement failed: try again before running anything
+                self._replace_interpreter()
             try:
-                outputs = runner(**{k: np.ascontiguousarray(v) for k, v in inputs.items()})
-            except (RuntimeError, ValueError) as e:
-                raise errors.invalid_argument(
-                    f"LiteRT could not run signature '{key}': {str(e).strip()}") from e
-            return {k: np.array(v, copy=True) for k, v in outputs.items()}
+                outputs = self._functions[key](
+                    **{k: np.ascontiguousarray(v) for k, v in inputs.items()})
+                return {k: np.array(v, copy=True) for k, v in outputs.items()}
+            except Exception as e:  # noqa: BLE001 - the interpreter is not reused after any failure
+                self._stale = True
+                failure = e
+            # The error reporter's text now holds this request's failure, and the next request's
+            # would start with it: a fresh interpreter for the next request.
+            try:
+                self._replace_interpreter()
+            except errors.ServingError:
+                pass  # logged; the next call retries before it runs
+        if isinstance(failure, (RuntimeError, ValueError)):
+            raise errors.invalid_argument(
+                f"LiteRT could not run signature '{key}': {str(failure).strip()}") from failure
+        raise errors.ServingError(
+            grpc.StatusCode.INTERNAL,
+            f"LiteRT could not run signature '{key}': {type(failure).__name__}: {failure}") from failure
+
+    def _new_interpreter(self):
+        from ai_edge_litert.interpreter import Interpreter  # noqa: PLC0415 - only with the flag
+
+        interpreter = Interpreter(model_path=os.path.join(self.path, TFLITE_FILENAME),
+                                  num_threads=self._num_threads)
+        self._functions = {key: interpreter.get_signature_runner(key)
+                           for key in interpreter.get_signature_list()}
+        self._interpreter = interpreter
+
+    def _replace_interpreter(self):
+        """With `_run_lock` held: a fresh interpreter (empty error text, fresh tensors).
+        Raises ServingError UNAVAILABLE when the file cannot be loaded again."""
+        if self._closed:
+            return
+        try:
+            self._new_interpreter()
+        except Exception as e:  # noqa: BLE001 - e.g. the version directory was removed
+            _LOG.error("%s version %d: could not reload %s after a failed call: %s", self.name,
+                       self.version, TFLITE_FILENAME, e)
+            raise errors.unavailable(
+                f"Model \"{self.name}\" version {self.version}: the LiteRT interpreter could not "
+                f"be reloaded after a failed call ({type(e).__name__}); retry later") from e
+        self._stale = False
 
     def close(self):
         super().close()
-        self._interpreter = None
+        with self._run_lock:  # after any call in flight, which then replaces nothing
+            self._closed = True
+            self._interpreter, self._functions = None, {}
 
 
 def load_servable(name: str, version: int, path: str, prefer_tflite_model: bool = False,

@@ -8,10 +8,13 @@ float32 LiteRT within 1e-4 (the same float32 arithmetic in another order); int8 
 every sentence and probabilities within 0.02 (dynamic-range int8: about 1/254 of each output
 channel's largest weight per weight, and per-row int8 activations).
 """
+import concurrent.futures
+import http.client
 import json
 import pathlib
 import subprocess
 import sys
+import time
 
 import grpc
 import numpy as np
@@ -175,6 +178,190 @@ def test_server_prefers_the_tflite_file(litert_exports, start_server):
                                 timeout=60)
         np.testing.assert_allclose(tf.make_ndarray(response.outputs["probabilities"]),
                                    want["probabilities"], atol=1e-4)
+
+
+def encoded_request(ids):
+    ids = np.array(ids, np.int32)
+    return {"input_word_ids": ids, "input_mask": np.ones_like(ids),
+            "input_type_ids": np.zeros_like(ids)}
+
+
+def fresh_litert_answer(path, inputs):
+    """What a fresh interpreter gives for `inputs` alone: ("ok", outputs) or ("error", message as
+    the server words it)."""
+    from ai_edge_litert.interpreter import Interpreter
+
+    runner = Interpreter(model_path=str(path / "model.tflite")).get_signature_runner("encoded")
+    try:
+        return "ok", runner(**inputs)
+    except RuntimeError as e:
+        return "error", f"LiteRT could not run signature 'encoded': {str(e).strip()}"
+
+
+class RestClient:
+    """One client: its own keep-alive HTTP connection to the server's REST port."""
+
+    def __init__(self, server):
+        self.connection = http.client.HTTPConnection("127.0.0.1", server.rest_port, timeout=60)
+
+    def predict(self, model, inputs):
+        body = json.dumps({"signature_name": "encoded",
+                           "inputs": {k: v.tolist() for k, v in inputs.items()}})
+        self.connection.request("POST", f"/v1/models/{model}:predict", body,
+                                {"Content-Type": "application/json"})
+        response = self.connection.getresponse()
+        return response.status, json.loads(response.read())
+
+
+def assert_answer(status, body, want):
+    kind, value = want
+    if kind == "error":
+        assert (status, body) == (400, {"error": value})
+    else:
+        assert status == 200, body
+        for name in ("probabilities", "label_ids"):
+            np.testing.assert_array_equal(np.array(body["outputs"][name], value[name].dtype),
+                                          value[name])
+        assert body["outputs"]["labels"] == [x.decode() for x in value["labels"]]
+
+
+BAD_ID = encoded_request([[101, 40000, 102]])  # outside the 30522-entry vocabulary
+TOO_LONG = encoded_request([[101] + [2000] * 30 + [102]])  # 32 > the 24-entry position table
+GOOD = encoded_request([[101, 2000, 102]])
+GOOD_2x5 = encoded_request([[101, 2000, 2001, 2002, 102], [101, 7592, 1010, 2088, 102]])
+
+
+@pytest.mark.slow
+def test_litert_errors_belong_to_their_request(litert_exports, start_server, tmp_path):
+    """Issue 31: the LiteRT wrapper's error reporter keeps every earlier error's text. Two clients
+    send bad, bad, good and bad requests in turn; each answer is exactly what a fresh interpreter
+    gives for that request alone (no earlier text, a good request after failures unchanged). Then
+    with batching, a bad and a good request merged into one failing call get their own answers."""
+    base, paths, _ = litert_exports
+    path = paths["float32"]
+    fresh = {name: fresh_litert_answer(path, inputs) for name, inputs in
+             (("bad_id", BAD_ID), ("too_long", TOO_LONG), ("good", GOOD), ("good_2x5", GOOD_2x5))}
+    # What a fresh interpreter says, once each: the gather failure, and a different one.
+    assert fresh["bad_id"][0] == fresh["too_long"][0] == "error"
+    assert fresh["bad_id"][1].startswith(
+        "LiteRT could not run signature 'encoded': gather index out of bounds")
+    assert fresh["bad_id"][1].endswith("(GATHER) failed to invoke.")
+    assert fresh["bad_id"][1].count("failed to invoke.") == 1
+    assert "gather" not in fresh["too_long"][1]
+    assert fresh["good"][0] == fresh["good_2x5"][0] == "ok"
+
+    config = tmp_path / "models.config"
+    config.write_text(
+        f'model_config_list {{ config {{ name: "float32" base_path: "{base / "sst3"}" '
+        'model_platform: "tensorflow" model_version_policy { specific { versions: 1 } } } }')
+    flags = [f"--model_config_file={config}", "--prefer_tflite_model",
+             "--tensorflow_intra_op_parallelism=1", "--file_system_poll_wait_seconds=0"]
+    inputs = {"bad_id": BAD_ID, "too_long": TOO_LONG, "good": GOOD, "good_2x5": GOOD_2x5}
+
+    server = start_server(flags)
+    assert "with LiteRT" in server.log()
+    a, b = RestClient(server), RestClient(server)
+    for client, name in ((a, "bad_id"), (b, "too_long"), (a, "bad_id"), (b, "good"),
+                         (a, "bad_id"), (b, "good_2x5"), (a, "too_long"), (b, "bad_id"),
+                         (a, "good")):
+        status, body = client.predict("float32", inputs[name])
+        assert_answer(status, body, fresh[name])
+
+    # Batching: two 1-row requests of one shape merge into one call (max_batch_size 2), which the
+    # bad row fails; each then runs alone. Unmerged, each would wait out the 20 s timeout.
+    params = tmp_path / "batching.config"
+    params.write_text("max_batch_size { value: 2 } batch_timeout_micros { value: 20000000 } "
+                      "num_batch_threads { value: 1 }")
+    server = start_server([*flags, "--enable_batching", f"--batching_parameters_file={params}"])
+    a, b = RestClient(server), RestClient(server)
+    for names in (("bad_id", "good"), ("good", "bad_id"), ("bad_id", "bad_id")):
+        start = time.monotonic()
+        with concurrent.futures.ThreadPoolExecutor(2) as pool:
+            answers = list(pool.map(lambda c, n: c.predict("float32", inputs[n]), (a, b), names))
+        assert time.monotonic() - start < 15  # merged: neither waited for the timeout
+        for (status, body), name in zip(answers, names):
+            assert_answer(status, body, fresh[name])
+
+
+
+def servable_answer(servable, inputs):
+    """A LiteRtServable's answer in fresh_litert_answer's form."""
+    from serving import errors
+
+    try:
+        return "ok", servable.run("encoded", inputs)
+    except errors.ServingError as e:
+        assert e.code == grpc.StatusCode.INVALID_ARGUMENT, e
+        return "error", e.message
+
+
+def assert_same_answer(got, want):
+    assert got[0] == want[0], (got, want)
+    if want[0] == "error":
+        assert got[1] == want[1]
+    else:
+        for name in ("probabilities", "label_ids", "labels"):
+            np.testing.assert_array_equal(got[1][name], want[1][name])
+
+
+@pytest.mark.slow
+def test_litert_servable_concurrent_clients_get_their_own_answers(litert_exports):
+    """Four threads share one LiteRtServable, each sending its own mix of bad and good requests:
+    every answer equals a fresh interpreter's for that request alone."""
+    from serving.servable import LiteRtServable
+
+    path = litert_exports[1]["float32"]
+    inputs = {"bad_id": BAD_ID, "too_long": TOO_LONG, "good": GOOD, "good_2x5": GOOD_2x5}
+    fresh = {name: fresh_litert_answer(path, x) for name, x in inputs.items()}
+    servable = LiteRtServable("float32", 1, str(path), num_threads=1)
+    names = list(inputs)
+
+    def client(c):
+        sequence = [str(n) for n in np.random.default_rng(c).permutation(names * 6)]
+        return sequence, [servable_answer(servable, inputs[n]) for n in sequence]
+
+    try:
+        with concurrent.futures.ThreadPoolExecutor(4) as pool:
+            results = list(pool.map(client, range(4)))
+    finally:
+        servable.close()
+    for sequence, answers in results:
+        assert sorted(sequence) == sorted(names * 6)
+        for name, got in zip(sequence, answers):
+            assert_same_answer(got, fresh[name])
+
+
+@pytest.mark.slow
+def test_litert_servable_reload_failure_after_a_failed_call(litert_exports, tmp_path):
+    """The interpreter is replaced after a failed call; when model.tflite cannot be read then, the
+    bad request still gets its own message, later calls are UNAVAILABLE until it can be read
+    again, and then answer as a fresh interpreter does."""
+    import shutil
+
+    from serving import errors
+    from serving.servable import LiteRtServable
+
+    path = tmp_path / "1"
+    shutil.copytree(litert_exports[1]["float32"], path)
+    fresh = {name: fresh_litert_answer(path, x) for name, x in
+             (("bad_id", BAD_ID), ("good", GOOD))}
+    servable = LiteRtServable("m", 1, str(path), num_threads=1)
+    try:
+        (path / "model.tflite").rename(path / "moved.tflite")
+        assert_same_answer(servable_answer(servable, BAD_ID), fresh["bad_id"])
+        for _ in range(2):
+            with pytest.raises(errors.ServingError) as info:
+                servable.run("encoded", GOOD)
+            assert info.value.code == grpc.StatusCode.UNAVAILABLE
+            assert info.value.message == (
+                'Model "m" version 1: the LiteRT interpreter could not be reloaded after a failed '
+                "call (ValueError); retry later")
+        (path / "moved.tflite").rename(path / "model.tflite")
+        assert_same_answer(servable_answer(servable, GOOD), fresh["good"])
+        assert_same_answer(servable_answer(servable, BAD_ID), fresh["bad_id"])
+        assert_same_answer(servable_answer(servable, GOOD), fresh["good"])
+    finally:
+        servable.close()
 
 
 @pytest.mark.slow
