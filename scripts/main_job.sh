@@ -4,23 +4,30 @@
 # versioned SavedModel, start the TensorFlow-Serving-compatible server, wait until the model is
 # AVAILABLE, send one gRPC Predict with two sentences, print labels and probabilities, stop.
 #
-#   bash scripts/main_job.sh            # quick: 40,000 SST-2 training rows, 1 epoch, under 10 minutes on 2 CPU cores
+#   bash scripts/main_job.sh            # quick: as many SST-2 training rows as fit in 10 minutes, 1 epoch
 #   FULL=1 bash scripts/main_job.sh     # all 67,349 SST-2 training rows, 2.5 epochs, under 30 minutes
 #
 # What makes it fit: bfloat16 mixed precision where it measures faster on this CPU, and batches
 # of sentences of similar length (run_classifier.py's default --group_by_length) each cut to its
 # longest sentence (dynamic padding): an SST-2 epoch is 1.16M tokens, against 2.94M in random
-# batches and 4.31M at a fixed length of 64. Peak learning rate 1e-4 (small encoders), 10% warmup,
-# linear decay; the best of the dev evaluations is kept. FULL trains 2.5 epochs with layer-wise
-# learning-rate decay 0.8 (each Transformer block at 0.8 times the rate of the one above it):
-# dev accuracy 0.9060 / 0.9014 / 0.9002 on seeds 42-44 (mean 0.9025; 0.8991 with one rate for
-# all), all five steps in 20.5-23 minutes on a 2-core Xeon with AMX (bfloat16 in hardware); about
-# 40 minutes in float32 on a 2-core machine without hardware bfloat16; see docs/finetuning.md.
+# batches and 4.31M at a fixed length of 64. The default run then sizes itself: it times a few
+# training batches of the real model in the chosen precision (python -m
+# keras_bert.training.train_speed) and trains as many sentences as fit in what is left of
+# TIME_BUDGET after setup, less the fixed costs (loading, dev evaluations, export, server), at
+# least 20,000 (dev accuracy 0.8735 on average there). Its first lines say what it chose and why.
+# Peak learning rate 1e-4 (small encoders), 10% warmup, linear decay; the best of the dev
+# evaluations is kept. FULL trains 2.5 epochs with layer-wise learning-rate decay 0.8 (each
+# Transformer block at 0.8 times the rate of the one above it): dev accuracy 0.9060 / 0.9014 /
+# 0.9002 on seeds 42-44 (mean 0.9025; 0.8991 with one rate for all), all five steps in 20.5-23
+# minutes on a 2-core Xeon with AMX (bfloat16 in hardware); about 40 minutes in float32 on a
+# 2-core machine without hardware bfloat16; see docs/finetuning.md.
 #
 # Environment (all optional):
 #   KERAS_BERT_DATA_DIR  real datasets (default ../shared/data); SST-2 is read from $it/glue/sst2
 #   FULL=1               full-accuracy budget (target >= 0.90 dev accuracy), see docs/finetuning.md
-#   MAX_TRAIN_EXAMPLES   training rows (default 40000; FULL: 0 = all); EPOCHS (default 1, FULL 2.5)
+#   TIME_BUDGET          seconds for all five steps of the default run (default 600); sizes it
+#   MAX_TRAIN_EXAMPLES   training rows (default: measured to fit TIME_BUDGET; FULL: 0 = all)
+#   EPOCHS               (default 1, FULL 2.5)
 #   SEED                 random seed (default 42)
 #   MIXED_PRECISION      default: mixed_bfloat16 where a bfloat16 matrix product measures faster
 #                        than a float32 one on this CPU, else float32 (python -m
@@ -34,15 +41,26 @@
 #                        above it, the embeddings lowest (default 1: one rate for all; FULL 0.8)
 #   MAX_SEQ_LENGTH       tokens per sentence incl. [CLS]/[SEP] (default 64; SST-2's longest: dev 55,
 #                        train 66, 4 train rows cut)
-#   WORK_DIR             outputs (default ${TMPDIR:-/tmp}/keras_bert_main_job); reruns resume
+#   WORK_DIR             outputs (default runs/main_job in this repository; git ignores runs/);
+#                        a rerun with the same settings reuses a finished run and resumes a
+#                        killed one. A finished run keeps best_model.keras (its step checkpoints
+#                        are deleted) and the export under $WORK_DIR/models
 #   PORT                 gRPC port of the server (default: a free one)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 FULL="${FULL:-0}"
 export KERAS_BERT_DATA_DIR="${KERAS_BERT_DATA_DIR:-../shared/data}"
+# TensorFlow's C++ log: warnings and info off (level 2). On a machine with no NVIDIA device, level
+# 3: TensorFlow's CUDA build then logs two harmless lines at ERROR level in every process ("failed
+# call to cuInit ... (303)": no GPU; "oneDNN supports DT_INT64 only on platforms with AVX-512":
+# an integer op runs in Eigen instead). A real failure still ends its step with a Python error.
+if [ -z "${TF_CPP_MIN_LOG_LEVEL:-}" ] && ! ls /dev/nvidia[0-9]* >/dev/null 2>&1; then
+  export TF_CPP_MIN_LOG_LEVEL=3
+fi
 export TF_CPP_MIN_LOG_LEVEL="${TF_CPP_MIN_LOG_LEVEL:-2}"
-WORK_DIR="${WORK_DIR:-${TMPDIR:-/tmp}/keras_bert_main_job}"
+WORK_DIR="${WORK_DIR:-runs/main_job}"
+TIME_BUDGET="${TIME_BUDGET:-600}"
 MAX_SEQ_LENGTH="${MAX_SEQ_LENGTH:-64}"
 SEED="${SEED:-42}"
 CLASSIFIER_POOLING="${CLASSIFIER_POOLING:-cls}"
@@ -52,11 +70,16 @@ PY=.venv/bin/python
 
 step() { echo; echo "=== [main_job +${SECONDS}s] $*"; }
 
-step "1/5 setup (.venv, requirements, real checkpoint; reused when present)"
+step "1/5 setup (.venv, requirements, real checkpoint; reused when present), then what this run trains"
 bash scripts/setup.sh
 # bfloat16 where it measures faster on this CPU (a matrix product timed in both precisions):
 # the CPU flags do not tell whether oneDNN runs bfloat16 in hardware, see keras_bert/training/cpu_precision.py
-[ -z "${MIXED_PRECISION:-}" ] && MIXED_PRECISION="$("$PY" -m keras_bert.training.cpu_precision)"
+if [ -z "${MIXED_PRECISION:-}" ]; then
+  MIXED_PRECISION="$("$PY" -m keras_bert.training.cpu_precision)"
+  echo "[main_job] precision: $MIXED_PRECISION (measured, line above)"
+else
+  echo "[main_job] precision: $MIXED_PRECISION (given)"
+fi
 if [ "$FULL" = "1" ]; then
   EPOCHS="${EPOCHS:-2.5}"; LEARNING_RATE="${LEARNING_RATE:-1e-4}"; EVALS_PER_EPOCH="${EVALS_PER_EPOCH:-4}"
   LAYERWISE_LR_DECAY="${LAYERWISE_LR_DECAY:-0.8}"
@@ -64,8 +87,29 @@ if [ "$FULL" = "1" ]; then
   TRAIN_FLAGS=(); [ "$MAX_TRAIN_EXAMPLES" != "0" ] && TRAIN_FLAGS=(--max_train_examples="$MAX_TRAIN_EXAMPLES")
   RUN_DIR="$WORK_DIR/sst2_full_n${MAX_TRAIN_EXAMPLES}_e${EPOCHS}_lr${LEARNING_RATE}_ev${EVALS_PER_EPOCH}_${MIXED_PRECISION}_s${SEED}"
 else
-  EPOCHS="${EPOCHS:-1}"; LEARNING_RATE="${LEARNING_RATE:-1e-4}"; MAX_TRAIN_EXAMPLES="${MAX_TRAIN_EXAMPLES:-40000}"
+  EPOCHS="${EPOCHS:-1}"; LEARNING_RATE="${LEARNING_RATE:-1e-4}"
   EVALS_PER_EPOCH="${EVALS_PER_EPOCH:-2}"; LAYERWISE_LR_DECAY="${LAYERWISE_LR_DECAY:-1}"
+  PLAN_FILE="$WORK_DIR/default_rows_${MIXED_PRECISION}_budget${TIME_BUDGET}"
+  if [ -n "${MAX_TRAIN_EXAMPLES:-}" ]; then
+    echo "[main_job] training rows: $MAX_TRAIN_EXAMPLES (given)"
+  elif [ -s "$PLAN_FILE" ]; then  # a rerun resumes the same run instead of measuring again
+    MAX_TRAIN_EXAMPLES="$(cat "$PLAN_FILE")"
+    echo "[main_job] training rows: $MAX_TRAIN_EXAMPLES (measured by an earlier run of this job," \
+         "kept in $PLAN_FILE so that a rerun resumes it; delete that file to measure again)"
+  else
+    # What is left of the budget after setup and this measurement (~25 s), less the fixed costs
+    # of the run (FIXED_SECONDS: TensorFlow start, tokenizing, loading, 2 dev evaluations, saving,
+    # export, server start and the request; measured in docs/finetuning.md), in training steps.
+    FIXED_SECONDS=150
+    TRAIN_SECONDS=$(( TIME_BUDGET - SECONDS - 25 - FIXED_SECONDS ))
+    [ "$TRAIN_SECONDS" -lt 1 ] && TRAIN_SECONDS=1
+    MAX_TRAIN_EXAMPLES="$("$PY" -m keras_bert.training.train_speed --mixed_precision="$MIXED_PRECISION" \
+      --budget_seconds="$TRAIN_SECONDS" --train_batch_size=32 --min_examples=20000 --max_examples=67349)"
+    echo "[main_job] training rows: $MAX_TRAIN_EXAMPLES of 67,349 (measured, line above: what fits in" \
+         "${TRAIN_SECONDS} s of training steps, so that all five steps end within TIME_BUDGET=${TIME_BUDGET} s;" \
+         "at least 20,000)"
+    mkdir -p "$WORK_DIR" && echo "$MAX_TRAIN_EXAMPLES" > "$PLAN_FILE"
+  fi
   TRAIN_FLAGS=(--max_train_examples="$MAX_TRAIN_EXAMPLES")
   RUN_DIR="$WORK_DIR/sst2_n${MAX_TRAIN_EXAMPLES}_e${EPOCHS}_lr${LEARNING_RATE}_ev${EVALS_PER_EPOCH}_${MIXED_PRECISION}_s${SEED}"
 fi

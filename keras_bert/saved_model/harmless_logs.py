@@ -10,12 +10,17 @@ Both come from saving a SavedModel of a graph with an in-graph vocabulary (a loo
   attribute 'name'": the TF1-style `table_initializer` collection of the same table, which a TF2
   SavedModel does not use (the table is initialised by its own restored resource); TensorFlow
   itself says "probably safe to ignore".
-Everything else TensorFlow logs still passes.
+Also dropped: INFO records that TensorFlow's own Python files log while saving ("Assets written
+to: <tmp dir>/assets", twice; "Writing fingerprint to ...", "Sharding callback duration: 108
+microseconds"): bookkeeping about a temporary directory the user never sees. TensorFlow's
+warnings and errors, and every record of this project (the export's own "exported ... to"),
+still pass.
 """
 from __future__ import annotations
 
 import contextlib
 import logging
+import os
 
 HARMLESS_PREFIXES = (
     "Issue encountered when serializing table_initializer",
@@ -24,12 +29,15 @@ HARMLESS_FRAGMENTS = (
     "with unsupported characters which will be renamed to",
 )
 LOGGERS = ("tensorflow", "absl")
+TENSORFLOW_SOURCES = (f"{os.sep}tensorflow{os.sep}", f"{os.sep}tf_keras{os.sep}")
 
 
 class HarmlessExportMessages(logging.Filter):
-    """A `logging.Filter` that drops the two messages of the module docstring."""
+    """A `logging.Filter` that drops the messages of the module docstring."""
 
     def filter(self, record: logging.LogRecord) -> bool:
+        if record.levelno <= logging.INFO and any(s in record.pathname for s in TENSORFLOW_SOURCES):
+            return False
         message = record.getMessage()
         return not (message.startswith(HARMLESS_PREFIXES)
                     or any(f in message for f in HARMLESS_FRAGMENTS))

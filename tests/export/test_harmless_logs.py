@@ -13,16 +13,21 @@ TABLE = ("Issue encountered when serializing table_initializer.\nType is unsuppo
          "to ignore.\n'NoneType' object has no attribute 'name'")
 
 
-def _record(message, name="tensorflow", level=logging.WARNING):
-    return logging.LogRecord(name, level, __file__, 1, message, None, None)
+TF_FILE = "/venv/lib/python3.11/site-packages/tensorflow/python/saved_model/builder_impl.py"
 
 
-def test_filter_drops_exactly_the_two_messages():
+def _record(message, name="tensorflow", level=logging.WARNING, path=__file__):
+    return logging.LogRecord(name, level, path, 1, message, None, None)
+
+
+def test_filter_drops_the_known_messages_and_tensorflow_info_only():
     keep = HarmlessExportMessages().filter
     assert not keep(_record(RENAMED, "absl", logging.INFO))
     assert not keep(_record(TABLE))
+    assert not keep(_record("Assets written to: /tmp/x/assets", "absl", logging.INFO, TF_FILE))
     assert keep(_record("Issue encountered when serializing variables."))   # another collection
-    assert keep(_record("Found untraced functions such as _update_step_xla"))
+    assert keep(_record("Found untraced functions such as _update_step_xla", path=TF_FILE))  # a warning
+    assert keep(_record("exported m version 1 to /models/m/1", "keras_bert", logging.INFO))
 
 
 def test_filter_is_removed_after_the_block(caplog):
@@ -57,5 +62,6 @@ def test_export_with_litert_logs_neither_message(tmp_path, caplog, uncased_vocab
         absl_logging.set_verbosity(verbosity)
     messages = [r.getMessage() for r in caplog.records]
     assert (path / "model.tflite").is_file()
-    assert not [m for m in messages if "unsupported characters" in m or "table_initializer" in m]
+    assert not [m for m in messages if "unsupported characters" in m or "table_initializer" in m
+                or m.startswith(("Assets written to", "Writing fingerprint", "Sharding callback"))]
     assert any(m.startswith("exported m version 1 to") for m in messages)   # the rest still passes
