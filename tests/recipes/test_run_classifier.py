@@ -71,7 +71,9 @@ def test_bad_user_data_is_one_clear_line_with_exit_code_2(tmp_path, uncased_voca
          f"{tmp_path / 'train.csv'}: missing column(s) ['text', 'label']; columns present: "
          "['review', 'stars']"),
         ([f"--train_file={tmp_path / 'train.csv'}", f"--dev_file={tmp_path / 'dev.csv'}",
-          "--text_column=review", "--label_column=stars"], "label '3' at dev.csv"),
+          "--text_column=review", "--label_column=stars"],
+         f"{tmp_path / 'dev.csv'}: data row 0 (0-based): label '3' is not a label name (the names "
+         "are numbers, so ids are not read); give every label as one of the names ['1', '5']"),
         ([f"--train_file={tmp_path / 'empty.csv'}", f"--dev_file={tmp_path / 'dev.csv'}",
           "--text_column=review", "--label_column=stars"], "empty.csv"),
     ]
