@@ -83,8 +83,8 @@ def main(argv):
     except ValueError as e:  # a bad flag value: a usage error, not a traceback
         fail_usage(str(e))
     metrics = squad_training.run_squad(config)
-    print_result({name: metrics.get(name) for name in ("exact_match", "f1", "train_steps")
-                  if name in metrics}, FLAGS.output_dir)
+    print_result({name: metrics[name] for name in ("exact_match", "exact", "f1", "train_steps")
+                  if name in metrics}, FLAGS.output_dir)  # v1.1 says exact_match, v2.0 exact
 
 
 if __name__ == "__main__":

@@ -10,7 +10,8 @@ changes the logits of real tokens).
 Outputs in `output_dir`: config.json (resolved settings), best_model.keras (the task, with its
 preprocessor: `keras_bert.load_task(output_dir)`), predictions.json, nbest_predictions.json,
 null_odds.json (null score - best span score per question), metrics.json (official EM/F1, v2.0
-HasAns/NoAns and the best threshold, timings), checkpoints/, logs/.
+HasAns/NoAns and the best threshold, timings), checkpoints/ (step checkpoints while training;
+once it ends only checkpoint.json, recording the run as complete: `fit.keep_best_model`), logs/.
 """
 from __future__ import annotations
 
@@ -36,7 +37,7 @@ from keras_bert.tokenization.bert_preprocessor import BertPreprocessor
 from keras_bert.training import model_setup
 from keras_bert.training.callbacks import standard_callbacks, write_json_atomic
 from keras_bert.training.finetune_config import check_resume_settings
-from keras_bert.training.fit import resumable_fit
+from keras_bert.training.fit import keep_best_model, resumable_fit
 from keras_bert.training.optimizer import create_optimizer, set_mixed_precision
 from keras_bert.training.strategy import get_strategy
 
@@ -197,6 +198,7 @@ def train(task, config: SquadConfig, examples, strategy) -> dict:
                           steps_per_epoch, math.ceil(config.num_train_epochs), checkpoint,
                           callbacks, verbose=config.verbose, total_steps=total)
     seconds = time.perf_counter() - start
+    keep_best_model(task, checkpoint, config.output_dir)  # the last epoch's weights, kept once
     trained = min(steps * config.train_batch_size, total * config.train_batch_size)
     return {"train_examples": len(examples), "train_windows": len(features), "train_steps": steps,
             "train_seconds": seconds, "train_windows_per_second": trained / max(seconds, 1e-9)}
@@ -242,9 +244,10 @@ def run_squad(config: SquadConfig) -> dict:
         "resolved_vocab_size": len(task.preprocessor.vocabulary)}
     write_json_atomic(out / "config.json", resolved)
     metrics = {"version_2_with_negative": config.version_2_with_negative}
-    if train_examples:
+    if train_examples:  # saves best_model.keras, then deletes the step checkpoints
         metrics.update(train(task, config, train_examples, strategy))
-    task.save(out / "best_model.keras")
+    else:
+        task.save(out / "best_model.keras")
     if predict_examples:
         metrics.update(predict_and_score(task, config, predict_examples)[1])
     if config.export_dir:

@@ -17,6 +17,7 @@ from tensorflow_serving.apis import predict_pb2, prediction_service_pb2_grpc
 from keras_bert.data import conll
 from keras_bert.evaluation.ner import entity_scores
 from keras_bert.tasks import TokenClassifier, load_task
+from tests.recipes.finished_run import assert_finished_run_dir, result_line
 from tests.serving.conftest import ServerProcess
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
@@ -50,6 +51,10 @@ def test_two_step_smoke_export_and_serving_signature(tmp_path, data_dir, uncased
     assert metrics["test"]["f1"] == pytest.approx(
         entity_scores([s.tags for s in test], predicted)["f1"])
     assert "exported to" in proc.stdout
+    assert_finished_run_dir(out)
+    assert result_line(proc.stdout) == (
+        f"dev f1 {metrics['dev']['f1']:.4f}, test f1 {metrics['test']['f1']:.4f}, steps 4 "
+        f"(all metrics: {out}/metrics.json)")
 
     spec, result = tmp_path / "spec.pkl", tmp_path / "result.pkl"
     ids = {k: v.numpy() for k, v in task.preprocessor(TEXTS[:1]).items()}

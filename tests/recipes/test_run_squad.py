@@ -10,6 +10,7 @@ import pytest
 
 from keras_bert.tasks import SpanQuestionAnswerer, load_task
 from keras_bert.training import squad_training
+from tests.recipes.finished_run import assert_finished_run_dir, result_line
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
 
@@ -38,6 +39,9 @@ def test_tiny_run_writes_predictions_metrics_and_export(tmp_path, data_dir, unca
     assert metrics["train_steps"] == math.ceil(metrics["train_windows"] / 16) == 2
     for key in ("exact", "f1", "HasAns_total", "best_f1", "best_f1_thresh"):
         assert key in metrics
+    assert_finished_run_dir(out)
+    assert result_line(proc.stdout) == (f"exact {metrics['exact']:.4f}, f1 {metrics['f1']:.4f}, "
+                                        f"train_steps 2 (all metrics: {out}/metrics.json)")
     predictions = json.loads((out / "predictions.json").read_text())
     null_odds = json.loads((out / "null_odds.json").read_text())
     nbest = json.loads((out / "nbest_predictions.json").read_text())

@@ -13,6 +13,7 @@ import pytest
 from keras_bert.data import swag
 from keras_bert.tasks import MultipleChoice, load_task
 from tests.data.test_swag import HEADER, ROWS, write
+from tests.recipes.finished_run import assert_finished_run_dir, result_line
 from tests.recipes.test_run_ner import serve_and_predict
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
@@ -31,6 +32,9 @@ def test_two_step_smoke_export_and_serving_signature(tmp_path, uncased_vocab):
     assert proc.returncode == 0, proc.stderr[-3000:]
     metrics = json.loads((out / "metrics.json").read_text())
     assert metrics["steps"] == 2 and metrics["train_examples"] == 4
+    assert_finished_run_dir(out)
+    assert result_line(proc.stdout) == (f"dev accuracy {metrics['dev']['accuracy']:.4f}, steps 2 "
+                                        f"(all metrics: {out}/metrics.json)")
     task = load_task(out)
     assert isinstance(task, MultipleChoice)
     examples = swag.read_swag(data)
