@@ -1,6 +1,5 @@
 """What the command lines (recipes/, `python -m export`) share: how a usage error ends a run, the
-one line a finished run prints, the recipes' LiteRT export flags and their `--group_by_length`
-flag.
+one line a finished run prints, and the whole command line of a training recipe (`run_recipe`).
 
 Bad flags or bad input files are the user's to fix, not a crash: one line on stderr naming the
 problem, in the `prog: error: message` form argparse and most Unix tools use, and exit status 2,
@@ -42,31 +41,30 @@ def print_result(headline: dict, output_dir) -> None:
     print(f"{parts} (all metrics: {str(output_dir).rstrip('/')}/metrics.json)", flush=True)
 
 
-def define_export_litert_flags() -> None:
-    """Defines `--export_tflite` and `--export_quantize` (the recipes' forms of `python -m export
-    --tflite` / `--quantize`) on absl's global flags."""
-    from absl import flags
+def run_recipe(family) -> None:
+    """The whole command line of a training recipe: one absl flag per field of `family.Args`
+    (`keras_bert.training.args.define_flags`), then the one driver
+    (`keras_bert.training.driver.run`) and the one result line.
 
-    flags.DEFINE_boolean("export_tflite", False, "With --export_dir: also write model.tflite, the "
-                         "`encoded` signature for LiteRT (serving.server --prefer_tflite_model); "
-                         "docs/export.md.")
-    flags.DEFINE_enum("export_quantize", None, ["int8"], "With --export_dir: quantize model.tflite "
-                      "(implies --export_tflite); int8 = dynamic-range int8 weights.")
+    Bad flags or data (whatever `driver.prepare` raises as ValueError / FileNotFoundError) end
+    the program as a usage error (`fail_usage`), before anything is trained or written.
+    """
+    from absl import app
 
+    from keras_bert.training import args as args_lib
+    from keras_bert.training import driver
 
-def define_group_by_length_flag(default: bool = True) -> None:
-    """Defines `--group_by_length` (the fine-tuning recipes' length-grouped batches,
-    `keras_bert.data.dynamic_padding.length_grouped_order`) on absl's global flags."""
-    from absl import flags
+    args_lib.define_flags(family.Args, module_name=sys.argv[0])
 
-    flags.DEFINE_boolean("group_by_length", default, "Order each shuffled training epoch so a "
-                         "batch holds examples of similar length (groups of 50 batches, as Hugging "
-                         "Face's group_by_length); with dynamic padding an epoch of SST-2 carries "
-                         "2.5x fewer tokens. --nogroup_by_length: batches of random lengths.")
+    def main(argv):
+        if len(argv) > 1:
+            fail_usage(f"unexpected arguments: {' '.join(argv[1:])}")
+        try:
+            args = args_lib.from_flags(family.Args)
+            prepared = driver.prepare(family, args)
+        except (ValueError, FileNotFoundError) as e:  # bad flags or data: one line, exit code 2
+            fail_usage(str(e))
+        summary = driver.run(family, args, prepared)
+        print_result(family.headline(summary), args.output_dir)
 
-
-def export_litert_option(flag_values) -> str | None:
-    """`Task.export`'s `litert` argument from the flags `define_export_litert_flags` defines."""
-    from keras_bert.saved_model.litert import litert_option
-
-    return litert_option(flag_values.export_tflite, flag_values.export_quantize)
+    app.run(main)

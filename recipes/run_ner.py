@@ -5,80 +5,12 @@
         --learning_rate=5e-5 --num_train_epochs=3 --output_dir=runs/conll [--export_dir=models]
 
 `--feature_mode=concat_last_four` (or embeddings, last, second_to_last, sum_last_four, sum_all)
-freezes the encoder and trains a BiLSTM on that feature instead (the paper's table 7).
-Writes config.json, labels.json, metrics.json (dev entity F1 per evaluation; dev and test
-precision / recall / F1 of the best weights), checkpoints/, logs/ and best_model.keras to
---output_dir. The work is keras_bert.training.ner_training.run_ner; see docs/ner_swag_features.md.
+freezes the encoder and trains a BiLSTM on that feature instead (the paper's table 7). Every
+flag: --help. The family: keras_bert.training.families.ner; the driver and the files it writes:
+keras_bert.training.driver; docs/ner_swag_features.md.
 """
-import dataclasses
-import pathlib
-import sys
-
-from absl import app, flags
-
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
-
-from keras_bert.tasks.token_classifier import FEATURE_MODES  # noqa: E402
-from keras_bert.training import ner_training  # noqa: E402
-from keras_bert.cli import (define_export_litert_flags, define_group_by_length_flag,  # noqa: E402
-                            export_litert_option, fail_usage, print_result)
-
-D = ner_training.NerConfig.__dataclass_fields__
-F = flags
-F.DEFINE_string("data_dir", None, "Directory holding train.txt, valid.txt, test.txt (CoNLL format).")
-F.DEFINE_string("output_dir", None, "Output directory (a rerun with the same flags resumes).")
-F.DEFINE_string("init_checkpoint", None, "Preset name (minilm_l6_h384_uncased) or checkpoint path.")
-F.DEFINE_string("bert_config_file", None, "BERT config JSON for a randomly initialised encoder.")
-F.DEFINE_string("preset", None, "Preset config (bert_tiny, ...) for a randomly initialised encoder.")
-F.DEFINE_string("vocab_file", None, "WordPiece vocab (default: the checkpoint's).")
-F.DEFINE_boolean("do_lower_case", None, "Lower-case input (default: the checkpoint's, else True).")
-F.DEFINE_integer("max_seq_length", D["max_seq_length"].default, "Pieces per window incl. [CLS]/[SEP].")
-F.DEFINE_integer("window_stride", None, "Pieces between window starts (default: half a window).")
-F.DEFINE_integer("train_batch_size", D["train_batch_size"].default, "Windows per training batch.")
-F.DEFINE_integer("eval_batch_size", D["eval_batch_size"].default, "Sentences per prediction batch.")
-F.DEFINE_float("learning_rate", D["learning_rate"].default, "Peak learning rate.")
-F.DEFINE_float("num_train_epochs", D["num_train_epochs"].default, "Epochs (may be fractional).")
-F.DEFINE_float("warmup_proportion", D["warmup_proportion"].default, "Fraction of steps of warmup.")
-F.DEFINE_float("weight_decay", D["weight_decay"].default, "AdamW decoupled weight decay.")
-F.DEFINE_float("max_grad_norm", D["max_grad_norm"].default, "Global-norm clipping (0: off).")
-F.DEFINE_float("dropout_rate", D["dropout_rate"].default, "Dropout before the tag layer.")
-F.DEFINE_enum("feature_mode", None, list(FEATURE_MODES), "Frozen-encoder features + BiLSTM.")
-F.DEFINE_integer("lstm_units", D["lstm_units"].default, "BiLSTM units per direction (feature mode).")
-F.DEFINE_integer("lstm_layers", D["lstm_layers"].default, "BiLSTM layers (feature mode).")
-F.DEFINE_integer("max_train_examples", None, "Use only the first N training sentences.")
-F.DEFINE_integer("max_eval_examples", None, "Use only the first N dev and test sentences.")
-F.DEFINE_float("max_train_seconds", None, "Stop training after this many seconds.")
-define_group_by_length_flag(D["group_by_length"].default)
-F.DEFINE_integer("seed", D["seed"].default, "Random seed.")
-F.DEFINE_integer("save_checkpoints_steps", D["save_checkpoints_steps"].default, "Batches between checkpoints.")
-F.DEFINE_integer("evaluations_per_epoch", D["evaluations_per_epoch"].default, "Dev evaluations per epoch.")
-F.DEFINE_integer("early_stopping_patience", None, "Stop after N epochs without dev improvement.")
-F.DEFINE_enum("mixed_precision", "float32", ["float32", "mixed_float16", "mixed_bfloat16"], "Precision.")
-F.DEFINE_enum("strategy", "default", ["default", "mirrored"], "Distribution (one machine).")
-F.DEFINE_integer("verbose", 1, "Keras fit verbosity: 0 silent, 1 progress bar, 2 one line per epoch.")
-F.DEFINE_string("export_dir", None, "Export the best model as a SavedModel under this base dir.")
-F.DEFINE_string("model_name", "conll_ner", "Model name for --export_dir.")
-define_export_litert_flags()
-F.mark_flags_as_required(["data_dir", "output_dir"])
-FLAGS = F.FLAGS
-
-
-def main(argv):
-    del argv
-    names = {f.name for f in dataclasses.fields(ner_training.NerConfig)}
-    try:
-        config = ner_training.NerConfig(**{n: FLAGS[n].value for n in names})
-        prepared = ner_training.prepare_ner(config)
-    except (ValueError, FileNotFoundError) as e:  # bad flags or data: one line, exit code 2
-        fail_usage(str(e))
-    result = ner_training.run_ner(config, prepared)
-    print_result({"dev f1": result["dev"].get("f1"), "test f1": (result["test"] or {}).get("f1"),
-                  "steps": result["steps"]}, FLAGS.output_dir)
-    if FLAGS.export_dir:
-        path = result["task"].export(FLAGS.export_dir, FLAGS.model_name, extra_config={
-            "dev": result["dev"], "test": result["test"]}, litert=export_litert_option(FLAGS))
-        print(f"exported to {path}")
-
+from keras_bert.cli import run_recipe
+from keras_bert.training.families.ner import FAMILY
 
 if __name__ == "__main__":
-    app.run(main)
+    run_recipe(FAMILY)

@@ -70,6 +70,10 @@ class MultipleChoice(Task):
         scores = self.scorer(self.dropout(pooled, training=training))              # [B*C, 1]
         return tf.reshape(scores, [shape[0], shape[1]])                            # [B, C]
 
+    def default_loss(self):
+        """Cross-entropy of the softmax over the choices and the right choice's index."""
+        return keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+
     def dummy_inputs(self, length: int = 8) -> dict:
         length = min(length, self.encoder.bert_config.max_sequence_length)
         return {k: tf.ones((1, self.num_choices, length), tf.int32) for k in INPUT_NAMES}

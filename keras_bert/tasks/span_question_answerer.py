@@ -10,7 +10,7 @@ takes raw (question, context) strings and `export` needs nothing else:
     # [{"answer_text": "Ada Lovelace", "start": 18, "end": 30, "score": 7.1}]
 
 Long contexts are split into windows (`keras_bert.data.squad`); answers are chosen over all
-windows (`keras_bert.evaluation.squad_postprocess`) and cut from the original context by
+windows (`keras_bert.data.squad_answers`) and cut from the original context by
 character offsets.
 """
 from __future__ import annotations
@@ -18,10 +18,10 @@ from __future__ import annotations
 import keras
 import tensorflow as tf
 
-from keras_bert.data import squad
-from keras_bert.evaluation import squad_postprocess
+from keras_bert.data import squad, squad_answers
 from keras_bert.saved_model.span_qa_signatures import SpanQAServingModule
 from keras_bert.tasks.task import Task, trim_to_longest
+from keras_bert.tokenization.full_tokenizer import FullTokenizer
 
 # Added to the logits of padding positions: never chosen, no effect on the loss (float32).
 PADDING_LOGIT = -10000.0
@@ -59,8 +59,8 @@ class SpanQuestionAnswerer(Task):
 
     def __init__(self, encoder, preprocessor=None, version_2_with_negative=False,
                  doc_stride=squad.DOC_STRIDE, max_query_length=squad.MAX_QUERY_LENGTH,
-                 n_best_size=squad_postprocess.N_BEST_SIZE,
-                 max_answer_length=squad_postprocess.MAX_ANSWER_LENGTH,
+                 n_best_size=squad_answers.N_BEST_SIZE,
+                 max_answer_length=squad_answers.MAX_ANSWER_LENGTH,
                  null_score_diff_threshold=0.0, initializer_range=0.02, label_names=None,
                  is_pair=True, **kwargs):
         del label_names, is_pair  # always a (question, context) pair, no labels
@@ -92,6 +92,15 @@ class SpanQuestionAnswerer(Task):
         self.span_logits.build((None, None, self.encoder.bert_config.hidden_size))
         self.built = True
 
+    def default_loss(self):
+        """Softmax cross-entropy of the start and of the end position, weighted 0.5 each
+        (google-research/bert `run_squad.py`)."""
+        loss = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+        return {"start_logits": loss, "end_logits": loss}
+
+    def default_loss_weights(self):
+        return {"start_logits": 0.5, "end_logits": 0.5}
+
     def call(self, inputs, training=None):
         sequence = self.encoder(inputs, training=training)["sequence_output"]  # [B, T, H]
         logits = self.span_logits(tf.cast(sequence, tf.float32))  # [B, T, 2]
@@ -102,11 +111,12 @@ class SpanQuestionAnswerer(Task):
     # ---- SQuAD pieces ----------------------------------------------------------------------
 
     @property
-    def context_tokenizer(self) -> squad.ContextTokenizer:
-        """The Python tokenizer with character offsets, on the preprocessor's vocabulary."""
+    def context_tokenizer(self) -> FullTokenizer:
+        """The Python tokenizer (with `tokenize_with_offsets`) on the preprocessor's vocabulary
+        and casing."""
         if self._context_tokenizer is None:
             p = self.require_preprocessor("SQuAD features")
-            self._context_tokenizer = squad.ContextTokenizer(p.vocabulary, p.do_lower_case)
+            self._context_tokenizer = FullTokenizer(p.vocabulary, p.do_lower_case)
         return self._context_tokenizer
 
     def features(self, examples, is_training=False, progress=False) -> list:
@@ -127,8 +137,8 @@ class SpanQuestionAnswerer(Task):
         return out
 
     def answer(self, examples, features, results) -> dict:
-        """qas_id -> `squad_postprocess.predict_example` dict, with the task's settings."""
-        return squad_postprocess.predict_examples(
+        """qas_id -> `squad_answers.predict_example` dict, with the task's settings."""
+        return squad_answers.predict_examples(
             examples, features, results, n_best_size=self.n_best_size,
             max_answer_length=self.max_answer_length,
             version_2_with_negative=self.version_2_with_negative,

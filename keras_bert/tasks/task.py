@@ -156,6 +156,31 @@ class Task(keras.Model):
             results.append(tf.nest.map_structure(lambda t: t.numpy(), step(encoded)))
         return results
 
+    # ---- training --------------------------------------------------------------------------
+
+    def compile(self, optimizer="rmsprop", loss="auto", metrics="auto", **kwargs):
+        """`keras.Model.compile` with the task's own loss and metrics by default (keras-hub's
+        `Task.compile`): `loss="auto"` takes `default_loss()` (and its `loss_weights`),
+        `metrics="auto"` takes `default_metrics()`."""
+        if isinstance(loss, str) and loss == "auto":
+            loss = self.default_loss()
+            kwargs.setdefault("loss_weights", self.default_loss_weights())
+        if isinstance(metrics, str) and metrics == "auto":
+            metrics = self.default_metrics()
+        super().compile(optimizer=optimizer, loss=loss, metrics=metrics, **kwargs)
+
+    def default_loss(self):
+        """The loss the task fine-tunes with (subclasses define it)."""
+        raise NotImplementedError(f"{type(self).__name__} does not define default_loss")
+
+    def default_loss_weights(self):
+        """Weights of the outputs' losses (None: one output)."""
+        return None
+
+    def default_metrics(self) -> list:
+        """Training metrics shown in the progress bar (none by default)."""
+        return []
+
     # ---- export ----------------------------------------------------------------------------
 
     def dummy_inputs(self, length: int = 8) -> dict:

@@ -110,6 +110,15 @@ class TextClassifier(Task):
             pooled = tf.reduce_sum(sequence * mask, 1) / tf.maximum(tf.reduce_sum(mask, 1), 1.0)
         return self.classifier(self.dropout(pooled, training=training))  # [B, C]
 
+    def default_loss(self):
+        """Softmax cross-entropy of the logits and the label ids; regression: squared error."""
+        if self.is_regression:
+            return keras.losses.MeanSquaredError()
+        return keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+
+    def default_metrics(self) -> list:
+        return [] if self.is_regression else [keras.metrics.SparseCategoricalAccuracy(name="accuracy")]
+
     def predict_texts(self, texts, texts_b=None, batch_size=32):
         """Raw strings -> numpy.
 

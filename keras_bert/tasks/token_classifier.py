@@ -9,10 +9,11 @@ Windows: a sentence whose pieces do not fit `max_seq_length - 2` is cut into win
 pieces, starting every `window_stride` pieces (so consecutive windows overlap by
 `window - stride` pieces), until the last piece is covered. A first piece seen by several windows is
 labelled (training) and read (prediction) only in the window where it has the most context,
-`min(pieces left of it, pieces right of it)` within the window, ties to the earlier window: the
-"max context" rule of google-research/bert `run_squad.py::_check_is_max_context`. No word is lost;
-every word gets exactly one tag. All of this runs in the TensorFlow graph (`window_words`), so
-`predict`, training data and the exported `serving_default` signature share one implementation.
+`min(pieces left of it, pieces right of it) + 0.01 x window length`, ties to the earlier window:
+the "max context" rule of google-research/bert `run_squad.py::_check_is_max_context`, the same
+code as SQuAD's (`keras_bert.data.windows`). No word is lost; every word gets exactly one tag. All
+of this runs in the TensorFlow graph (`window_words`), so `predict`, training data and the
+exported `serving_default` signature share one implementation.
 
 "Whitespace word": `tf.strings.split` on ASCII whitespace (space, tab, newline, CR, FF, VT).
 
@@ -25,6 +26,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
+from keras_bert.data import windows as windows_lib
 from keras_bert.layers.dropout import BertDropout
 from keras_bert.saved_model.token_classifier_signatures import TokenClassifierServingModule
 from keras_bert.tasks.task import INPUT_NAMES, Task
@@ -34,10 +36,6 @@ IGNORE_LABEL = -100
 FEATURE_MODES = ("embeddings", "last", "second_to_last", "sum_last_four", "concat_last_four",
                  "sum_all")
 MIN_LAYERS = {"second_to_last": 2, "sum_last_four": 4, "concat_last_four": 4}
-
-
-def _ceil_div(a, b):
-    return (a + b - 1) // b
 
 
 def _piece_table(preprocessor, words: tf.RaggedTensor, window: int) -> dict:
@@ -90,29 +88,18 @@ def window_words(preprocessor, words: tf.RaggedTensor, stride: int) -> dict:
     if not 1 <= int(stride) <= window:  # a larger stride would skip pieces
         raise ValueError(f"stride must be in [1, max_seq_length - 2 = {window}], got {stride}")
     t = _piece_table(preprocessor, words, window)
-    window, stride = tf.constant(window, tf.int64), tf.constant(stride, tf.int64)
-    n = t["sentence_pieces"]
-    num_windows = tf.where(n > 0, 1 + _ceil_div(tf.maximum(n - window, 0), stride),
-                           tf.zeros_like(n))                                            # [B]
-    win_sentence = tf.repeat(tf.range(tf.size(n, out_type=tf.int64)), num_windows)       # [N]
-    win_start = tf.ragged.range(num_windows).flat_values * stride                        # [N]
-    win_length = tf.minimum(window, tf.gather(n, win_sentence) - win_start)             # [N]
-    first = tf.gather(t["sentence_start"], win_sentence) + win_start
-    g = tf.ragged.range(first, first + win_length)                  # [N, (len)] global piece ids
-    total = tf.size(win_sentence, out_type=tf.int64)
-    position = g - tf.expand_dims(first, 1)                                              # ragged
-    score = tf.minimum(position, tf.expand_dims(win_length, 1) - 1 - position)
-    row = tf.cast(g.value_rowids(), tf.int64)
-    key = score.flat_values * (total + 1) + (total - row)     # most context, then earliest window
-    best = tf.math.unsorted_segment_max(key, g.flat_values, t["num_pieces"])
-    chosen = total - tf.gather(best, g.flat_values) % (total + 1)
-    labelled = tf.logical_and(tf.equal(chosen, row), tf.gather(t["is_first"], g.flat_values))
+    w = windows_lib.graph_window_spans(t["sentence_pieces"], window, stride, keep_empty=False)
+    win_sentence = w["sequence"]                                                         # [N]
+    g, max_context = windows_lib.graph_max_context(
+        tf.gather(t["sentence_start"], win_sentence) + w["start"], w["length"],
+        t["num_pieces"])                                            # [N, (len)] global piece ids
+    labelled = tf.logical_and(max_context.flat_values, tf.gather(t["is_first"], g.flat_values))
     word_index = tf.where(labelled, tf.gather(t["word"], g.flat_values), -1)
     word_index = g.with_flat_values(tf.cast(word_index, tf.int32))
     ids = g.with_flat_values(tf.gather(t["ids"], g.flat_values))
     packed = pack_ragged(ids, None, preprocessor.max_seq_length, preprocessor.cls_id,
                          preprocessor.sep_id, preprocessor.pad_id)
-    edge = -tf.ones([total, 1], tf.int32)
+    edge = -tf.ones([tf.size(win_sentence), 1], tf.int32)
     packed["word_index"] = tf.concat([edge, word_index, edge], axis=1).to_tensor(
         default_value=-1, shape=[None, preprocessor.max_seq_length])
     packed["sentence_index"] = tf.cast(win_sentence, tf.int32)
@@ -259,6 +246,12 @@ class TokenClassifier(Task):
                 "concat_last_four": lambda: tf.concat(layers[-4:], axis=-1),
                 "sum_all": lambda: tf.add_n(layers)}
         return pick[self.feature_mode]()
+
+    def default_loss(self):
+        """Per-token softmax cross-entropy over the positions with a label (IGNORE_LABEL: word
+        continuations, [CLS]/[SEP], padding and context outside a window's own span)."""
+        return keras.losses.SparseCategoricalCrossentropy(from_logits=True,
+                                                          ignore_class=IGNORE_LABEL)
 
     def call(self, inputs, training=None):
         x = self.features(inputs, training=training)

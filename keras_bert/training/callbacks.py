@@ -250,7 +250,8 @@ class EvaluationCallback(keras.callbacks.Callback):
         entries = [e for e in self.state["epochs"] if e["epoch"] != epochs_done] + [entry]
         self.state["epochs"] = sorted(entries, key=lambda e: e["epoch"])
         best = self.state["best"]
-        if is_better(metrics[self.monitor], None if best is None else best[self.monitor]):
+        if best is None or is_better(metrics[self.monitor], best[self.monitor], metrics.get("loss"),
+                                     best.get("loss"), on_tie=epochs_done > best["epoch"]):
             self.state["best"] = dict(entry)
             if self.is_chief and self.best_weights_path is not None:
                 path = pathlib.Path(self.best_weights_path)

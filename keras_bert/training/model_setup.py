@@ -1,22 +1,16 @@
-"""The model of a fine-tuning run: vocabulary and casing, encoder, the `TextClassifier` task.
+"""The model source of a fine-tuning run: vocabulary and casing, the encoder.
 
-What the model is (vocabulary, casing, sequence length, pairing, labels) is decided here once and
-stored in the task (`keras_bert.tasks.TextClassifier`); export and serving read it from the task.
+What the model is (vocabulary, casing, sequence length) is decided here once, from the
+`FinetuneArgs` model-source fields, and stored in the task (its preprocessor and encoder); export
+and serving read it from the task.
 """
 from __future__ import annotations
 
 import logging
 
-import keras
-
 from keras_bert import checkpoints
-from keras_bert.config import BertConfig, check_max_seq_length
+from keras_bert.config import BertConfig
 from keras_bert.models.bert_encoder import BertEncoder
-from keras_bert.tasks.text_classifier import TextClassifier
-from keras_bert.tokenization.bert_preprocessor import BertPreprocessor
-from keras_bert.training.classification_data import TaskData
-from keras_bert.training.finetune_config import FinetuneConfig, default_learning_rate
-from keras_bert.training.optimizer import create_optimizer
 
 logger = logging.getLogger(__name__)
 
@@ -61,7 +55,7 @@ def check_casing(do_lower_case, init_checkpoint) -> bool:
     return known
 
 
-def resolve_vocab(config: FinetuneConfig) -> tuple[str, bool]:
+def resolve_vocab(config) -> tuple[str, bool]:
     """(vocab_file, do_lower_case) from the flags or the checkpoint, casing checked.
 
     Raises:
@@ -77,7 +71,7 @@ def resolve_vocab(config: FinetuneConfig) -> tuple[str, bool]:
     return str(checkpoints.resolve_vocab_file(config.init_checkpoint)), lower
 
 
-def build_encoder(config: FinetuneConfig, vocab_size: int | None = None) -> BertEncoder:
+def build_encoder(config, vocab_size: int | None = None) -> BertEncoder:
     """BertEncoder: pretrained from init_checkpoint, else random from bert_config_file / preset.
 
     Args:
@@ -106,45 +100,3 @@ def build_encoder(config: FinetuneConfig, vocab_size: int | None = None) -> Bert
         logger.info("random encoder: vocab_size %d from %s instead of the config's %d",
                     vocab_size, config.vocab_file, cfg.vocab_size)
     return BertEncoder.from_config_object(cfg, vocab_size=vocab_size)
-
-
-def build_text_classifier(config: FinetuneConfig, data: TaskData,
-                          preprocessor: BertPreprocessor) -> TextClassifier:
-    """The task of the run (call under the strategy's scope).
-
-    Raises:
-        ValueError: max_seq_length beyond the encoder's position table (`check_max_seq_length`).
-    """
-    encoder = build_encoder(config, len(preprocessor.vocabulary))
-    check_max_seq_length(config.max_seq_length, encoder.bert_config.max_sequence_length,
-                         is_pair=data.is_pair)
-    num_classes = 1 if data.is_regression else len(data.label_list)
-    return TextClassifier(encoder, num_classes, dropout_rate=config.classifier_dropout,
-                          label_names=data.label_names, task_name=data.metric_task,
-                          pooling=config.classifier_pooling, preprocessor=preprocessor,
-                          is_pair=data.is_pair)
-
-
-def compile_task(task: TextClassifier, config: FinetuneConfig, num_train_steps: int) -> float:
-    """Compiles with the BERT optimizer (warmup + linear decay), the task's loss and accuracy.
-
-    Returns:
-        the peak learning rate: --learning_rate, else `default_learning_rate` of the encoder.
-    """
-    learning_rate = config.learning_rate or default_learning_rate(
-        task.encoder.bert_config.hidden_size)
-    optimizer = create_optimizer(
-        learning_rate, num_train_steps, int(num_train_steps * config.warmup_proportion),
-        optimizer_type=config.optimizer, weight_decay=config.weight_decay,
-        global_clipnorm=config.max_grad_norm or None,
-        gradient_accumulation_steps=config.gradient_accumulation_steps,
-        loss_scale=config.mixed_precision == "mixed_float16", ema_momentum=config.ema_momentum,
-        layerwise_lr_decay=config.layerwise_lr_decay)
-    if task.is_regression:
-        loss, train_metrics = keras.losses.MeanSquaredError(), []
-    else:
-        loss = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
-        train_metrics = [keras.metrics.SparseCategoricalAccuracy(name="accuracy")]
-    task.compile(optimizer=optimizer, loss=loss, metrics=train_metrics,
-                 jit_compile=config.jit_compile)
-    return learning_rate

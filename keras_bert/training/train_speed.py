@@ -74,7 +74,7 @@ def seconds_per_batch(init_checkpoint: str, mixed_precision: str, batch_size: in
                       seq_length: int, steps: int = 6, warmup_steps: int = 2) -> float:
     """Median seconds of one training step of a 2-class `TextClassifier` on `init_checkpoint`.
 
-    The model is compiled as fine-tuning compiles it (`model_setup.compile_task`: AdamW with
+    The model is compiled as fine-tuning compiles it (`driver.compile_task`: AdamW with
     warm-up and decay, the task's loss); the batch is random ids of shape
     [batch_size, seq_length] with every token real.
     """
@@ -83,17 +83,19 @@ def seconds_per_batch(init_checkpoint: str, mixed_precision: str, batch_size: in
 
     from keras_bert import checkpoints
     from keras_bert.tasks.text_classifier import TextClassifier
-    from keras_bert.training.finetune_config import FinetuneConfig
-    from keras_bert.training.model_setup import compile_task
+    from keras_bert.training.args import default_learning_rate
+    from keras_bert.training.driver import compile_task
+    from keras_bert.training.families.classification import ClassifierArgs
     from keras_bert.training.optimizer import set_mixed_precision
 
     set_mixed_precision(mixed_precision)
     try:
         encoder = checkpoints.load_encoder(init_checkpoint)
         task = TextClassifier(encoder, 2)
-        config = FinetuneConfig(task_name="sst2", output_dir="", init_checkpoint=init_checkpoint,
-                                mixed_precision=mixed_precision)
-        compile_task(task, config, num_train_steps=1000)
+        args = ClassifierArgs(task_name="sst2", output_dir="unused", init_checkpoint=init_checkpoint,
+                              mixed_precision=mixed_precision)
+        compile_task(task, args, num_train_steps=1000,
+                     learning_rate=default_learning_rate(encoder.bert_config.hidden_size))
         rng = np.random.default_rng(0)
         features = {"input_word_ids": rng.integers(1000, encoder.bert_config.vocab_size,
                                                    (batch_size, seq_length), dtype=np.int32),

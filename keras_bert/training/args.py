@@ -1,0 +1,325 @@
+"""One argument set for every fine-tuning family: `TrainingArgs`, `FinetuneArgs`, flags from fields.
+
+Each field is one setting with one name, one default, one check and its help text (the field's
+metadata); `define_flags(cls)` turns the fields of any subclass into absl flags, so every recipe has
+every common flag, and `from_flags(cls)` reads them back, remembering which the user gave. A family
+subclasses `FinetuneArgs` with only its own fields (`families/*.py`) and may give a common field
+another default (`FAMILY_DEFAULTS` with `args_dataclass`, e.g. SWAG's batch of 16, SQuAD's 384
+tokens): the flag then shows that default.
+
+Two settings are derived when not given, never when given: `learning_rate` (by encoder width,
+`default_learning_rate`, or the family's) and `num_train_epochs` (the family's epochs, raised to
+reach `min_train_steps` on small data). `Resolution` records which values were given and which
+were derived, and why; the driver writes both into config.json.
+"""
+from __future__ import annotations
+
+import dataclasses
+import typing
+from typing import ClassVar
+
+from keras_bert.config import check_max_seq_length
+
+PRECISIONS = ("float32", "mixed_float16", "mixed_bfloat16")
+STRATEGIES = ("default", "mirrored", "multi_worker_mirrored", "tpu")
+
+
+def args_dataclass(cls):
+    """`dataclasses.dataclass(kw_only=True)` for an argument set; a common field named in the
+    class's `FAMILY_DEFAULTS` gets that default (same help, check and position)."""
+    for name, value in cls.__dict__.get("FAMILY_DEFAULTS", {}).items():
+        base = next(b.__dataclass_fields__[name] for b in cls.__mro__[1:]
+                    if name in getattr(b, "__dataclass_fields__", {}))
+        setattr(cls, name, dataclasses.field(default=value, metadata=base.metadata))
+        cls.__annotations__[name] = base.type
+    return dataclasses.dataclass(kw_only=True)(cls)
+
+
+def arg(default=None, help: str = "", *, check=None, rule: str = "", choices=None,
+        required: bool = False, derived: bool = False):
+    """A field of an argument set.
+
+    Args:
+        default: the value when the flag is not given (None for a required field, or one a
+            family or the driver fills in).
+        help: the flag's help text.
+        check: callable(value) -> bool, run on non-None values; `rule` says what it wants
+            ("--<name> must be <rule>, got <value>").
+        choices: allowed values (an enum flag).
+        required: the flag must be given.
+        derived: None means "derive it" (`Resolution`); the flag's default stays None.
+    """
+    meta = {"help": help, "check": check, "rule": rule, "choices": choices, "required": required,
+            "derived": derived}
+    if required:
+        return dataclasses.field(default=None, metadata=meta)
+    return dataclasses.field(default=default, metadata=meta)
+
+
+def _positive(v):
+    return v > 0
+
+
+def _at_least_one(v):
+    return v >= 1
+
+
+def _not_negative(v):
+    return v >= 0
+
+
+@args_dataclass
+class TrainingArgs:
+    """Settings of any training run of the driver: optimisation, batches and evaluation, runtime,
+    export. Sizes are in examples (a family says what an example is: a sentence, a window, a
+    question with its four endings), tokens (incl. [CLS]/[SEP]) and batches / optimizer steps."""
+
+    FAMILY_DEFAULTS: ClassVar[dict] = {}
+
+    output_dir: str = arg(help="Output directory (a rerun with the same flags resumes).",
+                          required=True)
+    # optimisation
+    learning_rate: float | None = arg(None, "Peak learning rate (default: the family's; "
+                                      "classification: 1e-4 for encoders with hidden_size <= 512, "
+                                      "3e-5 above; see docs/finetuning.md).",
+                                      check=_positive, rule="> 0", derived=True)
+    num_train_epochs: float | None = arg(None, "Epochs, may be fractional (default: the family's, "
+                                         "3 (SQuAD 2), raised to reach --min_train_steps on small "
+                                         "data; a given value is never changed).",
+                                         check=_positive, rule="> 0", derived=True)
+    min_train_steps: int = arg(100, "When --num_train_epochs is not given: train more epochs "
+                               "until this many optimizer steps (small data sets); 0: off.",
+                               check=_not_negative, rule=">= 0")
+    warmup_proportion: float = arg(0.1, "Fraction of steps of linear warmup.",
+                                   check=lambda v: 0 <= v <= 1, rule="in [0, 1]")
+    weight_decay: float = arg(0.01, "AdamW/LAMB decoupled weight decay.",
+                              check=_not_negative, rule=">= 0")
+    optimizer: str = arg("adamw", "Optimizer.", choices=("adamw", "lamb"))
+    gradient_accumulation_steps: int = arg(1, "Batches per optimizer update.",
+                                           check=_at_least_one, rule=">= 1")
+    max_grad_norm: float = arg(1.0, "Global-norm gradient clipping (0: off).",
+                               check=_not_negative, rule=">= 0")
+    ema_momentum: float = arg(0.0, "Largest decay of a moving average of the weights that is "
+                              "evaluated and kept instead of the last weights (e.g. 0.999; 0: off); "
+                              "see docs/finetuning.md.", check=lambda v: 0 <= v < 1,
+                              rule="in [0, 1) (0: no weight average)")
+    layerwise_lr_decay: float = arg(1.0, "Layer-wise learning-rate decay d in (0, 1]: the task "
+                                    "head trains at --learning_rate, each Transformer block at d "
+                                    "times the block above it, the embeddings lowest (ELECTRA's "
+                                    "0.8; 1: one rate for all); see docs/finetuning.md.",
+                                    check=lambda v: 0 < v <= 1, rule="in (0, 1] (1: off)")
+    dropout_rate: float = arg(0.1, "Dropout before the task head.",
+                              check=lambda v: 0 <= v < 1, rule="in [0, 1)")
+    # batches and evaluation
+    train_batch_size: int = arg(32, "Global training batch size (examples).",
+                                check=_at_least_one, rule=">= 1")
+    eval_batch_size: int = arg(64, "Evaluation / prediction batch size.",
+                               check=_at_least_one, rule=">= 1")
+    pad_to_multiple_of: int = arg(8, "Dynamic padding: cut each batch to its longest row rounded "
+                                  "up to a multiple of this many tokens (0: pad every batch to "
+                                  "--max_seq_length).", check=_not_negative,
+                                  rule=">= 0 (0: pad to max_seq_length)")
+    group_by_length: bool = arg(True, "Order each shuffled training epoch so a batch holds "
+                                "examples of similar length (groups of 50 batches, as Hugging "
+                                "Face's group_by_length); with dynamic padding an epoch of SST-2 "
+                                "carries 2.5x fewer tokens. --nogroup_by_length: batches of "
+                                "random lengths.")
+    max_train_examples: int | None = arg(None, "Use only the first N training examples.",
+                                         check=_at_least_one, rule=">= 1")
+    max_eval_examples: int | None = arg(None, "Use only the first N dev (and test) examples.",
+                                        check=_at_least_one, rule=">= 1")
+    evaluations_per_epoch: int = arg(1, "Dev evaluations per epoch (the best one is kept); 1: at "
+                                     "epoch ends only.", check=_at_least_one, rule=">= 1")
+    early_stopping_patience: int | None = arg(None, "Stop after N epochs without dev improvement.",
+                                              check=_at_least_one, rule=">= 1")
+    max_train_seconds: float | None = arg(None, "Stop training after this many seconds of "
+                                          "training (the best evaluation so far is kept).",
+                                          check=_positive, rule="> 0")
+    save_checkpoints_steps: int | None = arg(1000, "Batches between step checkpoints.",
+                                             check=_at_least_one, rule=">= 1")
+    num_restarts: int = arg(1, "Runs with seeds seed..seed+N-1; the best is kept.",
+                            check=_at_least_one, rule=">= 1")
+    # runtime
+    strategy: str = arg("default", "Distribution strategy.", choices=STRATEGIES)
+    tpu: str | None = arg(None, "TPU name or address for --strategy=tpu.")
+    mixed_precision: str = arg("float32", "Precision.", choices=PRECISIONS)
+    jit_compile: bool = arg(False, "XLA-compile the train step.")
+    seed: int = arg(42, "Random seed.")
+    verbose: int = arg(1, "Progress: 0 silent, 1 progress bar, 2 one line per epoch.",
+                       choices=(0, 1, 2))
+    # export
+    export_dir: str | None = arg(None, "Export the kept model as a versioned SavedModel under this "
+                                 "base dir.")
+    model_name: str | None = arg(None, "Model name for --export_dir (default: the family's).")
+    export_dtype: str | None = arg(None, "Dtype policy of the --export_dir SavedModel (default: as "
+                                   "trained); see docs/export.md.", choices=("float32", "bfloat16"))
+    export_tflite: bool = arg(False, "With --export_dir: also write model.tflite, the `encoded` "
+                              "signature for LiteRT (serving.server --prefer_tflite_model); "
+                              "docs/export.md.")
+    export_quantize: str | None = arg(None, "With --export_dir: quantize model.tflite (implies "
+                                      "--export_tflite); int8 = dynamic-range int8 weights.",
+                                      choices=("int8",))
+
+    def __post_init__(self):
+        """Check every field against its rule, then across fields (`validate`).
+
+        Raises:
+            ValueError: naming the flag, e.g. "--train_batch_size must be >= 1, got 0".
+        """
+        for f in dataclasses.fields(self):
+            value, meta = getattr(self, f.name), f.metadata
+            if meta.get("required") and value in (None, ""):
+                raise ValueError(f"--{f.name} is required")
+            if value is None:
+                continue
+            if meta.get("choices") is not None and value not in meta["choices"]:
+                raise ValueError(f"--{f.name} must be one of {', '.join(map(str, meta['choices']))}, "
+                                 f"got {value!r}")
+            if meta.get("check") is not None and not meta["check"](value):
+                raise ValueError(f"--{f.name} must be {meta['rule']}, got {value!r}")
+        self.validate()
+
+    def validate(self) -> None:
+        """Checks across fields (subclasses extend it). Raises ValueError naming the flags."""
+
+    @classmethod
+    def default(cls, name: str):
+        """The default of a field (the family's where it sets one)."""
+        return cls.__dataclass_fields__[name].default
+
+    @property
+    def litert(self) -> str | None:
+        """`Task.export`'s `litert` argument: None, "float32" or "int8"."""
+        from keras_bert.saved_model.litert import litert_option
+        return litert_option(self.export_tflite, self.export_quantize)
+
+    def settings(self) -> dict:
+        """Every field, as config.json records it (JSON types)."""
+        return {f.name: (list(v) if isinstance(v := getattr(self, f.name), tuple) else v)
+                for f in dataclasses.fields(self)}
+
+    def given(self) -> list[str]:
+        """Names of the fields the user gave: the flags present on the command line
+        (`from_flags`), else (a call from Python) those whose value is not the default."""
+        explicit = self.__dict__.get("_given")
+        if explicit is not None:
+            return sorted(explicit)
+        return sorted(f.name for f in dataclasses.fields(self)
+                      if getattr(self, f.name) != self.default(f.name)
+                      and getattr(self, f.name) is not None)
+
+
+@args_dataclass
+class FinetuneArgs(TrainingArgs):
+    """`TrainingArgs` plus the model source of a fine-tuning run.
+
+    Model source, one of: `init_checkpoint` (preset name such as "minilm_l6_h384_uncased", a
+    Hugging Face / google-research / Keras checkpoint; its vocab is used unless `vocab_file` is
+    given), or random init from `bert_config_file` (JSON) or `preset` (e.g. "bert_tiny") with
+    `vocab_file`.
+    """
+
+    init_checkpoint: str | None = arg(None, "Preset name (minilm_l6_h384_uncased) or checkpoint "
+                                      "path.")
+    bert_config_file: str | None = arg(None, "BERT config JSON for a randomly initialised encoder.")
+    preset: str | None = arg(None, "Preset config (bert_tiny, ...) for a randomly initialised "
+                             "encoder.")
+    vocab_file: str | None = arg(None, "WordPiece vocab (default: the checkpoint's).")
+    do_lower_case: bool | None = arg(None, "Lower-case input (default: the checkpoint's, else "
+                                     "True).")
+    max_seq_length: int = arg(128, "Tokens per example (window) incl. [CLS]/[SEP].")
+
+    def validate(self) -> None:
+        super().validate()
+        try:  # the one rule; checked again against the encoder and the task's pairing later
+            check_max_seq_length(self.max_seq_length)
+        except ValueError as e:
+            raise ValueError(f"--{e}") from None
+        for other in ("preset", "bert_config_file"):
+            if self.init_checkpoint and getattr(self, other):
+                raise ValueError(f"--init_checkpoint={self.init_checkpoint} and --{other}="
+                                 f"{getattr(self, other)} both given: use --init_checkpoint for a "
+                                 f"pretrained encoder, or --{other} (with --vocab_file) for a "
+                                 "randomly initialised one, not both")
+        if self.preset and self.bert_config_file:
+            raise ValueError("--preset and --bert_config_file both given: pass one of them")
+
+
+@dataclasses.dataclass
+class Resolution:
+    """The values derived for settings the user did not give, each with its reason."""
+
+    derived: dict = dataclasses.field(default_factory=dict)  # name -> {"value", "why"}
+
+    def derive(self, name: str, value, why: str):
+        self.derived[name] = {"value": value, "why": why}
+        return value
+
+
+def default_learning_rate(hidden_size: int) -> float:
+    """The peak learning rate of a classifier when --learning_rate is not given.
+
+    Small encoders (hidden_size <= 512: MiniLM-L6-H384, BERT-tiny ... BERT-medium) fine-tune best
+    near 1e-4 (measured on SST-2 and on a 200-row 3-class set, docs/finetuning.md: 2e-5 barely
+    moves them in a few hundred steps); BERT-base and larger take the paper's range (2e-5 - 5e-5,
+    BERT §A.3), 3e-5.
+    """
+    return 1e-4 if hidden_size <= 512 else 3e-5
+
+
+def _flag_kind(cls, f) -> type:
+    hint = typing.get_type_hints(cls)[f.name]
+    kinds = [k for k in typing.get_args(hint) if k is not type(None)] or [hint]
+    return typing.get_origin(kinds[0]) or kinds[0]
+
+
+def define_flags(cls, flag_values=None, module_name: str | None = None) -> None:
+    """Define one absl flag per field of `cls` (name, default, help, choices, required).
+
+    Args:
+        module_name: the module the flags belong to in `--help` (a recipe passes its own,
+            `sys.argv[0]`); default: this module.
+    """
+    from absl import flags
+
+    fv = flag_values or flags.FLAGS
+    for f in dataclasses.fields(cls):
+        meta, kind = f.metadata, _flag_kind(cls, f)
+        default = None if meta.get("derived") else cls.default(f.name)
+        common = dict(flag_values=fv, module_name=module_name or __name__)
+        help_text = meta.get("help", "")
+        if meta.get("choices") is not None and kind is str:
+            flags.DEFINE_enum(f.name, default, list(meta["choices"]), help_text, **common)
+        elif kind is bool:
+            flags.DEFINE_boolean(f.name, default, help_text, **common)
+        elif kind is int:
+            flags.DEFINE_integer(f.name, default, help_text, **common)
+        elif kind is float:
+            flags.DEFINE_float(f.name, default, help_text, **common)
+        elif kind in (tuple, list):
+            flags.DEFINE_list(f.name, default, help_text, **common)
+        else:
+            flags.DEFINE_string(f.name, default, help_text, **common)
+        if meta.get("required"):
+            flags.mark_flag_as_required(f.name, flag_values=fv)
+
+
+def from_flags(cls, flag_values=None):
+    """`cls` from the parsed flags `define_flags(cls)` defined; `args.given()` is then the flags
+    the user passed. Raises ValueError (a bad value, naming the flag)."""
+    from absl import flags
+
+    fv = flag_values or flags.FLAGS
+    values = {}
+    for f in dataclasses.fields(cls):
+        value = fv[f.name].value
+        if _flag_kind(cls, f) in (tuple, list) and value is not None:
+            try:
+                value = tuple(int(v) for v in value) if value else None
+            except ValueError:
+                raise ValueError(f"--{f.name} must be integers separated by commas, got "
+                                 f"{','.join(value)}") from None
+        values[f.name] = value
+    args = cls(**values)
+    args.__dict__["_given"] = {f.name for f in dataclasses.fields(cls) if fv[f.name].present}
+    return args
