@@ -6,14 +6,14 @@ Reader: the official JSON (`data[].paragraphs[].{context, qas[]}`); each questio
 Features (`convert_example`), as `run_squad.py::convert_examples_to_features`:
 - the question is tokenized and cut to `max_query_length` word pieces;
 - the context is tokenized once with per-piece CHARACTER offsets into the original context
-  (`ContextTokenizer.tokenize_with_offsets`; where google-research/bert maps pieces to
+  (`FullTokenizer.tokenize_with_offsets`; where google-research/bert maps pieces to
   whitespace words, we map each piece to its own characters, so answers are cut from the
   context exactly as written);
 - a context longer than `max_seq_length - len(query) - 3` pieces becomes several windows, the
-  next starting `min(length, doc_stride)` pieces later (`doc_windows`);
+  next starting `min(length, doc_stride)` pieces later (`keras_bert.data.windows.window_spans`);
 - each context piece of a window is flagged when this window is its "max context" window:
   score = min(pieces left, pieces right) + 0.01 x window length, ties to the earlier window
-  (`_check_is_max_context`; compared here in exact integers, 100 x min + length);
+  (`_check_is_max_context`; `keras_bert.data.windows.is_max_context`, shared with NER);
 - training labels: the answer's first and last piece in the window, or [CLS] (position 0) when
   the answer is not wholly inside the window or the question is unanswerable (v2.0).
 
@@ -30,8 +30,9 @@ import pathlib
 import numpy as np
 
 from keras_bert.config import INPUT_NAMES, check_max_seq_length
+from keras_bert.data import windows as windows_lib
 from keras_bert.progress import progress_bar
-from keras_bert.tokenization import full_tokenizer as ft
+from keras_bert.tokenization.full_tokenizer import FullTokenizer
 
 logger = logging.getLogger(__name__)
 
@@ -129,170 +130,6 @@ def read_squad_examples(path, version_2_with_negative: bool = False) -> list[Squ
     return examples
 
 
-class ContextTokenizer:
-    """google-research/bert tokenization with per-piece character offsets into the input text.
-
-    The pieces are exactly `FullTokenizer.tokenize(text)` (BasicTokenizer then WordPiece, same
-    rules); each piece also gets `[start, end)` in Python code points of the ORIGINAL text:
-    - a normalized character keeps the index of the character it came from (lower-casing and
-      accent stripping are applied per character, so a character that becomes two, such as
-      U+0130, gives both the same origin);
-    - characters that vanish (deleted controls/format characters, combining marks stripped by
-      uncased normalization) belong to the character before them, so "cafe" + U+0301 answers
-      with its accent;
-    - a piece spans from its first character's origin to the end of its last one; an [UNK] word
-      spans the whole word.
-
-    Args:
-        vocabulary: list of tokens (id = index), e.g. `BertPreprocessor.vocabulary`.
-        do_lower_case: bool.
-    """
-
-    def __init__(self, vocabulary, do_lower_case: bool = True):
-        self.vocab = {}
-        for i, token in enumerate(vocabulary):
-            self.vocab[token] = i  # later duplicates win, as in load_vocab
-        self.do_lower_case = bool(do_lower_case)
-        self.basic = ft.BasicTokenizer(do_lower_case=self.do_lower_case)
-        self.wordpiece = ft.WordpieceTokenizer(self.vocab)
-        self.unk_id = self.vocab.get(ft.UNK_TOKEN)
-
-    def tokenize(self, text: str) -> list[str]:
-        """Word pieces of `text` (the reference `FullTokenizer.tokenize`)."""
-        return [p for w in self.basic.tokenize(text) for p in self.wordpiece.tokenize(w)]
-
-    def convert_tokens_to_ids(self, tokens) -> list[int]:
-        """Raises ValueError naming the token when one is not in the vocabulary."""
-        missing = [t for t in tokens if t not in self.vocab]
-        if missing:
-            raise ValueError(f"token {missing[0]!r} is not in the vocabulary")
-        return [self.vocab[t] for t in tokens]
-
-    def _chars(self, text: str) -> list[list[tuple[str, int, int]]]:
-        """Text -> whitespace/CJK chunks of (normalized char, origin start, origin end)."""
-        n = len(text)
-        vanish = [self._vanishes(c) for c in text]
-        ext_end = [0] * n  # end of character i including the vanishing characters after it
-        nxt = n
-        for i in range(n - 1, -1, -1):
-            ext_end[i] = nxt
-            if not vanish[i]:
-                nxt = i
-        chunks, current = [], []
-        for i, c in enumerate(text):
-            cp = ord(c)
-            if cp == 0 or cp == 0xFFFD or ft.is_control(c):
-                continue
-            if ft.is_whitespace(c) or c.isspace():
-                if current:
-                    chunks.append(current)
-                current = []
-                continue
-            end = ext_end[i]
-            if ft.is_cjk_ideograph(cp):
-                if current:
-                    chunks.append(current)
-                chunks.append([(c, i, end)])
-                current = []
-                continue
-            current.append((c, i, end))
-        if current:
-            chunks.append(current)
-        return [self._normalize(chunk) for chunk in chunks]
-
-    def _vanishes(self, c: str) -> bool:
-        """Deleted by cleaning, or (uncased) normalized to nothing; never whitespace."""
-        cp = ord(c)
-        if cp == 0 or cp == 0xFFFD or ft.is_control(c):
-            return True
-        if ft.is_whitespace(c) or c.isspace():
-            return False
-        return self.do_lower_case and not ft.BasicTokenizer._run_strip_accents(c.lower())
-
-    def _normalize(self, chunk):
-        if not self.do_lower_case:
-            return chunk
-        per_char = [(m, i, e) for c, i, e in chunk
-                    for m in ft.BasicTokenizer._run_strip_accents(c.lower())]
-        # Word-level lower-casing differs only by the final-sigma rule (same length): take its
-        # characters, keep the per-character origins.
-        word = ft.BasicTokenizer._run_strip_accents("".join(c for c, _, _ in chunk).lower())
-        if len(word) != len(per_char):
-            return per_char
-        return [(m, i, e) for m, (_, i, e) in zip(word, per_char)]
-
-    def _words(self, text: str):
-        """Words of the BasicTokenizer, each a list of (char, origin start, origin end)."""
-        for chunk in self._chars(text):
-            word = []
-            for item in chunk:
-                if item[0].isspace() or ft.is_punctuation(item[0]):
-                    if word:
-                        yield word
-                    word = []
-                    if not item[0].isspace():
-                        yield [item]
-                else:
-                    word.append(item)
-            if word:
-                yield word
-
-    def tokenize_with_offsets(self, text: str) -> tuple[list[str], list[int], list[int]]:
-        """Text -> (pieces, starts, ends): `text[starts[k]:ends[k]]` is what piece k covers.
-
-        Returns:
-            three lists of equal length; offsets are Python code-point indices into `text`.
-        """
-        pieces, starts, ends = [], [], []
-        for word in self._words(text):
-            string = "".join(c for c, _, _ in word)
-            at = 0
-            for k, piece in enumerate(self.wordpiece.tokenize(string)):
-                if piece == ft.UNK_TOKEN:
-                    length = len(word) - at
-                else:
-                    length = len(piece) - 2 if k > 0 and piece.startswith("##") else len(piece)
-                pieces.append(piece)
-                starts.append(word[at][1])
-                ends.append(word[at + length - 1][2])
-                at += length
-        return pieces, starts, ends
-
-
-def doc_windows(num_tokens: int, max_tokens_for_doc: int, doc_stride: int) -> list[tuple[int, int]]:
-    """(start, length) of each window over `num_tokens` context pieces (run_squad.py `doc_spans`).
-
-    A context of zero pieces still gets one empty window, so every question gets an answer
-    (the empty string).
-    """
-    if max_tokens_for_doc < 1 or doc_stride < 1:
-        raise ValueError(f"need max_tokens_for_doc >= 1 and doc_stride >= 1, got "
-                         f"{max_tokens_for_doc}, {doc_stride}")
-    windows, start = [], 0
-    while True:
-        length = min(num_tokens - start, max_tokens_for_doc)
-        windows.append((start, length))
-        if start + length >= num_tokens:
-            return windows
-        start += min(length, doc_stride)
-
-
-def is_max_context(windows, window_index: int, position: int) -> bool:
-    """Whether window `window_index` is the max-context window of context piece `position`.
-
-    Score of a window holding the piece: 100 x min(pieces left, pieces right) + window length
-    (google-research's min + 0.01 x length, in integers); the best wins, ties the earlier.
-    """
-    best_score, best_index = None, None
-    for index, (start, length) in enumerate(windows):
-        if not start <= position < start + length:
-            continue
-        score = 100 * min(position - start, start + length - 1 - position) + length
-        if best_score is None or score > best_score:
-            best_score, best_index = score, index
-    return best_index == window_index
-
-
 def answer_token_span(answer_start: int, answer_end: int, starts, ends) -> tuple[int, int] | None:
     """First and last context piece overlapping characters [answer_start, answer_end); None if
     no piece does (an answer of whitespace only)."""
@@ -332,11 +169,11 @@ def _packed_window(query_ids, doc_ids, starts, ends, windows, w, max_seq_length,
     tok_end[offset:offset + length] = ends[start:start + length]
     max_ctx = np.zeros(max_seq_length, bool)
     for k in range(length):
-        max_ctx[offset + k] = is_max_context(windows, w, start + k)
+        max_ctx[offset + k] = windows_lib.is_max_context(windows, w, start + k)
     return word_ids, mask, types, tok_start, tok_end, max_ctx, offset
 
 
-def convert_example(example: SquadExample, tokenizer: ContextTokenizer, example_index: int = 0,
+def convert_example(example: SquadExample, tokenizer: FullTokenizer, example_index: int = 0,
                     max_seq_length: int = MAX_SEQ_LENGTH, doc_stride: int = DOC_STRIDE,
                     max_query_length: int = MAX_QUERY_LENGTH, is_training: bool = False,
                     special_ids=None, context_cache: dict | None = None) -> list[SquadFeature]:
@@ -346,13 +183,21 @@ def convert_example(example: SquadExample, tokenizer: ContextTokenizer, example_
     whose answer covers no piece gives no features (logged).
 
     Args:
+        tokenizer: a `FullTokenizer` on the model's vocabulary (`FullTokenizer(
+            preprocessor.vocabulary, preprocessor.do_lower_case)`; `SpanQuestionAnswerer`'s
+            `context_tokenizer`).
         special_ids: (cls_id, sep_id, pad_id); default from the tokenizer's vocabulary.
         context_cache: optional dict context -> (ids, starts, ends), filled and reused (SQuAD
             asks several questions per paragraph).
+
+    Raises:
+        ValueError: bad lengths (`check_lengths`), or a vocabulary without [CLS], [SEP] or
+            [PAD] (named).
+        KeyError: a piece not in the vocabulary (only "[UNK]" can be, if the vocabulary lacks it).
     """
     check_lengths(max_seq_length, doc_stride, max_query_length)
     if special_ids is None:
-        special_ids = tuple(tokenizer.vocab[t] for t in (ft.CLS_TOKEN, ft.SEP_TOKEN, ft.PAD_TOKEN))
+        special_ids = tokenizer.packing_ids()
     query_ids = tokenizer.convert_tokens_to_ids(tokenizer.tokenize(example.question))
     query_ids = query_ids[:max_query_length]
     cached = None if context_cache is None else context_cache.get(example.context)
@@ -362,7 +207,8 @@ def convert_example(example: SquadExample, tokenizer: ContextTokenizer, example_
         if context_cache is not None:
             context_cache[example.context] = cached
     doc_ids, starts, ends = cached
-    windows = doc_windows(len(doc_ids), max_seq_length - len(query_ids) - 3, doc_stride)
+    windows = windows_lib.window_spans(len(doc_ids), max_seq_length - len(query_ids) - 3,
+                                       doc_stride)
     span = None
     if is_training and not example.is_impossible:
         if not example.answers:
@@ -388,7 +234,7 @@ def convert_example(example: SquadExample, tokenizer: ContextTokenizer, example_
     return features
 
 
-def convert_examples(examples, tokenizer: ContextTokenizer, max_seq_length: int = MAX_SEQ_LENGTH,
+def convert_examples(examples, tokenizer: FullTokenizer, max_seq_length: int = MAX_SEQ_LENGTH,
                      doc_stride: int = DOC_STRIDE, max_query_length: int = MAX_QUERY_LENGTH,
                      is_training: bool = False, progress: bool = False) -> list[SquadFeature]:
     """All examples -> features in example order (see `convert_example`).
@@ -397,7 +243,7 @@ def convert_examples(examples, tokenizer: ContextTokenizer, max_seq_length: int 
         progress: bool; show a progress bar (tqdm) for long files.
     """
     check_lengths(max_seq_length, doc_stride, max_query_length)
-    special = tuple(tokenizer.vocab[t] for t in (ft.CLS_TOKEN, ft.SEP_TOKEN, ft.PAD_TOKEN))
+    special = tokenizer.packing_ids()
     items = enumerate(examples)
     if progress:
         items = progress_bar(items, total=len(examples), desc="SQuAD features", unit="question")

@@ -8,13 +8,13 @@ NoAns splits, best null threshold) are called as they are, never rewritten. What
 - the v2.0 threshold sweep done right: the evaluator's `_find_best_thresh` adds a question's
   score when its null odds are at or below the threshold, which is only correct if the scored
   prediction is the best NON-NULL answer; `evaluate_v2` therefore sweeps on those, and scores
-  the thresholded predictions (`squad_postprocess`) separately.
+  the thresholded predictions (`keras_bert.data.squad_answers`) separately.
 """
 from __future__ import annotations
 
 from official.nlp.tools import squad_evaluate_v1_1, squad_evaluate_v2_0
 
-from keras_bert.evaluation.squad_postprocess import with_threshold
+from keras_bert.data.squad_answers import with_threshold
 
 
 def dataset_of(examples) -> list:
@@ -44,7 +44,7 @@ def evaluate_v2(dataset: list, answers: dict) -> dict:
 
     Args:
         dataset: the official JSON's `data` list (or `dataset_of(examples)`).
-        answers: qas_id -> the dict of `squad_postprocess.predict_example` (uses `text`,
+        answers: qas_id -> the dict of `squad_answers.predict_example` (uses `text`,
             `best_non_null_text`, `null_odds`).
 
     Returns:

@@ -113,14 +113,14 @@ def unicode_tables(do_lower_case: bool):
                 sig = SIG_CASED
             elif ("A" + c + "\u03a3").lower()[-1] == "\u03c2":
                 sig = SIG_IGNORABLE
-            mapped = ft.BasicTokenizer._run_strip_accents(c.lower())
+            mapped = ft.strip_accents(c.lower())
             if mapped != c:
                 map_id = len(map_starts)
                 map_starts.append(len(map_values))
                 map_lengths.append(len(mapped))
                 map_values.extend(ord(m) for m in mapped)
         elif do_lower_case and src == SRC_CJK:
-            mapped = ft.BasicTokenizer._run_strip_accents(c.lower())
+            mapped = ft.strip_accents(c.lower())
             if mapped != c:  # CJK compatibility ideographs -> unified ideographs
                 map_id = len(map_starts)
                 map_starts.append(len(map_values))
@@ -145,8 +145,9 @@ class CoreBertTokenizer(tf.Module):
         max_input_chars_per_word: a word of more code points is [UNK] (reference: 200).
 
     Call `tokenize(texts)`: tf.string [B] -> int32 RaggedTensor [B, (pieces)] of ids
-    (no [CLS]/[SEP]). Works eagerly, in `tf.function` (any batch size, [None] signatures)
-    and in `tf.data.Dataset.map`.
+    (no [CLS]/[SEP]); `tokenize_with_offsets(texts)` adds each piece's character offsets.
+    Both work eagerly, in `tf.function` (any batch size, [None] signatures) and in
+    `tf.data.Dataset.map`.
 
     Raises:
         ValueError: if the vocabulary lacks [UNK].
@@ -181,6 +182,15 @@ class CoreBertTokenizer(tf.Module):
         self._map_values = tf.constant(map_values)
         self._map_starts = tf.constant(map_starts)
         self._map_lengths = tf.constant(map_lengths)
+        # Code points a token covers as a word's first piece / as a later piece ("##" dropped),
+        # indexed by id (`tokenize_with_offsets`).
+        first_len = np.zeros(max(token_to_id.values()) + 1, np.int32)
+        rest_len = np.zeros_like(first_len)
+        for t, i in token_to_id.items():
+            first_len[i] = len(t)
+            rest_len[i] = len(t) - 2 if t.startswith("##") and len(t) > 2 else len(t)
+        self._first_len = tf.constant(first_len)
+        self._rest_len = tf.constant(rest_len)
         keys = list(token_to_id.keys())
         values = [int(token_to_id[k]) for k in keys]
         self._table = tf.lookup.StaticHashTable(
@@ -196,69 +206,110 @@ class CoreBertTokenizer(tf.Module):
                          block * _BLOCK + tf.bitwise.bitwise_and(cps, _BLOCK - 1))
 
     def normalize_and_split(self, texts):
-        """tf.string [B] -> (words int32 RaggedTensor [W, (chars)], word_rows int64 [W]).
+        """tf.string [B] -> (words int32 RaggedTensor [W, (chars)], word_rows int64 [W], B int64).
 
         Words are the BasicTokenizer output (after cleaning, CJK split, optional
-        lower-casing + accent stripping and punctuation split), as code points.
+        lower-casing + accent stripping and punctuation split), as code points; `word_rows`
+        is the text each word comes from.
         """
         texts = tf.convert_to_tensor(texts, tf.string)
-        cps_rt = tf.strings.unicode_decode(texts, "UTF-8", errors="ignore")
-        cps = cps_rt.flat_values
-        rows = cps_rt.value_rowids()
+        cps, rows, props, is_cjk = self._normalize(texts)
+        word_rows, (words,) = self._split_words(rows, props, is_cjk, (cps,))
+        return words, word_rows, tf.shape(texts, out_type=tf.int64)[0]
+
+    def _normalize(self, texts, with_offsets: bool = False):
+        """tf.string [B] -> the normalized characters of the batch, flat.
+
+        Returns:
+            (cps int32 [N], rows int64 [N] (text of each), props int32 [N] (of the normalized
+            character), is_cjk bool [N] (of the character it came from)); with_offsets adds
+            (start, end) int64 [N]: the code points [start, end) of its text each character
+            came from, vanished characters (deleted, or stripped to nothing) counted with the
+            character before them.
+        """
+        decoded = tf.strings.unicode_decode(texts, "UTF-8", errors="ignore")
+        cps, rows = decoded.flat_values, decoded.value_rowids()
         props = self._props(cps)
         src = tf.bitwise.bitwise_and(props, 3)
         drop = tf.equal(src, SRC_DROP)
+        origin = self._origins(decoded, props, drop) if with_offsets else ()
 
         def filtered():  # delete control/format characters (rare: skipped when none)
             idx = tf.where(tf.logical_not(drop))[:, 0]
-            return (tf.gather(cps, idx), tf.gather(rows, idx), tf.gather(props, idx),
-                    tf.gather(src, idx))
+            return tuple(tf.gather(t, idx) for t in (cps, rows, props, src) + origin)
 
-        cps, rows, props, src = tf.cond(tf.reduce_any(drop), filtered,
-                                        lambda: (cps, rows, props, src))
+        cps, rows, props, src, *origin = tf.cond(tf.reduce_any(drop), filtered,
+                                                 lambda: (cps, rows, props, src) + origin)
         is_cjk = tf.equal(src, SRC_CJK)
+        if not self.do_lower_case:
+            return (cps, rows, props, is_cjk, *origin)
+        map_id = tf.bitwise.right_shift(props, _MAP_SHIFT)
+        is_sigma = tf.equal(cps, CAPITAL_SIGMA)
+        final = tf.cond(tf.reduce_any(is_sigma),
+                        lambda: self._final_sigma(is_sigma, props, src, rows),
+                        lambda: tf.zeros_like(is_sigma))
+        cps = tf.where(final, FINAL_SIGMA, cps)
+        map_id = tf.where(final, 0, map_id)
+        # Replacement sequences: identity chars read themselves from an appended copy.
+        n_map = tf.shape(self._map_values, out_type=tf.int32)[0]
+        n = tf.shape(cps, out_type=tf.int32)[0]
+        is_id = tf.equal(map_id, 0)
+        starts = tf.where(is_id, n_map + tf.range(n), tf.gather(self._map_starts, map_id))
+        lens = tf.where(is_id, 1, tf.gather(self._map_lengths, map_id))
+        table = tf.concat([self._map_values, cps], 0)
+        carried = (rows, is_cjk, *origin)  # follow each output character's source
+
+        def one_to_one():  # the usual case: every character maps to exactly one
+            return (tf.gather(table, starts),) + carried
+
+        def general():  # some map to none (Mn marks) or to several (ligatures, İ)
+            idx = tf.ragged.range(starts, starts + lens)
+            src_of_out = idx.value_rowids()
+            return (tf.gather(table, idx.flat_values),) + tuple(
+                tf.gather(t, src_of_out) for t in carried)
+
+        cps, rows, is_cjk, *origin = tf.cond(tf.reduce_all(tf.equal(lens, 1)), one_to_one,
+                                             general)
+        return (cps, rows, self._props(cps), is_cjk, *origin)
+
+    def _origins(self, decoded, props, drop):
+        """(start, end) int64 [N] in its text of each decoded character, extended over the
+        vanishing characters after it (see `_normalize`)."""
+        rows = decoded.value_rowids()
+        flat = tf.range(tf.shape(rows, out_type=tf.int64)[0])
+        row_start = tf.gather(decoded.row_starts(), rows)
+        vanish = drop
         if self.do_lower_case:
             map_id = tf.bitwise.right_shift(props, _MAP_SHIFT)
-            is_sigma = tf.equal(cps, CAPITAL_SIGMA)
-            final = tf.cond(tf.reduce_any(is_sigma),
-                            lambda: self._final_sigma(is_sigma, props, src, rows),
-                            lambda: tf.zeros_like(is_sigma))
-            cps = tf.where(final, FINAL_SIGMA, cps)
-            map_id = tf.where(final, 0, map_id)
-            # Replacement sequences: identity chars read themselves from an appended copy.
-            n_map = tf.shape(self._map_values, out_type=tf.int32)[0]
-            n = tf.shape(cps, out_type=tf.int32)[0]
-            is_id = tf.equal(map_id, 0)
-            starts = tf.where(is_id, n_map + tf.range(n), tf.gather(self._map_starts, map_id))
-            lens = tf.where(is_id, 1, tf.gather(self._map_lengths, map_id))
-            table = tf.concat([self._map_values, cps], 0)
+            vanish |= (map_id > 0) & tf.equal(tf.gather(self._map_lengths, map_id), 0)
+        kept = tf.concat([tf.boolean_mask(flat, tf.logical_not(vanish)),
+                          tf.shape(flat, out_type=tf.int64)], 0)
+        next_kept = tf.gather(kept, tf.searchsorted(kept[:-1], flat, side="right"))
+        end = tf.minimum(next_kept, tf.gather(decoded.row_limits(), rows)) - row_start
+        return flat - row_start, end
 
-            def one_to_one():  # the usual case: every character maps to exactly one
-                return tf.gather(table, starts), rows, is_cjk
+    @staticmethod
+    def _split_words(rows, props, is_cjk, values):
+        """Splits normalized characters into words: at whitespace (dropped), and around each
+        punctuation character and CJK ideograph (own words).
 
-            def general():  # some map to none (Mn marks) or to several (ligatures, İ)
-                idx = tf.ragged.range(starts, starts + lens)
-                src_of_out = idx.value_rowids()
-                return (tf.gather(table, idx.flat_values), tf.gather(rows, src_of_out),
-                        tf.gather(is_cjk, src_of_out))
-
-            cps, rows, is_cjk = tf.cond(tf.reduce_all(tf.equal(lens, 1)), one_to_one, general)
-            props = self._props(cps)
+        Returns:
+            (word_rows int64 [W], tuple of RaggedTensors [W, (chars)], one per `values` [N]).
+        """
         out = tf.bitwise.bitwise_and(tf.bitwise.right_shift(props, 4), 3)
         sep = tf.equal(out, OUT_SPACE)
         iso = tf.logical_or(tf.equal(out, OUT_PUNCT), is_cjk)
-        brk = tf.logical_or(sep, iso)
-        prev_brk = tf.concat([[True], brk[:-1]], 0)
+        prev_brk = tf.concat([[True], tf.logical_or(sep, iso)[:-1]], 0)
         new_row = tf.concat([[True], tf.not_equal(rows[1:], rows[:-1])], 0)
         start = tf.logical_and(tf.logical_not(sep),
                                tf.logical_or(tf.logical_or(prev_brk, new_row), iso))
         word_id = tf.cumsum(tf.cast(start, tf.int64)) - 1
         keep = tf.logical_not(sep)
-        words = tf.RaggedTensor.from_value_rowids(
-            tf.boolean_mask(cps, keep), tf.boolean_mask(word_id, keep),
-            nrows=tf.reduce_sum(tf.cast(start, tf.int64)), validate=False)
-        word_rows = tf.boolean_mask(rows, start)
-        return words, word_rows, tf.shape(texts, out_type=tf.int64)[0]
+        nwords = tf.reduce_sum(tf.cast(start, tf.int64))
+        words = tuple(tf.RaggedTensor.from_value_rowids(
+            tf.boolean_mask(v, keep), tf.boolean_mask(word_id, keep), nrows=nwords,
+            validate=False) for v in values)
+        return tf.boolean_mask(rows, start), words
 
     def _final_sigma(self, is_sigma, props, src, rows):
         """bool [N]: which U+03A3 lower-case to final sigma (CPython handle_capital_sigma).
@@ -366,6 +417,48 @@ class CoreBertTokenizer(tf.Module):
         nested = tf.RaggedTensor.from_value_rowids(pieces, word_rows, nrows=batch,
                                                    validate=False)
         return nested.merge_dims(1, 2)
+
+    def tokenize_with_offsets(self, texts):
+        """`tokenize` plus the characters each piece covers; in-graph twin of
+        `FullTokenizer.tokenize_with_offsets` (same pieces, same offsets).
+
+        Args:
+            texts: tf.string [B] (valid UTF-8 for the offsets to count code points).
+
+        Returns:
+            (ids, starts, ends): int32 RaggedTensors [B, (pieces)]; piece k of text b covers code
+            points `[starts[b][k], ends[b][k])` of `texts[b]` (an [UNK] word: the whole word;
+            vanished characters count with the character before them).
+        """
+        texts = tf.convert_to_tensor(texts, tf.string)
+        cps, rows, props, is_cjk, start, end = self._normalize(texts, with_offsets=True)
+        word_rows, (words, word_start, word_end) = self._split_words(rows, props, is_cjk,
+                                                                     (cps, start, end))
+        pieces = self.wordpiece(words)  # int32 [W, (pieces)]
+        ids = pieces.flat_values
+        piece_word = pieces.value_rowids()
+        index_in_word = tf.range(tf.size(ids, out_type=tf.int64)) - tf.gather(
+            pieces.row_starts(), piece_word)
+        # code points each piece covers: the whole word for [UNK], else its token's length
+        length = tf.where(tf.equal(ids, self.unk_id),
+                          tf.cast(tf.gather(words.row_lengths(), piece_word), tf.int32),
+                          tf.where(index_in_word == 0, tf.gather(self._first_len, ids),
+                                   tf.gather(self._rest_len, ids)))
+        before = tf.cumsum(length, exclusive=True)
+        word_before = tf.gather(tf.concat([before, [tf.reduce_sum(length)]], 0),
+                                pieces.row_starts())
+        at = before - tf.gather(word_before, piece_word)  # code points before it in its word
+        char = tf.gather(words.row_starts(), piece_word) + tf.cast(at, tf.int64)
+        starts = tf.gather(word_start.flat_values, char)
+        ends = tf.gather(word_end.flat_values, char + tf.cast(length, tf.int64) - 1)
+        batch = tf.shape(texts, out_type=tf.int64)[0]
+
+        def regroup(values):  # [pieces of all words] -> [B, (pieces)]
+            nested = tf.RaggedTensor.from_value_rowids(pieces.with_flat_values(values), word_rows,
+                                                       nrows=batch, validate=False)
+            return nested.merge_dims(1, 2)
+
+        return regroup(ids), regroup(tf.cast(starts, tf.int32)), regroup(tf.cast(ends, tf.int32))
 
     def clean_text(self, texts):
         """tf.string [B] -> tf.string [B]: reference `_clean_text` (controls deleted,

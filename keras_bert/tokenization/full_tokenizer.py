@@ -16,6 +16,9 @@ Rules (BasicTokenizer, then WordpieceTokenizer):
   6. WordPiece: greedy longest-match-first with the `##` continuation prefix; a word longer
      than `MAX_INPUT_CHARS_PER_WORD` code points, or one with any unmatched remainder, is one
      `[UNK]` (never the pieces found so far).
+
+Offsets (`FullTokenizer.tokenize_with_offsets`): the same pieces, each with the `[start, end)`
+code points of the ORIGINAL text it covers (SQuAD cuts answers from the context with them).
 """
 from __future__ import annotations
 
@@ -117,6 +120,35 @@ def is_cjk_ideograph(cp: int) -> bool:
     return any(lo <= cp <= hi for lo, hi in CJK_RANGES)
 
 
+def strip_accents(text: str) -> str:
+    """NFD-decomposes `text` and drops combining marks (category Mn): "Café" -> "Cafe".
+
+    The reference `BasicTokenizer._run_strip_accents`, applied after `str.lower()` for uncased
+    vocabularies. The result may be shorter than `text` ("e" + U+0301 -> "e") or longer than a
+    character-by-character view suggests (U+0130 lower-cases to "i" + U+0307 -> "i").
+
+    Args:
+        text: str.
+
+    Returns:
+        str.
+    """
+    text = unicodedata.normalize("NFD", text)
+    return "".join(c for c in text if unicodedata.category(c) != "Mn")
+
+
+def _vanishes(char: str, do_lower_case: bool) -> bool:
+    """Whether BasicTokenizer deletes `char` without a trace: NUL, U+FFFD and control/format
+    characters always; uncased, also a character that lower-cases and strips to nothing (a
+    combining mark). Never true for whitespace."""
+    cp = ord(char)
+    if cp == 0 or cp == 0xFFFD or is_control(char):
+        return True
+    if is_whitespace(char) or char.isspace():
+        return False
+    return do_lower_case and not strip_accents(char.lower())
+
+
 class BasicTokenizer:
     """Cleaning, CJK spacing, optional lower-casing + accent stripping, punctuation split.
 
@@ -136,17 +168,88 @@ class BasicTokenizer:
         split_tokens = []
         for token in whitespace_tokenize(text):
             if self.do_lower_case:
-                token = self._run_strip_accents(token.lower())
+                token = strip_accents(token.lower())
             if self.split_on_punc:
                 split_tokens.extend(self._run_split_on_punc(token))
             else:
                 split_tokens.append(token)
         return whitespace_tokenize(" ".join(split_tokens))
 
-    @staticmethod
-    def _run_strip_accents(text: str) -> str:
-        text = unicodedata.normalize("NFD", text)
-        return "".join(c for c in text if unicodedata.category(c) != "Mn")
+    def words_with_offsets(self, text: str) -> list[list[tuple[str, int, int]]]:
+        """The words of `tokenize(text)`, each a list of (character, start, end).
+
+        `"".join(c for c, _, _ in word)` is the word `tokenize` returns; `[start, end)` are the
+        code points of the ORIGINAL `text` that character came from:
+        - a normalized character keeps the index of the character it came from (lower-casing
+          and accent stripping are applied per character, so a character that becomes two,
+          such as U+0130, gives both the same origin);
+        - characters that vanish (deleted controls, combining marks stripped by
+          uncased normalization) belong to the character before them, so "cafe" + U+0301
+          ends after its accent.
+
+        Args:
+            text: str (not bytes: offsets index this very string).
+
+        Returns:
+            list of words, each a non-empty list of (str of one code point, int, int).
+        """
+        words = []
+        for chunk in self._chunks_with_offsets(text):
+            word = []
+            for item in chunk:
+                if item[0].isspace() or is_punctuation(item[0]):
+                    if word:
+                        words.append(word)
+                    word = []
+                    if not item[0].isspace():
+                        words.append([item])
+                else:
+                    word.append(item)
+            if word:
+                words.append(word)
+        return words
+
+    def _chunks_with_offsets(self, text: str) -> list[list[tuple[str, int, int]]]:
+        """Text -> normalized whitespace/CJK chunks of (char, origin start, origin end)."""
+        n = len(text)
+        ext_end = [0] * n  # end of character i including the vanishing characters after it
+        nxt = n
+        for i in range(n - 1, -1, -1):
+            ext_end[i] = nxt
+            if not _vanishes(text[i], self.do_lower_case):
+                nxt = i
+        chunks, current = [], []
+        for i, c in enumerate(text):
+            cp = ord(c)
+            if cp == 0 or cp == 0xFFFD or is_control(c):
+                continue
+            if is_whitespace(c) or c.isspace():
+                if current:
+                    chunks.append(current)
+                current = []
+                continue
+            if is_cjk_ideograph(cp):
+                if current:
+                    chunks.append(current)
+                chunks.append([(c, i, ext_end[i])])
+                current = []
+                continue
+            current.append((c, i, ext_end[i]))
+        if current:
+            chunks.append(current)
+        return [self._normalize_with_offsets(chunk) for chunk in chunks]
+
+    def _normalize_with_offsets(self, chunk):
+        """Uncased: lower-case and strip accents per character, keeping each one's origin."""
+        if not self.do_lower_case:
+            return chunk
+        per_char = [(m, i, e) for c, i, e in chunk for m in strip_accents(c.lower())]
+        # Word-level lower-casing differs only by the final-sigma rule (same length): take its
+        # characters, keep the per-character origins.
+        word = strip_accents("".join(c for c, _, _ in chunk).lower())
+        if len(word) != len(per_char):
+            return per_char
+        return [(m, i, e) for m, (_, i, e) in zip(word, per_char)]
 
     @staticmethod
     def _run_split_on_punc(text: str) -> list[str]:
@@ -235,24 +338,35 @@ class FullTokenizer:
     `cls_id`, `sep_id`, `pad_id`) needs `[CLS]`, `[SEP]` and `[PAD]` and says which are missing.
 
     Args:
-        vocab_file: path to a BERT `vocab.txt` (id = line number).
+        vocab_file: path to a BERT `vocab.txt` (id = line number), or a list/tuple of str tokens
+            (id = index; a later duplicate wins, as in `load_vocab`), e.g.
+            `BertPreprocessor.vocabulary`.
         do_lower_case: bool. True for uncased vocabularies (lower-case + strip accents).
         split_on_punc: bool, default True (BERT); see `BasicTokenizer`.
 
     Attributes:
-        vocab: dict token -> id. inv_vocab: dict id -> token.
+        vocab: dict token -> id. inv_vocab: dict id -> token. vocab_file: the path, or
+            "<token list>" when built from a list (used in error messages).
 
     Raises:
         FileNotFoundError: if `vocab_file` does not exist.
-        ValueError: if the file holds no tokens.
+        ValueError: if the file (or list) holds no tokens.
 
     Source: google-research/bert `tokenization.py`.
     """
 
     def __init__(self, vocab_file, do_lower_case: bool = True, split_on_punc: bool = True):
-        self.vocab_file = os.fspath(vocab_file)
         self.do_lower_case = bool(do_lower_case)
-        self.vocab = load_vocab(self.vocab_file)
+        if isinstance(vocab_file, (list, tuple)):
+            self.vocab_file = "<token list>"
+            self.vocab = collections.OrderedDict()
+            for index, token in enumerate(vocab_file):
+                self.vocab[token] = index
+            if not self.vocab:
+                raise ValueError("the vocabulary list holds no tokens")
+        else:
+            self.vocab_file = os.fspath(vocab_file)
+            self.vocab = load_vocab(self.vocab_file)
         self.inv_vocab = {v: k for k, v in self.vocab.items()}
         self.basic_tokenizer = BasicTokenizer(do_lower_case=self.do_lower_case,
                                               split_on_punc=split_on_punc)
@@ -287,6 +401,36 @@ class FullTokenizer:
         for token in self.basic_tokenizer.tokenize(text):
             split_tokens.extend(self.wordpiece_tokenizer.tokenize(token))
         return split_tokens
+
+    def tokenize_with_offsets(self, text: str) -> tuple[list[str], list[int], list[int]]:
+        """Text -> (pieces, starts, ends): `text[starts[k]:ends[k]]` is what piece k covers.
+
+        `pieces == self.tokenize(text)`. A piece spans from its first character's origin to the
+        end of its last one (`BasicTokenizer.words_with_offsets`: vanished characters count with
+        the character before them); an [UNK] word spans the whole word. The in-graph twin is
+        `CoreBertTokenizer.tokenize_with_offsets`.
+
+        Args:
+            text: str.
+
+        Returns:
+            three lists of equal length: str pieces, int starts, int ends; offsets are Python
+            code-point indices into `text`.
+        """
+        pieces, starts, ends = [], [], []
+        for word in self.basic_tokenizer.words_with_offsets(text):
+            at = 0
+            for k, piece in enumerate(self.wordpiece_tokenizer.tokenize(
+                    "".join(c for c, _, _ in word))):
+                if piece == UNK_TOKEN:
+                    length = len(word) - at
+                else:
+                    length = len(piece) - 2 if k > 0 and piece.startswith("##") else len(piece)
+                pieces.append(piece)
+                starts.append(word[at][1])
+                ends.append(word[at + length - 1][2])
+                at += length
+        return pieces, starts, ends
 
     def convert_tokens_to_ids(self, tokens) -> list[int]:
         """Raises KeyError naming the token if one is not in the vocabulary."""

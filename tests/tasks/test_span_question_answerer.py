@@ -6,10 +6,9 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from keras_bert.data import squad
+from keras_bert.data import squad, windows
 from keras_bert.evaluation import squad as squad_eval
 from keras_bert.models.bert_encoder import BertEncoder
-from keras_bert.saved_model import span_qa_signatures
 from keras_bert.tasks.span_question_answerer import SpanQuestionAnswerer
 from keras_bert.tokenization.bert_preprocessor import BertPreprocessor
 from keras_bert.tokenization.full_tokenizer import FullTokenizer
@@ -145,17 +144,12 @@ def test_in_graph_offsets_equal_the_python_path(casing, uncased_vocab, cased_voc
     lower = casing == "uncased"
     pre = BertPreprocessor(uncased_vocab if lower else cased_vocab, do_lower_case=lower,
                            max_seq_length=32)
-    first = tf.constant([len(t) for t in pre.vocabulary])
-    rest = tf.constant([len(t) - 2 if t.startswith("##") and len(t) > 2 else len(t)
-                        for t in pre.vocabulary])
     texts = OFFSET_TEXTS + random_texts()
-    ids, starts, ends = span_qa_signatures.tokenize_with_offsets(
-        pre.core_tokenizer, first, rest, tf.constant(texts))
-    tok = squad.ContextTokenizer(pre.vocabulary, lower)
-    reference = FullTokenizer(uncased_vocab if lower else cased_vocab, do_lower_case=lower)
+    ids, starts, ends = pre.core_tokenizer.tokenize_with_offsets(tf.constant(texts))
+    tok = FullTokenizer(pre.vocabulary, lower)
     for i, text in enumerate(texts):
         pieces, s, e = tok.tokenize_with_offsets(text)
-        assert pieces == reference.tokenize(text)
+        assert pieces == tok.tokenize(text)
         assert ids[i].numpy().tolist() == tok.convert_tokens_to_ids(pieces)
         assert starts[i].numpy().tolist() == s and ends[i].numpy().tolist() == e
 
@@ -176,6 +170,28 @@ def test_in_graph_windows_equal_the_python_features():
         assert meta["start"][row].numpy().tolist() == f.token_start[:t].tolist()
         assert meta["end"][row].numpy().tolist() == f.token_end[:t].tolist()
         assert meta["max_context"][row].numpy().tolist() == f.token_is_max_context[:t].tolist()
+
+
+def test_in_graph_windows_use_the_shared_rules(monkeypatch):
+    calls = {}
+    for name in ("graph_window_spans", "graph_max_context"):
+        real = getattr(windows, name)
+        monkeypatch.setattr(windows, name, lambda *a, real=real, name=name, **k: (
+            calls.setdefault(name, []).append(a), real(*a, **k))[1])
+    task = tiny_task(max_seq_length=16, max_query_length=6, doc_stride=3)
+    module = task.serving_module(task.preprocessor)
+    context = "the a of in is was by who what when where which wrote built"  # 14 pieces
+    inputs, meta = module.windows(tf.constant(["who ?"]), tf.constant([context]))
+    # windows of 16 - 2 ("who ?") - 3 = 11 pieces, stride 3: (0, 11), (3, 11)
+    (spans_args,) = calls["graph_window_spans"]
+    assert spans_args[0].numpy().tolist() == [14] and spans_args[1].numpy().tolist() == [11]
+    (first, length, num_pieces), = calls["graph_max_context"]
+    assert (first.numpy().tolist(), length.numpy().tolist(), int(num_pieces)) == (
+        [0, 3], [11, 11], 14)
+    # by hand: piece 6 has min(6, 4) = 4 in window 0, min(3, 7) = 3 in window 1 -> window 0;
+    # piece 7: min(7, 3) = 3 vs min(4, 6) = 4 -> window 1. Context tokens start at column 4.
+    assert meta["max_context"].numpy()[:, 4:15].tolist() == [
+        [True] * 7 + [False] * 4, [False] * 4 + [True] * 7]
 
 
 def v2_task_with_some_empty_answers():

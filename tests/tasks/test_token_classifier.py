@@ -5,6 +5,7 @@ import pytest
 import tensorflow as tf
 
 from keras_bert import BertEncoder
+from keras_bert.data import windows
 from keras_bert.tasks import TokenClassifier, load_task
 from keras_bert.tasks.token_classifier import window_labels, window_words, words_to_tags
 from keras_bert.tokenization import BertPreprocessor
@@ -43,6 +44,19 @@ def test_windows_first_piece_labels_and_max_context():
     assert window_labels(w, tags).numpy().tolist() == [
         [-100, 1, 3, -100, -100, -100], [-100, -100, 0, -100, -100, -100],
         [-100, -100, 0, 3, -100, -100], [-100, -100, 4, 1, 0, -100], [-100, 2, -100, -100, -100, -100]]
+
+
+def test_windows_use_the_shared_max_context_rule(monkeypatch):
+    calls = []
+    real = windows.graph_max_context
+    monkeypatch.setattr(windows, "graph_max_context", lambda *a: (calls.append(a), real(*a))[1])
+    pre = BertPreprocessor(vocabulary=VOCAB, do_lower_case=True, max_seq_length=6)
+    w = window_words(pre, tf.ragged.constant([SENTENCE.split(" "), [], ["dog"]]), stride=2)
+    (first, length, num_pieces), = calls
+    # 10 pieces in windows of 4 from 0, 2, 4, 6; "dog" (piece 10) in its own; none for [].
+    assert first.numpy().tolist() == [0, 2, 4, 6, 10]
+    assert length.numpy().tolist() == [4, 4, 4, 4, 1] and int(num_pieces) == 11
+    assert w["sentence_index"].numpy().tolist() == [0, 0, 0, 0, 2]
 
 
 @pytest.mark.parametrize("max_seq_length,stride", [(6, 1), (6, 3), (7, 5), (12, 4), (64, 62)])

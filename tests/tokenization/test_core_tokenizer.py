@@ -43,6 +43,28 @@ def test_exact_values_uncased(uncased_vocab):
     assert got.dtype == tf.int32
 
 
+def test_tokenize_with_offsets_exact_values(uncased_vocab, cased_vocab):
+    core = CoreBertTokenizer(uncased_vocab)
+    texts = ["Café  déjà", "", "a\x00b\u0301c", "ΟΔΟΣ x" + "y" * 201, "東京"]
+    ids, starts, ends = core.tokenize_with_offsets(tf.constant(texts))
+    # "a\x00b\u0301c" is "abc": the NUL and the stripped accent count with the letter before.
+    assert ids.to_list() == [[7668, 2139, 3900], [], [5925], [1169, 29722, 15297, 100],
+                             [1879, 1755]]
+    assert starts.to_list() == [[0, 6, 8], [], [0], [0, 1, 2, 5], [0, 1]]
+    assert ends.to_list() == [[4, 8, 10], [], [5], [1, 2, 4, 207], [1, 2]]
+    assert ids.dtype == starts.dtype == ends.dtype == tf.int32
+    ref = FullTokenizer(uncased_vocab)
+    for text, i, s, e in zip(texts, ids.to_list(), starts.to_list(), ends.to_list()):
+        pieces, ref_s, ref_e = ref.tokenize_with_offsets(text)
+        assert (i, s, e) == (ref.convert_tokens_to_ids(pieces), ref_s, ref_e)
+    cased = CoreBertTokenizer(cased_vocab, do_lower_case=False)
+    fn = tf.function(cased.tokenize_with_offsets,
+                     input_signature=[tf.TensorSpec([None], tf.string)])
+    ids, starts, ends = fn(tf.constant(["Hi  (1895"]))
+    assert ids.to_list() == [[8790, 113, 5639]]
+    assert (starts.to_list(), ends.to_list()) == ([[0, 4, 5]], [[2, 5, 9]])
+
+
 def test_final_sigma_context(uncased_vocab):
     # Final sigma: cased letter before (skipping case-ignorables), none after, same word.
     core = CoreBertTokenizer(uncased_vocab)

@@ -190,3 +190,55 @@ def test_packing_names_only_the_missing_tokens(tmp_path):
     out = FullTokenizer(path).encode("want", max_seq_length=5)
     assert out["input_word_ids"].tolist() == [1, 3, 2, 4, 4]
     assert out["input_mask"].tolist() == [1, 1, 1, 0, 0]
+
+
+def test_strip_accents_exact():
+    assert ft.strip_accents("Café naïve") == "Cafe naive"
+    assert ft.strip_accents("e\u0301") == "e"  # a combining acute alone vanishes
+    assert ft.strip_accents("\u0130".lower()) == "i"  # İ lower-cases to i + U+0307
+    assert ft.strip_accents("東京 ΟΔΟΣ") == "東京 ΟΔΟΣ"
+    assert ft.strip_accents("") == ""
+    assert not hasattr(ft.BasicTokenizer, "_run_strip_accents")  # one implementation
+
+
+def pieces_text(tok, text):
+    pieces, starts, ends = tok.tokenize_with_offsets(text)
+    assert pieces == tok.tokenize(text)
+    return [(p, text[s:e]) for p, s, e in zip(pieces, starts, ends)]
+
+
+def test_offsets_give_the_original_characters(uncased):
+    text = "Café  déjà\tvu\u00a0naïve 東京 ΟΔΟΣ cafe\u0301 a\u200bb İstanbul"
+    assert pieces_text(uncased, text) == [
+        ("cafe", "Café"), ("de", "dé"), ("##ja", "jà"), ("vu", "vu"), ("naive", "naïve"),
+        ("東", "東"), ("京", "京"), ("ο", "Ο"), ("##δ", "Δ"), ("##ος", "ΟΣ"),
+        ("cafe", "cafe\u0301"), ("ab", "a\u200bb"), ("istanbul", "İstanbul")]
+    assert uncased.tokenize_with_offsets("Café  déjà") == (
+        ["cafe", "de", "##ja"], [0, 6, 8], [4, 8, 10])
+    assert uncased.tokenize_with_offsets("") == ([], [], [])
+    assert uncased.tokenize_with_offsets(" \u200b ") == ([], [], [])
+
+
+def test_offsets_cased_and_unk_word(cased):
+    text = "Hi  (1895–1943) " + "x" * 201
+    assert pieces_text(cased, text) == [
+        ("Hi", "Hi"), ("(", "("), ("1895", "1895"), ("–", "–"), ("1943", "1943"), (")", ")"),
+        ("[UNK]", "x" * 201)]
+    assert cased.tokenize_with_offsets("Hi  (1895") == (["Hi", "(", "1895"], [0, 4, 5], [2, 5, 9])
+
+
+def test_words_with_offsets_exact():
+    basic = ft.BasicTokenizer(do_lower_case=True)
+    assert basic.words_with_offsets("Ab,\u0301 c\x00d") == [
+        [("a", 0, 1), ("b", 1, 2)], [(",", 2, 4)], [("c", 5, 7), ("d", 7, 8)]]
+
+
+def test_built_from_a_token_list_equals_the_file(uncased_vocab, uncased):
+    tokens = [line.rstrip("\n") for line in open(uncased_vocab, encoding="utf-8")]
+    tok = FullTokenizer(tokens, do_lower_case=True)
+    assert tok.vocab == uncased.vocab and tok.packing_ids() == (101, 102, 0)
+    assert tok.tokenize_with_offsets("Naïve CAFÉ") == (["naive", "cafe"], [0, 6], [5, 10])
+    with pytest.raises(ValueError, match="no tokens"):
+        FullTokenizer([], do_lower_case=True)
+    with pytest.raises(ValueError, match=r"\[PAD\]"):
+        FullTokenizer(["[UNK]", "[CLS]", "[SEP]"]).packing_ids()
