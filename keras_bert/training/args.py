@@ -282,7 +282,7 @@ def define_flags(cls, flag_values=None, module_name: str | None = None) -> None:
     """
     from absl import flags
 
-    fv = flag_values or flags.FLAGS
+    fv = flags.FLAGS if flag_values is None else flag_values  # an empty FlagValues is falsy
     for f in dataclasses.fields(cls):
         meta, kind = f.metadata, _flag_kind(cls, f)
         default = None if meta.get("derived") else cls.default(f.name)
@@ -309,7 +309,7 @@ def from_flags(cls, flag_values=None):
     the user passed. Raises ValueError (a bad value, naming the flag)."""
     from absl import flags
 
-    fv = flag_values or flags.FLAGS
+    fv = flags.FLAGS if flag_values is None else flag_values  # an empty FlagValues is falsy
     values = {}
     for f in dataclasses.fields(cls):
         value = fv[f.name].value

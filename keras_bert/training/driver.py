@@ -315,7 +315,10 @@ def compile_task(task, args: TrainingArgs, num_train_steps: int, learning_rate: 
         gradient_accumulation_steps=args.gradient_accumulation_steps,
         loss_scale=args.mixed_precision == "mixed_float16", ema_momentum=args.ema_momentum,
         layerwise_lr_decay=args.layerwise_lr_decay)
-    task.compile(optimizer=optimizer, loss=loss, jit_compile=args.jit_compile)
+    # The task's own metrics read the targets of its own loss; a family's loss has other targets
+    # (distillation: gold id + teacher logits [B, 1 + C]), so it trains without them.
+    metrics = "auto" if isinstance(loss, str) and loss == "auto" else []
+    task.compile(optimizer=optimizer, loss=loss, metrics=metrics, jit_compile=args.jit_compile)
 
 
 def _compile(family, task, args, prepared, schedule) -> float:

@@ -4,9 +4,8 @@ import pytest
 from keras_bert.data import labels
 from keras_bert.evaluation import evidence_pack as ep
 from keras_bert.evaluation.predictors import ModelInfo
-from keras_bert.training import distillation
-from keras_bert.training.classification_data import load_task_data
-from keras_bert.training.finetune_config import FinetuneConfig
+from keras_bert.training.families import distillation
+from keras_bert.training.families.classification import ClassifierArgs, load_task_data
 
 NAMES = ["negative", "neutral", "positive"]
 MIXED = ["positive", "negative", "2", "0"]  # the file: names and ids mixed
@@ -76,7 +75,7 @@ def test_evaluate_reader(tmp_path):
 def test_fine_tuning_own_data_reader(tmp_path):
     train = write_csv(tmp_path / "train.csv", NAMES)
     dev = write_csv(tmp_path / "dev.csv", MIXED)
-    config = FinetuneConfig(task_name="text_classification", output_dir=str(tmp_path),
+    config = ClassifierArgs(task_name="text_classification", output_dir=str(tmp_path),
                             train_file=str(train), dev_file=str(dev))
     with pytest.raises(labels.LabelError) as e:
         load_task_data(config)
@@ -88,8 +87,8 @@ def test_fine_tuning_own_data_reader(tmp_path):
 def test_distillation_reader(tmp_path):
     train = write_csv(tmp_path / "train.csv", NAMES)
     dev = write_csv(tmp_path / "dev.csv", MIXED)
-    config = distillation.DistillationConfig(teacher="t", output_dir=str(tmp_path),
-                                             train_file=str(train), dev_file=str(dev))
+    config = distillation.DistillArgs(teacher=str(tmp_path), output_dir=str(tmp_path),
+                                      train_file=str(train), dev_file=str(dev))
     with pytest.raises(labels.LabelError) as e:
         distillation.labelled_examples(config, NAMES)
     assert str(e.value) == mixed_message(dev)

@@ -7,7 +7,11 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+import keras_bert
 from keras_bert.training import distillation as d
+from keras_bert.training import driver
+from keras_bert.training.families import distillation
+from keras_bert.training.families.distillation import DistillArgs
 from tests.evaluation.tiny_task import TEXTS, tiny_classifier
 
 POS, NEG, OTHER = "good great best fun fine".split(), "bad awful worst dull slow".split(), \
@@ -35,13 +39,25 @@ def test_loss_is_hinton_soft_plus_hard():
     assert float(same) == pytest.approx(0, abs=1e-6)  # student = teacher: no soft loss
 
 
-def test_bad_settings():
+def test_bad_settings(tmp_path):
     with pytest.raises(ValueError, match="temperature must be > 0"):
         d.DistillationLoss(0.0, 0.5)
-    with pytest.raises(ValueError, match=r"alpha must be in \[0, 1\]"):
-        d.DistillationConfig(teacher="t", output_dir="o", task_name="sst2", alpha=1.5)
-    with pytest.raises(ValueError, match="give task_name"):
-        d.DistillationConfig(teacher="t", output_dir="o")
+    with pytest.raises(ValueError) as e:
+        DistillArgs(teacher="t", output_dir="o", task_name="sst2", alpha=1.5)
+    assert str(e.value) == "--alpha must be in [0, 1], got 1.5"
+    with pytest.raises(ValueError) as e:
+        DistillArgs(teacher="t", output_dir="o", temperature=0.0)
+    assert str(e.value) == "--temperature must be > 0, got 0.0"
+    with pytest.raises(ValueError) as e:
+        DistillArgs(teacher="t", output_dir="o")
+    assert str(e.value) == "give --task_name (GLUE) or both --train_file and --dev_file"
+    with pytest.raises(ValueError) as e:
+        DistillArgs(teacher="t", output_dir="o", task_name="sst2", student_preset="bert_tiny",
+                    student_layers=2)
+    assert str(e.value) == "--student_preset excludes --student_layers / --layer_map"
+    with pytest.raises(ValueError) as e:
+        DistillArgs(teacher=str(tmp_path / "none"), output_dir="o", task_name="sst2")
+    assert str(e.value) == f"--teacher {tmp_path / 'none'}: no such file or directory"
     with pytest.raises(ValueError, match="student layers must be in"):
         d.layer_map_for(2, 3)
 
@@ -115,26 +131,39 @@ def distillation_data(uncased_vocab, tmp_path_factory):
 
 @pytest.mark.slow
 def test_student_agreement_with_the_teacher_rises(distillation_data, tmp_path):
-    config = d.DistillationConfig(
+    args = DistillArgs(
         teacher=distillation_data["teacher"], output_dir=str(tmp_path / "out"),
         train_file=distillation_data["train"], dev_file=distillation_data["dev"], student_layers=1,
         temperature=2.0, alpha=0.5, learning_rate=3e-3, num_train_epochs=4, train_batch_size=16,
-        warmup_proportion=0.0, weight_decay=0.0)
-    result = d.distill(config)
-    history = result["history"]
-    assert [h["epoch"] for h in history] == [0, 1, 2, 3, 4]
-    assert history[-1]["train_agreement"] > history[0]["train_agreement"]
-    assert history[-1]["train_agreement"] >= 0.95
-    assert max(h["dev_agreement"] for h in history[1:]) > history[0]["dev_agreement"]
+        warmup_proportion=0.0, weight_decay=0.0, verbose=0)
+    # The student before training: the teacher's first layer with its embeddings and head.
+    teacher = keras_bert.load_task(distillation_data["teacher"])
+    texts, _ = distillation.load_examples(args)
+    untrained = d.agreement(d.logits_of(d.student_from_teacher(teacher, 1), texts, 64),
+                            d.logits_of(teacher, texts, 64))
+    result = driver.run(distillation.FAMILY, args)
+    assert result["family"] == "distillation" and result["monitor"] == "dev_accuracy"
+    run = result["runs"][0]
+    evaluations = run["epochs"]
+    assert [e["epoch"] for e in evaluations] == [1, 2, 3, 4]   # no epoch-0 entry
+    assert set(evaluations[0]) == {"epoch", "train_loss", "dev_accuracy", "dev_agreement",
+                                   "train_agreement", "loss"}
+    assert run["steps"] == 24 and run["num_train_epochs"] == 4.0  # 96 rows / 16, given: not raised
+    assert evaluations[-1]["train_agreement"] > untrained
+    assert evaluations[-1]["train_agreement"] >= 0.95
     assert result["teacher"]["dev_accuracy"] > 0.7  # the teacher learned the rule
+    assert result["teacher"]["path"] == distillation_data["teacher"]
     assert result["student"]["layers"] == 1 and result["teacher"]["layers"] == 4
     assert result["student"]["parameters"] < result["teacher"]["parameters"]
+    assert (result["train_examples"], result["dev_examples"]) == (96, 48)
     saved = json.loads((tmp_path / "out" / "metrics.json").read_text())
-    assert saved["history"] == history and (tmp_path / "out" / "best_model.keras").is_file()
-    best = max(history, key=lambda h: (h["dev_accuracy"], h["epoch"]))
-    assert result["best_epoch"] == best["epoch"]
+    assert saved["runs"][0]["epochs"] == evaluations and "history" not in saved
+    assert (tmp_path / "out" / "best_model.keras").is_file()
+    # The best: the highest dev accuracy, ties to the lower dev loss, then the later evaluation.
+    best = max(evaluations, key=lambda e: (e["dev_accuracy"], -e["loss"], e["epoch"]))
+    assert result["best"] == best and saved["best"] == best
     dev = [json.loads(line) for line in open(distillation_data["dev"])]
-    probs = result["student_model"].predict([r["text"] for r in dev])
+    probs = result["task"].predict([r["text"] for r in dev])
     gold = np.array([r["label"] == "pos" for r in dev])
     assert np.mean(probs.argmax(1) == gold) == pytest.approx(best["dev_accuracy"])
 

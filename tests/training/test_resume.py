@@ -11,19 +11,20 @@ import time
 import pytest
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
-RECIPE = REPO / "recipes" / "run_classifier.py"
+RECIPE = "recipes/run_classifier.py"  # run from the repository root (the package is installed)
 STEPS_PER_EPOCH, EPOCHS = 100, 2
 
 
 def _command(tmp_path, output_dir, data_dir, uncased_vocab):
+    data_dir, uncased_vocab = data_dir.resolve(), uncased_vocab.resolve()  # the recipe runs in REPO
     config = tmp_path / "bert_config.json"
     config.write_text(json.dumps({"vocab_size": 30522, "hidden_size": 32, "num_layers": 2, "num_heads": 2,
                                   "intermediate_size": 48, "max_sequence_length": 32,
                                   "dropout_rate": 0.0, "attention_dropout_rate": 0.0}))
-    return [sys.executable, str(RECIPE), "--task_name=sst2", f"--data_dir={data_dir / 'glue'}",
+    return [sys.executable, RECIPE, "--task_name=sst2", f"--data_dir={data_dir / 'glue'}",
             f"--bert_config_file={config}", f"--vocab_file={uncased_vocab}", "--max_seq_length=16",
             "--train_batch_size=4", f"--max_train_examples={4 * STEPS_PER_EPOCH}", "--max_eval_examples=32",
-            f"--num_train_epochs={EPOCHS}", "--learning_rate=1e-3", "--classifier_dropout=0",
+            f"--num_train_epochs={EPOCHS}", "--learning_rate=1e-3", "--dropout_rate=0",
             "--save_checkpoints_steps=5", "--verbose=0", f"--output_dir={output_dir}"]
 
 
@@ -32,7 +33,7 @@ def _env():
 
 
 def _run(cmd):
-    proc = subprocess.run(cmd, env=_env(), capture_output=True, text=True, timeout=400)
+    proc = subprocess.run(cmd, env=_env(), cwd=REPO, capture_output=True, text=True, timeout=400)
     assert proc.returncode == 0, proc.stderr[-3000:]
     return json.loads((pathlib.Path(cmd[-1].split("=", 1)[1]) / "metrics.json").read_text())
 
@@ -44,7 +45,7 @@ def test_sigkill_mid_training_then_restart_matches_uninterrupted(tmp_path, data_
 
     out = tmp_path / "killed"
     proc = subprocess.Popen(_command(tmp_path, out, data_dir, uncased_vocab), env=_env(),
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                            cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     state = out / "checkpoints" / "checkpoint.json"
     deadline = time.time() + 300
     killed_at = None
@@ -79,15 +80,16 @@ CRASH_POINTS = ["export_publish", "train_batch:13", "evaluation:4", "best_saved:
 
 
 def _tiny_command(tmp_path, output_dir, data_dir, uncased_vocab):
+    data_dir, uncased_vocab = data_dir.resolve(), uncased_vocab.resolve()  # the recipe runs in REPO
     config = tmp_path / "tiny_config.json"
     config.write_text(json.dumps({"vocab_size": 30522, "hidden_size": 16, "num_layers": 1,
                                   "num_heads": 2, "intermediate_size": 24, "max_sequence_length": 32,
                                   "dropout_rate": 0.0, "attention_dropout_rate": 0.0}))
-    return [sys.executable, str(RECIPE), "--task_name=sst2", f"--data_dir={data_dir / 'glue'}",
+    return [sys.executable, RECIPE, "--task_name=sst2", f"--data_dir={data_dir / 'glue'}",
             f"--bert_config_file={config}", f"--vocab_file={uncased_vocab}", "--max_seq_length=16",
             "--train_batch_size=8", "--max_train_examples=76", "--max_eval_examples=48",
             "--num_train_epochs=2", "--min_train_steps=0", "--learning_rate=3e-3",
-            "--classifier_dropout=0", "--evaluations_per_epoch=2", "--save_checkpoints_steps=1",
+            "--dropout_rate=0", "--evaluations_per_epoch=2", "--save_checkpoints_steps=1",
             "--ema_momentum=0.9",  # the weight average is optimizer state: resumed, evaluated, kept
             "--verbose=0", f"--output_dir={output_dir}", f"--export_dir={output_dir}_models",
             "--model_name=sst2"]
@@ -112,7 +114,7 @@ def test_killed_at_any_point_and_resumed_ends_like_an_uninterrupted_run(tmp_path
                                                                          uncased_vocab):
     ref_dir = tmp_path / "ref"
     proc = subprocess.run(_tiny_command(tmp_path, ref_dir, data_dir, uncased_vocab), env=_env(),
-                          capture_output=True, text=True, timeout=400)
+                          cwd=REPO, capture_output=True, text=True, timeout=400)
     assert proc.returncode == 0, proc.stderr[-3000:]
     ref_evals, ref_best, ref_weights, ref_versions, ref_sha, np = _finished(ref_dir)
     # 76 rows / batch 8 = 10 batches per epoch (the last holds 4): evaluations at 0.5, 1, 1.5, 2.
@@ -120,11 +122,11 @@ def test_killed_at_any_point_and_resumed_ends_like_an_uninterrupted_run(tmp_path
     for point in CRASH_POINTS:
         out = tmp_path / point.replace(":", "_")
         killed = subprocess.run(_tiny_command(tmp_path, out, data_dir, uncased_vocab),
-                                env=_env() | {"KERAS_BERT_CRASH_AT": point},
+                                env=_env() | {"KERAS_BERT_CRASH_AT": point}, cwd=REPO,
                                 capture_output=True, text=True, timeout=400)
         assert killed.returncode == -signal.SIGKILL, (point, killed.stderr[-2000:])
         resumed = subprocess.run(_tiny_command(tmp_path, out, data_dir, uncased_vocab), env=_env(),
-                                 capture_output=True, text=True, timeout=400)
+                                 cwd=REPO, capture_output=True, text=True, timeout=400)
         assert resumed.returncode == 0, (point, resumed.stderr[-3000:])
         evals, best, weights, versions, sha, _ = _finished(out)
         assert evals == ref_evals, point

@@ -7,12 +7,9 @@ import json
 import pytest
 
 from keras_bert.config import BertConfig
-from keras_bert.training import resume_check
-from keras_bert.training.distillation import DistillationConfig, distill
-from keras_bert.training.ner_training import NerConfig, prepare_ner
+from keras_bert.training import driver, resume_check
+from keras_bert.training.families import classification, distillation, ner, squad, swag
 from keras_bert.training.pretraining import PretrainConfig, recorded_settings, run_pretraining
-from keras_bert.training.squad_training import SquadConfig, run_squad
-from keras_bert.training.swag_training import SwagConfig, prepare_swag
 
 TAIL = "; use a new --output_dir, or rerun with the recorded values"
 
@@ -74,36 +71,42 @@ def test_pretraining_refuses_other_settings_and_another_model_before_writing(tmp
     assert recorded["train_batch_size"] == 8 and recorded["bert_config.num_layers"] == 2
 
 
-def test_classification_ner_swag_and_squad_refuse_with_the_same_message(tmp_path, uncased_vocab, data_dir):
-    from keras_bert.training.finetune import run_finetuning
-    from keras_bert.training.finetune_config import FinetuneConfig
+def _driver_record(args, family, **resolved):
+    """config.json as the driver writes it: every setting, the resolved ones, given / derived."""
+    return args.settings() | resolved | {"family": family.name, "num_replicas": 1,
+                                         "given": args.given(), "derived": {}}
 
+
+def test_classification_ner_swag_and_squad_refuse_with_the_same_message(tmp_path, uncased_vocab, data_dir):
     model = {"preset": "bert_tiny", "vocab_file": str(uncased_vocab), "do_lower_case": True}
     squad_file = tmp_path / "train.json"
     squad_file.write_text(json.dumps({"version": "1.1", "data": []}))
-    cases = [  # (config class, required fields, entry point, resolved extras in config.json)
-        (FinetuneConfig, {"task_name": "sst2", "data_dir": str(data_dir)}, run_finetuning,
-         {"num_replicas": 1}),
-        (NerConfig, {"data_dir": "conll2003"}, prepare_ner, {}),
-        (SwagConfig, {"train_file": "train.csv", "dev_file": "val.csv"}, prepare_swag, {}),
-        (SquadConfig, {"train_file": str(squad_file)}, run_squad, {}),
+    cases = [  # (family, required fields)
+        (classification.FAMILY, {"task_name": "sst2", "data_dir": str(data_dir)}),
+        (ner.FAMILY, {"data_dir": "conll2003"}),
+        (swag.FAMILY, {"train_file": "train.csv", "dev_file": "val.csv"}),
+        (squad.FAMILY, {"train_file": str(squad_file)}),
     ]
-    for cls, required, entry, extras in cases:
-        out = tmp_path / cls.__name__
-        earlier = cls(output_dir=str(out), **required, **model, train_batch_size=8)
-        before = _record(out, dataclasses.asdict(earlier) | extras)
-        with pytest.raises(ValueError) as e:
-            entry(cls(output_dir=str(out), **required, **model, train_batch_size=4))
-        assert str(e.value) == _refusal(out, "train_batch_size 8 -> 4"), cls.__name__
+    for family, required in cases:
+        out = tmp_path / family.name
+        earlier = family.Args(output_dir=str(out), **required, **model, train_batch_size=8)
+        before = _record(out, _driver_record(earlier, family, vocab_file=str(uncased_vocab),
+                                             do_lower_case=True))
+        with pytest.raises(ValueError) as e:  # the data is not read: the check comes first
+            driver.prepare(family, family.Args(output_dir=str(out), **required, **model,
+                                               train_batch_size=4))
+        assert str(e.value) == _refusal(out, "train_batch_size 8 -> 4"), family.name
         assert (out / "config.json").read_bytes() == before and len(list(out.iterdir())) == 1
 
 
 def test_distillation_refuses_to_replace_a_run_with_other_settings(tmp_path):
     out = tmp_path / "student"
-    earlier = DistillationConfig(teacher="runs/sst2", output_dir=str(out), task_name="sst2",
-                                 layer_map=(0,), temperature=2.0)
-    before = _record(out, dataclasses.asdict(earlier))
-    with pytest.raises(ValueError) as e:  # the teacher is not loaded: the check comes first
-        distill(dataclasses.replace(earlier, temperature=4.0, alpha=0.9))
+    teacher = tmp_path / "runs" / "sst2"
+    teacher.mkdir(parents=True)  # an empty teacher dir: never loaded, the check comes first
+    earlier = distillation.DistillArgs(teacher=str(teacher), output_dir=str(out), task_name="sst2",
+                                       layer_map=(0,), temperature=2.0)
+    before = _record(out, _driver_record(earlier, distillation.FAMILY))
+    with pytest.raises(ValueError) as e:
+        driver.prepare(distillation.FAMILY, dataclasses.replace(earlier, temperature=4.0, alpha=0.9))
     assert str(e.value) == _refusal(out, "temperature 2.0 -> 4.0, alpha 0.5 -> 0.9")
     assert (out / "config.json").read_bytes() == before and len(list(out.iterdir())) == 1
