@@ -4,7 +4,7 @@ Same data (the first SST-2 train sentences, tokenized once by our FullTokenizer 
 checkpoint's vocab, padded to --seq_length), same batch, same optimizer settings (AdamW, lr 2e-5,
 weight decay 0.01; ours runs it as `FusedAdamW`, the fused-kernel AdamW of run_classifier.py,
 `--ours_optimizer=keras` for Keras's own), same real starting weights (minilm_l6_h384_uncased):
-- ours: `keras_bert.models.TextClassifier(from_pretrained(...), 2)`, `compile()` + `train_on_batch`;
+- ours: `keras_bert.tasks.TextClassifier(from_pretrained(...), 2)`, `compile()` + `train_on_batch`;
 - keras-hub: `BertTextClassifier(BertBackbone.from_preset(<same dir>), 2, preprocessor=None)`;
 - PyTorch (optional): `transformers.BertForSequenceClassification`, `torch.optim.AdamW`,
   bfloat16 through `torch.autocast`, in its own process (benchmarks/torch_peer.py).
@@ -83,6 +83,7 @@ def _ours_optimizer():
 
 def ours_model(dtype):
     import keras
+
     import keras_bert
     from keras_bert.tasks import TextClassifier
     keras.utils.set_random_seed(0)
@@ -217,10 +218,10 @@ def main(argv):
         ["contender", f"examples/s (batch {b} x {t})", "vs keras-hub same dtype",
          "vs keras-hub float32"], rows)
     opt_name = "FusedAdamW" if FLAGS.ours_optimizer == "fused" else "keras AdamW"
-    notes = [f"Keras compile(jit_compile={FLAGS.jit_compile!r}); AdamW lr {LR} (ours: {opt_name}, "
-             "the same update through TensorFlow's fused Adam kernel; keras-hub: keras AdamW); "
-             f"{FLAGS.repetitions} alternating rounds x {FLAGS.steps_per_round} steps; "
-             "train_on_batch on one fixed real SST-2 batch (no input pipeline in the timing)."]
+    notes = [(f"Keras compile(jit_compile={FLAGS.jit_compile!r}); AdamW lr {LR} (ours: {opt_name}, "
+              "the same update through TensorFlow's fused Adam kernel; keras-hub: keras AdamW); "
+              f"{FLAGS.repetitions} alternating rounds x {FLAGS.steps_per_round} steps; "
+              "train_on_batch on one fixed real SST-2 batch (no input pipeline in the timing).")]
     if FLAGS.pipeline_batches:
         print("dynamic padding comparison ...", flush=True)
         pipe_table, pipe_note = pipeline_comparison(data, labels)

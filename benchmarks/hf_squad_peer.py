@@ -84,7 +84,7 @@ def parse_args(argv=None):
     p.add_argument("--max_answer_length", type=int, default=30)
     p.add_argument("--max_train_examples", type=int, help="Only the first N training questions.")
     p.add_argument("--max_eval_examples", type=int, help="Only the first N questions to predict "
-                   "(score with squad_peer_data --max_predict_examples=N).")
+                   "(score with squad_peer_data --max_eval_examples=N).")
     p.add_argument("--logging_steps", type=int, default=10, help="One progress line per N steps.")
     return p.parse_args(argv)
 

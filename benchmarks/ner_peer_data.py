@@ -12,19 +12,21 @@ same sentences and tags and are scored the same way:
         --predictions_file=runs/ner_peer/out/predictions_valid.json \
         --metrics_file=runs/ner_peer/out/metrics_valid.json [--max_examples=N]
 
-Write: `keras_bert.data.conll.read_conll_splits(data_dir)`, the call `ner_training.prepare_ner`
-makes: `-DOCSTART-` lines and blank lines only separate sentences, tags are converted IOB1 ->
-IOB2 (`conll.to_iob2`). One line per sentence, `{"tokens": [word, ...], "ner_tags": [tag, ...]}`,
-the columns transformers' `examples/pytorch/token-classification/run_ner.py` reads from a JSON
-file (`tokens`, `<task_name>_tags`); the `.json` name is what that script asks for.
+Write: `keras_bert.data.conll.read_conll_splits(data_dir)`, the call the NER family's `read`
+(`keras_bert.training.families.ner`) makes: `-DOCSTART-` lines and blank lines only separate
+sentences, tags are converted IOB1 -> IOB2 (`conll.to_iob2`). One line per sentence,
+`{"tokens": [word, ...], "ner_tags": [tag, ...]}`, the columns transformers'
+`examples/pytorch/token-classification/run_ner.py` reads from a JSON file (`tokens`,
+`<task_name>_tags`); the `.json` name is what that script asks for.
 
 Score: `keras_bert.evaluation.ner.entity_scores(gold_tags, predicted_tags)` with seqeval, of which
-`ner_training.ner_scores` (run_ner.py's dev and test scores) keeps precision, recall, f1 and
-accuracy; those four keys sit at the top of the metrics JSON, as in run_ner.py's metrics.json,
-and the full result (per entity type, entity counts) under "entity_scores". The peer writes one
-line per sentence, `{"tokens": [...], "pred_tags": [...], "cut_words": k}`, one tag per word of
-the sentence (words cut off by its truncation are tagged "O" and counted in `cut_words`); the
-tokens must equal the gold file's, line by line. `--max_examples=N` scores the first N gold
+`keras_bert.training.families.ner.ner_scores` (run_ner.py's dev and test scores) keeps
+precision, recall, f1 and accuracy; those four keys sit at the top of the metrics JSON, as in
+the `dev` / `test` entries of run_ner.py's metrics.json, and the full result (per entity type,
+entity counts) under "entity_scores". The peer writes one line per sentence, `{"tokens": [...],
+"pred_tags": [...], "cut_words": k}`, one tag per word of the sentence (words cut off by its
+truncation are tagged "O" and counted in `cut_words`); the tokens must equal the gold file's,
+line by line. `--max_examples=N` scores the first N gold
 sentences (the peer's and run_ner.py's `--max_eval_examples`).
 """
 from __future__ import annotations
@@ -48,7 +50,7 @@ flags.DEFINE_string("metrics_file", None, "score: output JSON (default: next to 
                     "metrics_<gold file stem>.json).")
 FLAGS = flags.FLAGS
 
-SCORE_KEYS = ("precision", "recall", "f1", "accuracy")  # what ner_training.ner_scores keeps
+SCORE_KEYS = ("precision", "recall", "f1", "accuracy")  # what families.ner.ner_scores keeps
 
 
 def read_jsonl(path) -> list[dict]:

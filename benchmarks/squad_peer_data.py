@@ -11,11 +11,11 @@ same official evaluators:
     # score: the peer's predictions for the held-out part -> metrics.json
     python -m benchmarks.squad_peer_data --mode=score --input_file=dev-v1.1.json \
         --holdout_fraction=0.5 --predictions_dir=runs/squad_peer/v1 [--version_2_with_negative] \
-        [--max_predict_examples=N]
+        [--max_eval_examples=N]
 
-Split: `keras_bert.data.squad.read_squad_examples` then `split_by_title`, exactly as
-`keras_bert.training.squad_training.load_examples` does with one file given as both
---train_file and --predict_file (train = part 0, held out = part 1). The files are in the flat
+Split: `keras_bert.training.families.squad.load_examples` itself (what `run_squad.py` reads),
+with one file given as both --train_file and --predict_file and --holdout_fraction: train = the
+first titles, held out = the last fraction, cut to the first --max_eval_examples. The files are in the flat
 layout of transformers' `examples/pytorch/question-answering/run_qa.py` (`{"data": [{"id",
 "title", "context", "question", "answers": {"text": [...], "answer_start": [...]}}]}`), with
 the answers our reader kept (an answer not at its `answer_start` is dropped, as in our recipe).
@@ -23,7 +23,7 @@ An answerable training question left with no usable answer is left out of train.
 recipe skips it, while run_qa.py would train it as unanswerable ([CLS]).
 
 Score: `keras_bert.evaluation.squad.evaluate(dataset_of(held_out), answers, v2)`, the call
-`squad_training.predict_and_score` makes. The peer writes predictions.json (qas_id -> text),
+`keras_bert.training.families.squad.predict_and_score` makes. The peer writes predictions.json (qas_id -> text),
 and for v2.0 null_odds.json (null score - best non-null score) and
 best_non_null_predictions.json (qas_id -> best non-empty text; our v2.0 threshold sweep scores
 those, see `keras_bert.evaluation.squad`). metrics.json = the peer's peer_metrics.json (timings)
@@ -36,8 +36,8 @@ import pathlib
 
 from absl import app, flags, logging
 
-from keras_bert.data import squad
 from keras_bert.evaluation import squad as squad_eval
+from keras_bert.training.families import squad as squad_family
 
 flags.DEFINE_enum("mode", "split", ["split", "score"], "Write the split, or score predictions.")
 flags.DEFINE_string("input_file", None, "SQuAD v1.1 / v2.0 JSON (split by article title).")
@@ -46,23 +46,27 @@ flags.DEFINE_boolean("version_2_with_negative", False, "SQuAD v2.0: questions ma
 flags.DEFINE_string("output_dir", None, "split: where train.json and heldout.json go.")
 flags.DEFINE_string("predictions_dir", None, "score: the peer's output_dir (predictions.json, "
                     "null_odds.json, best_non_null_predictions.json, peer_metrics.json).")
-flags.DEFINE_integer("max_predict_examples", None, "score: only the first N held-out questions "
-                     "(the peer's --max_eval_examples).")
+flags.DEFINE_integer("max_eval_examples", None, "score: only the first N held-out questions "
+                     "(the peer's and run_squad.py's --max_eval_examples).")
 flags.DEFINE_string("metrics_file", None, "score: output (default: predictions_dir/metrics.json).")
 flags.mark_flag_as_required("input_file")
 FLAGS = flags.FLAGS
 
 
-def split_examples(input_file, holdout_fraction: float, version_2_with_negative: bool):
-    """(train, held_out) `SquadExample`s, as `squad_training.load_examples` splits them."""
-    if not 0 < holdout_fraction < 1:
-        raise ValueError(f"--holdout_fraction must be in (0, 1), got {holdout_fraction}")
-    examples = squad.read_squad_examples(input_file, version_2_with_negative)
-    train, held_out = squad.split_by_title(examples, holdout_fraction)
-    overlap = {e.title for e in train} & {e.title for e in held_out}
-    if overlap:
-        raise ValueError(f"training and held-out articles overlap: {sorted(overlap)[:3]}")
-    return train, held_out
+def split_examples(input_file, holdout_fraction: float, version_2_with_negative: bool,
+                   max_eval_examples: int | None = None):
+    """(train, held_out) `SquadExample`s: `families.squad.load_examples` on `input_file` given as
+    both files, as `run_squad.py --holdout_fraction` reads them.
+
+    Raises:
+        ValueError: a holdout_fraction outside (0, 1), a missing file, overlapping articles.
+    """
+    args = squad_family.SquadArgs(
+        output_dir="unused",  # required by SquadArgs; load_examples writes nothing
+        train_file=str(input_file), predict_file=str(input_file),
+        holdout_fraction=holdout_fraction, version_2_with_negative=version_2_with_negative,
+        max_eval_examples=max_eval_examples)
+    return squad_family.load_examples(args)
 
 
 def flat_record(example) -> dict:
@@ -101,14 +105,14 @@ def _read_json(path: pathlib.Path) -> dict:
 
 
 def score(input_file, holdout_fraction, version_2_with_negative, predictions_dir,
-          max_predict_examples=None) -> dict:
+          max_eval_examples=None) -> dict:
     """Official metrics of the peer's predictions on the held-out questions (our scorer).
 
     Raises:
         ValueError: the predictions are not exactly the held-out questions.
     """
-    held_out = split_examples(input_file, holdout_fraction, version_2_with_negative)[1]
-    held_out = held_out[:max_predict_examples]
+    held_out = split_examples(input_file, holdout_fraction, version_2_with_negative,
+                              max_eval_examples)[1]
     pred_dir = pathlib.Path(predictions_dir)
     predictions = _read_json(pred_dir / "predictions.json")
     ids = [e.qas_id for e in held_out]
@@ -116,7 +120,7 @@ def score(input_file, holdout_fraction, version_2_with_negative, predictions_dir
         raise ValueError(f"predictions.json has {len(predictions)} questions, the held-out part "
                          f"{len(ids)}; {len(set(ids) - set(predictions))} missing, "
                          f"{len(set(predictions) - set(ids))} not held out (same "
-                         "--max_predict_examples as the peer's --max_eval_examples?)")
+                         "--max_eval_examples as the peer's?)")
     if version_2_with_negative:
         null_odds = _read_json(pred_dir / "null_odds.json")
         non_null = _read_json(pred_dir / "best_non_null_predictions.json")
@@ -143,7 +147,7 @@ def main(argv):
         if not FLAGS.predictions_dir:
             raise app.UsageError("--predictions_dir is required with --mode=score")
         result = score(FLAGS.input_file, FLAGS.holdout_fraction, FLAGS.version_2_with_negative,
-                       FLAGS.predictions_dir, FLAGS.max_predict_examples)
+                       FLAGS.predictions_dir, FLAGS.max_eval_examples)
         path = pathlib.Path(FLAGS.metrics_file or pathlib.Path(FLAGS.predictions_dir)
                             / "metrics.json")
         path.write_text(json.dumps(result, indent=2, sort_keys=True), encoding="utf-8")
