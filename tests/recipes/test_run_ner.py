@@ -18,6 +18,8 @@ from keras_bert.data import conll
 from keras_bert.evaluation.ner import entity_scores
 from keras_bert.tasks import TokenClassifier, load_task
 from tests.recipes.finished_run import assert_finished_run_dir, result_line
+from tests.recipes.kill_resume import (assert_killed_and_resumed_like_uninterrupted,
+                                       bert_tiny_without_dropout)
 from tests.serving.conftest import ServerProcess
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
@@ -41,7 +43,11 @@ def test_two_step_smoke_export_and_serving_signature(tmp_path, data_dir, uncased
     assert json.loads((out / "config.json").read_text())["max_train_examples"] == 8
     metrics = json.loads((out / "metrics.json").read_text())
     # 8 training sentences -> 13 windows of <= 30 pieces -> 3 batches of 4 + the last 1 (kept).
-    assert metrics["train_windows"] == 13 and metrics["steps"] == 4
+    run = metrics["runs"][0]
+    assert metrics["train_sentences"] == 8 and run["train_examples"] == 13 and run["steps"] == 4
+    assert metrics["family"] == "ner" and metrics["monitor"] == "f1" and metrics["best_run"] == 0
+    assert [e["epoch"] for e in run["epochs"]] == [1] and metrics["best"] == run["epochs"][0]
+    assert metrics["best"]["f1"] == metrics["dev"]["f1"]  # the kept weights are the best's
     assert metrics["label_names"] == ["O", "B-LOC", "I-LOC", "B-MISC", "I-MISC", "B-ORG",
                                       "I-ORG", "B-PER", "I-PER"]
     task = load_task(out)
@@ -114,6 +120,22 @@ def serve_and_predict(tmp_path, base, model_name, inputs: dict) -> tuple[dict, d
         return by_grpc, by_rest
     finally:
         server.stop()
+
+
+@pytest.mark.slow
+def test_killed_at_the_first_evaluation_and_resumed_ends_like_an_uninterrupted_run(
+        tmp_path, data_dir, uncased_vocab):
+    flags = [f"--data_dir={data_dir / 'conll2003'}",
+             f"--bert_config_file={bert_tiny_without_dropout(tmp_path)}",
+             f"--vocab_file={uncased_vocab}", "--max_seq_length=32", "--train_batch_size=4",
+             "--max_train_examples=8", "--max_eval_examples=8", "--num_train_epochs=2",
+             "--learning_rate=1e-3", "--dropout_rate=0", "--verbose=0"]
+    # 13 windows -> 4 batches an epoch; killed as epoch 1's evaluation starts (its checkpoint
+    # written), resumed at step 4: the lost evaluation made up, then epoch 2 trained.
+    metrics = assert_killed_and_resumed_like_uninterrupted(tmp_path, "run_ner.py", flags,
+                                                           "evaluation:1", resumed_from_step=4)
+    assert [e["epoch"] for e in metrics["runs"][0]["epochs"]] == [1, 2]
+    assert metrics["runs"][0]["steps"] == 8 and metrics["best"]["f1"] == metrics["dev"]["f1"]
 
 
 def test_bad_flag_is_a_usage_error_without_traceback(tmp_path):

@@ -9,8 +9,10 @@ import sys
 import pytest
 
 from keras_bert.tasks import SpanQuestionAnswerer, load_task
-from keras_bert.training import squad_training
+from keras_bert.training import driver
+from keras_bert.training.families.squad import FAMILY, SquadArgs
 from tests.recipes.finished_run import assert_finished_run_dir, result_line
+from tests.recipes.kill_resume import assert_killed_and_resumed_like_uninterrupted
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
 
@@ -27,7 +29,7 @@ def test_tiny_run_writes_predictions_metrics_and_export(tmp_path, data_dir, unca
     out, export_base = tmp_path / "out", tmp_path / "models"
     proc = run(["--preset=bert_tiny", f"--vocab_file={uncased_vocab}", f"--train_file={squad_file}",
                 f"--predict_file={squad_file}", "--version_2_with_negative",
-                "--holdout_fraction=0.5", "--max_train_examples=4", "--max_predict_examples=5",
+                "--holdout_fraction=0.5", "--max_train_examples=4", "--max_eval_examples=5",
                 "--max_seq_length=64", "--doc_stride=32", "--max_query_length=16",
                 "--train_batch_size=16", "--num_train_epochs=1", "--verbose=0",
                 f"--output_dir={out}", f"--export_dir={export_base}", "--model_name=qa_tiny"])
@@ -36,7 +38,10 @@ def test_tiny_run_writes_predictions_metrics_and_export(tmp_path, data_dir, unca
     assert config["doc_stride"] == 32 and config["version_2_with_negative"] is True
     metrics = json.loads((out / "metrics.json").read_text())
     assert metrics["train_examples"] == 4 and metrics["predict_examples"] == 5
-    assert metrics["train_steps"] == math.ceil(metrics["train_windows"] / 16) == 2
+    record = metrics["runs"][0]  # its train_examples are windows of the 4 questions
+    assert record["steps"] == math.ceil(record["train_examples"] / 16) == 2
+    assert record["epochs"] == []
+    assert metrics["family"] == "squad" and metrics["monitor"] == "f1" and metrics["best"] is None
     for key in ("exact", "f1", "HasAns_total", "best_f1", "best_f1_thresh"):
         assert key in metrics
     assert_finished_run_dir(out)
@@ -53,7 +58,7 @@ def test_tiny_run_writes_predictions_metrics_and_export(tmp_path, data_dir, unca
         best = next((n["text"] for n in nbest[qid] if n["text"]), "")
         assert text == ("" if null_odds[qid] > 0.0 else best)
     exported = export_base / "qa_tiny" / "1"
-    assert metrics["export_path"] == str(exported)
+    assert f"exported to {exported}" in proc.stdout and "export_path" not in metrics
     export_config = json.loads((exported / "assets" / "export_config.json").read_text())
     assert export_config["task_type"] == "span_question_answering"
     assert export_config["doc_stride"] == 32 and export_config["version_2_with_negative"] is True
@@ -61,6 +66,25 @@ def test_tiny_run_writes_predictions_metrics_and_export(tmp_path, data_dir, unca
     task = load_task(out)
     assert isinstance(task, SpanQuestionAnswerer) and task.version_2_with_negative
     assert task.doc_stride == 32 and task.preprocessor.max_seq_length == 64
+
+
+@pytest.mark.slow
+def test_killed_before_metrics_are_written_and_resumed_ends_like_an_uninterrupted_run(
+        tmp_path, data_dir, uncased_vocab):
+    squad_file = data_dir / "squad" / "dev-v2.0-subset.json"
+    flags = ["--preset=bert_tiny", f"--vocab_file={uncased_vocab}", f"--train_file={squad_file}",
+             f"--predict_file={squad_file}", "--version_2_with_negative", "--holdout_fraction=0.5",
+             "--max_train_examples=4", "--max_eval_examples=5", "--max_seq_length=64",
+             "--doc_stride=32", "--max_query_length=16", "--train_batch_size=16",
+             "--num_train_epochs=2", "--evaluations_per_epoch=1", "--learning_rate=1e-3",
+             "--dropout_rate=0", "--verbose=0"]
+    # Killed with best_model.keras kept and the run recorded complete, before metrics.json: the
+    # rerun trains nothing (resumed at its last step, 4) and predicts with the kept weights.
+    metrics = assert_killed_and_resumed_like_uninterrupted(tmp_path, "run_squad.py", flags,
+                                                           "metrics_write", resumed_from_step=4)
+    run = metrics["runs"][0]  # the prediction file scored after each epoch: the best F1 kept
+    assert [e["epoch"] for e in run["epochs"]] == [1, 2] and run["steps"] == 4
+    assert metrics["f1"] == metrics["best"]["f1"] == max(e["f1"] for e in run["epochs"])
 
 
 @pytest.mark.slow
@@ -82,12 +106,13 @@ def test_bad_flag_value_is_a_usage_error_without_traceback(tmp_path):
 ])
 def test_config_errors_name_the_flag(tmp_path, settings, message):
     with pytest.raises(ValueError, match=message):
-        squad_training.SquadConfig(output_dir=str(tmp_path), **settings)
+        SquadArgs(output_dir=str(tmp_path), **settings)
 
 
-def test_rerun_with_other_settings_is_refused(tmp_path, data_dir):
+def test_rerun_with_other_settings_is_refused(tmp_path, data_dir, uncased_vocab):
     (tmp_path / "config.json").write_text(json.dumps({"doc_stride": 64, "seed": 42}))
-    config = squad_training.SquadConfig(output_dir=str(tmp_path), doc_stride=32,
-                                        predict_file=str(data_dir / "squad" / "dev-v1.1.json"))
+    args = SquadArgs(output_dir=str(tmp_path), doc_stride=32, preset="bert_tiny",
+                     vocab_file=str(uncased_vocab),
+                     predict_file=str(data_dir / "squad" / "dev-v1.1.json"))
     with pytest.raises(ValueError, match="doc_stride 64 -> 32"):
-        squad_training.run_squad(config)
+        driver.prepare(FAMILY, args)

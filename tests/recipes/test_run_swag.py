@@ -14,6 +14,8 @@ from keras_bert.data import swag
 from keras_bert.tasks import MultipleChoice, load_task
 from tests.data.test_swag import HEADER, ROWS, write
 from tests.recipes.finished_run import assert_finished_run_dir, result_line
+from tests.recipes.kill_resume import (assert_killed_and_resumed_like_uninterrupted,
+                                       bert_tiny_without_dropout)
 from tests.recipes.test_run_ner import serve_and_predict
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
@@ -31,7 +33,12 @@ def test_two_step_smoke_export_and_serving_signature(tmp_path, uncased_vocab):
     proc = subprocess.run(cmd, env=ENV, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
     metrics = json.loads((out / "metrics.json").read_text())
-    assert metrics["steps"] == 2 and metrics["train_examples"] == 4
+    run = metrics["runs"][0]
+    assert run["steps"] == 2 and run["train_examples"] == metrics["train_examples"] == 4
+    assert metrics["family"] == "swag" and metrics["monitor"] == "accuracy"
+    assert [e["epoch"] for e in run["epochs"]] == [1] and metrics["best"] == run["epochs"][0]
+    assert metrics["best"]["accuracy"] == metrics["dev"]["accuracy"]
+    assert metrics["best"]["loss"] == metrics["dev"]["loss"]
     assert_finished_run_dir(out)
     assert result_line(proc.stdout) == (f"dev accuracy {metrics['dev']['accuracy']:.4f}, steps 2 "
                                         f"(all metrics: {out}/metrics.json)")
@@ -73,6 +80,21 @@ def test_two_step_smoke_export_and_serving_signature(tmp_path, uncased_vocab):
     np.testing.assert_allclose(by_grpc["probabilities"], expected, rtol=1e-4, atol=1e-6)
     np.testing.assert_allclose(np.array(by_rest["probabilities"]), expected, rtol=1e-4, atol=1e-6)
     assert by_rest["choice"] == expected.argmax(-1).tolist()
+
+
+@pytest.mark.slow
+def test_killed_after_the_first_best_is_saved_and_resumed_ends_like_an_uninterrupted_run(
+        tmp_path, uncased_vocab):
+    data = write(tmp_path / "train.csv", HEADER, ROWS * 2)  # 4 examples
+    flags = [f"--train_file={data}", f"--dev_file={data}",
+             f"--bert_config_file={bert_tiny_without_dropout(tmp_path)}", f"--vocab_file={uncased_vocab}", "--max_seq_length=24", "--train_batch_size=2",
+             "--num_train_epochs=2", "--learning_rate=1e-3", "--dropout_rate=0", "--verbose=0"]
+    # 2 batches an epoch; killed once epoch 1's best weights are written, before its evaluation
+    # is recorded: resumed at step 2, the evaluation made up.
+    metrics = assert_killed_and_resumed_like_uninterrupted(tmp_path, "run_swag.py", flags,
+                                                           "best_saved:1", resumed_from_step=2)
+    assert [e["epoch"] for e in metrics["runs"][0]["epochs"]] == [1, 2]
+    assert metrics["runs"][0]["steps"] == 4
 
 
 def test_bad_flag_is_a_usage_error_without_traceback(tmp_path):

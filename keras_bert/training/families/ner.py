@@ -34,6 +34,12 @@ class NerArgs(FinetuneArgs):
                           check=lambda v: v >= 1, rule=">= 1")
     lstm_layers: int = arg(2, "BiLSTM layers (--feature_mode).", check=lambda v: v >= 1, rule=">= 1")
 
+    def validate(self) -> None:
+        super().validate()
+        if self.max_seq_length < 3:  # a window holds max_seq_length - 2 pieces: at least one
+            raise ValueError(f"--max_seq_length must be >= 3 ([CLS], a piece, [SEP]), got "
+                             f"{self.max_seq_length}")
+
 
 @dataclasses.dataclass
 class NerData:

@@ -1,0 +1,87 @@
+"""Kill a recipe with SIGKILL at a crash point (`keras_bert.faults`), rerun it with the same flags,
+and check it ends as an uninterrupted run with those flags does (shared by the recipe tests)."""
+import json
+import os
+import pathlib
+import signal
+import subprocess
+import sys
+
+import numpy as np
+
+from keras_bert.config import BertConfig
+from keras_bert.faults import ENV as CRASH_ENV
+from keras_bert.tasks import load_task
+from tests.recipes.finished_run import assert_finished_run_dir
+
+REPO = pathlib.Path(__file__).resolve().parents[2]
+
+# What a resumed run may not repeat: wall-clock timings, the step it resumed from (asserted on
+# its own), and an evaluation's running training loss (lost with the killed process: null).
+UNREPEATABLE = frozenset({"train_seconds", "predict_seconds", "predict_questions_per_second",
+                          "resumed_from_step", "train_loss"})
+
+
+def bert_tiny_without_dropout(directory) -> str:
+    """--bert_config_file of bert_tiny with no dropout in the encoder (--dropout_rate is only the
+    head's): a run resumed mid-training then draws no masks the killed process would have."""
+    path = pathlib.Path(directory) / "bert_tiny_no_dropout.json"
+    BertConfig.from_preset("bert_tiny", dropout_rate=0.0, attention_dropout_rate=0.0).to_json_file(path)
+    return str(path)
+
+
+def run_recipe(recipe: str, flags, crash_at: str | None = None, timeout: int = 400):
+    """`python recipes/<recipe> <flags>` on the CPU; `crash_at`: SIGKILL itself at that point."""
+    env = dict(os.environ, PYTHONPATH=str(REPO), TF_CPP_MIN_LOG_LEVEL="3", CUDA_VISIBLE_DEVICES="")
+    env.pop(CRASH_ENV, None)
+    if crash_at:
+        env[CRASH_ENV] = crash_at
+    return subprocess.run([sys.executable, str(REPO / "recipes" / recipe), *map(str, flags)],
+                          env=env, capture_output=True, text=True, timeout=timeout)
+
+
+def repeatable(record):
+    """metrics.json without the `UNREPEATABLE` fields, at any depth."""
+    if isinstance(record, dict):
+        return {k: repeatable(v) for k, v in record.items() if k not in UNREPEATABLE}
+    if isinstance(record, list):
+        return [repeatable(v) for v in record]
+    return record
+
+
+def differences(got, want, path="") -> list[str]:
+    """The paths (e.g. "runs/0/epochs/1/accuracy") where two JSON records differ, with values."""
+    if isinstance(got, dict) and isinstance(want, dict) and got.keys() == want.keys():
+        return [d for k in got for d in differences(got[k], want[k], f"{path}/{k}")]
+    if isinstance(got, list) and isinstance(want, list) and len(got) == len(want):
+        return [d for i, (g, w) in enumerate(zip(got, want)) for d in differences(g, w, f"{path}/{i}")]
+    return [] if got == want else [f"{path}: {got!r} != {want!r}"]
+
+
+def assert_killed_and_resumed_like_uninterrupted(tmp_path, recipe: str, flags, crash_at: str,
+                                                 resumed_from_step: int) -> dict:
+    """Runs `recipe` with `flags` uninterrupted, and killed at `crash_at` (a point before
+    metrics.json is written, e.g. "evaluation:2") then rerun; asserts the
+    rerun resumed at `resumed_from_step` and ended with the same metrics.json (evaluations, best,
+    steps, the family's scores) and the same kept weights (best_model.keras). Returns the
+    uninterrupted run's metrics.json."""
+    ref, out = tmp_path / "uninterrupted", tmp_path / "killed"
+    proc = run_recipe(recipe, [*flags, f"--output_dir={ref}"])
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    killed = run_recipe(recipe, [*flags, f"--output_dir={out}"], crash_at=crash_at)
+    assert killed.returncode == -signal.SIGKILL, (crash_at, killed.stderr[-3000:])
+    assert not (out / "metrics.json").exists()
+    resumed = run_recipe(recipe, [*flags, f"--output_dir={out}"])
+    assert resumed.returncode == 0, (crash_at, resumed.stderr[-3000:])
+    assert_finished_run_dir(out)
+    want = json.loads((ref / "metrics.json").read_text())
+    got = json.loads((out / "metrics.json").read_text())
+    assert [r["resumed_from_step"] for r in got["runs"]] == [resumed_from_step]
+    assert [r["resumed_from_step"] for r in want["runs"]] == [0]
+    assert repeatable(got) == repeatable(want), (crash_at, differences(repeatable(got),
+                                                                      repeatable(want)))
+    want_weights, got_weights = load_task(ref).get_weights(), load_task(out).get_weights()
+    assert len(got_weights) == len(want_weights)
+    for a, b in zip(got_weights, want_weights):
+        np.testing.assert_array_equal(a, b, err_msg=crash_at)
+    return want
