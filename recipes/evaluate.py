@@ -10,16 +10,12 @@ server (ours or TensorFlow Serving) that serves --model; --server_model_name nam
 Writes metrics.json, report.md, report.html (self-contained) and PNG plots to --output_dir.
 See docs/evaluation.md.
 """
-import pathlib
-import sys
 
 from absl import app, flags
 
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
-
-from keras_bert.evaluation import comparison, evidence_pack, predictors  # noqa: E402
-from keras_bert.evaluation import report_sections, report_writer  # noqa: E402
-from keras_bert.cli import fail_usage  # noqa: E402
+from keras_bert.evaluation import comparison, evidence_pack, predictors
+from keras_bert.evaluation import report_sections, report_writer
+from keras_bert.cli import fail_usage
 
 F = flags
 F.DEFINE_string("model", None, "SavedModel version dir, .keras task file or fine-tuning output_dir.")

@@ -9,17 +9,14 @@ keras_bert/features.py). See docs/ner_swag_features.md.
 """
 import json
 import pathlib
-import sys
 
 from absl import app, flags
 
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
-
-from keras_bert import features  # noqa: E402
-from keras_bert.config import check_max_seq_length  # noqa: E402
-from keras_bert.tokenization.bert_preprocessor import BertPreprocessor  # noqa: E402
-from keras_bert.training import model_setup  # noqa: E402
-from keras_bert.cli import fail_usage  # noqa: E402
+from keras_bert import features
+from keras_bert.config import check_max_seq_length
+from keras_bert.tokenization.bert_preprocessor import BertPreprocessor
+from keras_bert.training import model_setup
+from keras_bert.cli import fail_usage
 
 F = flags
 F.DEFINE_string("input_file", None, "UTF-8 text, one example per line ('A ||| B' for pairs).")

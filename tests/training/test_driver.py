@@ -1,0 +1,150 @@
+"""The one fine-tuning driver on a tiny fake family (`tiny_family`): restarts keep the best run, a
+NaN is never the best, ties go to the lower dev loss, early stopping, the time budget, the weight
+average, and SIGKILL at several points ending like an uninterrupted run."""
+import json
+import os
+import pathlib
+import signal
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import keras_bert
+from keras_bert.training import driver
+from tests.training.tiny_family import FAMILY, TinyArgs
+
+REPO = pathlib.Path(__file__).resolve().parents[2]
+
+
+def _run(tmp_path, **kw):
+    args = TinyArgs(output_dir=str(tmp_path / "out"), verbose=0, **kw)
+    return driver.run(FAMILY, args), tmp_path / "out"
+
+
+@pytest.mark.slow
+def test_restarts_keep_the_best_finite_run_and_a_nan_run_is_never_best(tmp_path):
+    summary, out = _run(tmp_path, num_restarts=2, nan_seed=42, num_train_epochs=1)
+    runs = summary["runs"]
+    assert [r["seed"] for r in runs] == [42, 43]
+    assert runs[0]["all_evaluations_non_finite"] is True and runs[1]["all_evaluations_non_finite"] is False
+    assert summary["best_run"] == 1 and summary["best"] == runs[1]["best"]
+    kept = keras_bert.load_task(out).get_weights()
+    for got, want in zip(kept, keras_bert.load_task(out / "run_1").get_weights()):
+        np.testing.assert_array_equal(got, want)
+    assert json.loads((out / "metrics.json").read_text())["best_run"] == 1
+
+
+@pytest.mark.slow
+def test_ties_keep_the_lowest_dev_loss_and_say_the_metric_saturated(tmp_path):
+    summary, _ = _run(tmp_path, num_train_epochs=3, script="1.0,1.0,1.0")
+    evaluations = summary["runs"][0]["epochs"]
+    lowest = min(evaluations, key=lambda e: e["loss"])
+    assert [e["epoch"] for e in evaluations] == [1, 2, 3]
+    assert summary["best"]["epoch"] == lowest["epoch"] != 1  # not the least-trained tie
+    assert summary["monitor_ties"] == {"value": 1.0, "evaluations": 3, "epochs": [1, 2, 3],
+                                       "kept_epoch": lowest["epoch"],
+                                       "tie_break": "the lowest dev loss, then the later evaluation"}
+
+
+@pytest.mark.slow
+def test_early_stopping_after_patience_evaluations_without_improvement(tmp_path):
+    summary, _ = _run(tmp_path, num_train_epochs=6, early_stopping_patience=2,
+                      script="0.5,0.7,0.6,0.6,0.9,0.9")
+    run = summary["runs"][0]
+    assert [e["epoch"] for e in run["epochs"]] == [1, 2, 3, 4]
+    assert summary["best"]["epoch"] == 2 and run["steps"] == 4 * 6  # 48 rows / batch 8
+
+
+@pytest.mark.slow
+def test_time_budget_stops_training_and_still_evaluates_once(tmp_path):
+    summary, out = _run(tmp_path, num_train_epochs=5, max_train_seconds=1e-6)
+    run = summary["runs"][0]
+    # The clock starts as the first batch ends (tracing excluded); 1e-6 s has passed by its check.
+    assert run["steps"] == 1
+    assert [e["epoch"] for e in run["epochs"]] == [round(1 / 6, 4)]
+    assert (out / "best_model.keras").is_file()
+
+
+@pytest.mark.slow
+def test_the_weight_average_is_what_is_evaluated_and_kept(tmp_path):
+    summary, _ = _run(tmp_path, num_train_epochs=2, ema_momentum=0.9, script="0.1,0.2")
+    task = summary["task"]
+    assert summary["best"]["epoch"] == 2  # the last evaluation: no update after it
+    optimizer = task.optimizer
+    averages = [a.numpy() for a in optimizer._model_variables_moving_average if a is not None]
+    trainable = [v.numpy() for v in task.trainable_variables]
+    assert len(averages) == len(trainable)
+    for kept, average in zip(trainable, averages):
+        np.testing.assert_allclose(kept, average, rtol=0, atol=1e-7)
+    config = json.loads((tmp_path / "out" / "config.json").read_text())
+    # A call from Python "gives" the fields that differ from their defaults.
+    assert config["ema_momentum"] == 0.9
+    assert config["given"] == ["ema_momentum", "num_train_epochs", "output_dir", "script", "verbose"]
+
+
+def _command(out):
+    return [sys.executable, "-m", "tests.training.tiny_family", f"--output_dir={out}",
+            "--num_train_epochs=2", "--evaluations_per_epoch=2", "--save_checkpoints_steps=2",
+            "--verbose=0"]
+
+
+def _finished(out):
+    metrics = json.loads((out / "metrics.json").read_text())
+    for run in metrics["runs"]:  # what a resume cannot repeat: timings, the running train loss
+        del run["train_seconds"], run["resumed_from_step"]
+        for e in run["epochs"]:
+            del e["train_loss"]
+    best = dict(metrics["best"])
+    best.pop("train_loss")
+    metrics["best"] = best
+    for run in metrics["runs"]:
+        run["best"].pop("train_loss")
+    return metrics, keras_bert.load_task(out).get_weights()
+
+
+def _env():
+    return dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", CUDA_VISIBLE_DEVICES="")
+
+
+@pytest.fixture(scope="module")
+def uninterrupted(tmp_path_factory):
+    out = tmp_path_factory.mktemp("reference") / "out"
+    done = subprocess.run(_command(out), cwd=REPO, env=_env(), capture_output=True, text=True,
+                          timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return _finished(out)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("point", ["train_batch:3", "best_saved:2", "checkpoints_finalized"])
+def test_sigkill_anywhere_then_rerun_ends_like_an_uninterrupted_run(tmp_path, point, uninterrupted):
+    out = tmp_path / "killed"
+    killed = subprocess.run(_command(out), cwd=REPO, env=_env() | {"KERAS_BERT_CRASH_AT": point},
+                            capture_output=True, text=True, timeout=300)
+    assert killed.returncode == -signal.SIGKILL, killed.stderr[-3000:]
+    resumed = subprocess.run(_command(out), cwd=REPO, env=_env(), capture_output=True, text=True,
+                             timeout=300)
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    want, want_weights = uninterrupted
+    got, got_weights = _finished(out)
+    assert [e["epoch"] for e in want["runs"][0]["epochs"]] == [0.5, 1, 1.5, 2]
+    assert _approx_equal(got, want)
+    for a, b in zip(got_weights, want_weights):
+        np.testing.assert_allclose(a, b, rtol=0, atol=1e-6)
+
+
+def _approx_equal(got, want) -> bool:
+    """Equal JSON, floats within 1e-6 (the dev metrics of the same weights, recomputed)."""
+    if isinstance(want, dict):
+        assert got.keys() == want.keys(), (sorted(got), sorted(want))
+        return all(_approx_equal(got[k], want[k]) for k in want)
+    if isinstance(want, list):
+        assert len(got) == len(want)
+        return all(_approx_equal(g, w) for g, w in zip(got, want))
+    if isinstance(want, float):
+        assert got == pytest.approx(want, abs=1e-6), (got, want)
+        return True
+    assert got == want, (got, want)
+    return True
