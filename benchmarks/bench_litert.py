@@ -148,7 +148,7 @@ def start_server(base: pathlib.Path, tmp: pathlib.Path, litert: bool):
             if all(any(s == "AVAILABLE" for _, s, _ in model_status(address, n, timeout=2))
                    for n, _ in names):
                 return proc, address
-        except Exception:  # noqa: BLE001 - not up yet
+        except Exception:
             pass
         time.sleep(0.5)
     proc.kill()

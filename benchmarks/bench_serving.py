@@ -137,7 +137,7 @@ def start_server(base: pathlib.Path, batch_timeout_micros, tmp: pathlib.Path):
             if any(state == "AVAILABLE" for _, state, _ in model_status(address, MODEL_NAME,
                                                                          timeout=2)):
                 return proc, address, (f"127.0.0.1:{rest_port}" if rest_port else None)
-        except (ClientError, Exception):  # noqa: BLE001 - not up yet
+        except (ClientError, Exception):
             pass
         time.sleep(1.0)
     proc.kill()

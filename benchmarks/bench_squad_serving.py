@@ -121,7 +121,7 @@ class Server:
                 if any(state == "AVAILABLE"
                        for _, state, _ in model_status(self.address, self.model_name, timeout=2)):
                     return
-            except Exception:  # noqa: BLE001 - not up yet
+            except Exception:
                 pass
             time.sleep(0.5)
         raise RuntimeError(f"model not AVAILABLE after {timeout:.0f} s:\n{self.log_tail()}")

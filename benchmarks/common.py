@@ -60,7 +60,7 @@ def _version(module: str) -> str:
     try:
         from importlib.metadata import version
         return version(module)
-    except Exception:  # noqa: BLE001 - absent package
+    except Exception:
         return "absent"
 
 
@@ -96,7 +96,7 @@ def _git_commit() -> str:
     try:
         return subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
                               text=True, cwd=RESULTS_FILE.parent, timeout=10).stdout.strip()
-    except Exception:  # noqa: BLE001
+    except Exception:
         return "unknown"
 
 
@@ -176,7 +176,7 @@ def closed_loop(make_call: Callable[[int], Callable[[], object]], clients: int,
                 call()
                 end = time.perf_counter()
                 mine.append((end, end - t))
-        except Exception as e:  # noqa: BLE001 - reported below
+        except Exception as e:
             errors.append(repr(e))
         with lock:
             records.extend(mine)

@@ -20,4 +20,6 @@ if ! command -v chromium >/dev/null 2>&1 && [ "${KERAS_BERT_NO_CHROMIUM:-0}" != 
 fi
 export KERAS_BERT_DATA_DIR="${KERAS_BERT_DATA_DIR:-../shared/data}"
 export TF_CPP_MIN_LOG_LEVEL="${TF_CPP_MIN_LOG_LEVEL:-2}"
+# The linter first (pyproject.toml [tool.ruff]): pyflakes, pycodestyle and unused `noqa`s.
+.venv/bin/ruff check .
 exec .venv/bin/python -m pytest --run-slow -q -rs --durations=25 "$@"

@@ -272,7 +272,7 @@ class BatchScheduler:
                         f"batch dimension of {padded}; disable --enable_batching for this model")
             if self._on_batch:
                 self._on_batch(rows, padded, [started - t.enqueued for t in batch])
-        except Exception as e:  # noqa: BLE001 - delivered by _process
+        except Exception as e:
             return e
         start = 0
         for task in batch:

@@ -57,7 +57,7 @@ class InferenceService:
         except errors.ServingError as e:
             code = e.code
             raise
-        except Exception as e:  # noqa: BLE001 - never leak a stack trace as a bare crash
+        except Exception as e:
             _LOG.exception("%s failed", api)
             code = grpc.StatusCode.INTERNAL
             raise errors.ServingError(code, f"{type(e).__name__}: {e}") from e

@@ -160,7 +160,7 @@ class ModelManager:
         while not self._stop.wait(self._poll_seconds):
             try:
                 self.poll_once()
-            except Exception:  # noqa: BLE001 - the poller must survive anything
+            except Exception:
                 _LOG.exception("file system poll failed")
 
     def poll_once(self):
@@ -283,7 +283,7 @@ class ModelManager:
                                      self._litert_threads)
             if self._on_loaded:
                 self._on_loaded(servable)
-        except Exception as e:  # noqa: BLE001 - reported in GetModelStatus
+        except Exception as e:
             if servable is not None:
                 servable.close()  # stops batch schedulers started by a failed warmup
             code = e.code if isinstance(e, errors.ServingError) else grpc.StatusCode.UNKNOWN

@@ -176,7 +176,7 @@ def make_handler(api: RestApi, metrics):
                 return self._send(200, api.get(path))
             except errors.ServingError as e:
                 return self._error(e)
-            except Exception as e:  # noqa: BLE001
+            except Exception as e:
                 _LOG.exception("REST GET failed")
                 return self._error(errors.ServingError(grpc.StatusCode.INTERNAL, f"{type(e).__name__}: {e}"))
 
@@ -198,7 +198,7 @@ def make_handler(api: RestApi, metrics):
                 return self._send(200, api.post(path, body))
             except errors.ServingError as e:
                 return self._error(e)
-            except Exception as e:  # noqa: BLE001
+            except Exception as e:
                 _LOG.exception("REST POST failed")
                 return self._error(errors.ServingError(grpc.StatusCode.INTERNAL, f"{type(e).__name__}: {e}"))
     return Handler

@@ -142,7 +142,7 @@ class Servable:
         fn = self._functions[key]
         try:
             outputs = fn(**{k: tf.constant(v) for k, v in inputs.items()})
-        except Exception as e:  # noqa: BLE001 - mapped to a gRPC status
+        except Exception as e:
             raise errors.from_tf_error(e) from e
         return {k: v.numpy() for k, v in outputs.items()}
 
@@ -242,7 +242,7 @@ class LiteRtServable(Servable):
                 outputs = self._functions[key](
                     **{k: np.ascontiguousarray(v) for k, v in inputs.items()})
                 return {k: np.array(v, copy=True) for k, v in outputs.items()}
-            except Exception as e:  # noqa: BLE001 - the interpreter is not reused after any failure
+            except Exception as e:
                 self._stale = True
                 failure = e
             # The error reporter's text now holds this request's failure, and the next request's
@@ -259,7 +259,7 @@ class LiteRtServable(Servable):
             f"LiteRT could not run signature '{key}': {type(failure).__name__}: {failure}") from failure
 
     def _new_interpreter(self):
-        from ai_edge_litert.interpreter import Interpreter  # noqa: PLC0415 - only with the flag
+        from ai_edge_litert.interpreter import Interpreter
 
         interpreter = Interpreter(model_path=os.path.join(self.path, TFLITE_FILENAME),
                                   num_threads=self._num_threads)
@@ -274,7 +274,7 @@ class LiteRtServable(Servable):
             return
         try:
             self._new_interpreter()
-        except Exception as e:  # noqa: BLE001 - e.g. the version directory was removed
+        except Exception as e:
             _LOG.error("%s version %d: could not reload %s after a failed call: %s", self.name,
                        self.version, TFLITE_FILENAME, e)
             raise errors.unavailable(

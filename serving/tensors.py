@@ -57,7 +57,7 @@ def to_numpy(proto, alias: str) -> np.ndarray:
             return np.frombuffer(proto.tensor_content, dtype).reshape(shape).copy()
     try:
         return tf.make_ndarray(proto)
-    except Exception as e:  # noqa: BLE001 - malformed client tensor
+    except Exception as e:
         raise errors.invalid_argument(f"input '{alias}' is not a valid TensorProto: {e}") from e
 
 

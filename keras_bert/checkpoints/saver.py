@@ -25,7 +25,7 @@ WRITERS = {
 
 
 def save_encoder(encoder, directory, vocab_file=None, do_lower_case=None, *,
-                 format: str = "keras_bert") -> str:  # noqa: A002  the public keyword
+                 format: str = "keras_bert") -> str:
     """Writes `encoder` to `directory` in `format`; returns the directory (str).
 
     Args:

@@ -48,7 +48,7 @@ def _converter_for(converter, quantize: str):
 def _convert(converter, what: str) -> bytes:
     try:
         return converter.convert()
-    except Exception as e:  # noqa: BLE001 - ConverterError and friends: one clear message
+    except Exception as e:
         lines = [line for line in str(e).splitlines() if "error:" in line] or str(e).splitlines()
         raise ValueError(f"{what} cannot be converted to LiteRT builtin ops: "
                          f"{lines[0].strip() if lines else type(e).__name__}") from e

@@ -76,6 +76,6 @@ def set_method_names(export_dir: str | os.PathLike, method_names: dict) -> None:
         from tensorflow.python.saved_model import fingerprinting_utils
         fingerprint.unlink(missing_ok=True)
         fingerprinting_utils.write_fingerprint(str(export_dir))
-    except Exception as e:  # noqa: BLE001
+    except Exception as e:
         logger.warning("could not rewrite %s (%s); removed it", fingerprint, e)
         fingerprint.unlink(missing_ok=True)

@@ -145,7 +145,7 @@ class BertPreprocessor(keras.layers.Layer):
             self.vocabulary, do_lower_case=self.do_lower_case)
         self.fast_tokenizer = None
         if tokenizer == "tf_text":
-            import tensorflow_text  # noqa: F401  (only this back end needs the custom ops)
+            import tensorflow_text
             self.fast_tokenizer = tensorflow_text.FastBertTokenizer(
                 self.vocabulary, token_out_type=tf.int64, unknown_token=ft.UNK_TOKEN,
                 lower_case_nfd_strip_accents=self.do_lower_case,

@@ -46,13 +46,15 @@ def layer_map_for(teacher_layers: int, student_layers: int) -> list[int]:
 
 
 def student_from_teacher(teacher: TextClassifier, num_layers: int | None = None,
-                         layer_map: list[int] | None = None) -> TextClassifier:
+                         layer_map: list[int] | None = None,
+                         dropout_rate: float | None = None) -> TextClassifier:
     """A `TextClassifier` with the teacher's config, fewer layers and copied weights.
 
     Args:
         teacher: a built `TextClassifier` (classification).
         num_layers: student layers (default: half the teacher's, rounded up).
         layer_map: teacher layer index per student layer (default `layer_map_for`).
+        dropout_rate: dropout before the student's head (default: the teacher's).
 
     Returns:
         The student, with the teacher's preprocessor, label names, pooling and pair flag.
@@ -69,7 +71,8 @@ def student_from_teacher(teacher: TextClassifier, num_layers: int | None = None,
                          f"(0..{teacher_layers - 1})")
     config = dataclasses.replace(teacher.encoder.bert_config, num_layers=len(layer_map))
     student = TextClassifier(BertEncoder.from_config_object(config), teacher.num_classes,
-                             dropout_rate=teacher.dropout_rate, label_names=teacher.label_names,
+                             dropout_rate=teacher.dropout_rate if dropout_rate is None else dropout_rate,
+                             label_names=teacher.label_names,
                              task_name=teacher.task_name, pooling=teacher.pooling,
                              preprocessor=teacher.preprocessor, is_pair=teacher.is_pair)
     student.build()
@@ -81,13 +84,15 @@ def student_from_teacher(teacher: TextClassifier, num_layers: int | None = None,
     return student
 
 
-def student_from_preset(teacher: TextClassifier, preset: str) -> TextClassifier:
+def student_from_preset(teacher: TextClassifier, preset: str,
+                        dropout_rate: float | None = None) -> TextClassifier:
     """A `TextClassifier` on a pretrained encoder with a fresh head and the preset's vocabulary."""
     encoder = load_encoder(preset)
     preprocessor = BertPreprocessor(resolve_vocab_file(preset),
                                     do_lower_case=resolve_do_lower_case(preset, True),
                                     max_seq_length=teacher.preprocessor.max_seq_length)
-    student = TextClassifier(encoder, teacher.num_classes, dropout_rate=teacher.dropout_rate,
+    rate = teacher.dropout_rate if dropout_rate is None else dropout_rate
+    student = TextClassifier(encoder, teacher.num_classes, dropout_rate=rate,
                              label_names=teacher.label_names, task_name=teacher.task_name,
                              pooling=teacher.pooling, preprocessor=preprocessor,
                              is_pair=teacher.is_pair)

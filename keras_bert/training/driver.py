@@ -70,11 +70,18 @@ RENAMED_SETTINGS = {"classifier_dropout": "dropout_rate", "window_stride": "doc_
                     "resolved_do_lower_case": "do_lower_case"}
 
 
-def recorded_settings(config: dict) -> dict:
+def recorded_settings(config: dict, family_epochs: float | None = None) -> dict:
     """An older config.json in today's names (`RENAMED_SETTINGS`); a vocab_file recorded as
-    not given (older SQuAD runs recorded the flag, not the resolved file) is not compared."""
+    not given (older SQuAD runs recorded the flag, not the resolved file) is not compared.
+
+    Older runs recorded `num_train_epochs` as the flag's value, its default included, and raised
+    it to reach --min_train_steps either way: the family's default epochs there stand for today's
+    "not given" (None), which trains the same schedule.
+    """
     if "given" in config:
         return config
+    if family_epochs is not None and config.get("num_train_epochs") == family_epochs:
+        config = config | {"num_train_epochs": None}
     out = {RENAMED_SETTINGS.get(k, k): v for k, v in config.items()
            if k not in ("do_lower_case", "resolved_vocab_size", "export_litert")
            or "resolved_do_lower_case" not in config}
@@ -298,7 +305,8 @@ def prepare(family: Family, args: TrainingArgs) -> Prepared:
     settings = args.settings() | resolved | {"family": family.name,
                                              "num_replicas": strategy.num_replicas_in_sync}
     resume_check.check_resume_settings(out, settings, ignored=HARMLESS_SETTINGS,
-                                       defaults=ADDED_SETTINGS, view=recorded_settings)
+                                       defaults=ADDED_SETTINGS,
+                                       view=lambda c: recorded_settings(c, family.epochs))
     data = family.read(args, preprocessor)
     return Prepared(out, strategy, settings, Resolution(), preprocessor, data)
 
@@ -463,7 +471,7 @@ def run(family: Family, args: TrainingArgs, prepared: Prepared | None = None) ->
         tasks.append(task)
     summary = summarize_runs(family.monitor_of(prepared.data), runs)
     task = tasks[summary["best_run"]]
-    summary |= {"family": family.name, **family.finish(args, prepared.data, task, out)}
+    summary |= {"family": family.name, **family.finish(args, prepared.data, task, _extra_dir(prepared))}
     if chief:
         if args.num_restarts > 1:
             shutil.copyfile(out / f"run_{summary['best_run']}" / "best_model.keras",
@@ -476,20 +484,31 @@ def run(family: Family, args: TrainingArgs, prepared: Prepared | None = None) ->
     return summary
 
 
+def _extra_dir(prepared: Prepared) -> pathlib.Path:
+    """Where the family's extra outputs go: output_dir on the chief; a worker's own
+    `worker_<i>` under it elsewhere (no two processes write one file)."""
+    chief, task_id = is_chief(prepared.strategy)
+    path = prepared.out if chief else prepared.out / f"worker_{task_id}"
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
 def _predict_only(family: Family, args: TrainingArgs, prepared: Prepared) -> dict:
     """A run without training data (SQuAD with only --predict_file): the task as built, kept
     as best_model.keras, and the family's outputs."""
+    chief = is_chief(prepared.strategy)[0]
     keras.utils.set_random_seed(args.seed)
     with prepared.strategy.scope():
         task = family.build_task(args, prepared.data, prepared.preprocessor)
         task.build_for_export()
-    prepared.write_config(args)
-    task.save(prepared.out / "best_model.keras")
     summary = {"monitor": family.monitor_of(prepared.data), "runs": [], "best": None,
-               "family": family.name, **family.finish(args, prepared.data, task, prepared.out)}
-    callbacks_lib.write_json_atomic(prepared.out / "metrics.json", summary)
+               "family": family.name, **family.finish(args, prepared.data, task, _extra_dir(prepared))}
+    if chief:
+        prepared.write_config(args)
+        task.save(prepared.out / "best_model.keras")
+        callbacks_lib.write_json_atomic(prepared.out / "metrics.json", summary)
     summary["task"] = task
-    if args.export_dir:
+    if args.export_dir and chief:
         summary["export_path"] = export_once(family, args, task, summary)
     return summary
 

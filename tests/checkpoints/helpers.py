@@ -15,7 +15,7 @@ import scipy.special
 def random_hf_weights(cfg, seed=0, heads=False, prefix=""):
     """Random float32 tensors under Hugging Face BertModel names for a config dict (HF keys)."""
     rng = np.random.default_rng(seed)
-    H, I, V = cfg["hidden_size"], cfg["intermediate_size"], cfg["vocab_size"]
+    H, I, V = cfg["hidden_size"], cfg["intermediate_size"], cfg["vocab_size"]  # noqa: E741 (config letters)
     P, S = cfg["max_position_embeddings"], cfg["type_vocab_size"]
     shapes = {"embeddings.word_embeddings.weight": (V, H),
               "embeddings.position_embeddings.weight": (P, H),

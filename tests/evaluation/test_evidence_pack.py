@@ -5,7 +5,7 @@ import pytest
 from keras_bert.evaluation import evidence_pack as ep
 from keras_bert.evaluation import report_writer
 from keras_bert.evaluation.predictors import TaskPredictor
-from tests.evaluation.tiny_task import LABELS, heldout_rows, tiny_classifier, write_jsonl
+from tests.evaluation.tiny_task import heldout_rows, tiny_classifier, write_jsonl
 
 
 @pytest.fixture(scope="module")

@@ -8,7 +8,6 @@ every signature; the tests compare its results with the in-process Keras model:
 - "cli":  sentence-pair classification exported by `python -m export` with only its three
           required flags from a fine-tuning output_dir (best_model.keras alone) -> version 1.
 """
-import json
 import os
 import pathlib
 import pickle

@@ -19,7 +19,7 @@ from keras_bert.saved_model.classifier_signatures import (CLASSIFY_METHOD_NAME, 
                                                           ClassifierServingModule)
 from keras_bert.saved_model.exporter import with_dtype
 from keras_bert.saved_model.serving_module import INPUT_NAMES, PREDICT_METHOD_NAME
-from tests.export.conftest import (LABELS3, MAX_POSITIONS, NLI, TEXTS, TEXTS_B, WARMUP,
+from tests.export.conftest import (LABELS3, MAX_POSITIONS, NLI, TEXTS, WARMUP,
                                    read_warmup)
 
 ATOL = 1e-5
@@ -170,7 +170,7 @@ def test_pair_regression_outputs_match_in_process(exports):
 
 @pytest.mark.slow
 def test_cli_pair_classification_export(exports):
-    model, pre = exports["models"]["cli"], exports["preprocessor"]
+    model = exports["models"]["cli"]
     logits = _logits(model, exports["ids2"])
     _assert_classification(_call(exports, "cli", "default"), logits, NLI)
     classify = _call(exports, "cli", "classify")

@@ -1,7 +1,6 @@
 """ModelService/HandleReloadConfigRequest: a new model config replaces the served set as TF Serving's
 ServerCore::ReloadConfig does (models added and loaded before the call returns, models removed,
 version policies switched without a gap, labels updated only when valid), in process and under load."""
-import shutil
 import threading
 import time
 

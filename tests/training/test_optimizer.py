@@ -100,7 +100,6 @@ def test_mixed_float16_with_loss_scaling_and_jit_compile_trains():
 
 def _adamw_pair(**kwargs):
     from keras_bert.training import FusedAdamW
-    from keras_bert.training.optimizer import AveragedLamb
     common = dict(learning_rate=WarmupLinearDecay(1e-2, 20, 3), weight_decay=0.01, beta_1=0.9,
                   beta_2=0.999, epsilon=1e-6, global_clipnorm=1.0, **kwargs)
     fused, plain = FusedAdamW(**common), keras.optimizers.AdamW(**common)

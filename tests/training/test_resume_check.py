@@ -110,3 +110,16 @@ def test_distillation_refuses_to_replace_a_run_with_other_settings(tmp_path):
         driver.prepare(distillation.FAMILY, dataclasses.replace(earlier, temperature=4.0, alpha=0.9))
     assert str(e.value) == _refusal(out, "temperature 2.0 -> 4.0, alpha 0.5 -> 0.9")
     assert (out / "config.json").read_bytes() == before and len(list(out.iterdir())) == 1
+
+
+def test_an_old_config_with_the_default_epochs_stands_for_not_given():
+    from keras_bert.training.driver import recorded_settings
+
+    old = {"num_train_epochs": 3.0, "classifier_dropout": 0.1, "train_batch_size": 32}
+    assert recorded_settings(old, family_epochs=3.0) == {"num_train_epochs": None, "dropout_rate": 0.1,
+                                                         "train_batch_size": 32}
+    # another value was given explicitly (old runs recorded the flag), so it stays
+    assert recorded_settings(old | {"num_train_epochs": 1.0}, 3.0)["num_train_epochs"] == 1.0
+    # a config written by the driver records "given" and is read as it is
+    new = {"num_train_epochs": 3.0, "given": ["num_train_epochs"]}
+    assert recorded_settings(new, 3.0) == new

@@ -9,7 +9,6 @@ accuracy of the run with that seed NaN.
 """
 from __future__ import annotations
 
-import dataclasses
 
 import numpy as np
 

@@ -122,9 +122,10 @@ class Distillation(Family):
                            lib.logits_of(teacher, dev, args.eval_batch_size, step))
 
     def build_task(self, args, data, preprocessor) -> TextClassifier:
+        rate = args.dropout_rate if "dropout_rate" in args.given() else None  # else the teacher's
         if args.student_preset:
-            return lib.student_from_preset(data.teacher, args.student_preset)
-        return lib.student_from_teacher(data.teacher, args.student_layers, args.layer_map)
+            return lib.student_from_preset(data.teacher, args.student_preset, rate)
+        return lib.student_from_teacher(data.teacher, args.student_layers, args.layer_map, rate)
 
     def train_arrays(self, task, data):
         if data.arrays is None:
