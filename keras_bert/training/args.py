@@ -35,7 +35,19 @@ def args_dataclass(cls):
     return dataclasses.dataclass(kw_only=True)(cls)
 
 
-def arg(default=None, help: str = "", *, check=None, rule: str = "", choices=None,
+class Rule(typing.NamedTuple):
+    """What a field's value must be: `check(value)` true; `text` says it in the error message."""
+
+    check: typing.Callable
+    text: str
+
+
+POSITIVE = Rule(lambda v: v > 0, "> 0")
+AT_LEAST_ONE = Rule(lambda v: v >= 1, ">= 1")
+NOT_NEGATIVE = Rule(lambda v: v >= 0, ">= 0")
+
+
+def arg(default=None, help: str = "", *, rule: Rule | None = None, choices=None,
         required: bool = False, derived: bool = False):
     """A field of an argument set.
 
@@ -43,29 +55,18 @@ def arg(default=None, help: str = "", *, check=None, rule: str = "", choices=Non
         default: the value when the flag is not given (None for a required field, or one a
             family or the driver fills in).
         help: the flag's help text.
-        check: callable(value) -> bool, run on non-None values; `rule` says what it wants
-            ("--<name> must be <rule>, got <value>").
+        rule: a `Rule` the non-None values must keep ("--<name> must be <rule.text>, got
+            <value>").
         choices: allowed values (an enum flag).
         required: the flag must be given.
         derived: None means "derive it" (`Resolution`); the flag's default stays None.
     """
-    meta = {"help": help, "check": check, "rule": rule, "choices": choices, "required": required,
+    meta = {"help": help, "check": rule and rule.check, "rule": rule and rule.text, "choices": choices,
+            "required": required,
             "derived": derived}
     if required:
         return dataclasses.field(default=None, metadata=meta)
     return dataclasses.field(default=default, metadata=meta)
-
-
-def _positive(v):
-    return v > 0
-
-
-def _at_least_one(v):
-    return v >= 1
-
-
-def _not_negative(v):
-    return v >= 0
 
 
 @args_dataclass
@@ -82,63 +83,46 @@ class TrainingArgs:
     learning_rate: float | None = arg(None, "Peak learning rate (default: the family's; "
                                       "classification: 1e-4 for encoders with hidden_size <= 512, "
                                       "3e-5 above; see docs/finetuning.md).",
-                                      check=_positive, rule="> 0", derived=True)
+                                      rule=POSITIVE, derived=True)
     num_train_epochs: float | None = arg(None, "Epochs, may be fractional (default: the family's, "
                                          "3 (SQuAD 2), raised to reach --min_train_steps on small "
                                          "data; a given value is never changed).",
-                                         check=_positive, rule="> 0", derived=True)
+                                         rule=POSITIVE, derived=True)
     min_train_steps: int = arg(100, "When --num_train_epochs is not given: train more epochs "
-                               "until this many optimizer steps (small data sets); 0: off.",
-                               check=_not_negative, rule=">= 0")
-    warmup_proportion: float = arg(0.1, "Fraction of steps of linear warmup.",
-                                   check=lambda v: 0 <= v <= 1, rule="in [0, 1]")
-    weight_decay: float = arg(0.01, "AdamW/LAMB decoupled weight decay.",
-                              check=_not_negative, rule=">= 0")
+                               "until this many optimizer steps (small data sets); 0: off.", rule=NOT_NEGATIVE)
+    warmup_proportion: float = arg(0.1, "Fraction of steps of linear warmup.", rule=Rule(lambda v: 0 <= v <= 1, "in [0, 1]"))
+    weight_decay: float = arg(0.01, "AdamW/LAMB decoupled weight decay.", rule=NOT_NEGATIVE)
     optimizer: str = arg("adamw", "Optimizer.", choices=("adamw", "lamb"))
-    gradient_accumulation_steps: int = arg(1, "Batches per optimizer update.",
-                                           check=_at_least_one, rule=">= 1")
-    max_grad_norm: float = arg(1.0, "Global-norm gradient clipping (0: off).",
-                               check=_not_negative, rule=">= 0")
+    gradient_accumulation_steps: int = arg(1, "Batches per optimizer update.", rule=AT_LEAST_ONE)
+    max_grad_norm: float = arg(1.0, "Global-norm gradient clipping (0: off).", rule=NOT_NEGATIVE)
     ema_momentum: float = arg(0.0, "Largest decay of a moving average of the weights that is "
                               "evaluated and kept instead of the last weights (e.g. 0.999; 0: off); "
-                              "see docs/finetuning.md.", check=lambda v: 0 <= v < 1,
-                              rule="in [0, 1) (0: no weight average)")
+                              "see docs/finetuning.md.", rule=Rule(lambda v: 0 <= v < 1, "in [0, 1) (0: no weight average)"))
     layerwise_lr_decay: float = arg(1.0, "Layer-wise learning-rate decay d in (0, 1]: the task "
                                     "head trains at --learning_rate, each Transformer block at d "
                                     "times the block above it, the embeddings lowest (ELECTRA's "
-                                    "0.8; 1: one rate for all); see docs/finetuning.md.",
-                                    check=lambda v: 0 < v <= 1, rule="in (0, 1] (1: off)")
-    dropout_rate: float = arg(0.1, "Dropout before the task head.",
-                              check=lambda v: 0 <= v < 1, rule="in [0, 1)")
+                                    "0.8; 1: one rate for all); see docs/finetuning.md.", rule=Rule(lambda v: 0 < v <= 1, "in (0, 1] (1: off)"))
+    dropout_rate: float = arg(0.1, "Dropout before the task head.", rule=Rule(lambda v: 0 <= v < 1, "in [0, 1)"))
     # batches and evaluation
-    train_batch_size: int = arg(32, "Global training batch size (examples).",
-                                check=_at_least_one, rule=">= 1")
-    eval_batch_size: int = arg(64, "Evaluation / prediction batch size.",
-                               check=_at_least_one, rule=">= 1")
+    train_batch_size: int = arg(32, "Global training batch size (examples).", rule=AT_LEAST_ONE)
+    eval_batch_size: int = arg(64, "Evaluation / prediction batch size.", rule=AT_LEAST_ONE)
     pad_to_multiple_of: int = arg(8, "Dynamic padding: cut each batch to its longest row rounded "
                                   "up to a multiple of this many tokens (0: pad every batch to "
-                                  "--max_seq_length).", check=_not_negative,
-                                  rule=">= 0 (0: pad to max_seq_length)")
+                                  "--max_seq_length).", rule=Rule(NOT_NEGATIVE.check, ">= 0 (0: pad to max_seq_length)"))
     group_by_length: bool = arg(True, "Order each shuffled training epoch so a batch holds "
                                 "examples of similar length (groups of 50 batches, as Hugging "
                                 "Face's group_by_length); with dynamic padding an epoch of SST-2 "
                                 "carries 2.5x fewer tokens. --nogroup_by_length: batches of "
                                 "random lengths.")
-    max_train_examples: int | None = arg(None, "Use only the first N training examples.",
-                                         check=_at_least_one, rule=">= 1")
-    max_eval_examples: int | None = arg(None, "Use only the first N dev (and test) examples.",
-                                        check=_at_least_one, rule=">= 1")
+    max_train_examples: int | None = arg(None, "Use only the first N training examples.", rule=AT_LEAST_ONE)
+    max_eval_examples: int | None = arg(None, "Use only the first N dev (and test) examples.", rule=AT_LEAST_ONE)
     evaluations_per_epoch: int = arg(1, "Dev evaluations per epoch (the best one is kept); 1: at "
-                                     "epoch ends only.", check=_at_least_one, rule=">= 1")
-    early_stopping_patience: int | None = arg(None, "Stop after N epochs without dev improvement.",
-                                              check=_at_least_one, rule=">= 1")
+                                     "epoch ends only.", rule=AT_LEAST_ONE)
+    early_stopping_patience: int | None = arg(None, "Stop after N epochs without dev improvement.", rule=AT_LEAST_ONE)
     max_train_seconds: float | None = arg(None, "Stop training after this many seconds of "
-                                          "training (the best evaluation so far is kept).",
-                                          check=_positive, rule="> 0")
-    save_checkpoints_steps: int | None = arg(1000, "Batches between step checkpoints.",
-                                             check=_at_least_one, rule=">= 1")
-    num_restarts: int = arg(1, "Runs with seeds seed..seed+N-1; the best is kept.",
-                            check=_at_least_one, rule=">= 1")
+                                          "training (the best evaluation so far is kept).", rule=POSITIVE)
+    save_checkpoints_steps: int | None = arg(1000, "Batches between step checkpoints.", rule=AT_LEAST_ONE)
+    num_restarts: int = arg(1, "Runs with seeds seed..seed+N-1; the best is kept.", rule=AT_LEAST_ONE)
     # runtime
     strategy: str = arg("default", "Distribution strategy.", choices=STRATEGIES)
     tpu: str | None = arg(None, "TPU name or address for --strategy=tpu.")

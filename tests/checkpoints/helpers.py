@@ -194,3 +194,27 @@ def numpy_bert(w, features, num_layers, num_heads, eps=1e-12, approximate=False)
         ffn = linear(gelu(linear(x, p + "intermediate.dense")), p + "output.dense")
         x = layer_norm(x + ffn, p + "output.LayerNorm")
     return x, np.tanh(linear(x[:, 0], "pooler.dense"))
+
+
+# The tiny encoder of the checkpoint tests: vocab 23, hidden 8, heads 2, intermediate 12, layers 2,
+# positions 7, types 3 (Hugging Face key names).
+CFG = {"vocab_size": 23, "hidden_size": 8, "num_attention_heads": 2, "intermediate_size": 12,
+       "num_hidden_layers": 2, "max_position_embeddings": 7, "type_vocab_size": 3,
+       "hidden_act": "gelu", "layer_norm_eps": 1e-12}
+FEATURES = {"input_word_ids": np.array([[1, 5, 22, 7, 2], [1, 9, 2, 0, 0]], np.int32),
+            "input_mask": np.array([[1, 1, 1, 1, 1], [1, 1, 1, 0, 0]], np.int32),
+            "input_type_ids": np.array([[0, 0, 1, 2, 1], [0, 1, 1, 0, 0]], np.int32)}
+MASK = FEATURES["input_mask"].astype(bool)
+VOCAB = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + [f"w{i}" for i in range(18)]
+
+
+def encoder_outputs(encoder):
+    """(sequence_output, pooled_output) as numpy of `encoder` on FEATURES."""
+    out = encoder(FEATURES, training=False)
+    return np.asarray(out["sequence_output"]), np.asarray(out["pooled_output"])
+
+
+def max_diff(a, b) -> float:
+    """Largest absolute difference of two (sequence_output, pooled_output) pairs, real tokens only."""
+    return max(float(np.abs(np.asarray(a[0])[MASK] - np.asarray(b[0])[MASK]).max()),
+               float(np.abs(np.asarray(a[1]) - np.asarray(b[1])).max()))

@@ -22,27 +22,10 @@ from keras_bert.checkpoints import (
     resolve_vocab_file,
 )
 from keras_bert.checkpoints.model_garden import read_model_garden_checkpoint
-from tests.checkpoints.helpers import hf_to_google, random_hf_weights, write_google_dir
-
-# vocab 23, hidden 8, heads 2, intermediate 12, layers 2, positions 7, types 3
-CFG = {"vocab_size": 23, "hidden_size": 8, "num_attention_heads": 2, "intermediate_size": 12,
-       "num_hidden_layers": 2, "max_position_embeddings": 7, "type_vocab_size": 3,
-       "hidden_act": "gelu", "layer_norm_eps": 1e-12}
-FEATURES = {"input_word_ids": np.array([[1, 5, 22, 7, 2], [1, 9, 2, 0, 0]], np.int32),
-            "input_mask": np.array([[1, 1, 1, 1, 1], [1, 1, 1, 0, 0]], np.int32),
-            "input_type_ids": np.array([[0, 0, 1, 2, 1], [0, 1, 1, 0, 0]], np.int32)}
-MASK = FEATURES["input_mask"].astype(bool)
-VOCAB = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + [f"w{i}" for i in range(18)]
+from tests.checkpoints.helpers import CFG, FEATURES, VOCAB, encoder_outputs, max_diff, hf_to_google, random_hf_weights, write_google_dir
 
 
-def _ours(encoder):
-    out = encoder(FEATURES, training=False)
-    return np.asarray(out["sequence_output"]), np.asarray(out["pooled_output"])
 
-
-def _max_diff(ours, ref):
-    return max(float(np.abs(ours[0][MASK] - np.asarray(ref[0])[MASK]).max()),
-               float(np.abs(ours[1] - np.asarray(ref[1])).max()))
 
 
 @pytest.fixture(scope="module")
@@ -88,9 +71,9 @@ def test_model_garden_checkpoint_matches_model_garden_encoder(model_garden_dir, 
 
     encoder = load_encoder(model_garden_dir)
     assert encoder.bert_config.hidden_activation == "gelu_approximate"
-    assert _max_diff(_ours(encoder), reference) <= 1e-5
+    assert max_diff(encoder_outputs(encoder), reference) <= 1e-5
     # Same weights as reading the TF1 original directly.
-    assert _max_diff(_ours(encoder), _ours(load_encoder(google_dir))) <= 1e-6
+    assert max_diff(encoder_outputs(encoder), encoder_outputs(load_encoder(google_dir))) <= 1e-6
     source = read_checkpoint(model_garden_dir)
     names = {n for n, _ in tf.train.list_variables(prefix)}
     assert set(source.used()) | set(source.ignored) == names
@@ -139,7 +122,7 @@ def test_model_garden_training_checkpoint(tmp_path, model_garden_dir, google_dir
     reference = (out["sequence_output"].numpy(), out["pooled_output"].numpy())
 
     assert detect_format(tmp_path)[0] == "model_garden"
-    assert _max_diff(_ours(load_encoder(tmp_path)), reference) <= 1e-5
+    assert max_diff(encoder_outputs(load_encoder(tmp_path)), reference) <= 1e-5
     source = read_checkpoint(tmp_path)
     keys = {n for n, _ in tf.train.list_variables(tf.train.latest_checkpoint(str(tmp_path)))}
     assert set(source.used()) | set(source.ignored) == keys
@@ -176,7 +159,7 @@ def test_tfhub_saved_model_matches_the_saved_model(tmp_path, model_garden_dir, g
 
     encoder = load_encoder(export_dir)
     assert encoder.bert_config.hidden_activation == "gelu_approximate"  # no Erf in the graph
-    assert _max_diff(_ours(encoder), reference) <= 1e-5
+    assert max_diff(encoder_outputs(encoder), reference) <= 1e-5
     source = read_checkpoint(export_dir)
     assert len(source.used()) + len(source.ignored) == len(hub.variables)
     assert set(source.used()) == {v.name[:-2] for v in hub.variables if v is not hub.do_lower_case}
@@ -204,7 +187,7 @@ def test_tfhub_saved_model_exact_gelu_is_read_from_the_graph(tmp_path, model_gar
     out = hub({k: tf.constant(v) for k, v in FEATURES.items()}, training=False)
     ours = load_encoder(tmp_path)
     assert ours.bert_config.hidden_activation == "gelu"
-    assert _max_diff(_ours(ours), (out["sequence_output"].numpy(),
+    assert max_diff(encoder_outputs(ours), (out["sequence_output"].numpy(),
                                    out["pooled_output"].numpy())) <= 1e-5
 
 
@@ -234,7 +217,7 @@ def test_keras_hub_preset_matches_keras_hub(tmp_path, keras_hub_backbone):
     assert detect_format(tmp_path)[0] == "keras_hub"
     encoder = load_encoder(tmp_path)
     assert encoder.bert_config.hidden_activation == "gelu_approximate"
-    assert _max_diff(_ours(encoder), _keras_hub_outputs(keras_hub_backbone)) <= 1e-5
+    assert max_diff(encoder_outputs(encoder), _keras_hub_outputs(keras_hub_backbone)) <= 1e-5
     source = read_checkpoint(tmp_path)
     assert set(source.used()) == {v.path for v in keras_hub_backbone.weights}
     assert source.ignored == {}

@@ -20,26 +20,10 @@ from keras_bert.checkpoints import (
     save_encoder,
 )
 from keras_bert.models.bert_encoder import BertEncoder
-from tests.checkpoints.helpers import hf_to_google, numpy_bert, random_hf_weights, write_hf_dir
-
-CFG = {"vocab_size": 23, "hidden_size": 8, "num_attention_heads": 2, "intermediate_size": 12,
-       "num_hidden_layers": 2, "max_position_embeddings": 7, "type_vocab_size": 3,
-       "hidden_act": "gelu", "layer_norm_eps": 1e-12}
-FEATURES = {"input_word_ids": np.array([[1, 5, 22, 7, 2], [1, 9, 2, 0, 0]], np.int32),
-            "input_mask": np.array([[1, 1, 1, 1, 1], [1, 1, 1, 0, 0]], np.int32),
-            "input_type_ids": np.array([[0, 0, 1, 2, 1], [0, 1, 1, 0, 0]], np.int32)}
-MASK = FEATURES["input_mask"].astype(bool)
-VOCAB = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + [f"w{i}" for i in range(18)]
+from tests.checkpoints.helpers import CFG, FEATURES, VOCAB, encoder_outputs, max_diff, hf_to_google, numpy_bert, random_hf_weights, write_hf_dir
 
 
-def _ours(encoder):
-    out = encoder(FEATURES, training=False)
-    return np.asarray(out["sequence_output"]), np.asarray(out["pooled_output"])
 
-
-def _max_diff(a, b):
-    return max(float(np.abs(np.asarray(a[0])[MASK] - np.asarray(b[0])[MASK]).max()),
-               float(np.abs(np.asarray(a[1]) - np.asarray(b[1])).max()))
 
 
 @pytest.fixture(scope="module")
@@ -72,7 +56,7 @@ def test_huggingface_round_trip_gives_back_the_tensors(tmp_path, hf_dir, hf_tens
     assert {k: config[k] for k in CFG} == CFG and config["model_type"] == "bert"
     back = load_encoder(out)
     assert back.bert_config == encoder.bert_config
-    assert _max_diff(_ours(back), numpy_bert(written, FEATURES, 2, 2)) <= 1e-5
+    assert max_diff(encoder_outputs(back), numpy_bert(written, FEATURES, 2, 2)) <= 1e-5
     assert resolve_do_lower_case(out) is False
     assert open(resolve_vocab_file(out)).read().split() == VOCAB
 
@@ -97,7 +81,7 @@ def test_google_checkpoint_has_modeling_py_names(tmp_path, hf_dir, hf_tensors, v
     assert config["hidden_act"] == "gelu" and "layer_norm_eps" not in config
     back = load_encoder(directory)
     assert back.bert_config == encoder.bert_config
-    assert _max_diff(_ours(back), numpy_bert(hf_tensors, FEATURES, 2, 2, approximate=True)) <= 1e-5
+    assert max_diff(encoder_outputs(back), numpy_bert(hf_tensors, FEATURES, 2, 2, approximate=True)) <= 1e-5
     assert resolve_do_lower_case(directory) is True  # "uncased" in the directory name
 
 
@@ -180,7 +164,7 @@ def test_writer_keeps_every_setting_it_does_not_refuse(tmp_path, tanh_encoder, f
     back = load_encoder(out)
     assert back.bert_config == encoder.bert_config and back.causal is False
     assert back.bert_config.max_sequence_length == 7 and back.bert_config.type_vocab_size == 3
-    np.testing.assert_array_equal(_ours(back)[0], _ours(encoder)[0])
+    np.testing.assert_array_equal(encoder_outputs(back)[0], encoder_outputs(encoder)[0])
 
 
 def test_unknown_format_is_refused(tmp_path, tanh_encoder):
@@ -203,10 +187,10 @@ def test_keras_hub_preset_loads_in_keras_hub(tmp_path, hf_dir, vocab_file):
     out = backbone({"token_ids": FEATURES["input_word_ids"],
                     "segment_ids": FEATURES["input_type_ids"],
                     "padding_mask": FEATURES["input_mask"]}, training=False)
-    ours = _ours(encoder)
-    assert _max_diff(ours, (out["sequence_output"], out["pooled_output"])) <= 1e-5
+    ours = encoder_outputs(encoder)
+    assert max_diff(ours, (out["sequence_output"], out["pooled_output"])) <= 1e-5
     tokenizer = keras_hub.models.BertTokenizer.from_preset(str(tmp_path))
     assert tokenizer.get_vocabulary() == VOCAB
     assert resolve_do_lower_case(tmp_path) is True
     assert open(resolve_vocab_file(tmp_path)).read().split() == VOCAB
-    assert _max_diff(_ours(load_encoder(tmp_path)), ours) <= 1e-6
+    assert max_diff(encoder_outputs(load_encoder(tmp_path)), ours) <= 1e-6

@@ -3,7 +3,6 @@
 import json
 import os
 import pathlib
-import pickle
 import subprocess
 import sys
 import urllib.request
@@ -17,7 +16,7 @@ from tensorflow_serving.apis import predict_pb2, prediction_service_pb2_grpc
 from keras_bert.data import conll
 from keras_bert.evaluation.ner import entity_scores
 from keras_bert.tasks import TokenClassifier, load_task
-from tests.recipes.finished_run import assert_finished_run_dir, result_line
+from tests.recipes.finished_run import served_in_fresh_process, assert_finished_run_dir, result_line
 from tests.recipes.kill_resume import (assert_killed_and_resumed_like_uninterrupted,
                                        bert_tiny_without_dropout)
 from tests.serving.conftest import ServerProcess
@@ -62,16 +61,10 @@ def test_two_step_smoke_export_and_serving_signature(tmp_path, data_dir, uncased
         f"dev f1 {metrics['dev']['f1']:.4f}, test f1 {metrics['test']['f1']:.4f}, steps 4 "
         f"(all metrics: {out}/metrics.json)")
 
-    spec, result = tmp_path / "spec.pkl", tmp_path / "result.pkl"
     ids = {k: v.numpy() for k, v in task.preprocessor(TEXTS[:1]).items()}
-    spec.write_bytes(pickle.dumps({"ner": {"dir": str(export_base / "ner_tiny" / "1"), "calls": {
+    served = served_in_fresh_process(tmp_path, "ner", export_base / "ner_tiny" / "1", {
         "text": ("signature", "serving_default", {"text": np.array(TEXTS, dtype=object)}),
-        "ids": ("signature", "encoded", ids)}}}))
-    loader = REPO / "tests" / "export" / "_load_and_call.py"
-    proc = subprocess.run([sys.executable, "-I", str(loader), str(spec), str(result)], env=ENV,
-                          capture_output=True, text=True, timeout=300)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    served = pickle.loads(result.read_bytes())
+        "ids": ("signature", "encoded", ids)}, ENV)
     assert "keras_bert" not in served["modules"] and "tensorflow_text" not in served["modules"]
     outputs = served["ner"]["calls"]["text"]
     expected = task.predict(TEXTS)

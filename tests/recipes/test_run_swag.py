@@ -3,7 +3,6 @@ export, and the exported `serving_default` (plain TensorFlow, fresh process) aga
 import json
 import os
 import pathlib
-import pickle
 import subprocess
 import sys
 
@@ -13,7 +12,7 @@ import pytest
 from keras_bert.data import swag
 from keras_bert.tasks import MultipleChoice, load_task
 from tests.data.test_swag import HEADER, ROWS, write
-from tests.recipes.finished_run import assert_finished_run_dir, result_line
+from tests.recipes.finished_run import served_in_fresh_process, assert_finished_run_dir, result_line
 from tests.recipes.kill_resume import (assert_killed_and_resumed_like_uninterrupted,
                                        bert_tiny_without_dropout)
 from tests.recipes.test_run_ner import serve_and_predict
@@ -50,19 +49,13 @@ def test_two_step_smoke_export_and_serving_signature(tmp_path, uncased_vocab):
     labels = np.array([e.label for e in examples])
     assert metrics["dev"]["accuracy"] == pytest.approx((expected.argmax(-1) == labels).mean())
 
-    spec, result = tmp_path / "spec.pkl", tmp_path / "result.pkl"
     ids = {k: v.numpy() for k, v in task.encode_choices(contexts, endings).items()}  # [4, 4, T]
     inputs = {"context": np.array(contexts, dtype=object), "endings": np.array(endings, dtype=object)}
-    spec.write_bytes(pickle.dumps({"swag": {"dir": str(export_base / "swag_tiny" / "1"), "calls": {
+    served = served_in_fresh_process(tmp_path, "swag", export_base / "swag_tiny" / "1", {
         "text": ("signature", "serving_default", inputs),
         "bad": ("signature", "serving_default", {"context": inputs["context"][:1],
                                                  "endings": inputs["endings"]}),
-        "ids": ("signature", "encoded", ids)}}}))
-    loader = REPO / "tests" / "export" / "_load_and_call.py"
-    proc = subprocess.run([sys.executable, "-I", str(loader), str(spec), str(result)], env=ENV,
-                          capture_output=True, text=True, timeout=300)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    served = pickle.loads(result.read_bytes())
+        "ids": ("signature", "encoded", ids)}, ENV)
     assert "keras_bert" not in served["modules"]
     outputs = served["swag"]["calls"]["text"]
     assert outputs["probabilities"].shape == (4, 4)

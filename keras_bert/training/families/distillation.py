@@ -22,7 +22,7 @@ from keras_bert.evaluation import metrics as metrics_lib
 from keras_bert.tasks.loading import load_task
 from keras_bert.tasks.text_classifier import TextClassifier
 from keras_bert.training import distillation as lib
-from keras_bert.training.args import args_dataclass, TrainingArgs, arg
+from keras_bert.training.args import AT_LEAST_ONE, POSITIVE, Rule, TrainingArgs, arg, args_dataclass
 from keras_bert.training.driver import Family
 from keras_bert.training.families.classification import dev_loss
 
@@ -44,13 +44,13 @@ class DistillArgs(TrainingArgs):
     text_b_column: str | None = arg(None, "Own data: second text column (pair tasks).")
     label_column: str = arg("label", "Own data: label column (the teacher's names or ids).")
     student_layers: int | None = arg(None, "Student layers taken from the teacher (default: half).",
-                                     check=lambda v: v >= 1, rule=">= 1")
+                                     rule=AT_LEAST_ONE)
     layer_map: tuple | None = arg(None, "Teacher layer index per student layer, e.g. 0,2,4.")
     student_preset: str | None = arg(None, "Start the student from this pretrained preset instead.")
     temperature: float = arg(2.0, "Softmax temperature T of the soft targets.",
-                             check=lambda v: v > 0, rule="> 0")
+                             rule=POSITIVE)
     alpha: float = arg(0.5, "Weight of the soft (T^2-scaled KL) loss; 1 - alpha: the hard loss.",
-                       check=lambda v: 0 <= v <= 1, rule="in [0, 1]")
+                       rule=Rule(lambda v: 0 <= v <= 1, "in [0, 1]"))
 
     def validate(self) -> None:
         super().validate()

@@ -15,7 +15,7 @@ from keras_bert.data import conll
 from keras_bert.evaluation.ner import entity_scores
 from keras_bert.tasks.token_classifier import FEATURE_MODES, TokenClassifier
 from keras_bert.training import model_setup
-from keras_bert.training.args import args_dataclass, FinetuneArgs, arg
+from keras_bert.training.args import AT_LEAST_ONE, FinetuneArgs, arg, args_dataclass
 from keras_bert.training.callbacks import write_json_atomic
 from keras_bert.training.driver import Family
 
@@ -27,12 +27,12 @@ class NerArgs(FinetuneArgs):
     data_dir: str = arg(help="Directory holding train.txt, valid.txt, test.txt (CoNLL format).",
                         required=True)
     doc_stride: int | None = arg(None, "Pieces between window starts (default: half a window).",
-                                 check=lambda v: v >= 1, rule=">= 1")
+                                 rule=AT_LEAST_ONE)
     feature_mode: str | None = arg(None, "Freeze the encoder and train a BiLSTM on this feature "
                                    "instead (the paper's table 7).", choices=FEATURE_MODES)
     lstm_units: int = arg(768, "BiLSTM units per direction (--feature_mode).",
-                          check=lambda v: v >= 1, rule=">= 1")
-    lstm_layers: int = arg(2, "BiLSTM layers (--feature_mode).", check=lambda v: v >= 1, rule=">= 1")
+                          rule=AT_LEAST_ONE)
+    lstm_layers: int = arg(2, "BiLSTM layers (--feature_mode).", rule=AT_LEAST_ONE)
 
     def validate(self) -> None:
         super().validate()

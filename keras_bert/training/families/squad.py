@@ -23,7 +23,7 @@ from keras_bert.data import squad
 from keras_bert.evaluation import squad as squad_eval
 from keras_bert.tasks.span_question_answerer import SpanQuestionAnswerer
 from keras_bert.training import model_setup
-from keras_bert.training.args import args_dataclass, FinetuneArgs, arg
+from keras_bert.training.args import AT_LEAST_ONE, FinetuneArgs, Rule, arg, args_dataclass
 from keras_bert.training.callbacks import write_json_atomic
 from keras_bert.training.driver import Family
 
@@ -39,12 +39,12 @@ class SquadArgs(FinetuneArgs):
     version_2_with_negative: bool = arg(False, "SQuAD v2.0: questions may have no answer.")
     holdout_fraction: float | None = arg(None, "Split both files by article title: train on the "
                                          "first titles, predict on the last fraction (disjoint "
-                                         "articles).", check=lambda v: 0 < v < 1, rule="in (0, 1)")
+                                         "articles).", rule=Rule(lambda v: 0 < v < 1, "in (0, 1)"))
     doc_stride: int = arg(squad.DOC_STRIDE, "Context pieces between window starts.")
     max_query_length: int = arg(squad.MAX_QUERY_LENGTH, "Question pieces kept.")
     n_best_size: int = arg(20, "Start/end positions tried per window.",
-                           check=lambda v: v >= 1, rule=">= 1")
-    max_answer_length: int = arg(30, "Longest answer, in pieces.", check=lambda v: v >= 1, rule=">= 1")
+                           rule=AT_LEAST_ONE)
+    max_answer_length: int = arg(30, "Longest answer, in pieces.", rule=AT_LEAST_ONE)
     null_score_diff_threshold: float = arg(0.0, "v2.0: predict no answer when null score - best "
                                            "span score exceeds this.")
 
