@@ -148,3 +148,17 @@ def _approx_equal(got, want) -> bool:
         return True
     assert got == want, (got, want)
     return True
+
+
+@pytest.mark.slow
+def test_mixed_bfloat16_trains_in_bfloat16_and_keeps_float32_logits(tmp_path):
+    import keras
+
+    try:
+        summary, _ = _run(tmp_path, num_train_epochs=1, mixed_precision="mixed_bfloat16")
+        task = summary["task"]
+        assert task.encoder.dtype_policy.name == "mixed_bfloat16"
+        assert task.classifier.dtype_policy.name == "float32"  # logits and loss in float32
+        assert np.isfinite(summary["best"]["loss"]) and summary["runs"][0]["steps"] == 6
+    finally:
+        keras.mixed_precision.set_global_policy("float32")
