@@ -58,12 +58,14 @@ def test_early_stopping_after_patience_evaluations_without_improvement(tmp_path)
 
 
 @pytest.mark.slow
-def test_time_budget_stops_training_and_still_evaluates_once(tmp_path):
-    summary, out = _run(tmp_path, num_train_epochs=5, max_train_seconds=1e-6)
+def test_time_budget_stops_training_and_still_evaluates_once(tmp_path, monkeypatch):
+    ticks = iter(range(10**6))  # a clock that moves 1 s at every reading: no timing in the test
+    monkeypatch.setattr(driver.time, "monotonic", lambda: float(next(ticks)))
+    summary, out = _run(tmp_path, num_train_epochs=5, max_train_seconds=2.5)
     run = summary["runs"][0]
-    # The clock starts as the first batch ends (tracing excluded); 1e-6 s has passed by its check.
-    assert run["steps"] == 1
-    assert [e["epoch"] for e in run["epochs"]] == [round(1 / 6, 4)]
+    # The clock starts as the first batch ends (tracing excluded): 1 s, then 2 s, then 3 s > 2.5.
+    assert run["steps"] == 3
+    assert [e["epoch"] for e in run["epochs"]] == [round(3 / 6, 4)]
     assert (out / "best_model.keras").is_file()
 
 
