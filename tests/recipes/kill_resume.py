@@ -59,12 +59,13 @@ def differences(got, want, path="") -> list[str]:
 
 
 def assert_killed_and_resumed_like_uninterrupted(tmp_path, recipe: str, flags, crash_at: str,
-                                                 resumed_from_step: int) -> dict:
+                                                 resumed_from_step: int, epochs: list,
+                                                 steps: int) -> dict:
     """Runs `recipe` with `flags` uninterrupted, and killed at `crash_at` (a point before
     metrics.json is written, e.g. "evaluation:2") then rerun; asserts the
     rerun resumed at `resumed_from_step` and ended with the same metrics.json (evaluations, best,
-    steps, the family's scores) and the same kept weights (best_model.keras). Returns the
-    uninterrupted run's metrics.json."""
+    steps, the family's scores) and the same kept weights (best_model.keras); the uninterrupted
+    run evaluated at `epochs` and trained `steps` batches. Returns its metrics.json."""
     ref, out = tmp_path / "uninterrupted", tmp_path / "killed"
     proc = run_recipe(recipe, [*flags, f"--output_dir={ref}"])
     assert proc.returncode == 0, proc.stderr[-3000:]
@@ -78,6 +79,8 @@ def assert_killed_and_resumed_like_uninterrupted(tmp_path, recipe: str, flags, c
     got = json.loads((out / "metrics.json").read_text())
     assert [r["resumed_from_step"] for r in got["runs"]] == [resumed_from_step]
     assert [r["resumed_from_step"] for r in want["runs"]] == [0]
+    assert [e["epoch"] for e in want["runs"][0]["epochs"]] == epochs
+    assert want["runs"][0]["steps"] == steps
     assert repeatable(got) == repeatable(want), (crash_at, differences(repeatable(got),
                                                                       repeatable(want)))
     want_weights, got_weights = load_task(ref).get_weights(), load_task(out).get_weights()
