@@ -70,12 +70,61 @@ def arg(default=None, help: str = "", *, rule: Rule | None = None, choices=None,
 
 
 @args_dataclass
-class TrainingArgs:
+class ArgumentSet:
+    """Base of an argument set (`TrainingArgs`, `keras_bert.training.pretraining.PretrainConfig`):
+    every field checked against its `arg` metadata on construction, the defaults, the settings as
+    config.json records them, and which fields the user gave."""
+
+    FAMILY_DEFAULTS: ClassVar[dict] = {}
+
+    def __post_init__(self):
+        """Check every field against its rule, then across fields (`validate`).
+
+        Raises:
+            ValueError: naming the flag, e.g. "--train_batch_size must be >= 1, got 0".
+        """
+        for f in dataclasses.fields(self):
+            value, meta = getattr(self, f.name), f.metadata
+            if meta.get("required") and value in (None, ""):
+                raise ValueError(f"--{f.name} is required")
+            if value is None:
+                continue
+            if meta.get("choices") is not None and value not in meta["choices"]:
+                raise ValueError(f"--{f.name} must be one of {', '.join(map(str, meta['choices']))}, "
+                                 f"got {value!r}")
+            if meta.get("check") is not None and not meta["check"](value):
+                raise ValueError(f"--{f.name} must be {meta['rule']}, got {value!r}")
+        self.validate()
+
+    def validate(self) -> None:
+        """Checks across fields (subclasses extend it). Raises ValueError naming the flags."""
+
+    @classmethod
+    def default(cls, name: str):
+        """The default of a field (the family's where it sets one)."""
+        return cls.__dataclass_fields__[name].default
+
+    def settings(self) -> dict:
+        """Every field, as config.json records it (JSON types)."""
+        return {f.name: (list(v) if isinstance(v := getattr(self, f.name), tuple) else v)
+                for f in dataclasses.fields(self)}
+
+    def given(self) -> list[str]:
+        """Names of the fields the user gave: the flags present on the command line
+        (`from_flags`), else (a call from Python) those whose value is not the default."""
+        explicit = self.__dict__.get("_given")
+        if explicit is not None:
+            return sorted(explicit)
+        return sorted(f.name for f in dataclasses.fields(self)
+                      if getattr(self, f.name) != self.default(f.name)
+                      and getattr(self, f.name) is not None)
+
+
+@args_dataclass
+class TrainingArgs(ArgumentSet):
     """Settings of any training run of the driver: optimisation, batches and evaluation, runtime,
     export. Sizes are in examples (a family says what an example is: a sentence, a window, a
     question with its four endings), tokens (incl. [CLS]/[SEP]) and batches / optimizer steps."""
-
-    FAMILY_DEFAULTS: ClassVar[dict] = {}
 
     output_dir: str = arg(help="Output directory (a rerun with the same flags resumes).",
                           required=True)
@@ -144,53 +193,11 @@ class TrainingArgs:
                                       "--export_tflite); int8 = dynamic-range int8 weights.",
                                       choices=("int8",))
 
-    def __post_init__(self):
-        """Check every field against its rule, then across fields (`validate`).
-
-        Raises:
-            ValueError: naming the flag, e.g. "--train_batch_size must be >= 1, got 0".
-        """
-        for f in dataclasses.fields(self):
-            value, meta = getattr(self, f.name), f.metadata
-            if meta.get("required") and value in (None, ""):
-                raise ValueError(f"--{f.name} is required")
-            if value is None:
-                continue
-            if meta.get("choices") is not None and value not in meta["choices"]:
-                raise ValueError(f"--{f.name} must be one of {', '.join(map(str, meta['choices']))}, "
-                                 f"got {value!r}")
-            if meta.get("check") is not None and not meta["check"](value):
-                raise ValueError(f"--{f.name} must be {meta['rule']}, got {value!r}")
-        self.validate()
-
-    def validate(self) -> None:
-        """Checks across fields (subclasses extend it). Raises ValueError naming the flags."""
-
-    @classmethod
-    def default(cls, name: str):
-        """The default of a field (the family's where it sets one)."""
-        return cls.__dataclass_fields__[name].default
-
     @property
     def litert(self) -> str | None:
         """`Task.export`'s `litert` argument: None, "float32" or "int8"."""
         from keras_bert.saved_model.litert import litert_option
         return litert_option(self.export_tflite, self.export_quantize)
-
-    def settings(self) -> dict:
-        """Every field, as config.json records it (JSON types)."""
-        return {f.name: (list(v) if isinstance(v := getattr(self, f.name), tuple) else v)
-                for f in dataclasses.fields(self)}
-
-    def given(self) -> list[str]:
-        """Names of the fields the user gave: the flags present on the command line
-        (`from_flags`), else (a call from Python) those whose value is not the default."""
-        explicit = self.__dict__.get("_given")
-        if explicit is not None:
-            return sorted(explicit)
-        return sorted(f.name for f in dataclasses.fields(self)
-                      if getattr(self, f.name) != self.default(f.name)
-                      and getattr(self, f.name) is not None)
 
 
 @args_dataclass

@@ -28,40 +28,44 @@ from keras_bert.models.bert_pretrainer import BertPretrainer
 from keras_bert.tokenization.full_tokenizer import load_vocab
 from keras_bert.training.callbacks import standard_callbacks, write_json_atomic
 from keras_bert.training.fit import resumable_fit
+from keras_bert.training.args import (AT_LEAST_ONE, NOT_NEGATIVE, POSITIVE, PRECISIONS, STRATEGIES,
+                                      ArgumentSet, Rule, arg, args_dataclass)
 from keras_bert.training.optimizer import create_optimizer, set_mixed_precision
 from keras_bert.training.resume_check import check_resume_settings
 from keras_bert.training.strategy import get_strategy
 
 
-@dataclasses.dataclass
-class PretrainConfig:
+@args_dataclass
+class PretrainConfig(ArgumentSet):
     """Settings of a pretraining run; field names are the recipe's flag names (google-research's
-    `run_pretraining.py` where one exists). Sizes in tokens, examples and optimizer steps."""
+    `run_pretraining.py` where one exists), and the recipe's flags are made from the fields
+    (`args.define_flags`). Sizes in tokens, examples and optimizer steps."""
 
-    input_file: str
-    output_dir: str
-    vocab_file: str
-    do_lower_case: bool = True
-    preset: str = "bert_tiny"
-    bert_config_file: str | None = None
-    init_checkpoint: str | None = None
-    max_seq_length: int = 128
-    max_predictions_per_seq: int = 20
-    train_batch_size: int = 32
-    num_train_steps: int = 1000
-    num_warmup_steps: int = 100
-    learning_rate: float = 1e-4
-    optimizer: str = "adamw"
-    save_checkpoints_steps: int = 100
-    strategy: str = "default"
-    tpu: str | None = None
-    mixed_precision: str = "float32"
-    jit_compile: bool = False
-    no_nsp: bool = False
-    ltr: bool = False
-    dynamic_masking: bool = False
-    masked_lm_prob: float = 0.15
-    random_seed: int = 12345
+    input_file: str = arg(help="Pretraining TFRecords: comma-separated paths or globs.", required=True)
+    output_dir: str = arg(help="Where checkpoints, logs, metrics and the encoder go.", required=True)
+    vocab_file: str = arg(help="vocab.txt the records were made with (sizes the model, gives "
+                          "[MASK] ids).", required=True)
+    do_lower_case: bool = arg(True, "Stored with the encoder for fine-tuning.")
+    preset: str = arg("bert_tiny", "BertConfig preset when no --bert_config_file.")
+    bert_config_file: str | None = arg(None, "BertConfig JSON (our or google-research names).")
+    init_checkpoint: str | None = arg(None, "Continue from this encoder (any format load_encoder reads).")
+    max_seq_length: int = arg(128, "Must match the records.", rule=AT_LEAST_ONE)
+    max_predictions_per_seq: int = arg(20, "Must match the records.", rule=AT_LEAST_ONE)
+    train_batch_size: int = arg(32, "Global batch size.", rule=AT_LEAST_ONE)
+    num_train_steps: int = arg(1000, "Optimizer steps.", rule=AT_LEAST_ONE)
+    num_warmup_steps: int = arg(100, "Linear warmup steps.", rule=NOT_NEGATIVE)
+    learning_rate: float = arg(1e-4, "Peak learning rate.", rule=POSITIVE)
+    optimizer: str = arg("adamw", "Optimizer.", choices=("adamw", "lamb"))
+    save_checkpoints_steps: int = arg(100, "Steps between checkpoints / history lines.", rule=AT_LEAST_ONE)
+    strategy: str = arg("default", "tf.distribute strategy.", choices=STRATEGIES)
+    tpu: str | None = arg(None, "TPU address for --strategy=tpu.")
+    mixed_precision: str = arg("float32", "Keras dtype policy.", choices=PRECISIONS)
+    jit_compile: bool = arg(False, "XLA-compile the train step.")
+    no_nsp: bool = arg(False, "Ablation: MLM only, no next-sentence head or loss.")
+    ltr: bool = arg(False, "Ablation: left-to-right (causal) attention, no NSP.")
+    dynamic_masking: bool = arg(False, "Redraw MLM masks every epoch in the input pipeline.")
+    masked_lm_prob: float = arg(0.15, "For --dynamic_masking.", rule=Rule(lambda v: 0 < v < 1, "in (0, 1)"))
+    random_seed: int = arg(12345, "Seed for initialisation and input order.")
 
     @property
     def use_nsp(self) -> bool:

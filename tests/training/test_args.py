@@ -82,6 +82,23 @@ def test_a_bad_value_on_the_command_line_fails_in_from_flags():
     assert str(e.value) == "--layer_map must be integers separated by commas, got 0,x"
 
 
+def test_pretraining_flags_are_its_config_fields_with_the_same_checks():
+    from keras_bert.training.pretraining import PretrainConfig
+
+    fv = _flag_values(PretrainConfig)
+    assert sorted(fv) == sorted(f.name for f in dataclasses.fields(PretrainConfig))
+    assert (fv["random_seed"].default, fv["preset"].default, fv["optimizer"].default) == (12345, "bert_tiny", "adamw")
+    required = ["--input_file=a", "--output_dir=o", "--vocab_file=v"]
+    config = args_lib.from_flags(PretrainConfig, _flag_values(PretrainConfig, required + ["--ltr"]))
+    assert (config.ltr, config.use_nsp, config.given()) == (True, False, ["input_file", "ltr", "output_dir", "vocab_file"])
+    with pytest.raises(ValueError) as e:
+        args_lib.from_flags(PretrainConfig, _flag_values(PretrainConfig, required + ["--train_batch_size=0"]))
+    assert str(e.value) == "--train_batch_size must be >= 1, got 0"
+    with pytest.raises(ValueError) as e:
+        PretrainConfig(input_file="a", output_dir="o", vocab_file=None)
+    assert str(e.value) == "--vocab_file is required"
+
+
 def test_given_is_exactly_the_flags_on_the_command_line():
     argv = ["--task_name=sst2", "--output_dir=o", "--train_batch_size=32", "--learning_rate=3e-5",
             "--nogroup_by_length"]
