@@ -39,6 +39,7 @@ and from bfloat16 embeddings of our encoder.
     [KERAS_BERT_PEER_PYTHON=<torch venv>/bin/python] python -m benchmarks.bench_encoder \
         [--repetitions=5] [--latency_calls=40] [--notorch] [--noonnxruntime] [--nolitert]
 """
+
 import os
 import subprocess
 import tempfile
@@ -56,20 +57,39 @@ flags.DEFINE_integer("latency_seq_length", 32, "Latency sequence length (batch 1
 flags.DEFINE_integer("latency_calls", 40, "Batch-1 calls per contender (p50/p99 over these).")
 flags.DEFINE_integer("ceiling_size", 4096, "Matmul side for the ceilings (0 = skip).")
 flags.DEFINE_bool("torch", True, "Include the PyTorch peer when installed.")
-flags.DEFINE_list("torch_threads", ["0"], "PyTorch intra-op thread settings to run, one contender "
-                  "each (0 = PyTorch's default, one per core). On a loaded machine OpenMP "
-                  "barriers with 2 threads collapse; add 1 to compare against the better one.")
-flags.DEFINE_list("ours_threads", ["1"], "Extra TensorFlow thread settings for ours, one contender "
-                  "each, in its own process (benchmarks/tf_peer.py) with N intra-op and N inter-op "
-                  "threads: the counterpart of --torch_threads (a batch-1 server runs best with 1). "
-                  "Empty = none.")
-flags.DEFINE_bool("onnxruntime", True, "Include the ONNX Runtime peer (float32 and dynamic int8) "
-                  "when its interpreter has onnxruntime, onnx, torch and transformers.")
-flags.DEFINE_list("onnxruntime_threads", ["0"], "ONNX Runtime intra-op thread settings to run, one "
-                  "pair of contenders each (0 = ONNX Runtime's default, one per core).")
+flags.DEFINE_list(
+    "torch_threads",
+    ["0"],
+    "PyTorch intra-op thread settings to run, one contender "
+    "each (0 = PyTorch's default, one per core). On a loaded machine OpenMP "
+    "barriers with 2 threads collapse; add 1 to compare against the better one.",
+)
+flags.DEFINE_list(
+    "ours_threads",
+    ["1"],
+    "Extra TensorFlow thread settings for ours, one contender "
+    "each, in its own process (benchmarks/tf_peer.py) with N intra-op and N inter-op "
+    "threads: the counterpart of --torch_threads (a batch-1 server runs best with 1). "
+    "Empty = none.",
+)
+flags.DEFINE_bool(
+    "onnxruntime",
+    True,
+    "Include the ONNX Runtime peer (float32 and dynamic int8) "
+    "when its interpreter has onnxruntime, onnx, torch and transformers.",
+)
+flags.DEFINE_list(
+    "onnxruntime_threads",
+    ["0"],
+    "ONNX Runtime intra-op thread settings to run, one "
+    "pair of contenders each (0 = ONNX Runtime's default, one per core).",
+)
 flags.DEFINE_bool("litert", True, "Include ours converted to LiteRT (float32 and int8).")
-flags.DEFINE_integer("litert_threads", len(os.sched_getaffinity(0)),
-                     "LiteRT interpreter threads (default: the CPUs this process may run on).")
+flags.DEFINE_integer(
+    "litert_threads",
+    len(os.sched_getaffinity(0)),
+    "LiteRT interpreter threads (default: the CPUs this process may run on).",
+)
 flags.DEFINE_bool("keras_hub", True, "Include keras-hub's BertBackbone.")
 flags.DEFINE_bool("bfloat16", True, "Include the bfloat16 contenders.")
 flags.DEFINE_bool("check_predictions", True, "Run the bfloat16 vs float32 SST-2 dev check.")
@@ -78,28 +98,37 @@ flags.DEFINE_integer("probe_seq_length", 64, "Sequence length of the prediction 
 flags.DEFINE_bool("append", True, "Append the tables to benchmarks/RESULTS.md.")
 flags.DEFINE_string("label", "", "Extra words for the RESULTS.md title (e.g. 'before fix').")
 
+
 def ours_fn(dtype: str, xla: bool):
     import tensorflow as tf
     import keras_bert
+
     encoder = keras_bert.from_pretrained(common.PRESET, dtype=dtype)
 
     @tf.function(jit_compile=xla, reduce_retracing=True)
     def run(features):
         return encoder(features, training=False)["sequence_output"]
+
     return encoder, run
 
 
 def keras_hub_fn(dtype: str):
     import keras_hub
     import tensorflow as tf
+
     backbone = keras_hub.models.BertBackbone.from_preset(str(common.model_dir()), dtype=dtype)
 
     @tf.function(reduce_retracing=True)
     def run(features):
-        return backbone({"token_ids": features["input_word_ids"],
-                         "padding_mask": features["input_mask"],
-                         "segment_ids": features["input_type_ids"]},
-                        training=False)["sequence_output"]
+        return backbone(
+            {
+                "token_ids": features["input_word_ids"],
+                "padding_mask": features["input_mask"],
+                "segment_ids": features["input_type_ids"],
+            },
+            training=False,
+        )["sequence_output"]
+
     return run
 
 
@@ -121,8 +150,11 @@ def litert_fn(encoder, quantize: str, shapes, threads: int, tmp_dir: str):
         for n in names:
             interpreter.resize_tensor_input(index[n], list(shape))
         interpreter.allocate_tensors()
-        interpreters[tuple(shape)] = (interpreter, index,
-                                      interpreter.get_output_details()[0]["index"])
+        interpreters[tuple(shape)] = (
+            interpreter,
+            index,
+            interpreter.get_output_details()[0]["index"],
+        )
 
     def call(features):
         interpreter, index, output = interpreters[features["input_word_ids"].shape]
@@ -130,6 +162,7 @@ def litert_fn(encoder, quantize: str, shapes, threads: int, tmp_dir: str):
             interpreter.set_tensor(index[n], features[n])
         interpreter.invoke()
         return interpreter.get_tensor(output)
+
     return call
 
 
@@ -144,6 +177,7 @@ def build_contenders(peer, tf_peers=(), ort_peer=None, tmp_dir=None):
     def tf_call(fn):
         def call(features):
             return fn({k: tf.constant(v) for k, v in features.items()}).numpy()
+
         return call
 
     encoders = {}
@@ -160,9 +194,11 @@ def build_contenders(peer, tf_peers=(), ort_peer=None, tmp_dir=None):
             name = f"pytorch {short}{' autocast' if short == 'bfloat16' else ''}"
             name += f" ({threads} thread{'s' * (threads > 1)})" if threads else ""
             contenders[name] = {
-                (b, t): peer.add("encoder", bf16=short == "bfloat16", batch=b, seq=t,
-                                 threads=threads)
-                for b, t in ((FLAGS.batch_size, FLAGS.seq_length), (1, FLAGS.latency_seq_length))}
+                (b, t): peer.add(
+                    "encoder", bf16=short == "bfloat16", batch=b, seq=t, threads=threads
+                )
+                for b, t in ((FLAGS.batch_size, FLAGS.seq_length), (1, FLAGS.latency_seq_length))
+            }
     if FLAGS.bfloat16:  # inference-only: variables stored in bfloat16
         contenders["ours bfloat16 weights"] = tf_call(ours_fn("bfloat16", xla=False)[1])
         if FLAGS.keras_hub:
@@ -176,37 +212,47 @@ def build_contenders(peer, tf_peers=(), ort_peer=None, tmp_dir=None):
                 if dtype == "float32" or FLAGS.bfloat16:
                     contenders[f"{stack} {kind}{suffix}"] = {
                         (b, t): tf_peer.add("encoder", stack=stack, dtype=dtype, batch=b, seq=t)
-                        for b, t in shapes}
+                        for b, t in shapes
+                    }
     if FLAGS.litert:
         for quantize in ("float32", "int8"):
             contenders[f"ours LiteRT {quantize}"] = litert_fn(
-                encoders["float32"], quantize, shapes, FLAGS.litert_threads, tmp_dir)
+                encoders["float32"], quantize, shapes, FLAGS.litert_threads, tmp_dir
+            )
     for threads in (int(n) for n in FLAGS.onnxruntime_threads) if ort_peer is not None else ():
         for quant in ("float32", "int8"):
             name = f"onnxruntime {quant}"
             name += f" ({threads} thread{'s' * (threads > 1)})" if threads else ""
-            contenders[name] = {(b, t): ort_peer.add("encoder", quant=quant, batch=b, seq=t,
-                                                     threads=threads) for b, t in shapes}
+            contenders[name] = {
+                (b, t): ort_peer.add("encoder", quant=quant, batch=b, seq=t, threads=threads)
+                for b, t in shapes
+            }
     return contenders, encoders
 
 
 def throughput(contenders, batch_size, seq_length, repetitions):
     features = common.random_batch(batch_size, seq_length)
-    calls = {name: fn[(batch_size, seq_length)] if isinstance(fn, dict) else
-             (lambda fn=fn: fn(features)) for name, fn in contenders.items()}
+    calls = {
+        name: fn[(batch_size, seq_length)] if isinstance(fn, dict) else (lambda fn=fn: fn(features))
+        for name, fn in contenders.items()
+    }
     times = common.alternate(calls, repetitions, warmup=2)
     return {name: batch_size / common.median(t) for name, t in times.items()}
 
 
 def latency(contenders, seq_length, calls_per_contender):
     features = common.random_batch(1, seq_length, seed=1)
-    calls = {name: fn[(1, seq_length)] if isinstance(fn, dict) else
-             (lambda fn=fn: fn(features)) for name, fn in contenders.items()}
+    calls = {
+        name: fn[(1, seq_length)] if isinstance(fn, dict) else (lambda fn=fn: fn(features))
+        for name, fn in contenders.items()
+    }
     inner = 10
     rounds = max(1, calls_per_contender // inner)
     times = common.alternate(calls, rounds, warmup=3, inner=inner, log=False)
-    return {name: (common.percentile(t, 50) * 1e3, common.percentile(t, 99) * 1e3)
-            for name, t in times.items()}
+    return {
+        name: (common.percentile(t, 50) * 1e3, common.percentile(t, 99) * 1e3)
+        for name, t in times.items()
+    }
 
 
 def check_predictions(encoders, probe_train: int, seq_length: int) -> dict:
@@ -219,16 +265,25 @@ def check_predictions(encoders, probe_train: int, seq_length: int) -> dict:
     tok = FullTokenizer(resolve_vocab_file(common.PRESET), do_lower_case=True)
 
     def featurize(texts):
-        rows = [pack_inputs(tok.convert_tokens_to_ids(tok.tokenize(t)), None,
-                            max_seq_length=seq_length, cls_id=101, sep_id=102) for t in texts]
+        rows = [
+            pack_inputs(
+                tok.convert_tokens_to_ids(tok.tokenize(t)),
+                None,
+                max_seq_length=seq_length,
+                cls_id=101,
+                sep_id=102,
+            )
+            for t in texts
+        ]
         return {k: np.array([r[k] for r in rows], np.int32) for k in rows[0]}
 
     def embed(encoder, feats, batch=64):
-        fn = tf.function(lambda f: encoder(f, training=False)["sequence_output"],
-                         reduce_retracing=True)
+        fn = tf.function(
+            lambda f: encoder(f, training=False)["sequence_output"], reduce_retracing=True
+        )
         out = []
         for i in range(0, len(feats["input_word_ids"]), batch):
-            chunk = {k: tf.constant(v[i:i + batch]) for k, v in feats.items()}
+            chunk = {k: tf.constant(v[i : i + batch]) for k, v in feats.items()}
             seq = tf.cast(fn(chunk), tf.float32).numpy()
             mask = chunk["input_mask"].numpy()[..., None].astype(np.float32)
             out.append((seq * mask).sum(1) / mask.sum(1))  # sentence-transformers mean pooling
@@ -237,28 +292,38 @@ def check_predictions(encoders, probe_train: int, seq_length: int) -> dict:
     train_texts, train_labels = common.sst2_sentences("train", probe_train)
     dev_texts, dev_labels = common.sst2_sentences("dev")
     probe = LogisticRegression(max_iter=2000, C=1.0).fit(
-        embed(encoders["float32"], featurize(train_texts)), train_labels)
+        embed(encoders["float32"], featurize(train_texts)), train_labels
+    )
     dev = featurize(dev_texts)
     p32 = probe.predict_proba(embed(encoders["float32"], dev))
     p16 = probe.predict_proba(embed(encoders["bfloat16"], dev))
     agree = float(np.mean(p32.argmax(1) == p16.argmax(1)))
-    return {"dev_examples": len(dev_texts), "agreement": agree,
-            "max_prob_diff": float(np.abs(p32 - p16).max()),
-            "accuracy_float32": float(np.mean(p32.argmax(1) == dev_labels)),
-            "accuracy_bfloat16": float(np.mean(p16.argmax(1) == dev_labels))}
+    return {
+        "dev_examples": len(dev_texts),
+        "agreement": agree,
+        "max_prob_diff": float(np.abs(p32 - p16).max()),
+        "accuracy_float32": float(np.mean(p32.argmax(1) == dev_labels)),
+        "accuracy_bfloat16": float(np.mean(p16.argmax(1) == dev_labels)),
+    }
 
 
 def peer_versions() -> str:
     """Python and package versions of `common.peer_python()` (the PyTorch / ONNX Runtime peers)."""
-    code = ("import importlib.metadata as m, sys\n"
-            "def v(p):\n"
-            "    try:\n        return m.version(p)\n"
-            "    except m.PackageNotFoundError:\n        return 'absent'\n"
-            "print(f'Python {sys.version.split()[0]}; ' + ', '.join(f'{p} {v(p)}' for p in "
-            "('torch', 'transformers', 'onnx', 'onnxruntime')))")
+    code = (
+        "import importlib.metadata as m, sys\n"
+        "def v(p):\n"
+        "    try:\n        return m.version(p)\n"
+        "    except m.PackageNotFoundError:\n        return 'absent'\n"
+        "print(f'Python {sys.version.split()[0]}; ' + ', '.join(f'{p} {v(p)}' for p in "
+        "('torch', 'transformers', 'onnx', 'onnxruntime')))"
+    )
     try:
-        return subprocess.run([common.peer_python(), "-c", code], capture_output=True, text=True,
-                              timeout=120).stdout.strip() or "unknown"
+        return (
+            subprocess.run(
+                [common.peer_python(), "-c", code], capture_output=True, text=True, timeout=120
+            ).stdout.strip()
+            or "unknown"
+        )
     except (OSError, subprocess.TimeoutExpired):
         return "unknown"
 
@@ -268,10 +333,14 @@ def main(argv):
     common.set_threads_from_env()
     desc = common.machine_description(["torch", "transformers", "onnxruntime", "ai-edge-litert"])
     from keras_bert.checkpoints.presets import resolve_preset  # noqa: F401 - fail early
+
     peer = common.TorchPeer() if FLAGS.torch and common.torch_or_none() else None
-    ort_peer = (common.OnnxRuntimePeer()
-                if FLAGS.onnxruntime and common.onnxruntime_or_none() else None)
-    tf_peers = [(int(n), common.TensorFlowPeer(int(n), int(n))) for n in FLAGS.ours_threads if int(n)]
+    ort_peer = (
+        common.OnnxRuntimePeer() if FLAGS.onnxruntime and common.onnxruntime_or_none() else None
+    )
+    tf_peers = [
+        (int(n), common.TensorFlowPeer(int(n), int(n))) for n in FLAGS.ours_threads if int(n)
+    ]
     tmp = tempfile.TemporaryDirectory(prefix="bench_encoder_")
     contenders, encoders = build_contenders(peer, tf_peers, ort_peer, tmp.name)
     b, t = FLAGS.batch_size, FLAGS.seq_length
@@ -304,28 +373,54 @@ def main(argv):
         peer_tput = best(peers, seqs)
         peer_p50 = best(peers, {n: v[0] for n, v in lat.items()}, lower=True)
         gflops = seqs[name] * t * flops_tok / 1e9
-        ceiling = None if is_int8 else ceilings.get(
-            "tensorflow bfloat16" if is_bf16 else "tensorflow float32")
-        rows.append((name, seqs[name], common.ratio(seqs[name], peer_tput),
-                     f"{gflops:,.0f}", f"{100 * gflops / ceiling:.0f}%" if ceiling else "n/a",
-                     lat[name][0], lat[name][1],
-                     common.ratio(peer_p50, lat[name][0])))
+        ceiling = (
+            None
+            if is_int8
+            else ceilings.get("tensorflow bfloat16" if is_bf16 else "tensorflow float32")
+        )
+        rows.append(
+            (
+                name,
+                seqs[name],
+                common.ratio(seqs[name], peer_tput),
+                f"{gflops:,.0f}",
+                f"{100 * gflops / ceiling:.0f}%" if ceiling else "n/a",
+                lat[name][0],
+                lat[name][1],
+                common.ratio(peer_p50, lat[name][0]),
+            )
+        )
     table = common.markdown_table(
-        ["contender", f"seq/s @{b}x{t}", "vs best peer (same dtype)", "GFLOP/s",
-         "of TF matmul ceiling (same dtype)", f"p50 ms @1x{FLAGS.latency_seq_length}", "p99 ms",
-         "p50 speed vs best peer"], rows)
+        [
+            "contender",
+            f"seq/s @{b}x{t}",
+            "vs best peer (same dtype)",
+            "GFLOP/s",
+            "of TF matmul ceiling (same dtype)",
+            f"p50 ms @1x{FLAGS.latency_seq_length}",
+            "p99 ms",
+            "p50 speed vs best peer",
+        ],
+        rows,
+    )
     notes = [f"FLOPs: {flops_tok / 1e6:.1f} MFLOP/token at T={t} (dense + attention products)."]
     if ceilings:
-        notes.append("Ceilings this run: " + ", ".join(
-            f"{k} {v:,.0f} GFLOP/s" for k, v in ceilings.items())
-            + f" ({FLAGS.ceiling_size}^3 matmul, median of 3).")
-    notes.append(f"{FLAGS.repetitions} alternating rounds at batch {b}; latency: "
-                 f"{FLAGS.latency_calls} calls per contender, alternating blocks of 10.")
+        notes.append(
+            "Ceilings this run: "
+            + ", ".join(f"{k} {v:,.0f} GFLOP/s" for k, v in ceilings.items())
+            + f" ({FLAGS.ceiling_size}^3 matmul, median of 3)."
+        )
+    notes.append(
+        f"{FLAGS.repetitions} alternating rounds at batch {b}; latency: "
+        f"{FLAGS.latency_calls} calls per contender, alternating blocks of 10."
+    )
     if FLAGS.litert:
-        notes.append(f"ours LiteRT: {FLAGS.litert_threads} interpreter thread"
-                     f"{'s' * (FLAGS.litert_threads > 1)}; int8 = dynamic-range quantization "
-                     "(int8 weights, activations quantized per call), as onnxruntime int8; "
-                     "int8 GFLOP/s counts the same FLOPs as float32.")
+        notes.append(
+            f"ours LiteRT: {FLAGS.litert_threads} interpreter thread"
+            f"{'s' * (FLAGS.litert_threads > 1)}; int8 = dynamic-range quantization "
+            "(int8 weights, activations quantized per call), as onnxruntime int8; "
+            "int8 GFLOP/s counts the same FLOPs as float32."
+        )
     if peer is not None or ort_peer is not None:
         notes.append("Peer interpreter: " + peer_versions())
     tmp.cleanup()
@@ -338,7 +433,8 @@ def main(argv):
             f"embeddings of the first {FLAGS.probe_train} SST-2 train sentences: agreement "
             f"{100 * chk['agreement']:.2f}%, max probability difference "
             f"{chk['max_prob_diff']:.4f}; dev accuracy float32 {100 * chk['accuracy_float32']:.1f}%"
-            f", bfloat16 {100 * chk['accuracy_bfloat16']:.1f}%.")
+            f", bfloat16 {100 * chk['accuracy_bfloat16']:.1f}%."
+        )
     body = table + "\n\n" + "\n".join(f"- {n}" for n in notes)
     print(body)
     if FLAGS.append:

@@ -23,6 +23,7 @@ from the same weights, data order and seed, and evaluated on SST-2 dev (872 sent
 
     python -m benchmarks.bench_finetune [--repetitions=4] [--pipeline_batches=16] [--accuracy_steps=150] [--notorch]
 """
+
 import time
 
 import numpy as np
@@ -36,17 +37,28 @@ flags.DEFINE_integer("steps_per_round", 2, "Timed train steps per contender per 
 flags.DEFINE_integer("batch_size", 32, "Examples per step.")
 flags.DEFINE_integer("seq_length", 64, "Tokens per example (SST-2 sentences fit in 64).")
 flags.DEFINE_enum("jit_compile", "auto", ["auto", "true", "false"], "Keras compile(jit_compile).")
-flags.DEFINE_enum("ours_optimizer", "fused", ["fused", "keras"], "Ours trains with FusedAdamW "
-                  "(what run_classifier.py uses) or with keras.optimizers.AdamW like the peers.")
+flags.DEFINE_enum(
+    "ours_optimizer",
+    "fused",
+    ["fused", "keras"],
+    "Ours trains with FusedAdamW "
+    "(what run_classifier.py uses) or with keras.optimizers.AdamW like the peers.",
+)
 flags.DEFINE_bool("torch", True, "Include the PyTorch peer when installed.")
-flags.DEFINE_list("torch_threads", ["0"], "PyTorch intra-op thread settings to run, one contender "
-                  "each (0 = PyTorch's default, one per core). On a loaded machine OpenMP "
-                  "barriers with 2 threads collapse; add 1 to compare against the better one.")
+flags.DEFINE_list(
+    "torch_threads",
+    ["0"],
+    "PyTorch intra-op thread settings to run, one contender "
+    "each (0 = PyTorch's default, one per core). On a loaded machine OpenMP "
+    "barriers with 2 threads collapse; add 1 to compare against the better one.",
+)
 flags.DEFINE_bool("keras_hub", True, "Include keras-hub's BertTextClassifier.")
-flags.DEFINE_integer("pipeline_batches", 16, "Batches per cycle of the dynamic-padding comparison "
-                     "(0 = skip).")
-flags.DEFINE_integer("accuracy_steps", 0, "Steps of the float32 vs bfloat16 dev-accuracy check "
-                     "(0 = skip).")
+flags.DEFINE_integer(
+    "pipeline_batches", 16, "Batches per cycle of the dynamic-padding comparison (0 = skip)."
+)
+flags.DEFINE_integer(
+    "accuracy_steps", 0, "Steps of the float32 vs bfloat16 dev-accuracy check (0 = skip)."
+)
 flags.DEFINE_bool("append", True, "Append the table to benchmarks/RESULTS.md.")
 flags.DEFINE_string("label", "", "Extra words for the RESULTS.md title.")
 
@@ -56,9 +68,18 @@ LR = 2e-5
 def featurize(texts, seq_length):
     from keras_bert.checkpoints import resolve_vocab_file
     from keras_bert.tokenization import FullTokenizer, pack_inputs
+
     tok = FullTokenizer(resolve_vocab_file(common.PRESET), do_lower_case=True)
-    rows = [pack_inputs(tok.convert_tokens_to_ids(tok.tokenize(t)), None,
-                        max_seq_length=seq_length, cls_id=101, sep_id=102) for t in texts]
+    rows = [
+        pack_inputs(
+            tok.convert_tokens_to_ids(tok.tokenize(t)),
+            None,
+            max_seq_length=seq_length,
+            cls_id=101,
+            sep_id=102,
+        )
+        for t in texts
+    ]
     return {k: np.array([r[k] for r in rows], np.int32) for k in rows[0]}
 
 
@@ -68,6 +89,7 @@ def _jit():
 
 def _keras_optimizer():
     import keras
+
     return keras.optimizers.AdamW(learning_rate=LR, weight_decay=0.01, epsilon=1e-6)
 
 
@@ -78,6 +100,7 @@ def _ours_optimizer():
     if FLAGS.ours_optimizer == "keras":
         return _keras_optimizer()
     from keras_bert.training import FusedAdamW
+
     return FusedAdamW(learning_rate=LR, weight_decay=0.01, epsilon=1e-6)
 
 
@@ -86,36 +109,48 @@ def ours_model(dtype):
 
     import keras_bert
     from keras_bert.tasks import TextClassifier
+
     keras.utils.set_random_seed(0)
     model = TextClassifier(keras_bert.from_pretrained(common.PRESET, dtype=dtype), num_classes=2)
-    model.compile(optimizer=_ours_optimizer(), jit_compile=_jit(),
-                  loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+    model.compile(
+        optimizer=_ours_optimizer(),
+        jit_compile=_jit(),
+        loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+    )
     return model
 
 
 def keras_hub_model(dtype):
     import keras
     import keras_hub
+
     keras.utils.set_random_seed(0)
     backbone = keras_hub.models.BertBackbone.from_preset(str(common.model_dir()), dtype=dtype)
-    model = keras_hub.models.BertTextClassifier(backbone, num_classes=2, preprocessor=None,
-                                                dtype=dtype)
-    model.compile(optimizer=_keras_optimizer(), jit_compile=_jit(),
-                  loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+    model = keras_hub.models.BertTextClassifier(
+        backbone, num_classes=2, preprocessor=None, dtype=dtype
+    )
+    model.compile(
+        optimizer=_keras_optimizer(),
+        jit_compile=_jit(),
+        loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+    )
     return model
 
 
 def keras_hub_features(f):
-    return {"token_ids": f["input_word_ids"], "padding_mask": f["input_mask"],
-            "segment_ids": f["input_type_ids"]}
+    return {
+        "token_ids": f["input_word_ids"],
+        "padding_mask": f["input_mask"],
+        "segment_ids": f["input_type_ids"],
+    }
 
 
 def real_batches(data, labels, n_batches, batch_size, multiple=8):
     """The first n_batches shuffled (seed 0) batches: (padded to seq_length, cut to longest row)."""
-    order = np.random.default_rng(0).permutation(len(labels))[:n_batches * batch_size]
+    order = np.random.default_rng(0).permutation(len(labels))[: n_batches * batch_size]
     padded, cut = [], []
     for i in range(n_batches):
-        idx = order[i * batch_size:(i + 1) * batch_size]
+        idx = order[i * batch_size : (i + 1) * batch_size]
         full = {k: v[idx] for k, v in data.items()}
         longest = int(full["input_mask"].sum(1).max())
         width = min(full["input_mask"].shape[1], -(-longest // multiple) * multiple)
@@ -134,27 +169,43 @@ def pipeline_comparison(data, labels):
     for dtype in ("float32", "mixed_bfloat16"):
         short = "float32" if dtype == "float32" else "bfloat16"
         ours = ours_model(dtype)
-        contenders[f"ours {short}, dynamic padding"] = (
-            lambda m=ours: [m.train_on_batch(x, y) for x, y in cut])
+        contenders[f"ours {short}, dynamic padding"] = lambda m=ours: [
+            m.train_on_batch(x, y) for x, y in cut
+        ]
         if FLAGS.keras_hub:
             hub = keras_hub_model(dtype)
             hub_batches = [(keras_hub_features(x), y) for x, y in padded]
             contenders[f"keras-hub {short}, padded to {FLAGS.seq_length}"] = (
-                lambda m=hub, bs=hub_batches: [m.train_on_batch(x, y) for x, y in bs])
+                lambda m=hub, bs=hub_batches: [m.train_on_batch(x, y) for x, y in bs]
+            )
     times = common.alternate(contenders, max(2, FLAGS.repetitions // 2), warmup=1)
     eps = {name: n * b / common.median(ts) for name, ts in times.items()}
     ref32 = next((v for k, v in eps.items() if k.startswith("keras-hub float32")), None)
     rows = []
     for name, value in eps.items():
-        same = next((v for k, v in eps.items() if k.startswith("keras-hub") and
-                     ("bfloat16" in k) == ("bfloat16" in name)), None)
+        same = next(
+            (
+                v
+                for k, v in eps.items()
+                if k.startswith("keras-hub") and ("bfloat16" in k) == ("bfloat16" in name)
+            ),
+            None,
+        )
         rows.append((name, value, common.ratio(value, same), common.ratio(value, ref32)))
     table = common.markdown_table(
-        ["contender", f"examples/s ({n} real batches of {b})", "vs keras-hub same dtype",
-         "vs keras-hub float32"], rows)
-    note = (f"Real SST-2 train batches (seed 0 order); ours cut to widths {widths} "
-            f"(mean {np.mean(widths):.1f} tokens), keras-hub padded to {FLAGS.seq_length}; one timed "
-            f"unit = {n} train_on_batch steps.")
+        [
+            "contender",
+            f"examples/s ({n} real batches of {b})",
+            "vs keras-hub same dtype",
+            "vs keras-hub float32",
+        ],
+        rows,
+    )
+    note = (
+        f"Real SST-2 train batches (seed 0 order); ours cut to widths {widths} "
+        f"(mean {np.mean(widths):.1f} tokens), keras-hub padded to {FLAGS.seq_length}; one timed "
+        f"unit = {n} train_on_batch steps."
+    )
     return table, note
 
 
@@ -171,8 +222,11 @@ def accuracy_check(train, train_labels, dev, dev_labels, steps, batch_size):
         seconds = time.perf_counter() - start
         logits = model.predict(dev, batch_size=128, verbose=0)
         results[dtype] = (float(np.mean(logits.argmax(1) == dev_labels)), seconds)
-        print(f"  {dtype}: dev accuracy {results[dtype][0]:.4f} after {steps} steps "
-              f"({seconds:.0f} s)", flush=True)
+        print(
+            f"  {dtype}: dev accuracy {results[dtype][0]:.4f} after {steps} steps "
+            f"({seconds:.0f} s)",
+            flush=True,
+        )
     return results
 
 
@@ -198,13 +252,18 @@ def main(argv):
             contenders[f"keras-hub {short}"] = lambda m=hub, x=hub_batch: m.train_on_batch(x, y)
         for threads in (int(n) for n in FLAGS.torch_threads) if peer is not None else ():
             name = f"pytorch {short}" + (
-                f" ({threads} thread{'s' * (threads > 1)})" if threads else "")
+                f" ({threads} thread{'s' * (threads > 1)})" if threads else ""
+            )
             contenders[name] = peer.add(
-                "classifier", bf16=short == "bfloat16", lr=LR, threads=threads,
-                ids=batch["input_word_ids"].tolist(), mask=batch["input_mask"].tolist(),
-                labels=y.tolist())
-    times = common.alternate(contenders, FLAGS.repetitions, warmup=2,
-                             inner=FLAGS.steps_per_round)
+                "classifier",
+                bf16=short == "bfloat16",
+                lr=LR,
+                threads=threads,
+                ids=batch["input_word_ids"].tolist(),
+                mask=batch["input_mask"].tolist(),
+                labels=y.tolist(),
+            )
+    times = common.alternate(contenders, FLAGS.repetitions, warmup=2, inner=FLAGS.steps_per_round)
     if peer is not None:
         peer.close()
     eps = {name: b / common.median(ts) for name, ts in times.items()}
@@ -215,13 +274,23 @@ def main(argv):
         same = "keras-hub bfloat16" if "bfloat16" in name else "keras-hub float32"
         rows.append((name, value, common.ratio(value, eps.get(same)), common.ratio(value, ref32)))
     table = common.markdown_table(
-        ["contender", f"examples/s (batch {b} x {t})", "vs keras-hub same dtype",
-         "vs keras-hub float32"], rows)
+        [
+            "contender",
+            f"examples/s (batch {b} x {t})",
+            "vs keras-hub same dtype",
+            "vs keras-hub float32",
+        ],
+        rows,
+    )
     opt_name = "FusedAdamW" if FLAGS.ours_optimizer == "fused" else "keras AdamW"
-    notes = [(f"Keras compile(jit_compile={FLAGS.jit_compile!r}); AdamW lr {LR} (ours: {opt_name}, "
-              "the same update through TensorFlow's fused Adam kernel; keras-hub: keras AdamW); "
-              f"{FLAGS.repetitions} alternating rounds x {FLAGS.steps_per_round} steps; "
-              "train_on_batch on one fixed real SST-2 batch (no input pipeline in the timing).")]
+    notes = [
+        (
+            f"Keras compile(jit_compile={FLAGS.jit_compile!r}); AdamW lr {LR} (ours: {opt_name}, "
+            "the same update through TensorFlow's fused Adam kernel; keras-hub: keras AdamW); "
+            f"{FLAGS.repetitions} alternating rounds x {FLAGS.steps_per_round} steps; "
+            "train_on_batch on one fixed real SST-2 batch (no input pipeline in the timing)."
+        )
+    ]
     if FLAGS.pipeline_batches:
         print("dynamic padding comparison ...", flush=True)
         pipe_table, pipe_note = pipeline_comparison(data, labels)
@@ -230,17 +299,25 @@ def main(argv):
     if FLAGS.accuracy_steps:
         print("accuracy check ...", flush=True)
         dev_texts, dev_labels = common.sst2_sentences("dev")
-        acc = accuracy_check(data, labels.astype(np.int32), featurize(dev_texts, t), dev_labels,
-                             FLAGS.accuracy_steps, b)
+        acc = accuracy_check(
+            data,
+            labels.astype(np.int32),
+            featurize(dev_texts, t),
+            dev_labels,
+            FLAGS.accuracy_steps,
+            b,
+        )
         notes.append(
             f"Dev accuracy (SST-2 dev, 872) after {FLAGS.accuracy_steps} steps of batch {b} "
             f"(ours, same data order and seed, constant lr {LR}): float32 "
-            f"{100 * acc['float32'][0]:.2f}%, bfloat16 {100 * acc['mixed_bfloat16'][0]:.2f}%.")
+            f"{100 * acc['float32'][0]:.2f}%, bfloat16 {100 * acc['mixed_bfloat16'][0]:.2f}%."
+        )
     body = table + "\n\n" + "\n".join(f"- {n}" for n in notes)
     print(body)
     if FLAGS.append:
         title = "Fine-tuning throughput (bench_finetune)" + (
-            f", {FLAGS.label}" if FLAGS.label else "")
+            f", {FLAGS.label}" if FLAGS.label else ""
+        )
         common.append_results(title, body, desc, load_after=common.load_average())
 
 

@@ -34,6 +34,7 @@ hold the same float32 SavedModel beside their `model.tflite`). Then:
     KERAS_BERT_PEER_PYTHON=<venv with torch, transformers, onnx, onnxruntime>/bin/python \\
         python -m benchmarks.bench_litert --model_dir=<run_dir> [--repetitions=7] [--append]
 """
+
 import os
 import pathlib
 import subprocess
@@ -47,16 +48,26 @@ from absl import app, flags
 from benchmarks import common
 
 FLAGS = flags.FLAGS
-flags.DEFINE_string("model_dir", None, "Fine-tuned classifier: run_classifier output_dir or .keras.")
+flags.DEFINE_string(
+    "model_dir", None, "Fine-tuned classifier: run_classifier output_dir or .keras."
+)
 flags.DEFINE_integer("repetitions", 7, "Alternating rounds at batch_size x seq_length.")
 flags.DEFINE_integer("batch_size", 32, "Throughput batch size.")
 flags.DEFINE_integer("seq_length", 128, "Throughput sequence length.")
 flags.DEFINE_integer("latency_seq_length", 32, "Latency sequence length (batch 1).")
 flags.DEFINE_integer("latency_calls", 200, "Batch-1 calls per contender (p50/p99 over these).")
-flags.DEFINE_integer("litert_threads", 0, "LiteRT interpreter threads, in process and in the "
-                     "server (0 = one per CPU this process may use).")
-flags.DEFINE_integer("server_threads", 0, "serving.server --tensorflow_intra_op_parallelism "
-                     "(0 = TensorFlow's default); the LiteRT server uses --litert_threads.")
+flags.DEFINE_integer(
+    "litert_threads",
+    0,
+    "LiteRT interpreter threads, in process and in the "
+    "server (0 = one per CPU this process may use).",
+)
+flags.DEFINE_integer(
+    "server_threads",
+    0,
+    "serving.server --tensorflow_intra_op_parallelism "
+    "(0 = TensorFlow's default); the LiteRT server uses --litert_threads.",
+)
 flags.DEFINE_bool("onnxruntime", True, "Include the ONNX Runtime peer when available.")
 flags.DEFINE_integer("onnxruntime_threads", 0, "ONNX Runtime intra-op threads (0 = its default).")
 flags.DEFINE_bool("grpc", True, "Include the serving.server contenders.")
@@ -70,48 +81,59 @@ def export_versions(model_dir, base: pathlib.Path):
     """Exports the task twice (LiteRT float32 -> version 1, int8 -> version 2); returns
     (task, {"float32": dir, "int8": dir}, seconds per export)."""
     from keras_bert.tasks.loading import load_task
+
     task = load_task(model_dir)
     paths, seconds = {}, {}
     for version, quantize in ((1, "float32"), (2, "int8")):
         start = time.perf_counter()
-        paths[quantize] = task.export(base, "model", version=version, dtype="float32",
-                                      litert=quantize)
+        paths[quantize] = task.export(
+            base, "model", version=version, dtype="float32", litert=quantize
+        )
         seconds[quantize] = time.perf_counter() - start
     return task, paths, seconds
 
 
 def litert_runner(path: pathlib.Path, threads: int):
     from ai_edge_litert.interpreter import Interpreter
-    return Interpreter(model_path=str(path / "model.tflite"),
-                       num_threads=threads).get_signature_runner("encoded")
+
+    return Interpreter(
+        model_path=str(path / "model.tflite"), num_threads=threads
+    ).get_signature_runner("encoded")
 
 
 def agreement(task, paths, threads: int) -> dict:
     """SST-2 dev accuracy of SavedModel / LiteRT float32 / LiteRT int8 and their agreement."""
     import tensorflow as tf
+
     texts, labels = common.sst2_sentences("dev")
     packed = task.preprocessor(tf.constant(texts))
     ids = {k: np.asarray(packed[k], np.int32) for k in INPUT_NAMES}
     saved = tf.saved_model.load(str(paths["float32"])).signatures["encoded"]
+
     def saved_run(**features):
-        return {k: v.numpy() for k, v in saved(
-            **{n: tf.constant(x) for n, x in features.items()}).items()}
+        return {
+            k: v.numpy()
+            for k, v in saved(**{n: tf.constant(x) for n, x in features.items()}).items()
+        }
 
     runs = {"SavedModel": saved_run}
     for quantize in ("float32", "int8"):
         runs[f"LiteRT {quantize}"] = litert_runner(paths[quantize], threads)
     probabilities = {}
     for name, run in runs.items():
-        chunks = [run(**{k: v[i:i + 64] for k, v in ids.items()})
-                  for i in range(0, len(texts), 64)]
+        chunks = [
+            run(**{k: v[i : i + 64] for k, v in ids.items()}) for i in range(0, len(texts), 64)
+        ]
         probabilities[name] = np.concatenate([c["probabilities"] for c in chunks])
     preds = {n: p.argmax(-1) for n, p in probabilities.items()}
     return {
         "examples": len(texts),
         "accuracy": {n: float(np.mean(p == labels)) for n, p in preds.items()},
         "int8_same_prediction": float(np.mean(preds["LiteRT int8"] == preds["LiteRT float32"])),
-        "max_prob_diff": {n: float(np.abs(probabilities[n] - probabilities["SavedModel"]).max())
-                          for n in ("LiteRT float32", "LiteRT int8")},
+        "max_prob_diff": {
+            n: float(np.abs(probabilities[n] - probabilities["SavedModel"]).max())
+            for n in ("LiteRT float32", "LiteRT int8")
+        },
     }
 
 
@@ -127,26 +149,44 @@ def start_server(base: pathlib.Path, tmp: pathlib.Path, litert: bool):
         port = s.getsockname()[1]
     config = tmp / ("litert.config" if litert else "plain.config")
     names = (("float32", 1), ("int8", 2)) if litert else (("saved_model", 1),)
-    config.write_text("model_config_list { " + " ".join(
-        f'config {{ name: "{n}" base_path: "{base / "model"}" model_platform: "tensorflow" '
-        f'model_version_policy {{ specific {{ versions: {v} }} }} }}' for n, v in names) + " }")
+    config.write_text(
+        "model_config_list { "
+        + " ".join(
+            f'config {{ name: "{n}" base_path: "{base / "model"}" model_platform: "tensorflow" '
+            f"model_version_policy {{ specific {{ versions: {v} }} }} }}"
+            for n, v in names
+        )
+        + " }"
+    )
     threads = FLAGS.litert_threads if litert else FLAGS.server_threads
     log_path = tmp / f"server_{'litert' if litert else 'plain'}.log"
     log = open(log_path, "wb")
     proc = subprocess.Popen(
-        [sys.executable, "-m", "serving.server", f"--port={port}", "--rest_api_port=0",
-         f"--model_config_file={config}", f"--tensorflow_intra_op_parallelism={threads}",
-         *(["--prefer_tflite_model"] if litert else [])],
-        stdout=log, stderr=subprocess.STDOUT, cwd=common.RESULTS_FILE.parent.parent,
-        env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"))
+        [
+            sys.executable,
+            "-m",
+            "serving.server",
+            f"--port={port}",
+            "--rest_api_port=0",
+            f"--model_config_file={config}",
+            f"--tensorflow_intra_op_parallelism={threads}",
+            *(["--prefer_tflite_model"] if litert else []),
+        ],
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        cwd=common.RESULTS_FILE.parent.parent,
+        env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"),
+    )
     address = f"127.0.0.1:{port}"
     deadline = time.time() + 300
     while time.time() < deadline:
         if proc.poll() is not None:
             raise RuntimeError(f"server exited: {log_path.read_text(errors='replace')[-2000:]}")
         try:
-            if all(any(s == "AVAILABLE" for _, s, _ in model_status(address, n, timeout=2))
-                   for n, _ in names):
+            if all(
+                any(s == "AVAILABLE" for _, s, _ in model_status(address, n, timeout=2))
+                for n, _ in names
+            ):
                 return proc, address
         except Exception:
             pass
@@ -159,6 +199,7 @@ def grpc_call(address, model, features):
     import grpc
     import tensorflow as tf
     from tensorflow_serving.apis import predict_pb2, prediction_service_pb2_grpc
+
     channel = grpc.insecure_channel(address)
     stub = prediction_service_pb2_grpc.PredictionServiceStub(channel)
     request = predict_pb2.PredictRequest()
@@ -182,20 +223,25 @@ def build_contenders(paths, shapes, servers, ort):
     for shape in shapes:
         features = common.random_batch(*shape, seed=1)
         tensors = {k: tf.constant(v) for k, v in features.items()}
-        contenders.setdefault("SavedModel (TF)", {})[shape] = \
-            lambda t=tensors, keep=loaded: saved(**t)["probabilities"].numpy()
-        contenders.setdefault("SavedModel frozen (TF)", {})[shape] = \
-            lambda t=tensors: frozen(**t)
+        contenders.setdefault("SavedModel (TF)", {})[shape] = lambda t=tensors, keep=loaded: saved(
+            **t
+        )["probabilities"].numpy()
+        contenders.setdefault("SavedModel frozen (TF)", {})[shape] = lambda t=tensors: frozen(**t)
         for quantize, runner in runners.items():  # one interpreter per file: resized per shape
-            contenders.setdefault(f"LiteRT {quantize}", {})[shape] = \
-                lambda r=runner, f=features: r(**f)["probabilities"]
+            contenders.setdefault(f"LiteRT {quantize}", {})[shape] = lambda r=runner, f=features: r(
+                **f
+            )["probabilities"]
         for name, (address, model) in servers.items():
             contenders.setdefault(name, {})[shape] = grpc_call(address, model, features)
         if ort is not None:
             for quant in ("float32", "int8"):
                 contenders.setdefault(f"onnxruntime {quant}", {})[shape] = ort.add(
-                    "encoder", quant=quant, batch=shape[0], seq=shape[1],
-                    threads=FLAGS.onnxruntime_threads)
+                    "encoder",
+                    quant=quant,
+                    batch=shape[0],
+                    seq=shape[1],
+                    threads=FLAGS.onnxruntime_threads,
+                )
     return contenders
 
 
@@ -226,13 +272,18 @@ def main(argv):
             b, t, lt = FLAGS.batch_size, FLAGS.seq_length, FLAGS.latency_seq_length
             contenders = build_contenders(paths, [(b, t), (1, lt)], servers, ort)
             print(f"throughput at {b} x {t} ...", flush=True)
-            tput = common.alternate({n: c[(b, t)] for n, c in contenders.items()},
-                                    FLAGS.repetitions, warmup=2)
+            tput = common.alternate(
+                {n: c[(b, t)] for n, c in contenders.items()}, FLAGS.repetitions, warmup=2
+            )
             print(f"latency at 1 x {lt} ...", flush=True)
             inner = 10
-            lat = common.alternate({n: c[(1, lt)] for n, c in contenders.items()},
-                                   max(1, FLAGS.latency_calls // inner), warmup=5, inner=inner,
-                                   log=False)
+            lat = common.alternate(
+                {n: c[(1, lt)] for n, c in contenders.items()},
+                max(1, FLAGS.latency_calls // inner),
+                warmup=5,
+                inner=inner,
+                log=False,
+            )
         finally:
             for proc in procs:
                 proc.terminate()
@@ -245,11 +296,27 @@ def main(argv):
     rows = []
     for name in contenders:
         peer = "onnxruntime int8" if "int8" in name else "onnxruntime float32"
-        rows.append((name, p50[name], p99[name], common.ratio(p50.get(peer), p50[name]),
-                     seqs[name], common.ratio(seqs[name], seqs.get(peer))))
+        rows.append(
+            (
+                name,
+                p50[name],
+                p99[name],
+                common.ratio(p50.get(peer), p50[name]),
+                seqs[name],
+                common.ratio(seqs[name], seqs.get(peer)),
+            )
+        )
     table = common.markdown_table(
-        ["contender", f"p50 ms @1x{lt}", "p99 ms", "p50 speed vs ONNX Runtime (same precision)",
-         f"seq/s @{b}x{t}", "vs ONNX Runtime (same precision)"], rows)
+        [
+            "contender",
+            f"p50 ms @1x{lt}",
+            "p99 ms",
+            "p50 speed vs ONNX Runtime (same precision)",
+            f"seq/s @{b}x{t}",
+            "vs ONNX Runtime (same precision)",
+        ],
+        rows,
+    )
     acc = agree["accuracy"]
     notes = [
         f"Model: {pathlib.Path(FLAGS.model_dir).name} ({task.task_name or 'classifier'}, "
@@ -272,8 +339,12 @@ def main(argv):
     body = table + "\n\n" + "\n".join(f"- {n}" for n in notes)
     print(body)
     if FLAGS.append:
-        common.append_results("Exported model: LiteRT and SavedModel against ONNX Runtime "
-                              "(bench_litert)", body, desc, load_after=common.load_average())
+        common.append_results(
+            "Exported model: LiteRT and SavedModel against ONNX Runtime (bench_litert)",
+            body,
+            desc,
+            load_after=common.load_average(),
+        )
 
 
 if __name__ == "__main__":

@@ -6,6 +6,7 @@ TensorFlow figures are the ceilings that `bench_encoder` divides by.
 
     python -m benchmarks.bench_matmul [--size=4096] [--repetitions=5] [--noappend]
 """
+
 from absl import app, flags
 
 from benchmarks import common
@@ -24,12 +25,21 @@ def main(argv):
     base = gflops["tensorflow float32"]
     rows = [(name, f"{g:,.0f}", common.ratio(g, base)) for name, g in gflops.items()]
     table = common.markdown_table(
-        [f"matmul {FLAGS.size}^3 ({FLAGS.repetitions} alternating reps, median)", "GFLOP/s",
-         "vs TF float32"], rows)
+        [
+            f"matmul {FLAGS.size}^3 ({FLAGS.repetitions} alternating reps, median)",
+            "GFLOP/s",
+            "vs TF float32",
+        ],
+        rows,
+    )
     print(table)
     if FLAGS.append:
-        common.append_results("Ceilings: matrix products (bench_matmul)", table, desc,
-                              load_after=common.load_average())
+        common.append_results(
+            "Ceilings: matrix products (bench_matmul)",
+            table,
+            desc,
+            load_after=common.load_average(),
+        )
 
 
 if __name__ == "__main__":

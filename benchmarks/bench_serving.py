@@ -17,6 +17,7 @@ Throughput in requests (sentences)/s, latency p50/p99 ms per request.
 
     python -m benchmarks.bench_serving [--seconds=15] [--max_seq_length=128]
 """
+
 import os
 import pathlib
 import socket
@@ -37,8 +38,12 @@ flags.DEFINE_integer("batch_size", 32, "In-process batch for text-in vs ids-in."
 flags.DEFINE_integer("repetitions", 5, "Alternating rounds for text-in vs ids-in.")
 flags.DEFINE_float("seconds", 15.0, "Duration of each client-load measurement.")
 flags.DEFINE_list("clients", ["1", "16"], "Concurrent client counts.")
-flags.DEFINE_list("batch_timeout_micros", ["5000", "20000"], "Server batching: wait after the first "
-                  "request of a batch; one batching-on server (and table row) per value.")
+flags.DEFINE_list(
+    "batch_timeout_micros",
+    ["5000", "20000"],
+    "Server batching: wait after the first "
+    "request of a batch; one batching-on server (and table row) per value.",
+)
 flags.DEFINE_bool("grpc", True, "Run the client-load part (in process and through the server).")
 flags.DEFINE_bool("append", True, "Append the tables to benchmarks/RESULTS.md.")
 
@@ -51,12 +56,18 @@ def export_model(base: pathlib.Path) -> pathlib.Path:
     from keras_bert.checkpoints import resolve_vocab_file
     from keras_bert.tasks import TextClassifier
     from keras_bert.tokenization import BertPreprocessor
+
     keras.utils.set_random_seed(0)
-    preprocessor = BertPreprocessor(resolve_vocab_file(common.PRESET), do_lower_case=True,
-                                    max_seq_length=FLAGS.max_seq_length)
-    task = TextClassifier(keras_bert.from_pretrained(common.PRESET), num_classes=2,
-                          label_names=["negative", "positive"], task_name="sst2",
-                          preprocessor=preprocessor)
+    preprocessor = BertPreprocessor(
+        resolve_vocab_file(common.PRESET), do_lower_case=True, max_seq_length=FLAGS.max_seq_length
+    )
+    task = TextClassifier(
+        keras_bert.from_pretrained(common.PRESET),
+        num_classes=2,
+        label_names=["negative", "positive"],
+        task_name="sst2",
+        preprocessor=preprocessor,
+    )
     task(common.random_batch(1, 8))
     return task.export(str(base), MODEL_NAME)
 
@@ -65,31 +76,53 @@ def text_vs_ids(loaded, sentences):
     import tensorflow as tf
     from keras_bert.checkpoints import resolve_vocab_file
     from keras_bert.tokenization import FullTokenizer, pack_inputs
+
     tok = FullTokenizer(resolve_vocab_file(common.PRESET), do_lower_case=True)
     text_fn, ids_fn = loaded.signatures["serving_default"], loaded.signatures["encoded"]
     rows = []
     for b in (1, FLAGS.batch_size):
         texts = tf.constant(sentences[:b])
-        packed = [pack_inputs(tok.convert_tokens_to_ids(tok.tokenize(s)), None,
-                              max_seq_length=FLAGS.max_seq_length, cls_id=101, sep_id=102)
-                  for s in sentences[:b]]
+        packed = [
+            pack_inputs(
+                tok.convert_tokens_to_ids(tok.tokenize(s)),
+                None,
+                max_seq_length=FLAGS.max_seq_length,
+                cls_id=101,
+                sep_id=102,
+            )
+            for s in sentences[:b]
+        ]
         full = {k: tf.constant(np.array([p[k] for p in packed], np.int32)) for k in packed[0]}
         width = max(int(sum(p["input_mask"])) for p in packed)  # the batch's longest row
         trimmed = {k: v[:, :width] for k, v in full.items()}
-        np.testing.assert_allclose(text_fn(text=texts)["probabilities"].numpy(),
-                                   ids_fn(**trimmed)["probabilities"].numpy(), atol=1e-4)
-        calls = {"text in (serving_default)": lambda t=texts: text_fn(text=t)["probabilities"].numpy(),
-                 "ids in (encoded), padded to max_seq_length":
-                     lambda i=full: ids_fn(**i)["probabilities"].numpy(),
-                 "ids in (encoded)": lambda i=trimmed: ids_fn(**i)["probabilities"].numpy()}
+        np.testing.assert_allclose(
+            text_fn(text=texts)["probabilities"].numpy(),
+            ids_fn(**trimmed)["probabilities"].numpy(),
+            atol=1e-4,
+        )
+        calls = {
+            "text in (serving_default)": lambda t=texts: text_fn(text=t)["probabilities"].numpy(),
+            "ids in (encoded), padded to max_seq_length": lambda i=full: ids_fn(**i)[
+                "probabilities"
+            ].numpy(),
+            "ids in (encoded)": lambda i=trimmed: ids_fn(**i)["probabilities"].numpy(),
+        }
         reps = FLAGS.repetitions if b > 1 else max(2, FLAGS.repetitions // 2)
         times = common.alternate(calls, reps, warmup=2, inner=1 if b > 1 else 10, log=False)
         med = {k: common.median(v) for k, v in times.items()}
         for name in calls:
-            rows.append((name, b, b / med[name], med[name] * 1e3,
-                         common.ratio(med["ids in (encoded)"], med[name])))
+            rows.append(
+                (
+                    name,
+                    b,
+                    b / med[name],
+                    med[name] * 1e3,
+                    common.ratio(med["ids in (encoded)"], med[name]),
+                )
+            )
     return common.markdown_table(
-        ["in process", "batch", "sentences/s", "median ms per call", "vs ids in"], rows)
+        ["in process", "batch", "sentences/s", "median ms per call", "vs ids in"], rows
+    )
 
 
 def load_run(make_call, clients: int, seconds: float, rows_per_call: int = 1):
@@ -98,8 +131,11 @@ def load_run(make_call, clients: int, seconds: float, rows_per_call: int = 1):
     Returns (rows/s, p50 ms, p99 ms) over the calls that ended inside the measured window.
     """
     lat, window = common.closed_loop(lambda _: make_call(), clients, seconds)
-    return (len(lat) * rows_per_call / window, common.percentile(lat, 50) * 1e3,
-            common.percentile(lat, 99) * 1e3)
+    return (
+        len(lat) * rows_per_call / window,
+        common.percentile(lat, 50) * 1e3,
+        common.percentile(lat, 99) * 1e3,
+    )
 
 
 def free_port() -> int:
@@ -112,20 +148,31 @@ def start_server(base: pathlib.Path, batch_timeout_micros, tmp: pathlib.Path):
     """A server process; batching on with that timeout, or off for None. Returns (process, gRPC
     address, REST address or None; REST only with batching, for its batch-size metrics)."""
     from serving.client import ClientError, model_status
+
     port = free_port()
     rest_port = free_port() if batch_timeout_micros is not None else 0
-    cmd = [sys.executable, "-m", "serving.server", f"--port={port}", f"--rest_api_port={rest_port}",
-           f"--model_name={MODEL_NAME}", f"--model_base_path={base / MODEL_NAME}"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "serving.server",
+        f"--port={port}",
+        f"--rest_api_port={rest_port}",
+        f"--model_name={MODEL_NAME}",
+        f"--model_base_path={base / MODEL_NAME}",
+    ]
     batching = batch_timeout_micros is not None
     if batching:
         conf = tmp / "batching.config"
-        conf.write_text(f"max_batch_size {{ value: 16 }}\nbatch_timeout_micros {{ value: "
-                        f"{batch_timeout_micros} }}\nnum_batch_threads {{ value: 1 }}\n"
-                        "max_enqueued_batches { value: 1000 }\n")
+        conf.write_text(
+            f"max_batch_size {{ value: 16 }}\nbatch_timeout_micros {{ value: "
+            f"{batch_timeout_micros} }}\nnum_batch_threads {{ value: 1 }}\n"
+            "max_enqueued_batches { value: 1000 }\n"
+        )
         cmd += ["--enable_batching", f"--batching_parameters_file={conf}"]
     log = open(tmp / f"server_{batch_timeout_micros if batching else 'nobatch'}.log", "w")
-    proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT,
-                            cwd=pathlib.Path(__file__).resolve().parents[1])
+    proc = subprocess.Popen(
+        cmd, stdout=log, stderr=subprocess.STDOUT, cwd=pathlib.Path(__file__).resolve().parents[1]
+    )
     address = f"127.0.0.1:{port}"
     deadline = time.time() + 300
     while time.time() < deadline:
@@ -134,8 +181,9 @@ def start_server(base: pathlib.Path, batch_timeout_micros, tmp: pathlib.Path):
             tail = pathlib.Path(log.name).read_text()[-3000:]
             raise RuntimeError(f"server exited with {proc.returncode}:\n{tail}")
         try:
-            if any(state == "AVAILABLE" for _, state, _ in model_status(address, MODEL_NAME,
-                                                                         timeout=2)):
+            if any(
+                state == "AVAILABLE" for _, state, _ in model_status(address, MODEL_NAME, timeout=2)
+            ):
                 return proc, address, (f"127.0.0.1:{rest_port}" if rest_port else None)
         except (ClientError, Exception):
             pass
@@ -148,7 +196,10 @@ def batch_counts(rest_address) -> tuple[float, float]:
     """(rows, model calls) so far, from the server's serving_batch_size Prometheus histogram."""
     import urllib.request
     from prometheus_client.parser import text_string_to_metric_families
-    with urllib.request.urlopen(f"http://{rest_address}/monitoring/prometheus/metrics", timeout=10) as r:
+
+    with urllib.request.urlopen(
+        f"http://{rest_address}/monitoring/prometheus/metrics", timeout=10
+    ) as r:
         text = r.read().decode()
     rows = calls = 0.0
     for family in text_string_to_metric_families(text):
@@ -178,20 +229,25 @@ def grpc_caller(address, sentence_source):
             request.inputs["text"].CopyFrom(tf.make_tensor_proto([next(it)], dtype=tf.string))
             response = stub.Predict(request, timeout=60)
             assert response.outputs["probabilities"].tensor_shape.dim[0].size == 1
+
         return call
+
     return make
 
 
 def in_process_runs(loaded, sentence_source, clients) -> dict:
     """(path, clients) -> (sentences/s, p50, p99) for in-process calls of serving_default."""
     import tensorflow as tf
+
     fn = loaded.signatures["serving_default"]
 
     def inproc(rows):
         def make():
             it = sentence_source()
             return lambda: fn(text=tf.constant([next(it) for _ in range(rows)]))[
-                "probabilities"].numpy()
+                "probabilities"
+            ].numpy()
+
         return make
 
     results = {}
@@ -200,7 +256,8 @@ def in_process_runs(loaded, sentence_source, clients) -> dict:
         results[("in process, single sentences", c)] = load_run(inproc(1), c, FLAGS.seconds)
         if c > 1:
             results[(f"in process, batches of {c} (one caller)", c)] = load_run(
-                inproc(c), 1, FLAGS.seconds, rows_per_call=c)
+                inproc(c), 1, FLAGS.seconds, rows_per_call=c
+            )
     return results
 
 
@@ -210,14 +267,18 @@ def server_runs(base, tmp, sentence_source, clients) -> tuple[dict, dict]:
     results, mean_batch = {}, {}
     for timeout in [None] + [int(t) for t in FLAGS.batch_timeout_micros] if clients else ():
         proc, address, rest = start_server(base, timeout, tmp)
-        name = ("gRPC Predict, batching off" if timeout is None else
-                f"gRPC Predict, batching on ({timeout / 1000:g} ms timeout)")
+        name = (
+            "gRPC Predict, batching off"
+            if timeout is None
+            else f"gRPC Predict, batching on ({timeout / 1000:g} ms timeout)"
+        )
         try:
             for c in clients:
                 print(f"{name}, {c} client(s) ...", flush=True)
                 before = batch_counts(rest) if rest else None
-                results[(name, c)] = load_run(grpc_caller(address, sentence_source), c,
-                                              FLAGS.seconds)
+                results[(name, c)] = load_run(
+                    grpc_caller(address, sentence_source), c, FLAGS.seconds
+                )
                 if rest:
                     after = batch_counts(rest)
                     calls = after[1] - before[1]
@@ -234,20 +295,40 @@ def results_table(results, mean_batch) -> tuple[str, list, list]:
     for (name, c), (tput, p50, p99) in results.items():
         ref = results.get(("in process, single sentences", c))
         ref_batch = results.get((f"in process, batches of {c} (one caller)", c))
-        rows.append((name, c, tput, p50, p99, common.ratio(tput, ref[0] if ref else None),
-                     common.ratio(tput, ref_batch[0] if ref_batch else None),
-                     f"{mean_batch[(name, c)]:.1f}" if mean_batch.get((name, c)) else "n/a"))
+        rows.append(
+            (
+                name,
+                c,
+                tput,
+                p50,
+                p99,
+                common.ratio(tput, ref[0] if ref else None),
+                common.ratio(tput, ref_batch[0] if ref_batch else None),
+                f"{mean_batch[(name, c)]:.1f}" if mean_batch.get((name, c)) else "n/a",
+            )
+        )
     table2 = common.markdown_table(
-        ["path", "clients", "sentences/s", "p50 ms", "p99 ms",
-         "vs in process, same clients", "vs in process, batches of that size",
-         "rows per model call (server metrics)"], rows)
-    notes = [f"MiniLM-L6 classifier (random fixed head), serving_default, max_seq_length "
-             f"{FLAGS.max_seq_length}, core-op tokenizer; SST-2 dev sentences, one per request.",
-             f"Server batching: max_batch_size 16, batch_timeout_micros "
-             f"{', '.join(FLAGS.batch_timeout_micros)} (one server each), num_batch_threads 1; rows "
-             "per model call from the server's serving_batch_size histogram over the window. Each "
-             "load window "
-             f"{FLAGS.seconds:.0f} s (+1 s warm-up counted); client and server share the cores."]
+        [
+            "path",
+            "clients",
+            "sentences/s",
+            "p50 ms",
+            "p99 ms",
+            "vs in process, same clients",
+            "vs in process, batches of that size",
+            "rows per model call (server metrics)",
+        ],
+        rows,
+    )
+    notes = [
+        f"MiniLM-L6 classifier (random fixed head), serving_default, max_seq_length "
+        f"{FLAGS.max_seq_length}, core-op tokenizer; SST-2 dev sentences, one per request.",
+        f"Server batching: max_batch_size 16, batch_timeout_micros "
+        f"{', '.join(FLAGS.batch_timeout_micros)} (one server each), num_batch_threads 1; rows "
+        "per model call from the server's serving_batch_size histogram over the window. Each "
+        "load window "
+        f"{FLAGS.seconds:.0f} s (+1 s warm-up counted); client and server share the cores.",
+    ]
     return table2, rows, notes
 
 
@@ -256,6 +337,7 @@ def main(argv):
     common.set_threads_from_env()
     desc = common.machine_description(["grpcio", "tensorflow-serving-api"])
     import tensorflow as tf
+
     sentences = [s.encode("utf-8") for s in common.sst2_sentences("dev")[0]]
 
     def sentence_source():
@@ -282,8 +364,12 @@ def main(argv):
     body = table1 + ("\n\n" + table2 if rows else "") + "\n\n" + "\n".join(f"- {n}" for n in notes)
     print(body)
     if FLAGS.append:
-        common.append_results("Serving: SavedModel in process and gRPC (bench_serving)", body,
-                              desc, load_after=common.load_average())
+        common.append_results(
+            "Serving: SavedModel in process and gRPC (bench_serving)",
+            body,
+            desc,
+            load_after=common.load_average(),
+        )
 
 
 if __name__ == "__main__":

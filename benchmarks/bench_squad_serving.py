@@ -27,6 +27,7 @@ from benchmarks.common). The server start is its own here: bench_serving's `star
 hard-codes its model name and server flags, and importing bench_serving would define its
 --seconds/--clients/--append flags (other defaults) and clash with these.
 """
+
 import os
 import pathlib
 import re
@@ -43,8 +44,9 @@ from benchmarks import common
 FLAGS = flags.FLAGS
 flags.DEFINE_string("model_base_path", None, "Versioned export base dir (holds 1/, 2/, ...).")
 flags.DEFINE_string("model_name", "squad", "Name the server serves the model under.")
-flags.DEFINE_string("predict_file", None, "SQuAD v1.1/v2.0 JSON, e.g. "
-                    "../shared/data/squad/dev-v1.1.json.")
+flags.DEFINE_string(
+    "predict_file", None, "SQuAD v1.1/v2.0 JSON, e.g. ../shared/data/squad/dev-v1.1.json."
+)
 flags.DEFINE_integer("min_words", 120, "Shortest context used (whitespace-split words).")
 flags.DEFINE_integer("max_words", 180, "Longest context used (whitespace-split words).")
 flags.DEFINE_integer("max_questions", 1000, "At most this many questions (file order) are cycled.")
@@ -52,14 +54,19 @@ flags.DEFINE_integer("batch", 1, "Questions (each with its context) per request.
 flags.DEFINE_float("seconds", 15.0, "Measured seconds per client count (after 1 s warm-up).")
 flags.DEFINE_list("clients", ["1", "4"], "Concurrent client counts (threads, one channel each).")
 flags.DEFINE_integer("check_requests", 20, "Requests checked for offsets and EM before timing.")
-flags.DEFINE_integer("port", 0, "gRPC port of the server; 0: the server binds a free one "
-                     "(read back from its log).")
+flags.DEFINE_integer(
+    "port", 0, "gRPC port of the server; 0: the server binds a free one (read back from its log)."
+)
 flags.DEFINE_integer("grpc_max_threads", 16, "serving.server --grpc_max_threads.")
 flags.DEFINE_integer("tensorflow_intra_op_parallelism", 0, "serving.server flag (0 = default).")
 flags.DEFINE_integer("tensorflow_inter_op_parallelism", 0, "serving.server flag (0 = default).")
-flags.DEFINE_multi_string("server_arg", [], "Extra serving.server flag, repeatable, e.g. "
-                          "--server_arg=--enable_batching "
-                          "--server_arg=--batching_parameters_file=batching.config.")
+flags.DEFINE_multi_string(
+    "server_arg",
+    [],
+    "Extra serving.server flag, repeatable, e.g. "
+    "--server_arg=--enable_batching "
+    "--server_arg=--batching_parameters_file=batching.config.",
+)
 flags.DEFINE_float("start_timeout", 300.0, "Seconds to wait for the model to be AVAILABLE.")
 flags.DEFINE_bool("append", False, "Append the table to benchmarks/RESULTS.md.")
 flags.mark_flags_as_required(["model_base_path", "predict_file"])
@@ -70,8 +77,12 @@ REPO_ROOT = pathlib.Path(__file__).resolve().parents[1]
 def squad_questions(path, min_words, max_words, limit):
     """SquadExamples whose context has min_words..max_words whitespace-split words."""
     from keras_bert.data.squad import read_squad_examples
-    examples = [e for e in read_squad_examples(path, version_2_with_negative=True)
-                if min_words <= len(e.context.split()) <= max_words]
+
+    examples = [
+        e
+        for e in read_squad_examples(path, version_2_with_negative=True)
+        if min_words <= len(e.context.split()) <= max_words
+    ]
     if not examples:
         raise app.UsageError(f"{path}: no question has a context of {min_words}-{max_words} words")
     return examples[:limit]
@@ -85,17 +96,29 @@ class Server:
         self.address = f"127.0.0.1:{port}" if port else None
         self.model_name = model_name
         self.log_path = pathlib.Path(log_path)
-        cmd = [sys.executable, "-m", "serving.server", f"--port={self.port}", "--rest_api_port=0",
-               "--host=127.0.0.1", f"--model_name={model_name}",
-               f"--model_base_path={os.path.abspath(model_base_path)}",
-               f"--grpc_max_threads={FLAGS.grpc_max_threads}",
-               f"--tensorflow_intra_op_parallelism={FLAGS.tensorflow_intra_op_parallelism}",
-               f"--tensorflow_inter_op_parallelism={FLAGS.tensorflow_inter_op_parallelism}",
-               *FLAGS.server_arg]
+        cmd = [
+            sys.executable,
+            "-m",
+            "serving.server",
+            f"--port={self.port}",
+            "--rest_api_port=0",
+            "--host=127.0.0.1",
+            f"--model_name={model_name}",
+            f"--model_base_path={os.path.abspath(model_base_path)}",
+            f"--grpc_max_threads={FLAGS.grpc_max_threads}",
+            f"--tensorflow_intra_op_parallelism={FLAGS.tensorflow_intra_op_parallelism}",
+            f"--tensorflow_inter_op_parallelism={FLAGS.tensorflow_inter_op_parallelism}",
+            *FLAGS.server_arg,
+        ]
         self.cmd = cmd
         self._log = open(self.log_path, "wb")
-        self.proc = subprocess.Popen(cmd, stdout=self._log, stderr=subprocess.STDOUT, cwd=REPO_ROOT,
-                                     env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"))
+        self.proc = subprocess.Popen(
+            cmd,
+            stdout=self._log,
+            stderr=subprocess.STDOUT,
+            cwd=REPO_ROOT,
+            env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"),
+        )
 
     def log_tail(self, n=3000):
         return self.log_path.read_text(errors="replace")[-n:]
@@ -105,21 +128,26 @@ class Server:
         with port 0 first reads the bound port from the server's "Running gRPC ModelServer at
         host:port" log line."""
         from serving.client import model_status
+
         deadline = time.time() + timeout
         while time.time() < deadline:
             if self.proc.poll() is not None:
                 raise RuntimeError(f"server exited with {self.proc.returncode}:\n{self.log_tail()}")
             if self.address is None:
-                found = re.search(r"Running gRPC ModelServer at [^\s:]+:(\d+)",
-                                  self.log_path.read_text(errors="replace"))
+                found = re.search(
+                    r"Running gRPC ModelServer at [^\s:]+:(\d+)",
+                    self.log_path.read_text(errors="replace"),
+                )
                 if found:
                     self.port = int(found.group(1))
                     self.address = f"127.0.0.1:{self.port}"
                 time.sleep(0.5)
                 continue
             try:
-                if any(state == "AVAILABLE"
-                       for _, state, _ in model_status(self.address, self.model_name, timeout=2)):
+                if any(
+                    state == "AVAILABLE"
+                    for _, state, _ in model_status(self.address, self.model_name, timeout=2)
+                ):
                     return
             except Exception:
                 pass
@@ -143,17 +171,20 @@ def build_requests(examples, model_name, batch):
     group is dropped unless it is the only one)."""
     import tensorflow as tf
     from tensorflow_serving.apis import predict_pb2
-    groups = [examples[i:i + batch] for i in range(0, len(examples) - batch + 1, batch)]
+
+    groups = [examples[i : i + batch] for i in range(0, len(examples) - batch + 1, batch)]
     groups = groups or [examples]
     requests = []
     for group in groups:
         request = predict_pb2.PredictRequest()
         request.model_spec.name = model_name
         request.model_spec.signature_name = "serving_default"
-        request.inputs["question"].CopyFrom(tf.make_tensor_proto(
-            [e.question.encode("utf-8") for e in group], dtype=tf.string))
-        request.inputs["context"].CopyFrom(tf.make_tensor_proto(
-            [e.context.encode("utf-8") for e in group], dtype=tf.string))
+        request.inputs["question"].CopyFrom(
+            tf.make_tensor_proto([e.question.encode("utf-8") for e in group], dtype=tf.string)
+        )
+        request.inputs["context"].CopyFrom(
+            tf.make_tensor_proto([e.context.encode("utf-8") for e in group], dtype=tf.string)
+        )
         requests.append((request, group))
     return requests
 
@@ -164,6 +195,7 @@ def check_answers(address, requests):
     import tensorflow as tf
     from official.nlp.tools import squad_evaluate_v1_1
     from tensorflow_serving.apis import prediction_service_pb2_grpc
+
     predictions, answerable, offsets_ok, verbatim, empty_ok, bad = {}, [], 0, 0, 0, []
     n = 0
     with grpc.insecure_channel(address) as channel:
@@ -180,8 +212,9 @@ def check_answers(address, requests):
                 if e.context[s:t] == text:
                     offsets_ok += 1
                 elif len(bad) < 3:
-                    bad.append(f"{e.qas_id}: answer_text {text!r} != context[{s}:{t}] "
-                               f"{e.context[s:t]!r}")
+                    bad.append(
+                        f"{e.qas_id}: answer_text {text!r} != context[{s}:{t}] {e.context[s:t]!r}"
+                    )
                 verbatim += text in {a for a, _ in e.answers} or (not e.answers and text == "")
                 if e.answers:
                     predictions[e.qas_id] = text
@@ -191,6 +224,7 @@ def check_answers(address, requests):
     em = empty_ok
     if answerable:
         from keras_bert.evaluation.squad import dataset_of
+
         raw = squad_evaluate_v1_1.evaluate(dataset_of(answerable), predictions)
         em += round(raw["exact_match"] * len(answerable))
     return offsets_ok, em, verbatim, n, bad
@@ -202,6 +236,7 @@ def load_window(address, requests, clients, seconds):
     count). Returns (latencies s, window s)."""
     import grpc
     from tensorflow_serving.apis import prediction_service_pb2_grpc
+
     channels = []
 
     def make_call(k):
@@ -212,7 +247,9 @@ def load_window(address, requests, clients, seconds):
         def call():
             stub.Predict(requests[at[0]][0], timeout=120)
             at[0] = (at[0] + 1) % len(requests)
+
         return call
+
     try:
         return common.closed_loop(make_call, clients, seconds)
     finally:
@@ -222,38 +259,64 @@ def load_window(address, requests, clients, seconds):
 
 def run(server, examples):
     requests = build_requests(examples, FLAGS.model_name, FLAGS.batch)
-    print(f"{len(examples)} questions, {len(requests)} requests of {FLAGS.batch}; waiting for the "
-          "server ...", flush=True)
+    print(
+        f"{len(examples)} questions, {len(requests)} requests of {FLAGS.batch}; waiting for the "
+        "server ...",
+        flush=True,
+    )
     server.wait_available(FLAGS.start_timeout)
     print(f"model {FLAGS.model_name} AVAILABLE at {server.address}", flush=True)
-    checked = requests[:FLAGS.check_requests]
+    checked = requests[: FLAGS.check_requests]
     offsets_ok, em, verbatim, n, bad = check_answers(server.address, checked)
-    check = (f"first {len(checked)} requests ({n} questions): answer_text == context[start:end] "
-             f"for {offsets_ok}/{n}; served answer equals a gold answer: EM (official "
-             f"normalization) {em}/{n}, verbatim {verbatim}/{n}")
+    check = (
+        f"first {len(checked)} requests ({n} questions): answer_text == context[start:end] "
+        f"for {offsets_ok}/{n}; served answer equals a gold answer: EM (official "
+        f"normalization) {em}/{n}, verbatim {verbatim}/{n}"
+    )
     print(check, flush=True)
     rows = []
     for c in [int(x) for x in FLAGS.clients]:
         print(f"{c} client(s), {FLAGS.seconds:g} s ...", flush=True)
         lat, window = load_window(server.address, requests, c, FLAGS.seconds)
-        rows.append((c, FLAGS.batch, len(lat) * FLAGS.batch / window, len(lat) / window,
-                     common.percentile(lat, 50) * 1e3, common.percentile(lat, 90) * 1e3,
-                     common.percentile(lat, 99) * 1e3, len(lat)))
+        rows.append(
+            (
+                c,
+                FLAGS.batch,
+                len(lat) * FLAGS.batch / window,
+                len(lat) / window,
+                common.percentile(lat, 50) * 1e3,
+                common.percentile(lat, 90) * 1e3,
+                common.percentile(lat, 99) * 1e3,
+                len(lat),
+            )
+        )
     table = common.markdown_table(
-        ["clients", "questions per request", "questions/s", "requests/s", "p50 ms", "p90 ms",
-         "p99 ms", "requests measured"], rows)
+        [
+            "clients",
+            "questions per request",
+            "questions/s",
+            "requests/s",
+            "p50 ms",
+            "p90 ms",
+            "p99 ms",
+            "requests measured",
+        ],
+        rows,
+    )
     words = [len(e.context.split()) for e in examples]
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-    notes = [f"gRPC Predict (`serving_default`) on `{FLAGS.model_name}` via `python -m "
-             f"serving.server` (grpc_max_threads {FLAGS.grpc_max_threads}, TensorFlow intra/inter "
-             f"op {FLAGS.tensorflow_intra_op_parallelism}/{FLAGS.tensorflow_inter_op_parallelism} "
-             f"(0 = default){', ' + ' '.join(FLAGS.server_arg) if FLAGS.server_arg else ''}).",
-             f"{len(examples)} questions from {pathlib.Path(FLAGS.predict_file).name}, contexts "
-             f"{min(words)}-{max(words)} words (mean {sum(words) / len(words):.0f}); "
-             f"{FLAGS.batch} question(s) per request; latency per request; each window "
-             f"{FLAGS.seconds:g} s after 1 s warm-up; client and server share {cores} core(s) "
-             "(this process's affinity).",
-             "Check: " + check + "."]
+    notes = [
+        f"gRPC Predict (`serving_default`) on `{FLAGS.model_name}` via `python -m "
+        f"serving.server` (grpc_max_threads {FLAGS.grpc_max_threads}, TensorFlow intra/inter "
+        f"op {FLAGS.tensorflow_intra_op_parallelism}/{FLAGS.tensorflow_inter_op_parallelism} "
+        f"(0 = default){', ' + ' '.join(FLAGS.server_arg) if FLAGS.server_arg else ''}).",
+        f"{len(examples)} questions from {pathlib.Path(FLAGS.predict_file).name}, contexts "
+        f"{min(words)}-{max(words)} words (mean {sum(words) / len(words):.0f}); "
+        f"{FLAGS.batch} question(s) per request; latency per request; each window "
+        f"{FLAGS.seconds:g} s after 1 s warm-up; client and server share {cores} core(s) "
+        "(this process's affinity).",
+        "Check: " + check + ".",
+    ]
     if bad:
         notes.append("Offset mismatches: " + "; ".join(bad))
     return table + "\n\n" + "\n".join(f"- {n}" for n in notes), offsets_ok == n
@@ -264,13 +327,15 @@ def main(argv):
     if FLAGS.batch < 1:
         raise app.UsageError("--batch must be >= 1")
     desc = common.machine_description(["grpcio", "tensorflow-serving-api"])
-    examples = squad_questions(FLAGS.predict_file, FLAGS.min_words, FLAGS.max_words,
-                               FLAGS.max_questions)
+    examples = squad_questions(
+        FLAGS.predict_file, FLAGS.min_words, FLAGS.max_words, FLAGS.max_questions
+    )
     # SIGTERM (e.g. timeout, kill) raises SystemExit here so `finally` stops the server.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     with tempfile.TemporaryDirectory(prefix="bench_squad_serving_") as tmp:
-        server = Server(FLAGS.model_base_path, FLAGS.model_name, FLAGS.port,
-                        pathlib.Path(tmp) / "server.log")
+        server = Server(
+            FLAGS.model_base_path, FLAGS.model_name, FLAGS.port, pathlib.Path(tmp) / "server.log"
+        )
         try:
             body, offsets_ok = run(server, examples)
         except BaseException:
@@ -278,13 +343,21 @@ def main(argv):
             raise
         finally:
             server.stop()
-            print(f"server (pid {server.proc.pid}) stopped, exit code {server.proc.returncode}",
-                  flush=True)
-    print("\n" + common.describe_markdown(desc) + f"\n- Load average before: "
-          f"{desc['load_average']}; after: {common.load_average()}\n\n" + body)
+            print(
+                f"server (pid {server.proc.pid}) stopped, exit code {server.proc.returncode}",
+                flush=True,
+            )
+    print(
+        "\n" + common.describe_markdown(desc) + f"\n- Load average before: "
+        f"{desc['load_average']}; after: {common.load_average()}\n\n" + body
+    )
     if FLAGS.append:
-        common.append_results("SQuAD serving: gRPC Predict (bench_squad_serving)", body, desc,
-                              load_after=common.load_average())
+        common.append_results(
+            "SQuAD serving: gRPC Predict (bench_squad_serving)",
+            body,
+            desc,
+            load_after=common.load_average(),
+        )
     return 0 if offsets_ok else 1
 
 

@@ -13,6 +13,7 @@ Reports sentences/s and ratios against tf_text; appends to benchmarks/RESULTS.md
 
     python -m benchmarks.bench_tokenizers [--repetitions=7] [--noappend]
 """
+
 import os
 import pathlib
 
@@ -31,6 +32,7 @@ flags.DEFINE_string("note", "", "Free text added under the table (e.g. before/af
 
 def _sentences(data_dir: pathlib.Path) -> list[str]:
     import csv
+
     with open(data_dir / "glue" / "sst2" / "dev.tsv", encoding="utf-8") as f:
         rows = list(csv.reader(f, delimiter="\t", quoting=csv.QUOTE_NONE))
     return [r[0] for r in rows[1:]]
@@ -45,8 +47,9 @@ def main(argv):
     from keras_bert.tokenization import BertPreprocessor, CoreBertTokenizer, FullTokenizer
 
     repo = pathlib.Path(__file__).resolve().parents[1]
-    data_dir = pathlib.Path(FLAGS.data_dir or os.environ.get("KERAS_BERT_DATA_DIR",
-                                                             repo.parent / "shared" / "data"))
+    data_dir = pathlib.Path(
+        FLAGS.data_dir or os.environ.get("KERAS_BERT_DATA_DIR", repo.parent / "shared" / "data")
+    )
     vocab_file = data_dir / "vocab" / "bert-base-uncased-vocab.txt"
     desc = common.machine_description()
     sentences = _sentences(data_dir)
@@ -55,8 +58,9 @@ def main(argv):
     for t, i in ref.vocab.items():
         vocab[i] = t
     spec = [tf.TensorSpec([None], tf.string)]
-    fast = tensorflow_text.FastBertTokenizer(vocab, token_out_type=tf.int64,
-                                             lower_case_nfd_strip_accents=True)
+    fast = tensorflow_text.FastBertTokenizer(
+        vocab, token_out_type=tf.int64, lower_case_nfd_strip_accents=True
+    )
     core = CoreBertTokenizer(vocab_file)
     prep = BertPreprocessor(vocab_file, tokenizer="tf_text")
     graph_fns = {
@@ -73,13 +77,25 @@ def main(argv):
     singles = [tf.constant([s]) for s in sentences[: FLAGS.batch1_calls]]
     results = {}
     for label, n_sent, contenders in (
-        (f"batch {FLAGS.batch_size}", FLAGS.batch_size, {
-            **{k: graph_call(f, big) for k, f in graph_fns.items()},
-            "python": lambda: [ref.tokenize_to_ids(s) for s in big_py]}),
-        ("batch 1", len(singles), {
-            **{k: (lambda f=f: [f(x).flat_values.numpy() for x in singles])
-               for k, f in graph_fns.items()},
-            "python": lambda: [ref.tokenize_to_ids(s) for s in sentences[: len(singles)]]}),
+        (
+            f"batch {FLAGS.batch_size}",
+            FLAGS.batch_size,
+            {
+                **{k: graph_call(f, big) for k, f in graph_fns.items()},
+                "python": lambda: [ref.tokenize_to_ids(s) for s in big_py],
+            },
+        ),
+        (
+            "batch 1",
+            len(singles),
+            {
+                **{
+                    k: (lambda f=f: [f(x).flat_values.numpy() for x in singles])
+                    for k, f in graph_fns.items()
+                },
+                "python": lambda: [ref.tokenize_to_ids(s) for s in sentences[: len(singles)]],
+            },
+        ),
     ):
         print(f"{label}:")
         times = common.alternate(contenders, FLAGS.repetitions, warmup=2)
@@ -89,15 +105,18 @@ def main(argv):
     rows = []
     for label, r in results.items():
         rows.append([label] + [r[n] for n in names] + [common.ratio(r["core"], r["tf_text"])])
-    table = common.markdown_table(
-        ["SST-2 dev sentences/s"] + names + ["core / tf_text"], rows)
+    table = common.markdown_table(["SST-2 dev sentences/s"] + names + ["core / tf_text"], rows)
     print(table)
     if FLAGS.append:
-        body = (f"Uncased vocab; {FLAGS.repetitions} alternating rounds, medians; batch 1 = "
-                f"{len(singles)} single-sentence calls per unit; graph mode (tf.function).\n\n"
-                + table + ("\n\n" + FLAGS.note if FLAGS.note else ""))
-        common.append_results("Tokenizer throughput (bench_tokenizers)", body, desc,
-                              load_after=common.load_average())
+        body = (
+            f"Uncased vocab; {FLAGS.repetitions} alternating rounds, medians; batch 1 = "
+            f"{len(singles)} single-sentence calls per unit; graph mode (tf.function).\n\n"
+            + table
+            + ("\n\n" + FLAGS.note if FLAGS.note else "")
+        )
+        common.append_results(
+            "Tokenizer throughput (bench_tokenizers)", body, desc, load_after=common.load_average()
+        )
 
 
 if __name__ == "__main__":

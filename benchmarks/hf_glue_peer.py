@@ -64,6 +64,7 @@ on / train seconds, whether the budget stopped training, settings, versions; wri
 temporary file and renamed) and `labels.json`. Progress: one plain line every --log_steps
 optimizer steps (step, train seconds, loss, lr) and one per evaluation.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -80,39 +81,74 @@ import transformers
 
 def parse_args(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--model_dir", required=True, help="HF checkpoint dir (config.json, weights, "
-                   "tokenizer files).")
+    p.add_argument(
+        "--model_dir",
+        required=True,
+        help="HF checkpoint dir (config.json, weights, tokenizer files).",
+    )
     p.add_argument("--data_dir", required=True, help="GLUE task dir with train.tsv and dev.tsv.")
     p.add_argument("--output_dir", required=True)
     p.add_argument("--text_column", default="sentence", help="Header name of the first text.")
     p.add_argument("--text_b_column", help="Header name of the second text (pair tasks).")
     p.add_argument("--label_column", default="label", help="Header name of the label.")
     p.add_argument("--max_seq_length", type=int, default=128, help="Pieces incl. [CLS]/[SEP].")
-    p.add_argument("--pad_to_multiple_of", type=int, default=0, help="Round each batch's length "
-                   "up to a multiple of this (0: the longest row, run_glue.py's default; ours 8).")
-    p.add_argument("--group_by_length", action="store_true", help="TrainingArguments("
-                   "train_sampling_strategy='group_by_length'), transformers 4's group_by_length="
-                   "True: batches of similar length (run_glue.py's default off; ours on).")
+    p.add_argument(
+        "--pad_to_multiple_of",
+        type=int,
+        default=0,
+        help="Round each batch's length "
+        "up to a multiple of this (0: the longest row, run_glue.py's default; ours 8).",
+    )
+    p.add_argument(
+        "--group_by_length",
+        action="store_true",
+        help="TrainingArguments("
+        "train_sampling_strategy='group_by_length'), transformers 4's group_by_length="
+        "True: batches of similar length (run_glue.py's default off; ours on).",
+    )
     p.add_argument("--per_device_train_batch_size", type=int, default=32)
     p.add_argument("--per_device_eval_batch_size", type=int, default=8)
     p.add_argument("--learning_rate", type=float, default=5e-5)
     p.add_argument("--num_train_epochs", type=float, default=3.0)
-    p.add_argument("--max_steps", type=int, default=-1, help="Optimizer steps for the schedule "
-                   "and the end of training (-1: the epochs decide).")
-    p.add_argument("--max_train_seconds", type=float, default=0.0, help="Stop after this many "
-                   "seconds of training, evaluations excluded (0: no budget); the schedule stays "
-                   "laid out for the full run.")
-    p.add_argument("--weight_decay", type=float, default=0.0, help="AdamW decoupled weight "
-                   "decay (Trainer's default 0, ours 0.01).")
-    p.add_argument("--warmup_ratio", type=float, default=0.0, help="Fraction of the scheduled "
-                   "steps, [0, 1) (Trainer's default 0, ours 0.1).")
-    p.add_argument("--adam_epsilon", type=float, default=1e-8, help="Trainer's default 1e-8 "
-                   "(ours 1e-6).")
-    p.add_argument("--eval_steps", type=int, default=0, help="Evaluate dev every K optimizer "
-                   "steps (0: only after training).")
+    p.add_argument(
+        "--max_steps",
+        type=int,
+        default=-1,
+        help="Optimizer steps for the schedule and the end of training (-1: the epochs decide).",
+    )
+    p.add_argument(
+        "--max_train_seconds",
+        type=float,
+        default=0.0,
+        help="Stop after this many "
+        "seconds of training, evaluations excluded (0: no budget); the schedule stays "
+        "laid out for the full run.",
+    )
+    p.add_argument(
+        "--weight_decay",
+        type=float,
+        default=0.0,
+        help="AdamW decoupled weight decay (Trainer's default 0, ours 0.01).",
+    )
+    p.add_argument(
+        "--warmup_ratio",
+        type=float,
+        default=0.0,
+        help="Fraction of the scheduled steps, [0, 1) (Trainer's default 0, ours 0.1).",
+    )
+    p.add_argument(
+        "--adam_epsilon", type=float, default=1e-8, help="Trainer's default 1e-8 (ours 1e-6)."
+    )
+    p.add_argument(
+        "--eval_steps",
+        type=int,
+        default=0,
+        help="Evaluate dev every K optimizer steps (0: only after training).",
+    )
     p.add_argument("--seed", type=int, default=42)
-    p.add_argument("--bf16", action="store_true", help="torch.autocast cpu bfloat16 (default "
-                   "float32).")
+    p.add_argument(
+        "--bf16", action="store_true", help="torch.autocast cpu bfloat16 (default float32)."
+    )
     p.add_argument("--threads", type=int, default=0, help="torch.set_num_threads (0: default).")
     p.add_argument("--max_train_examples", type=int, help="Only the first N train.tsv rows.")
     p.add_argument("--max_eval_examples", type=int, help="Only the first N dev.tsv rows.")
@@ -170,8 +206,10 @@ def encode(tokenizer, rows, args, label_to_id, max_seq_length) -> list[dict]:
     if args.text_b_column:
         texts.append([r[args.text_b_column] for r in rows])
     enc = tokenizer(*texts, padding=False, max_length=max_seq_length, truncation=True)
-    return [{k: enc[k][i] for k in enc.keys()} | {"labels": label_to_id[r[args.label_column]]}
-            for i, r in enumerate(rows)]
+    return [
+        {k: enc[k][i] for k in enc.keys()} | {"labels": label_to_id[r[args.label_column]]}
+        for i, r in enumerate(rows)
+    ]
 
 
 class TrainClock:
@@ -235,8 +273,11 @@ class Budget(transformers.TrainerCallback):
         if self.max_seconds and self.clock.seconds() >= self.max_seconds:
             if not control.should_training_stop:
                 self.stopped_by_budget = True
-                print(f"budget: {self.clock.seconds():.1f}s >= {self.max_seconds:g}s at step "
-                      f"{state.global_step}/{state.max_steps}; stopping", flush=True)
+                print(
+                    f"budget: {self.clock.seconds():.1f}s >= {self.max_seconds:g}s at step "
+                    f"{state.global_step}/{state.max_steps}; stopping",
+                    flush=True,
+                )
             control.should_training_stop = True
         return control
 
@@ -245,12 +286,19 @@ class Budget(transformers.TrainerCallback):
 
     def on_evaluate(self, args, state, control, metrics=None, **kwargs):
         metrics = metrics or {}
-        record = {"step": state.global_step, "train_seconds": round(self.clock.seconds(), 3),
-                  "accuracy": metrics.get("eval_accuracy"), "loss": metrics.get("eval_loss"),
-                  "eval_seconds": metrics.get("eval_runtime")}
+        record = {
+            "step": state.global_step,
+            "train_seconds": round(self.clock.seconds(), 3),
+            "accuracy": metrics.get("eval_accuracy"),
+            "loss": metrics.get("eval_loss"),
+            "eval_seconds": metrics.get("eval_runtime"),
+        }
         self.evaluations.append(record)
-        print(f"eval step {record['step']} train {record['train_seconds']:.1f}s accuracy "
-              f"{record['accuracy']:.4f} ({record['eval_seconds']:.1f}s)", flush=True)
+        print(
+            f"eval step {record['step']} train {record['train_seconds']:.1f}s accuracy "
+            f"{record['accuracy']:.4f} ({record['eval_seconds']:.1f}s)",
+            flush=True,
+        )
 
 
 class ProgressLines(transformers.TrainerCallback):
@@ -264,16 +312,21 @@ class ProgressLines(transformers.TrainerCallback):
         if "loss" not in logs:
             return
         elapsed = self.clock.seconds()
-        print(f"step {state.global_step}/{state.max_steps} epoch {state.epoch:.3f} elapsed "
-              f"{elapsed:.1f}s loss {logs['loss']:.4f} lr "
-              f"{logs.get('learning_rate', float('nan')):.3e} "
-              f"{state.global_step * self.batch_size / max(elapsed, 1e-9):.1f} examples/s",
-              flush=True)
+        print(
+            f"step {state.global_step}/{state.max_steps} epoch {state.epoch:.3f} elapsed "
+            f"{elapsed:.1f}s loss {logs['loss']:.4f} lr "
+            f"{logs.get('learning_rate', float('nan')):.3e} "
+            f"{state.global_step * self.batch_size / max(elapsed, 1e-9):.1f} examples/s",
+            flush=True,
+        )
 
 
 def accuracy(prediction: transformers.EvalPrediction) -> dict:
-    logits = prediction.predictions[0] if isinstance(prediction.predictions, tuple) \
+    logits = (
+        prediction.predictions[0]
+        if isinstance(prediction.predictions, tuple)
         else prediction.predictions
+    )
     return {"accuracy": float((np.argmax(logits, axis=-1) == prediction.label_ids).mean())}
 
 
@@ -303,7 +356,7 @@ def main(argv=None):
     full_train, train_dropped = read_tsv(data_dir / "train.tsv", columns)
     label_list = sorted({r[args.label_column] for r in full_train})  # run_glue.py: whole file
     label_to_id = {label: i for i, label in enumerate(label_list)}
-    train = full_train[:args.max_train_examples] if args.max_train_examples else full_train
+    train = full_train[: args.max_train_examples] if args.max_train_examples else full_train
     dev, dev_dropped = read_tsv(data_dir / "dev.tsv", columns, args.max_eval_examples)
     unknown = sorted({r[args.label_column] for r in dev} - set(label_list))
     if unknown:
@@ -313,8 +366,9 @@ def main(argv=None):
     tokenizer = transformers.AutoTokenizer.from_pretrained(args.model_dir, use_fast=True)
     max_seq_length = min(args.max_seq_length, tokenizer.model_max_length)
     config = transformers.AutoConfig.from_pretrained(args.model_dir, num_labels=len(label_list))
-    model = transformers.AutoModelForSequenceClassification.from_pretrained(args.model_dir,
-                                                                            config=config)
+    model = transformers.AutoModelForSequenceClassification.from_pretrained(
+        args.model_dir, config=config
+    )
     model.config.label2id = dict(label_to_id)
     model.config.id2label = dict(enumerate(label_list))
 
@@ -323,32 +377,53 @@ def main(argv=None):
     dev_features = encode(tokenizer, dev, args, label_to_id, max_seq_length)
     encode_seconds = time.monotonic() - t0
     training_args = transformers.TrainingArguments(
-        output_dir=str(out / "trainer"), use_cpu=True, bf16=args.bf16, seed=args.seed,
+        output_dir=str(out / "trainer"),
+        use_cpu=True,
+        bf16=args.bf16,
+        seed=args.seed,
         per_device_train_batch_size=args.per_device_train_batch_size,
         per_device_eval_batch_size=args.per_device_eval_batch_size,
-        learning_rate=args.learning_rate, weight_decay=args.weight_decay,
-        adam_epsilon=args.adam_epsilon, max_grad_norm=1.0, lr_scheduler_type="linear",
-        num_train_epochs=args.num_train_epochs, max_steps=args.max_steps,
-        warmup_steps=args.warmup_ratio, save_strategy="no",
-        eval_strategy="steps" if args.eval_steps else "no", eval_steps=args.eval_steps or None,
-        logging_strategy="steps", logging_steps=args.log_steps, disable_tqdm=True,
-        report_to="none", dataloader_num_workers=0,
-        **({"train_sampling_strategy": "group_by_length"} if args.group_by_length else {}))
+        learning_rate=args.learning_rate,
+        weight_decay=args.weight_decay,
+        adam_epsilon=args.adam_epsilon,
+        max_grad_norm=1.0,
+        lr_scheduler_type="linear",
+        num_train_epochs=args.num_train_epochs,
+        max_steps=args.max_steps,
+        warmup_steps=args.warmup_ratio,
+        save_strategy="no",
+        eval_strategy="steps" if args.eval_steps else "no",
+        eval_steps=args.eval_steps or None,
+        logging_strategy="steps",
+        logging_steps=args.log_steps,
+        disable_tqdm=True,
+        report_to="none",
+        dataloader_num_workers=0,
+        **({"train_sampling_strategy": "group_by_length"} if args.group_by_length else {}),
+    )
     clock = TrainClock()
     budget = Budget(clock, args.max_train_seconds)
     trainer = BudgetTrainer(
-        model=model, args=training_args, train_dataset=train_features,
-        eval_dataset=dev_features, processing_class=tokenizer, compute_metrics=accuracy,
+        model=model,
+        args=training_args,
+        train_dataset=train_features,
+        eval_dataset=dev_features,
+        processing_class=tokenizer,
+        compute_metrics=accuracy,
         data_collator=transformers.DataCollatorWithPadding(
-            tokenizer, pad_to_multiple_of=args.pad_to_multiple_of or None),
-        clock=clock)
+            tokenizer, pad_to_multiple_of=args.pad_to_multiple_of or None
+        ),
+        clock=clock,
+    )
     trainer.remove_callback(transformers.trainer_callback.PrinterCallback)
     trainer.add_callback(budget)
     trainer.add_callback(ProgressLines(clock, args.per_device_train_batch_size))
-    print(f"{len(train)} train / {len(dev)} dev examples (dropped {train_dropped} / "
-          f"{dev_dropped} malformed lines), labels {label_list}, max_seq_length "
-          f"{max_seq_length}, torch threads {torch.get_num_threads()}, bf16 {args.bf16}",
-          flush=True)
+    print(
+        f"{len(train)} train / {len(dev)} dev examples (dropped {train_dropped} / "
+        f"{dev_dropped} malformed lines), labels {label_list}, max_seq_length "
+        f"{max_seq_length}, torch threads {torch.get_num_threads()}, bf16 {args.bf16}",
+        flush=True,
+    )
 
     if args.threads:  # again, in case setup changed it
         torch.set_num_threads(args.threads)
@@ -379,19 +454,37 @@ def main(argv=None):
         "wall_seconds_train_and_evaluations": wall,
         "encode_seconds": encode_seconds,
         "train_loss": result.training_loss,
-        "settings": vars(args) | {
+        "settings": vars(args)
+        | {
             "max_seq_length_used": max_seq_length,
             "optim": str(getattr(training_args.optim, "value", training_args.optim)),
             "warmup_steps": training_args.get_warmup_steps(trainer.state.max_steps),
             "torch_threads": torch.get_num_threads(),
-            "mixed_precision": str(trainer.accelerator.mixed_precision)},
-        "versions": {"torch": torch.__version__, "transformers": transformers.__version__,
-                     "python": platform.python_version()},
+            "mixed_precision": str(trainer.accelerator.mixed_precision),
+        },
+        "versions": {
+            "torch": torch.__version__,
+            "transformers": transformers.__version__,
+            "python": platform.python_version(),
+        },
     }
     write_json_atomic(out / "metrics.json", metrics)
-    print(json.dumps({k: metrics[k] for k in ("best_accuracy", "final_accuracy", "steps",
-                                              "train_seconds", "examples_per_second",
-                                              "stopped_by_budget")}), flush=True)
+    print(
+        json.dumps(
+            {
+                k: metrics[k]
+                for k in (
+                    "best_accuracy",
+                    "final_accuracy",
+                    "steps",
+                    "train_seconds",
+                    "examples_per_second",
+                    "stopped_by_budget",
+                )
+            }
+        ),
+        flush=True,
+    )
 
 
 if __name__ == "__main__":

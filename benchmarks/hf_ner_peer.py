@@ -38,6 +38,7 @@ Writes to --output_dir: `predictions_valid.json` / `predictions_test.json` (JSON
 sentences, sentences per second = train sentences x epochs / train seconds, steps, settings,
 versions) and `labels.json`. Progress: one plain line every --log_steps optimizer steps.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -56,8 +57,11 @@ OUTSIDE = "O"
 
 def parse_args(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--model_dir", required=True, help="HF checkpoint dir (config.json, weights, "
-                   "tokenizer files).")
+    p.add_argument(
+        "--model_dir",
+        required=True,
+        help="HF checkpoint dir (config.json, weights, tokenizer files).",
+    )
     p.add_argument("--train_file", required=True, help="JSON lines {tokens, ner_tags}.")
     p.add_argument("--validation_file", help="JSON lines; predicted after training.")
     p.add_argument("--test_file", help="JSON lines; predicted after training.")
@@ -67,8 +71,13 @@ def parse_args(argv=None):
     p.add_argument("--per_device_eval_batch_size", type=int, default=8)
     p.add_argument("--learning_rate", type=float, default=5e-5)
     p.add_argument("--num_train_epochs", type=float, default=3.0)
-    p.add_argument("--weight_decay", type=float, default=0.0, help="AdamW decoupled weight "
-                   "decay (Trainer's default 0; not on biases and LayerNorm weights).")
+    p.add_argument(
+        "--weight_decay",
+        type=float,
+        default=0.0,
+        help="AdamW decoupled weight "
+        "decay (Trainer's default 0; not on biases and LayerNorm weights).",
+    )
     p.add_argument("--warmup_ratio", type=float, default=0.0, help="Fraction of the steps, [0, 1).")
     p.add_argument("--seed", type=int, default=42)
     p.add_argument("--bf16", action="store_true", help="torch.autocast cpu bfloat16.")
@@ -103,8 +112,13 @@ def tokenize_and_align_labels(tokenizer, sentences, label_to_id, max_seq_length)
         labels = the word's tag id at its first piece, -100 elsewhere); word_ids, per sentence
         the tokenizer's word index of each position (None for special tokens).
     """
-    enc = tokenizer([s["tokens"] for s in sentences], padding=False, truncation=True,
-                    max_length=max_seq_length, is_split_into_words=True)
+    enc = tokenizer(
+        [s["tokens"] for s in sentences],
+        padding=False,
+        truncation=True,
+        max_length=max_seq_length,
+        is_split_into_words=True,
+    )
     features, all_word_ids = [], []
     for i, sentence in enumerate(sentences):
         word_ids = enc.word_ids(batch_index=i)
@@ -131,7 +145,7 @@ def words_to_tags(logits, word_ids, num_words, label_list) -> tuple[list[str], i
     Returns:
         (tags, cut): list of num_words str, and how many words had no piece.
     """
-    ids = np.argmax(logits[:len(word_ids)], axis=-1)
+    ids = np.argmax(logits[: len(word_ids)], axis=-1)
     tags, previous = [None] * num_words, None
     for position, word in enumerate(word_ids):
         if word is not None and word != previous:
@@ -155,16 +169,20 @@ class ProgressLines(transformers.TrainerCallback):
         if "loss" not in logs:
             return
         elapsed = time.monotonic() - self.start
-        print(f"step {state.global_step}/{state.max_steps} epoch {state.epoch:.3f} "
-              f"loss {logs['loss']:.4f} lr {logs.get('learning_rate', float('nan')):.3e} "
-              f"elapsed {elapsed:.1f}s {state.global_step * self.batch_size / elapsed:.2f} "
-              f"sentences/s", flush=True)
+        print(
+            f"step {state.global_step}/{state.max_steps} epoch {state.epoch:.3f} "
+            f"loss {logs['loss']:.4f} lr {logs.get('learning_rate', float('nan')):.3e} "
+            f"elapsed {elapsed:.1f}s {state.global_step * self.batch_size / elapsed:.2f} "
+            f"sentences/s",
+            flush=True,
+        )
 
 
 def predict_split(trainer, tokenizer, sentences, label_to_id, label_list, max_seq_length):
     """Tags for every word of `sentences` -> (records for predictions_<split>.json, info)."""
-    features, word_ids = tokenize_and_align_labels(tokenizer, sentences, label_to_id,
-                                                   max_seq_length)
+    features, word_ids = tokenize_and_align_labels(
+        tokenizer, sentences, label_to_id, max_seq_length
+    )
     start = time.monotonic()
     logits = trainer.predict(features, metric_key_prefix="predict").predictions
     seconds = time.monotonic() - start
@@ -173,10 +191,13 @@ def predict_split(trainer, tokenizer, sentences, label_to_id, label_list, max_se
         tags, cut = words_to_tags(row, ids, len(sentence["tokens"]), label_list)
         cut_total += cut
         records.append({"tokens": sentence["tokens"], "pred_tags": tags, "cut_words": cut})
-    return records, {"sentences": len(sentences), "words": sum(len(s["tokens"]) for s in sentences),
-                     "cut_words": cut_total, "predict_seconds": seconds,
-                     "truncated_sentences": sum(len(f["input_ids"]) == max_seq_length
-                                                for f in features)}
+    return records, {
+        "sentences": len(sentences),
+        "words": sum(len(s["tokens"]) for s in sentences),
+        "cut_words": cut_total,
+        "predict_seconds": seconds,
+        "truncated_sentences": sum(len(f["input_ids"]) == max_seq_length for f in features),
+    }
 
 
 def main(argv=None):
@@ -190,17 +211,22 @@ def main(argv=None):
 
     full_train = read_jsonl(args.train_file)
     label_list = get_label_list(full_train)  # from the whole train file, as run_ner.py does
-    train = full_train[:args.max_train_examples] if args.max_train_examples else full_train
-    evals = {name: read_jsonl(path, args.max_eval_examples)
-             for name, path in (("valid", args.validation_file), ("test", args.test_file)) if path}
+    train = full_train[: args.max_train_examples] if args.max_train_examples else full_train
+    evals = {
+        name: read_jsonl(path, args.max_eval_examples)
+        for name, path in (("valid", args.validation_file), ("test", args.test_file))
+        if path
+    }
 
-    config = transformers.AutoConfig.from_pretrained(args.model_dir, num_labels=len(label_list),
-                                                     finetuning_task="ner")
+    config = transformers.AutoConfig.from_pretrained(
+        args.model_dir, num_labels=len(label_list), finetuning_task="ner"
+    )
     tokenizer = transformers.AutoTokenizer.from_pretrained(args.model_dir, use_fast=True)
     if not getattr(tokenizer, "is_fast", False):
         raise SystemExit(f"{args.model_dir}: no fast tokenizer (word_ids needs one)")
-    model = transformers.AutoModelForTokenClassification.from_pretrained(args.model_dir,
-                                                                         config=config)
+    model = transformers.AutoModelForTokenClassification.from_pretrained(
+        args.model_dir, config=config
+    )
     config_class = getattr(transformers, "PreTrainedConfig", None) or transformers.PretrainedConfig
     default = config_class(num_labels=len(label_list)).label2id
     if model.config.label2id != default and sorted(model.config.label2id) == label_list:
@@ -210,20 +236,35 @@ def main(argv=None):
     model.config.id2label = dict(enumerate(label_list))
     (out / "labels.json").write_text(json.dumps(label_list) + "\n")
 
-    train_features, _ = tokenize_and_align_labels(tokenizer, train, label_to_id,
-                                                  args.max_seq_length)
+    train_features, _ = tokenize_and_align_labels(
+        tokenizer, train, label_to_id, args.max_seq_length
+    )
     training_args = transformers.TrainingArguments(
-        output_dir=str(out / "trainer"), use_cpu=True, bf16=args.bf16, seed=args.seed,
+        output_dir=str(out / "trainer"),
+        use_cpu=True,
+        bf16=args.bf16,
+        seed=args.seed,
         per_device_train_batch_size=args.per_device_train_batch_size,
         per_device_eval_batch_size=args.per_device_eval_batch_size,
-        learning_rate=args.learning_rate, weight_decay=args.weight_decay,
+        learning_rate=args.learning_rate,
+        weight_decay=args.weight_decay,
         num_train_epochs=args.num_train_epochs,
-        warmup_steps=args.warmup_ratio, save_strategy="no", eval_strategy="no",
-        logging_strategy="steps", logging_steps=args.log_steps, disable_tqdm=True,
-        report_to="none", dataloader_num_workers=0)
+        warmup_steps=args.warmup_ratio,
+        save_strategy="no",
+        eval_strategy="no",
+        logging_strategy="steps",
+        logging_steps=args.log_steps,
+        disable_tqdm=True,
+        report_to="none",
+        dataloader_num_workers=0,
+    )
     trainer = transformers.Trainer(
-        model=model, args=training_args, train_dataset=train_features, processing_class=tokenizer,
-        data_collator=transformers.DataCollatorForTokenClassification(tokenizer))
+        model=model,
+        args=training_args,
+        train_dataset=train_features,
+        processing_class=tokenizer,
+        data_collator=transformers.DataCollatorForTokenClassification(tokenizer),
+    )
     trainer.remove_callback(transformers.trainer_callback.PrinterCallback)
     trainer.add_callback(ProgressLines(args.per_device_train_batch_size))
     seen_dtype = {}  # the classifier's output dtype in training: bfloat16 under --bf16's autocast
@@ -232,8 +273,11 @@ def main(argv=None):
         seen_dtype.setdefault("dtype", str(output.dtype))
 
     hook = model.classifier.register_forward_hook(record_dtype)
-    print(f"{len(train)} training sentences, labels {label_list}, torch threads "
-          f"{torch.get_num_threads()}, bf16 {args.bf16}", flush=True)
+    print(
+        f"{len(train)} training sentences, labels {label_list}, torch threads "
+        f"{torch.get_num_threads()}, bf16 {args.bf16}",
+        flush=True,
+    )
 
     torch.set_num_threads(args.threads)
     start = time.monotonic()
@@ -245,8 +289,9 @@ def main(argv=None):
 
     predictions = {}
     for name, sentences in evals.items():
-        records, info = predict_split(trainer, tokenizer, sentences, label_to_id, label_list,
-                                      args.max_seq_length)
+        records, info = predict_split(
+            trainer, tokenizer, sentences, label_to_id, label_list, args.max_seq_length
+        )
         with open(out / f"predictions_{name}.json", "w", encoding="utf-8") as f:
             f.writelines(json.dumps(r, ensure_ascii=False) + "\n" for r in records)
         predictions[name] = info
@@ -258,22 +303,35 @@ def main(argv=None):
         "num_train_epochs": args.num_train_epochs,
         "sentences_per_second": len(train) * args.num_train_epochs / train_seconds,
         "steps": trainer.state.global_step,
-        "train_truncated_sentences": sum(len(f["input_ids"]) == args.max_seq_length
-                                         for f in train_features),
+        "train_truncated_sentences": sum(
+            len(f["input_ids"]) == args.max_seq_length for f in train_features
+        ),
         "trainer_metrics": result.metrics,
         "predict": predictions,
-        "settings": vars(args) | {"optim": str(training_args.optim.value),
-                                  "warmup_steps": training_args.get_warmup_steps(
-                                      trainer.state.max_steps),
-                                  "torch_threads": torch.get_num_threads(),
-                                  "mixed_precision": str(trainer.accelerator.mixed_precision),
-                                  "classifier_output_dtype": seen_dtype.get("dtype")},
-        "versions": {"torch": torch.__version__, "transformers": transformers.__version__,
-                     "python": platform.python_version()},
+        "settings": vars(args)
+        | {
+            "optim": str(training_args.optim.value),
+            "warmup_steps": training_args.get_warmup_steps(trainer.state.max_steps),
+            "torch_threads": torch.get_num_threads(),
+            "mixed_precision": str(trainer.accelerator.mixed_precision),
+            "classifier_output_dtype": seen_dtype.get("dtype"),
+        },
+        "versions": {
+            "torch": torch.__version__,
+            "transformers": transformers.__version__,
+            "python": platform.python_version(),
+        },
     }
     (out / "peer_timing.json").write_text(json.dumps(timing, indent=2) + "\n")
-    print(json.dumps({k: timing[k] for k in ("train_seconds", "train_sentences",
-                                             "sentences_per_second", "steps")}), flush=True)
+    print(
+        json.dumps(
+            {
+                k: timing[k]
+                for k in ("train_seconds", "train_sentences", "sentences_per_second", "steps")
+            }
+        ),
+        flush=True,
+    )
 
 
 if __name__ == "__main__":

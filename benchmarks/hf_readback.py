@@ -9,43 +9,59 @@ Run in two environments, like the PyTorch peer of the encoder benchmark (CI has 
 sentences; `read` loads the directory with `transformers.BertModel.from_pretrained` and prints the
 max absolute differences at real tokens (sequence_output) and of pooled_output.
 """
+
 import pathlib
 import sys
 
 import numpy as np
 
-TEXTS = ["The movie was wonderful.", "A dull, tedious mess that goes nowhere.", "naïve café",
-         "Is this a question?"]
+TEXTS = [
+    "The movie was wonderful.",
+    "A dull, tedious mess that goes nowhere.",
+    "naïve café",
+    "Is this a question?",
+]
 
 
 def write(out: pathlib.Path) -> None:
     import keras_bert  # our environment only
     from keras_bert.tokenization import BertPreprocessor
+
     encoder = keras_bert.from_pretrained("minilm_l6_h384_uncased")
     vocab = keras_bert.checkpoints.resolve_vocab_file("minilm_l6_h384_uncased")
-    keras_bert.checkpoints.save_encoder(encoder, str(out / "hf"), vocab_file=vocab,
-                                        do_lower_case=True, format="huggingface")
+    keras_bert.checkpoints.save_encoder(
+        encoder, str(out / "hf"), vocab_file=vocab, do_lower_case=True, format="huggingface"
+    )
     ids = {k: np.asarray(v) for k, v in BertPreprocessor(vocab, max_seq_length=24)(TEXTS).items()}
     outputs = encoder(ids)
-    np.savez(out / "ours.npz", **ids, seq=np.asarray(outputs["sequence_output"]),
-             pooled=np.asarray(outputs["pooled_output"]))
+    np.savez(
+        out / "ours.npz",
+        **ids,
+        seq=np.asarray(outputs["sequence_output"]),
+        pooled=np.asarray(outputs["pooled_output"]),
+    )
 
 
 def read(out: pathlib.Path) -> None:
     import torch  # the PyTorch peer environment only
     import transformers
+
     d = np.load(out / "ours.npz")
     model = transformers.BertModel.from_pretrained(str(out / "hf")).eval()
     with torch.no_grad():
-        o = model(input_ids=torch.tensor(d["input_word_ids"], dtype=torch.long),
-                  attention_mask=torch.tensor(d["input_mask"], dtype=torch.long),
-                  token_type_ids=torch.tensor(d["input_type_ids"], dtype=torch.long))
+        o = model(
+            input_ids=torch.tensor(d["input_word_ids"], dtype=torch.long),
+            attention_mask=torch.tensor(d["input_mask"], dtype=torch.long),
+            token_type_ids=torch.tensor(d["input_type_ids"], dtype=torch.long),
+        )
     mask = d["input_mask"].astype(bool)
     seq = np.abs(o.last_hidden_state.numpy() - d["seq"])[mask].max()
     pooled = np.abs(o.pooler_output.numpy() - d["pooled"]).max()
-    print(f"torch {torch.__version__}, transformers {transformers.__version__} BertModel vs ours: "
-          f"sequence_output {seq:.2e}, pooled_output {pooled:.2e} (hidden_act "
-          f"{model.config.hidden_act})")
+    print(
+        f"torch {torch.__version__}, transformers {transformers.__version__} BertModel vs ours: "
+        f"sequence_output {seq:.2e}, pooled_output {pooled:.2e} (hidden_act "
+        f"{model.config.hidden_act})"
+    )
 
 
 if __name__ == "__main__":

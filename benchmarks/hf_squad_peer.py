@@ -41,6 +41,7 @@ Writes to --output_dir: predictions.json, null_odds.json and best_non_null_predi
 seconds, windows, windows per second). Scores come from `benchmarks.squad_peer_data
 --mode=score` (our official-evaluator wrapper), not from here.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -59,8 +60,9 @@ import transformers
 
 def parse_args(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--model_dir", required=True, help="HF checkpoint dir (config, weights, "
-                   "tokenizer).")
+    p.add_argument(
+        "--model_dir", required=True, help="HF checkpoint dir (config, weights, tokenizer)."
+    )
     p.add_argument("--train_file", help="Flat SQuAD JSON (squad_peer_data train.json).")
     p.add_argument("--validation_file", help="Flat SQuAD JSON to predict (heldout.json).")
     p.add_argument("--output_dir", required=True)
@@ -70,11 +72,19 @@ def parse_args(argv=None):
     p.add_argument("--per_device_eval_batch_size", type=int, default=32)
     p.add_argument("--learning_rate", type=float, default=5e-5)
     p.add_argument("--num_train_epochs", type=float, default=1.0)
-    p.add_argument("--max_steps", type=int, default=-1, help="Stop after N optimizer steps "
-                   "(smoke tests; -1: the epochs decide).")
+    p.add_argument(
+        "--max_steps",
+        type=int,
+        default=-1,
+        help="Stop after N optimizer steps (smoke tests; -1: the epochs decide).",
+    )
     p.add_argument("--warmup_ratio", type=float, default=0.0)
-    p.add_argument("--weight_decay", type=float, default=0.0, help="Trainer default 0 (our "
-                   "recipe's default is 0.01).")
+    p.add_argument(
+        "--weight_decay",
+        type=float,
+        default=0.0,
+        help="Trainer default 0 (our recipe's default is 0.01).",
+    )
     p.add_argument("--seed", type=int, default=42)
     p.add_argument("--bf16", action="store_true", help="CPU autocast bfloat16 (train and eval).")
     p.add_argument("--threads", type=int, default=0, help="torch.set_num_threads (0: default).")
@@ -83,8 +93,12 @@ def parse_args(argv=None):
     p.add_argument("--n_best_size", type=int, default=20)
     p.add_argument("--max_answer_length", type=int, default=30)
     p.add_argument("--max_train_examples", type=int, help="Only the first N training questions.")
-    p.add_argument("--max_eval_examples", type=int, help="Only the first N questions to predict "
-                   "(score with squad_peer_data --max_eval_examples=N).")
+    p.add_argument(
+        "--max_eval_examples",
+        type=int,
+        help="Only the first N questions to predict "
+        "(score with squad_peer_data --max_eval_examples=N).",
+    )
     p.add_argument("--logging_steps", type=int, default=10, help="One progress line per N steps.")
     return p.parse_args(argv)
 
@@ -97,10 +111,16 @@ def read_flat(path, limit=None) -> list[dict]:
 
 def tokenize(tokenizer, records, args):
     """run_qa.py's tokenizer call: question first, only the context truncated into windows."""
-    return tokenizer([r["question"].lstrip() for r in records], [r["context"] for r in records],
-                     truncation="only_second", max_length=args.max_seq_length,
-                     stride=args.doc_stride, return_overflowing_tokens=True,
-                     return_offsets_mapping=True, padding="max_length")
+    return tokenizer(
+        [r["question"].lstrip() for r in records],
+        [r["context"] for r in records],
+        truncation="only_second",
+        max_length=args.max_seq_length,
+        stride=args.doc_stride,
+        return_overflowing_tokens=True,
+        return_offsets_mapping=True,
+        padding="max_length",
+    )
 
 
 def train_features(tokenizer, records, args) -> dict:
@@ -132,9 +152,13 @@ def train_features(tokenizer, records, args) -> dict:
             e -= 1
         starts.append(s - 1)
         ends.append(e + 1)
-    return {"input_ids": enc["input_ids"], "token_type_ids": enc["token_type_ids"],
-            "attention_mask": enc["attention_mask"], "start_positions": starts,
-            "end_positions": ends}
+    return {
+        "input_ids": enc["input_ids"],
+        "token_type_ids": enc["token_type_ids"],
+        "attention_mask": enc["attention_mask"],
+        "start_positions": starts,
+        "end_positions": ends,
+    }
 
 
 def eval_features(tokenizer, records, args):
@@ -179,26 +203,36 @@ def postprocess(records, window_example, offsets, start_logits, end_logits, args
             sl, el, om = start_logits[w], end_logits[w], offsets[w]
             null_score = sl[0] + el[0]
             if null is None or null["score"] > null_score:
-                null = {"offsets": (0, 0), "score": null_score,
-                        "start_logit": sl[0], "end_logit": el[0]}
-            top_starts = np.argsort(sl)[-1:-args.n_best_size - 1:-1].tolist()
-            top_ends = np.argsort(el)[-1:-args.n_best_size - 1:-1].tolist()
+                null = {
+                    "offsets": (0, 0),
+                    "score": null_score,
+                    "start_logit": sl[0],
+                    "end_logit": el[0],
+                }
+            top_starts = np.argsort(sl)[-1 : -args.n_best_size - 1 : -1].tolist()
+            top_ends = np.argsort(el)[-1 : -args.n_best_size - 1 : -1].tolist()
             for s in top_starts:
                 for e in top_ends:
                     if s >= len(om) or e >= len(om) or om[s] is None or om[e] is None:
                         continue
                     if e < s or e - s + 1 > args.max_answer_length:
                         continue
-                    prelim.append({"offsets": (om[s][0], om[e][1]), "score": sl[s] + el[e],
-                                   "start_logit": sl[s], "end_logit": el[e]})
+                    prelim.append(
+                        {
+                            "offsets": (om[s][0], om[e][1]),
+                            "score": sl[s] + el[e],
+                            "start_logit": sl[s],
+                            "end_logit": el[e],
+                        }
+                    )
         if args.version_2_with_negative:
             prelim.append(null)
-        nbest = sorted(prelim, key=lambda x: x["score"], reverse=True)[:args.n_best_size]
+        nbest = sorted(prelim, key=lambda x: x["score"], reverse=True)[: args.n_best_size]
         if args.version_2_with_negative and not any(p["offsets"] == (0, 0) for p in nbest):
             nbest.append(null)
         context = record["context"]
         for p in nbest:
-            p["text"] = context[p["offsets"][0]:p["offsets"][1]]
+            p["text"] = context[p["offsets"][0] : p["offsets"][1]]
         if not nbest or (len(nbest) == 1 and nbest[0]["text"] == ""):
             nbest.insert(0, {"text": "empty", "start_logit": 0.0, "end_logit": 0.0, "score": 0.0})
         qid = record["id"]
@@ -228,15 +262,17 @@ class ProgressLines(transformers.TrainerCallback):
         if loss is None:  # the end-of-training summary
             return
         elapsed = time.perf_counter() - self.start
-        print(f"step {state.global_step}/{state.max_steps} loss "
-              f"{loss:.4f} lr {(logs or {}).get('learning_rate', 0):.3g} "
-              f"{state.global_step * self.batch_size / max(elapsed, 1e-9):.2f} windows/s "
-              f"{elapsed:.0f}s", flush=True)
+        print(
+            f"step {state.global_step}/{state.max_steps} loss "
+            f"{loss:.4f} lr {(logs or {}).get('learning_rate', 0):.3g} "
+            f"{state.global_step * self.batch_size / max(elapsed, 1e-9):.2f} windows/s "
+            f"{elapsed:.0f}s",
+            flush=True,
+        )
 
 
 def autocast(enabled: bool):
-    return (torch.autocast("cpu", dtype=torch.bfloat16) if enabled
-            else contextlib.nullcontext())
+    return torch.autocast("cpu", dtype=torch.bfloat16) if enabled else contextlib.nullcontext()
 
 
 def main(argv=None):
@@ -249,28 +285,53 @@ def main(argv=None):
     transformers.set_seed(args.seed)
     tokenizer = transformers.AutoTokenizer.from_pretrained(args.model_dir, use_fast=True)
     if args.max_seq_length > tokenizer.model_max_length:
-        print(f"max_seq_length {args.max_seq_length} > model_max_length "
-              f"{tokenizer.model_max_length}; using the latter", flush=True)
+        print(
+            f"max_seq_length {args.max_seq_length} > model_max_length "
+            f"{tokenizer.model_max_length}; using the latter",
+            flush=True,
+        )
         args.max_seq_length = tokenizer.model_max_length
     model = transformers.AutoModelForQuestionAnswering.from_pretrained(args.model_dir)
-    metrics = {"peer": "transformers run_qa.py semantics", "torch": torch.__version__,
-               "transformers": transformers.__version__, "threads": torch.get_num_threads(),
-               "bf16": args.bf16, "max_seq_length": args.max_seq_length,
-               "doc_stride": args.doc_stride, "train_batch_size": args.per_device_train_batch_size,
-               "learning_rate": args.learning_rate, "num_train_epochs": args.num_train_epochs,
-               "warmup_ratio": args.warmup_ratio, "weight_decay": args.weight_decay,
-               "seed": args.seed,
-               "version_2_with_negative": args.version_2_with_negative}
+    metrics = {
+        "peer": "transformers run_qa.py semantics",
+        "torch": torch.__version__,
+        "transformers": transformers.__version__,
+        "threads": torch.get_num_threads(),
+        "bf16": args.bf16,
+        "max_seq_length": args.max_seq_length,
+        "doc_stride": args.doc_stride,
+        "train_batch_size": args.per_device_train_batch_size,
+        "learning_rate": args.learning_rate,
+        "num_train_epochs": args.num_train_epochs,
+        "warmup_ratio": args.warmup_ratio,
+        "weight_decay": args.weight_decay,
+        "seed": args.seed,
+        "version_2_with_negative": args.version_2_with_negative,
+    }
     training_args = transformers.TrainingArguments(
-        output_dir=str(out / "trainer"), use_cpu=True, bf16=args.bf16, seed=args.seed,
+        output_dir=str(out / "trainer"),
+        use_cpu=True,
+        bf16=args.bf16,
+        seed=args.seed,
         per_device_train_batch_size=args.per_device_train_batch_size,
         per_device_eval_batch_size=args.per_device_eval_batch_size,
-        learning_rate=args.learning_rate, num_train_epochs=args.num_train_epochs,
-        max_steps=args.max_steps, warmup_steps=args.warmup_ratio, lr_scheduler_type="linear",
-        weight_decay=args.weight_decay, adam_epsilon=1e-8, max_grad_norm=1.0,
-        logging_strategy="steps", logging_steps=args.logging_steps, logging_first_step=True,
-        save_strategy="no", eval_strategy="no", report_to="none", disable_tqdm=True,
-        dataloader_num_workers=0)
+        learning_rate=args.learning_rate,
+        num_train_epochs=args.num_train_epochs,
+        max_steps=args.max_steps,
+        warmup_steps=args.warmup_ratio,
+        lr_scheduler_type="linear",
+        weight_decay=args.weight_decay,
+        adam_epsilon=1e-8,
+        max_grad_norm=1.0,
+        logging_strategy="steps",
+        logging_steps=args.logging_steps,
+        logging_first_step=True,
+        save_strategy="no",
+        eval_strategy="no",
+        report_to="none",
+        disable_tqdm=True,
+        dataloader_num_workers=0,
+    )
 
     if args.train_file:
         records = read_flat(args.train_file, args.max_train_examples)
@@ -279,9 +340,12 @@ def main(argv=None):
         metrics["train_feature_seconds"] = time.perf_counter() - t0
         print(f"train: {len(records)} questions -> {len(train_set)} windows", flush=True)
         trainer = transformers.Trainer(
-            model=model, args=training_args, train_dataset=train_set,
+            model=model,
+            args=training_args,
+            train_dataset=train_set,
             data_collator=transformers.default_data_collator,
-            callbacks=[ProgressLines(args.per_device_train_batch_size)])
+            callbacks=[ProgressLines(args.per_device_train_batch_size)],
+        )
         trainer.remove_callback(transformers.PrinterCallback)
         metrics["optimizer"] = getattr(training_args.optim, "value", str(training_args.optim))
         t0 = time.perf_counter()
@@ -290,19 +354,28 @@ def main(argv=None):
         seconds = time.perf_counter() - t0
         steps = result.global_step
         # windows seen: full batches, the last batch of each epoch may be short
-        trained = min(steps * args.per_device_train_batch_size,
-                      math.ceil(args.num_train_epochs * len(train_set)))
-        metrics.update({"train_examples": len(records), "train_windows": len(train_set),
-                        "train_steps": steps, "train_seconds": seconds,
-                        "train_windows_per_second": trained / max(seconds, 1e-9),
-                        "train_loss": result.training_loss})
+        trained = min(
+            steps * args.per_device_train_batch_size,
+            math.ceil(args.num_train_epochs * len(train_set)),
+        )
+        metrics.update(
+            {
+                "train_examples": len(records),
+                "train_windows": len(train_set),
+                "train_steps": steps,
+                "train_seconds": seconds,
+                "train_windows_per_second": trained / max(seconds, 1e-9),
+                "train_loss": result.training_loss,
+            }
+        )
         model = trainer.model
     if args.validation_file:
         records = read_flat(args.validation_file, args.max_eval_examples)
         t0 = time.perf_counter()
         inputs, window_example, offsets = eval_features(tokenizer, records, args)
-        loader = torch.utils.data.DataLoader(Windows(inputs),
-                                             batch_size=args.per_device_eval_batch_size)
+        loader = torch.utils.data.DataLoader(
+            Windows(inputs), batch_size=args.per_device_eval_batch_size
+        )
         model.eval()
         t1 = time.perf_counter()
         starts, ends = [], []
@@ -312,22 +385,31 @@ def main(argv=None):
                 starts.append(output.start_logits.float().numpy())
                 ends.append(output.end_logits.float().numpy())
                 if (k + 1) % args.logging_steps == 0:
-                    print(f"predict batch {k + 1}/{len(loader)} "
-                          f"{time.perf_counter() - t1:.0f}s", flush=True)
+                    print(
+                        f"predict batch {k + 1}/{len(loader)} {time.perf_counter() - t1:.0f}s",
+                        flush=True,
+                    )
         logits_seconds = time.perf_counter() - t1
         predictions, null_odds, best_non_null = postprocess(
-            records, window_example, offsets, np.concatenate(starts), np.concatenate(ends), args)
+            records, window_example, offsets, np.concatenate(starts), np.concatenate(ends), args
+        )
         seconds = time.perf_counter() - t0
         (out / "predictions.json").write_text(json.dumps(predictions, indent=1), "utf-8")
         if args.version_2_with_negative:
             (out / "null_odds.json").write_text(json.dumps(null_odds, indent=1), "utf-8")
             (out / "best_non_null_predictions.json").write_text(
-                json.dumps(best_non_null, indent=1), "utf-8")
-        metrics.update({"predict_examples": len(records), "predict_windows": len(window_example),
-                        "predict_seconds": seconds, "predict_logits_seconds": logits_seconds,
-                        "predict_questions_per_second": len(records) / max(seconds, 1e-9),
-                        "predict_windows_per_second": len(window_example) / max(logits_seconds,
-                                                                                1e-9)})
+                json.dumps(best_non_null, indent=1), "utf-8"
+            )
+        metrics.update(
+            {
+                "predict_examples": len(records),
+                "predict_windows": len(window_example),
+                "predict_seconds": seconds,
+                "predict_logits_seconds": logits_seconds,
+                "predict_questions_per_second": len(records) / max(seconds, 1e-9),
+                "predict_windows_per_second": len(window_example) / max(logits_seconds, 1e-9),
+            }
+        )
     (out / "peer_metrics.json").write_text(json.dumps(metrics, indent=2, sort_keys=True), "utf-8")
     print(json.dumps(metrics, indent=2, sort_keys=True), flush=True)
 

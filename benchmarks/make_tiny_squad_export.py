@@ -9,6 +9,7 @@ are random spans: useful for plumbing and offset checks, never for EM or speed o
     python -m benchmarks.make_tiny_squad_export "$TMPDIR"/tiny_squad_models [--model_name=squad]
     # then --model_base_path="$TMPDIR"/tiny_squad_models/squad
 """
+
 import os
 
 from absl import app, flags
@@ -27,11 +28,19 @@ def main(argv):
     from keras_bert.models.bert_encoder import BertEncoder
     from keras_bert.tasks.span_question_answerer import SpanQuestionAnswerer
     from keras_bert.tokenization.bert_preprocessor import BertPreprocessor
+
     keras.utils.set_random_seed(0)
-    pre = BertPreprocessor(resolve_vocab_file(common.PRESET), do_lower_case=True,
-                           max_seq_length=384)
-    encoder = BertEncoder(vocab_size=len(pre.vocabulary), hidden_size=32, num_layers=2,
-                          num_heads=2, intermediate_size=48, max_sequence_length=512)
+    pre = BertPreprocessor(
+        resolve_vocab_file(common.PRESET), do_lower_case=True, max_seq_length=384
+    )
+    encoder = BertEncoder(
+        vocab_size=len(pre.vocabulary),
+        hidden_size=32,
+        num_layers=2,
+        num_heads=2,
+        intermediate_size=48,
+        max_sequence_length=512,
+    )
     task = SpanQuestionAnswerer(encoder, pre, doc_stride=128, max_query_length=64)
     task(common.random_batch(1, 8))
     print(task.export(argv[1], FLAGS.model_name))

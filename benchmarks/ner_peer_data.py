@@ -29,6 +29,7 @@ truncation are tagged "O" and counted in `cut_words`); the tokens must equal the
 line by line. `--max_examples=N` scores the first N gold
 sentences (the peer's and run_ner.py's `--max_eval_examples`).
 """
+
 from __future__ import annotations
 
 import json
@@ -39,15 +40,19 @@ from absl import app, flags
 from keras_bert.data import conll
 from keras_bert.evaluation.ner import entity_scores
 
-flags.DEFINE_enum("mode", "write", ["write", "score"], "Write the split files, or score "
-                  "predictions.")
+flags.DEFINE_enum(
+    "mode", "write", ["write", "score"], "Write the split files, or score predictions."
+)
 flags.DEFINE_string("data_dir", None, "write: CoNLL-2003 dir with train.txt, valid.txt, test.txt.")
 flags.DEFINE_string("output_dir", None, "write: where train.json, valid.json, test.json go.")
 flags.DEFINE_string("gold_file", None, "score: a split file written by --mode=write.")
 flags.DEFINE_string("predictions_file", None, "score: the peer's predictions for that split.")
 flags.DEFINE_integer("max_examples", None, "score: only the first N gold sentences.")
-flags.DEFINE_string("metrics_file", None, "score: output JSON (default: next to the predictions, "
-                    "metrics_<gold file stem>.json).")
+flags.DEFINE_string(
+    "metrics_file",
+    None,
+    "score: output JSON (default: next to the predictions, metrics_<gold file stem>.json).",
+)
 FLAGS = flags.FLAGS
 
 SCORE_KEYS = ("precision", "recall", "f1", "accuracy")  # what families.ner.ner_scores keeps
@@ -72,11 +77,15 @@ def write_splits(data_dir, output_dir) -> dict:
     out.mkdir(parents=True, exist_ok=True)
     splits = conll.read_conll_splits(data_dir)
     for name, sentences in splits.items():
-        write_jsonl(out / f"{name}.json", ({"tokens": list(s.words), "ner_tags": list(s.tags)}
-                                           for s in sentences))
-    info = {"source": "keras_bert.data.conll.read_conll_splits (IOB2)",
-            "splits": {name: conll.counts(sentences) for name, sentences in splits.items()},
-            "label_names": conll.label_list(splits["train"])}
+        write_jsonl(
+            out / f"{name}.json",
+            ({"tokens": list(s.words), "ner_tags": list(s.tags)} for s in sentences),
+        )
+    info = {
+        "source": "keras_bert.data.conll.read_conll_splits (IOB2)",
+        "splits": {name: conll.counts(sentences) for name, sentences in splits.items()},
+        "label_names": conll.label_list(splits["train"]),
+    }
     (out / "data_info.json").write_text(json.dumps(info, indent=2) + "\n")
     return info
 
@@ -97,17 +106,23 @@ def score(gold_file, predictions_file, max_examples=None) -> dict:
     gold = gold[:max_examples] if max_examples else gold
     predicted = read_jsonl(predictions_file)
     if len(predicted) != len(gold):
-        raise ValueError(f"{predictions_file}: {len(predicted)} sentences, but {len(gold)} in "
-                         f"{gold_file}" + (f" (first {max_examples})" if max_examples else ""))
+        raise ValueError(
+            f"{predictions_file}: {len(predicted)} sentences, but {len(gold)} in "
+            f"{gold_file}" + (f" (first {max_examples})" if max_examples else "")
+        )
     for i, (g, p) in enumerate(zip(gold, predicted)):
         if p["tokens"] != g["tokens"]:
             raise ValueError(f"sentence {i}: predicted tokens differ from the gold file's")
     scores = entity_scores([g["ner_tags"] for g in gold], [p["pred_tags"] for p in predicted])
-    return {**{k: scores[k] for k in SCORE_KEYS},
-            "sentences": len(gold), "words": sum(len(g["tokens"]) for g in gold),
-            "cut_words": sum(int(p.get("cut_words", 0)) for p in predicted),
-            "gold_file": str(gold_file), "predictions_file": str(predictions_file),
-            "entity_scores": scores}
+    return {
+        **{k: scores[k] for k in SCORE_KEYS},
+        "sentences": len(gold),
+        "words": sum(len(g["tokens"]) for g in gold),
+        "cut_words": sum(int(p.get("cut_words", 0)) for p in predicted),
+        "gold_file": str(gold_file),
+        "predictions_file": str(predictions_file),
+        "entity_scores": scores,
+    }
 
 
 def main(argv):
@@ -121,8 +136,11 @@ def main(argv):
     if not (FLAGS.gold_file and FLAGS.predictions_file):
         raise app.UsageError("--mode=score needs --gold_file and --predictions_file")
     metrics = score(FLAGS.gold_file, FLAGS.predictions_file, FLAGS.max_examples)
-    path = pathlib.Path(FLAGS.metrics_file or pathlib.Path(FLAGS.predictions_file).parent
-                        / f"metrics_{pathlib.Path(FLAGS.gold_file).stem}.json")
+    path = pathlib.Path(
+        FLAGS.metrics_file
+        or pathlib.Path(FLAGS.predictions_file).parent
+        / f"metrics_{pathlib.Path(FLAGS.gold_file).stem}.json"
+    )
     path.write_text(json.dumps(metrics, indent=2) + "\n")
     print(json.dumps({k: metrics[k] for k in SCORE_KEYS + ("sentences", "words", "cut_words")}))
     print(f"wrote {path}")

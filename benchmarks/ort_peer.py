@@ -30,6 +30,7 @@ Same line protocol as benchmarks/torch_peer.py (one JSON object per line, both w
 The input is fixed and random, as `common.random_batch`: ids in [1000, 30000), [CLS] (101) first,
 [SEP] (102) last, mask all ones, type ids zeros.
 """
+
 import pathlib
 import shutil
 import sys
@@ -58,18 +59,31 @@ def export_onnx(model_dir: str, out_dir: pathlib.Path) -> dict:
             self.bert = bert
 
         def forward(self, input_ids, attention_mask, token_type_ids):
-            return self.bert(input_ids=input_ids, attention_mask=attention_mask,
-                             token_type_ids=token_type_ids).last_hidden_state
+            return self.bert(
+                input_ids=input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids
+            ).last_hidden_state
 
     with torch.inference_mode():
-        torch.onnx.export(LastHidden(model), args, str(fp32), input_names=names,
-                          output_names=["last_hidden_state"], dynamic_axes=axes,
-                          opset_version=17, do_constant_folding=True, dynamo=False)
+        torch.onnx.export(
+            LastHidden(model),
+            args,
+            str(fp32),
+            input_names=names,
+            output_names=["last_hidden_state"],
+            dynamic_axes=axes,
+            opset_version=17,
+            do_constant_folding=True,
+            dynamo=False,
+        )
     exported = time.perf_counter()
     int8 = out_dir / "model.int8.onnx"
     quantize_dynamic(str(fp32), str(int8), weight_type=QuantType.QInt8)
-    print(f"ort_peer: exported in {exported - start:.1f} s, quantized in "
-          f"{time.perf_counter() - exported:.1f} s", file=sys.stderr, flush=True)
+    print(
+        f"ort_peer: exported in {exported - start:.1f} s, quantized in "
+        f"{time.perf_counter() - exported:.1f} s",
+        file=sys.stderr,
+        flush=True,
+    )
     return {"float32": fp32, "int8": int8}
 
 
@@ -93,12 +107,15 @@ def main():
         options = ort.SessionOptions()
         options.intra_op_num_threads = int(msg.get("threads") or 0)
         options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-        session = ort.InferenceSession(str(files[msg["quant"]]), options,
-                                       providers=["CPUExecutionProvider"])
+        session = ort.InferenceSession(
+            str(files[msg["quant"]]), options, providers=["CPUExecutionProvider"]
+        )
         batch = common.random_batch(msg["batch"], msg["seq"], msg.get("seed", 0))
-        feeds = {"input_ids": batch["input_word_ids"].astype(np.int64),
-                 "attention_mask": batch["input_mask"].astype(np.int64),
-                 "token_type_ids": batch["input_type_ids"].astype(np.int64)}
+        feeds = {
+            "input_ids": batch["input_word_ids"].astype(np.int64),
+            "attention_mask": batch["input_mask"].astype(np.int64),
+            "token_type_ids": batch["input_type_ids"].astype(np.int64),
+        }
         return (lambda: None), (lambda s=session, f=feeds: s.run(["last_hidden_state"], f)[0])
 
     try:

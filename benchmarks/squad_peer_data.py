@@ -29,6 +29,7 @@ best_non_null_predictions.json (qas_id -> best non-empty text; our v2.0 threshol
 those, see `keras_bert.evaluation.squad`). metrics.json = the peer's peer_metrics.json (timings)
 plus the official scores, with the keys of run_squad.py's metrics.json.
 """
+
 from __future__ import annotations
 
 import json
@@ -44,17 +45,29 @@ flags.DEFINE_string("input_file", None, "SQuAD v1.1 / v2.0 JSON (split by articl
 flags.DEFINE_float("holdout_fraction", 0.5, "Fraction of the titles (the last ones) held out.")
 flags.DEFINE_boolean("version_2_with_negative", False, "SQuAD v2.0: questions may have no answer.")
 flags.DEFINE_string("output_dir", None, "split: where train.json and heldout.json go.")
-flags.DEFINE_string("predictions_dir", None, "score: the peer's output_dir (predictions.json, "
-                    "null_odds.json, best_non_null_predictions.json, peer_metrics.json).")
-flags.DEFINE_integer("max_eval_examples", None, "score: only the first N held-out questions "
-                     "(the peer's and run_squad.py's --max_eval_examples).")
+flags.DEFINE_string(
+    "predictions_dir",
+    None,
+    "score: the peer's output_dir (predictions.json, "
+    "null_odds.json, best_non_null_predictions.json, peer_metrics.json).",
+)
+flags.DEFINE_integer(
+    "max_eval_examples",
+    None,
+    "score: only the first N held-out questions "
+    "(the peer's and run_squad.py's --max_eval_examples).",
+)
 flags.DEFINE_string("metrics_file", None, "score: output (default: predictions_dir/metrics.json).")
 flags.mark_flag_as_required("input_file")
 FLAGS = flags.FLAGS
 
 
-def split_examples(input_file, holdout_fraction: float, version_2_with_negative: bool,
-                   max_eval_examples: int | None = None):
+def split_examples(
+    input_file,
+    holdout_fraction: float,
+    version_2_with_negative: bool,
+    max_eval_examples: int | None = None,
+):
     """(train, held_out) `SquadExample`s: `families.squad.load_examples` on `input_file` given as
     both files, as `run_squad.py --holdout_fraction` reads them.
 
@@ -63,18 +76,27 @@ def split_examples(input_file, holdout_fraction: float, version_2_with_negative:
     """
     args = squad_family.SquadArgs(
         output_dir="unused",  # required by SquadArgs; load_examples writes nothing
-        train_file=str(input_file), predict_file=str(input_file),
-        holdout_fraction=holdout_fraction, version_2_with_negative=version_2_with_negative,
-        max_eval_examples=max_eval_examples)
+        train_file=str(input_file),
+        predict_file=str(input_file),
+        holdout_fraction=holdout_fraction,
+        version_2_with_negative=version_2_with_negative,
+        max_eval_examples=max_eval_examples,
+    )
     return squad_family.load_examples(args)
 
 
 def flat_record(example) -> dict:
     """One `SquadExample` -> one record of run_qa.py's flat JSON layout."""
-    return {"id": example.qas_id, "title": example.title, "context": example.context,
-            "question": example.question,
-            "answers": {"text": [t for t, _ in example.answers],
-                        "answer_start": [s for _, s in example.answers]}}
+    return {
+        "id": example.qas_id,
+        "title": example.title,
+        "context": example.context,
+        "question": example.question,
+        "answers": {
+            "text": [t for t, _ in example.answers],
+            "answer_start": [s for _, s in example.answers],
+        },
+    }
 
 
 def write_split(input_file, holdout_fraction, version_2_with_negative, output_dir) -> dict:
@@ -82,19 +104,35 @@ def write_split(input_file, holdout_fraction, version_2_with_negative, output_di
     train, held_out = split_examples(input_file, holdout_fraction, version_2_with_negative)
     usable = [e for e in train if e.is_impossible or e.answers]
     if len(usable) != len(train):
-        logging.warning("%d answerable training questions have no usable answer; left out (our "
-                        "recipe skips them too)", len(train) - len(usable))
+        logging.warning(
+            "%d answerable training questions have no usable answer; left out (our "
+            "recipe skips them too)",
+            len(train) - len(usable),
+        )
     out = pathlib.Path(output_dir)
     out.mkdir(parents=True, exist_ok=True)
     for name, part in (("train.json", usable), ("heldout.json", held_out)):
-        (out / name).write_text(json.dumps({"data": [flat_record(e) for e in part]}),
-                                encoding="utf-8")
-    counts = {"train_questions": len(usable), "heldout_questions": len(held_out),
-              "train_titles": len({e.title for e in train}),
-              "heldout_titles": len({e.title for e in held_out})}
-    (out / "split.json").write_text(json.dumps(counts | {
-        "input_file": pathlib.Path(input_file).name, "holdout_fraction": holdout_fraction,
-        "version_2_with_negative": version_2_with_negative}, indent=2), encoding="utf-8")
+        (out / name).write_text(
+            json.dumps({"data": [flat_record(e) for e in part]}), encoding="utf-8"
+        )
+    counts = {
+        "train_questions": len(usable),
+        "heldout_questions": len(held_out),
+        "train_titles": len({e.title for e in train}),
+        "heldout_titles": len({e.title for e in held_out}),
+    }
+    (out / "split.json").write_text(
+        json.dumps(
+            counts
+            | {
+                "input_file": pathlib.Path(input_file).name,
+                "holdout_fraction": holdout_fraction,
+                "version_2_with_negative": version_2_with_negative,
+            },
+            indent=2,
+        ),
+        encoding="utf-8",
+    )
     return counts
 
 
@@ -104,36 +142,48 @@ def _read_json(path: pathlib.Path) -> dict:
     return json.loads(path.read_text(encoding="utf-8"))
 
 
-def score(input_file, holdout_fraction, version_2_with_negative, predictions_dir,
-          max_eval_examples=None) -> dict:
+def score(
+    input_file, holdout_fraction, version_2_with_negative, predictions_dir, max_eval_examples=None
+) -> dict:
     """Official metrics of the peer's predictions on the held-out questions (our scorer).
 
     Raises:
         ValueError: the predictions are not exactly the held-out questions.
     """
-    held_out = split_examples(input_file, holdout_fraction, version_2_with_negative,
-                              max_eval_examples)[1]
+    held_out = split_examples(
+        input_file, holdout_fraction, version_2_with_negative, max_eval_examples
+    )[1]
     pred_dir = pathlib.Path(predictions_dir)
     predictions = _read_json(pred_dir / "predictions.json")
     ids = [e.qas_id for e in held_out]
     if set(predictions) != set(ids):
-        raise ValueError(f"predictions.json has {len(predictions)} questions, the held-out part "
-                         f"{len(ids)}; {len(set(ids) - set(predictions))} missing, "
-                         f"{len(set(predictions) - set(ids))} not held out (same "
-                         "--max_eval_examples as the peer's?)")
+        raise ValueError(
+            f"predictions.json has {len(predictions)} questions, the held-out part "
+            f"{len(ids)}; {len(set(ids) - set(predictions))} missing, "
+            f"{len(set(predictions) - set(ids))} not held out (same "
+            "--max_eval_examples as the peer's?)"
+        )
     if version_2_with_negative:
         null_odds = _read_json(pred_dir / "null_odds.json")
         non_null = _read_json(pred_dir / "best_non_null_predictions.json")
-        answers = {q: {"text": predictions[q], "best_non_null_text": non_null[q],
-                       "null_odds": float(null_odds[q])} for q in ids}
+        answers = {
+            q: {
+                "text": predictions[q],
+                "best_non_null_text": non_null[q],
+                "null_odds": float(null_odds[q]),
+            }
+            for q in ids
+        }
     else:
         answers = {q: {"text": predictions[q]} for q in ids}
-    metrics = squad_eval.evaluate(squad_eval.dataset_of(held_out), answers,
-                                  version_2_with_negative)
+    metrics = squad_eval.evaluate(squad_eval.dataset_of(held_out), answers, version_2_with_negative)
     peer_file = pred_dir / "peer_metrics.json"
     peer = _read_json(peer_file) if peer_file.is_file() else {}
-    return peer | metrics | {"version_2_with_negative": version_2_with_negative,
-                             "scored_examples": len(held_out)}
+    return (
+        peer
+        | metrics
+        | {"version_2_with_negative": version_2_with_negative, "scored_examples": len(held_out)}
+    )
 
 
 def main(argv):
@@ -141,15 +191,25 @@ def main(argv):
     if FLAGS.mode == "split":
         if not FLAGS.output_dir:
             raise app.UsageError("--output_dir is required with --mode=split")
-        result = write_split(FLAGS.input_file, FLAGS.holdout_fraction,
-                             FLAGS.version_2_with_negative, FLAGS.output_dir)
+        result = write_split(
+            FLAGS.input_file,
+            FLAGS.holdout_fraction,
+            FLAGS.version_2_with_negative,
+            FLAGS.output_dir,
+        )
     else:
         if not FLAGS.predictions_dir:
             raise app.UsageError("--predictions_dir is required with --mode=score")
-        result = score(FLAGS.input_file, FLAGS.holdout_fraction, FLAGS.version_2_with_negative,
-                       FLAGS.predictions_dir, FLAGS.max_eval_examples)
-        path = pathlib.Path(FLAGS.metrics_file or pathlib.Path(FLAGS.predictions_dir)
-                            / "metrics.json")
+        result = score(
+            FLAGS.input_file,
+            FLAGS.holdout_fraction,
+            FLAGS.version_2_with_negative,
+            FLAGS.predictions_dir,
+            FLAGS.max_eval_examples,
+        )
+        path = pathlib.Path(
+            FLAGS.metrics_file or pathlib.Path(FLAGS.predictions_dir) / "metrics.json"
+        )
         path.write_text(json.dumps(result, indent=2, sort_keys=True), encoding="utf-8")
     print(json.dumps(result, indent=2, sort_keys=True))
 

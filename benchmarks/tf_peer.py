@@ -12,11 +12,13 @@ benchmarks/torch_peer.py; started as
   {"cmd": "run", "key": str}                                             -> {"seconds": float}
   {"cmd": "quit"}
 """
+
 import sys
 
 
 def main():
     import tensorflow as tf
+
     tf.config.threading.set_intra_op_parallelism_threads(int(sys.argv[1]))
     tf.config.threading.set_inter_op_parallelism_threads(int(sys.argv[2]))
     import keras_bert
@@ -31,14 +33,18 @@ def main():
         if key not in encoders:
             if key[0] == "keras-hub":
                 from benchmarks.bench_encoder import keras_hub_fn
+
                 encoders[key] = keras_hub_fn(key[1])
             else:
                 encoder = keras_bert.from_pretrained(common.PRESET, dtype=key[1])
                 encoders[key] = tf.function(
                     lambda f, encoder=encoder: encoder(f, training=False)["sequence_output"],
-                    reduce_retracing=True)
-        features = {k: tf.constant(v) for k, v in
-                    common.random_batch(msg["batch"], msg["seq"], msg.get("seed", 0)).items()}
+                    reduce_retracing=True,
+                )
+        features = {
+            k: tf.constant(v)
+            for k, v in common.random_batch(msg["batch"], msg["seq"], msg.get("seed", 0)).items()
+        }
         return (lambda: None), (lambda run=encoders[key], f=features: run(f).numpy())
 
     common.serve_peer(load)

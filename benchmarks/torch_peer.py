@@ -17,6 +17,7 @@ Protocol (one JSON object per line, both ways):
   {"cmd": "run", "key": str}                                 -> {"seconds": float}
   {"cmd": "quit"}
 """
+
 import sys
 
 
@@ -36,8 +37,11 @@ def main():
             model = transformers.BertModel.from_pretrained(model_dir).eval()
             rng = np.random.default_rng(msg.get("seed", 0))
             ids = torch.from_numpy(rng.integers(1000, 30000, (msg["batch"], msg["seq"]))).long()
-            feats = {"input_ids": ids, "attention_mask": torch.ones_like(ids),
-                     "token_type_ids": torch.zeros_like(ids)}
+            feats = {
+                "input_ids": ids,
+                "attention_mask": torch.ones_like(ids),
+                "token_type_ids": torch.zeros_like(ids),
+            }
             bf16 = msg["bf16"]
 
             def job(model=model, feats=feats, bf16=bf16):
@@ -46,19 +50,24 @@ def main():
         elif cmd == "matmul":
             rng = np.random.default_rng(0)
             dtype = torch.bfloat16 if msg["bf16"] else torch.float32
-            a, b = (torch.from_numpy(rng.standard_normal((msg["size"],) * 2, np.float32)).to(dtype)
-                    for _ in range(2))
+            a, b = (
+                torch.from_numpy(rng.standard_normal((msg["size"],) * 2, np.float32)).to(dtype)
+                for _ in range(2)
+            )
 
             def job(a=a, b=b):
                 return torch.matmul(a, b)[0, 0].item()
         elif cmd == "classifier":
             torch.manual_seed(0)
             model = transformers.BertForSequenceClassification.from_pretrained(
-                model_dir, num_labels=2).train()
+                model_dir, num_labels=2
+            ).train()
             opt = torch.optim.AdamW(model.parameters(), lr=msg["lr"], weight_decay=0.01, eps=1e-6)
-            feats = {"input_ids": torch.tensor(msg["ids"]).long(),
-                     "attention_mask": torch.tensor(msg["mask"]).long(),
-                     "token_type_ids": torch.zeros(len(msg["ids"]), len(msg["ids"][0])).long()}
+            feats = {
+                "input_ids": torch.tensor(msg["ids"]).long(),
+                "attention_mask": torch.tensor(msg["mask"]).long(),
+                "token_type_ids": torch.zeros(len(msg["ids"]), len(msg["ids"][0])).long(),
+            }
             labels = torch.tensor(msg["labels"]).long()
             bf16 = msg["bf16"]
 

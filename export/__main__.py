@@ -11,6 +11,7 @@ docs/export.md) and prints its path. `--tflite` adds `model.tflite` (the `encode
 the LiteRT runtime: the fastest batch-1 path on CPUs), `--quantize=int8` makes that file int8
 (dynamic-range quantized weights); `serving.server --prefer_tflite_model` serves it.
 """
+
 from __future__ import annotations
 
 from absl import app, flags
@@ -20,42 +21,82 @@ from export.export_saved_model import Overrides, export_saved_task
 from keras_bert.saved_model.litert import litert_option
 
 flags.DEFINE_string("model_dir", None, "Fine-tuning output_dir, or a .keras task file.")
-flags.DEFINE_string("export_base", None, "Base directory; writes <export_base>/<model_name>/<version>.")
+flags.DEFINE_string(
+    "export_base", None, "Base directory; writes <export_base>/<model_name>/<version>."
+)
 flags.DEFINE_string("model_name", None, "Name the model is served under.")
-flags.DEFINE_integer("version", None, "Integer version (default: the next free one). Never overwrites.")
-flags.DEFINE_enum("tokenizer", "core", ["core", "tf_text"],
-                  "In-graph tokenizer: core TF ops (loads with plain TensorFlow) or tensorflow-text.")
-flags.DEFINE_enum("dtype", None, ["float32", "bfloat16"],
-                  "Dtype policy of the exported model (default: the trained model's). bfloat16 stores "
-                  "the variables in bfloat16: half the size, faster on CPUs with AVX512_BF16/AMX "
-                  "(LayerNorm, softmax and outputs stay float32).")
-flags.DEFINE_boolean("tflite", False, "Also write model.tflite: the `encoded` signature (token ids "
-                     "in) for the LiteRT runtime, float32; served with serving.server "
-                     "--prefer_tflite_model (docs/export.md, \"LiteRT\").")
-flags.DEFINE_enum("quantize", None, ["int8"], "Quantize model.tflite (implies --tflite): int8 = "
-                  "dynamic-range quantization, int8 weights with per-channel scales, int8 products; "
-                  "the SavedModel itself stays float32.")
-flags.DEFINE_integer("max_seq_length", None, "Override: tokens per text in serving_default "
-                     "(default: the task's; checked against the encoder's position table).")
-flags.DEFINE_list("label_names", None, "Override: display names in id order, exactly one per class "
-                  "(default: the task's).")
+flags.DEFINE_integer(
+    "version", None, "Integer version (default: the next free one). Never overwrites."
+)
+flags.DEFINE_enum(
+    "tokenizer",
+    "core",
+    ["core", "tf_text"],
+    "In-graph tokenizer: core TF ops (loads with plain TensorFlow) or tensorflow-text.",
+)
+flags.DEFINE_enum(
+    "dtype",
+    None,
+    ["float32", "bfloat16"],
+    "Dtype policy of the exported model (default: the trained model's). bfloat16 stores "
+    "the variables in bfloat16: half the size, faster on CPUs with AVX512_BF16/AMX "
+    "(LayerNorm, softmax and outputs stay float32).",
+)
+flags.DEFINE_boolean(
+    "tflite",
+    False,
+    "Also write model.tflite: the `encoded` signature (token ids "
+    "in) for the LiteRT runtime, float32; served with serving.server "
+    '--prefer_tflite_model (docs/export.md, "LiteRT").',
+)
+flags.DEFINE_enum(
+    "quantize",
+    None,
+    ["int8"],
+    "Quantize model.tflite (implies --tflite): int8 = "
+    "dynamic-range quantization, int8 weights with per-channel scales, int8 products; "
+    "the SavedModel itself stays float32.",
+)
+flags.DEFINE_integer(
+    "max_seq_length",
+    None,
+    "Override: tokens per text in serving_default "
+    "(default: the task's; checked against the encoder's position table).",
+)
+flags.DEFINE_list(
+    "label_names",
+    None,
+    "Override: display names in id order, exactly one per class (default: the task's).",
+)
 flags.DEFINE_boolean("do_lower_case", None, "Check only: must equal the task's.")
 flags.DEFINE_boolean("is_pair", None, "Check only: must equal the task's.")
-flags.DEFINE_enum("task_type", None, ["classification", "regression"], "Check only: must equal the task's.")
+flags.DEFINE_enum(
+    "task_type", None, ["classification", "regression"], "Check only: must equal the task's."
+)
 flags.mark_flags_as_required(["model_dir", "export_base", "model_name"])
 FLAGS = flags.FLAGS
 
 
 def main(argv):
     del argv
-    overrides = Overrides(max_seq_length=FLAGS.max_seq_length, label_names=FLAGS.label_names,
-                          do_lower_case=FLAGS.do_lower_case, is_pair=FLAGS.is_pair,
-                          task_type=FLAGS.task_type)
+    overrides = Overrides(
+        max_seq_length=FLAGS.max_seq_length,
+        label_names=FLAGS.label_names,
+        do_lower_case=FLAGS.do_lower_case,
+        is_pair=FLAGS.is_pair,
+        task_type=FLAGS.task_type,
+    )
     try:
-        path = export_saved_task(FLAGS.model_dir, FLAGS.export_base, FLAGS.model_name,
-                                 version=FLAGS.version, tokenizer=FLAGS.tokenizer,
-                                 dtype=FLAGS.dtype, overrides=overrides,
-                                 litert=litert_option(FLAGS.tflite, FLAGS.quantize))
+        path = export_saved_task(
+            FLAGS.model_dir,
+            FLAGS.export_base,
+            FLAGS.model_name,
+            version=FLAGS.version,
+            tokenizer=FLAGS.tokenizer,
+            dtype=FLAGS.dtype,
+            overrides=overrides,
+            litert=litert_option(FLAGS.tflite, FLAGS.quantize),
+        )
     except (ValueError, FileNotFoundError, FileExistsError, TypeError) as e:
         fail_usage(str(e))
     print(path)

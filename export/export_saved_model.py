@@ -7,6 +7,7 @@ task itself (`keras_bert.load_task`); the layout and signatures are `keras_bert.
 `label_names` (display names, exactly one per class). Flags that restate what the task is
 (`do_lower_case`, `is_pair`, `task_type`) must agree with it.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -35,13 +36,18 @@ def check_stated(task, overrides: Overrides) -> None:
         ValueError: e.g. "--is_pair=False but the task stored in the model is a pair task
             (is_pair=True); drop the flag".
     """
-    stated = {"do_lower_case": task.preprocessor.do_lower_case, "is_pair": task.is_pair,
-              "task_type": task.task_type}
+    stated = {
+        "do_lower_case": task.preprocessor.do_lower_case,
+        "is_pair": task.is_pair,
+        "task_type": task.task_type,
+    }
     for name, stored in stated.items():
         given = getattr(overrides, name)
         if given is not None and given != stored:
-            raise ValueError(f"--{name}={given} but the task stored in the model has "
-                             f"{name}={stored}; drop the flag (the task knows what it is)")
+            raise ValueError(
+                f"--{name}={given} but the task stored in the model has "
+                f"{name}={stored}; drop the flag (the task knows what it is)"
+            )
 
 
 def apply_overrides(task, overrides: Overrides):
@@ -56,24 +62,41 @@ def apply_overrides(task, overrides: Overrides):
         names = [str(x) for x in overrides.label_names]
         stored = task.label_names or []
         if len(names) != len(stored):
-            raise ValueError(f"got {len(names)} label names {names} but the task has "
-                             f"{len(stored)} classes {stored}; give exactly one name per class, "
-                             "in id order (--label_names)")
+            raise ValueError(
+                f"got {len(names)} label names {names} but the task has "
+                f"{len(stored)} classes {stored}; give exactly one name per class, "
+                "in id order (--label_names)"
+            )
         task.label_names = names
-    if overrides.max_seq_length is not None and \
-            overrides.max_seq_length != task.preprocessor.max_seq_length:
-        check_max_seq_length(overrides.max_seq_length, task.encoder.bert_config.max_sequence_length,
-                             is_pair=task.is_pair)
+    if (
+        overrides.max_seq_length is not None
+        and overrides.max_seq_length != task.preprocessor.max_seq_length
+    ):
+        check_max_seq_length(
+            overrides.max_seq_length,
+            task.encoder.bert_config.max_sequence_length,
+            is_pair=task.is_pair,
+        )
         p = task.preprocessor
-        task.preprocessor = BertPreprocessor(vocabulary=p.vocabulary, do_lower_case=p.do_lower_case,
-                                             max_seq_length=overrides.max_seq_length,
-                                             tokenizer=p.tokenizer)
+        task.preprocessor = BertPreprocessor(
+            vocabulary=p.vocabulary,
+            do_lower_case=p.do_lower_case,
+            max_seq_length=overrides.max_seq_length,
+            tokenizer=p.tokenizer,
+        )
     return task
 
 
-def export_saved_task(model_dir, export_base, model_name, version=None, tokenizer="core",
-                      dtype=None, overrides: Overrides | None = None,
-                      litert: str | None = None) -> pathlib.Path:
+def export_saved_task(
+    model_dir,
+    export_base,
+    model_name,
+    version=None,
+    tokenizer="core",
+    dtype=None,
+    overrides: Overrides | None = None,
+    litert: str | None = None,
+) -> pathlib.Path:
     """Loads the task in `model_dir` and exports it; returns the version directory.
 
     Raises:
@@ -81,5 +104,6 @@ def export_saved_task(model_dir, export_base, model_name, version=None, tokenize
             an override that does not fit (see `apply_overrides`) or a bad export argument.
     """
     task = apply_overrides(load_task(model_dir), overrides or Overrides())
-    return task.export(export_base, model_name, version=version, dtype=dtype, tokenizer=tokenizer,
-                       litert=litert)
+    return task.export(
+        export_base, model_name, version=version, dtype=dtype, tokenizer=tokenizer, litert=litert
+    )

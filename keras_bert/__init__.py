@@ -19,5 +19,12 @@ def from_pretrained(name_or_path, **kwargs):
     return load_encoder(name_or_path, **kwargs)
 
 
-__all__ = ["BertConfig", "BertEncoder", "PRESETS", "from_pretrained", "load_task", "tasks",
-           "tokenization"]
+__all__ = [
+    "BertConfig",
+    "BertEncoder",
+    "PRESETS",
+    "from_pretrained",
+    "load_task",
+    "tasks",
+    "tokenization",
+]

@@ -5,6 +5,7 @@ Bad flags or bad input files are the user's to fix, not a crash: one line on std
 problem, in the `prog: error: message` form argparse and most Unix tools use, and exit status 2,
 without a traceback or the flag help (absl's `UsageError` prints the whole module docstring first).
 """
+
 from __future__ import annotations
 
 import os
@@ -32,6 +33,7 @@ def print_result(headline: dict, output_dir) -> None:
         headline: label -> value, in the order to print (floats with 4 decimals; None as "n/a").
         output_dir: the run's output dir as the user gave it (a local path or a URI).
     """
+
     def shown(value):
         if value is None:
             return "n/a"

@@ -54,21 +54,30 @@ class BertConfig:
     layer_norm_epsilon: float = 1e-12
 
     def __post_init__(self):
-        for name in ("vocab_size", "hidden_size", "num_layers", "num_heads", "intermediate_size",
-                     "max_sequence_length", "type_vocab_size"):
+        for name in (
+            "vocab_size",
+            "hidden_size",
+            "num_layers",
+            "num_heads",
+            "intermediate_size",
+            "max_sequence_length",
+            "type_vocab_size",
+        ):
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
                 raise ValueError(f"{name} must be a positive int, got {value!r}")
         if self.hidden_size % self.num_heads:
             raise ValueError(
-                f"hidden_size={self.hidden_size} must be divisible by num_heads={self.num_heads}")
+                f"hidden_size={self.hidden_size} must be divisible by num_heads={self.num_heads}"
+            )
         for name in ("dropout_rate", "attention_dropout_rate"):
             value = getattr(self, name)
             if not 0.0 <= value < 1.0:
                 raise ValueError(f"{name} must be in [0, 1), got {value!r}")
         if self.hidden_activation not in ACTIVATIONS:
             raise ValueError(
-                f"hidden_activation={self.hidden_activation!r} is not one of {ACTIVATIONS}")
+                f"hidden_activation={self.hidden_activation!r} is not one of {ACTIVATIONS}"
+            )
         if self.initializer_range <= 0 or self.layer_norm_epsilon <= 0:
             raise ValueError("initializer_range and layer_norm_epsilon must be positive")
 
@@ -137,8 +146,9 @@ class BertConfig:
     def from_google_config(cls, values: dict) -> "BertConfig":
         """google-research/bert `bert_config.json`; its "gelu" is the tanh form (modeling.py)."""
         act = values.get("hidden_act", "gelu")
-        return cls(**_map_keys(values, _GOOGLE_KEYS),
-                   hidden_activation=_GOOGLE_ACTIVATIONS.get(act, act))
+        return cls(
+            **_map_keys(values, _GOOGLE_KEYS), hidden_activation=_GOOGLE_ACTIVATIONS.get(act, act)
+        )
 
     @classmethod
     def from_hf_config(cls, values: dict) -> "BertConfig":
@@ -146,8 +156,10 @@ class BertConfig:
         if values.get("model_type", "bert") != "bert":
             raise ValueError(f"model_type={values['model_type']!r} is not a BERT config")
         if values.get("position_embedding_type", "absolute") != "absolute":
-            raise ValueError("only absolute position embeddings are supported, got "
-                             f"{values['position_embedding_type']!r}")
+            raise ValueError(
+                "only absolute position embeddings are supported, got "
+                f"{values['position_embedding_type']!r}"
+            )
         act = values.get("hidden_act", "gelu")
         return cls(**_map_keys(values, _HF_KEYS), hidden_activation=_HF_ACTIVATIONS.get(act, act))
 
@@ -167,11 +179,21 @@ _GOOGLE_KEYS = {
     "initializer_range": "initializer_range",
 }
 _HF_KEYS = dict(_GOOGLE_KEYS, layer_norm_eps="layer_norm_epsilon")
-_OPTIONAL_KEYS = {"hidden_dropout_prob", "attention_probs_dropout_prob", "initializer_range",
-                  "layer_norm_eps", "type_vocab_size", "max_position_embeddings"}
+_OPTIONAL_KEYS = {
+    "hidden_dropout_prob",
+    "attention_probs_dropout_prob",
+    "initializer_range",
+    "layer_norm_eps",
+    "type_vocab_size",
+    "max_position_embeddings",
+}
 _GOOGLE_ACTIVATIONS = {"gelu": "gelu_approximate", "gelu_new": "gelu_approximate"}
-_HF_ACTIVATIONS = {"gelu_new": "gelu_approximate", "gelu_pytorch_tanh": "gelu_approximate",
-                   "gelu_fast": "gelu_approximate", "swish": "silu"}
+_HF_ACTIVATIONS = {
+    "gelu_new": "gelu_approximate",
+    "gelu_pytorch_tanh": "gelu_approximate",
+    "gelu_fast": "gelu_approximate",
+    "swish": "silu",
+}
 
 
 def _map_keys(values: dict, table: dict) -> dict:
@@ -182,8 +204,9 @@ def _map_keys(values: dict, table: dict) -> dict:
 
 
 def _preset(layers: int, hidden: int) -> BertConfig:
-    return BertConfig(hidden_size=hidden, num_layers=layers, num_heads=hidden // 64,
-                      intermediate_size=4 * hidden)
+    return BertConfig(
+        hidden_size=hidden, num_layers=layers, num_heads=hidden // 64, intermediate_size=4 * hidden
+    )
 
 
 # Turc et al. 2019 ("Well-Read Students Learn Better") sizes: heads = H/64, intermediate = 4H.
@@ -225,6 +248,8 @@ def check_max_seq_length(max_seq_length, max_sequence_length=None, is_pair=False
         what = "sentence pairs ([CLS] A [SEP] B [SEP])" if is_pair else "single texts ([CLS] [SEP])"
         raise ValueError(f"max_seq_length must be >= {minimum} for {what}, got {value}")
     if max_sequence_length is not None and value > int(max_sequence_length):
-        raise ValueError(f"max_seq_length={value} exceeds the encoder's max_sequence_length="
-                         f"{int(max_sequence_length)} (the size of its position table)")
+        raise ValueError(
+            f"max_seq_length={value} exceeds the encoder's max_sequence_length="
+            f"{int(max_sequence_length)} (the size of its position table)"
+        )
     return value

@@ -8,6 +8,7 @@ the evaluation history is), "checkpoints_finalized" (a finished run recorded as 
 its step checkpoints are deleted), "metrics_write" (after best_model.keras, before metrics.json),
 "export_publish" (an export written, before it is renamed into place).
 """
+
 from __future__ import annotations
 
 import collections

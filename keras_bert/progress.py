@@ -5,6 +5,7 @@ very long line. Off a terminal, `progress_bar` writes one plain line per `log_in
 (and one at the end) instead. Used by every long data or prediction loop of the library; the
 training loops use `keras_bert.training.callbacks.ProgressLogger`, which follows the same rule.
 """
+
 from __future__ import annotations
 
 import sys

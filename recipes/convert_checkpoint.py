@@ -14,6 +14,7 @@ variables with their reasons).
 `--output_format=huggingface|keras_hub|google` writes that format instead (see
 `keras_bert.checkpoints.save_encoder`); `conversion.json` is written beside it in every case.
 """
+
 import json
 import os
 
@@ -26,44 +27,76 @@ FLAGS = flags.FLAGS
 flags.DEFINE_string("init_checkpoint", None, "Preset name, checkpoint directory or prefix.")
 flags.DEFINE_string("output_dir", None, "Directory to write the keras-bert checkpoint to.")
 flags.DEFINE_string("vocab_file", None, "vocab.txt; default: the one beside the checkpoint.")
-flags.DEFINE_enum("do_lower_case", None, ["true", "false"],
-                  "Casing of the vocab; default: read from the checkpoint (HF tokenizer_config, "
-                  "'uncased'/'cased' in a google-research directory name).")
-flags.DEFINE_string("hidden_activation", None,
-                    "Override the GELU form of the source config (gelu | gelu_approximate).")
-flags.DEFINE_enum("output_format", "keras_bert", sorted(checkpoints.WRITERS),
-                  "Format to write: our own (default), Hugging Face, keras-hub preset or "
-                  "google-research TF1 checkpoint.")
+flags.DEFINE_enum(
+    "do_lower_case",
+    None,
+    ["true", "false"],
+    "Casing of the vocab; default: read from the checkpoint (HF tokenizer_config, "
+    "'uncased'/'cased' in a google-research directory name).",
+)
+flags.DEFINE_string(
+    "hidden_activation",
+    None,
+    "Override the GELU form of the source config (gelu | gelu_approximate).",
+)
+flags.DEFINE_enum(
+    "output_format",
+    "keras_bert",
+    sorted(checkpoints.WRITERS),
+    "Format to write: our own (default), Hugging Face, keras-hub preset or "
+    "google-research TF1 checkpoint.",
+)
 flags.mark_flags_as_required(["init_checkpoint", "output_dir"])
 
 
 def main(argv):
     del argv
     try:
-        encoder = checkpoints.load_encoder(FLAGS.init_checkpoint,
-                                           hidden_activation=FLAGS.hidden_activation)
+        encoder = checkpoints.load_encoder(
+            FLAGS.init_checkpoint, hidden_activation=FLAGS.hidden_activation
+        )
     except (FileNotFoundError, checkpoints.CheckpointError) as e:  # one line, exit code 2
         fail_usage(str(e))
     vocab_file = FLAGS.vocab_file or checkpoints.resolve_vocab_file(FLAGS.init_checkpoint)
-    do_lower_case = (FLAGS.do_lower_case == "true" if FLAGS.do_lower_case is not None
-                     else checkpoints.resolve_do_lower_case(FLAGS.init_checkpoint))
-    checkpoints.save_encoder(encoder, FLAGS.output_dir, vocab_file=vocab_file,
-                             do_lower_case=do_lower_case, format=FLAGS.output_format)
-    report = {"flags": {"init_checkpoint": FLAGS.init_checkpoint, "vocab_file": vocab_file,
-                        "do_lower_case": do_lower_case, "output_format": FLAGS.output_format,
-                        "hidden_activation": encoder.bert_config.hidden_activation},
-              "config": encoder.bert_config.to_dict()}
+    do_lower_case = (
+        FLAGS.do_lower_case == "true"
+        if FLAGS.do_lower_case is not None
+        else checkpoints.resolve_do_lower_case(FLAGS.init_checkpoint)
+    )
+    checkpoints.save_encoder(
+        encoder,
+        FLAGS.output_dir,
+        vocab_file=vocab_file,
+        do_lower_case=do_lower_case,
+        format=FLAGS.output_format,
+    )
+    report = {
+        "flags": {
+            "init_checkpoint": FLAGS.init_checkpoint,
+            "vocab_file": vocab_file,
+            "do_lower_case": do_lower_case,
+            "output_format": FLAGS.output_format,
+            "hidden_activation": encoder.bert_config.hidden_activation,
+        },
+        "config": encoder.bert_config.to_dict(),
+    }
     fmt, _ = checkpoints.detect_format(FLAGS.init_checkpoint)
     if fmt in checkpoints.READERS:
         source = checkpoints.read_checkpoint(FLAGS.init_checkpoint)
-        report.update(format=source.format, weights_file=source.weights_file,
-                      used=source.used(), ignored=source.ignored)
+        report.update(
+            format=source.format,
+            weights_file=source.weights_file,
+            used=source.used(),
+            ignored=source.ignored,
+        )
     else:
         report["format"] = fmt
     with open(os.path.join(FLAGS.output_dir, "conversion.json"), "w", encoding="utf-8") as f:
         json.dump(report, f, indent=2, sort_keys=True)
-    print(f"wrote {FLAGS.output_dir} ({report['format']}, "
-          f"{len(report.get('used', {})) or len(encoder.weights)} variables)")
+    print(
+        f"wrote {FLAGS.output_dir} ({report['format']}, "
+        f"{len(report.get('used', {})) or len(encoder.weights)} variables)"
+    )
 
 
 if __name__ == "__main__":

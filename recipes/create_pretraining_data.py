@@ -9,6 +9,7 @@ split, NSP positive rate, seconds).
       --output_file=out/wiki.tfrecord --num_shards=4 --vocab_file=vocab.txt --do_lower_case \
       --max_seq_length=128 --max_predictions_per_seq=20 --masked_lm_prob=0.15 --dupe_factor=5
 """
+
 import os
 import time
 
@@ -21,9 +22,13 @@ from keras_bert.cli import fail_usage
 
 FLAGS = flags.FLAGS
 flags.DEFINE_string("input_file", None, "Input text file(s): comma-separated paths or globs.")
-flags.DEFINE_enum("input_format", "text", ["text", "wikitext"],
-                  "text: one sentence per line, blank line between documents. wikitext: ' = Title = ' "
-                  "lines start documents, paragraphs are split into sentences.")
+flags.DEFINE_enum(
+    "input_format",
+    "text",
+    ["text", "wikitext"],
+    "text: one sentence per line, blank line between documents. wikitext: ' = Title = ' "
+    "lines start documents, paragraphs are split into sentences.",
+)
 flags.DEFINE_string("output_file", None, "Output TFRecord file(s), comma-separated.")
 flags.DEFINE_integer("num_shards", 1, "Split a single --output_file into this many shards.")
 flags.DEFINE_string("vocab_file", None, "WordPiece vocab.txt.")
@@ -50,30 +55,69 @@ def main(argv):
         fail_usage(str(e))
     tokenizer = FullTokenizer(FLAGS.vocab_file, do_lower_case=FLAGS.do_lower_case)
     if FLAGS.max_seq_length < 5:
-        fail_usage(f"--max_seq_length={FLAGS.max_seq_length} must be >= 5 for pretraining "
-                             "instances (two non-empty segments and three special tokens)")
-    documents = pd.tokenize_corpus(input_files, FLAGS.vocab_file, FLAGS.do_lower_case,
-                                   FLAGS.input_format, FLAGS.num_workers, FLAGS.progress)
+        fail_usage(
+            f"--max_seq_length={FLAGS.max_seq_length} must be >= 5 for pretraining "
+            "instances (two non-empty segments and three special tokens)"
+        )
+    documents = pd.tokenize_corpus(
+        input_files,
+        FLAGS.vocab_file,
+        FLAGS.do_lower_case,
+        FLAGS.input_format,
+        FLAGS.num_workers,
+        FLAGS.progress,
+    )
     instances = pd.create_training_instances(
-        documents, list(tokenizer.vocab.keys()), FLAGS.max_seq_length, FLAGS.dupe_factor,
-        FLAGS.short_seq_prob, FLAGS.masked_lm_prob, FLAGS.max_predictions_per_seq,
-        FLAGS.do_whole_word_mask, FLAGS.random_seed, FLAGS.progress)
+        documents,
+        list(tokenizer.vocab.keys()),
+        FLAGS.max_seq_length,
+        FLAGS.dupe_factor,
+        FLAGS.short_seq_prob,
+        FLAGS.masked_lm_prob,
+        FLAGS.max_predictions_per_seq,
+        FLAGS.do_whole_word_mask,
+        FLAGS.random_seed,
+        FLAGS.progress,
+    )
     output_files = pd.shard_paths(FLAGS.output_file, FLAGS.num_shards)
-    counts = pd.write_instances(instances, tokenizer.vocab, output_files, FLAGS.max_seq_length,
-                                FLAGS.max_predictions_per_seq)
+    counts = pd.write_instances(
+        instances,
+        tokenizer.vocab,
+        output_files,
+        FLAGS.max_seq_length,
+        FLAGS.max_predictions_per_seq,
+    )
     summary = pd.summarize_instances(instances, num_documents=len(documents))
     summary["shards"] = dict(zip((os.path.basename(p) for p in output_files), counts))
-    config = {name: FLAGS[name].value for name in (
-        "input_file", "input_format", "output_file", "num_shards", "vocab_file", "do_lower_case",
-        "do_whole_word_mask", "max_seq_length", "max_predictions_per_seq", "random_seed",
-        "dupe_factor", "masked_lm_prob", "short_seq_prob")}
+    config = {
+        name: FLAGS[name].value
+        for name in (
+            "input_file",
+            "input_format",
+            "output_file",
+            "num_shards",
+            "vocab_file",
+            "do_lower_case",
+            "do_whole_word_mask",
+            "max_seq_length",
+            "max_predictions_per_seq",
+            "random_seed",
+            "dupe_factor",
+            "masked_lm_prob",
+            "short_seq_prob",
+        )
+    }
     # Seconds are kept out of the summary so that a rerun writes identical bytes.
     # Named after --output_file, not a shard, so that the shard glob "<output_file>-*" skips it.
-    pd.write_summary({"config": config, "summary": summary},
-                     FLAGS.output_file.split(",")[0].strip() + ".summary.json")
-    print(f"wrote {summary['instances']} instances to {len(output_files)} file(s) in "
-          f"{time.time() - start:.1f} s; masked fraction {summary['masked_fraction']:.4f}, "
-          f"split {summary['mask_split']}, NSP positive rate {summary['nsp_positive_rate']:.4f}")
+    pd.write_summary(
+        {"config": config, "summary": summary},
+        FLAGS.output_file.split(",")[0].strip() + ".summary.json",
+    )
+    print(
+        f"wrote {summary['instances']} instances to {len(output_files)} file(s) in "
+        f"{time.time() - start:.1f} s; masked fraction {summary['masked_fraction']:.4f}, "
+        f"split {summary['mask_split']}, NSP positive rate {summary['nsp_positive_rate']:.4f}"
+    )
 
 
 if __name__ == "__main__":

@@ -7,6 +7,7 @@ Writes `<vocab_file>.config.json` beside it (flags, size, seconds).
     python recipes/create_vocab.py --input_file=wiki.test.raw --input_format=wikitext \
       --vocab_file=out/vocab.txt --vocab_size=8000 --do_lower_case
 """
+
 import json
 import time
 
@@ -19,10 +20,16 @@ from keras_bert.cli import fail_usage
 
 FLAGS = flags.FLAGS
 flags.DEFINE_string("input_file", None, "Input text file(s): comma-separated paths or globs.")
-flags.DEFINE_enum("input_format", "text", ["text", "wikitext"],
-                  "text: plain lines; wikitext: drop ' = Title = ' / section lines, undo @-@ escapes.")
+flags.DEFINE_enum(
+    "input_format",
+    "text",
+    ["text", "wikitext"],
+    "text: plain lines; wikitext: drop ' = Title = ' / section lines, undo @-@ escapes.",
+)
 flags.DEFINE_string("vocab_file", None, "Output vocab.txt.")
-flags.DEFINE_integer("vocab_size", 8000, "Target vocabulary size (the learner may return up to 5% fewer).")
+flags.DEFINE_integer(
+    "vocab_size", 8000, "Target vocabulary size (the learner may return up to 5% fewer)."
+)
 flags.DEFINE_bool("do_lower_case", True, "Lower-case and strip accents before learning.")
 flags.DEFINE_integer("min_count", 2, "Lowest word count the learner's threshold search may use.")
 flags.DEFINE_list("extra_reserved_tokens", [], "More reserved tokens after the five standard ones.")
@@ -36,17 +43,34 @@ def main(argv):
         files = expand_file_patterns(FLAGS.input_file)
     except FileNotFoundError as e:  # a usage error: one line, exit code 2
         fail_usage(str(e))
-    lines = [sentence for path in files
-             for doc in pd.read_raw_documents(path, FLAGS.input_format) for sentence in doc]
+    lines = [
+        sentence
+        for path in files
+        for doc in pd.read_raw_documents(path, FLAGS.input_format)
+        for sentence in doc
+    ]
     reserved = list(vocab_builder.RESERVED_TOKENS) + FLAGS.extra_reserved_tokens
-    vocab = vocab_builder.learn_wordpiece_vocab(lines, FLAGS.vocab_size, FLAGS.do_lower_case, reserved,
-                                              min_count=FLAGS.min_count)
+    vocab = vocab_builder.learn_wordpiece_vocab(
+        lines, FLAGS.vocab_size, FLAGS.do_lower_case, reserved, min_count=FLAGS.min_count
+    )
     vocab_builder.write_vocab_file(vocab, FLAGS.vocab_file)
-    record = {"config": {k: FLAGS[k].value for k in ("input_file", "input_format", "vocab_file",
-                                                      "vocab_size", "do_lower_case", "min_count",
-                                                      "extra_reserved_tokens")},
-              "vocab_size_written": len(vocab), "lines": len(lines),
-              "seconds": round(time.time() - start, 2)}
+    record = {
+        "config": {
+            k: FLAGS[k].value
+            for k in (
+                "input_file",
+                "input_format",
+                "vocab_file",
+                "vocab_size",
+                "do_lower_case",
+                "min_count",
+                "extra_reserved_tokens",
+            )
+        },
+        "vocab_size_written": len(vocab),
+        "lines": len(lines),
+        "seconds": round(time.time() - start, 2),
+    }
     with open(FLAGS.vocab_file + ".config.json", "w", encoding="utf-8") as f:
         json.dump(record, f, indent=2)
     print(f"wrote {len(vocab)} tokens to {FLAGS.vocab_file} in {record['seconds']} s")

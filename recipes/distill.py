@@ -10,6 +10,7 @@ and head, or starts from --student_preset. It trains on the one fine-tuning driv
 resumes and every training flag applies (--help). See keras_bert.training.families.distillation
 and docs/evaluation.md.
 """
+
 from keras_bert.cli import run_recipe
 from keras_bert.training.families.distillation import FAMILY
 

@@ -18,8 +18,12 @@ from keras_bert.evaluation import report_sections, report_writer
 from keras_bert.cli import fail_usage
 
 F = flags
-F.DEFINE_string("model", None, "SavedModel version dir, .keras task file or fine-tuning output_dir.")
-F.DEFINE_string("compare", None, "A second model (same forms as --model) compared on the same data.")
+F.DEFINE_string(
+    "model", None, "SavedModel version dir, .keras task file or fine-tuning output_dir."
+)
+F.DEFINE_string(
+    "compare", None, "A second model (same forms as --model) compared on the same data."
+)
 F.DEFINE_string("data", None, "Held-out labelled file: .csv, .tsv or .jsonl.")
 F.DEFINE_string("text_column", "text", "Text column (JSON key).")
 F.DEFINE_string("text_b_column", None, "Second text column (pair tasks).")
@@ -30,8 +34,12 @@ F.DEFINE_integer("batch_size", 32, "Examples per prediction request (latency is 
 F.DEFINE_string("server", None, "host:port of a running gRPC server serving --model.")
 F.DEFINE_string("server_model_name", None, "Model name on --server (default: the export's name).")
 F.DEFINE_string("compare_server_model_name", None, "Model name of --compare on --server.")
-F.DEFINE_float("machine_cost_per_hour", None, "Machine price per hour, for cost per 1,000 predictions.")
-F.DEFINE_integer("bootstrap_samples", 1000, "Bootstrap resamples for --compare confidence intervals.")
+F.DEFINE_float(
+    "machine_cost_per_hour", None, "Machine price per hour, for cost per 1,000 predictions."
+)
+F.DEFINE_integer(
+    "bootstrap_samples", 1000, "Bootstrap resamples for --compare confidence intervals."
+)
 F.DEFINE_integer("seed", 0, "Bootstrap seed.")
 F.DEFINE_boolean("progress", True, "Show a progress bar.")
 F.mark_flags_as_required(["model", "data", "output_dir"])
@@ -49,12 +57,18 @@ def evaluate_one(predictor):
     """Reads --data for `predictor` and evaluates it; returns (EvalData, result)."""
     try:
         data = evidence_pack.read_eval_data(
-            FLAGS.data, predictor.info, FLAGS.text_column, FLAGS.text_b_column,
-            FLAGS.label_column, FLAGS.slice_column)
+            FLAGS.data,
+            predictor.info,
+            FLAGS.text_column,
+            FLAGS.text_b_column,
+            FLAGS.label_column,
+            FLAGS.slice_column,
+        )
     except evidence_pack.DataError as e:
         fail_usage(str(e))
-    return data, evidence_pack.evaluate(predictor, data, FLAGS.batch_size,
-                                        FLAGS.machine_cost_per_hour, FLAGS.progress)
+    return data, evidence_pack.evaluate(
+        predictor, data, FLAGS.batch_size, FLAGS.machine_cost_per_hour, FLAGS.progress
+    )
 
 
 def main(argv):
@@ -77,8 +91,9 @@ def main(argv):
     if second is not None:
         # The same EvalData (examples, gold ids, slices by the first model's token counts), so
         # both models are scored on identical examples and slices.
-        result_b = evidence_pack.evaluate(second, data, FLAGS.batch_size,
-                                          FLAGS.machine_cost_per_hour, FLAGS.progress)
+        result_b = evidence_pack.evaluate(
+            second, data, FLAGS.batch_size, FLAGS.machine_cost_per_hour, FLAGS.progress
+        )
         metrics = comparison.compare(data, result, result_b, FLAGS.bootstrap_samples, FLAGS.seed)
         title, blocks = comparison.comparison_report(metrics)
     else:

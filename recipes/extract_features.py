@@ -7,6 +7,7 @@
 One example per input line ("A ||| B" for a pair); one JSON object per line out (the layout is in
 keras_bert/features.py). See docs/ner_swag_features.md.
 """
+
 import json
 import pathlib
 
@@ -25,7 +26,9 @@ F.DEFINE_string("layers", "-1,-2,-3,-4", "Comma-separated layer indexes (-1 = la
 F.DEFINE_string("init_checkpoint", None, "Preset name (minilm_l6_h384_uncased) or checkpoint path.")
 F.DEFINE_string("vocab_file", None, "WordPiece vocab (default: the checkpoint's).")
 F.DEFINE_boolean("do_lower_case", None, "Lower-case input (default: the checkpoint's).")
-F.DEFINE_integer("max_seq_length", 128, "Tokens per example incl. [CLS]/[SEP]; longer is truncated.")
+F.DEFINE_integer(
+    "max_seq_length", 128, "Tokens per example incl. [CLS]/[SEP]; longer is truncated."
+)
 F.DEFINE_integer("batch_size", 8, "Examples per encoder call.")
 F.mark_flags_as_required(["input_file", "output_file", "init_checkpoint"])
 FLAGS = F.FLAGS
@@ -48,8 +51,9 @@ def main(argv):
     source = _Source()
     try:
         vocab_file, do_lower_case = model_setup.resolve_vocab(source)
-        preprocessor = BertPreprocessor(vocab_file, do_lower_case=do_lower_case,
-                                        max_seq_length=FLAGS.max_seq_length)
+        preprocessor = BertPreprocessor(
+            vocab_file, do_lower_case=do_lower_case, max_seq_length=FLAGS.max_seq_length
+        )
         encoder = model_setup.build_encoder(source, len(preprocessor.vocabulary))
         check_max_seq_length(FLAGS.max_seq_length, encoder.bert_config.max_sequence_length)
         layers = features.parse_layers(FLAGS.layers, encoder.bert_config.num_layers)
@@ -58,8 +62,9 @@ def main(argv):
     with open(FLAGS.input_file, encoding="utf-8") as f:
         texts = [line.rstrip("\n") for line in f]  # every line is an example (linex_index)
     with open(FLAGS.output_file, "w", encoding="utf-8") as out:
-        for index, (tokens, values) in enumerate(features.extract_features(
-                encoder, preprocessor, texts, layers, FLAGS.batch_size)):
+        for index, (tokens, values) in enumerate(
+            features.extract_features(encoder, preprocessor, texts, layers, FLAGS.batch_size)
+        ):
             out.write(json.dumps(features.feature_json(index, tokens, values)) + "\n")
     print(f"wrote {len(texts)} examples to {FLAGS.output_file}")
 

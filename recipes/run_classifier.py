@@ -9,6 +9,7 @@ Own data: --task_name=text_classification (text_pair_classification, text_regres
 classification; the driver and the files it writes: keras_bert.training.driver;
 docs/finetuning.md.
 """
+
 from keras_bert.cli import run_recipe
 from keras_bert.training.families.classification import FAMILY
 

@@ -9,6 +9,7 @@ freezes the encoder and trains a BiLSTM on that feature instead (the paper's tab
 flag: --help. The family: keras_bert.training.families.ner; the driver and the files it writes:
 keras_bert.training.driver; docs/ner_swag_features.md.
 """
+
 from keras_bert.cli import run_recipe
 from keras_bert.training.families.ner import FAMILY
 

@@ -14,6 +14,7 @@ directory: config.json, encoder.weights.h5, vocab.txt; pass it to run_classifier
     python -m recipes.run_pretraining --input_file='out/wiki.tfrecord-*' --vocab_file=out/vocab.txt \
       --output_dir=runs/tiny --preset=bert_tiny --num_train_steps=2000 --train_batch_size=32
 """
+
 import json
 import sys
 

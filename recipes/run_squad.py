@@ -9,6 +9,7 @@ Writes predictions.json, nbest_predictions.json, null_odds.json and the official
 metrics.json. Every flag: --help. The family: keras_bert.training.families.squad; the driver and
 the files it writes: keras_bert.training.driver; docs/squad.md.
 """
+
 from keras_bert.cli import run_recipe
 from keras_bert.training.families.squad import FAMILY
 

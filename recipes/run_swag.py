@@ -8,6 +8,7 @@ The CSVs are the official rowanz/swagaf files (`keras_bert.data.swag` describes 
 Every flag: --help. The family: keras_bert.training.families.swag; the driver and the files it
 writes: keras_bert.training.driver; docs/ner_swag_features.md.
 """
+
 from keras_bert.cli import run_recipe
 from keras_bert.training.families.swag import FAMILY
 

@@ -20,6 +20,8 @@ if ! command -v chromium >/dev/null 2>&1 && [ "${KERAS_BERT_NO_CHROMIUM:-0}" != 
 fi
 export KERAS_BERT_DATA_DIR="${KERAS_BERT_DATA_DIR:-../shared/data}"
 export TF_CPP_MIN_LOG_LEVEL="${TF_CPP_MIN_LOG_LEVEL:-2}"
-# The linter first (pyproject.toml [tool.ruff]): pyflakes, pycodestyle and unused `noqa`s.
+# The linter and the formatter first (pyproject.toml [tool.ruff]): pyflakes, pycodestyle, unused
+# `noqa`s, and `ruff format --check` (run `.venv/bin/ruff format .` to apply it).
 .venv/bin/ruff check .
+.venv/bin/ruff format --check .
 exec .venv/bin/python -m pytest --run-slow -q -rs --durations=25 "$@"

@@ -20,6 +20,7 @@ Serving, with `max_execution_batch_size` set, `max_batch_size` bounds the reques
 `max_execution_batch_size` each call; without it (our extension) each call takes `max_batch_size`
 rows and requests are bounded by `--max_request_batch_size` only.
 """
+
 import collections
 import dataclasses
 import os
@@ -28,7 +29,13 @@ import time
 
 import grpc
 import numpy as np
-from google.protobuf import descriptor_pb2, descriptor_pool, message_factory, text_format, wrappers_pb2
+from google.protobuf import (
+    descriptor_pb2,
+    descriptor_pool,
+    message_factory,
+    text_format,
+    wrappers_pb2,
+)
 
 from serving import errors
 
@@ -40,20 +47,25 @@ def _batching_parameters_class():
     pool = descriptor_pool.DescriptorPool()
     pool.Add(descriptor_pb2.FileDescriptorProto.FromString(wrappers_pb2.DESCRIPTOR.serialized_pb))
     fdp = descriptor_pb2.FileDescriptorProto(
-        name="serving/batching_parameters.proto", package="tensorflow.serving", syntax="proto3",
-        dependency=["google/protobuf/wrappers.proto"])
+        name="serving/batching_parameters.proto",
+        package="tensorflow.serving",
+        syntax="proto3",
+        dependency=["google/protobuf/wrappers.proto"],
+    )
     msg = fdp.message_type.add(name="BatchingParameters")
     F = descriptor_pb2.FieldDescriptorProto
-    fields = [("max_batch_size", ".google.protobuf.Int64Value"),
-              ("batch_timeout_micros", ".google.protobuf.Int64Value"),
-              ("max_enqueued_batches", ".google.protobuf.Int64Value"),
-              ("num_batch_threads", ".google.protobuf.Int64Value"),
-              ("thread_pool_name", ".google.protobuf.StringValue"),
-              ("allowed_batch_sizes", F.TYPE_INT64),
-              ("pad_variable_length_inputs", F.TYPE_BOOL),
-              ("enable_large_batch_splitting", ".google.protobuf.BoolValue"),
-              ("max_execution_batch_size", ".google.protobuf.Int64Value"),
-              ("batch_padding_policy", ".google.protobuf.StringValue")]
+    fields = [
+        ("max_batch_size", ".google.protobuf.Int64Value"),
+        ("batch_timeout_micros", ".google.protobuf.Int64Value"),
+        ("max_enqueued_batches", ".google.protobuf.Int64Value"),
+        ("num_batch_threads", ".google.protobuf.Int64Value"),
+        ("thread_pool_name", ".google.protobuf.StringValue"),
+        ("allowed_batch_sizes", F.TYPE_INT64),
+        ("pad_variable_length_inputs", F.TYPE_BOOL),
+        ("enable_large_batch_splitting", ".google.protobuf.BoolValue"),
+        ("max_execution_batch_size", ".google.protobuf.Int64Value"),
+        ("batch_padding_policy", ".google.protobuf.StringValue"),
+    ]
     for number, (name, kind) in enumerate(fields, start=1):
         f = msg.field.add(name=name, number=number, label=F.LABEL_OPTIONAL)
         if isinstance(kind, str):
@@ -63,7 +75,9 @@ def _batching_parameters_class():
             if name == "allowed_batch_sizes":
                 f.label = F.LABEL_REPEATED
     pool.Add(fdp)
-    return message_factory.GetMessageClass(pool.FindMessageTypeByName("tensorflow.serving.BatchingParameters"))
+    return message_factory.GetMessageClass(
+        pool.FindMessageTypeByName("tensorflow.serving.BatchingParameters")
+    )
 
 
 BatchingParameters = _batching_parameters_class()
@@ -86,15 +100,19 @@ class BatchingOptions:
         if self.max_batch_size < 1 or self.num_batch_threads < 1 or self.max_enqueued_batches < 1:
             raise ValueError(f"batching parameters must be positive: {self}")
         if not 0 <= self.max_execution_batch_size <= self.max_batch_size:
-            raise ValueError(f"max_execution_batch_size={self.max_execution_batch_size} must be at most "
-                             f"max_batch_size={self.max_batch_size}")
+            raise ValueError(
+                f"max_execution_batch_size={self.max_execution_batch_size} must be at most "
+                f"max_batch_size={self.max_batch_size}"
+            )
         if self.max_execution_batch_size and not self.enable_large_batch_splitting:
             raise ValueError("max_execution_batch_size needs enable_large_batch_splitting")
         sizes, call = list(self.allowed_batch_sizes), self.execution_batch_size
         if sizes and (sizes != sorted(set(sizes)) or sizes[0] < 1 or sizes[-1] != call):
-            raise ValueError(f"allowed_batch_sizes {sizes} must be increasing, positive and end with "
-                             f"{'max_execution_batch_size' if self.max_execution_batch_size else 'max_batch_size'}"
-                             f"={call}")
+            raise ValueError(
+                f"allowed_batch_sizes {sizes} must be increasing, positive and end with "
+                f"{'max_execution_batch_size' if self.max_execution_batch_size else 'max_batch_size'}"
+                f"={call}"
+            )
 
     @property
     def execution_batch_size(self) -> int:
@@ -115,8 +133,13 @@ def parse_batching_parameters(text: str) -> BatchingOptions:
     Raises ValueError (unknown field, bad syntax or inconsistent values)."""
     proto = text_format.Parse(text, BatchingParameters())
     kwargs = {}
-    for name in ("max_batch_size", "batch_timeout_micros", "num_batch_threads", "max_enqueued_batches",
-                 "max_execution_batch_size"):
+    for name in (
+        "max_batch_size",
+        "batch_timeout_micros",
+        "num_batch_threads",
+        "max_enqueued_batches",
+        "max_execution_batch_size",
+    ):
         if proto.HasField(name):
             kwargs[name] = int(getattr(proto, name).value)
     if proto.HasField("thread_pool_name"):
@@ -156,8 +179,10 @@ class BatchScheduler:
         self._queued_rows = 0
         self._cond = threading.Condition()
         self._stopped = False
-        self._threads = [threading.Thread(target=self._worker, daemon=True, name=f"batch-{i}")
-                         for i in range(options.num_batch_threads)]
+        self._threads = [
+            threading.Thread(target=self._worker, daemon=True, name=f"batch-{i}")
+            for i in range(options.num_batch_threads)
+        ]
         for t in self._threads:
             t.start()
 
@@ -174,15 +199,32 @@ class BatchScheduler:
             raise errors.invalid_argument(
                 f"Task size {size} is larger than maximum {'input ' if options.enable_large_batch_splitting else ''}"
                 f"batch size {limit} (batching parameters); send smaller requests"
-                + ("" if options.enable_large_batch_splitting else " or enable large batch splitting"))
-        tasks = [_Task({k: v[start:start + call] for k, v in inputs.items()}, min(call, size - start), _key(inputs))
-                 for start in range(0, size, call)] if size > call else [_Task(inputs, size, _key(inputs))]
+                + (
+                    ""
+                    if options.enable_large_batch_splitting
+                    else " or enable large batch splitting"
+                )
+            )
+        tasks = (
+            [
+                _Task(
+                    {k: v[start : start + call] for k, v in inputs.items()},
+                    min(call, size - start),
+                    _key(inputs),
+                )
+                for start in range(0, size, call)
+            ]
+            if size > call
+            else [_Task(inputs, size, _key(inputs))]
+        )
         with self._cond:
             if self._stopped:
                 raise errors.unavailable("the model version is being unloaded; retry")
             if self._queued_rows + size > options.max_enqueued_batches * call:
-                raise errors.unavailable("The batch scheduling queue to which this task was submitted "
-                                         "is full; retry later")
+                raise errors.unavailable(
+                    "The batch scheduling queue to which this task was submitted "
+                    "is full; retry later"
+                )
             self._queue.extend(tasks)  # consecutive, so the pieces run in order
             self._queued_rows += size
             self._cond.notify_all()
@@ -269,13 +311,14 @@ class BatchScheduler:
                     raise errors.ServingError(
                         grpc.StatusCode.INTERNAL,
                         f"batching: output '{name}' has shape {list(np.shape(value))}, not a leading "
-                        f"batch dimension of {padded}; disable --enable_batching for this model")
+                        f"batch dimension of {padded}; disable --enable_batching for this model",
+                    )
             if self._on_batch:
                 self._on_batch(rows, padded, [started - t.enqueued for t in batch])
         except Exception as e:
             return e
         start = 0
         for task in batch:
-            task.result = {k: v[start:start + task.size] for k, v in outputs.items()}
+            task.result = {k: v[start : start + task.size] for k, v in outputs.items()}
             start += task.size
         return None

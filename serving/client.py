@@ -10,6 +10,7 @@ project's server and stock tensorflow_model_server alike. Calls the `serving_def
 (inputs `text` [B] and `text_b` [B] tf.string) and prints `labels` + `probabilities` (classification)
 or `scores` (regression).
 """
+
 import base64
 import json
 import sys
@@ -20,8 +21,12 @@ import grpc
 import numpy as np
 import tensorflow as tf
 from absl import app, flags
-from tensorflow_serving.apis import (get_model_status_pb2, model_service_pb2_grpc, predict_pb2,
-                                     prediction_service_pb2_grpc)
+from tensorflow_serving.apis import (
+    get_model_status_pb2,
+    model_service_pb2_grpc,
+    predict_pb2,
+    prediction_service_pb2_grpc,
+)
 
 _FLAGS = flags.FLAGS
 
@@ -34,10 +39,16 @@ def _define_flags():
     flags.DEFINE_integer("model_version", 0, "Model version (0 = latest).")
     flags.DEFINE_string("signature_name", "serving_default", "Signature to call.")
     flags.DEFINE_float("timeout", 30.0, "Request timeout in seconds.")
-    flags.DEFINE_multi_string("text_b", None, "Second text of a pair (pair tasks): one --text_b per "
-                              "positional TEXT, in the same order.")
-    flags.DEFINE_boolean("status", False, "Print GetModelStatus and exit 0 iff a version is AVAILABLE "
-                         "(a readiness probe for gRPC).")
+    flags.DEFINE_multi_string(
+        "text_b",
+        None,
+        "Second text of a pair (pair tasks): one --text_b per positional TEXT, in the same order.",
+    )
+    flags.DEFINE_boolean(
+        "status",
+        False,
+        "Print GetModelStatus and exit 0 iff a version is AVAILABLE (a readiness probe for gRPC).",
+    )
 
 
 class ClientError(RuntimeError):
@@ -54,8 +65,16 @@ def _as_bytes(texts, name):
     return [t.encode("utf-8") if isinstance(t, str) else bytes(t) for t in texts]
 
 
-def predict_text(server, model_name, texts, texts_b=None, signature_name="serving_default",
-                 version=None, timeout=30.0, rest=False):
+def predict_text(
+    server,
+    model_name,
+    texts,
+    texts_b=None,
+    signature_name="serving_default",
+    version=None,
+    timeout=30.0,
+    rest=False,
+):
     """Calls a text signature and returns its outputs.
 
     Args:
@@ -90,31 +109,46 @@ def predict_text(server, model_name, texts, texts_b=None, signature_name="servin
 
 
 def _predict_rest(server, model_name, inputs, signature_name, version, timeout):
-    path = f"/v1/models/{model_name}" + (f"/versions/{int(version)}" if version else "") + ":predict"
-    body = {"signature_name": signature_name,
-            "inputs": {k: [{"b64": base64.b64encode(v).decode("ascii")} for v in values]
-                       for k, values in inputs.items()}}
-    request = urllib.request.Request(f"http://{server}{path}", data=json.dumps(body).encode("utf-8"),
-                                     headers={"Content-Type": "application/json"})
+    path = (
+        f"/v1/models/{model_name}" + (f"/versions/{int(version)}" if version else "") + ":predict"
+    )
+    body = {
+        "signature_name": signature_name,
+        "inputs": {
+            k: [{"b64": base64.b64encode(v).decode("ascii")} for v in values]
+            for k, values in inputs.items()
+        },
+    }
+    request = urllib.request.Request(
+        f"http://{server}{path}",
+        data=json.dumps(body).encode("utf-8"),
+        headers={"Content-Type": "application/json"},
+    )
     try:
         with urllib.request.urlopen(request, timeout=timeout) as response:
             outputs = json.loads(response.read())["outputs"]
     except urllib.error.HTTPError as e:
         raise ClientError(e.code, json.loads(e.read() or b"{}").get("error", e.reason)) from None
     if not isinstance(outputs, dict):  # one output: TF Serving drops its name; ask the metadata
-        outputs = {_single_output_name(server, model_name, signature_name, version, timeout): outputs}
+        outputs = {
+            _single_output_name(server, model_name, signature_name, version, timeout): outputs
+        }
     result = {}
     for name, value in outputs.items():
         array = np.array(value, dtype=object if _is_text(value) else None)
         if array.dtype == object:
-            array = np.vectorize(lambda s: s.encode("utf-8") if isinstance(s, str)
-                                 else base64.b64decode(s["b64"]), otypes=[object])(array)
+            array = np.vectorize(
+                lambda s: s.encode("utf-8") if isinstance(s, str) else base64.b64decode(s["b64"]),
+                otypes=[object],
+            )(array)
         result[name] = array
     return result
 
 
 def _single_output_name(server, model_name, signature_name, version, timeout):
-    path = f"/v1/models/{model_name}" + (f"/versions/{int(version)}" if version else "") + "/metadata"
+    path = (
+        f"/v1/models/{model_name}" + (f"/versions/{int(version)}" if version else "") + "/metadata"
+    )
     with urllib.request.urlopen(f"http://{server}{path}", timeout=timeout) as response:
         metadata = json.loads(response.read())
     (name,) = metadata["metadata"]["signature_def"]["signature_def"][signature_name]["outputs"]
@@ -135,11 +169,16 @@ def model_status(server, model_name, version=None, timeout=30.0):
         request.model_spec.version.value = int(version)
     with grpc.insecure_channel(server) as channel:
         try:
-            response = model_service_pb2_grpc.ModelServiceStub(channel).GetModelStatus(request, timeout=timeout)
+            response = model_service_pb2_grpc.ModelServiceStub(channel).GetModelStatus(
+                request, timeout=timeout
+            )
         except grpc.RpcError as e:
             raise ClientError(e.code().name, e.details()) from None
     state_name = get_model_status_pb2.ModelVersionStatus.State.Name
-    return [(s.version, state_name(s.state), s.status.error_message) for s in response.model_version_status]
+    return [
+        (s.version, state_name(s.state), s.status.error_message)
+        for s in response.model_version_status
+    ]
 
 
 def format_prediction(outputs, row=0):
@@ -154,7 +193,9 @@ def format_prediction(outputs, row=0):
     if "label_ids" in outputs:
         lines.append(f"label_id: {int(outputs['label_ids'][row])}")
     if "scores" in outputs:
-        lines.append("score: " + ", ".join(f"{s:.4f}" for s in np.reshape(outputs["scores"][row], [-1])))
+        lines.append(
+            "score: " + ", ".join(f"{s:.4f}" for s in np.reshape(outputs["scores"][row], [-1]))
+        )
     for name, value in sorted(outputs.items()):
         if name not in ("probabilities", "labels", "label_ids", "scores"):
             lines.append(f"{name}: {value[row]!r}")
@@ -163,7 +204,9 @@ def format_prediction(outputs, row=0):
 
 def _print_status():
     try:
-        statuses = model_status(_FLAGS.server, _FLAGS.model_name, _FLAGS.model_version or None, _FLAGS.timeout)
+        statuses = model_status(
+            _FLAGS.server, _FLAGS.model_name, _FLAGS.model_version or None, _FLAGS.timeout
+        )
     except ClientError as e:
         print(f"error: {e}", file=sys.stderr)
         return 1
@@ -180,11 +223,15 @@ def cli_texts(texts, texts_b):
     """
     texts = list(texts)
     if not texts:
-        raise app.UsageError("give one or more TEXT arguments (a batch of texts); for pair tasks "
-                             "add one --text_b=TEXT_B per TEXT")
+        raise app.UsageError(
+            "give one or more TEXT arguments (a batch of texts); for pair tasks "
+            "add one --text_b=TEXT_B per TEXT"
+        )
     if texts_b is not None and len(texts_b) != len(texts):
-        raise app.UsageError(f"got {len(texts)} TEXT arguments but {len(texts_b)} --text_b; give "
-                             "one --text_b per TEXT (pair tasks)")
+        raise app.UsageError(
+            f"got {len(texts)} TEXT arguments but {len(texts_b)} --text_b; give "
+            "one --text_b per TEXT (pair tasks)"
+        )
     return texts, (list(texts_b) if texts_b is not None else None)
 
 
@@ -193,9 +240,16 @@ def main(argv):
         return _print_status()
     texts, texts_b = cli_texts(argv[1:], _FLAGS.text_b)
     try:
-        outputs = predict_text(_FLAGS.rest_server if _FLAGS.rest else _FLAGS.server, _FLAGS.model_name,
-                               texts, texts_b, _FLAGS.signature_name, _FLAGS.model_version or None,
-                               _FLAGS.timeout, rest=_FLAGS.rest)
+        outputs = predict_text(
+            _FLAGS.rest_server if _FLAGS.rest else _FLAGS.server,
+            _FLAGS.model_name,
+            texts,
+            texts_b,
+            _FLAGS.signature_name,
+            _FLAGS.model_version or None,
+            _FLAGS.timeout,
+            rest=_FLAGS.rest,
+        )
     except ClientError as e:
         print(f"error: {e}", file=sys.stderr)
         return 1

@@ -1,4 +1,5 @@
 """One error type carrying a gRPC status code, and TensorFlow Serving's gRPC -> HTTP mapping."""
+
 import grpc
 
 # tensorflow_serving/model_servers/http_rest_api_handler / http_server.cc ToHTTPStatusCode.

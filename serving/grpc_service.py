@@ -3,6 +3,7 @@
 The servicers come from the official `tensorflow-serving-api` stubs; each call delegates to
 InferenceService and turns a ServingError into the matching gRPC status and message.
 """
+
 from tensorflow_serving.apis import model_service_pb2_grpc, prediction_service_pb2_grpc
 
 from serving import errors

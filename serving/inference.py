@@ -3,6 +3,7 @@
 REST requests are converted to the same protos (as TF Serving's REST handler does), so both paths
 share validation, batching, status codes and metrics.
 """
+
 import logging
 import os
 import threading
@@ -13,9 +14,16 @@ import numpy as np
 import tensorflow as tf
 from google.protobuf import any_pb2
 from tensorflow.core.example import example_pb2
-from tensorflow_serving.apis import (classification_pb2, get_model_metadata_pb2, get_model_status_pb2,
-                                     inference_pb2, model_management_pb2, predict_pb2,
-                                     prediction_log_pb2, regression_pb2)
+from tensorflow_serving.apis import (
+    classification_pb2,
+    get_model_metadata_pb2,
+    get_model_status_pb2,
+    inference_pb2,
+    model_management_pb2,
+    predict_pb2,
+    prediction_log_pb2,
+    regression_pb2,
+)
 
 from serving import errors, tensors
 from serving.batching import BatchScheduler
@@ -76,20 +84,25 @@ class InferenceService:
 
     def _run(self, servable, signature, inputs):
         """Calls the signature, through the batch scheduler when batching is on."""
-        if (self.batching is None or any(np.ndim(v) == 0 for v in inputs.values())
-                or len({np.shape(v)[0] for v in inputs.values()}) != 1):
+        if (
+            self.batching is None
+            or any(np.ndim(v) == 0 for v in inputs.values())
+            or len({np.shape(v)[0] for v in inputs.values()}) != 1
+        ):
             return servable.run(signature.key, inputs)
         key = (id(servable), signature.key)
         with self._lock:
             scheduler = self._schedulers.get(key)
             if scheduler is None:
+
                 def on_batch(rows, padded, waits, name=servable.name, sig=signature.key):
                     self.metrics.batch_size.labels(name, sig).observe(rows)
                     self.metrics.padded_batch_size.labels(name, sig).observe(padded)
                     self.metrics.tf.record_batch(waits, self.batching.thread_pool_name)
 
-                scheduler = BatchScheduler(lambda x, s=servable, k=signature.key: s.run(k, x),
-                                           self.batching, on_batch)
+                scheduler = BatchScheduler(
+                    lambda x, s=servable, k=signature.key: s.run(k, x), self.batching, on_batch
+                )
                 self._schedulers[key] = scheduler
 
                 def close(key=key):
@@ -110,6 +123,7 @@ class InferenceService:
         def run():
             with self.acquire(request.model_spec) as servable:
                 return self.predict_on(servable, request), servable.version
+
         return self.observe("predict", request.model_spec, run)
 
     def predict_on(self, servable, request):
@@ -119,15 +133,18 @@ class InferenceService:
         if unknown:
             raise errors.invalid_argument(
                 f"output tensor alias not found in signature '{key}': {unknown}; outputs are "
-                f"{sorted(signature.outputs)}")
+                f"{sorted(signature.outputs)}"
+            )
         if len(set(request.output_filter)) != len(request.output_filter):
-            raise errors.invalid_argument(f"duplicate output_filter entries: {list(request.output_filter)}")
+            raise errors.invalid_argument(
+                f"duplicate output_filter entries: {list(request.output_filter)}"
+            )
         arrays = {k: tensors.to_numpy(v, k) for k, v in request.inputs.items()}
         inputs = tensors.check_inputs(signature, arrays, self.limits)
         outputs = self._run(servable, signature, inputs)
         response = predict_pb2.PredictResponse()
         self._response_spec(response.model_spec, servable, key)
-        for name in (request.output_filter or outputs):
+        for name in request.output_filter or outputs:
             response.outputs[name].CopyFrom(tensors.to_proto(outputs[name]))
         return response
 
@@ -151,7 +168,8 @@ class InferenceService:
         if self.limits.max_batch_size and len(examples) > self.limits.max_batch_size:
             raise errors.invalid_argument(
                 f"batch size {len(examples)} exceeds the limit of {self.limits.max_batch_size} rows "
-                "per request (--max_request_batch_size)")
+                "per request (--max_request_batch_size)"
+            )
         for row, ex in enumerate(examples):
             for name in self.limits.text_inputs:
                 if name in ex.features.feature:
@@ -166,24 +184,31 @@ class InferenceService:
             raise errors.invalid_argument(
                 f"Expected {'classification' if method == CLASSIFY_METHOD else 'regression'} "
                 f"signature method_name to be {method}. Was: {signature.method_name} (signature "
-                f"'{key}' of model '{servable.name}')")
+                f"'{key}' of model '{servable.name}')"
+            )
         if len(signature.inputs) != 1:
-            raise errors.invalid_argument(f"signature '{key}' must have exactly one input (serialized "
-                                          f"tf.Example), has {sorted(signature.inputs)}")
+            raise errors.invalid_argument(
+                f"signature '{key}' must have exactly one input (serialized "
+                f"tf.Example), has {sorted(signature.inputs)}"
+            )
         return signature
 
     def _run_examples(self, servable, signature, serialized):
-        (alias, spec), = signature.inputs.items()
+        ((alias, spec),) = signature.inputs.items()
         if spec.dtype != tf.string:
-            raise errors.invalid_argument(f"signature '{signature.key}' input '{alias}' must be string")
+            raise errors.invalid_argument(
+                f"signature '{signature.key}' input '{alias}' must be string"
+            )
         return self._run(servable, signature, {alias: serialized})
 
     def _classification_result(self, servable, signature, serialized, result):
         outputs = self._run_examples(servable, signature, serialized)
         classes, scores = outputs.get("classes"), outputs.get("scores")
         if classes is None and scores is None:
-            raise errors.invalid_argument(f"classification signature '{signature.key}' has neither "
-                                          "'classes' nor 'scores' output")
+            raise errors.invalid_argument(
+                f"classification signature '{signature.key}' has neither "
+                "'classes' nor 'scores' output"
+            )
         batch = len(serialized)
         for i in range(batch):
             c = result.classifications.add()
@@ -199,11 +224,15 @@ class InferenceService:
     def _regression_result(self, servable, signature, serialized, result):
         outputs = self._run_examples(servable, signature, serialized)
         if "outputs" not in outputs:
-            raise errors.invalid_argument(f"regression signature '{signature.key}' has no 'outputs'")
+            raise errors.invalid_argument(
+                f"regression signature '{signature.key}' has no 'outputs'"
+            )
         values = np.reshape(outputs["outputs"], [len(serialized), -1])
         if values.shape[1] != 1:
-            raise errors.invalid_argument(f"regression output has shape {list(outputs['outputs'].shape)}"
-                                          "; expected [batch] or [batch, 1]")
+            raise errors.invalid_argument(
+                f"regression output has shape {list(outputs['outputs'].shape)}"
+                "; expected [batch] or [batch, 1]"
+            )
         for v in values[:, 0]:
             result.regressions.add().value = float(v)
 
@@ -211,6 +240,7 @@ class InferenceService:
         def run():
             with self.acquire(request.model_spec) as servable:
                 return self.classify_on(servable, request), servable.version
+
         return self.observe("classify", request.model_spec, run, entrypoint)
 
     def classify_on(self, servable, request):
@@ -225,6 +255,7 @@ class InferenceService:
         def run():
             with self.acquire(request.model_spec) as servable:
                 return self.regress_on(servable, request), servable.version
+
         return self.observe("regress", request.model_spec, run, entrypoint)
 
     def regress_on(self, servable, request):
@@ -243,13 +274,16 @@ class InferenceService:
                 raise errors.invalid_argument("MultiInferenceRequest has no tasks")
             names = {t.model_spec.name for t in request.tasks}
             if len(names) != 1:
-                raise errors.invalid_argument("All ModelSpecs in a MultiInferenceRequest must access "
-                                              f"the same model name; got {sorted(names)}")
+                raise errors.invalid_argument(
+                    "All ModelSpecs in a MultiInferenceRequest must access "
+                    f"the same model name; got {sorted(names)}"
+                )
             keys = [t.model_spec.signature_name or DEFAULT_SIGNATURE for t in request.tasks]
             if len(set(keys)) != len(keys):
                 raise errors.invalid_argument(f"Duplicate evaluation of signature: {keys}")
             with self.acquire(spec) as servable:
                 return self.multi_inference_on(servable, request), servable.version
+
         return self.observe("multi_inference", spec, run)
 
     def multi_inference_on(self, servable, request):
@@ -257,13 +291,17 @@ class InferenceService:
         response = inference_pb2.MultiInferenceResponse()
         for task in request.tasks:
             if task.method_name not in (CLASSIFY_METHOD, REGRESS_METHOD):
-                raise errors.invalid_argument(f"Unsupported signature method_name: {task.method_name}; "
-                                              f"use {CLASSIFY_METHOD} or {REGRESS_METHOD}")
+                raise errors.invalid_argument(
+                    f"Unsupported signature method_name: {task.method_name}; "
+                    f"use {CLASSIFY_METHOD} or {REGRESS_METHOD}"
+                )
             signature = self._signature_for(servable, task.model_spec, task.method_name)
             result = response.results.add()
             self._response_spec(result.model_spec, servable, signature.key)
             if task.method_name == CLASSIFY_METHOD:
-                self._classification_result(servable, signature, serialized, result.classification_result)
+                self._classification_result(
+                    servable, signature, serialized, result.classification_result
+                )
             else:
                 self._regression_result(servable, signature, serialized, result.regression_result)
         return response
@@ -273,12 +311,15 @@ class InferenceService:
         def run():
             fields = list(request.metadata_field)
             if not fields:
-                raise errors.invalid_argument("GetModelMetadataRequest must specify at least one "
-                                              "metadata_field (supported: signature_def)")
+                raise errors.invalid_argument(
+                    "GetModelMetadataRequest must specify at least one "
+                    "metadata_field (supported: signature_def)"
+                )
             unsupported = sorted(set(fields) - {"signature_def"})
             if unsupported:
-                raise errors.invalid_argument(f"Metadata field(s) not supported: {unsupported} "
-                                              "(supported: signature_def)")
+                raise errors.invalid_argument(
+                    f"Metadata field(s) not supported: {unsupported} (supported: signature_def)"
+                )
             with self.acquire(request.model_spec) as servable:
                 response = get_model_metadata_pb2.GetModelMetadataResponse()
                 response.model_spec.name = servable.name
@@ -290,6 +331,7 @@ class InferenceService:
                 packed.Pack(sig_map)
                 response.metadata["signature_def"].CopyFrom(packed)
                 return response, servable.version
+
         return self.observe("get_model_metadata", request.model_spec, run)
 
     def get_model_status(self, request):
@@ -304,21 +346,26 @@ class InferenceService:
             response = get_model_status_pb2.GetModelStatusResponse()
             response.model_version_status.extend(self.manager.status(spec.name, version))
             return response, version
+
         return self.observe("get_model_status", request.model_spec, run)
 
     def reload_config(self, request):
         """HandleReloadConfigRequest: a ModelServerConfig with a model_config_list replaces the
         served models (ModelManager.reload). Returns ReloadConfigResponse (status OK)."""
+
         def run():
             config = request.config
             if config.WhichOneof("config") != "model_config_list":
-                raise errors.invalid_argument("ServerModelConfig type not supported by "
-                                              "HandleReloadConfigRequest. Only ModelConfigList is "
-                                              "currently supported")
+                raise errors.invalid_argument(
+                    "ServerModelConfig type not supported by "
+                    "HandleReloadConfigRequest. Only ModelConfigList is "
+                    "currently supported"
+                )
             self.manager.reload(list(config.model_config_list.config))
             response = model_management_pb2.ReloadConfigResponse()
             response.status.error_code = 0
             return response, ""
+
         return self.observe("reload_config", None, run)
 
     # ------------------------------------------------------------ warmup
@@ -344,8 +391,12 @@ class InferenceService:
                 else:
                     raise errors.invalid_argument(f"unsupported warmup log type {kind}")
             except errors.ServingError as e:
-                raise errors.ServingError(e.code, f"warmup request {count} failed: {e.message}") from e
+                raise errors.ServingError(
+                    e.code, f"warmup request {count} failed: {e.message}"
+                ) from e
             count += 1
             self.metrics.warmup.labels(servable.name, str(servable.version)).inc()
-        _LOG.info("replayed %d warmup requests for %s version %d", count, servable.name, servable.version)
+        _LOG.info(
+            "replayed %d warmup requests for %s version %d", count, servable.name, servable.version
+        )
         return count

@@ -23,6 +23,7 @@ Rules clients can rely on (all as TF Serving):
 Deliberate difference: a string output that is not valid UTF-8 prints as `{"b64": ...}` (TF Serving
 writes the raw bytes, which makes the whole response invalid JSON).
 """
+
 import json
 import math
 
@@ -35,17 +36,25 @@ from serving import errors
 
 ROW, COLUMNAR = "row", "columnar"
 _SPACE = " \t\n\v\f\r"  # absl::ascii_isspace
-_B64 = {c: i for i, c in enumerate("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/")}
-_INT_RANGES = {tf.int8: (-2**31, 2**31 - 1), tf.int16: (-2**31, 2**31 - 1), tf.int32: (-2**31, 2**31 - 1),
-               tf.uint8: (-2**31, 2**31 - 1), tf.int64: (-2**63, 2**63 - 1),
-               tf.uint32: (0, 2**32 - 1), tf.uint64: (0, 2**64 - 1)}
+_B64 = {
+    c: i for i, c in enumerate("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/")
+}
+_INT_RANGES = {
+    tf.int8: (-(2**31), 2**31 - 1),
+    tf.int16: (-(2**31), 2**31 - 1),
+    tf.int32: (-(2**31), 2**31 - 1),
+    tf.uint8: (-(2**31), 2**31 - 1),
+    tf.int64: (-(2**63), 2**63 - 1),
+    tf.uint32: (0, 2**32 - 1),
+    tf.uint64: (0, 2**64 - 1),
+}
 _MAX_EXACT_INT = {tf.float32: 2**24 - 1, tf.float64: 2**53 - 1}
 
 
 # ------------------------------------------------------------------ parsing helpers
 def _parse_int(text):
     value = int(text)
-    return value if -2**63 <= value < 2**64 else float(text)  # rapidjson keeps these as double
+    return value if -(2**63) <= value < 2**64 else float(text)  # rapidjson keeps these as double
 
 
 def parse_json(body: bytes):
@@ -86,8 +95,10 @@ def signature_name(doc) -> str:
     """The optional "signature_name" ("" when absent); INVALID_ARGUMENT when it is not a string."""
     name = doc.get("signature_name", "")
     if not isinstance(name, str):
-        raise errors.invalid_argument(f"JSON Value: {value_to_string(doc)} not formatted correctly. "
-                                      "'signature_name' key must be a string value.")
+        raise errors.invalid_argument(
+            f"JSON Value: {value_to_string(doc)} not formatted correctly. "
+            "'signature_name' key must be a string value."
+        )
     return name
 
 
@@ -131,8 +142,9 @@ def b64_unescape(text: str):
 
 def decode_b64_object(value) -> bytes:
     if not is_b64_object(value):
-        raise errors.invalid_argument(f"JSON Value: {value_to_string(value)} not formatted correctly "
-                                      "for base64 data")
+        raise errors.invalid_argument(
+            f"JSON Value: {value_to_string(value)} not formatted correctly for base64 data"
+        )
     decoded = b64_unescape(value["b64"])
     if decoded is None:
         raise errors.invalid_argument("Unable to base64 decode")
@@ -156,8 +168,10 @@ def dtype_string(dtype) -> str:
 
 
 def _type_error(value, dtype):
-    return errors.invalid_argument(f"JSON Value: {value_to_string(value)} Type: {json_type(value)} is "
-                                   f"not of expected type: {dtype_string(dtype)}")
+    return errors.invalid_argument(
+        f"JSON Value: {value_to_string(value)} Type: {json_type(value)} is "
+        f"not of expected type: {dtype_string(dtype)}"
+    )
 
 
 def _scalar(value, dtype):
@@ -174,9 +188,11 @@ def _scalar(value, dtype):
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             raise _type_error(value, dtype)
         if not _is_lossless(value, dtype):
-            raise errors.invalid_argument(f"Cannot convert JSON value: {value_to_string(value)} to "
-                                          f"{'float' if dtype == tf.float32 else 'double'} without "
-                                          "loss of precision.")
+            raise errors.invalid_argument(
+                f"Cannot convert JSON value: {value_to_string(value)} to "
+                f"{'float' if dtype == tf.float32 else 'double'} without "
+                "loss of precision."
+            )
         return float(value)
     if dtype == tf.bool:
         if not isinstance(value, bool):
@@ -187,8 +203,10 @@ def _scalar(value, dtype):
         if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
             raise _type_error(value, dtype)
         return value
-    raise errors.ServingError(grpc.StatusCode.UNIMPLEMENTED,
-                              f"Conversion of JSON Value: {value_to_string(value)} to type: {dtype_string(dtype)}")
+    raise errors.ServingError(
+        grpc.StatusCode.UNIMPLEMENTED,
+        f"Conversion of JSON Value: {value_to_string(value)} to type: {dtype_string(dtype)}",
+    )
 
 
 def dense_shape(value) -> list:
@@ -207,15 +225,21 @@ def _fill(value, level, shape, dtype, out):
     rank = len(shape)
     if not isinstance(value, list):
         if level != rank:
-            raise errors.invalid_argument(f"JSON Value: {value_to_string(value)} found at incorrect "
-                                          f"level: {level + 1} in the JSON DOM. Expected at level: {rank}")
+            raise errors.invalid_argument(
+                f"JSON Value: {value_to_string(value)} found at incorrect "
+                f"level: {level + 1} in the JSON DOM. Expected at level: {rank}"
+            )
         out.append(_scalar(value, dtype))
         return
     if level >= rank:
-        raise errors.invalid_argument(f"Encountered list at unexpected level: {level} expected < {rank}")
+        raise errors.invalid_argument(
+            f"Encountered list at unexpected level: {level} expected < {rank}"
+        )
     if len(value) != shape[level]:
-        raise errors.invalid_argument(f"Encountered list at unexpected size: {len(value)} at level: "
-                                      f"{level} expected size: {shape[level]}")
+        raise errors.invalid_argument(
+            f"Encountered list at unexpected size: {len(value)} at level: "
+            f"{level} expected size: {shape[level]}"
+        )
     for item in value:
         _fill(item, level + 1, shape, dtype, out)
 
@@ -227,8 +251,11 @@ def to_array(values, shape, dtype) -> np.ndarray:
         array[:] = values
         return array.reshape(shape)
     if dtype.is_integer:  # int8/int16/uint8 wrap like TensorProto's int_val does
-        return np.array(values, dtype=np.int64 if dtype != tf.uint64 else np.uint64).astype(
-            dtype.as_numpy_dtype).reshape(shape)
+        return (
+            np.array(values, dtype=np.int64 if dtype != tf.uint64 else np.uint64)
+            .astype(dtype.as_numpy_dtype)
+            .reshape(shape)
+        )
     return np.array(values, dtype=dtype.as_numpy_dtype).reshape(shape)
 
 
@@ -256,16 +283,20 @@ def predict_inputs(doc, dtypes: dict):
     """
     has_instances, has_inputs = "instances" in doc, "inputs" in doc
     if has_instances and has_inputs:
-        raise errors.invalid_argument(f"JSON Value: {value_to_string(doc)} Not formatted correctly "
-                                      "expecting only one of 'inputs' or 'instances' keys to exist ")
+        raise errors.invalid_argument(
+            f"JSON Value: {value_to_string(doc)} Not formatted correctly "
+            "expecting only one of 'inputs' or 'instances' keys to exist "
+        )
     if has_instances:
         instances = doc["instances"]
         if not isinstance(instances, list):
-            raise errors.invalid_argument(f"JSON Value: {value_to_string(doc)} Excepting 'instances' "
-                                          "to be an list/array")
+            raise errors.invalid_argument(
+                f"JSON Value: {value_to_string(doc)} Excepting 'instances' to be an list/array"
+            )
         if not instances:
-            raise errors.invalid_argument(f"JSON Value: {value_to_string(doc)} No values in "
-                                          "'instances' array")
+            raise errors.invalid_argument(
+                f"JSON Value: {value_to_string(doc)} No values in 'instances' array"
+            )
         return _row_inputs(instances, dtypes), ROW
     if has_inputs:
         return _columnar_inputs(doc["inputs"], dtypes), COLUMNAR
@@ -292,45 +323,60 @@ class _Batch:
             return
         want = self.shapes[name]
         if len(leaves) != int(np.prod(want)):
-            raise errors.invalid_argument(f"Expecting tensor size: {int(np.prod(want))} but got: {len(leaves)}")
+            raise errors.invalid_argument(
+                f"Expecting tensor size: {int(np.prod(want))} but got: {len(leaves)}"
+            )
         if shape != want:
-            raise errors.invalid_argument(f"Expecting shape {_shape_string(want)} but got: {_shape_string(shape)}")
+            raise errors.invalid_argument(
+                f"Expecting shape {_shape_string(want)} but got: {_shape_string(shape)}"
+            )
         self.leaves[name].extend(leaves)
 
     def arrays(self, rows):
-        return {name: to_array(self.leaves[name], [rows] + self.shapes[name], self.dtypes[name])
-                for name in self.leaves}
+        return {
+            name: to_array(self.leaves[name], [rows] + self.shapes[name], self.dtypes[name])
+            for name in self.leaves
+        }
 
 
 def _row_inputs(instances, dtypes):
     """FillTensorMapFromInstancesList."""
     if not isinstance(instances[0], dict) and len(dtypes) > 1:
-        raise errors.invalid_argument("instances is a plain list, but expecting list of objects as "
-                                      "multiple input tensors required as per tensorinfo_map")
+        raise errors.invalid_argument(
+            "instances is a plain list, but expecting list of objects as "
+            "multiple input tensors required as per tensorinfo_map"
+        )
     objects, names, batch = _is_element_object(instances[0]), sorted(dtypes), _Batch(dtypes)
     for row, element in enumerate(instances):
         if objects:
             if not _is_element_object(element):
-                raise errors.invalid_argument(f"Expecting object but got list at item {row} of input list")
+                raise errors.invalid_argument(
+                    f"Expecting object but got list at item {row} of input list"
+                )
             for name, value in element.items():
                 try:
                     batch.add(name, value)
                 except errors.ServingError as e:
-                    raise errors.invalid_argument(f"Failed to process element: {row} key: {name} of "
-                                                  f"'instances' list. Error: {e}") from None
+                    raise errors.invalid_argument(
+                        f"Failed to process element: {row} key: {name} of "
+                        f"'instances' list. Error: {e}"
+                    ) from None
             if set(element) != set(names):
                 raise errors.invalid_argument(
                     f"Failed to process element: {row} of 'instances' list. JSON object: "
-                    f"{value_to_string(element)} must only have keys: {','.join(names)}")
+                    f"{value_to_string(element)} must only have keys: {','.join(names)}"
+                )
         else:
             if _is_element_object(element):
-                raise errors.invalid_argument(f"Expecting value/list but got object at item {row} of "
-                                              "input list")
+                raise errors.invalid_argument(
+                    f"Expecting value/list but got object at item {row} of input list"
+                )
             try:
                 batch.add(names[0], element)
             except errors.ServingError as e:
-                raise errors.invalid_argument(f"Failed to process element: {row} of 'instances' list. "
-                                              f"Error: {e}") from None
+                raise errors.invalid_argument(
+                    f"Failed to process element: {row} of 'instances' list. Error: {e}"
+                ) from None
     return batch.arrays(len(instances))
 
 
@@ -338,9 +384,11 @@ def _columnar_inputs(value, dtypes):
     """FillTensorMapFromInputsMap: keys that are not inputs are ignored, as in TF Serving."""
     if not isinstance(value, dict) or is_b64_object(value):
         if len(dtypes) > 1:
-            raise errors.invalid_argument("inputs is a plain value/list, but expecting an object as "
-                                          "multiple input tensors required as per tensorinfo_map")
-        (name, dtype), = dtypes.items()
+            raise errors.invalid_argument(
+                "inputs is a plain value/list, but expecting an object as "
+                "multiple input tensors required as per tensorinfo_map"
+            )
+        ((name, dtype),) = dtypes.items()
         return {name: value_to_array(value, dtype)[0]}
     arrays = {}
     for name in sorted(dtypes):
@@ -353,8 +401,11 @@ def _columnar_inputs(value, dtypes):
 # ------------------------------------------------------------------ classify / regress requests
 def _feature_kind_error(name, feature):
     kind = {"bytes_list": "bytes", "float_list": "float", "int64_list": "int64"}.get(
-        feature.WhichOneof("kind"), "UNKNOWN")
-    return errors.invalid_argument(f"Unexpected element type in feature: {name} expecting type: {kind}")
+        feature.WhichOneof("kind"), "UNKNOWN"
+    )
+    return errors.invalid_argument(
+        f"Unexpected element type in feature: {name} expecting type: {kind}"
+    )
 
 
 def _add_to_feature(value, name, feature):
@@ -364,36 +415,51 @@ def _add_to_feature(value, name, feature):
     def check(want):
         if kind not in (None, want):
             raise _feature_kind_error(name, feature)
-    if value is None or isinstance(value, list) or (isinstance(value, dict) and not is_b64_object(value)):
-        raise errors.invalid_argument(f"Feature: {name} has element with unexpected JSON type: "
-                                      f"{json_type(value)}")
+
+    if (
+        value is None
+        or isinstance(value, list)
+        or (isinstance(value, dict) and not is_b64_object(value))
+    ):
+        raise errors.invalid_argument(
+            f"Feature: {name} has element with unexpected JSON type: {json_type(value)}"
+        )
     if isinstance(value, bool):
         check("int64_list")
         feature.int64_list.value.append(int(value))
     elif isinstance(value, (dict, str)):
         check("bytes_list")
-        feature.bytes_list.value.append(decode_b64_object(value) if isinstance(value, dict)
-                                        else value.encode("utf-8", "surrogatepass"))
+        feature.bytes_list.value.append(
+            decode_b64_object(value)
+            if isinstance(value, dict)
+            else value.encode("utf-8", "surrogatepass")
+        )
     elif isinstance(value, float):
         check("float_list")
         if not _is_lossless(value, tf.float32):
-            raise errors.invalid_argument(f"Cannot convert JSON value: {value_to_string(value)} to float "
-                                          "without loss of precision.")
+            raise errors.invalid_argument(
+                f"Cannot convert JSON value: {value_to_string(value)} to float "
+                "without loss of precision."
+            )
         feature.float_list.value.append(value)
     else:
         check("int64_list")
         if value >= 2**63:
-            raise errors.invalid_argument(f"Feature: {name} has uint64 element. Only int64 is supported.")
+            raise errors.invalid_argument(
+                f"Feature: {name} has uint64 element. Only int64 is supported."
+            )
         feature.int64_list.value.append(value)
 
 
 def make_example(value, example):
     """MakeExampleFromJsonObject: {feature: value or [values]} -> tf.train.Example (filled in place)."""
     if not isinstance(value, dict):
-        raise errors.invalid_argument(f"Example must be JSON object but got JSON {json_type(value)}")
+        raise errors.invalid_argument(
+            f"Example must be JSON object but got JSON {json_type(value)}"
+        )
     for name, content in value.items():
         feature = feature_pb2.Feature()
-        for item in (content if isinstance(content, list) else [content]):
+        for item in content if isinstance(content, list) else [content]:
             _add_to_feature(item, name, feature)
         example.features.feature[name].CopyFrom(feature)
     return example
@@ -405,18 +471,24 @@ def fill_examples(doc, input_proto, verb="classify"):
     if has_context:
         make_example(doc["context"], input_proto.example_list_with_context.context)
     if "examples" not in doc:
-        raise errors.invalid_argument(f"JSON Value: {value_to_string(doc)} When method is {verb}, key "
-                                      "'examples' is expected and was not found")
+        raise errors.invalid_argument(
+            f"JSON Value: {value_to_string(doc)} When method is {verb}, key "
+            "'examples' is expected and was not found"
+        )
     examples = doc["examples"]
     if not isinstance(examples, list):
-        raise errors.invalid_argument(f"JSON Value: {value_to_string(doc)} Expecting 'examples' value "
-                                      "to be an list/array")
+        raise errors.invalid_argument(
+            f"JSON Value: {value_to_string(doc)} Expecting 'examples' value to be an list/array"
+        )
     if not examples:
-        raise errors.invalid_argument(f"JSON Value: {value_to_string(doc)} 'examples' value is an "
-                                      "empty array")
-    target = (input_proto.example_list_with_context.examples if has_context
-              else input_proto.example_list.examples)
+        raise errors.invalid_argument(
+            f"JSON Value: {value_to_string(doc)} 'examples' value is an empty array"
+        )
+    target = (
+        input_proto.example_list_with_context.examples
+        if has_context
+        else input_proto.example_list.examples
+    )
     for value in examples:
         make_example(value, target.add())
     return input_proto
-

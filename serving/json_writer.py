@@ -7,6 +7,7 @@ tokens, which Python's `json` and rapidjson with kParseNanAndInfFlag read). Stri
 output whose name ends in `_bytes`, and (our deliberate addition) any string that is not valid UTF-8,
 as {"b64": "<standard base64 with padding>"}.
 """
+
 import base64
 import json
 import math
@@ -68,6 +69,7 @@ def tensor_json(array: np.ndarray, name: str) -> str:
         if a.ndim == 1:
             return "[" + ",".join(write(v) for v in a) + "]"
         return "[" + ",".join(nest(sub) for sub in a) + "]"
+
     return nest(array)
 
 
@@ -88,8 +90,11 @@ def predict_json(outputs: dict, row: bool) -> str:
     if not row:
         if len(names) == 1:
             return '{"outputs": ' + tensor_json(outputs[names[0]], names[0]) + "}"
-        return ('{"outputs": {' + ", ".join(f"{_key(n)}: {tensor_json(outputs[n], n)}" for n in names)
-                + "}}")
+        return (
+            '{"outputs": {'
+            + ", ".join(f"{_key(n)}: {tensor_json(outputs[n], n)}" for n in names)
+            + "}}"
+        )
     batch = 0
     for name in names:
         shape = np.shape(outputs[name])
@@ -98,14 +103,18 @@ def predict_json(outputs: dict, row: bool) -> str:
         if shape[0] < 1:
             raise errors.invalid_argument(f"Tensor name: {name} has invalid batch size: {shape[0]}")
         if batch and shape[0] != batch:
-            raise errors.invalid_argument(f"Tensor name: {name} has inconsistent batch size: {shape[0]} "
-                                          f"expecting: {batch}")
+            raise errors.invalid_argument(
+                f"Tensor name: {name} has inconsistent batch size: {shape[0]} expecting: {batch}"
+            )
         batch = shape[0]
     columns = {n: [tensor_json(item, n) for item in np.asarray(outputs[n])] for n in names}
     if len(names) == 1:
         rows = columns[names[0]]
     else:
-        rows = ["{" + ", ".join(f"{_key(n)}: {columns[n][i]}" for n in names) + "}" for i in range(batch)]
+        rows = [
+            "{" + ", ".join(f"{_key(n)}: {columns[n][i]}" for n in names) + "}"
+            for i in range(batch)
+        ]
     return '{"predictions": [' + ", ".join(rows) + "]}"
 
 
@@ -113,8 +122,15 @@ def classification_json(result) -> str:
     """MakeJsonFromClassificationResult: {"results": [[[label, score], ...], ...]}."""
     if not result.classifications:
         raise errors.invalid_argument("Cannot convert empty ClassificationResults to JSON")
-    rows = ["[" + ", ".join(f"[{json.dumps(c.label, ensure_ascii=False)}, {decimal(c.score, True)}]"
-                            for c in row.classes) + "]" for row in result.classifications]
+    rows = [
+        "["
+        + ", ".join(
+            f"[{json.dumps(c.label, ensure_ascii=False)}, {decimal(c.score, True)}]"
+            for c in row.classes
+        )
+        + "]"
+        for row in result.classifications
+    ]
     return '{"results": [' + ", ".join(rows) + "]}"
 
 

@@ -1,4 +1,5 @@
 """Prometheus metrics, exposed on the REST port at /monitoring/prometheus/metrics (TF Serving's path)."""
+
 import prometheus_client
 
 from serving.tf_metrics import TfServingMetrics
@@ -23,20 +24,38 @@ class Metrics:
         self.registry = prometheus_client.CollectorRegistry()
         self.tf = TfServingMetrics()
         self.requests = prometheus_client.Counter(
-            "serving_requests", "Requests by model, version, API and status code.",
-            ["model", "version", "api", "status"], registry=self.registry)
+            "serving_requests",
+            "Requests by model, version, API and status code.",
+            ["model", "version", "api", "status"],
+            registry=self.registry,
+        )
         self.latency = prometheus_client.Histogram(
-            "serving_request_latency_seconds", "Request latency in seconds.", ["model", "api"],
-            buckets=LATENCY_BUCKETS, registry=self.registry)
+            "serving_request_latency_seconds",
+            "Request latency in seconds.",
+            ["model", "api"],
+            buckets=LATENCY_BUCKETS,
+            registry=self.registry,
+        )
         self.batch_size = prometheus_client.Histogram(
-            "serving_batch_size", "Rows per batched model call (before padding).",
-            ["model", "signature"], buckets=BATCH_BUCKETS, registry=self.registry)
+            "serving_batch_size",
+            "Rows per batched model call (before padding).",
+            ["model", "signature"],
+            buckets=BATCH_BUCKETS,
+            registry=self.registry,
+        )
         self.padded_batch_size = prometheus_client.Histogram(
-            "serving_padded_batch_size", "Rows per batched model call after padding.",
-            ["model", "signature"], buckets=BATCH_BUCKETS, registry=self.registry)
+            "serving_padded_batch_size",
+            "Rows per batched model call after padding.",
+            ["model", "signature"],
+            buckets=BATCH_BUCKETS,
+            registry=self.registry,
+        )
         self.warmup = prometheus_client.Counter(
-            "serving_warmup_requests", "Warmup requests replayed at load time.", ["model", "version"],
-            registry=self.registry)
+            "serving_warmup_requests",
+            "Warmup requests replayed at load time.",
+            ["model", "version"],
+            registry=self.registry,
+        )
 
     def exposition(self) -> tuple:
         """(body bytes, content type) for an HTTP response."""

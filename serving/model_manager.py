@@ -16,6 +16,7 @@ Behaviour (as `tensorflow_model_server` with its default availability-preserving
   availability-preserving switch, and labels are updated last, only when each points to an
   AVAILABLE version.
 """
+
 import contextlib
 import logging
 import os
@@ -78,10 +79,13 @@ def no_versions_warning(name, base_path, on_disk):
     message = f"No versions of servable {name} found under base path {base_path}"
     if not os.path.exists(base_path):
         message += " (the path does not exist)"
-    elif os.path.basename(os.path.normpath(base_path)).isdigit() and \
-            os.path.isfile(os.path.join(base_path, "saved_model.pb")):
-        message += ("; did you point --model_base_path at a version directory? use its parent "
-                    f"{os.path.dirname(os.path.normpath(base_path))}")
+    elif os.path.basename(os.path.normpath(base_path)).isdigit() and os.path.isfile(
+        os.path.join(base_path, "saved_model.pb")
+    ):
+        message += (
+            "; did you point --model_base_path at a version directory? use its parent "
+            f"{os.path.dirname(os.path.normpath(base_path))}"
+        )
     return message
 
 
@@ -93,7 +97,9 @@ def check_configs(model_configs):
         raise ValueError(f"model names must be unique and non-empty, got {names}")
     for c in model_configs:
         if c.model_platform not in ("", "tensorflow"):
-            raise ValueError(f"model '{c.name}': model_platform '{c.model_platform}' is not supported")
+            raise ValueError(
+                f"model '{c.name}': model_platform '{c.model_platform}' is not supported"
+            )
         if not c.base_path:
             raise ValueError(f"model '{c.name}' has no base_path")
 
@@ -124,8 +130,15 @@ class ModelManager:
         litert_threads: LiteRT interpreter threads (0 = one per CPU).
     """
 
-    def __init__(self, model_configs, poll_seconds=1.0, on_loaded=None, on_change=None,
-                 prefer_tflite_model=False, litert_threads=0):
+    def __init__(
+        self,
+        model_configs,
+        poll_seconds=1.0,
+        on_loaded=None,
+        on_change=None,
+        prefer_tflite_model=False,
+        litert_threads=0,
+    ):
         check_configs(model_configs)
         self._models = {c.name: _Model(c) for c in model_configs}
         self._poll_lock = threading.Lock()  # one poll (or reload) at a time
@@ -223,7 +236,9 @@ class ModelManager:
                 failed = [v.error for v in model.versions.values() if v.error is not None]
                 if failed:
                     raise errors.ServingError(failed[0][0], failed[0][1])
-                raise errors.not_found(model.warning or f"No versions of servable {name} could be loaded")
+                raise errors.not_found(
+                    model.warning or f"No versions of servable {name} could be loaded"
+                )
 
     def _update_labels(self, model_configs):
         """All labels at once, or none (then every model keeps its previous labels)."""
@@ -234,7 +249,8 @@ class ModelManager:
                     if version not in versions or versions[version].state != State.AVAILABLE:
                         raise errors.failed_precondition(
                             f"Request to assign label to version {version} of model {config.name}, "
-                            "which is not currently available for inference.")
+                            "which is not currently available for inference."
+                        )
             for config in model_configs:
                 self._models[config.name].labels = dict(config.version_labels)
 
@@ -263,7 +279,11 @@ class ModelManager:
         with self._lock:
             available = [n for n, v in model.versions.items() if v.state == State.AVAILABLE]
             missing = len(aspired) - len([n for n in available if n in aspired])
-            keep = set(sorted([n for n in available if n not in aspired and n in on_disk])[::-1][:max(missing, 0)])
+            keep = set(
+                sorted([n for n in available if n not in aspired and n in on_disk])[::-1][
+                    : max(missing, 0)
+                ]
+            )
             for n, v in list(model.versions.items()):
                 if n in aspired or n in keep:
                     continue
@@ -279,8 +299,9 @@ class ModelManager:
         _LOG.info("loading %s version %d from %s", name, v.version, path)
         servable = None
         try:
-            servable = load_servable(name, v.version, path, self._prefer_tflite_model,
-                                     self._litert_threads)
+            servable = load_servable(
+                name, v.version, path, self._prefer_tflite_model, self._litert_threads
+            )
             if self._on_loaded:
                 self._on_loaded(servable)
         except Exception as e:
@@ -290,7 +311,10 @@ class ModelManager:
             message = e.message if isinstance(e, errors.ServingError) else explain_load_error(e)
             _LOG.error("failed to load %s version %d: %s", name, v.version, message)
             with self._lock:
-                v.state, v.error = State.END, (code, f"Failed to load {name} version {v.version}: {message}")
+                v.state, v.error = (
+                    State.END,
+                    (code, f"Failed to load {name} version {v.version}: {message}"),
+                )
             return
         with self._lock:
             v.servable, v.state = servable, State.AVAILABLE
@@ -310,8 +334,10 @@ class ModelManager:
 
     def _model(self, name):
         if name not in self._models:
-            raise errors.not_found(f"Servable not found for request: model '{name}' is not served "
-                                   f"(served models: {self.model_names()})")
+            raise errors.not_found(
+                f"Servable not found for request: model '{name}' is not served "
+                f"(served models: {self.model_names()})"
+            )
         return self._models[name]
 
     @contextlib.contextmanager
@@ -327,18 +353,24 @@ class ModelManager:
             if label:
                 labels = model.labels
                 if label not in labels:
-                    raise errors.invalid_argument(f"Unrecognized servable version label '{label}' for model "
-                                           f"'{name}' (labels: {sorted(labels)})")
+                    raise errors.invalid_argument(
+                        f"Unrecognized servable version label '{label}' for model "
+                        f"'{name}' (labels: {sorted(labels)})"
+                    )
                 version = labels[label]
             if version is None:
                 available = [n for n, v in model.versions.items() if v.state == State.AVAILABLE]
                 if not available:
-                    raise errors.not_found(f"Servable not found for request: Latest({name}): no version "
-                                           "of this model is available yet")
+                    raise errors.not_found(
+                        f"Servable not found for request: Latest({name}): no version "
+                        "of this model is available yet"
+                    )
                 version = max(available)
             v = model.versions.get(version)
             if v is None or v.state != State.AVAILABLE:
-                raise errors.not_found(f"Servable not found for request: Specific({name}, {version})")
+                raise errors.not_found(
+                    f"Servable not found for request: Specific({name}, {version})"
+                )
             v.refcount += 1
             servable = v.servable
         try:
@@ -367,12 +399,15 @@ class ModelManager:
                     status.status.error_message = v.error[1]
                 result.append(status)
             if not result and version is None:
-                raise errors.not_found(f"Model '{name}' has no version on disk under "
-                                       f"{model.config.base_path}")
+                raise errors.not_found(
+                    f"Model '{name}' has no version on disk under {model.config.base_path}"
+                )
             return result
 
     def all_available(self):
         """True when every configured model has at least one AVAILABLE version."""
         with self._lock:
-            return all(any(v.state == State.AVAILABLE for v in m.versions.values())
-                       for m in self._models.values())
+            return all(
+                any(v.state == State.AVAILABLE for v in m.versions.values())
+                for m in self._models.values()
+            )

@@ -15,6 +15,7 @@ TensorFlow Serving maps the gRPC code to (400 INVALID_ARGUMENT / FAILED_PRECONDI
 --max_request_bytes is 413. Status and metadata print every field TF Serving's JSON printer prints,
 default-valued ones included.
 """
+
 import http.server
 import json
 import logging
@@ -24,18 +25,29 @@ import threading
 import grpc
 import tensorflow as tf
 from google.protobuf import json_format
-from tensorflow_serving.apis import (classification_pb2, get_model_metadata_pb2, get_model_status_pb2,
-                                     predict_pb2, regression_pb2)
+from tensorflow_serving.apis import (
+    classification_pb2,
+    get_model_metadata_pb2,
+    get_model_status_pb2,
+    predict_pb2,
+    regression_pb2,
+)
 
 from serving import errors, json_tensor, json_writer
 from serving.inference import DEFAULT_SIGNATURE
 
 _LOG = logging.getLogger("serving")
 # http_rest_api_handler.cc: prediction_api_regex_ and modelstatus_api_regex_ (case-insensitive).
-_PREDICT_ROUTE = re.compile(r"/v1/models/(?P<name>[^/:]+)(?:/versions/(?P<version>\d+)|/labels/(?P<label>[^/:]+))?"
-                            r":(?P<verb>classify|regress|predict)", re.IGNORECASE)
-_STATUS_ROUTE = re.compile(r"/v1/models(?:/(?P<name>[^/:]+))?(?:/versions/(?P<version>\d+)|/labels/(?P<label>[^/:]+))?"
-                           r"(?P<metadata>/metadata)?", re.IGNORECASE)
+_PREDICT_ROUTE = re.compile(
+    r"/v1/models/(?P<name>[^/:]+)(?:/versions/(?P<version>\d+)|/labels/(?P<label>[^/:]+))?"
+    r":(?P<verb>classify|regress|predict)",
+    re.IGNORECASE,
+)
+_STATUS_ROUTE = re.compile(
+    r"/v1/models(?:/(?P<name>[^/:]+))?(?:/versions/(?P<version>\d+)|/labels/(?P<label>[^/:]+))?"
+    r"(?P<metadata>/metadata)?",
+    re.IGNORECASE,
+)
 METRICS_PATH = "/monitoring/prometheus/metrics"
 _PRINT = dict(preserving_proto_field_name=True, always_print_fields_with_no_presence=True)
 
@@ -76,13 +88,17 @@ class RestApi:
         if not match["name"]:
             raise errors.invalid_argument("Missing model name in request.")
         if match["metadata"]:
-            request = get_model_metadata_pb2.GetModelMetadataRequest(metadata_field=["signature_def"])
+            request = get_model_metadata_pb2.GetModelMetadataRequest(
+                metadata_field=["signature_def"]
+            )
             self._spec(request.model_spec, match)
             response = self.service.get_model_metadata(request)
             sig_map = get_model_metadata_pb2.SignatureDefMap()
             response.metadata["signature_def"].Unpack(sig_map)
-            return {"model_spec": json_format.MessageToDict(response.model_spec, **_PRINT),
-                    "metadata": {"signature_def": json_format.MessageToDict(sig_map, **_PRINT)}}
+            return {
+                "model_spec": json_format.MessageToDict(response.model_spec, **_PRINT),
+                "metadata": {"signature_def": json_format.MessageToDict(sig_map, **_PRINT)},
+            }
         request = get_model_status_pb2.GetModelStatusRequest()
         self._spec(request.model_spec, match)
         return json_format.MessageToDict(self.service.get_model_status(request), **_PRINT)
@@ -113,13 +129,17 @@ class RestApi:
                 for alias, array in arrays.items():
                     request.inputs[alias].CopyFrom(tf.make_tensor_proto(array))
                 return self.service.predict_on(servable, request), servable.version
+
         response = self.service.observe("predict", request.model_spec, run, "REST")
         outputs = {k: tf.make_ndarray(v) for k, v in response.outputs.items()}
         return json_writer.predict_json(outputs, row[0])
 
     def _classify_regress(self, match, doc, signature_name, verb):
-        request = (classification_pb2.ClassificationRequest() if verb == "classify"
-                   else regression_pb2.RegressionRequest())
+        request = (
+            classification_pb2.ClassificationRequest()
+            if verb == "classify"
+            else regression_pb2.RegressionRequest()
+        )
         self._spec(request.model_spec, match, signature_name)
         json_tensor.fill_examples(doc, request.input, verb)
         if verb == "classify":
@@ -162,8 +182,10 @@ def make_handler(api: RestApi, metrics):
             self.wfile.write(body)
 
         def _error(self, error):
-            self._send(error.http_status if isinstance(error, errors.ServingError) else 500,
-                       {"error": error.message if isinstance(error, errors.ServingError) else str(error)})
+            self._send(
+                error.http_status if isinstance(error, errors.ServingError) else 500,
+                {"error": error.message if isinstance(error, errors.ServingError) else str(error)},
+            )
 
         def do_GET(self):
             try:
@@ -178,7 +200,9 @@ def make_handler(api: RestApi, metrics):
                 return self._error(e)
             except Exception as e:
                 _LOG.exception("REST GET failed")
-                return self._error(errors.ServingError(grpc.StatusCode.INTERNAL, f"{type(e).__name__}: {e}"))
+                return self._error(
+                    errors.ServingError(grpc.StatusCode.INTERNAL, f"{type(e).__name__}: {e}")
+                )
 
         def do_POST(self):
             try:
@@ -190,8 +214,13 @@ def make_handler(api: RestApi, metrics):
                 if length > api.max_request_bytes:
                     self.close_connection = True
                     self._drain(length)
-                    return self._send(413, {"error": f"request body of {length} bytes exceeds "
-                                                     f"--max_request_bytes={api.max_request_bytes}"})
+                    return self._send(
+                        413,
+                        {
+                            "error": f"request body of {length} bytes exceeds "
+                            f"--max_request_bytes={api.max_request_bytes}"
+                        },
+                    )
                 body, path = self.rfile.read(length), self.path.split("?")[0]
                 if not _is_api_path(path):
                     return self._send(404, {"error": f"Not Found: POST {path}"})
@@ -200,7 +229,10 @@ def make_handler(api: RestApi, metrics):
                 return self._error(e)
             except Exception as e:
                 _LOG.exception("REST POST failed")
-                return self._error(errors.ServingError(grpc.StatusCode.INTERNAL, f"{type(e).__name__}: {e}"))
+                return self._error(
+                    errors.ServingError(grpc.StatusCode.INTERNAL, f"{type(e).__name__}: {e}")
+                )
+
     return Handler
 
 

@@ -8,6 +8,7 @@ SignatureDefs (`LiteRtServable`), as tensorflow_model_server does with the same 
 (tensorflow_serving/servables/tensorflow/tflite_session.cc): then only the flatbuffer's signatures
 are served.
 """
+
 import dataclasses
 import logging
 import os
@@ -91,12 +92,14 @@ def explain_load_error(error: Exception) -> str:
     text = str(error)
     match = _OP_NOT_REGISTERED.search(text)
     if match:
-        return (f"Op type not registered '{match.group(1)}': the SavedModel uses an op from a custom-op "
-                "library that this server process has not imported (tensorflow-text ops such as "
-                "FastBertTokenizer / CaseFoldUTF8 / WordpieceTokenizeWithOffsets). Fix: pip install "
-                f"tensorflow-text=={tf.__version__.rsplit('.', 1)[0]}.* and start the server with "
-                "--custom_op_modules=tensorflow_text (the default), or export the model with the "
-                "core-op tokenizer so no custom op is needed.")
+        return (
+            f"Op type not registered '{match.group(1)}': the SavedModel uses an op from a custom-op "
+            "library that this server process has not imported (tensorflow-text ops such as "
+            "FastBertTokenizer / CaseFoldUTF8 / WordpieceTokenizeWithOffsets). Fix: pip install "
+            f"tensorflow-text=={tf.__version__.rsplit('.', 1)[0]}.* and start the server with "
+            "--custom_op_modules=tensorflow_text (the default), or export the model with the "
+            "core-op tokenizer so no custom op is needed."
+        )
     first = text.strip().splitlines()[0] if text.strip() else type(error).__name__
     return f"{type(error).__name__}: {first}"
 
@@ -123,18 +126,26 @@ class Servable:
     def _load(self):
         self.signatures = read_signatures(self.path)
         self._loaded = tf.saved_model.load(self.path, tags=["serve"])
-        self._functions = {key: self._loaded.signatures[key] for key in self.signatures
-                           if key in self._loaded.signatures}
+        self._functions = {
+            key: self._loaded.signatures[key]
+            for key in self.signatures
+            if key in self._loaded.signatures
+        }
         if os.path.exists(os.path.join(self.path, TFLITE_FILENAME)):
-            _LOG.info("%s version %d also holds %s; serving the SavedModel (start the server with "
-                      "--prefer_tflite_model to serve the LiteRT file instead)", self.name,
-                      self.version, TFLITE_FILENAME)
+            _LOG.info(
+                "%s version %d also holds %s; serving the SavedModel (start the server with "
+                "--prefer_tflite_model to serve the LiteRT file instead)",
+                self.name,
+                self.version,
+                TFLITE_FILENAME,
+            )
 
     def signature(self, key: str) -> Signature:
         if key not in self.signatures or key not in self._functions:
             raise errors.failed_precondition(
                 f'Serving signature key "{key}" not found. Model "{self.name}" version {self.version} '
-                f"has signatures: {sorted(self._functions)}")
+                f"has signatures: {sorted(self._functions)}"
+            )
         return self.signatures[key]
 
     def run(self, key: str, inputs: dict) -> dict:
@@ -160,10 +171,12 @@ class Servable:
         self._loaded = None
 
 
-
 def _litert_spec(alias, detail) -> TensorSpec:
-    return TensorSpec(alias, tf.dtypes.as_dtype(np.dtype(detail["dtype"])),
-                      [int(d) for d in detail["shape_signature"]])
+    return TensorSpec(
+        alias,
+        tf.dtypes.as_dtype(np.dtype(detail["dtype"])),
+        [int(d) for d in detail["shape_signature"]],
+    )
 
 
 def _signature_def(method_name, inputs, outputs, details) -> meta_graph_pb2.SignatureDef:
@@ -217,11 +230,20 @@ class LiteRtServable(Servable):
             inputs = {k: _litert_spec(k, d) for k, d in sorted(in_details.items())}
             outputs = {k: _litert_spec(k, d) for k, d in sorted(out_details.items())}
             self.signatures[key] = Signature(
-                key=key, method_name=PREDICT_METHOD, inputs=inputs, outputs=outputs,
-                proto=_signature_def(PREDICT_METHOD, inputs, outputs, in_details | out_details))
-        _LOG.info("%s version %d: serving %s with LiteRT (%d threads), signatures %s",
-                  self.name, self.version, TFLITE_FILENAME, self._num_threads,
-                  sorted(self.signatures))
+                key=key,
+                method_name=PREDICT_METHOD,
+                inputs=inputs,
+                outputs=outputs,
+                proto=_signature_def(PREDICT_METHOD, inputs, outputs, in_details | out_details),
+            )
+        _LOG.info(
+            "%s version %d: serving %s with LiteRT (%d threads), signatures %s",
+            self.name,
+            self.version,
+            TFLITE_FILENAME,
+            self._num_threads,
+            sorted(self.signatures),
+        )
 
     def run(self, key: str, inputs: dict) -> dict:
         """Calls signature `key` with numpy `inputs`; returns numpy outputs (copies).
@@ -232,15 +254,20 @@ class LiteRtServable(Servable):
                 value is not 0 or 1 (the SavedModel's Assert, which the converter drops).
         """
         mask = inputs.get("input_mask")
-        if mask is not None and mask.dtype.kind in "iu" and mask.size and (
-                mask.min() < 0 or mask.max() > 1):
+        if (
+            mask is not None
+            and mask.dtype.kind in "iu"
+            and mask.size
+            and (mask.min() < 0 or mask.max() > 1)
+        ):
             raise errors.invalid_argument("input_mask: values must be 0 or 1")
         with self._run_lock:
             if self._stale:  # the last replacement failed: try again before running anything
                 self._replace_interpreter()
             try:
                 outputs = self._functions[key](
-                    **{k: np.ascontiguousarray(v) for k, v in inputs.items()})
+                    **{k: np.ascontiguousarray(v) for k, v in inputs.items()}
+                )
                 return {k: np.array(v, copy=True) for k, v in outputs.items()}
             except Exception as e:
                 self._stale = True
@@ -253,18 +280,22 @@ class LiteRtServable(Servable):
                 pass  # logged; the next call retries before it runs
         if isinstance(failure, (RuntimeError, ValueError)):
             raise errors.invalid_argument(
-                f"LiteRT could not run signature '{key}': {str(failure).strip()}") from failure
+                f"LiteRT could not run signature '{key}': {str(failure).strip()}"
+            ) from failure
         raise errors.ServingError(
             grpc.StatusCode.INTERNAL,
-            f"LiteRT could not run signature '{key}': {type(failure).__name__}: {failure}") from failure
+            f"LiteRT could not run signature '{key}': {type(failure).__name__}: {failure}",
+        ) from failure
 
     def _new_interpreter(self):
         from ai_edge_litert.interpreter import Interpreter
 
-        interpreter = Interpreter(model_path=os.path.join(self.path, TFLITE_FILENAME),
-                                  num_threads=self._num_threads)
-        self._functions = {key: interpreter.get_signature_runner(key)
-                           for key in interpreter.get_signature_list()}
+        interpreter = Interpreter(
+            model_path=os.path.join(self.path, TFLITE_FILENAME), num_threads=self._num_threads
+        )
+        self._functions = {
+            key: interpreter.get_signature_runner(key) for key in interpreter.get_signature_list()
+        }
         self._interpreter = interpreter
 
     def _replace_interpreter(self):
@@ -275,11 +306,17 @@ class LiteRtServable(Servable):
         try:
             self._new_interpreter()
         except Exception as e:
-            _LOG.error("%s version %d: could not reload %s after a failed call: %s", self.name,
-                       self.version, TFLITE_FILENAME, e)
+            _LOG.error(
+                "%s version %d: could not reload %s after a failed call: %s",
+                self.name,
+                self.version,
+                TFLITE_FILENAME,
+                e,
+            )
             raise errors.unavailable(
-                f"Model \"{self.name}\" version {self.version}: the LiteRT interpreter could not "
-                f"be reloaded after a failed call ({type(e).__name__}); retry later") from e
+                f'Model "{self.name}" version {self.version}: the LiteRT interpreter could not '
+                f"be reloaded after a failed call ({type(e).__name__}); retry later"
+            ) from e
         self._stale = False
 
     def close(self):
@@ -289,8 +326,9 @@ class LiteRtServable(Servable):
             self._interpreter, self._functions = None, {}
 
 
-def load_servable(name: str, version: int, path: str, prefer_tflite_model: bool = False,
-                  num_threads: int = 0) -> Servable:
+def load_servable(
+    name: str, version: int, path: str, prefer_tflite_model: bool = False, num_threads: int = 0
+) -> Servable:
     """The servable for a version directory: its `model.tflite` through LiteRT when
     `prefer_tflite_model` and the file exists, else its SavedModel."""
     if prefer_tflite_model and os.path.exists(os.path.join(path, TFLITE_FILENAME)):

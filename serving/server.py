@@ -15,6 +15,7 @@ Flags keep tensorflow_model_server's names (`--tensorflow_intra_op_parallelism` 
 interpreter, with the flatbuffer's signatures only (`encoded` for our exports);
 `--tensorflow_intra_op_parallelism` then also sets the interpreter's threads.
 """
+
 import concurrent.futures
 import dataclasses
 import importlib
@@ -45,34 +46,74 @@ flags.DEFINE_integer("rest_api_port", 8501, "Port for the REST API; 0 disables i
 flags.DEFINE_string("host", "127.0.0.1", "Address to bind (0.0.0.0 for all interfaces).")
 flags.DEFINE_string("model_name", "default", "Name of the model (with --model_base_path).")
 flags.DEFINE_string("model_base_path", "", "Directory holding integer version subdirectories.")
-flags.DEFINE_string("model_config_file", "", "Text-format ModelServerConfig (several models, version "
-                    "policies, labels); overrides --model_name/--model_base_path.")
-flags.DEFINE_float("file_system_poll_wait_seconds", 1.0, "Seconds between polls for new/removed "
-                   "versions; 0 polls once at start.")
-flags.DEFINE_boolean("enable_batching", False, "Merge concurrent requests into batched model calls.")
+flags.DEFINE_string(
+    "model_config_file",
+    "",
+    "Text-format ModelServerConfig (several models, version "
+    "policies, labels); overrides --model_name/--model_base_path.",
+)
+flags.DEFINE_float(
+    "file_system_poll_wait_seconds",
+    1.0,
+    "Seconds between polls for new/removed versions; 0 polls once at start.",
+)
+flags.DEFINE_boolean(
+    "enable_batching", False, "Merge concurrent requests into batched model calls."
+)
 flags.DEFINE_string("batching_parameters_file", "", "Text-format BatchingParameters.")
-flags.DEFINE_boolean("enable_large_batch_splitting", False, "With --enable_batching: split a request "
-                     "larger than one model call (max_batch_size, or max_execution_batch_size) into "
-                     "several calls instead of refusing it (the BatchingParameters field of the same "
-                     "name does the same).")
+flags.DEFINE_boolean(
+    "enable_large_batch_splitting",
+    False,
+    "With --enable_batching: split a request "
+    "larger than one model call (max_batch_size, or max_execution_batch_size) into "
+    "several calls instead of refusing it (the BatchingParameters field of the same "
+    "name does the same).",
+)
 flags.DEFINE_integer("grpc_max_threads", 16, "gRPC worker threads.")
-flags.DEFINE_integer("tensorflow_intra_op_parallelism", 0, "Threads one TensorFlow op may use (0 = "
-                     "TensorFlow's default, one per core). 1 gives the lowest batch-1 latency on a "
-                     "few cores (benchmarks/RESULTS.md).", lower_bound=0)
-flags.DEFINE_integer("tensorflow_inter_op_parallelism", 0, "Threads running independent ops (and "
-                     "concurrent requests) in parallel (0 = TensorFlow's default).", lower_bound=0)
-flags.DEFINE_boolean("prefer_tflite_model", False, "Serve a version's model.tflite (LiteRT, XNNPACK) "
-                     "instead of its SavedModel when it has one; only the flatbuffer's signatures "
-                     "are served (as tensorflow_model_server --prefer_tflite_model).")
-flags.DEFINE_integer("max_request_bytes", 64 << 20, "Largest request message/body in bytes; larger "
-                     "is RESOURCE_EXHAUSTED (gRPC) / 413 (REST).")
-flags.DEFINE_integer("max_request_batch_size", 4096, "Most rows per request (0 = no limit); more is "
-                     "INVALID_ARGUMENT.")
+flags.DEFINE_integer(
+    "tensorflow_intra_op_parallelism",
+    0,
+    "Threads one TensorFlow op may use (0 = "
+    "TensorFlow's default, one per core). 1 gives the lowest batch-1 latency on a "
+    "few cores (benchmarks/RESULTS.md).",
+    lower_bound=0,
+)
+flags.DEFINE_integer(
+    "tensorflow_inter_op_parallelism",
+    0,
+    "Threads running independent ops (and "
+    "concurrent requests) in parallel (0 = TensorFlow's default).",
+    lower_bound=0,
+)
+flags.DEFINE_boolean(
+    "prefer_tflite_model",
+    False,
+    "Serve a version's model.tflite (LiteRT, XNNPACK) "
+    "instead of its SavedModel when it has one; only the flatbuffer's signatures "
+    "are served (as tensorflow_model_server --prefer_tflite_model).",
+)
+flags.DEFINE_integer(
+    "max_request_bytes",
+    64 << 20,
+    "Largest request message/body in bytes; larger is RESOURCE_EXHAUSTED (gRPC) / 413 (REST).",
+)
+flags.DEFINE_integer(
+    "max_request_batch_size",
+    4096,
+    "Most rows per request (0 = no limit); more is INVALID_ARGUMENT.",
+)
 flags.DEFINE_integer("max_text_length", 65536, "Most UTF-8 bytes per text element (0 = no limit).")
-flags.DEFINE_list("text_inputs", list(tensors.DEFAULT_TEXT_INPUTS), "String inputs / tf.Example "
-                  "features checked as UTF-8 text.")
-flags.DEFINE_list("custom_op_modules", ["tensorflow_text"], "Python modules imported at start-up so "
-                  "SavedModels using their ops load (skipped if not installed).")
+flags.DEFINE_list(
+    "text_inputs",
+    list(tensors.DEFAULT_TEXT_INPUTS),
+    "String inputs / tf.Example features checked as UTF-8 text.",
+)
+flags.DEFINE_list(
+    "custom_op_modules",
+    ["tensorflow_text"],
+    "Python modules imported at start-up so "
+    "SavedModels using their ops load (skipped if not installed).",
+)
 
 
 def model_configs(model_name="default", model_base_path="", model_config_file=""):
@@ -91,8 +132,11 @@ def model_configs(model_name="default", model_base_path="", model_config_file=""
         return configs
     if not model_base_path:
         raise ValueError("give --model_base_path (with --model_name) or --model_config_file")
-    return [model_server_config_pb2.ModelConfig(name=model_name, base_path=os.path.abspath(model_base_path),
-                                                model_platform="tensorflow")]
+    return [
+        model_server_config_pb2.ModelConfig(
+            name=model_name, base_path=os.path.abspath(model_base_path), model_platform="tensorflow"
+        )
+    ]
 
 
 def set_tensorflow_threads(intra_op: int, inter_op: int) -> None:
@@ -102,13 +146,16 @@ def set_tensorflow_threads(intra_op: int, inter_op: int) -> None:
         RuntimeError: if TensorFlow's runtime was already initialised in this process.
     """
     import tensorflow as tf
+
     if intra_op:
         tf.config.threading.set_intra_op_parallelism_threads(intra_op)
     if inter_op:
         tf.config.threading.set_inter_op_parallelism_threads(inter_op)
-    _LOG.info("TensorFlow threads: intra-op %d, inter-op %d (0 = one per core)",
-              tf.config.threading.get_intra_op_parallelism_threads(),
-              tf.config.threading.get_inter_op_parallelism_threads())
+    _LOG.info(
+        "TensorFlow threads: intra-op %d, inter-op %d (0 = one per core)",
+        tf.config.threading.get_intra_op_parallelism_threads(),
+        tf.config.threading.get_inter_op_parallelism_threads(),
+    )
 
 
 def import_custom_op_modules(names):
@@ -118,7 +165,9 @@ def import_custom_op_modules(names):
             importlib.import_module(name)
             _LOG.info("imported %s (custom ops registered)", name)
         except ImportError as e:
-            _LOG.warning("could not import %s (%s); SavedModels using its ops will fail to load", name, e)
+            _LOG.warning(
+                "could not import %s (%s); SavedModels using its ops will fail to load", name, e
+            )
 
 
 class ModelServer:
@@ -130,34 +179,59 @@ class ModelServer:
         grpc_max_threads: see the flags.
     """
 
-    def __init__(self, configs, host="127.0.0.1", port=8500, rest_api_port=8501, poll_seconds=1.0,
-                 batching_options=None, limits=tensors.Limits(), max_request_bytes=64 << 20,
-                 grpc_max_threads=16, prefer_tflite_model=False, litert_threads=0):
+    def __init__(
+        self,
+        configs,
+        host="127.0.0.1",
+        port=8500,
+        rest_api_port=8501,
+        poll_seconds=1.0,
+        batching_options=None,
+        limits=tensors.Limits(),
+        max_request_bytes=64 << 20,
+        grpc_max_threads=16,
+        prefer_tflite_model=False,
+        litert_threads=0,
+    ):
         self.metrics = Metrics()
         self.health = health.HealthServicer()
-        self.manager = ModelManager(configs, poll_seconds, on_loaded=self._warmup,
-                                    on_change=self._update_health,
-                                    prefer_tflite_model=prefer_tflite_model,
-                                    litert_threads=litert_threads)
+        self.manager = ModelManager(
+            configs,
+            poll_seconds,
+            on_loaded=self._warmup,
+            on_change=self._update_health,
+            prefer_tflite_model=prefer_tflite_model,
+            litert_threads=litert_threads,
+        )
         self.service = InferenceService(self.manager, limits, batching_options, self.metrics)
-        options = [("grpc.max_receive_message_length", max_request_bytes),
-                   ("grpc.max_send_message_length", -1)]
-        self.grpc_server = grpc.server(concurrent.futures.ThreadPoolExecutor(grpc_max_threads), options=options)
+        options = [
+            ("grpc.max_receive_message_length", max_request_bytes),
+            ("grpc.max_send_message_length", -1),
+        ]
+        self.grpc_server = grpc.server(
+            concurrent.futures.ThreadPoolExecutor(grpc_max_threads), options=options
+        )
         prediction_service_pb2_grpc.add_PredictionServiceServicer_to_server(
-            grpc_service.PredictionServicer(self.service), self.grpc_server)
+            grpc_service.PredictionServicer(self.service), self.grpc_server
+        )
         model_service_pb2_grpc.add_ModelServiceServicer_to_server(
-            grpc_service.ModelServicer(self.service), self.grpc_server)
+            grpc_service.ModelServicer(self.service), self.grpc_server
+        )
         health_pb2_grpc.add_HealthServicer_to_server(self.health, self.grpc_server)
         # Server reflection (grpcurl, Postman, reflection clients): the service files must be in
         # protobuf's default pool first (service_protos explains why the wheel cannot do it).
         reflection.enable_server_reflection(
             (*service_protos.register(), service_protos.HEALTH_SERVICE, reflection.SERVICE_NAME),
-            self.grpc_server)
+            self.grpc_server,
+        )
         self.port = self.grpc_server.add_insecure_port(f"{host}:{port}")
         if not self.port:
             raise OSError(f"cannot bind gRPC to {host}:{port}")
-        self.rest = (RestServer(host, rest_api_port, RestApi(self.service, max_request_bytes), self.metrics)
-                     if rest_api_port else None)
+        self.rest = (
+            RestServer(host, rest_api_port, RestApi(self.service, max_request_bytes), self.metrics)
+            if rest_api_port
+            else None
+        )
         self._update_health()
 
     def _warmup(self, servable):
@@ -165,7 +239,11 @@ class ModelServer:
 
     def _update_health(self):
         ok = self.manager.all_available()
-        status = health_pb2.HealthCheckResponse.SERVING if ok else health_pb2.HealthCheckResponse.NOT_SERVING
+        status = (
+            health_pb2.HealthCheckResponse.SERVING
+            if ok
+            else health_pb2.HealthCheckResponse.NOT_SERVING
+        )
         for name in ("", "tensorflow.serving.PredictionService", "tensorflow.serving.ModelService"):
             self.health.set(name, status)
 
@@ -186,10 +264,14 @@ class ModelServer:
 
 def main(argv):
     del argv
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-                        stream=sys.stderr)
-    set_tensorflow_threads(_FLAGS.tensorflow_intra_op_parallelism,
-                           _FLAGS.tensorflow_inter_op_parallelism)
+    logging.basicConfig(
+        level=logging.INFO,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+        stream=sys.stderr,
+    )
+    set_tensorflow_threads(
+        _FLAGS.tensorflow_intra_op_parallelism, _FLAGS.tensorflow_inter_op_parallelism
+    )
     import_custom_op_modules([m for m in _FLAGS.custom_op_modules if m])
     try:
         configs = model_configs(_FLAGS.model_name, _FLAGS.model_base_path, _FLAGS.model_config_file)
@@ -200,18 +282,29 @@ def main(argv):
                 with open(_FLAGS.batching_parameters_file) as f:
                     batching_options = batching.parse_batching_parameters(f.read())
             if _FLAGS.enable_large_batch_splitting:
-                batching_options = dataclasses.replace(batching_options, enable_large_batch_splitting=True)
+                batching_options = dataclasses.replace(
+                    batching_options, enable_large_batch_splitting=True
+                )
         elif _FLAGS.enable_large_batch_splitting:
             raise ValueError("--enable_large_batch_splitting needs --enable_batching")
     except (ValueError, OSError, text_format.ParseError) as e:
         raise app.UsageError(str(e)) from e
-    limits = tensors.Limits(_FLAGS.max_request_batch_size, _FLAGS.max_text_length, tuple(_FLAGS.text_inputs))
+    limits = tensors.Limits(
+        _FLAGS.max_request_batch_size, _FLAGS.max_text_length, tuple(_FLAGS.text_inputs)
+    )
     server = ModelServer(
-        configs, host=_FLAGS.host, port=_FLAGS.port, rest_api_port=_FLAGS.rest_api_port,
-        poll_seconds=_FLAGS.file_system_poll_wait_seconds, batching_options=batching_options,
-        limits=limits, max_request_bytes=_FLAGS.max_request_bytes, grpc_max_threads=_FLAGS.grpc_max_threads,
+        configs,
+        host=_FLAGS.host,
+        port=_FLAGS.port,
+        rest_api_port=_FLAGS.rest_api_port,
+        poll_seconds=_FLAGS.file_system_poll_wait_seconds,
+        batching_options=batching_options,
+        limits=limits,
+        max_request_bytes=_FLAGS.max_request_bytes,
+        grpc_max_threads=_FLAGS.grpc_max_threads,
         prefer_tflite_model=_FLAGS.prefer_tflite_model,
-        litert_threads=_FLAGS.tensorflow_intra_op_parallelism)
+        litert_threads=_FLAGS.tensorflow_intra_op_parallelism,
+    )
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     signal.signal(signal.SIGINT, lambda *_: stop.set())

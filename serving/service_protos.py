@@ -11,11 +11,18 @@ FileDescriptorProtos (the test compares the bytes), after their dependencies.
 
 Source: tensorflow_serving/apis/prediction_service.proto and model_service.proto (TF Serving 2.20).
 """
+
 from google.protobuf import descriptor_pb2, descriptor_pool
 from grpc_health.v1 import health_pb2  # noqa: F401 - registers grpc.health.v1.Health
-from tensorflow_serving.apis import (classification_pb2, get_model_metadata_pb2,  # noqa: F401
-                                     get_model_status_pb2, inference_pb2, model_management_pb2,
-                                     predict_pb2, regression_pb2)
+from tensorflow_serving.apis import (  # noqa: F401 - each import registers its messages
+    classification_pb2,
+    get_model_metadata_pb2,
+    get_model_status_pb2,
+    inference_pb2,
+    model_management_pb2,
+    predict_pb2,
+    regression_pb2,
+)
 
 PREDICTION_SERVICE = "tensorflow.serving.PredictionService"
 MODEL_SERVICE = "tensorflow.serving.ModelService"
@@ -26,16 +33,22 @@ _SERVICES = {
     "prediction_service.proto": (
         ["classification", "get_model_metadata", "inference", "predict", "regression"],
         "PredictionService",
-        [("Classify", "ClassificationRequest", "ClassificationResponse"),
-         ("Regress", "RegressionRequest", "RegressionResponse"),
-         ("Predict", "PredictRequest", "PredictResponse"),
-         ("MultiInference", "MultiInferenceRequest", "MultiInferenceResponse"),
-         ("GetModelMetadata", "GetModelMetadataRequest", "GetModelMetadataResponse")]),
+        [
+            ("Classify", "ClassificationRequest", "ClassificationResponse"),
+            ("Regress", "RegressionRequest", "RegressionResponse"),
+            ("Predict", "PredictRequest", "PredictResponse"),
+            ("MultiInference", "MultiInferenceRequest", "MultiInferenceResponse"),
+            ("GetModelMetadata", "GetModelMetadataRequest", "GetModelMetadataResponse"),
+        ],
+    ),
     "model_service.proto": (
         ["get_model_status", "model_management"],
         "ModelService",
-        [("GetModelStatus", "GetModelStatusRequest", "GetModelStatusResponse"),
-         ("HandleReloadConfigRequest", "ReloadConfigRequest", "ReloadConfigResponse")]),
+        [
+            ("GetModelStatus", "GetModelStatusRequest", "GetModelStatusResponse"),
+            ("HandleReloadConfigRequest", "ReloadConfigRequest", "ReloadConfigResponse"),
+        ],
+    ),
 }
 
 
@@ -43,12 +56,18 @@ def file_descriptor_proto(filename: str) -> descriptor_pb2.FileDescriptorProto:
     """The FileDescriptorProto of `filename` ("prediction_service.proto" or "model_service.proto")."""
     dependencies, service_name, methods = _SERVICES[filename]
     proto = descriptor_pb2.FileDescriptorProto(
-        name=_APIS + filename, package="tensorflow.serving",
-        dependency=[f"{_APIS}{d}.proto" for d in dependencies], syntax="proto3")
+        name=_APIS + filename,
+        package="tensorflow.serving",
+        dependency=[f"{_APIS}{d}.proto" for d in dependencies],
+        syntax="proto3",
+    )
     service = proto.service.add(name=service_name)
     for name, request, response in methods:
-        service.method.add(name=name, input_type=f".tensorflow.serving.{request}",
-                           output_type=f".tensorflow.serving.{response}")
+        service.method.add(
+            name=name,
+            input_type=f".tensorflow.serving.{request}",
+            output_type=f".tensorflow.serving.{response}",
+        )
     proto.options.cc_enable_arenas = True
     return proto
 

@@ -11,6 +11,7 @@ Documented rules (what clients can rely on):
   tf.Example) are passed through untouched.
 Every violation is INVALID_ARGUMENT with a message naming the input; never INTERNAL.
 """
+
 import dataclasses
 
 import numpy as np
@@ -35,11 +36,28 @@ class Limits:
 # Numeric dtypes whose TensorProto can carry the raw bytes in `tensor_content` (host byte order,
 # as tf.make_tensor_proto writes them): read and written directly, about 4x faster than
 # tf.make_ndarray / tf.make_tensor_proto for the small tensors of a batch-1 request.
-_RAW_DTYPES = {tf.as_dtype(d).as_datatype_enum: np.dtype(d) for d in (
-    np.float32, np.float64, np.float16, np.int8, np.int16, np.int32, np.int64, np.uint8,
-    np.uint16, np.uint32, np.uint64, np.bool_)}
-_RAW_ENUMS = {dtype: enum for enum, dtype in _RAW_DTYPES.items()  # tf writes these two as values
-              if dtype not in (np.dtype(np.bool_), np.dtype(np.uint16))}
+_RAW_DTYPES = {
+    tf.as_dtype(d).as_datatype_enum: np.dtype(d)
+    for d in (
+        np.float32,
+        np.float64,
+        np.float16,
+        np.int8,
+        np.int16,
+        np.int32,
+        np.int64,
+        np.uint8,
+        np.uint16,
+        np.uint32,
+        np.uint64,
+        np.bool_,
+    )
+}
+_RAW_ENUMS = {
+    dtype: enum
+    for enum, dtype in _RAW_DTYPES.items()  # tf writes these two as values
+    if dtype not in (np.dtype(np.bool_), np.dtype(np.uint16))
+}
 
 
 def to_numpy(proto, alias: str) -> np.ndarray:
@@ -52,8 +70,10 @@ def to_numpy(proto, alias: str) -> np.ndarray:
     dtype = _RAW_DTYPES.get(proto.dtype)
     if dtype is not None and proto.tensor_content and not proto.tensor_shape.unknown_rank:
         shape = [d.size for d in proto.tensor_shape.dim]
-        if len(proto.tensor_content) == int(np.prod(shape)) * dtype.itemsize and min(shape,
-                                                                                   default=0) >= 0:
+        if (
+            len(proto.tensor_content) == int(np.prod(shape)) * dtype.itemsize
+            and min(shape, default=0) >= 0
+        ):
             return np.frombuffer(proto.tensor_content, dtype).reshape(shape).copy()
     try:
         return tf.make_ndarray(proto)
@@ -68,7 +88,9 @@ def to_proto(array):
     if enum is None or not array.dtype.isnative or array.size == 1:  # one value: a *_val field
         return tf.make_tensor_proto(array)
     proto = tensor_pb2.TensorProto(dtype=enum, tensor_content=array.tobytes())
-    proto.tensor_shape.dim.extend(tensor_shape_pb2.TensorShapeProto.Dim(size=n) for n in array.shape)
+    proto.tensor_shape.dim.extend(
+        tensor_shape_pb2.TensorShapeProto.Dim(size=n) for n in array.shape
+    )
     return proto
 
 
@@ -84,10 +106,16 @@ def cast(alias, array, spec):
         if array.dtype == object and all(isinstance(x, bytes) for x in array.flat):
             return array
         if array.dtype.kind in "SU":
-            return np.vectorize(lambda s: s.encode("utf-8") if isinstance(s, str) else s,
-                                otypes=[object])(array) if array.size else array.astype(object)
+            return (
+                np.vectorize(
+                    lambda s: s.encode("utf-8") if isinstance(s, str) else s, otypes=[object]
+                )(array)
+                if array.size
+                else array.astype(object)
+            )
         raise errors.invalid_argument(
-            f"input '{alias}' expects dtype string but got {_dtype_name(array)}")
+            f"input '{alias}' expects dtype string but got {_dtype_name(array)}"
+        )
     if array.dtype == object or array.dtype.kind in "SU":
         raise errors.invalid_argument(f"input '{alias}' expects dtype {want.name} but got string")
     have = tf.dtypes.as_dtype(array.dtype)
@@ -98,7 +126,8 @@ def cast(alias, array, spec):
         if array.size and (array.min() < info.min or array.max() > info.max):
             raise errors.invalid_argument(
                 f"input '{alias}' has values outside the {want.name} range; cannot cast {have.name} "
-                f"to {want.name}")
+                f"to {want.name}"
+            )
         return array.astype(want.as_numpy_dtype)
     raise errors.invalid_argument(f"input '{alias}' expects dtype {want.name} but got {have.name}")
 
@@ -119,17 +148,20 @@ def check_inputs(signature, arrays: dict, limits: Limits = Limits()) -> dict:
         raise errors.invalid_argument(
             f"input size does not match signature '{signature.key}': got {sorted(have)}, expected "
             f"{sorted(want)}. Missing but required: {sorted(want - have)}. Sent extra: "
-            f"{sorted(have - want)}")
+            f"{sorted(have - want)}"
+        )
     out, batch = {}, {}
     for alias in sorted(arrays):
         spec, array = signature.inputs[alias], np.asarray(arrays[alias])
         array = cast(alias, array, spec)
         if spec.shape is not None:
             if array.ndim != len(spec.shape) or any(
-                    d >= 0 and d != n for d, n in zip(spec.shape, array.shape)):
+                d >= 0 and d != n for d, n in zip(spec.shape, array.shape)
+            ):
                 raise errors.invalid_argument(
                     f"input '{alias}' has shape {list(array.shape)} but signature '{signature.key}' "
-                    f"expects {['?' if d < 0 else d for d in spec.shape]}")
+                    f"expects {['?' if d < 0 else d for d in spec.shape]}"
+                )
         if array.ndim >= 1 and spec.shape is not None:  # unknown rank: no batch dimension assumed
             if array.shape[0] == 0:
                 raise errors.invalid_argument(f"empty batch: input '{alias}' has batch size 0")
@@ -141,11 +173,13 @@ def check_inputs(signature, arrays: dict, limits: Limits = Limits()) -> dict:
     if len(set(batch.values())) > 1:
         raise errors.invalid_argument(
             "inputs have different batch sizes (dim 0): "
-            + ", ".join(f"{k}={v}" for k, v in sorted(batch.items())))
+            + ", ".join(f"{k}={v}" for k, v in sorted(batch.items()))
+        )
     if batch and limits.max_batch_size and max(batch.values()) > limits.max_batch_size:
         raise errors.invalid_argument(
             f"batch size {max(batch.values())} exceeds the limit of {limits.max_batch_size} rows "
-            "per request (--max_request_batch_size)")
+            "per request (--max_request_batch_size)"
+        )
     return out
 
 
@@ -164,9 +198,10 @@ def _check_text(value: bytes, where: str, limits: Limits):
         value.decode("utf-8")
     except UnicodeDecodeError as e:
         raise errors.invalid_argument(
-            f"{where} is not valid UTF-8 text ({e.reason} at byte {e.start}); send text as "
-            "UTF-8") from None
+            f"{where} is not valid UTF-8 text ({e.reason} at byte {e.start}); send text as UTF-8"
+        ) from None
     if limits.max_text_length and len(value) > limits.max_text_length:
         raise errors.invalid_argument(
             f"{where} is {len(value)} bytes long; the limit is {limits.max_text_length} bytes "
-            "(--max_text_length)")
+            "(--max_text_length)"
+        )

@@ -17,6 +17,7 @@ batching/batching_session.cc (queuing_latency: Exponential(100, 1.2, 52); wrappe
 util/prometheus_exporter.cc for the text layout (metric names with '/' -> ':', counters without a
 `_total` suffix, cumulative `le` buckets ending in "+Inf", numbers printed like absl::StrCat).
 """
+
 import collections
 import threading
 
@@ -29,7 +30,7 @@ API_NAMES = {"predict": "Predict", "classify": "Classify", "regress": "Regress"}
 
 def exponential_buckets(scale: float, growth: float, count: int) -> list:
     """monitoring::Buckets::Exponential: scale * growth^i for i < count (then +Inf)."""
-    return [scale * growth ** i for i in range(count)]
+    return [scale * growth**i for i in range(count)]
 
 
 _REQUEST_BUCKETS = exponential_buckets(10, 1.8, 33)
@@ -60,7 +61,10 @@ class _Histogram:
             total += count
             limit = _number(self.limits[i]) if i < len(self.limits) else "+Inf"
             out.append(f'{prefix}le="{limit}"}} {total}')
-        return out + [f"{name}_sum{{{labels}}} {_number(self.sum)}", f"{name}_count{{{labels}}} {total}"]
+        return out + [
+            f"{name}_sum{{{labels}}} {_number(self.sum)}",
+            f"{name}_count{{{labels}}} {total}",
+        ]
 
 
 class TfServingMetrics:
@@ -94,14 +98,23 @@ class TfServingMetrics:
     def text(self) -> str:
         with self._lock:
             lines = [f"# TYPE {REQUEST_COUNT} counter"]
-            lines += [f"{REQUEST_COUNT}{{{_labels(('model_name', 'status'), key)}}} {n}"
-                      for key, n in sorted(self._requests.items())]
+            lines += [
+                f"{REQUEST_COUNT}{{{_labels(('model_name', 'status'), key)}}} {n}"
+                for key, n in sorted(self._requests.items())
+            ]
             lines.append(f"# TYPE {REQUEST_LATENCY} histogram")
             for key, histogram in sorted(self._latency.items()):
-                lines += histogram.lines(REQUEST_LATENCY, _labels(("model_name", "API", "entrypoint"), key))
+                lines += histogram.lines(
+                    REQUEST_LATENCY, _labels(("model_name", "API", "entrypoint"), key)
+                )
             if self._runs:
                 lines.append(f"# TYPE {QUEUING_LATENCY} histogram")
                 for pool, histogram in sorted(self._queuing.items()):
-                    lines += histogram.lines(QUEUING_LATENCY, _labels(("thread_pool_name",), (pool,)))
-                lines += [f"# TYPE {WRAPPED_RUN_COUNT} counter", f"{WRAPPED_RUN_COUNT}{{}} {self._runs}"]
+                    lines += histogram.lines(
+                        QUEUING_LATENCY, _labels(("thread_pool_name",), (pool,))
+                    )
+                lines += [
+                    f"# TYPE {WRAPPED_RUN_COUNT} counter",
+                    f"{WRAPPED_RUN_COUNT}{{}} {self._runs}",
+                ]
         return "\n".join(lines) + "\n"

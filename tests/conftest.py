@@ -1,4 +1,5 @@
 """Shared pytest setup: the `slow` marker, the real-data directory and the repository root."""
+
 import os
 import pathlib
 

@@ -13,7 +13,7 @@ from scipy.special import erf
 
 def gelu(x, approximate=False):
     if approximate:
-        return 0.5 * x * (1.0 + np.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * x ** 3)))
+        return 0.5 * x * (1.0 + np.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * x**3)))
     return 0.5 * x * (1.0 + erf(x / math.sqrt(2.0)))
 
 
@@ -27,24 +27,35 @@ def encoder_weights(encoder):
     """Extracts float64 arrays by role from a built `BertEncoder`."""
     f = lambda v: np.asarray(v.numpy(), np.float64)  # noqa: E731
     emb = encoder.embeddings
-    w = {"word": f(emb.word_embeddings.embeddings), "position": f(emb.position_embeddings),
-         "type": f(emb.type_embeddings.embeddings), "emb_ln": (f(emb.layer_norm.gamma),
-                                                               f(emb.layer_norm.beta)),
-         "pooler": (f(encoder.pooler.kernel), f(encoder.pooler.bias)), "layers": []}
+    w = {
+        "word": f(emb.word_embeddings.embeddings),
+        "position": f(emb.position_embeddings),
+        "type": f(emb.type_embeddings.embeddings),
+        "emb_ln": (f(emb.layer_norm.gamma), f(emb.layer_norm.beta)),
+        "pooler": (f(encoder.pooler.kernel), f(encoder.pooler.bias)),
+        "layers": [],
+    }
     for block in encoder.transformer_layers:
         att = block.self_attention
         dense = lambda d: (f(d.kernel), f(d.bias))  # noqa: E731
-        w["layers"].append({
-            "q": dense(att.query), "k": dense(att.key), "v": dense(att.value),
-            "o": dense(block.attention_output),
-            "ln1": (f(block.attention_layer_norm.gamma), f(block.attention_layer_norm.beta)),
-            "i": dense(block.intermediate), "out": dense(block.output_dense),
-            "ln2": (f(block.output_layer_norm.gamma), f(block.output_layer_norm.beta))})
+        w["layers"].append(
+            {
+                "q": dense(att.query),
+                "k": dense(att.key),
+                "v": dense(att.value),
+                "o": dense(block.attention_output),
+                "ln1": (f(block.attention_layer_norm.gamma), f(block.attention_layer_norm.beta)),
+                "i": dense(block.intermediate),
+                "out": dense(block.output_dense),
+                "ln2": (f(block.output_layer_norm.gamma), f(block.output_layer_norm.beta)),
+            }
+        )
     return w
 
 
-def forward(w, word_ids, input_mask, type_ids, num_heads, eps=1e-12, approximate=False,
-            causal=False):
+def forward(
+    w, word_ids, input_mask, type_ids, num_heads, eps=1e-12, approximate=False, causal=False
+):
     """Returns (sequence_output [B,T,H], pooled_output [B,H], list of block outputs), float64."""
     batch, seq = word_ids.shape
     x = w["word"][word_ids] + w["position"][:seq][None] + w["type"][type_ids]
@@ -56,10 +67,14 @@ def forward(w, word_ids, input_mask, type_ids, num_heads, eps=1e-12, approximate
         allowed = allowed & np.tril(np.ones((seq, seq), bool))[None]
     outs = []
     for lw in w["layers"]:
+
         def proj(t, p):
             return t @ p[0] + p[1]
-        q, k, v = (proj(x, lw[n]).reshape(batch, seq, num_heads, d).transpose(0, 2, 1, 3)
-                   for n in ("q", "k", "v"))
+
+        q, k, v = (
+            proj(x, lw[n]).reshape(batch, seq, num_heads, d).transpose(0, 2, 1, 3)
+            for n in ("q", "k", "v")
+        )
         logits = q @ k.transpose(0, 1, 3, 2) / math.sqrt(d)
         logits = np.where(allowed[:, None], logits, logits - 10000.0)
         logits -= logits.max(-1, keepdims=True)

@@ -7,8 +7,14 @@ from keras_bert.config import PRESETS, BertConfig
 
 
 def test_presets_follow_turc_sizes():
-    expected = {"bert_tiny": (2, 128), "bert_mini": (4, 256), "bert_small": (4, 512),
-                "bert_medium": (8, 512), "bert_base": (12, 768), "bert_large": (24, 1024)}
+    expected = {
+        "bert_tiny": (2, 128),
+        "bert_mini": (4, 256),
+        "bert_small": (4, 512),
+        "bert_medium": (8, 512),
+        "bert_base": (12, 768),
+        "bert_large": (24, 1024),
+    }
     assert set(PRESETS) == set(expected)
     for name, (layers, hidden) in expected.items():
         cfg = BertConfig.from_preset(name)
@@ -22,12 +28,15 @@ def test_unknown_preset_lists_presets():
         BertConfig.from_preset("bert_huge")
 
 
-@pytest.mark.parametrize("kwargs, message", [
-    (dict(hidden_size=10, num_heads=4), "hidden_size=10 must be divisible by num_heads=4"),
-    (dict(num_layers=0), "num_layers must be a positive int"),
-    (dict(dropout_rate=1.0), r"dropout_rate must be in \[0, 1\)"),
-    (dict(hidden_activation="gelu_new"), "hidden_activation='gelu_new' is not one of"),
-])
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        (dict(hidden_size=10, num_heads=4), "hidden_size=10 must be divisible by num_heads=4"),
+        (dict(num_layers=0), "num_layers must be a positive int"),
+        (dict(dropout_rate=1.0), r"dropout_rate must be in \[0, 1\)"),
+        (dict(hidden_activation="gelu_new"), "hidden_activation='gelu_new' is not one of"),
+    ],
+)
 def test_validation_errors(kwargs, message):
     with pytest.raises(ValueError, match=message):
         BertConfig(**kwargs)
@@ -38,10 +47,19 @@ def test_frozen():
         BertConfig().hidden_size = 3
 
 
-GOOGLE = {"attention_probs_dropout_prob": 0.1, "hidden_act": "gelu", "hidden_dropout_prob": 0.1,
-          "hidden_size": 128, "initializer_range": 0.02, "intermediate_size": 512,
-          "max_position_embeddings": 512, "num_attention_heads": 2, "num_hidden_layers": 2,
-          "type_vocab_size": 2, "vocab_size": 30522}
+GOOGLE = {
+    "attention_probs_dropout_prob": 0.1,
+    "hidden_act": "gelu",
+    "hidden_dropout_prob": 0.1,
+    "hidden_size": 128,
+    "initializer_range": 0.02,
+    "intermediate_size": 512,
+    "max_position_embeddings": 512,
+    "num_attention_heads": 2,
+    "num_hidden_layers": 2,
+    "type_vocab_size": 2,
+    "vocab_size": 30522,
+}
 
 
 def test_google_config_gelu_is_tanh_form(tmp_path):

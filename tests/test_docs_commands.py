@@ -7,6 +7,7 @@ serving, keras_bert, recipes, benchmarks); their flags come from their own `--he
 `--help` output, so absl and argparse programs are read the same way. `VAR=value bash
 scripts/x.sh` lines must name variables that the script reads.
 """
+
 import concurrent.futures
 import os
 import pathlib
@@ -19,8 +20,10 @@ import pytest
 REPO = pathlib.Path(__file__).resolve().parents[1]
 DOCS = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
 FENCE = re.compile(r"^```[^\n]*\n(.*?)^```", re.M | re.S)
-PROGRAM = re.compile(r"(?:(?<=\s)|^)(recipes/\w+\.py|-m\s+(?:export|serving|keras_bert|recipes|benchmarks)"
-                     r"(?:\.\w+)*)\b(.*)")
+PROGRAM = re.compile(
+    r"(?:(?<=\s)|^)(recipes/\w+\.py|-m\s+(?:export|serving|keras_bert|recipes|benchmarks)"
+    r"(?:\.\w+)*)\b(.*)"
+)
 FLAG = re.compile(r"(?<![\w-])--([a-z][a-z0-9_]*)")
 SCRIPT_VARS = re.compile(r"((?:[A-Z][A-Z0-9_]*=\S*\s+)+)bash\s+(scripts/\w+\.sh)")
 # Programs that need a peer's own environment (PyTorch, transformers): not importable here.
@@ -59,15 +62,20 @@ def documented_uses():
 
 def defined_flags(program: str) -> tuple[str, set]:
     """(program, the flag names its help prints); absl `--[no]name` gives name and noname."""
-    command = ([sys.executable, str(REPO / program)] if program.endswith(".py")
-               else [sys.executable, "-m", program])
+    command = (
+        [sys.executable, str(REPO / program)]
+        if program.endswith(".py")
+        else [sys.executable, "-m", program]
+    )
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", CUDA_VISIBLE_DEVICES="", PYTHONPATH=str(REPO))
-    proc = subprocess.run(command + ["--helpfull"], cwd=REPO, env=env, capture_output=True,
-                          text=True, timeout=300)
+    proc = subprocess.run(
+        command + ["--helpfull"], cwd=REPO, env=env, capture_output=True, text=True, timeout=300
+    )
     text = proc.stdout + proc.stderr
-    if "--helpfull" in text and "unrecognized arguments" in text:   # argparse
-        proc = subprocess.run(command + ["--help"], cwd=REPO, env=env, capture_output=True,
-                              text=True, timeout=300)
+    if "--helpfull" in text and "unrecognized arguments" in text:  # argparse
+        proc = subprocess.run(
+            command + ["--help"], cwd=REPO, env=env, capture_output=True, text=True, timeout=300
+        )
         text = proc.stdout + proc.stderr
     names = set()
     for negatable, name in re.findall(r"--(\[no\])?([a-z][a-z0-9_]*)", text):
@@ -78,37 +86,51 @@ def defined_flags(program: str) -> tuple[str, set]:
 
 
 def test_command_parser_reads_programs_flags_and_script_variables():
-    text = ("intro\n```bash\nMAX_TRAIN_EXAMPLES=20000 SEED=43 bash scripts/main_job.sh\n"
-            "python recipes/run_squad.py --init_checkpoint=x \\\n  --learning_rate=1e-4  # a note --not_a_flag\n"
-            "python -m export --model_dir=runs/a | tee log\n# python recipes/gone.py --old\n```\n"
-            "--outside_a_block\n")
+    text = (
+        "intro\n```bash\nMAX_TRAIN_EXAMPLES=20000 SEED=43 bash scripts/main_job.sh\n"
+        "python recipes/run_squad.py --init_checkpoint=x \\\n  --learning_rate=1e-4  # a note --not_a_flag\n"
+        "python -m export --model_dir=runs/a | tee log\n# python recipes/gone.py --old\n```\n"
+        "--outside_a_block\n"
+    )
     assert list(command_lines(text)) == [
         "MAX_TRAIN_EXAMPLES=20000 SEED=43 bash scripts/main_job.sh",
         "python recipes/run_squad.py --init_checkpoint=x --learning_rate=1e-4",
-        "python -m export --model_dir=runs/a | tee log"]
+        "python -m export --model_dir=runs/a | tee log",
+    ]
     match = PROGRAM.search("python recipes/run_squad.py --init_checkpoint=x --learning_rate=1e-4")
     assert match.group(1) == "recipes/run_squad.py"
     assert FLAG.findall(match.group(2)) == ["init_checkpoint", "learning_rate"]
     assert SCRIPT_VARS.findall("MAX_TRAIN_EXAMPLES=20000 SEED=43 bash scripts/main_job.sh") == [
-        ("MAX_TRAIN_EXAMPLES=20000 SEED=43 ", "scripts/main_job.sh")]
+        ("MAX_TRAIN_EXAMPLES=20000 SEED=43 ", "scripts/main_job.sh")
+    ]
 
 
 @pytest.mark.slow  # one --helpfull per documented program, each importing TensorFlow: ~1 min
 def test_every_documented_flag_exists():
     uses, _ = documented_uses()
-    assert {"recipes/run_classifier.py", "recipes/run_squad.py", "export", "serving.server"} <= set(uses)
+    assert {"recipes/run_classifier.py", "recipes/run_squad.py", "export", "serving.server"} <= set(
+        uses
+    )
     with concurrent.futures.ThreadPoolExecutor(2) as pool:
         defined = dict(pool.map(defined_flags, sorted(uses)))
-    unknown = {f"{program} --{flag} ({', '.join(sorted(set(where)))})"
-               for program, flags in uses.items() for flag, where in flags.items()
-               if flag not in defined[program] and flag not in {"help", "helpfull"}}
-    assert not unknown, "documented flags that the program does not define:\n" + "\n".join(sorted(unknown))
+    unknown = {
+        f"{program} --{flag} ({', '.join(sorted(set(where)))})"
+        for program, flags in uses.items()
+        for flag, where in flags.items()
+        if flag not in defined[program] and flag not in {"help", "helpfull"}
+    }
+    assert not unknown, "documented flags that the program does not define:\n" + "\n".join(
+        sorted(unknown)
+    )
 
 
 def test_every_documented_script_variable_is_read_by_the_script():
     _, scripts = documented_uses()
     assert any(script == "scripts/main_job.sh" for _, script, _ in scripts)
-    missing = [f"{name} for {script} ({where})" for names, script, where in scripts
-               for name in names
-               if not re.search(rf"\b{name}\b", (REPO / script).read_text())]
+    missing = [
+        f"{name} for {script} ({where})"
+        for names, script, where in scripts
+        for name in names
+        if not re.search(rf"\b{name}\b", (REPO / script).read_text())
+    ]
     assert not missing, "documented variables that the script never reads:\n" + "\n".join(missing)

@@ -3,6 +3,7 @@
 Each ```python block runs in a fresh interpreter (the repository on PYTHONPATH). Comment lines
 "# ..." directly after a `print(...)` line are that print's expected output, compared exactly.
 """
+
 import os
 import pathlib
 import re
@@ -33,8 +34,11 @@ def expected_output(block: str) -> list[str]:
 
 def test_blocks_are_found():
     assert len(python_blocks(REPO / "README.md")) >= 1
-    assert expected_output('print(1)\n# 1\nx = 2  # not output\nprint(x)\n# 2\n# more\n') == [
-        "1", "2", "more"]
+    assert expected_output("print(1)\n# 1\nx = 2  # not output\nprint(x)\n# 2\n# more\n") == [
+        "1",
+        "2",
+        "more",
+    ]
 
 
 @pytest.mark.slow
@@ -44,7 +48,13 @@ def test_examples_run_and_print_what_they_say(doc, tmp_path):
     assert blocks, f"no python example in {doc}"
     for i, block in enumerate(blocks):
         env = dict(os.environ, PYTHONPATH=str(REPO), TF_CPP_MIN_LOG_LEVEL="3")
-        proc = subprocess.run([sys.executable, "-c", block], cwd=tmp_path, env=env,
-                              capture_output=True, text=True, timeout=600)
+        proc = subprocess.run(
+            [sys.executable, "-c", block],
+            cwd=tmp_path,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
         assert proc.returncode == 0, f"{doc} block {i}:\n{proc.stderr[-3000:]}"
         assert proc.stdout.splitlines() == expected_output(block), f"{doc} block {i}"

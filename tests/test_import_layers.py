@@ -1,5 +1,6 @@
 """Dependencies point one way (STYLE.md section 1): checked on the source with `ast`, so an import
 cycle such as tasks <-> evaluation cannot come back unnoticed."""
+
 import ast
 import pathlib
 
@@ -34,7 +35,7 @@ def imported_modules(source: str, package: str) -> list[tuple[int, str]]:
             base = node.module or ""
             if node.level:
                 parts = package.split(".")
-                parts = parts[:len(parts) - node.level + 1]
+                parts = parts[: len(parts) - node.level + 1]
                 base = ".".join(parts + ([base] if base else []))
             out.append((node.lineno, base))
             out.extend((node.lineno, f"{base}.{alias.name}") for alias in node.names)
@@ -42,12 +43,19 @@ def imported_modules(source: str, package: str) -> list[tuple[int, str]]:
 
 
 def test_the_parser_sees_every_import_form():
-    source = ("import keras_bert.evaluation.metrics\nfrom keras_bert import evaluation\n"
-              "def f():\n    from ..evaluation import squad\n    from . import task\n")
+    source = (
+        "import keras_bert.evaluation.metrics\nfrom keras_bert import evaluation\n"
+        "def f():\n    from ..evaluation import squad\n    from . import task\n"
+    )
     assert imported_modules(source, "keras_bert.tasks") == [
-        (1, "keras_bert.evaluation.metrics"), (2, "keras_bert"), (2, "keras_bert.evaluation"),
-        (4, "keras_bert.evaluation"), (4, "keras_bert.evaluation.squad"),
-        (5, "keras_bert.tasks"), (5, "keras_bert.tasks.task")]
+        (1, "keras_bert.evaluation.metrics"),
+        (2, "keras_bert"),
+        (2, "keras_bert.evaluation"),
+        (4, "keras_bert.evaluation"),
+        (4, "keras_bert.evaluation.squad"),
+        (5, "keras_bert.tasks"),
+        (5, "keras_bert.tasks.task"),
+    ]
 
 
 @pytest.mark.parametrize("package", sorted(FORBIDDEN))

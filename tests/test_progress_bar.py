@@ -1,4 +1,5 @@
 """progress_bar: plain lines off a terminal, never carriage returns."""
+
 import io
 
 from keras_bert.progress import progress_bar
@@ -6,8 +7,9 @@ from keras_bert.progress import progress_bar
 
 def test_off_a_terminal_each_update_is_one_plain_line():
     stream = io.StringIO()
-    for _ in progress_bar(range(5), desc="work", unit="item", stream=stream, log_interval_s=0.0,
-                          miniters=1):
+    for _ in progress_bar(
+        range(5), desc="work", unit="item", stream=stream, log_interval_s=0.0, miniters=1
+    ):
         pass
     out = stream.getvalue()
     assert "\r" not in out and "\x1b" not in out

@@ -11,6 +11,7 @@ and the discrete outputs (labels, ids, argmax) exactly. Outputs computed twice a
 path (same model, same batch, same process settings) stay bit-equal on any CPU and are compared
 exactly.
 """
+
 import numpy as np
 
 # float32 probabilities in [0, 1] and scores of order 1: a few ulp, far below any real change.

@@ -28,8 +28,22 @@ from keras_bert.checkpoints.saver import WRITERS, save_encoder
 from keras_bert.checkpoints.source import CheckpointError, SourceWeights, encoder_variables
 
 __all__ = [
-    "CheckpointError", "GOOGLE_IGNORED", "GOOGLE_NAME_TABLE", "HF_IGNORED", "HF_NAME_TABLE",
-    "PRETRAINED_PRESETS", "READERS", "SourceWeights", "WRITERS", "detect_format",
-    "encoder_variables", "load_encoder", "load_pretrainer_weights", "read_checkpoint",
-    "resolve_do_lower_case", "resolve_preset", "resolve_vocab_file", "save_encoder",
+    "CheckpointError",
+    "GOOGLE_IGNORED",
+    "GOOGLE_NAME_TABLE",
+    "HF_IGNORED",
+    "HF_NAME_TABLE",
+    "PRETRAINED_PRESETS",
+    "READERS",
+    "SourceWeights",
+    "WRITERS",
+    "detect_format",
+    "encoder_variables",
+    "load_encoder",
+    "load_pretrainer_weights",
+    "read_checkpoint",
+    "resolve_do_lower_case",
+    "resolve_preset",
+    "resolve_vocab_file",
+    "save_encoder",
 ]

@@ -30,19 +30,36 @@ GOOGLE_NAME_TABLE = (
     ("embeddings/type_embeddings", "bert/embeddings/token_type_embeddings", None),
     ("embeddings/layer_norm/gamma", "bert/embeddings/LayerNorm/gamma", None),
     ("embeddings/layer_norm/beta", "bert/embeddings/LayerNorm/beta", None),
-    ("layer_{i}/attention/query/kernel", "bert/encoder/layer_{i}/attention/self/query/kernel", None),
+    (
+        "layer_{i}/attention/query/kernel",
+        "bert/encoder/layer_{i}/attention/self/query/kernel",
+        None,
+    ),
     ("layer_{i}/attention/query/bias", "bert/encoder/layer_{i}/attention/self/query/bias", None),
     ("layer_{i}/attention/key/kernel", "bert/encoder/layer_{i}/attention/self/key/kernel", None),
     ("layer_{i}/attention/key/bias", "bert/encoder/layer_{i}/attention/self/key/bias", None),
-    ("layer_{i}/attention/value/kernel", "bert/encoder/layer_{i}/attention/self/value/kernel", None),
+    (
+        "layer_{i}/attention/value/kernel",
+        "bert/encoder/layer_{i}/attention/self/value/kernel",
+        None,
+    ),
     ("layer_{i}/attention/value/bias", "bert/encoder/layer_{i}/attention/self/value/bias", None),
-    ("layer_{i}/attention/output/kernel", "bert/encoder/layer_{i}/attention/output/dense/kernel",
-     None),
+    (
+        "layer_{i}/attention/output/kernel",
+        "bert/encoder/layer_{i}/attention/output/dense/kernel",
+        None,
+    ),
     ("layer_{i}/attention/output/bias", "bert/encoder/layer_{i}/attention/output/dense/bias", None),
-    ("layer_{i}/attention/layer_norm/gamma",
-     "bert/encoder/layer_{i}/attention/output/LayerNorm/gamma", None),
-    ("layer_{i}/attention/layer_norm/beta",
-     "bert/encoder/layer_{i}/attention/output/LayerNorm/beta", None),
+    (
+        "layer_{i}/attention/layer_norm/gamma",
+        "bert/encoder/layer_{i}/attention/output/LayerNorm/gamma",
+        None,
+    ),
+    (
+        "layer_{i}/attention/layer_norm/beta",
+        "bert/encoder/layer_{i}/attention/output/LayerNorm/beta",
+        None,
+    ),
     ("layer_{i}/intermediate/kernel", "bert/encoder/layer_{i}/intermediate/dense/kernel", None),
     ("layer_{i}/intermediate/bias", "bert/encoder/layer_{i}/intermediate/dense/bias", None),
     ("layer_{i}/output/kernel", "bert/encoder/layer_{i}/output/dense/kernel", None),
@@ -81,10 +98,11 @@ def find_checkpoint_prefix(path: str) -> str:
             return preferred
         found = sorted(glob.glob(os.path.join(path, "*.index")))
         if len(found) == 1:
-            return found[0][:-len(".index")]
+            return found[0][: -len(".index")]
         raise FileNotFoundError(
             f"TF checkpoint not found: {preferred}.index"
-            + (f" (several candidates: {found})" if found else ""))
+            + (f" (several candidates: {found})" if found else "")
+        )
     if os.path.exists(path + ".index"):
         return path
     raise FileNotFoundError(f"TF checkpoint not found: {path}.index")
@@ -116,12 +134,18 @@ def read_google_checkpoint(path: str):
     reader = tf.train.load_checkpoint(prefix)
     originals = {}
     for original in reader.get_variable_to_shape_map():
-        name = original[len("module/"):] if original.startswith("module/") else original
+        name = original[len("module/") :] if original.startswith("module/") else original
         originals[name] = original
 
-    weights = apply_table(fmt="google", weights_file=prefix, config=config, names=originals,
-                          read=lambda n: reader.get_tensor(originals[n]),
-                          table=GOOGLE_NAME_TABLE, ignore_rules=GOOGLE_IGNORED)
+    weights = apply_table(
+        fmt="google",
+        weights_file=prefix,
+        config=config,
+        names=originals,
+        read=lambda n: reader.get_tensor(originals[n]),
+        table=GOOGLE_NAME_TABLE,
+        ignore_rules=GOOGLE_IGNORED,
+    )
     weights.source_names = {c: originals[s] for c, s in weights.source_names.items()}
     weights.ignored = {originals[s]: r for s, r in weights.ignored.items()}
     return weights
@@ -150,16 +174,23 @@ GOOGLE_ACTIVATION_NAMES = {"gelu_approximate": "gelu", "relu": "relu", "tanh": "
 # dropout and initializer has a bert_config.json key; the LayerNorm epsilon and the attention
 # direction have none, and the casing lives only in the directory name.
 GOOGLE_LIMITS = (
-    one_of("hidden_activation", GOOGLE_ACTIVATION_NAMES,
-           "modeling.py's get_activation names only 'gelu' (the tanh form, our "
-           "'gelu_approximate'), 'relu' and 'tanh'"),
+    one_of(
+        "hidden_activation",
+        GOOGLE_ACTIVATION_NAMES,
+        "modeling.py's get_activation names only 'gelu' (the tanh form, our "
+        "'gelu_approximate'), 'relu' and 'tanh'",
+    ),
     fixed("layer_norm_epsilon", 1e-12, "modeling.py's layer_norm fixes it at 1e-12"),
     fixed("causal", False, "modeling.py's encoder attends in both directions"),
-    Limit("do_lower_case",
-          lambda s: s["do_lower_case"] is None
-          or casing_in_name(s["directory_name"]) in (None, bool(s["do_lower_case"])),
-          "google-research/bert records the casing only in the directory name, and "
-          "{directory_name!r} says the opposite"),
+    Limit(
+        "do_lower_case",
+        lambda s: (
+            s["do_lower_case"] is None
+            or casing_in_name(s["directory_name"]) in (None, bool(s["do_lower_case"]))
+        ),
+        "google-research/bert records the casing only in the directory name, and "
+        "{directory_name!r} says the opposite",
+    ),
 )
 
 
@@ -178,9 +209,15 @@ def write_google_checkpoint(encoder, directory: str, vocab_file=None, do_lower_c
             so the exact erf form is refused; a LayerNorm epsilon other than 1e-12; causal
             attention; `do_lower_case` against the directory's name); nothing is written then.
     """
-    check_format_holds("google", encoder_settings(
-        encoder, do_lower_case=do_lower_case,
-        directory_name=os.path.basename(os.path.normpath(directory))), GOOGLE_LIMITS)
+    check_format_holds(
+        "google",
+        encoder_settings(
+            encoder,
+            do_lower_case=do_lower_case,
+            directory_name=os.path.basename(os.path.normpath(directory)),
+        ),
+        GOOGLE_LIMITS,
+    )
     config = encoder.bert_config
     os.makedirs(directory, exist_ok=True)
     google_config = google_config_dict(config)
@@ -190,9 +227,12 @@ def write_google_checkpoint(encoder, directory: str, vocab_file=None, do_lower_c
         f.write("\n")
     tensors = table_tensors(encoder_arrays(encoder), GOOGLE_NAME_TABLE, config)
     names = sorted(tensors)
-    tf.raw_ops.SaveV2(prefix=os.path.join(directory, CHECKPOINT_PREFIX), tensor_names=names,
-                      shape_and_slices=[""] * len(names),
-                      tensors=[tf.constant(tensors[n]) for n in names])
+    tf.raw_ops.SaveV2(
+        prefix=os.path.join(directory, CHECKPOINT_PREFIX),
+        tensor_names=names,
+        shape_and_slices=[""] * len(names),
+        tensors=[tf.constant(tensors[n]) for n in names],
+    )
     if vocab_file is not None:
         shutil.copyfile(vocab_file, os.path.join(directory, "vocab.txt"))
     return directory
@@ -200,11 +240,15 @@ def write_google_checkpoint(encoder, directory: str, vocab_file=None, do_lower_c
 
 def google_config_dict(config) -> dict:
     """google-research `bert_config.json` keys for a `BertConfig` (no epsilon, no hidden_act)."""
-    return {"vocab_size": config.vocab_size, "hidden_size": config.hidden_size,
-            "num_hidden_layers": config.num_layers, "num_attention_heads": config.num_heads,
-            "intermediate_size": config.intermediate_size,
-            "hidden_dropout_prob": config.dropout_rate,
-            "attention_probs_dropout_prob": config.attention_dropout_rate,
-            "max_position_embeddings": config.max_sequence_length,
-            "type_vocab_size": config.type_vocab_size,
-            "initializer_range": config.initializer_range}
+    return {
+        "vocab_size": config.vocab_size,
+        "hidden_size": config.hidden_size,
+        "num_hidden_layers": config.num_layers,
+        "num_attention_heads": config.num_heads,
+        "intermediate_size": config.intermediate_size,
+        "hidden_dropout_prob": config.dropout_rate,
+        "attention_probs_dropout_prob": config.attention_dropout_rate,
+        "max_position_embeddings": config.max_sequence_length,
+        "type_vocab_size": config.type_vocab_size,
+        "initializer_range": config.initializer_range,
+    }

@@ -38,19 +38,36 @@ HF_NAME_TABLE = (
     ("embeddings/type_embeddings", "embeddings.token_type_embeddings.weight", None),
     ("embeddings/layer_norm/gamma", "embeddings.LayerNorm.weight", None),
     ("embeddings/layer_norm/beta", "embeddings.LayerNorm.bias", None),
-    ("layer_{i}/attention/query/kernel", "encoder.layer.{i}.attention.self.query.weight", TRANSPOSE),
+    (
+        "layer_{i}/attention/query/kernel",
+        "encoder.layer.{i}.attention.self.query.weight",
+        TRANSPOSE,
+    ),
     ("layer_{i}/attention/query/bias", "encoder.layer.{i}.attention.self.query.bias", None),
     ("layer_{i}/attention/key/kernel", "encoder.layer.{i}.attention.self.key.weight", TRANSPOSE),
     ("layer_{i}/attention/key/bias", "encoder.layer.{i}.attention.self.key.bias", None),
-    ("layer_{i}/attention/value/kernel", "encoder.layer.{i}.attention.self.value.weight", TRANSPOSE),
+    (
+        "layer_{i}/attention/value/kernel",
+        "encoder.layer.{i}.attention.self.value.weight",
+        TRANSPOSE,
+    ),
     ("layer_{i}/attention/value/bias", "encoder.layer.{i}.attention.self.value.bias", None),
-    ("layer_{i}/attention/output/kernel", "encoder.layer.{i}.attention.output.dense.weight",
-     TRANSPOSE),
+    (
+        "layer_{i}/attention/output/kernel",
+        "encoder.layer.{i}.attention.output.dense.weight",
+        TRANSPOSE,
+    ),
     ("layer_{i}/attention/output/bias", "encoder.layer.{i}.attention.output.dense.bias", None),
-    ("layer_{i}/attention/layer_norm/gamma", "encoder.layer.{i}.attention.output.LayerNorm.weight",
-     None),
-    ("layer_{i}/attention/layer_norm/beta", "encoder.layer.{i}.attention.output.LayerNorm.bias",
-     None),
+    (
+        "layer_{i}/attention/layer_norm/gamma",
+        "encoder.layer.{i}.attention.output.LayerNorm.weight",
+        None,
+    ),
+    (
+        "layer_{i}/attention/layer_norm/beta",
+        "encoder.layer.{i}.attention.output.LayerNorm.bias",
+        None,
+    ),
     ("layer_{i}/intermediate/kernel", "encoder.layer.{i}.intermediate.dense.weight", TRANSPOSE),
     ("layer_{i}/intermediate/bias", "encoder.layer.{i}.intermediate.dense.bias", None),
     ("layer_{i}/output/kernel", "encoder.layer.{i}.output.dense.weight", TRANSPOSE),
@@ -71,8 +88,10 @@ HF_NAME_TABLE = (
 
 HF_IGNORED = (
     (r"embeddings\.position_ids", "buffer holding arange(max_position_embeddings), not a weight"),
-    (r"cls\.predictions\.decoder\.weight",
-     "MLM decoder tied to embeddings.word_embeddings.weight (checked equal)"),
+    (
+        r"cls\.predictions\.decoder\.weight",
+        "MLM decoder tied to embeddings.word_embeddings.weight (checked equal)",
+    ),
     (r"cls\.predictions\.decoder\.bias", "alias of cls.predictions.bias (checked equal)"),
 )
 
@@ -96,19 +115,22 @@ def weights_files(directory: str) -> list[str]:
             if not os.path.exists(p):
                 raise FileNotFoundError(f"safetensors shard listed in {index} not found: {p}")
         return paths
-    hint = (" (found pytorch_model.bin: re-save it with safetensors, "
-            "`model.save_pretrained(dir, safe_serialization=True)`)"
-            if os.path.exists(os.path.join(directory, "pytorch_model.bin")) else "")
+    hint = (
+        " (found pytorch_model.bin: re-save it with safetensors, "
+        "`model.save_pretrained(dir, safe_serialization=True)`)"
+        if os.path.exists(os.path.join(directory, "pytorch_model.bin"))
+        else ""
+    )
     raise FileNotFoundError(f"Hugging Face weights file not found: {single}{hint}")
 
 
 def _normalise(name: str) -> str:
     if name.startswith("bert."):
-        name = name[len("bert."):]
+        name = name[len("bert.") :]
     if name.endswith("LayerNorm.gamma"):
-        name = name[:-len("gamma")] + "weight"
+        name = name[: -len("gamma")] + "weight"
     elif name.endswith("LayerNorm.beta"):
-        name = name[:-len("beta")] + "bias"
+        name = name[: -len("beta")] + "bias"
     return name
 
 
@@ -147,23 +169,34 @@ def read_hf_checkpoint(directory: str):
             if name in location:
                 raise CheckpointError(
                     f"{label}: {location[name][1]!r} and {original!r} are the same variable "
-                    "after removing the 'bert.' prefix / LayerNorm gamma-beta naming")
+                    "after removing the 'bert.' prefix / LayerNorm gamma-beta naming"
+                )
             location[name] = (handle, original)
 
     def read(name):
         handle, original = location[name]
         return handle.get_tensor(original)
 
-    weights = apply_table(fmt="huggingface", weights_file=label, config=config, names=location,
-                          read=read, table=HF_NAME_TABLE, ignore_rules=HF_IGNORED)
+    weights = apply_table(
+        fmt="huggingface",
+        weights_file=label,
+        config=config,
+        names=location,
+        read=read,
+        table=HF_NAME_TABLE,
+        ignore_rules=HF_IGNORED,
+    )
     # Tied and aliased tensors are ignored only after checking they are what we assume.
-    checks = {"cls.predictions.decoder.weight": weights.encoder["embeddings/word_embeddings"],
-              "cls.predictions.decoder.bias": weights.heads.get("masked_lm/output_bias")}
+    checks = {
+        "cls.predictions.decoder.weight": weights.encoder["embeddings/word_embeddings"],
+        "cls.predictions.decoder.bias": weights.heads.get("masked_lm/output_bias"),
+    }
     for name, expected in checks.items():
         if name in location and (expected is None or not np.array_equal(read(name), expected)):
             raise CheckpointError(
                 f"{label}: {name!r} differs from the tensor it should be tied to; an untied MLM "
-                "decoder is not supported (our MaskedLMHead ties it to the word embeddings)")
+                "decoder is not supported (our MaskedLMHead ties it to the word embeddings)"
+            )
     # Report the original names (with prefix) in the ledger.
     weights.source_names = {c: location[s][1] for c, s in weights.source_names.items()}
     weights.ignored = {location[s][1]: r for s, r in weights.ignored.items()}
@@ -181,33 +214,47 @@ def read_do_lower_case(directory: str):
 
 
 # Our activation name -> Hugging Face `hidden_act` (ACT2FN names; "gelu" is the exact form).
-HF_ACTIVATION_NAMES = {"gelu": "gelu", "gelu_approximate": "gelu_new", "relu": "relu",
-                       "silu": "silu", "tanh": "tanh"}
+HF_ACTIVATION_NAMES = {
+    "gelu": "gelu",
+    "gelu_approximate": "gelu_new",
+    "relu": "relu",
+    "silu": "silu",
+    "tanh": "tanh",
+}
 
 # What a BertModel config.json cannot hold: every BertConfig field has a key (all activations
 # a name above) except the attention direction. `is_decoder=True` would mask BertModel causally
 # but also makes it a decoder (key/value cache, cross-attention with add_cross_attention), and
 # `load_encoder` does not read it back, so a causal encoder is refused rather than written so.
 HF_LIMITS = (
-    fixed("causal", False, "transformers' BertModel attends in both directions (its "
-          "is_decoder flag is a decoder mode, not read back by load_encoder)"),
+    fixed(
+        "causal",
+        False,
+        "transformers' BertModel attends in both directions (its "
+        "is_decoder flag is a decoder mode, not read back by load_encoder)",
+    ),
 )
 
 
 def hf_config_dict(config) -> dict:
     """A `BertModel` config.json dict for a `BertConfig` (the inverse of `from_hf_config`)."""
-    return {"architectures": ["BertModel"], "model_type": "bert",
-            "vocab_size": config.vocab_size, "hidden_size": config.hidden_size,
-            "num_hidden_layers": config.num_layers, "num_attention_heads": config.num_heads,
-            "intermediate_size": config.intermediate_size,
-            "hidden_act": HF_ACTIVATION_NAMES[config.hidden_activation],
-            "hidden_dropout_prob": config.dropout_rate,
-            "attention_probs_dropout_prob": config.attention_dropout_rate,
-            "max_position_embeddings": config.max_sequence_length,
-            "type_vocab_size": config.type_vocab_size,
-            "initializer_range": config.initializer_range,
-            "layer_norm_eps": config.layer_norm_epsilon,
-            "position_embedding_type": "absolute"}
+    return {
+        "architectures": ["BertModel"],
+        "model_type": "bert",
+        "vocab_size": config.vocab_size,
+        "hidden_size": config.hidden_size,
+        "num_hidden_layers": config.num_layers,
+        "num_attention_heads": config.num_heads,
+        "intermediate_size": config.intermediate_size,
+        "hidden_act": HF_ACTIVATION_NAMES[config.hidden_activation],
+        "hidden_dropout_prob": config.dropout_rate,
+        "attention_probs_dropout_prob": config.attention_dropout_rate,
+        "max_position_embeddings": config.max_sequence_length,
+        "type_vocab_size": config.type_vocab_size,
+        "initializer_range": config.initializer_range,
+        "layer_norm_eps": config.layer_norm_epsilon,
+        "position_embedding_type": "absolute",
+    }
 
 
 def write_hf_dir(encoder, directory: str, vocab_file=None, do_lower_case=None) -> str:
@@ -232,7 +279,13 @@ def write_hf_dir(encoder, directory: str, vocab_file=None, do_lower_case=None) -
     if vocab_file is not None:
         shutil.copyfile(vocab_file, os.path.join(directory, "vocab.txt"))
         with open(os.path.join(directory, TOKENIZER_CONFIG_FILE), "w", encoding="utf-8") as f:
-            json.dump({"tokenizer_class": "BertTokenizer", "do_lower_case":
-                       True if do_lower_case is None else bool(do_lower_case)}, f, indent=2)
+            json.dump(
+                {
+                    "tokenizer_class": "BertTokenizer",
+                    "do_lower_case": True if do_lower_case is None else bool(do_lower_case),
+                },
+                f,
+                indent=2,
+            )
             f.write("\n")
     return directory

@@ -60,8 +60,12 @@ def save_encoder(encoder, directory, vocab_file=None, do_lower_case=None) -> str
         target = os.path.join(directory, VOCAB_FILE)
         if os.path.abspath(vocab_file) != os.path.abspath(target):
             shutil.copyfile(vocab_file, target)
-    metadata = {"format": "keras_bert", "format_version": 1, "causal": encoder.causal,
-                "do_lower_case": None if do_lower_case is None else bool(do_lower_case)}
+    metadata = {
+        "format": "keras_bert",
+        "format_version": 1,
+        "causal": encoder.causal,
+        "do_lower_case": None if do_lower_case is None else bool(do_lower_case),
+    }
     with open(os.path.join(directory, METADATA_FILE), "w", encoding="utf-8") as f:
         json.dump(metadata, f, indent=2, sort_keys=True)
         f.write("\n")
@@ -94,8 +98,9 @@ def load_saved_encoder(directory: str, *, hidden_activation=None, dtype=None, ca
     if causal is None:
         causal = bool(read_metadata(directory).get("causal", False))
     kwargs = {} if dtype is None else {"dtype": dtype}
-    encoder = BertEncoder.from_config_object(config, causal=causal,
-                                             hidden_activation=hidden_activation, **kwargs)
+    encoder = BertEncoder.from_config_object(
+        config, causal=causal, hidden_activation=hidden_activation, **kwargs
+    )
     encoder.build()
     try:
         encoder.load_weights(weights)
@@ -124,8 +129,11 @@ def load_keras_file(path: str, *, hidden_activation=None, dtype=None, causal=Non
     config = encoder.bert_config
     kwargs = {} if dtype is None else {"dtype": dtype}
     rebuilt = BertEncoder.from_config_object(
-        config, causal=encoder.causal if causal is None else causal,
-        hidden_activation=hidden_activation, **kwargs)
+        config,
+        causal=encoder.causal if causal is None else causal,
+        hidden_activation=hidden_activation,
+        **kwargs,
+    )
     rebuilt.build()
     rebuilt.set_weights(encoder.get_weights())
     return rebuilt

@@ -42,15 +42,23 @@ INITIALIZER_RANGE = 0.02
 # constructor takes sizes, `dropout`, `max_sequence_length` and `num_segments`, and fixes the
 # rest. The vocabulary, layer, head, width, position and segment sizes all pass through.
 KERAS_HUB_LIMITS = (
-    fixed("hidden_activation", HIDDEN_ACTIVATION,
-          "keras-hub's BertBackbone always applies the tanh GELU (our 'gelu_approximate')"),
-    fixed("layer_norm_epsilon", LAYER_NORM_EPSILON,
-          "keras-hub's BertBackbone fixes it at 1e-12"),
-    same_as("attention_dropout_rate", "dropout_rate",
-            "keras-hub's BertBackbone has one dropout for the hidden states and the attention "
-            "probabilities (it would keep dropout_rate={dropout_rate!r})"),
-    fixed("initializer_range", INITIALIZER_RANGE,
-          "keras-hub's BertBackbone fixes its initializer stddev at 0.02"),
+    fixed(
+        "hidden_activation",
+        HIDDEN_ACTIVATION,
+        "keras-hub's BertBackbone always applies the tanh GELU (our 'gelu_approximate')",
+    ),
+    fixed("layer_norm_epsilon", LAYER_NORM_EPSILON, "keras-hub's BertBackbone fixes it at 1e-12"),
+    same_as(
+        "attention_dropout_rate",
+        "dropout_rate",
+        "keras-hub's BertBackbone has one dropout for the hidden states and the attention "
+        "probabilities (it would keep dropout_rate={dropout_rate!r})",
+    ),
+    fixed(
+        "initializer_range",
+        INITIALIZER_RANGE,
+        "keras-hub's BertBackbone fixes its initializer stddev at 0.02",
+    ),
     fixed("causal", False, "keras-hub's BertBackbone attends in both directions"),
 )
 
@@ -61,36 +69,74 @@ KERAS_HUB_NAME_TABLE = (
     ("embeddings/type_embeddings", "segment_embedding/embeddings", None),
     ("embeddings/layer_norm/gamma", "embeddings_layer_norm/gamma", None),
     ("embeddings/layer_norm/beta", "embeddings_layer_norm/beta", None),
-    ("layer_{i}/attention/query/kernel", "transformer_layer_{i}/self_attention_layer/query/kernel",
-     MERGE_HEADS_IN),
-    ("layer_{i}/attention/query/bias", "transformer_layer_{i}/self_attention_layer/query/bias",
-     MERGE_HEADS_IN),
-    ("layer_{i}/attention/key/kernel", "transformer_layer_{i}/self_attention_layer/key/kernel",
-     MERGE_HEADS_IN),
-    ("layer_{i}/attention/key/bias", "transformer_layer_{i}/self_attention_layer/key/bias",
-     MERGE_HEADS_IN),
-    ("layer_{i}/attention/value/kernel", "transformer_layer_{i}/self_attention_layer/value/kernel",
-     MERGE_HEADS_IN),
-    ("layer_{i}/attention/value/bias", "transformer_layer_{i}/self_attention_layer/value/bias",
-     MERGE_HEADS_IN),
-    ("layer_{i}/attention/output/kernel",
-     "transformer_layer_{i}/self_attention_layer/attention_output/kernel", MERGE_HEADS_OUT),
-    ("layer_{i}/attention/output/bias",
-     "transformer_layer_{i}/self_attention_layer/attention_output/bias", None),
-    ("layer_{i}/attention/layer_norm/gamma",
-     "transformer_layer_{i}/self_attention_layer_norm/gamma", None),
-    ("layer_{i}/attention/layer_norm/beta",
-     "transformer_layer_{i}/self_attention_layer_norm/beta", None),
-    ("layer_{i}/intermediate/kernel", "transformer_layer_{i}/feedforward_intermediate_dense/kernel",
-     None),
-    ("layer_{i}/intermediate/bias", "transformer_layer_{i}/feedforward_intermediate_dense/bias",
-     None),
+    (
+        "layer_{i}/attention/query/kernel",
+        "transformer_layer_{i}/self_attention_layer/query/kernel",
+        MERGE_HEADS_IN,
+    ),
+    (
+        "layer_{i}/attention/query/bias",
+        "transformer_layer_{i}/self_attention_layer/query/bias",
+        MERGE_HEADS_IN,
+    ),
+    (
+        "layer_{i}/attention/key/kernel",
+        "transformer_layer_{i}/self_attention_layer/key/kernel",
+        MERGE_HEADS_IN,
+    ),
+    (
+        "layer_{i}/attention/key/bias",
+        "transformer_layer_{i}/self_attention_layer/key/bias",
+        MERGE_HEADS_IN,
+    ),
+    (
+        "layer_{i}/attention/value/kernel",
+        "transformer_layer_{i}/self_attention_layer/value/kernel",
+        MERGE_HEADS_IN,
+    ),
+    (
+        "layer_{i}/attention/value/bias",
+        "transformer_layer_{i}/self_attention_layer/value/bias",
+        MERGE_HEADS_IN,
+    ),
+    (
+        "layer_{i}/attention/output/kernel",
+        "transformer_layer_{i}/self_attention_layer/attention_output/kernel",
+        MERGE_HEADS_OUT,
+    ),
+    (
+        "layer_{i}/attention/output/bias",
+        "transformer_layer_{i}/self_attention_layer/attention_output/bias",
+        None,
+    ),
+    (
+        "layer_{i}/attention/layer_norm/gamma",
+        "transformer_layer_{i}/self_attention_layer_norm/gamma",
+        None,
+    ),
+    (
+        "layer_{i}/attention/layer_norm/beta",
+        "transformer_layer_{i}/self_attention_layer_norm/beta",
+        None,
+    ),
+    (
+        "layer_{i}/intermediate/kernel",
+        "transformer_layer_{i}/feedforward_intermediate_dense/kernel",
+        None,
+    ),
+    (
+        "layer_{i}/intermediate/bias",
+        "transformer_layer_{i}/feedforward_intermediate_dense/bias",
+        None,
+    ),
     ("layer_{i}/output/kernel", "transformer_layer_{i}/feedforward_output_dense/kernel", None),
     ("layer_{i}/output/bias", "transformer_layer_{i}/feedforward_output_dense/bias", None),
-    ("layer_{i}/output/layer_norm/gamma", "transformer_layer_{i}/feedforward_layer_norm/gamma",
-     None),
-    ("layer_{i}/output/layer_norm/beta", "transformer_layer_{i}/feedforward_layer_norm/beta",
-     None),
+    (
+        "layer_{i}/output/layer_norm/gamma",
+        "transformer_layer_{i}/feedforward_layer_norm/gamma",
+        None,
+    ),
+    ("layer_{i}/output/layer_norm/beta", "transformer_layer_{i}/feedforward_layer_norm/beta", None),
     ("pooler/kernel", "pooled_dense/kernel", None),
     ("pooler/bias", "pooled_dense/bias", None),
 )
@@ -118,17 +164,24 @@ def config_from_preset(directory: str) -> BertConfig:
     with open(os.path.join(directory, CONFIG_FILE), encoding="utf-8") as f:
         values = json.load(f)
     if values.get("registered_name") != BACKBONE:
-        raise CheckpointError(f"{directory}: keras-hub preset of {values.get('registered_name')}"
-                              f", not {BACKBONE}")
+        raise CheckpointError(
+            f"{directory}: keras-hub preset of {values.get('registered_name')}, not {BACKBONE}"
+        )
     c = values["config"]
-    return BertConfig(vocab_size=c["vocabulary_size"], hidden_size=c["hidden_dim"],
-                      num_layers=c["num_layers"], num_heads=c["num_heads"],
-                      intermediate_size=c["intermediate_dim"],
-                      hidden_activation=HIDDEN_ACTIVATION, dropout_rate=c.get("dropout", 0.1),
-                      attention_dropout_rate=c.get("dropout", 0.1),
-                      max_sequence_length=c["max_sequence_length"],
-                      type_vocab_size=c["num_segments"], initializer_range=INITIALIZER_RANGE,
-                      layer_norm_epsilon=LAYER_NORM_EPSILON)
+    return BertConfig(
+        vocab_size=c["vocabulary_size"],
+        hidden_size=c["hidden_dim"],
+        num_layers=c["num_layers"],
+        num_heads=c["num_heads"],
+        intermediate_size=c["intermediate_dim"],
+        hidden_activation=HIDDEN_ACTIVATION,
+        dropout_rate=c.get("dropout", 0.1),
+        attention_dropout_rate=c.get("dropout", 0.1),
+        max_sequence_length=c["max_sequence_length"],
+        type_vocab_size=c["num_segments"],
+        initializer_range=INITIALIZER_RANGE,
+        layer_norm_epsilon=LAYER_NORM_EPSILON,
+    )
 
 
 def read_keras_hub_preset(directory: str):
@@ -149,10 +202,15 @@ def read_keras_hub_preset(directory: str):
         if variable.path in variables:
             raise CheckpointError(f"{directory}: two variables have the path {variable.path!r}")
         variables[variable.path] = variable
-    return apply_table(fmt="keras_hub", weights_file=os.path.join(directory, WEIGHTS_FILE),
-                       config=config, names=variables,
-                       read=lambda n: np.asarray(variables[n].numpy()),
-                       table=KERAS_HUB_NAME_TABLE, ignore_rules=())
+    return apply_table(
+        fmt="keras_hub",
+        weights_file=os.path.join(directory, WEIGHTS_FILE),
+        config=config,
+        names=variables,
+        read=lambda n: np.asarray(variables[n].numpy()),
+        table=KERAS_HUB_NAME_TABLE,
+        ignore_rules=(),
+    )
 
 
 def read_do_lower_case(directory: str):
@@ -182,15 +240,22 @@ def write_keras_hub_preset(encoder, directory: str, vocab_file=None, do_lower_ca
 
     config = encoder.bert_config
     backbone = keras_hub.models.BertBackbone(
-        vocabulary_size=config.vocab_size, num_layers=config.num_layers,
-        num_heads=config.num_heads, hidden_dim=config.hidden_size,
-        intermediate_dim=config.intermediate_size, dropout=config.dropout_rate,
-        max_sequence_length=config.max_sequence_length, num_segments=config.type_vocab_size)
+        vocabulary_size=config.vocab_size,
+        num_layers=config.num_layers,
+        num_heads=config.num_heads,
+        hidden_dim=config.hidden_size,
+        intermediate_dim=config.intermediate_size,
+        dropout=config.dropout_rate,
+        max_sequence_length=config.max_sequence_length,
+        num_segments=config.type_vocab_size,
+    )
     tensors = table_tensors(encoder_arrays(encoder), KERAS_HUB_NAME_TABLE, config)
     targets = {variable.path: variable for variable in backbone.weights}
     if set(tensors) != set(targets):
-        raise AssertionError(f"keras-hub name table does not cover BertBackbone one to one: "
-                             f"{sorted(set(tensors) ^ set(targets))}")
+        raise AssertionError(
+            f"keras-hub name table does not cover BertBackbone one to one: "
+            f"{sorted(set(tensors) ^ set(targets))}"
+        )
     for path, variable in targets.items():
         variable.assign(tensors[path])
     os.makedirs(directory, exist_ok=True)
@@ -198,6 +263,7 @@ def write_keras_hub_preset(encoder, directory: str, vocab_file=None, do_lower_ca
     if vocab_file is not None:
         tokenizer = keras_hub.models.BertTokenizer(
             vocabulary=os.fspath(vocab_file),
-            lowercase=True if do_lower_case is None else bool(do_lower_case))
+            lowercase=True if do_lower_case is None else bool(do_lower_case),
+        )
         tokenizer.save_to_preset(directory)
     return directory

@@ -17,7 +17,8 @@ REBUILD_HINT = (
     "To convert anyway, rebuild the encoder with values the format holds "
     "(`new = BertEncoder.from_config_object(encoder.bert_config, <setting>=<value>)`, "
     "`new.build()`, `new.set_weights(encoder.get_weights())`), knowing that its outputs change "
-    "(docs/checkpoints.md, 'Migration')")
+    "(docs/checkpoints.md, 'Migration')"
+)
 
 
 class Limit(NamedTuple):
@@ -57,8 +58,10 @@ def check_format_holds(fmt: str, settings: dict, limits) -> None:
             BertBackbone fixes it at 1e-12; ...", one clause per refused setting, then how to
             convert anyway.
     """
-    refused = [f"{limit.setting}={settings[limit.setting]!r}: {limit.reason.format(**settings)}"
-               for limit in limits if not limit.holds(settings)]
+    refused = [
+        f"{limit.setting}={settings[limit.setting]!r}: {limit.reason.format(**settings)}"
+        for limit in limits
+        if not limit.holds(settings)
+    ]
     if refused:
-        raise ValueError(f"format={fmt!r} cannot hold " + "; ".join(refused) + ". "
-                         + REBUILD_HINT)
+        raise ValueError(f"format={fmt!r} cannot hold " + "; ".join(refused) + ". " + REBUILD_HINT)

@@ -39,8 +39,9 @@ from keras_bert.models.bert_encoder import BertEncoder
 
 logger = logging.getLogger(__name__)
 
-HEAD_IGNORE_REASON = ("pretraining head, not part of a bare BertEncoder "
-                      "(load it with load_pretrainer_weights)")
+HEAD_IGNORE_REASON = (
+    "pretraining head, not part of a bare BertEncoder (load it with load_pretrainer_weights)"
+)
 
 
 READERS = {
@@ -53,7 +54,7 @@ READERS = {
 
 
 def _tf_checkpoint_format(path: str) -> str:
-    """"model_garden" for an object-based checkpoint holding a Model Garden encoder, else
+    """ "model_garden" for an object-based checkpoint holding a Model Garden encoder, else
     "google" (also when no checkpoint is found: the google reader names what is missing)."""
     try:
         prefix = google.find_checkpoint_prefix(path)
@@ -77,7 +78,8 @@ def detect_format(name_or_path) -> tuple[str, str]:
         raise ValueError(
             f"{name_or_path!r} is a size preset with no pretrained weights; build it with "
             f"BertEncoder.from_config_object(BertConfig.from_preset({name_or_path!r})). "
-            f"Pretrained presets: {sorted(PRETRAINED_PRESETS)}")
+            f"Pretrained presets: {sorted(PRETRAINED_PRESETS)}"
+        )
     path = name_or_path
     if path.endswith(".keras"):
         return "keras_file", path
@@ -86,13 +88,16 @@ def detect_format(name_or_path) -> tuple[str, str]:
             return "keras_bert", path
         if keras_hub_preset.is_keras_hub_preset(path):
             return "keras_hub", path
-        if any(os.path.exists(os.path.join(path, f)) for f in (
-                huggingface.WEIGHTS_FILE, huggingface.WEIGHTS_INDEX_FILE)):
+        if any(
+            os.path.exists(os.path.join(path, f))
+            for f in (huggingface.WEIGHTS_FILE, huggingface.WEIGHTS_INDEX_FILE)
+        ):
             return "huggingface", path
         if tfhub.is_saved_model_dir(path):
             return "tfhub_saved_model", path
-        if (os.path.exists(os.path.join(path, google.CONFIG_FILE))
-                or any(f.endswith(".index") for f in os.listdir(path))):
+        if os.path.exists(os.path.join(path, google.CONFIG_FILE)) or any(
+            f.endswith(".index") for f in os.listdir(path)
+        ):
             return _tf_checkpoint_format(path), path
         if os.path.exists(os.path.join(path, huggingface.CONFIG_FILE)):
             huggingface.weights_files(path)  # raises, naming model.safetensors
@@ -102,14 +107,16 @@ def detect_format(name_or_path) -> tuple[str, str]:
             f"(keras-hub preset), {huggingface.WEIGHTS_FILE} + {huggingface.CONFIG_FILE} "
             f"(Hugging Face), {tfhub.SAVED_MODEL_FILE} (TF Hub SavedModel) or "
             f"{google.CHECKPOINT_PREFIX}.index + {google.CONFIG_FILE} (google-research/bert or "
-            "Model Garden)")
+            "Model Garden)"
+        )
     if os.path.exists(path + ".index"):
         return _tf_checkpoint_format(path), path
     if ".ckpt" in os.path.basename(path):
         raise FileNotFoundError(f"TF checkpoint not found: {path}.index")
     raise FileNotFoundError(
         f"checkpoint not found: {path!r} is neither a pretrained preset "
-        f"({sorted(PRETRAINED_PRESETS)}) nor an existing file, directory or TF checkpoint prefix")
+        f"({sorted(PRETRAINED_PRESETS)}) nor an existing file, directory or TF checkpoint prefix"
+    )
 
 
 def read_checkpoint(name_or_path):
@@ -154,21 +161,30 @@ def load_encoder(name_or_path, hidden_activation=None, dtype=None, causal=None):
     fmt, path = detect_format(name_or_path)
     if fmt == "keras_file":
         return keras_format.load_keras_file(
-            path, hidden_activation=hidden_activation, dtype=dtype, causal=causal)
+            path, hidden_activation=hidden_activation, dtype=dtype, causal=causal
+        )
     if fmt == "keras_bert":
         return keras_format.load_saved_encoder(
-            path, hidden_activation=hidden_activation, dtype=dtype, causal=causal)
+            path, hidden_activation=hidden_activation, dtype=dtype, causal=causal
+        )
     source = read_checkpoint(path)
     config = source.config
     kwargs = {} if dtype is None else {"dtype": dtype}
-    encoder = BertEncoder.from_config_object(config, causal=bool(causal),
-                                             hidden_activation=hidden_activation, **kwargs)
+    encoder = BertEncoder.from_config_object(
+        config, causal=bool(causal), hidden_activation=hidden_activation, **kwargs
+    )
     encoder.build()
     assign(encoder_variables(encoder), source.encoder, source.source_names, source.weights_file)
     ignored = dict(source.ignored)
     ignored.update({source.source_names[c]: HEAD_IGNORE_REASON for c in source.heads})
-    logger.info("loaded %d variables from %s (%s); ignored %d: %s", len(source.encoder),
-                source.weights_file, source.format, len(ignored), ignored)
+    logger.info(
+        "loaded %d variables from %s (%s); ignored %d: %s",
+        len(source.encoder),
+        source.weights_file,
+        source.format,
+        len(ignored),
+        ignored,
+    )
     return encoder
 
 
@@ -189,8 +205,10 @@ def load_pretrainer_weights(pretrainer, name_or_path) -> None:
     heads = pretrainer_head_variables(pretrainer)
     missing = sorted(set(heads) - set(source.heads))
     if missing:
-        raise CheckpointError(f"{source.weights_file}: no weights for the pretraining heads "
-                              f"{missing} (the checkpoint holds a bare encoder?)")
+        raise CheckpointError(
+            f"{source.weights_file}: no weights for the pretraining heads "
+            f"{missing} (the checkpoint holds a bare encoder?)"
+        )
     arrays = {k: v for k, v in source.heads.items() if k in heads}
     targets = dict(encoder_variables(pretrainer.encoder), **heads)
     assign(targets, dict(source.encoder, **arrays), source.source_names, source.weights_file)
@@ -241,6 +259,8 @@ def resolve_do_lower_case(name_or_path, default=None) -> bool:
     if value is None:
         value = default
     if value is None:
-        raise ValueError(f"cannot tell whether {name_or_path} is cased or uncased; set "
-                         "do_lower_case (--do_lower_case) explicitly")
+        raise ValueError(
+            f"cannot tell whether {name_or_path} is cased or uncased; set "
+            "do_lower_case (--do_lower_case) explicitly"
+        )
     return bool(value)

@@ -37,8 +37,11 @@ from keras_bert.config import BertConfig
 VARIABLE_VALUE = "VARIABLE_VALUE"
 OBJECT_GRAPH_KEY = "_CHECKPOINTABLE_OBJECT_GRAPH"
 # Object paths (relative to a node) that make the node a Model Garden BertEncoder.
-_ENCODER_SIGNATURE = ("layer_with_weights-1/embeddings", "layer_with_weights-3/gamma",
-                      "layer_with_weights-4/_attention_layer/_query_dense/kernel")
+_ENCODER_SIGNATURE = (
+    "layer_with_weights-1/embeddings",
+    "layer_with_weights-3/gamma",
+    "layer_with_weights-4/_attention_layer/_query_dense/kernel",
+)
 
 # Transformer block attributes of Model Garden's TransformerEncoderBlock (relative to the block).
 _BLOCK_ROWS = (
@@ -66,8 +69,10 @@ MODEL_GARDEN_IGNORED = (
     (OBJECT_GRAPH_KEY, "the checkpoint's object graph (structure, not a weight)"),
     (r"(.*/)?\.OPTIMIZER_SLOT/.*|optimizer/.*", "optimizer state, not a model weight"),
     (r"(.*/)?global_step/\.ATTRIBUTES/VARIABLE_VALUE", "training step counter"),
-    (r"(.*/)?(masked_lm|classification_heads)/.*",
-     "BertPretrainerV2 head (masked LM / classification), not part of a bare BertEncoder"),
+    (
+        r"(.*/)?(masked_lm|classification_heads)/.*",
+        "BertPretrainerV2 head (masked LM / classification), not part of a bare BertEncoder",
+    ),
 )
 
 
@@ -77,16 +82,22 @@ def model_garden_table(num_layers: int) -> tuple:
     Rows are (canonical, source, transform) as in `source.apply_table`; the layer index
     is spelled out because the pooler's position depends on `num_layers`.
     """
-    rows = [("embeddings/word_embeddings", "layer_with_weights-0/embeddings", None),
-            ("embeddings/position_embeddings", "layer_with_weights-1/embeddings", None),
-            ("embeddings/type_embeddings", "layer_with_weights-2/embeddings", None),
-            ("embeddings/layer_norm/gamma", "layer_with_weights-3/gamma", None),
-            ("embeddings/layer_norm/beta", "layer_with_weights-3/beta", None)]
+    rows = [
+        ("embeddings/word_embeddings", "layer_with_weights-0/embeddings", None),
+        ("embeddings/position_embeddings", "layer_with_weights-1/embeddings", None),
+        ("embeddings/type_embeddings", "layer_with_weights-2/embeddings", None),
+        ("embeddings/layer_norm/gamma", "layer_with_weights-3/gamma", None),
+        ("embeddings/layer_norm/beta", "layer_with_weights-3/beta", None),
+    ]
     for i in range(num_layers):
-        rows += [(f"layer_{i}/{canonical}", f"layer_with_weights-{4 + i}/{source}", transform)
-                 for canonical, source, transform in _BLOCK_ROWS]
-    rows += [("pooler/kernel", f"layer_with_weights-{4 + num_layers}/kernel", None),
-             ("pooler/bias", f"layer_with_weights-{4 + num_layers}/bias", None)]
+        rows += [
+            (f"layer_{i}/{canonical}", f"layer_with_weights-{4 + i}/{source}", transform)
+            for canonical, source, transform in _BLOCK_ROWS
+        ]
+    rows += [
+        ("pooler/kernel", f"layer_with_weights-{4 + num_layers}/kernel", None),
+        ("pooler/bias", f"layer_with_weights-{4 + num_layers}/bias", None),
+    ]
     return tuple(rows)
 
 
@@ -129,8 +140,11 @@ def _node_at(graph, node_id: int, path: str):
 
 def encoder_nodes(graph) -> list:
     """Ids of the nodes that are Model Garden BertEncoders (`_ENCODER_SIGNATURE`)."""
-    return [i for i in range(len(graph.nodes))
-            if all(_node_at(graph, i, p) is not None for p in _ENCODER_SIGNATURE)]
+    return [
+        i
+        for i in range(len(graph.nodes))
+        if all(_node_at(graph, i, p) is not None for p in _ENCODER_SIGNATURE)
+    ]
 
 
 def infer_config(shapes: dict) -> BertConfig:
@@ -145,12 +159,15 @@ def infer_config(shapes: dict) -> BertConfig:
         num_layers += 1
     first = "layer_with_weights-4/"
     return BertConfig(
-        vocab_size=vocab_size, hidden_size=hidden, num_layers=num_layers,
+        vocab_size=vocab_size,
+        hidden_size=hidden,
+        num_layers=num_layers,
         num_heads=shapes[first + "_attention_layer/_query_dense/kernel"][1],
         intermediate_size=shapes[first + "_intermediate_dense/kernel"][1],
         hidden_activation="gelu_approximate",
         max_sequence_length=shapes["layer_with_weights-1/embeddings"][0],
-        type_vocab_size=shapes["layer_with_weights-2/embeddings"][0])
+        type_vocab_size=shapes["layer_with_weights-2/embeddings"][0],
+    )
 
 
 def _read_config(directory: str, shapes: dict, label: str) -> BertConfig:
@@ -160,8 +177,10 @@ def _read_config(directory: str, shapes: dict, label: str) -> BertConfig:
     with open(config_path, encoding="utf-8") as f:
         values = json.load(f)
     if values.get("embedding_size") not in (None, values.get("hidden_size")):
-        raise CheckpointError(f"{label}: factorized embeddings (embedding_size="
-                              f"{values['embedding_size']}) are not supported")
+        raise CheckpointError(
+            f"{label}: factorized embeddings (embedding_size="
+            f"{values['embedding_size']}) are not supported"
+        )
     try:
         return BertConfig.from_google_config(values)
     except (KeyError, ValueError, TypeError) as e:
@@ -188,23 +207,30 @@ def read_model_garden_checkpoint(path: str):
     graph = object_graph(reader)
     nodes = [] if graph is None else encoder_nodes(graph)
     if len(nodes) != 1:
-        raise CheckpointError(f"{prefix}: expected one Model Garden BertEncoder in an "
-                              f"object-based checkpoint, found {len(nodes)}")
+        raise CheckpointError(
+            f"{prefix}: expected one Model Garden BertEncoder in an "
+            f"object-based checkpoint, found {len(nodes)}"
+        )
     inside = variable_paths(graph, nodes[0])  # encoder-relative path -> key
     keys_inside = set(inside.values())
     names = dict(inside)  # table name -> key; keys outside the encoder under their own name
-    names.update({key: key for key in reader.get_variable_to_shape_map()
-                  if key not in keys_inside})
+    names.update({key: key for key in reader.get_variable_to_shape_map() if key not in keys_inside})
     shape_map = reader.get_variable_to_shape_map()
     shapes = {n: shape_map[k] for n, k in names.items()}
     if "layer_with_weights-4/kernel" in shapes:  # block 0's place holds a plain Dense
-        raise CheckpointError(f"{prefix}: factorized embeddings (an embedding projection "
-                              "layer) are not supported")
+        raise CheckpointError(
+            f"{prefix}: factorized embeddings (an embedding projection layer) are not supported"
+        )
     config = _read_config(os.path.dirname(prefix), shapes, prefix)
-    weights = apply_table(fmt="model_garden", weights_file=prefix, config=config, names=names,
-                          read=lambda n: reader.get_tensor(names[n]),
-                          table=model_garden_table(config.num_layers),
-                          ignore_rules=MODEL_GARDEN_IGNORED)
+    weights = apply_table(
+        fmt="model_garden",
+        weights_file=prefix,
+        config=config,
+        names=names,
+        read=lambda n: reader.get_tensor(names[n]),
+        table=model_garden_table(config.num_layers),
+        ignore_rules=MODEL_GARDEN_IGNORED,
+    )
     weights.source_names = {c: names[s] for c, s in weights.source_names.items()}
     weights.ignored = {names[s]: r for s, r in weights.ignored.items()}
     return weights

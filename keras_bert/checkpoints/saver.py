@@ -24,8 +24,9 @@ WRITERS = {
 }
 
 
-def save_encoder(encoder, directory, vocab_file=None, do_lower_case=None, *,
-                 format: str = "keras_bert") -> str:
+def save_encoder(
+    encoder, directory, vocab_file=None, do_lower_case=None, *, format: str = "keras_bert"
+) -> str:
     """Writes `encoder` to `directory` in `format`; returns the directory (str).
 
     Args:
@@ -52,5 +53,6 @@ def save_encoder(encoder, directory, vocab_file=None, do_lower_case=None, *,
         raise FileNotFoundError(f"vocab file not found: {vocab_file}")
     if not encoder.built:
         encoder.build()
-    return WRITERS[format](encoder, os.fspath(directory), vocab_file=vocab_file,
-                           do_lower_case=do_lower_case)
+    return WRITERS[format](
+        encoder, os.fspath(directory), vocab_file=vocab_file, do_lower_case=do_lower_case
+    )

@@ -86,8 +86,16 @@ def expand_table(table, num_layers: int):
             yield canonical, source, transform, group
 
 
-def apply_table(*, fmt: str, weights_file: str, config, names, read: Callable[[str], np.ndarray],
-                table, ignore_rules) -> SourceWeights:
+def apply_table(
+    *,
+    fmt: str,
+    weights_file: str,
+    config,
+    names,
+    read: Callable[[str], np.ndarray],
+    table,
+    ignore_rules,
+) -> SourceWeights:
     """Maps source variables to canonical names with `table`; reads them with `read`.
 
     Args:
@@ -125,19 +133,20 @@ def apply_table(*, fmt: str, weights_file: str, config, names, read: Callable[[s
     if missing:
         raise CheckpointError(
             f"{weights_file}: missing variables (the {fmt} name table needs them for a "
-            f"{config.num_layers}-layer encoder): {missing}")
+            f"{config.num_layers}-layer encoder): {missing}"
+        )
     unexpected = sorted(names - set(sources) - set(ignored))
     if unexpected:
         raise CheckpointError(
             f"{weights_file}: unexpected variables (not in the {fmt} name table and not "
-            f"ignorable): {unexpected}")
+            f"ignorable): {unexpected}"
+        )
 
     encoder, heads, source_names = {}, {}, {}
     for canonical, src, transform, group in rows:
         if src not in names:
             continue
-        array = to_canonical(np.asarray(read(src), dtype=np.float32), transform, src,
-                             weights_file)
+        array = to_canonical(np.asarray(read(src), dtype=np.float32), transform, src, weights_file)
         (encoder if group == "encoder" else heads)[canonical] = array
         source_names[canonical] = src
     return SourceWeights(fmt, weights_file, config, encoder, heads, source_names, ignored)
@@ -155,7 +164,8 @@ def to_canonical(array, transform, src: str, weights_file: str):
     if array.ndim not in expected_ndim[transform]:
         raise CheckpointError(
             f"{weights_file}: variable {src!r} has shape {array.shape}; the {transform} "
-            f"layout needs rank {' or '.join(map(str, expected_ndim[transform]))}")
+            f"layout needs rank {' or '.join(map(str, expected_ndim[transform]))}"
+        )
     if transform == TRANSPOSE:
         return array.T
     if transform == MERGE_HEADS_IN:  # [H, N, D] -> [H, N*D]; [N, D] -> [N*D]
@@ -183,8 +193,9 @@ def table_tensors(arrays: dict, table, config) -> dict:
     out = {}
     for canonical, src, transform, _ in expand_table(table, config.num_layers):
         if canonical in arrays:
-            out[src] = from_canonical(np.asarray(arrays[canonical], np.float32), transform,
-                                      config.num_heads)
+            out[src] = from_canonical(
+                np.asarray(arrays[canonical], np.float32), transform, config.num_heads
+            )
     return out
 
 
@@ -193,8 +204,11 @@ def table_tensors(arrays: dict, table, config) -> dict:
 
 def encoder_arrays(encoder) -> dict:
     """Canonical name -> float32 ndarray of every variable of a built `BertEncoder`."""
-    return {name: np.asarray(variable.numpy(), np.float32)
-            for name, variable in encoder_variables(encoder).items()}
+    return {
+        name: np.asarray(variable.numpy(), np.float32)
+        for name, variable in encoder_variables(encoder).items()
+    }
+
 
 def encoder_variables(encoder) -> dict:
     """Canonical name -> Keras variable, for every variable of a built `BertEncoder`.
@@ -216,14 +230,21 @@ def encoder_variables(encoder) -> dict:
     for i, block in enumerate(encoder.transformer_layers):
         p = f"layer_{i}/"
         att = block.self_attention
-        dense = {"attention/query": att.query, "attention/key": att.key,
-                 "attention/value": att.value, "attention/output": block.attention_output,
-                 "intermediate": block.intermediate, "output": block.output_dense}
+        dense = {
+            "attention/query": att.query,
+            "attention/key": att.key,
+            "attention/value": att.value,
+            "attention/output": block.attention_output,
+            "intermediate": block.intermediate,
+            "output": block.output_dense,
+        }
         for name, layer in dense.items():
             out[p + name + "/kernel"] = layer.kernel
             out[p + name + "/bias"] = layer.bias
-        for name, layer in {"attention/layer_norm": block.attention_layer_norm,
-                            "output/layer_norm": block.output_layer_norm}.items():
+        for name, layer in {
+            "attention/layer_norm": block.attention_layer_norm,
+            "output/layer_norm": block.output_layer_norm,
+        }.items():
             out[p + name + "/gamma"] = layer.gamma
             out[p + name + "/beta"] = layer.beta
     _check_complete(out, encoder.weights, "BertEncoder")
@@ -262,12 +283,14 @@ def assign(targets: dict, arrays: dict, source_names: dict, weights_file: str) -
     if set(targets) != set(arrays):
         raise CheckpointError(
             f"{weights_file}: weights for {sorted(set(targets) - set(arrays))} are missing and "
-            f"{sorted(set(arrays) - set(targets))} have no place in the model")
+            f"{sorted(set(arrays) - set(targets))} have no place in the model"
+        )
     for name, variable in targets.items():
         if tuple(arrays[name].shape) != tuple(variable.shape):
             raise CheckpointError(
                 f"{weights_file}: shape mismatch for variable "
                 f"{source_names.get(name, name)!r}: checkpoint has {tuple(arrays[name].shape)}, "
-                f"the model's {name!r} needs {tuple(variable.shape)}")
+                f"the model's {name!r} needs {tuple(variable.shape)}"
+            )
     for name, variable in targets.items():
         variable.assign(tf.cast(arrays[name], variable.dtype))

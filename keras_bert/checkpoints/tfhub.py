@@ -38,26 +38,56 @@ TFHUB_NAME_TABLE = (
     ("embeddings/type_embeddings", "type_embeddings/embeddings", None),
     ("embeddings/layer_norm/gamma", "embeddings/layer_norm/gamma", None),
     ("embeddings/layer_norm/beta", "embeddings/layer_norm/beta", None),
-    ("layer_{i}/attention/query/kernel", "transformer/layer_{i}/self_attention/query/kernel",
-     MERGE_HEADS_IN),
-    ("layer_{i}/attention/query/bias", "transformer/layer_{i}/self_attention/query/bias",
-     MERGE_HEADS_IN),
-    ("layer_{i}/attention/key/kernel", "transformer/layer_{i}/self_attention/key/kernel",
-     MERGE_HEADS_IN),
-    ("layer_{i}/attention/key/bias", "transformer/layer_{i}/self_attention/key/bias",
-     MERGE_HEADS_IN),
-    ("layer_{i}/attention/value/kernel", "transformer/layer_{i}/self_attention/value/kernel",
-     MERGE_HEADS_IN),
-    ("layer_{i}/attention/value/bias", "transformer/layer_{i}/self_attention/value/bias",
-     MERGE_HEADS_IN),
-    ("layer_{i}/attention/output/kernel",
-     "transformer/layer_{i}/self_attention/attention_output/kernel", MERGE_HEADS_OUT),
-    ("layer_{i}/attention/output/bias",
-     "transformer/layer_{i}/self_attention/attention_output/bias", None),
-    ("layer_{i}/attention/layer_norm/gamma",
-     "transformer/layer_{i}/self_attention_layer_norm/gamma", None),
-    ("layer_{i}/attention/layer_norm/beta",
-     "transformer/layer_{i}/self_attention_layer_norm/beta", None),
+    (
+        "layer_{i}/attention/query/kernel",
+        "transformer/layer_{i}/self_attention/query/kernel",
+        MERGE_HEADS_IN,
+    ),
+    (
+        "layer_{i}/attention/query/bias",
+        "transformer/layer_{i}/self_attention/query/bias",
+        MERGE_HEADS_IN,
+    ),
+    (
+        "layer_{i}/attention/key/kernel",
+        "transformer/layer_{i}/self_attention/key/kernel",
+        MERGE_HEADS_IN,
+    ),
+    (
+        "layer_{i}/attention/key/bias",
+        "transformer/layer_{i}/self_attention/key/bias",
+        MERGE_HEADS_IN,
+    ),
+    (
+        "layer_{i}/attention/value/kernel",
+        "transformer/layer_{i}/self_attention/value/kernel",
+        MERGE_HEADS_IN,
+    ),
+    (
+        "layer_{i}/attention/value/bias",
+        "transformer/layer_{i}/self_attention/value/bias",
+        MERGE_HEADS_IN,
+    ),
+    (
+        "layer_{i}/attention/output/kernel",
+        "transformer/layer_{i}/self_attention/attention_output/kernel",
+        MERGE_HEADS_OUT,
+    ),
+    (
+        "layer_{i}/attention/output/bias",
+        "transformer/layer_{i}/self_attention/attention_output/bias",
+        None,
+    ),
+    (
+        "layer_{i}/attention/layer_norm/gamma",
+        "transformer/layer_{i}/self_attention_layer_norm/gamma",
+        None,
+    ),
+    (
+        "layer_{i}/attention/layer_norm/beta",
+        "transformer/layer_{i}/self_attention_layer_norm/beta",
+        None,
+    ),
     ("layer_{i}/intermediate/kernel", "transformer/layer_{i}/intermediate/kernel", None),
     ("layer_{i}/intermediate/bias", "transformer/layer_{i}/intermediate/bias", None),
     ("layer_{i}/output/kernel", "transformer/layer_{i}/output/kernel", None),
@@ -69,10 +99,15 @@ TFHUB_NAME_TABLE = (
 )
 
 TFHUB_IGNORED = (
-    (r"mlm/.*", "head of export_tfhub's `mlm` sub-model (masked LM), not part of a bare "
-     "BertEncoder"),
-    (r"do_lower_case", "the SavedModel's do_lower_case attribute (a tokenizer setting, read by "
-     "resolve_do_lower_case), not a weight"),
+    (
+        r"mlm/.*",
+        "head of export_tfhub's `mlm` sub-model (masked LM), not part of a bare BertEncoder",
+    ),
+    (
+        r"do_lower_case",
+        "the SavedModel's do_lower_case attribute (a tokenizer setting, read by "
+        "resolve_do_lower_case), not a weight",
+    ),
 )
 
 
@@ -81,7 +116,7 @@ def is_saved_model_dir(directory: str) -> bool:
 
 
 def graph_activation(directory: str) -> str:
-    """"gelu" if the SavedModel's graph computes `Erf` or `Erfc`, else "gelu_approximate"."""
+    """ "gelu" if the SavedModel's graph computes `Erf` or `Erfc`, else "gelu_approximate"."""
     proto = saved_model_pb2.SavedModel()
     with open(os.path.join(directory, SAVED_MODEL_FILE), "rb") as f:
         proto.ParseFromString(f.read())
@@ -100,12 +135,15 @@ def infer_config(shapes: dict, hidden_activation: str) -> BertConfig:
     while f"transformer/layer_{num_layers}/self_attention/query/kernel" in shapes:
         num_layers += 1
     return BertConfig(
-        vocab_size=vocab_size, hidden_size=hidden, num_layers=num_layers,
+        vocab_size=vocab_size,
+        hidden_size=hidden,
+        num_layers=num_layers,
         num_heads=shapes["transformer/layer_0/self_attention/query/kernel"][1],
         intermediate_size=shapes["transformer/layer_0/intermediate/kernel"][1],
         hidden_activation=hidden_activation,
         max_sequence_length=shapes["position_embedding/embeddings"][0],
-        type_vocab_size=shapes["type_embeddings/embeddings"][0])
+        type_vocab_size=shapes["type_embeddings/embeddings"][0],
+    )
 
 
 def _variables(directory: str) -> dict:
@@ -144,17 +182,26 @@ def read_tfhub_saved_model(directory: str):
     """
     if not is_saved_model_dir(directory):
         raise FileNotFoundError(
-            f"SavedModel not found: {os.path.join(directory, SAVED_MODEL_FILE)}")
+            f"SavedModel not found: {os.path.join(directory, SAVED_MODEL_FILE)}"
+        )
     variables = _variables(directory)
     shapes = {name: tuple(v.shape) for name, v in variables.items()}
     try:
         config = infer_config(shapes, graph_activation(directory))
     except KeyError as e:
-        raise CheckpointError(f"{directory}: not a Model Garden BERT encoder SavedModel (no "
-                              f"variable {e}); variables: {sorted(shapes)}") from None
-    return apply_table(fmt="tfhub_saved_model", weights_file=directory, config=config,
-                       names=variables, read=lambda n: np.asarray(variables[n].numpy()),
-                       table=TFHUB_NAME_TABLE, ignore_rules=TFHUB_IGNORED)
+        raise CheckpointError(
+            f"{directory}: not a Model Garden BERT encoder SavedModel (no "
+            f"variable {e}); variables: {sorted(shapes)}"
+        ) from None
+    return apply_table(
+        fmt="tfhub_saved_model",
+        weights_file=directory,
+        config=config,
+        names=variables,
+        read=lambda n: np.asarray(variables[n].numpy()),
+        table=TFHUB_NAME_TABLE,
+        ignore_rules=TFHUB_IGNORED,
+    )
 
 
 def read_do_lower_case(directory: str):

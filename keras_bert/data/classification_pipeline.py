@@ -21,6 +21,7 @@ padded to 64 otherwise). The sequence dimension of the batches is then `None`. W
 of similar length (`dynamic_padding.length_grouped_order`), and dynamic padding then cuts most of
 the remaining padding.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -34,8 +35,9 @@ from keras_bert.data.glue import InputExample
 from keras_bert.config import INPUT_NAMES
 
 
-def encode_labels(examples: Sequence[InputExample], label_list: Sequence[str] | None,
-                  is_regression: bool) -> np.ndarray:
+def encode_labels(
+    examples: Sequence[InputExample], label_list: Sequence[str] | None, is_regression: bool
+) -> np.ndarray:
     """Labels as ids: int32 [N] (index into label_list) or float32 [N] scores.
 
     Raises:
@@ -46,14 +48,18 @@ def encode_labels(examples: Sequence[InputExample], label_list: Sequence[str] | 
         out = []
         for e in examples:
             if e.label is None:
-                raise ValueError(f"example {e.guid} has no label (test splits cannot be trained or scored)")
+                raise ValueError(
+                    f"example {e.guid} has no label (test splits cannot be trained or scored)"
+                )
             out.append(float(e.label))
         return np.asarray(out, np.float32)
     index = {label: i for i, label in enumerate(label_list)}
     ids = []
     for e in examples:
         if e.label not in index:
-            raise ValueError(f"example {e.guid}: label {e.label!r} is not one of {list(label_list)}")
+            raise ValueError(
+                f"example {e.guid}: label {e.label!r} is not one of {list(label_list)}"
+            )
         ids.append(index[e.label])
     return np.asarray(ids, np.int32)
 
@@ -74,16 +80,22 @@ class EncodedExamples:
         return len(self.features["input_word_ids"])
 
 
-def encode_examples(examples: Sequence[InputExample], preprocessor: Callable,
-                    label_list: Sequence[str] | None = None, is_regression: bool = False,
-                    with_labels: bool = True, batch_size: int = 256) -> EncodedExamples:
+def encode_examples(
+    examples: Sequence[InputExample],
+    preprocessor: Callable,
+    label_list: Sequence[str] | None = None,
+    is_regression: bool = False,
+    with_labels: bool = True,
+    batch_size: int = 256,
+) -> EncodedExamples:
     """Tokenize and pack all examples once with the in-graph preprocessor (one tf.data pass).
 
     Returns:
         EncodedExamples in example order. Raises as make_classification_dataset.
     """
-    ds = make_classification_dataset(examples, preprocessor, label_list, is_regression, batch_size,
-                                     with_labels=False)
+    ds = make_classification_dataset(
+        examples, preprocessor, label_list, is_regression, batch_size, with_labels=False
+    )
     parts = {k: [] for k in INPUT_NAMES}
     for features in ds:
         for k in parts:
@@ -93,12 +105,21 @@ def encode_examples(examples: Sequence[InputExample], preprocessor: Callable,
     return EncodedExamples(features, labels)
 
 
-def make_classification_dataset(examples: Sequence[InputExample] | EncodedExamples, preprocessor: Callable | None,
-                                label_list: Sequence[str] | None = None, is_regression: bool = False,
-                                batch_size: int = 32, shuffle: bool = False, seed: int = 0,
-                                epoch: int = 0, skip_batches: int = 0, drop_remainder: bool = False,
-                                with_labels: bool = True, pad_to_multiple_of: int | None = None,
-                                group_by_length: bool = False) -> tf.data.Dataset:
+def make_classification_dataset(
+    examples: Sequence[InputExample] | EncodedExamples,
+    preprocessor: Callable | None,
+    label_list: Sequence[str] | None = None,
+    is_regression: bool = False,
+    batch_size: int = 32,
+    shuffle: bool = False,
+    seed: int = 0,
+    epoch: int = 0,
+    skip_batches: int = 0,
+    drop_remainder: bool = False,
+    with_labels: bool = True,
+    pad_to_multiple_of: int | None = None,
+    group_by_length: bool = False,
+) -> tf.data.Dataset:
     """Batches of `(features, labels)` (or `features` with with_labels=False).
 
     Args:
@@ -132,18 +153,29 @@ def make_classification_dataset(examples: Sequence[InputExample] | EncodedExampl
     if pad_to_multiple_of is not None and pad_to_multiple_of < 1:
         raise ValueError(f"pad_to_multiple_of must be >= 1 or None, got {pad_to_multiple_of}")
     if group_by_length and not (shuffle and isinstance(examples, EncodedExamples)):
-        raise ValueError("group_by_length orders a shuffled epoch of encoded examples: pass "
-                         "shuffle=True and EncodedExamples (encode_examples)")
-    trim = (lambda ds: ds) if pad_to_multiple_of is None else (
-        lambda ds: ds.map(lambda *b: _trim_batch(b, pad_to_multiple_of, with_labels),
-                          num_parallel_calls=tf.data.AUTOTUNE, deterministic=True))
+        raise ValueError(
+            "group_by_length orders a shuffled epoch of encoded examples: pass "
+            "shuffle=True and EncodedExamples (encode_examples)"
+        )
+    trim = (
+        (lambda ds: ds)
+        if pad_to_multiple_of is None
+        else (
+            lambda ds: ds.map(
+                lambda *b: _trim_batch(b, pad_to_multiple_of, with_labels),
+                num_parallel_calls=tf.data.AUTOTUNE,
+                deterministic=True,
+            )
+        )
+    )
     if isinstance(examples, EncodedExamples):
         if with_labels and examples.labels is None:
             raise ValueError("EncodedExamples without labels; pass with_labels=False")
         columns = (examples.features, examples.labels) if with_labels else examples.features
         if group_by_length:
-            order = length_grouped_order(examples.features["input_mask"].sum(-1), batch_size,
-                                         seed + epoch)
+            order = length_grouped_order(
+                examples.features["input_mask"].sum(-1), batch_size, seed + epoch
+            )
             columns = tf.nest.map_structure(lambda a: np.asarray(a)[order], columns)
         ds = tf.data.Dataset.from_tensor_slices(columns)
         if shuffle and not group_by_length:
@@ -168,8 +200,7 @@ def make_classification_dataset(examples: Sequence[InputExample] | EncodedExampl
     def _encode(batch):
         inputs = [batch["text_a"], batch["text_b"]] if is_pair else batch["text_a"]
         features = preprocessor(inputs)
-        features = {k: tf.cast(features[k], tf.int32)
-                    for k in INPUT_NAMES}
+        features = {k: tf.cast(features[k], tf.int32) for k in INPUT_NAMES}
         return (features, batch["label"]) if with_labels else features
 
     ds = ds.map(_encode, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
@@ -178,7 +209,9 @@ def make_classification_dataset(examples: Sequence[InputExample] | EncodedExampl
 
 def _trim_batch(batch: tuple, multiple: int, with_labels: bool):
     """Cut a batch's features to the longest row (by input_mask), rounded up to `multiple`."""
-    cut = trim_to_longest(batch[0], multiple=multiple)  # elements are (features, labels) or (features,)
+    cut = trim_to_longest(
+        batch[0], multiple=multiple
+    )  # elements are (features, labels) or (features,)
     return (cut, batch[1]) if with_labels else cut
 
 

@@ -9,6 +9,7 @@ the word is the first column and the NER tag the last), a blank line between sen
 The split files are `train.txt`, `valid.txt` (= eng.testa, the dev set) and `test.txt`
 (= eng.testb), as in the common redistributed form.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -87,8 +88,10 @@ def read_conll(path) -> list[NerSentence]:
                 document += bool(columns)
                 continue
             if len(columns) < 2 or not _TAG.match(columns[-1]):
-                raise ValueError(f"{path}:{number}: expected 'word ... NER-tag' with a tag O, "
-                                 f"B-<type> or I-<type>, got {line.rstrip()!r}")
+                raise ValueError(
+                    f"{path}:{number}: expected 'word ... NER-tag' with a tag O, "
+                    f"B-<type> or I-<type>, got {line.rstrip()!r}"
+                )
             words.append(columns[0])
             tags.append(columns[-1])
     _finish(words, tags, max(document, 0), sentences)
@@ -104,8 +107,10 @@ def read_conll_splits(data_dir, splits=SPLITS) -> dict:
     data_dir = pathlib.Path(data_dir)
     missing = [s for s in splits if not (data_dir / f"{s}.txt").is_file()]
     if missing:
-        raise FileNotFoundError(f"{data_dir} lacks {', '.join(s + '.txt' for s in missing)} "
-                                "(CoNLL-2003 column files train.txt / valid.txt / test.txt)")
+        raise FileNotFoundError(
+            f"{data_dir} lacks {', '.join(s + '.txt' for s in missing)} "
+            "(CoNLL-2003 column files train.txt / valid.txt / test.txt)"
+        )
     return {s: read_conll(data_dir / f"{s}.txt") for s in splits}
 
 
@@ -119,7 +124,9 @@ def label_list(sentences) -> list[str]:
 
 def counts(sentences) -> dict:
     """`{"sentences", "tokens", "documents", "entities"}` of a split (entities = `B-` tags)."""
-    return {"sentences": len(sentences),
-            "tokens": sum(len(s.words) for s in sentences),
-            "documents": len({s.document for s in sentences}),
-            "entities": sum(t.startswith("B-") for s in sentences for t in s.tags)}
+    return {
+        "sentences": len(sentences),
+        "tokens": sum(len(s.words) for s in sentences),
+        "documents": len({s.document for s in sentences}),
+        "entities": sum(t.startswith("B-") for s in sentences for t in s.tags),
+    }

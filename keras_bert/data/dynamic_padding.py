@@ -5,6 +5,7 @@ The encoder masks padded keys (`input_mask`), so cutting padding columns leaves 
 tokens unchanged (up to float summation order) while the work falls with the batch's real length.
 Used by the fine-tuning pipeline, `Task.predict` and every exported text signature.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -34,8 +35,9 @@ def trim_to_longest(features: dict, multiple: int = 1, minimum: int = 1) -> dict
     return {k: v[..., :length] for k, v in features.items()}
 
 
-def length_grouped_order(lengths, batch_size: int, seed,
-                         megabatch_batches: int = MEGABATCH_BATCHES) -> np.ndarray:
+def length_grouped_order(
+    lengths, batch_size: int, seed, megabatch_batches: int = MEGABATCH_BATCHES
+) -> np.ndarray:
     """A seeded epoch order whose consecutive `batch_size` rows have similar lengths.
 
     The rows are shuffled, cut into groups of `megabatch_batches * batch_size` rows, and each group
@@ -61,16 +63,25 @@ def length_grouped_order(lengths, batch_size: int, seed,
         ValueError: batch_size or megabatch_batches < 1.
     """
     if batch_size < 1 or megabatch_batches < 1:
-        raise ValueError(f"batch_size and megabatch_batches must be >= 1, got {batch_size} and "
-                         f"{megabatch_batches}")
+        raise ValueError(
+            f"batch_size and megabatch_batches must be >= 1, got {batch_size} and "
+            f"{megabatch_batches}"
+        )
     lengths = np.asarray(lengths)
     rng = np.random.default_rng(seed)
     order = rng.permutation(len(lengths))
     group = megabatch_batches * batch_size
-    order = np.concatenate([chunk[np.argsort(-lengths[chunk], kind="stable")]
-                            for chunk in np.split(order, range(group, len(order), group))]
-                           ) if len(order) else order.astype(np.int64)
+    order = (
+        np.concatenate(
+            [
+                chunk[np.argsort(-lengths[chunk], kind="stable")]
+                for chunk in np.split(order, range(group, len(order), group))
+            ]
+        )
+        if len(order)
+        else order.astype(np.int64)
+    )
     full = len(order) // batch_size
     batches = rng.permutation(full)
-    head = order[:full * batch_size].reshape(full, batch_size)[batches].reshape(-1)
-    return np.concatenate([head, order[full * batch_size:]]).astype(np.int64)
+    head = order[: full * batch_size].reshape(full, batch_size)[batches].reshape(-1)
+    return np.concatenate([head, order[full * batch_size :]]).astype(np.int64)

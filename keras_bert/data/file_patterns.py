@@ -6,6 +6,7 @@ pick up the files we write beside a data set (`data.tfrecord.summary.json` from
 create_pretraining_data, `*.tmp` files of an unfinished write): those are skipped when a glob
 matches them; a path named literally is always kept.
 """
+
 from __future__ import annotations
 
 import glob
@@ -41,8 +42,11 @@ def expand_file_patterns(patterns: str | Iterable[str], what: str = "input file"
     files, seen, missing = [], set(), []
     for pattern in items:
         if GLOB_CHARS & set(pattern):
-            matched = [f for f in sorted(glob.glob(pattern))
-                       if os.path.isfile(f) and not f.endswith(SIDECAR_SUFFIXES)]
+            matched = [
+                f
+                for f in sorted(glob.glob(pattern))
+                if os.path.isfile(f) and not f.endswith(SIDECAR_SUFFIXES)
+            ]
         else:
             matched = [pattern] if os.path.isfile(pattern) else []
         if not matched:

@@ -30,6 +30,7 @@ unacceptable/acceptable, MRPC not_equivalent/equivalent, QQP not_duplicate/dupli
 
 Test splits carry no labels: their examples have `label=None` and are never used as classes.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -113,21 +114,52 @@ class GlueTask:
         return self.labelled.text_b is not None
 
 
-def _task(name, labels, dirnames, labelled, unlabelled, tfds_text, *, mnli=False, regression=False,
-          names=()):
+def _task(
+    name,
+    labels,
+    dirnames,
+    labelled,
+    unlabelled,
+    tfds_text,
+    *,
+    mnli=False,
+    regression=False,
+    names=(),
+):
     if mnli:
-        splits = {"train": "train", "dev_matched": "dev_matched", "dev_mismatched": "dev_mismatched",
-                  "test_matched": "test_matched", "test_mismatched": "test_mismatched"}
+        splits = {
+            "train": "train",
+            "dev_matched": "dev_matched",
+            "dev_mismatched": "dev_mismatched",
+            "test_matched": "test_matched",
+            "test_mismatched": "test_mismatched",
+        }
         dev_splits = ("dev_matched", "dev_mismatched")
-        tfds_splits = {"train": "train", "dev_matched": "validation_matched",
-                       "dev_mismatched": "validation_mismatched", "test_matched": "test_matched",
-                       "test_mismatched": "test_mismatched"}
+        tfds_splits = {
+            "train": "train",
+            "dev_matched": "validation_matched",
+            "dev_mismatched": "validation_mismatched",
+            "test_matched": "test_matched",
+            "test_mismatched": "test_mismatched",
+        }
     else:
         splits = {"train": "train", "dev": "dev", "test": "test"}
         dev_splits = ("dev",)
         tfds_splits = {"train": "train", "dev": "validation", "test": "test"}
-    return GlueTask(name, tuple(labels), regression, dirnames, splits, dev_splits, f"glue/{name}",
-                    labelled, unlabelled, tfds_text, tfds_splits, tuple(names))
+    return GlueTask(
+        name,
+        tuple(labels),
+        regression,
+        dirnames,
+        splits,
+        dev_splits,
+        f"glue/{name}",
+        labelled,
+        unlabelled,
+        tfds_text,
+        tfds_splits,
+        tuple(names),
+    )
 
 
 _BINARY = ("0", "1")
@@ -136,25 +168,84 @@ _NLI2 = ("entailment", "not_entailment")
 TASKS: dict[str, GlueTask] = {
     t.name: t
     for t in [
-        _task("cola", _BINARY, ("cola", "CoLA"), _Columns(3, None, 1, False, 4),
-              _Columns(1, None, None, True), ("sentence", None), names=("unacceptable", "acceptable")),
-        _task("sst2", _BINARY, ("sst2", "SST-2", "sst-2"), _Columns(0, None, 1, True),
-              _Columns(1, None, None, True), ("sentence", None), names=("negative", "positive")),
-        _task("mrpc", _BINARY, ("mrpc", "MRPC"), _Columns(3, 4, 0, True),
-              _Columns(3, 4, None, True), ("sentence1", "sentence2"), names=("not_equivalent", "equivalent")),
-        _task("stsb", (), ("stsb", "STS-B", "sts-b"), _Columns(7, 8, -1, True),
-              _Columns(7, 8, None, True), ("sentence1", "sentence2"), regression=True),
-        _task("qqp", _BINARY, ("qqp", "QQP"), _Columns(3, 4, 5, True),
-              _Columns(1, 2, None, True), ("question1", "question2"), names=("not_duplicate", "duplicate")),
-        _task("mnli", ("contradiction", "entailment", "neutral"), ("mnli", "MNLI"),
-              _Columns(8, 9, -1, True), _Columns(8, 9, None, True), ("premise", "hypothesis"),
-              mnli=True),
-        _task("qnli", _NLI2, ("qnli", "QNLI"), _Columns(1, 2, -1, True),
-              _Columns(1, 2, None, True), ("question", "sentence")),
-        _task("rte", _NLI2, ("rte", "RTE"), _Columns(1, 2, -1, True),
-              _Columns(1, 2, None, True), ("sentence1", "sentence2")),
-        _task("wnli", _BINARY, ("wnli", "WNLI"), _Columns(1, 2, -1, True),
-              _Columns(1, 2, None, True), ("sentence1", "sentence2")),
+        _task(
+            "cola",
+            _BINARY,
+            ("cola", "CoLA"),
+            _Columns(3, None, 1, False, 4),
+            _Columns(1, None, None, True),
+            ("sentence", None),
+            names=("unacceptable", "acceptable"),
+        ),
+        _task(
+            "sst2",
+            _BINARY,
+            ("sst2", "SST-2", "sst-2"),
+            _Columns(0, None, 1, True),
+            _Columns(1, None, None, True),
+            ("sentence", None),
+            names=("negative", "positive"),
+        ),
+        _task(
+            "mrpc",
+            _BINARY,
+            ("mrpc", "MRPC"),
+            _Columns(3, 4, 0, True),
+            _Columns(3, 4, None, True),
+            ("sentence1", "sentence2"),
+            names=("not_equivalent", "equivalent"),
+        ),
+        _task(
+            "stsb",
+            (),
+            ("stsb", "STS-B", "sts-b"),
+            _Columns(7, 8, -1, True),
+            _Columns(7, 8, None, True),
+            ("sentence1", "sentence2"),
+            regression=True,
+        ),
+        _task(
+            "qqp",
+            _BINARY,
+            ("qqp", "QQP"),
+            _Columns(3, 4, 5, True),
+            _Columns(1, 2, None, True),
+            ("question1", "question2"),
+            names=("not_duplicate", "duplicate"),
+        ),
+        _task(
+            "mnli",
+            ("contradiction", "entailment", "neutral"),
+            ("mnli", "MNLI"),
+            _Columns(8, 9, -1, True),
+            _Columns(8, 9, None, True),
+            ("premise", "hypothesis"),
+            mnli=True,
+        ),
+        _task(
+            "qnli",
+            _NLI2,
+            ("qnli", "QNLI"),
+            _Columns(1, 2, -1, True),
+            _Columns(1, 2, None, True),
+            ("question", "sentence"),
+        ),
+        _task(
+            "rte",
+            _NLI2,
+            ("rte", "RTE"),
+            _Columns(1, 2, -1, True),
+            _Columns(1, 2, None, True),
+            ("sentence1", "sentence2"),
+        ),
+        _task(
+            "wnli",
+            _BINARY,
+            ("wnli", "WNLI"),
+            _Columns(1, 2, -1, True),
+            _Columns(1, 2, None, True),
+            ("sentence1", "sentence2"),
+        ),
     ]
 }
 
@@ -200,11 +291,14 @@ def find_split_file(task_name: str, split: str, data_dir: str | os.PathLike) -> 
         if path.is_file():
             return path
     raise FileNotFoundError(
-        f"no {stem} for GLUE task {task.name!r} under {root}; tried: " + ", ".join(map(str, candidates)))
+        f"no {stem} for GLUE task {task.name!r} under {root}; tried: "
+        + ", ".join(map(str, candidates))
+    )
 
 
-def read_tsv_file(path: str | os.PathLike, task_name: str, split: str,
-                  on_error: str = "warn") -> list[InputExample]:
+def read_tsv_file(
+    path: str | os.PathLike, task_name: str, split: str, on_error: str = "warn"
+) -> list[InputExample]:
     """Read one GLUE TSV file (see the module docstring for layouts and quirks).
 
     Args:
@@ -269,8 +363,9 @@ def read_tsv_file(path: str | os.PathLike, task_name: str, split: str,
     return examples
 
 
-def examples_from_tfds(task_name: str, split: str, rows: Iterable[dict],
-                       label_names: Sequence[str] | None = None) -> list[InputExample]:
+def examples_from_tfds(
+    task_name: str, split: str, rows: Iterable[dict], label_names: Sequence[str] | None = None
+) -> list[InputExample]:
     """Turn tensorflow-datasets GLUE rows (dicts of numpy values) into InputExamples.
 
     Args:
@@ -293,13 +388,18 @@ def examples_from_tfds(task_name: str, split: str, rows: Iterable[dict],
             label = float(raw) if float(raw) >= 0 else None
         elif int(raw) >= 0:
             name = label_names[int(raw)] if label_names is not None else str(int(raw))
-            if name not in task.labels and name in task.label_names:   # tfds SST-2: "positive" -> "1"
+            if (
+                name not in task.labels and name in task.label_names
+            ):  # tfds SST-2: "positive" -> "1"
                 name = task.labels[task.label_names.index(name)]
             if name not in task.labels:
                 raise ValueError(f"tfds label {name!r} of {task.tfds_name} not in {task.labels}")
             label = name
-        out.append(InputExample(f"{split}-{i}", _str(row[key_a]),
-                                _str(row[key_b]) if key_b else None, label))
+        out.append(
+            InputExample(
+                f"{split}-{i}", _str(row[key_a]), _str(row[key_b]) if key_b else None, label
+            )
+        )
     return out
 
 
@@ -313,8 +413,9 @@ def load_glue_tfds(task_name: str, split: str) -> list[InputExample]:
     return examples_from_tfds(task.name, split, tfds.as_numpy(ds), names)
 
 
-def read_glue(task_name: str, split: str, data_dir: str | os.PathLike | None = None,
-              on_error: str = "warn") -> list[InputExample]:
+def read_glue(
+    task_name: str, split: str, data_dir: str | os.PathLike | None = None, on_error: str = "warn"
+) -> list[InputExample]:
     """Read a GLUE split from local TSVs, else (no data_dir) through tensorflow-datasets.
 
     Args:
@@ -331,11 +432,14 @@ def read_glue(task_name: str, split: str, data_dir: str | os.PathLike | None = N
     """
     data_dir = data_dir or os.environ.get("KERAS_BERT_DATA_DIR")
     if data_dir:
-        return read_tsv_file(find_split_file(task_name, split, data_dir), task_name, split, on_error)
+        return read_tsv_file(
+            find_split_file(task_name, split, data_dir), task_name, split, on_error
+        )
     try:
         return load_glue_tfds(task_name, split)
     except Exception as e:  # ImportError, no network, a broken tfds install: all end the same way.
         raise FileNotFoundError(
             f"no local GLUE data for task {get_task(task_name).name!r} (looked in: no data_dir / --data_dir "
             f"given, $KERAS_BERT_DATA_DIR not set); pass --data_dir or set KERAS_BERT_DATA_DIR "
-            f"(tensorflow-datasets fallback failed: {type(e).__name__}: {e})") from e
+            f"(tensorflow-datasets fallback failed: {type(e).__name__}: {e})"
+        ) from e

@@ -15,6 +15,7 @@ same rule holds with "name" = a label that is not a whole number.
 Errors name the first offending row as its 0-based data row (the header line and blank JSONL lines
 not counted), as `row` in metrics.json's `label_issues` does.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -34,8 +35,10 @@ def _fail(source: str, row: int, label: str, problem: str, label_names) -> Label
     elif any(_is_id(n) for n in label_names):
         rule = f"give every label as one of the names {list(label_names)}"
     else:
-        rule = (f"give every label as a name of {list(label_names)} or every label as an id "
-                f"0..{len(label_names) - 1}, not a mix")
+        rule = (
+            f"give every label as a name of {list(label_names)} or every label as an id "
+            f"0..{len(label_names) - 1}, not a mix"
+        )
     return LabelError(f"{source}: data row {row} (0-based): label {label!r} {problem}; {rule}")
 
 
@@ -89,8 +92,13 @@ def label_set(labels, source: str) -> list[str]:
     if first_name is not None:
         for row, label in enumerate(labels):
             if _is_id(label):
-                raise _fail(source, row, label, f"is an id but data row {first_name[0]} is the "
-                            f"name {first_name[1]!r}", None)
+                raise _fail(
+                    source,
+                    row,
+                    label,
+                    f"is an id but data row {first_name[0]} is the name {first_name[1]!r}",
+                    None,
+                )
     distinct = sorted(set(labels))
     if len(distinct) < 2:
         raise LabelError(f"{source}: {len(distinct)} distinct label(s) {distinct}; need at least 2")

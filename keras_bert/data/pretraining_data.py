@@ -26,6 +26,7 @@ another document, 0 when it is the true continuation. A chunk of a single senten
 random next segment (as in the reference); with the two-segment rule above this only happens at
 the end of a document, so the positive rate stays close to 0.5.
 """
+
 from __future__ import annotations
 
 import collections
@@ -114,7 +115,9 @@ def read_raw_documents(path: str, input_format: str = "text") -> list[list[str]]
                     documents.append([])
                 else:
                     documents[-1].append(line)
-            elif _WIKITEXT_TITLE.match(line.rstrip("\n")) and not _WIKITEXT_HEADING.match(line.rstrip("\n")):
+            elif _WIKITEXT_TITLE.match(line.rstrip("\n")) and not _WIKITEXT_HEADING.match(
+                line.rstrip("\n")
+            ):
                 documents.append([])
             elif line.strip() and not _WIKITEXT_HEADING.match(line.rstrip("\n")):
                 documents[-1].extend(split_wikitext_sentences(line))
@@ -160,7 +163,9 @@ def tokenize_corpus(
     raw = [doc for path in input_files for doc in read_raw_documents(path, input_format)]
     chunk = 64
     chunks = [raw[i : i + chunk] for i in range(0, len(raw), chunk)]
-    bar = progress_bar(total=len(raw), desc="tokenizing documents", unit="doc", disable=not show_progress)
+    bar = progress_bar(
+        total=len(raw), desc="tokenizing documents", unit="doc", disable=not show_progress
+    )
     documents: list[list[list[str]]] = []
     if num_workers <= 1:
         _init_worker(vocab_file, do_lower_case)
@@ -168,8 +173,11 @@ def tokenize_corpus(
         pool = None
     else:
         pool = concurrent.futures.ProcessPoolExecutor(
-            num_workers, mp_context=multiprocessing.get_context("spawn"),
-            initializer=_init_worker, initargs=(vocab_file, do_lower_case))
+            num_workers,
+            mp_context=multiprocessing.get_context("spawn"),
+            initializer=_init_worker,
+            initargs=(vocab_file, do_lower_case),
+        )
         results = pool.map(_tokenize_documents, chunks)
     try:
         for raw_chunk, tokenized in zip(chunks, results):
@@ -187,8 +195,9 @@ def tokenize_corpus(
 # ---------------------------------------------------------------------------------------------
 
 
-def truncate_seq_pair_randomly(tokens_a: list, tokens_b: list, max_num_tokens: int,
-                               rng: random.Random) -> None:
+def truncate_seq_pair_randomly(
+    tokens_a: list, tokens_b: list, max_num_tokens: int, rng: random.Random
+) -> None:
     """Truncates in place, one piece at a time from the longer list, at its front or back at random
     (google-research/bert `truncate_seq_pair`)."""
     while len(tokens_a) + len(tokens_b) > max_num_tokens:
@@ -226,7 +235,9 @@ def create_masked_lm_predictions(
     num_candidates = sum(len(c) for c in cand_indexes)
     rng.shuffle(cand_indexes)
     output_tokens = list(tokens)
-    num_to_predict = min(max_predictions_per_seq, max(1, int(round(num_candidates * masked_lm_prob))))
+    num_to_predict = min(
+        max_predictions_per_seq, max(1, int(round(num_candidates * masked_lm_prob)))
+    )
     masked = []  # (index, label, kind)
     for index_set in cand_indexes:
         if len(masked) >= num_to_predict:
@@ -239,15 +250,25 @@ def create_masked_lm_predictions(
             elif rng.random() < 0.5:
                 kind = "keep"
             else:
-                output_tokens[index], kind = vocab_words[rng.randint(0, len(vocab_words) - 1)], "random"
+                output_tokens[index], kind = (
+                    vocab_words[rng.randint(0, len(vocab_words) - 1)],
+                    "random",
+                )
             masked.append((index, tokens[index], kind))
     masked.sort(key=lambda m: m[0])
     return (output_tokens, [m[0] for m in masked], [m[1] for m in masked], [m[2] for m in masked])
 
 
 def create_instances_from_document(
-    all_documents, document_index, max_seq_length, short_seq_prob, masked_lm_prob,
-    max_predictions_per_seq, vocab_words, rng, do_whole_word_mask=False,
+    all_documents,
+    document_index,
+    max_seq_length,
+    short_seq_prob,
+    masked_lm_prob,
+    max_predictions_per_seq,
+    vocab_words,
+    rng,
+    do_whole_word_mask=False,
 ) -> list[TrainingInstance]:
     """Packs one document's sentences into instances (google-research/bert's algorithm)."""
     document = all_documents[document_index]
@@ -266,7 +287,9 @@ def create_instances_from_document(
         # Deviation: a chunk holds at least two segments unless the document ends, so that a
         # true continuation exists (the reference emits a lone long sentence with a forced
         # random next segment, which pushes the NSP positive rate well above 0.5).
-        if i == len(document) - 1 or (current_length >= target_seq_length and len(current_chunk) >= 2):
+        if i == len(document) - 1 or (
+            current_length >= target_seq_length and len(current_chunk) >= 2
+        ):
             if current_chunk:
                 a_end = rng.randint(1, len(current_chunk) - 1) if len(current_chunk) >= 2 else 1
                 tokens_a = [t for seg in current_chunk[:a_end] for t in seg]
@@ -291,8 +314,16 @@ def create_instances_from_document(
                 tokens = [CLS] + tokens_a + [SEP] + tokens_b + [SEP]
                 segment_ids = [0] * (len(tokens_a) + 2) + [1] * (len(tokens_b) + 1)
                 tokens, positions, labels, kinds = create_masked_lm_predictions(
-                    tokens, masked_lm_prob, max_predictions_per_seq, vocab_words, rng, do_whole_word_mask)
-                instances.append(TrainingInstance(tokens, segment_ids, is_random_next, positions, labels, kinds))
+                    tokens,
+                    masked_lm_prob,
+                    max_predictions_per_seq,
+                    vocab_words,
+                    rng,
+                    do_whole_word_mask,
+                )
+                instances.append(
+                    TrainingInstance(tokens, segment_ids, is_random_next, positions, labels, kinds)
+                )
             current_chunk = []
             current_length = 0
         i += 1
@@ -300,9 +331,16 @@ def create_instances_from_document(
 
 
 def create_training_instances(
-    documents: list, vocab_words: Sequence[str], max_seq_length: int = 128, dupe_factor: int = 10,
-    short_seq_prob: float = 0.1, masked_lm_prob: float = 0.15, max_predictions_per_seq: int = 20,
-    do_whole_word_mask: bool = False, random_seed: int = 12345, show_progress: bool = False,
+    documents: list,
+    vocab_words: Sequence[str],
+    max_seq_length: int = 128,
+    dupe_factor: int = 10,
+    short_seq_prob: float = 0.1,
+    masked_lm_prob: float = 0.15,
+    max_predictions_per_seq: int = 20,
+    do_whole_word_mask: bool = False,
+    random_seed: int = 12345,
+    show_progress: bool = False,
 ) -> list[TrainingInstance]:
     """Creates shuffled instances from tokenized documents, `dupe_factor` passes with fresh masks.
 
@@ -320,11 +358,15 @@ def create_training_instances(
             out-of-range arguments.
     """
     if len(documents) < 2:
-        raise ValueError(f"need at least 2 documents for next-sentence prediction, got {len(documents)}")
+        raise ValueError(
+            f"need at least 2 documents for next-sentence prediction, got {len(documents)}"
+        )
     check_max_seq_length(max_seq_length, is_pair=True)  # the one rule, then this recipe's own:
     if max_seq_length < 5:  # [CLS] A [SEP] B [SEP] with at least one token in each segment
-        raise ValueError(f"max_seq_length={max_seq_length} must be >= 5 for pretraining instances "
-                         "(two non-empty segments and three special tokens)")
+        raise ValueError(
+            f"max_seq_length={max_seq_length} must be >= 5 for pretraining instances "
+            "(two non-empty segments and three special tokens)"
+        )
     if not 0.0 < masked_lm_prob <= 1.0:
         raise ValueError(f"masked_lm_prob={masked_lm_prob} must be in (0, 1]")
     if max_predictions_per_seq < 1:
@@ -333,13 +375,27 @@ def create_training_instances(
     documents = list(documents)
     rng.shuffle(documents)
     instances = []
-    bar = progress_bar(total=dupe_factor * len(documents), desc="creating instances", unit="doc",
-               disable=not show_progress)
+    bar = progress_bar(
+        total=dupe_factor * len(documents),
+        desc="creating instances",
+        unit="doc",
+        disable=not show_progress,
+    )
     for _ in range(dupe_factor):
         for document_index in range(len(documents)):
-            instances.extend(create_instances_from_document(
-                documents, document_index, max_seq_length, short_seq_prob, masked_lm_prob,
-                max_predictions_per_seq, vocab_words, rng, do_whole_word_mask))
+            instances.extend(
+                create_instances_from_document(
+                    documents,
+                    document_index,
+                    max_seq_length,
+                    short_seq_prob,
+                    masked_lm_prob,
+                    max_predictions_per_seq,
+                    vocab_words,
+                    rng,
+                    do_whole_word_mask,
+                )
+            )
             bar.update(1)
     bar.close()
     rng.shuffle(instances)
@@ -351,8 +407,9 @@ def create_training_instances(
 # ---------------------------------------------------------------------------------------------
 
 
-def instance_to_features(instance: TrainingInstance, vocab: dict, max_seq_length: int,
-                         max_predictions_per_seq: int) -> dict:
+def instance_to_features(
+    instance: TrainingInstance, vocab: dict, max_seq_length: int, max_predictions_per_seq: int
+) -> dict:
     """Converts an instance to the SPEC section 4 features (numpy, padded).
 
     Returns:
@@ -367,8 +424,10 @@ def instance_to_features(instance: TrainingInstance, vocab: dict, max_seq_length
     """
     n, p = len(instance.tokens), len(instance.masked_lm_positions)
     if n > max_seq_length or p > max_predictions_per_seq:
-        raise ValueError(f"instance of {n} tokens / {p} predictions exceeds {max_seq_length} / "
-                         f"{max_predictions_per_seq}")
+        raise ValueError(
+            f"instance of {n} tokens / {p} predictions exceeds {max_seq_length} / "
+            f"{max_predictions_per_seq}"
+        )
     ids = np.zeros(max_seq_length, np.int64)
     ids[:n] = [vocab[t] for t in instance.tokens]
     mask = np.zeros(max_seq_length, np.int64)
@@ -382,8 +441,12 @@ def instance_to_features(instance: TrainingInstance, vocab: dict, max_seq_length
     weights = np.zeros(max_predictions_per_seq, np.float32)
     weights[:p] = 1.0
     return {
-        "input_word_ids": ids, "input_mask": mask, "input_type_ids": types,
-        "masked_lm_positions": positions, "masked_lm_ids": labels, "masked_lm_weights": weights,
+        "input_word_ids": ids,
+        "input_mask": mask,
+        "input_type_ids": types,
+        "masked_lm_positions": positions,
+        "masked_lm_ids": labels,
+        "masked_lm_weights": weights,
         "next_sentence_labels": np.array([int(instance.is_random_next)], np.int64),
     }
 
@@ -407,13 +470,20 @@ def shard_paths(output_file: str, num_shards: int = 1) -> list[str]:
     paths = [p.strip() for p in output_file.split(",") if p.strip()]
     if num_shards > 1:
         if len(paths) != 1:
-            raise ValueError("give either a comma-separated --output_file or --num_shards > 1, not both")
+            raise ValueError(
+                "give either a comma-separated --output_file or --num_shards > 1, not both"
+            )
         paths = [f"{paths[0]}-{i:05d}-of-{num_shards:05d}" for i in range(num_shards)]
     return paths
 
 
-def write_instances(instances: Sequence[TrainingInstance], vocab: dict, output_files: Sequence[str],
-                    max_seq_length: int, max_predictions_per_seq: int) -> list[int]:
+def write_instances(
+    instances: Sequence[TrainingInstance],
+    vocab: dict,
+    output_files: Sequence[str],
+    max_seq_length: int,
+    max_predictions_per_seq: int,
+) -> list[int]:
     """Writes instances round-robin into the TFRecord files (uncompressed, byte-deterministic:
     Examples are serialized with `deterministic=True`, since protobuf map order otherwise varies
     between processes).
@@ -429,8 +499,12 @@ def write_instances(instances: Sequence[TrainingInstance], vocab: dict, output_f
     counts = [0] * len(writers)
     try:
         for k, instance in enumerate(instances):
-            features = instance_to_features(instance, vocab, max_seq_length, max_predictions_per_seq)
-            writers[k % len(writers)].write(features_to_example(features).SerializeToString(deterministic=True))
+            features = instance_to_features(
+                instance, vocab, max_seq_length, max_predictions_per_seq
+            )
+            writers[k % len(writers)].write(
+                features_to_example(features).SerializeToString(deterministic=True)
+            )
             counts[k % len(writers)] += 1
     finally:
         for w in writers:
@@ -438,7 +512,9 @@ def write_instances(instances: Sequence[TrainingInstance], vocab: dict, output_f
     return counts
 
 
-def summarize_instances(instances: Iterable[TrainingInstance], num_documents: int | None = None) -> dict:
+def summarize_instances(
+    instances: Iterable[TrainingInstance], num_documents: int | None = None
+) -> dict:
     """Statistics of a set of instances (JSON-able dict).
 
     Keys: instances; tokens (real tokens incl. specials); candidate_tokens (non-[CLS]/[SEP]);

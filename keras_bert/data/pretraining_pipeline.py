@@ -9,6 +9,7 @@ epoch), batch, prefetch. Works under any `tf.distribute` strategy: pass the data
 
 Model Garden reference: `official/nlp/data/pretrain_dataloader.py`.
 """
+
 from __future__ import annotations
 
 from typing import Sequence
@@ -29,7 +30,12 @@ class CorruptShardError(ValueError):
 def feature_spec(max_seq_length: int, max_predictions_per_seq: int) -> dict:
     """`tf.io.parse_single_example` spec of one pretraining record (all fixed length)."""
     spec = {name: tf.io.FixedLenFeature([max_seq_length], tf.int64) for name in INT_FEATURES}
-    spec.update({name: tf.io.FixedLenFeature([max_predictions_per_seq], tf.int64) for name in MLM_INT_FEATURES})
+    spec.update(
+        {
+            name: tf.io.FixedLenFeature([max_predictions_per_seq], tf.int64)
+            for name in MLM_INT_FEATURES
+        }
+    )
     spec["masked_lm_weights"] = tf.io.FixedLenFeature([max_predictions_per_seq], tf.float32)
     spec["next_sentence_labels"] = tf.io.FixedLenFeature([1], tf.int64)
     return spec
@@ -42,7 +48,9 @@ def parse_record(serialized, max_seq_length: int, max_predictions_per_seq: int) 
         dict: the three model inputs int32 [T]; masked_lm_positions/ids int32 [P];
         masked_lm_weights float32 [P]; next_sentence_labels int32 [1].
     """
-    ex = tf.io.parse_single_example(serialized, feature_spec(max_seq_length, max_predictions_per_seq))
+    ex = tf.io.parse_single_example(
+        serialized, feature_spec(max_seq_length, max_predictions_per_seq)
+    )
     return {k: tf.cast(v, tf.int32) if v.dtype == tf.int64 else v for k, v in ex.items()}
 
 
@@ -65,13 +73,21 @@ def verify_shards(files: Sequence[str]) -> list[int]:
         except tf.errors.DataLossError as e:
             raise CorruptShardError(
                 f"pretraining shard {path} is truncated or corrupt ({e.message.strip()}); "
-                "re-create it with recipes/create_pretraining_data.py") from None
+                "re-create it with recipes/create_pretraining_data.py"
+            ) from None
         counts.append(int(n))
     return counts
 
 
-def dynamic_mask(features: dict, seed, vocab_size: int, mask_token_id: int, cls_token_id: int,
-                 sep_token_id: int, masked_lm_prob: float = 0.15) -> dict:
+def dynamic_mask(
+    features: dict,
+    seed,
+    vocab_size: int,
+    mask_token_id: int,
+    cls_token_id: int,
+    sep_token_id: int,
+    masked_lm_prob: float = 0.15,
+) -> dict:
     """Restores the original tokens of one record, then draws a fresh MLM mask (token level).
 
     Same rule as `pretraining_data.create_masked_lm_predictions` without whole words: n =
@@ -92,17 +108,24 @@ def dynamic_mask(features: dict, seed, vocab_size: int, mask_token_id: int, cls_
     # Undo the static mask, if any: put each label back at its position.
     valid = features["masked_lm_weights"] > 0
     pos = tf.boolean_mask(features["masked_lm_positions"], valid)
-    orig = tf.tensor_scatter_nd_update(ids, pos[:, None], tf.boolean_mask(features["masked_lm_ids"], valid))
+    orig = tf.tensor_scatter_nd_update(
+        ids, pos[:, None], tf.boolean_mask(features["masked_lm_ids"], valid)
+    )
     candidate = (features["input_mask"] > 0) & (orig != cls_token_id) & (orig != sep_token_id)
     n = tf.reduce_sum(tf.cast(candidate, tf.int32))
-    k = tf.minimum(num_pred, tf.maximum(1, tf.cast(tf.round(tf.cast(n, tf.float32) * masked_lm_prob), tf.int32)))
+    k = tf.minimum(
+        num_pred,
+        tf.maximum(1, tf.cast(tf.round(tf.cast(n, tf.float32) * masked_lm_prob), tf.int32)),
+    )
     k = tf.minimum(k, n)
     seeds = tf.random.experimental.stateless_split(tf.cast(seed, tf.int64), 3)
     score = tf.random.stateless_uniform(tf.shape(orig), seeds[0])
     score = tf.where(candidate, score, -1.0)
     chosen = tf.sort(tf.math.top_k(score, k=k).indices)
     u = tf.random.stateless_uniform([k], seeds[1])
-    random_ids = tf.random.stateless_uniform([k], seeds[2], minval=0, maxval=vocab_size, dtype=tf.int32)
+    random_ids = tf.random.stateless_uniform(
+        [k], seeds[2], minval=0, maxval=vocab_size, dtype=tf.int32
+    )
     labels = tf.gather(orig, chosen)
     new = tf.where(u < 0.8, mask_token_id, tf.where(u < 0.9, random_ids, labels))
     out = dict(features)
@@ -164,8 +187,10 @@ def make_pretraining_dataset(
         verify_shards(files)
     if input_context is not None and input_context.num_input_pipelines > 1:
         if len(files) < input_context.num_input_pipelines:
-            raise ValueError(f"{len(files)} shards cannot be split between "
-                             f"{input_context.num_input_pipelines} input pipelines")
+            raise ValueError(
+                f"{len(files)} shards cannot be split between "
+                f"{input_context.num_input_pipelines} input pipelines"
+            )
         files = files[input_context.input_pipeline_id :: input_context.num_input_pipelines]
     if input_context is not None:
         batch_size = input_context.get_per_replica_batch_size(batch_size)
@@ -173,19 +198,33 @@ def make_pretraining_dataset(
     ds = tf.data.Dataset.from_tensor_slices(files)
     if is_training:
         ds = ds.shuffle(len(files), seed=seed, reshuffle_each_iteration=True).repeat()
-    ds = ds.interleave(tf.data.TFRecordDataset, cycle_length=min(cycle_length, len(files)),
-                       num_parallel_calls=tf.data.AUTOTUNE, deterministic=seed is not None or not is_training)
+    ds = ds.interleave(
+        tf.data.TFRecordDataset,
+        cycle_length=min(cycle_length, len(files)),
+        num_parallel_calls=tf.data.AUTOTUNE,
+        deterministic=seed is not None or not is_training,
+    )
     if is_training:
         ds = ds.shuffle(shuffle_buffer, seed=seed, reshuffle_each_iteration=True)
-    ds = ds.map(lambda r: parse_record(r, max_seq_length, max_predictions_per_seq),
-                num_parallel_calls=tf.data.AUTOTUNE)
+    ds = ds.map(
+        lambda r: parse_record(r, max_seq_length, max_predictions_per_seq),
+        num_parallel_calls=tf.data.AUTOTUNE,
+    )
     if dynamic_masking:
         # Dataset.random with rerandomize_each_iteration gives a fresh seed stream per epoch.
         seeds = tf.data.Dataset.random(seed=seed, rerandomize_each_iteration=True)
         ds = tf.data.Dataset.zip(ds, seeds).map(
-            lambda f, s: dynamic_mask(f, tf.stack([s, tf.constant(0, tf.int64)]), vocab_size,
-                                      mask_token_id, cls_token_id, sep_token_id, masked_lm_prob),
-            num_parallel_calls=tf.data.AUTOTUNE)
+            lambda f, s: dynamic_mask(
+                f,
+                tf.stack([s, tf.constant(0, tf.int64)]),
+                vocab_size,
+                mask_token_id,
+                cls_token_id,
+                sep_token_id,
+                masked_lm_prob,
+            ),
+            num_parallel_calls=tf.data.AUTOTUNE,
+        )
     if not use_nsp:
         ds = ds.map(lambda f: {k: v for k, v in f.items() if k != "next_sentence_labels"})
     ds = ds.batch(batch_size, drop_remainder=is_training)

@@ -20,6 +20,7 @@ Features (`convert_example`), as `run_squad.py::convert_examples_to_features`:
 Packing: `[CLS] question [SEP] context-window [SEP]`, type ids 0 then 1, padding to
 `max_seq_length`.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -115,18 +116,32 @@ def read_squad_examples(path, version_2_with_negative: bool = False) -> list[Squ
             for qa in paragraph["qas"]:
                 impossible = bool(qa.get("is_impossible", False))
                 if impossible and not version_2_with_negative:
-                    raise ValueError(f"{path}: question {qa['id']} is unanswerable (v2.0); read "
-                                     "it with version_2_with_negative=True")
+                    raise ValueError(
+                        f"{path}: question {qa['id']} is unanswerable (v2.0); read "
+                        "it with version_2_with_negative=True"
+                    )
                 answers = []
-                for a in ([] if impossible else qa.get("answers", [])):
+                for a in [] if impossible else qa.get("answers", []):
                     text, start = a["text"], int(a["answer_start"])
-                    if context[start:start + len(text)] != text:
-                        logger.warning("question %s: answer %r is not at character %d of its "
-                                       "context; dropped", qa["id"], text, start)
+                    if context[start : start + len(text)] != text:
+                        logger.warning(
+                            "question %s: answer %r is not at character %d of its context; dropped",
+                            qa["id"],
+                            text,
+                            start,
+                        )
                         continue
                     answers.append((text, start))
-                examples.append(SquadExample(qa["id"], qa["question"], context, tuple(answers),
-                                             impossible, article.get("title", "")))
+                examples.append(
+                    SquadExample(
+                        qa["id"],
+                        qa["question"],
+                        context,
+                        tuple(answers),
+                        impossible,
+                        article.get("title", ""),
+                    )
+                )
     return examples
 
 
@@ -137,17 +152,24 @@ def answer_token_span(answer_start: int, answer_end: int, starts, ends) -> tuple
     return (hits[0], hits[-1]) if hits else None
 
 
-def check_lengths(max_seq_length: int, doc_stride: int, max_query_length: int,
-                  max_sequence_length: int | None = None) -> None:
+def check_lengths(
+    max_seq_length: int,
+    doc_stride: int,
+    max_query_length: int,
+    max_sequence_length: int | None = None,
+) -> None:
     """Raises ValueError unless a window has room for >= 1 context piece after a full query."""
     check_max_seq_length(max_seq_length, max_sequence_length, is_pair=True)
     if max_query_length < 1 or doc_stride < 1:
-        raise ValueError(f"max_query_length and doc_stride must be >= 1, got {max_query_length}, "
-                         f"{doc_stride}")
+        raise ValueError(
+            f"max_query_length and doc_stride must be >= 1, got {max_query_length}, {doc_stride}"
+        )
     if max_seq_length - max_query_length - 3 < 1:
-        raise ValueError(f"max_seq_length={max_seq_length} leaves no room for the context after "
-                         f"max_query_length={max_query_length} pieces and [CLS]/[SEP]/[SEP]: "
-                         f"need max_seq_length >= max_query_length + 4")
+        raise ValueError(
+            f"max_seq_length={max_seq_length} leaves no room for the context after "
+            f"max_query_length={max_query_length} pieces and [CLS]/[SEP]/[SEP]: "
+            f"need max_seq_length >= max_query_length + 4"
+        )
 
 
 def _packed_window(query_ids, doc_ids, starts, ends, windows, w, max_seq_length, special):
@@ -155,7 +177,7 @@ def _packed_window(query_ids, doc_ids, starts, ends, windows, w, max_seq_length,
     cls_id, sep_id, pad_id = special
     start, length = windows[w]
     offset = len(query_ids) + 2  # [CLS] query [SEP]
-    ids = [cls_id] + list(query_ids) + [sep_id] + list(doc_ids[start:start + length]) + [sep_id]
+    ids = [cls_id] + list(query_ids) + [sep_id] + list(doc_ids[start : start + length]) + [sep_id]
     n = len(ids)
     word_ids = np.full(max_seq_length, pad_id, np.int32)
     word_ids[:n] = ids
@@ -165,18 +187,25 @@ def _packed_window(query_ids, doc_ids, starts, ends, windows, w, max_seq_length,
     types[offset:n] = 1
     tok_start = np.full(max_seq_length, -1, np.int32)
     tok_end = np.full(max_seq_length, -1, np.int32)
-    tok_start[offset:offset + length] = starts[start:start + length]
-    tok_end[offset:offset + length] = ends[start:start + length]
+    tok_start[offset : offset + length] = starts[start : start + length]
+    tok_end[offset : offset + length] = ends[start : start + length]
     max_ctx = np.zeros(max_seq_length, bool)
     for k in range(length):
         max_ctx[offset + k] = windows_lib.is_max_context(windows, w, start + k)
     return word_ids, mask, types, tok_start, tok_end, max_ctx, offset
 
 
-def convert_example(example: SquadExample, tokenizer: FullTokenizer, example_index: int = 0,
-                    max_seq_length: int = MAX_SEQ_LENGTH, doc_stride: int = DOC_STRIDE,
-                    max_query_length: int = MAX_QUERY_LENGTH, is_training: bool = False,
-                    special_ids=None, context_cache: dict | None = None) -> list[SquadFeature]:
+def convert_example(
+    example: SquadExample,
+    tokenizer: FullTokenizer,
+    example_index: int = 0,
+    max_seq_length: int = MAX_SEQ_LENGTH,
+    doc_stride: int = DOC_STRIDE,
+    max_query_length: int = MAX_QUERY_LENGTH,
+    is_training: bool = False,
+    special_ids=None,
+    context_cache: dict | None = None,
+) -> list[SquadFeature]:
     """One example -> its windows (`SquadFeature`s), with labels when `is_training`.
 
     Training takes the first answer (SQuAD train has one). An answerable training example
@@ -207,8 +236,9 @@ def convert_example(example: SquadExample, tokenizer: FullTokenizer, example_ind
         if context_cache is not None:
             context_cache[example.context] = cached
     doc_ids, starts, ends = cached
-    windows = windows_lib.window_spans(len(doc_ids), max_seq_length - len(query_ids) - 3,
-                                       doc_stride)
+    windows = windows_lib.window_spans(
+        len(doc_ids), max_seq_length - len(query_ids) - 3, doc_stride
+    )
     span = None
     if is_training and not example.is_impossible:
         if not example.answers:
@@ -217,26 +247,46 @@ def convert_example(example: SquadExample, tokenizer: FullTokenizer, example_ind
         text, char_start = example.answers[0]
         span = answer_token_span(char_start, char_start + len(text), starts, ends)
         if span is None:
-            logger.warning("question %s: answer %r covers no word piece; skipped",
-                           example.qas_id, text)
+            logger.warning(
+                "question %s: answer %r covers no word piece; skipped", example.qas_id, text
+            )
             return []
     features = []
     for w in range(len(windows)):
         word_ids, mask, types, tok_start, tok_end, max_ctx, offset = _packed_window(
-            query_ids, doc_ids, starts, ends, windows, w, max_seq_length, special_ids)
+            query_ids, doc_ids, starts, ends, windows, w, max_seq_length, special_ids
+        )
         start_position = end_position = 0
         win_start, length = windows[w]
         if span is not None and win_start <= span[0] and span[1] < win_start + length:
             start_position = span[0] - win_start + offset
             end_position = span[1] - win_start + offset
-        features.append(SquadFeature(example_index, w, word_ids, mask, types, tok_start, tok_end,
-                                     max_ctx, start_position, end_position))
+        features.append(
+            SquadFeature(
+                example_index,
+                w,
+                word_ids,
+                mask,
+                types,
+                tok_start,
+                tok_end,
+                max_ctx,
+                start_position,
+                end_position,
+            )
+        )
     return features
 
 
-def convert_examples(examples, tokenizer: FullTokenizer, max_seq_length: int = MAX_SEQ_LENGTH,
-                     doc_stride: int = DOC_STRIDE, max_query_length: int = MAX_QUERY_LENGTH,
-                     is_training: bool = False, progress: bool = False) -> list[SquadFeature]:
+def convert_examples(
+    examples,
+    tokenizer: FullTokenizer,
+    max_seq_length: int = MAX_SEQ_LENGTH,
+    doc_stride: int = DOC_STRIDE,
+    max_query_length: int = MAX_QUERY_LENGTH,
+    is_training: bool = False,
+    progress: bool = False,
+) -> list[SquadFeature]:
     """All examples -> features in example order (see `convert_example`).
 
     Args:
@@ -249,16 +299,29 @@ def convert_examples(examples, tokenizer: FullTokenizer, max_seq_length: int = M
         items = progress_bar(items, total=len(examples), desc="SQuAD features", unit="question")
     features, cache = [], {}
     for index, example in items:
-        features.extend(convert_example(example, tokenizer, index, max_seq_length, doc_stride,
-                                        max_query_length, is_training, special, cache))
+        features.extend(
+            convert_example(
+                example,
+                tokenizer,
+                index,
+                max_seq_length,
+                doc_stride,
+                max_query_length,
+                is_training,
+                special,
+                cache,
+            )
+        )
     return features
 
 
 def stack_features(features, with_labels: bool = False) -> dict:
     """Features -> dict of numpy arrays [N, max_seq_length] (model inputs), plus
     `start_positions` / `end_positions` int32 [N] when `with_labels`."""
-    out = {name: np.stack([getattr(f, name) for f in features]).astype(np.int32)
-           for name in INPUT_NAMES}
+    out = {
+        name: np.stack([getattr(f, name) for f in features]).astype(np.int32)
+        for name in INPUT_NAMES
+    }
     if with_labels:
         out["start_positions"] = np.asarray([f.start_position for f in features], np.int32)
         out["end_positions"] = np.asarray([f.end_position for f in features], np.int32)

@@ -16,6 +16,7 @@ taking the `n_best_size` best, so [CLS], question and padding logits never crowd
 positions out. The in-graph serving path (`keras_bert.saved_model.span_qa_signatures`) applies
 the same rule, so both return the same answer.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -52,8 +53,9 @@ def top_valid(logits: np.ndarray, valid: np.ndarray, k: int) -> list[int]:
     return idx[order].tolist()
 
 
-def window_candidates(start_logits, end_logits, feature, n_best_size: int,
-                      max_answer_length: int) -> list[tuple[float, int, int]]:
+def window_candidates(
+    start_logits, end_logits, feature, n_best_size: int, max_answer_length: int
+) -> list[tuple[float, int, int]]:
     """Valid (score, start position, end position) of one window, in pairing order.
 
     Args:
@@ -81,11 +83,13 @@ def _candidates(context, features, results, n_best_size, max_answer_length):
         cls = Candidate("", 0, 0, float(start_logits[0]), float(end_logits[0]))
         if null is None or cls.score < null.score:
             null = cls
-        for _, s, e in window_candidates(start_logits, end_logits, feature, n_best_size,
-                                         max_answer_length):
+        for _, s, e in window_candidates(
+            start_logits, end_logits, feature, n_best_size, max_answer_length
+        ):
             a, b = int(feature.token_start[s]), int(feature.token_end[e])
-            prelim.append(Candidate(context[a:b], a, b, float(start_logits[s]),
-                                    float(end_logits[e])))
+            prelim.append(
+                Candidate(context[a:b], a, b, float(start_logits[s]), float(end_logits[e]))
+            )
     prelim.sort(key=lambda c: -c.score)  # stable
     return prelim, null
 
@@ -96,10 +100,15 @@ def _softmax(scores) -> list[float]:
     return (x / x.sum()).tolist()
 
 
-def predict_example(context: str, features, results, n_best_size: int = N_BEST_SIZE,
-                    max_answer_length: int = MAX_ANSWER_LENGTH,
-                    version_2_with_negative: bool = False,
-                    null_score_diff_threshold: float = 0.0) -> dict:
+def predict_example(
+    context: str,
+    features,
+    results,
+    n_best_size: int = N_BEST_SIZE,
+    max_answer_length: int = MAX_ANSWER_LENGTH,
+    version_2_with_negative: bool = False,
+    null_score_diff_threshold: float = 0.0,
+) -> dict:
     """The answer of one question from the logits of its windows.
 
     Args:
@@ -118,8 +127,10 @@ def predict_example(context: str, features, results, n_best_size: int = N_BEST_S
         ValueError: no features, or features and results of different lengths.
     """
     if not features or len(features) != len(results):
-        raise ValueError(f"need one result per feature and at least one feature; got "
-                         f"{len(features)} features and {len(results)} results")
+        raise ValueError(
+            f"need one result per feature and at least one feature; got "
+            f"{len(features)} features and {len(results)} results"
+        )
     prelim, null = _candidates(context, features, results, n_best_size, max_answer_length)
     if version_2_with_negative:
         prelim = sorted(prelim + [null], key=lambda c: -c.score)
@@ -134,17 +145,34 @@ def predict_example(context: str, features, results, n_best_size: int = N_BEST_S
     if (version_2_with_negative and "" not in seen) or not nbest:
         nbest.append(null)
     best = next((c for c in nbest if c.text), None)
-    odds = NO_ANSWER_ODDS if best is None else float(np.float32(null.score) - np.float32(best.score))
-    answer = best if best is not None and not (
-        version_2_with_negative and odds > null_score_diff_threshold) else null
+    odds = (
+        NO_ANSWER_ODDS if best is None else float(np.float32(null.score) - np.float32(best.score))
+    )
+    answer = (
+        best
+        if best is not None and not (version_2_with_negative and odds > null_score_diff_threshold)
+        else null
+    )
     probabilities = _softmax([c.score for c in nbest])
     return {
-        "text": answer.text, "start": answer.char_start, "end": answer.char_end,
-        "score": answer.score, "null_score": null.score,
-        "best_non_null_text": "" if best is None else best.text, "null_odds": odds,
-        "nbest": [{"text": c.text, "start": c.char_start, "end": c.char_end,
-                   "start_logit": c.start_logit, "end_logit": c.end_logit, "probability": p}
-                  for c, p in zip(nbest, probabilities)],
+        "text": answer.text,
+        "start": answer.char_start,
+        "end": answer.char_end,
+        "score": answer.score,
+        "null_score": null.score,
+        "best_non_null_text": "" if best is None else best.text,
+        "null_odds": odds,
+        "nbest": [
+            {
+                "text": c.text,
+                "start": c.char_start,
+                "end": c.char_end,
+                "start_logit": c.start_logit,
+                "end_logit": c.end_logit,
+                "probability": p,
+            }
+            for c, p in zip(nbest, probabilities)
+        ],
     }
 
 
@@ -169,13 +197,15 @@ def predict_examples(examples, features, results, **kwargs) -> dict:
         pairs = by_example.get(index)
         if not pairs:
             raise ValueError(f"example {example.qas_id} has no features")
-        out[example.qas_id] = predict_example(example.context, [f for f, _ in pairs],
-                                              [r for _, r in pairs], **kwargs)
+        out[example.qas_id] = predict_example(
+            example.context, [f for f, _ in pairs], [r for _, r in pairs], **kwargs
+        )
     return out
 
 
 def with_threshold(answers: dict, threshold: float) -> dict:
     """qas_id -> prediction text with another v2.0 null threshold (`null_odds > threshold` ->
     "")."""
-    return {q: "" if a["null_odds"] > threshold else a["best_non_null_text"]
-            for q, a in answers.items()}
+    return {
+        q: "" if a["null_odds"] > threshold else a["best_non_null_text"] for q, a in answers.items()
+    }

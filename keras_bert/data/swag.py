@@ -6,6 +6,7 @@ label` (the released files also start with an unnamed index column; `test.csv` h
 BERT section 4.4: segment A is the first sentence (`sent1`), segment B is the start of the second
 sentence (`sent2`) followed by one ending; four such sequences per example (PITFALLS: data).
 """
+
 from __future__ import annotations
 
 import csv
@@ -53,7 +54,9 @@ def read_swag(path, require_labels: bool = True) -> list[SwagExample]:
         reader = csv.DictReader(f)
         missing = [c for c in REQUIRED if c not in (reader.fieldnames or [])]
         if missing:
-            raise ValueError(f"{path}: missing SWAG columns {missing} (header: {reader.fieldnames})")
+            raise ValueError(
+                f"{path}: missing SWAG columns {missing} (header: {reader.fieldnames})"
+            )
         if require_labels and "label" not in reader.fieldnames:
             raise ValueError(f"{path}: no 'label' column (pass require_labels=False for test.csv)")
         return [_example(row, i, path, require_labels) for i, row in enumerate(reader)]
@@ -64,10 +67,19 @@ def _example(row: dict, index: int, path, require_labels: bool) -> SwagExample:
     label = None
     if raw or require_labels:
         if raw not in {str(i) for i in range(NUM_CHOICES)}:
-            raise ValueError(f"{path}: row {index + 1}: label must be 0..{NUM_CHOICES - 1}, "
-                             f"got {raw!r}")
+            raise ValueError(
+                f"{path}: row {index + 1}: label must be 0..{NUM_CHOICES - 1}, got {raw!r}"
+            )
         label = int(raw)
-    example_id = (f"{row['video-id']}-{row['fold-ind']}" if row.get("video-id") and
-                  row.get("fold-ind") else str(index))
-    return SwagExample(example_id, row["sent1"], row["sent2"],
-                       tuple(row[f"ending{i}"] for i in range(NUM_CHOICES)), label)
+    example_id = (
+        f"{row['video-id']}-{row['fold-ind']}"
+        if row.get("video-id") and row.get("fold-ind")
+        else str(index)
+    )
+    return SwagExample(
+        example_id,
+        row["sent1"],
+        row["sent2"],
+        tuple(row[f"ending{i}"] for i in range(NUM_CHOICES)),
+        label,
+    )

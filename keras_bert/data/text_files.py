@@ -10,6 +10,7 @@ separated, header row, csv quoting), `.jsonl`/`.json` (one JSON object per line)
 as strings (`1` and `1.0` are different classes); the label set is the sorted set of training labels,
 all names or all ids (`keras_bert.data.labels`).
 """
+
 from __future__ import annotations
 
 import csv
@@ -23,9 +24,13 @@ from keras_bert.data.glue import InputExample
 TASK_TYPES = ("text_classification", "text_pair_classification", "text_regression")
 
 
-def read_text_file(path: str | os.PathLike, text_column: str = "text",
-                   text_b_column: str | None = None, label_column: str | None = "label",
-                   regression: bool = False) -> list[InputExample]:
+def read_text_file(
+    path: str | os.PathLike,
+    text_column: str = "text",
+    text_b_column: str | None = None,
+    label_column: str | None = "label",
+    regression: bool = False,
+) -> list[InputExample]:
     """Read a CSV / TSV / JSONL file into InputExamples.
 
     Args:
@@ -70,8 +75,9 @@ def read_text_file(path: str | os.PathLike, text_column: str = "text",
                     raise ValueError(f"{path}:{lineno}: not a JSON object: {e}") from None
                 missing = [c for c in wanted if c not in row]
                 if missing:
-                    raise ValueError(f"{path}:{lineno}: missing key(s) {missing}; keys present: "
-                                     f"{sorted(row)}")
+                    raise ValueError(
+                        f"{path}:{lineno}: missing key(s) {missing}; keys present: {sorted(row)}"
+                    )
                 rows.append((lineno, row))
     else:
         raise ValueError(f"{path}: unknown file type {suffix!r}; use .csv, .tsv or .jsonl")
@@ -89,15 +95,21 @@ def read_text_file(path: str | os.PathLike, text_column: str = "text",
                 try:
                     label = float(raw)
                 except ValueError:
-                    raise ValueError(f"{path}:{lineno}: regression label {raw!r} is not a number") from None
+                    raise ValueError(
+                        f"{path}:{lineno}: regression label {raw!r} is not a number"
+                    ) from None
             else:
                 label = raw
         text_b = None if text_b_column is None else str(row[text_b_column] or "")
-        examples.append(InputExample(f"{path.name}-{lineno}", str(row[text_column] or ""), text_b, label))
+        examples.append(
+            InputExample(f"{path.name}-{lineno}", str(row[text_column] or ""), text_b, label)
+        )
     return examples
 
 
-def label_list_from_examples(examples: list[InputExample], source: str = "training data") -> list[str]:
+def label_list_from_examples(
+    examples: list[InputExample], source: str = "training data"
+) -> list[str]:
     """The sorted set of labels in the (training) examples, all names or all ids
     (`keras_bert.data.labels.label_set`).
 

@@ -11,6 +11,7 @@ while `FullTokenizer` lower-cases with `str.lower()` then NFD-strips accents. Th
 ASCII and common Latin text; on ß, ligatures or full-width letters the learned vocabulary may hold
 a piece the reference tokenizer never produces (it then yields [UNK] for such words).
 """
+
 from __future__ import annotations
 
 import os
@@ -52,7 +53,9 @@ def learn_wordpiece_vocab(
     from tensorflow_text.tools.wordpiece_vocab import bert_vocab_from_dataset as bvfd
 
     if vocab_size <= len(reserved_tokens):
-        raise ValueError(f"vocab_size={vocab_size} must exceed the {len(reserved_tokens)} reserved tokens")
+        raise ValueError(
+            f"vocab_size={vocab_size} must exceed the {len(reserved_tokens)} reserved tokens"
+        )
     texts = [line.strip() for line in lines]
     texts = [t for t in texts if t]
     if not texts:

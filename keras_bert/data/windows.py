@@ -19,6 +19,7 @@ Each rule has two forms with the same results: Python on ints (`window_spans`,
 `is_max_context`; SQuAD features) and TensorFlow graph ops on a batch (`graph_window_spans`,
 `graph_max_context`; SQuAD serving and NER, in `tf.function` and `tf.data`).
 """
+
 from __future__ import annotations
 
 import tensorflow as tf
@@ -101,8 +102,7 @@ def graph_window_spans(num_tokens, window, stride, keep_empty: bool = True) -> d
     index = tf.ragged.range(count).flat_values  # [N]
     start = index * tf.gather(stride, sequence)
     length = tf.minimum(tf.gather(window, sequence), tf.gather(n, sequence) - start)
-    return {"sequence": sequence, "index": index, "start": start, "length": length,
-            "count": count}
+    return {"sequence": sequence, "index": index, "start": start, "length": length, "count": count}
 
 
 def graph_max_context(first, length, num_pieces) -> tuple[tf.RaggedTensor, tf.RaggedTensor]:
@@ -125,8 +125,9 @@ def graph_max_context(first, length, num_pieces) -> tuple[tf.RaggedTensor, tf.Ra
     pieces = tf.ragged.range(first, first + length)  # [N, (length)]
     position = pieces - tf.expand_dims(first, 1)  # 0-based within the window
     window_length = tf.expand_dims(length, 1)
-    score = (CONTEXT_WEIGHT * tf.minimum(position, window_length - 1 - position)
-             + window_length).flat_values
+    score = (
+        CONTEXT_WEIGHT * tf.minimum(position, window_length - 1 - position) + window_length
+    ).flat_values
     total = tf.size(first, out_type=tf.int64)
     row = pieces.value_rowids()
     key = score * (total + 1) + (total - row)  # highest score, then the earliest window
@@ -135,5 +136,10 @@ def graph_max_context(first, length, num_pieces) -> tuple[tf.RaggedTensor, tf.Ra
     return pieces, pieces.with_flat_values(tf.equal(chosen, row))
 
 
-__all__ = ["CONTEXT_WEIGHT", "graph_max_context", "graph_window_spans", "is_max_context",
-           "window_spans"]
+__all__ = [
+    "CONTEXT_WEIGHT",
+    "graph_max_context",
+    "graph_window_spans",
+    "is_max_context",
+    "window_spans",
+]

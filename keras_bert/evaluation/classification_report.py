@@ -7,6 +7,7 @@ confidences (the top softmax probability) in `num_bins` equal-width bins over [0
 ECE = sum_b |B_b| / N * |accuracy(B_b) - mean confidence(B_b)|; the bins are also the
 reliability diagram (ibid. figure 1).
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -28,16 +29,29 @@ def per_class_report(gold, predicted, label_names) -> dict:
         [0, 1] (0 where undefined: a class never predicted has precision 0).
     """
     labels = list(range(len(label_names)))
-    p, r, f, s = skm.precision_recall_fscore_support(gold, predicted, labels=labels,
-                                                     zero_division=0.0)
-    per_class = {name: {"precision": float(p[i]), "recall": float(r[i]), "f1": float(f[i]),
-                        "support": int(s[i])} for i, name in enumerate(label_names)}
+    p, r, f, s = skm.precision_recall_fscore_support(
+        gold, predicted, labels=labels, zero_division=0.0
+    )
+    per_class = {
+        name: {
+            "precision": float(p[i]),
+            "recall": float(r[i]),
+            "f1": float(f[i]),
+            "support": int(s[i]),
+        }
+        for i, name in enumerate(label_names)
+    }
     out = {"per_class": per_class}
     for average in ("macro", "weighted"):
-        ap, ar, af, _ = skm.precision_recall_fscore_support(gold, predicted, labels=labels,
-                                                            average=average, zero_division=0.0)
-        out[f"{average}_avg"] = {"precision": float(ap), "recall": float(ar), "f1": float(af),
-                                 "support": int(len(gold))}
+        ap, ar, af, _ = skm.precision_recall_fscore_support(
+            gold, predicted, labels=labels, average=average, zero_division=0.0
+        )
+        out[f"{average}_avg"] = {
+            "precision": float(ap),
+            "recall": float(ar),
+            "f1": float(af),
+            "support": int(len(gold)),
+        }
     return out
 
 
@@ -71,8 +85,15 @@ def calibration(confidence, correct, num_bins: int = 10) -> dict:
         conf = float(confidence[member].mean()) if count else None
         if count:
             ece += count / len(confidence) * abs(acc - conf)
-        bins.append({"lower": float(edges[b]), "upper": float(edges[b + 1]), "count": count,
-                     "accuracy": acc, "confidence": conf})
+        bins.append(
+            {
+                "lower": float(edges[b]),
+                "upper": float(edges[b + 1]),
+                "count": count,
+                "accuracy": acc,
+                "confidence": conf,
+            }
+        )
     return {"ece": float(ece), "num_bins": int(num_bins), "bins": bins}
 
 
@@ -93,17 +114,30 @@ def classification_metrics(gold, probabilities, label_names, num_bins: int = 10)
     """
     gold = np.asarray(gold, np.int64)
     probabilities = np.asarray(probabilities, np.float64)
-    if probabilities.ndim != 2 or probabilities.shape != (len(gold), len(label_names)) or not len(gold):
-        raise ValueError(f"probabilities {probabilities.shape} do not fit {len(gold)} labels and "
-                         f"{len(label_names)} classes")
+    if (
+        probabilities.ndim != 2
+        or probabilities.shape != (len(gold), len(label_names))
+        or not len(gold)
+    ):
+        raise ValueError(
+            f"probabilities {probabilities.shape} do not fit {len(gold)} labels and "
+            f"{len(label_names)} classes"
+        )
     predicted = probabilities.argmax(axis=1)
     report = per_class_report(gold, predicted, label_names)
     cal = calibration(probabilities.max(axis=1), predicted == gold, num_bins)
-    headline = {"accuracy": glue_metrics.accuracy(gold, predicted),
-                "macro_f1": report["macro_avg"]["f1"],
-                "weighted_f1": report["weighted_avg"]["f1"], "ece": cal["ece"]}
-    return {"headline": headline, **report,
-            "confusion_matrix": confusion(gold, predicted, len(label_names)), "calibration": cal}
+    headline = {
+        "accuracy": glue_metrics.accuracy(gold, predicted),
+        "macro_f1": report["macro_avg"]["f1"],
+        "weighted_f1": report["weighted_avg"]["f1"],
+        "ece": cal["ece"],
+    }
+    return {
+        "headline": headline,
+        **report,
+        "confusion_matrix": confusion(gold, predicted, len(label_names)),
+        "calibration": cal,
+    }
 
 
 def regression_metrics(gold, scores) -> dict:

@@ -10,6 +10,7 @@ MIN_VALID_RESAMPLES valid ones the interval is None with "not enough data" in `c
 Classification metrics of a resample come from its confusion counts (one `np.bincount`), so 1,000
 resamples of a few thousand examples take well under a second.
 """
+
 from __future__ import annotations
 
 import warnings
@@ -19,8 +20,15 @@ import scipy.stats
 from sklearn import metrics as skm
 
 from keras_bert.evaluation import metrics as glue_metrics
-from keras_bert.evaluation.report_writer import Figure, Num, Table, bar_figure, \
-    confusion_figure, fmt, reliability_figure
+from keras_bert.evaluation.report_writer import (
+    Figure,
+    Num,
+    Table,
+    bar_figure,
+    confusion_figure,
+    fmt,
+    reliability_figure,
+)
 
 DISAGREEMENT_ROWS = 100
 SLICE_ROWS = 20
@@ -34,11 +42,14 @@ MIN_VALID_RESAMPLES = 40
 def check_comparable(a, b) -> None:
     """Raises ValueError unless the two `ModelInfo`s are the same task with the same labels."""
     if a.task_type != b.task_type:
-        raise ValueError(f"cannot compare a {a.task_type} model ({a.name}) with a {b.task_type} "
-                         f"model ({b.name})")
+        raise ValueError(
+            f"cannot compare a {a.task_type} model ({a.name}) with a {b.task_type} model ({b.name})"
+        )
     if list(a.label_names) != list(b.label_names):
-        raise ValueError(f"the models have different label names: {a.name} {a.label_names}, "
-                         f"{b.name} {b.label_names}")
+        raise ValueError(
+            f"the models have different label names: {a.name} {a.label_names}, "
+            f"{b.name} {b.label_names}"
+        )
     if a.is_pair != b.is_pair:
         raise ValueError(f"{a.name} and {b.name} differ in taking one text or a pair")
 
@@ -51,8 +62,11 @@ def _from_confusion(cm: np.ndarray) -> dict:
     denominator = gold + pred
     f1 = np.divide(2 * tp, denominator, out=np.zeros_like(tp), where=denominator > 0)
     total = gold.sum(-1)
-    return {"accuracy": tp.sum(-1) / total, "macro_f1": f1.mean(-1),
-            "weighted_f1": (f1 * gold).sum(-1) / total}
+    return {
+        "accuracy": tp.sum(-1) / total,
+        "macro_f1": f1.mean(-1),
+        "weighted_f1": (f1 * gold).sum(-1) / total,
+    }
 
 
 def classification_bootstrap(gold, pred_a, pred_b, num_classes, samples=1000, seed=0) -> dict:
@@ -79,8 +93,10 @@ def classification_bootstrap(gold, pred_a, pred_b, num_classes, samples=1000, se
         ma, mb = metrics_of(pred_a, idx), metrics_of(pred_b, idx)
         for k in deltas:
             deltas[k].append(mb[k] - ma[k])
-    return {k: _delta_row(float(point_a[k][0]), float(point_b[k][0]), np.concatenate(deltas[k]))
-            for k in point_a}
+    return {
+        k: _delta_row(float(point_a[k][0]), float(point_b[k][0]), np.concatenate(deltas[k]))
+        for k in point_a
+    }
 
 
 def percentile_interval(values, confidence: float = CONFIDENCE) -> dict:
@@ -98,27 +114,42 @@ def percentile_interval(values, confidence: float = CONFIDENCE) -> dict:
     valid = values[np.isfinite(values)]
     dropped = int(len(values) - len(valid))
     if len(valid) < MIN_VALID_RESAMPLES:
-        return {"ci_low": None, "ci_high": None, "dropped_resamples": dropped,
-                "ci_note": f"not enough data: {len(valid)} of {len(values)} resamples valid, "
-                           f"an interval needs {MIN_VALID_RESAMPLES}"}
+        return {
+            "ci_low": None,
+            "ci_high": None,
+            "dropped_resamples": dropped,
+            "ci_note": f"not enough data: {len(valid)} of {len(values)} resamples valid, "
+            f"an interval needs {MIN_VALID_RESAMPLES}",
+        }
     tail = round(50 * (1 - confidence), 9)  # 2.5, not 2.500000000000002
     low, high = np.percentile(valid, [tail, 100 - tail])
-    return {"ci_low": float(low), "ci_high": float(high), "dropped_resamples": dropped,
-            "ci_note": None}
+    return {
+        "ci_low": float(low),
+        "ci_high": float(high),
+        "dropped_resamples": dropped,
+        "ci_note": None,
+    }
 
 
 def _delta_row(a, b, deltas) -> dict:
     """Point values, B - A and the bootstrap interval of the delta; deltas None: not bootstrapped."""
-    interval = ({"ci_low": None, "ci_high": None, "dropped_resamples": None,
-                 "ci_note": "not bootstrapped"} if deltas is None else percentile_interval(deltas))
+    interval = (
+        {"ci_low": None, "ci_high": None, "dropped_resamples": None, "ci_note": "not bootstrapped"}
+        if deltas is None
+        else percentile_interval(deltas)
+    )
     return {"a": a, "b": b, "delta": b - a} | interval
 
 
 def regression_bootstrap(gold, scores_a, scores_b, samples=1000, seed=0) -> dict:
     """Like `classification_bootstrap` for pearson, spearman, mse and mae of scores [N]."""
     gold, scores_a, scores_b = (np.asarray(x, np.float64) for x in (gold, scores_a, scores_b))
-    fns = {"pearson": glue_metrics.pearson, "spearman": glue_metrics.spearman,
-           "mse": skm.mean_squared_error, "mae": skm.mean_absolute_error}
+    fns = {
+        "pearson": glue_metrics.pearson,
+        "spearman": glue_metrics.spearman,
+        "mse": skm.mean_squared_error,
+        "mae": skm.mean_absolute_error,
+    }
     rng = np.random.default_rng(seed)
     deltas = {k: [] for k in fns}
     with warnings.catch_warnings():  # a constant resample: NaN correlation, dropped from the CI
@@ -128,8 +159,12 @@ def regression_bootstrap(gold, scores_a, scores_b, samples=1000, seed=0) -> dict
             idx = rng.integers(0, len(gold), len(gold))
             for k, fn in fns.items():
                 deltas[k].append(fn(gold[idx], scores_b[idx]) - fn(gold[idx], scores_a[idx]))
-    return {k: _delta_row(float(fn(gold, scores_a)), float(fn(gold, scores_b)),
-                          np.asarray(deltas[k], np.float64)) for k, fn in fns.items()}
+    return {
+        k: _delta_row(
+            float(fn(gold, scores_a)), float(fn(gold, scores_b)), np.asarray(deltas[k], np.float64)
+        )
+        for k, fn in fns.items()
+    }
 
 
 def disagreements(data, pa, pb, label_names) -> dict:
@@ -144,22 +179,41 @@ def disagreements(data, pa, pb, label_names) -> dict:
     for i in np.flatnonzero(pa != pb):
         right = "a" if pa[i] == gold[i] else "b" if pb[i] == gold[i] else "neither"
         e = data.examples[i]
-        rows.append({"guid": e.guid, "text": e.text_a, "text_b": e.text_b,
-                     "gold": label_names[gold[i]], "a": label_names[pa[i]],
-                     "b": label_names[pb[i]], "right": right})
+        rows.append(
+            {
+                "guid": e.guid,
+                "text": e.text_a,
+                "text_b": e.text_b,
+                "gold": label_names[gold[i]],
+                "a": label_names[pa[i]],
+                "b": label_names[pb[i]],
+                "right": right,
+            }
+        )
     count = {k: sum(r["right"] == k for r in rows) for k in ("a", "b", "neither")}
-    return {"count": len(rows), "a_right": count["a"], "b_right": count["b"],
-            "neither_right": count["neither"], "examples": rows}
+    return {
+        "count": len(rows),
+        "a_right": count["a"],
+        "b_right": count["b"],
+        "neither_right": count["neither"],
+        "examples": rows,
+    }
 
 
 def slice_deltas(result_a, result_b) -> list[dict]:
     """Per slice: error rates of both models and B - A, the slices where B loses most first."""
     b_rows = {(s["family"], s["value"]): s for s in result_b["slices"]}
-    rows = [{"family": s["family"], "value": s["value"], "count": s["count"],
-             "error_rate_a": s["error_rate"],
-             "error_rate_b": b_rows[(s["family"], s["value"])]["error_rate"],
-             "delta": b_rows[(s["family"], s["value"])]["error_rate"] - s["error_rate"]}
-            for s in result_a["slices"]]
+    rows = [
+        {
+            "family": s["family"],
+            "value": s["value"],
+            "count": s["count"],
+            "error_rate_a": s["error_rate"],
+            "error_rate_b": b_rows[(s["family"], s["value"])]["error_rate"],
+            "delta": b_rows[(s["family"], s["value"])]["error_rate"] - s["error_rate"],
+        }
+        for s in result_a["slices"]
+    ]
     return sorted(rows, key=lambda r: (-r["delta"], r["family"], r["value"]))
 
 
@@ -173,104 +227,205 @@ def compare(data, result_a, result_b, samples=1000, seed=0) -> dict:
     if result_a["model"]["task_type"] == "classification":
         headline = classification_bootstrap(data.gold, pa, pb, len(names), samples, seed)
         headline["ece"] = _delta_row(result_a["headline"]["ece"], result_b["headline"]["ece"], None)
-        per_class = {n: {f"{f}_{k}": v for f in ("precision", "recall", "f1") for k, v in (
-            ("a", result_a["per_class"][n][f]), ("b", result_b["per_class"][n][f]),
-            ("delta", result_b["per_class"][n][f] - result_a["per_class"][n][f]))}
-            | {"support": result_a["per_class"][n]["support"]} for n in names}
+        per_class = {
+            n: {
+                f"{f}_{k}": v
+                for f in ("precision", "recall", "f1")
+                for k, v in (
+                    ("a", result_a["per_class"][n][f]),
+                    ("b", result_b["per_class"][n][f]),
+                    ("delta", result_b["per_class"][n][f] - result_a["per_class"][n][f]),
+                )
+            }
+            | {"support": result_a["per_class"][n]["support"]}
+            for n in names
+        }
     else:
         headline, per_class = regression_bootstrap(data.gold, pa, pb, samples, seed), None
     disagree = disagreements(data, pa, pb, names) if per_class else None
     la, lb = result_a["latency"], result_b["latency"]
-    latency = {k: {"a": la[k], "b": lb[k], "delta": None if la[k] is None or lb[k] is None
-                   else lb[k] - la[k]} for k in LATENCY_KEYS}
-    return {"models": {"a": result_a["model"], "b": result_b["model"]}, "data": result_a["data"],
-            "bootstrap": {"samples": int(samples), "seed": int(seed), "confidence": CONFIDENCE,
-                          "min_valid_resamples": MIN_VALID_RESAMPLES},
-            "headline": headline, "per_class": per_class, "disagreements": disagree,
-            "slices": slice_deltas(result_a, result_b), "latency": latency,
-            "latency_setup": {"a": la["path"], "b": lb["path"], "batch_size": la["batch_size"],
-                              "machine_cost_per_hour": la["machine_cost_per_hour"]},
-            "a": result_a, "b": result_b}
+    latency = {
+        k: {
+            "a": la[k],
+            "b": lb[k],
+            "delta": None if la[k] is None or lb[k] is None else lb[k] - la[k],
+        }
+        for k in LATENCY_KEYS
+    }
+    return {
+        "models": {"a": result_a["model"], "b": result_b["model"]},
+        "data": result_a["data"],
+        "bootstrap": {
+            "samples": int(samples),
+            "seed": int(seed),
+            "confidence": CONFIDENCE,
+            "min_valid_resamples": MIN_VALID_RESAMPLES,
+        },
+        "headline": headline,
+        "per_class": per_class,
+        "disagreements": disagree,
+        "slices": slice_deltas(result_a, result_b),
+        "latency": latency,
+        "latency_setup": {
+            "a": la["path"],
+            "b": lb["path"],
+            "batch_size": la["batch_size"],
+            "machine_cost_per_hour": la["machine_cost_per_hour"],
+        },
+        "a": result_a,
+        "b": result_b,
+    }
 
 
 def _headline_blocks(m, a, b) -> list:
-    rows = [[k, Num(f"headline.{k}.a", v["a"]), Num(f"headline.{k}.b", v["b"]),
-             Num(f"headline.{k}.delta", v["delta"]),
-             v["ci_note"] if v["ci_low"] is None else f"[{fmt(v['ci_low'])}, {fmt(v['ci_high'])}]",
-             "n/a" if v["dropped_resamples"] is None else
-             Num(f"headline.{k}.dropped_resamples", v["dropped_resamples"])]
-            for k, v in m["headline"].items()]
+    rows = [
+        [
+            k,
+            Num(f"headline.{k}.a", v["a"]),
+            Num(f"headline.{k}.b", v["b"]),
+            Num(f"headline.{k}.delta", v["delta"]),
+            v["ci_note"] if v["ci_low"] is None else f"[{fmt(v['ci_low'])}, {fmt(v['ci_high'])}]",
+            "n/a"
+            if v["dropped_resamples"] is None
+            else Num(f"headline.{k}.dropped_resamples", v["dropped_resamples"]),
+        ]
+        for k, v in m["headline"].items()
+    ]
     bs = m["bootstrap"]
-    return [("h2", "Headline metrics"),
-            f"Delta = B - A; 95% paired bootstrap interval of the delta over {bs['samples']} "
-            f"resamples (seed {bs['seed']}). A resample where a metric is undefined (a correlation "
-            f"of constant values) is dropped and counted; an interval needs "
-            f"{bs['min_valid_resamples']} valid resamples.",
-            Table(["metric", f"A: {a}", f"B: {b}", "delta", "95% CI", "dropped resamples"], rows)]
+    return [
+        ("h2", "Headline metrics"),
+        f"Delta = B - A; 95% paired bootstrap interval of the delta over {bs['samples']} "
+        f"resamples (seed {bs['seed']}). A resample where a metric is undefined (a correlation "
+        f"of constant values) is dropped and counted; an interval needs "
+        f"{bs['min_valid_resamples']} valid resamples.",
+        Table(["metric", f"A: {a}", f"B: {b}", "delta", "95% CI", "dropped resamples"], rows),
+    ]
 
 
 def _per_class_blocks(m, a, b) -> list:
     if not m["per_class"]:
         return []
-    rows = [[n, Num(f"per_class.{n}.support", v["support"])] +
-            [Num(f"per_class.{n}.{f}_{k}", v[f"{f}_{k}"]) for f in ("precision", "recall", "f1")
-             for k in ("a", "b", "delta")] for n, v in m["per_class"].items()]
-    header = ["class", "support"] + [f"{f} {k}" for f in ("P", "R", "F1") for k in ("A", "B", "delta")]
+    rows = [
+        [n, Num(f"per_class.{n}.support", v["support"])]
+        + [
+            Num(f"per_class.{n}.{f}_{k}", v[f"{f}_{k}"])
+            for f in ("precision", "recall", "f1")
+            for k in ("a", "b", "delta")
+        ]
+        for n, v in m["per_class"].items()
+    ]
+    header = ["class", "support"] + [
+        f"{f} {k}" for f in ("P", "R", "F1") for k in ("A", "B", "delta")
+    ]
     names = list(m["per_class"])
     f1 = {name: [m["per_class"][n][f"f1_{k}"] for n in names] for name, k in ((a, "a"), (b, "b"))}
-    return [("h2", "Per-class deltas"), Table(header, rows),
-            Figure("per_class_f1.png", bar_figure(names, f1, "F1"), "per-class F1")]
+    return [
+        ("h2", "Per-class deltas"),
+        Table(header, rows),
+        Figure("per_class_f1.png", bar_figure(names, f1, "F1"), "per-class F1"),
+    ]
 
 
 def _disagreement_blocks(m, a, b) -> list:
     d = m["disagreements"]
     if d is None:
         return []
-    rows = [[r["guid"], r["text"] + (f" || {r['text_b']}" if r["text_b"] else ""), r["gold"],
-             r["a"], r["b"], {"a": "A", "b": "B", "neither": "neither"}[r["right"]]]
-            for r in d["examples"][:DISAGREEMENT_ROWS]]
-    summary = Table(["disagreements", "A right", "B right", "neither right"],
-                    [[Num("disagreements.count", d["count"]), Num("disagreements.a_right", d["a_right"]),
-                      Num("disagreements.b_right", d["b_right"]),
-                      Num("disagreements.neither_right", d["neither_right"])]])
-    return [("h2", "Where they disagree"), summary,
-            Table(["id", "text", "gold", f"A: {a}", f"B: {b}", "right"], rows)]
+    rows = [
+        [
+            r["guid"],
+            r["text"] + (f" || {r['text_b']}" if r["text_b"] else ""),
+            r["gold"],
+            r["a"],
+            r["b"],
+            {"a": "A", "b": "B", "neither": "neither"}[r["right"]],
+        ]
+        for r in d["examples"][:DISAGREEMENT_ROWS]
+    ]
+    summary = Table(
+        ["disagreements", "A right", "B right", "neither right"],
+        [
+            [
+                Num("disagreements.count", d["count"]),
+                Num("disagreements.a_right", d["a_right"]),
+                Num("disagreements.b_right", d["b_right"]),
+                Num("disagreements.neither_right", d["neither_right"]),
+            ]
+        ],
+    )
+    return [
+        ("h2", "Where they disagree"),
+        summary,
+        Table(["id", "text", "gold", f"A: {a}", f"B: {b}", "right"], rows),
+    ]
 
 
 def _slice_blocks(m) -> list:
-    rows = [[s["family"], s["value"], Num(f"slices.{i}.count", s["count"]),
-             Num(f"slices.{i}.error_rate_a", s["error_rate_a"]),
-             Num(f"slices.{i}.error_rate_b", s["error_rate_b"]), Num(f"slices.{i}.delta", s["delta"])]
-            for i, s in enumerate(m["slices"][:SLICE_ROWS])]
-    return [("h2", "Slices where B loses most"),
-            "Error rate (regression: mean absolute error) per slice; worst delta (B - A) first.",
-            Table(["slice", "value", "examples", "A", "B", "delta"], rows)]
+    rows = [
+        [
+            s["family"],
+            s["value"],
+            Num(f"slices.{i}.count", s["count"]),
+            Num(f"slices.{i}.error_rate_a", s["error_rate_a"]),
+            Num(f"slices.{i}.error_rate_b", s["error_rate_b"]),
+            Num(f"slices.{i}.delta", s["delta"]),
+        ]
+        for i, s in enumerate(m["slices"][:SLICE_ROWS])
+    ]
+    return [
+        ("h2", "Slices where B loses most"),
+        "Error rate (regression: mean absolute error) per slice; worst delta (B - A) first.",
+        Table(["slice", "value", "examples", "A", "B", "delta"], rows),
+    ]
 
 
 def _latency_blocks(m, a, b) -> list:
-    rows = [[k, Num(f"latency.{k}.a", v["a"]), Num(f"latency.{k}.b", v["b"]),
-             Num(f"latency.{k}.delta", v["delta"])] for k, v in m["latency"].items()]
+    rows = [
+        [
+            k,
+            Num(f"latency.{k}.a", v["a"]),
+            Num(f"latency.{k}.b", v["b"]),
+            Num(f"latency.{k}.delta", v["delta"]),
+        ]
+        for k, v in m["latency"].items()
+    ]
     s = m["latency_setup"]
-    return [("h2", "Latency and cost"),
-            f"A: {s['a']}; B: {s['b']}; batch size {s['batch_size']}; machine price per hour "
-            f"{fmt(s['machine_cost_per_hour'])}.",
-            Table(["measure", f"A: {a}", f"B: {b}", "delta"], rows)]
+    return [
+        ("h2", "Latency and cost"),
+        f"A: {s['a']}; B: {s['b']}; batch size {s['batch_size']}; machine price per hour "
+        f"{fmt(s['machine_cost_per_hour'])}.",
+        Table(["measure", f"A: {a}", f"B: {b}", "delta"], rows),
+    ]
 
 
 def comparison_report(m: dict) -> tuple[str, list]:
     """(title, blocks) of a two-model report."""
     a, b = m["models"]["a"]["name"], m["models"]["b"]["name"]
-    blocks = [f"A: {a} ({m['models']['a']['path']}). B: {b} ({m['models']['b']['path']}). Data: "
-              f"{m['data']['file']}, {m['data']['examples']} examples.",
-              *_headline_blocks(m, a, b), *_per_class_blocks(m, a, b)]
+    blocks = [
+        f"A: {a} ({m['models']['a']['path']}). B: {b} ({m['models']['b']['path']}). Data: "
+        f"{m['data']['file']}, {m['data']['examples']} examples.",
+        *_headline_blocks(m, a, b),
+        *_per_class_blocks(m, a, b),
+    ]
     if m["per_class"]:
         names = m["models"]["a"]["label_names"]
-        blocks += [Figure("confusion_a.png", confusion_figure(m["a"]["confusion_matrix"], names,
-                                                              f"A: {a}"), "confusion matrix A"),
-                   Figure("confusion_b.png", confusion_figure(m["b"]["confusion_matrix"], names,
-                                                              f"B: {b}"), "confusion matrix B"),
-                   Figure("reliability.png", reliability_figure(
-                       {f"A: {a}": m["a"]["calibration"], f"B: {b}": m["b"]["calibration"]}),
-                       "reliability diagram")]
+        blocks += [
+            Figure(
+                "confusion_a.png",
+                confusion_figure(m["a"]["confusion_matrix"], names, f"A: {a}"),
+                "confusion matrix A",
+            ),
+            Figure(
+                "confusion_b.png",
+                confusion_figure(m["b"]["confusion_matrix"], names, f"B: {b}"),
+                "confusion matrix B",
+            ),
+            Figure(
+                "reliability.png",
+                reliability_figure(
+                    {f"A: {a}": m["a"]["calibration"], f"B: {b}": m["b"]["calibration"]}
+                ),
+                "reliability diagram",
+            ),
+        ]
     blocks += [*_disagreement_blocks(m, a, b), *_slice_blocks(m), *_latency_blocks(m, a, b)]
     return f"Comparison: {a} vs {b}", blocks

@@ -11,6 +11,7 @@ a dict with "headline" (metric name -> float), optional report sections ("per_cl
 from metrics.json). Classification and regression are defined here; span QA, NER and multiple
 choice add theirs (their metrics and their failure view) next to them.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -45,6 +46,7 @@ class EvalData:
         token_lengths: int [N] WordPiece tokens with [CLS]/[SEP] before truncation.
         truncated: bool [N], token_lengths > max_seq_length.
     """
+
     path: str
     examples: list
     gold: np.ndarray
@@ -68,8 +70,9 @@ def token_counts(vocabulary, do_lower_case, max_seq_length, texts, texts_b=None)
 
     Counts include [CLS] and [SEP] (and the second [SEP] of a pair), before truncation.
     """
-    preprocessor = BertPreprocessor(vocabulary=vocabulary, do_lower_case=do_lower_case,
-                                    max_seq_length=max_seq_length)
+    preprocessor = BertPreprocessor(
+        vocabulary=vocabulary, do_lower_case=do_lower_case, max_seq_length=max_seq_length
+    )
     lengths = []
     for start in range(0, len(texts), TOKEN_COUNT_CHUNK):
         stop = start + TOKEN_COUNT_CHUNK
@@ -81,8 +84,9 @@ def token_counts(vocabulary, do_lower_case, max_seq_length, texts, texts_b=None)
     return lengths, lengths > max_seq_length
 
 
-def read_eval_data(path, info, text_column="text", text_b_column=None, label_column="label",
-                   slice_column=None) -> EvalData:
+def read_eval_data(
+    path, info, text_column="text", text_b_column=None, label_column="label", slice_column=None
+) -> EvalData:
     """The held-out file, checked against the model (`predictors.ModelInfo`).
 
     Raises:
@@ -94,11 +98,13 @@ def read_eval_data(path, info, text_column="text", text_b_column=None, label_col
     if info.is_pair and not text_b_column:
         raise DataError(f"model {info.name} is a pair task: give --text_b_column")
     if not info.is_pair and text_b_column:
-        raise DataError(f"model {info.name} takes one text; --text_b_column={text_b_column} "
-                        "does not apply")
+        raise DataError(
+            f"model {info.name} takes one text; --text_b_column={text_b_column} does not apply"
+        )
     try:
-        examples = text_files.read_text_file(path, text_column, text_b_column, label_column,
-                                             regression=regression)
+        examples = text_files.read_text_file(
+            path, text_column, text_b_column, label_column, regression=regression
+        )
         slices = None
         if slice_column:
             slices = [e.text_a for e in text_files.read_text_file(path, slice_column, None, None)]
@@ -113,15 +119,20 @@ def read_eval_data(path, info, text_column="text", text_b_column=None, label_col
             raise DataError(str(e)) from None
         gold_names = [info.label_names[i] for i in gold]
     texts_b = None if text_b_column is None else [e.text_b for e in examples]
-    lengths, truncated = token_counts(info.vocabulary, info.do_lower_case, info.max_seq_length,
-                                      [e.text_a for e in examples], texts_b)
-    return EvalData(str(path), examples, gold, gold_names, slices, slice_column, lengths,
-                    truncated)
+    lengths, truncated = token_counts(
+        info.vocabulary,
+        info.do_lower_case,
+        info.max_seq_length,
+        [e.text_a for e in examples],
+        texts_b,
+    )
+    return EvalData(str(path), examples, gold, gold_names, slices, slice_column, lengths, truncated)
 
 
 def _slices(data: EvalData, gold_names) -> dict:
-    return fc.slice_columns(data.token_lengths, data.truncated, gold_names, data.slice_values,
-                            data.slice_column)
+    return fc.slice_columns(
+        data.token_lengths, data.truncated, gold_names, data.slice_values, data.slice_column
+    )
 
 
 def evaluate_classification(data: EvalData, outputs: dict, info) -> dict:
@@ -135,8 +146,9 @@ def evaluate_classification(data: EvalData, outputs: dict, info) -> dict:
     extra = {"tokens": data.token_lengths.tolist(), "truncated": data.truncated.tolist()}
     if data.slice_values is not None:
         extra["slice"] = data.slice_values
-    result["failures"] = fc.catalogue(data.examples, data.gold_names, predicted_names,
-                                      probabilities.max(axis=1), extra)
+    result["failures"] = fc.catalogue(
+        data.examples, data.gold_names, predicted_names, probabilities.max(axis=1), extra
+    )
     result["predicted"] = predicted
     return result
 
@@ -145,8 +157,9 @@ def evaluate_regression(data: EvalData, outputs: dict, info) -> dict:
     """Regressor outputs (`scores` [N]) -> metrics, slices (mean absolute error), worst errors."""
     scores = np.asarray(outputs["scores"], np.float64).reshape(-1)
     result = cr.regression_metrics(data.gold, scores)
-    result["slices"] = fc.slice_table(_slices(data, None), np.abs(scores - data.gold),
-                                      regression=True)
+    result["slices"] = fc.slice_table(
+        _slices(data, None), np.abs(scores - data.gold), regression=True
+    )
     extra = {"tokens": data.token_lengths.tolist(), "truncated": data.truncated.tolist()}
     if data.slice_values is not None:
         extra["slice"] = data.slice_values
@@ -158,8 +171,13 @@ def evaluate_regression(data: EvalData, outputs: dict, info) -> dict:
 EVALUATORS = {"classification": evaluate_classification, "regression": evaluate_regression}
 
 
-def evaluate(predictor, data: EvalData, batch_size: int = 32,
-             machine_cost_per_hour: float | None = None, progress: bool = True) -> dict:
+def evaluate(
+    predictor,
+    data: EvalData,
+    batch_size: int = 32,
+    machine_cost_per_hour: float | None = None,
+    progress: bool = True,
+) -> dict:
     """One model on one held-out set.
 
     Returns:
@@ -172,14 +190,27 @@ def evaluate(predictor, data: EvalData, batch_size: int = 32,
     """
     info = predictor.info
     if info.task_type not in EVALUATORS:
-        raise ValueError(f"no evaluator for task type {info.task_type!r}; known: {sorted(EVALUATORS)}")
+        raise ValueError(
+            f"no evaluator for task type {info.task_type!r}; known: {sorted(EVALUATORS)}"
+        )
     outputs, seconds, sizes = predictor.run(data.texts, data.texts_b, batch_size, progress)
     result = EVALUATORS[info.task_type](data, outputs, info)
-    return {"model": {"name": info.name, "path": predictor.path, "task_type": info.task_type,
-                      "label_names": list(info.label_names),
-                      "max_seq_length": info.max_seq_length},
-            "data": {"file": data.path, "examples": len(data.examples),
-                     "truncated": int(data.truncated.sum()), "slice_column": data.slice_column},
-            **result,
-            "latency": latency_summary(seconds, sizes, batch_size, predictor.path,
-                                       machine_cost_per_hour)}
+    return {
+        "model": {
+            "name": info.name,
+            "path": predictor.path,
+            "task_type": info.task_type,
+            "label_names": list(info.label_names),
+            "max_seq_length": info.max_seq_length,
+        },
+        "data": {
+            "file": data.path,
+            "examples": len(data.examples),
+            "truncated": int(data.truncated.sum()),
+            "slice_column": data.slice_column,
+        },
+        **result,
+        "latency": latency_summary(
+            seconds, sizes, batch_size, predictor.path, machine_cost_per_hour
+        ),
+    }

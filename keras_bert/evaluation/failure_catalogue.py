@@ -9,6 +9,7 @@ far above the overall rate: at least `min_support` examples and a one-sided bino
 p < `alpha`. Regression slices are flagged when their mean absolute error is at least twice the
 overall one (no binomial model applies).
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -20,7 +21,7 @@ ALPHA = 0.05
 
 
 def length_bucket(tokens: int) -> str:
-    """"<=8", "9-16", ..., ">512" for a token count."""
+    """ "<=8", "9-16", ..., ">512" for a token count."""
     lower = 0
     for upper in LENGTH_BUCKETS:
         if tokens <= upper:
@@ -29,11 +30,14 @@ def length_bucket(tokens: int) -> str:
     return f">{LENGTH_BUCKETS[-1]}"
 
 
-def slice_columns(token_lengths, truncated, gold_names, user_values=None,
-                  user_column: str | None = None) -> dict[str, list[str]]:
+def slice_columns(
+    token_lengths, truncated, gold_names, user_values=None, user_column: str | None = None
+) -> dict[str, list[str]]:
     """Slice family name -> the slice value of every example (lists of N str)."""
-    columns = {"length (tokens)": [length_bucket(int(n)) for n in token_lengths],
-               "truncated": ["yes" if t else "no" for t in truncated]}
+    columns = {
+        "length (tokens)": [length_bucket(int(n)) for n in token_lengths],
+        "truncated": ["yes" if t else "no" for t in truncated],
+    }
     if gold_names is not None:
         columns["gold label"] = [str(g) for g in gold_names]
     if user_values is not None:
@@ -41,18 +45,31 @@ def slice_columns(token_lengths, truncated, gold_names, user_values=None,
     return columns
 
 
-def is_flagged(errors: int, count: int, overall_rate: float, min_support: int = MIN_SUPPORT,
-               alpha: float = ALPHA) -> tuple[bool, float]:
+def is_flagged(
+    errors: int,
+    count: int,
+    overall_rate: float,
+    min_support: int = MIN_SUPPORT,
+    alpha: float = ALPHA,
+) -> tuple[bool, float]:
     """(flag, p-value) of a classification slice with `errors` out of `count` examples."""
     if count == 0:
         return False, 1.0
-    p = float(scipy.stats.binomtest(int(errors), int(count), min(max(overall_rate, 0.0), 1.0),
-                                    alternative="greater").pvalue)
+    p = float(
+        scipy.stats.binomtest(
+            int(errors), int(count), min(max(overall_rate, 0.0), 1.0), alternative="greater"
+        ).pvalue
+    )
     return bool(count >= min_support and errors / count > overall_rate and p < alpha), p
 
 
-def slice_table(columns: dict, error, regression: bool = False,
-                min_support: int = MIN_SUPPORT, alpha: float = ALPHA) -> list[dict]:
+def slice_table(
+    columns: dict,
+    error,
+    regression: bool = False,
+    min_support: int = MIN_SUPPORT,
+    alpha: float = ALPHA,
+) -> list[dict]:
     """Error rate per slice.
 
     Args:
@@ -102,8 +119,14 @@ def catalogue(examples, gold_names, predicted_names, confidence, extra=None) -> 
     for i, e in enumerate(examples):
         if gold_names[i] == predicted_names[i]:
             continue
-        row = {"guid": e.guid, "text": e.text_a, "text_b": e.text_b, "gold": gold_names[i],
-               "predicted": predicted_names[i], "confidence": float(confidence[i])}
+        row = {
+            "guid": e.guid,
+            "text": e.text_a,
+            "text_b": e.text_b,
+            "gold": gold_names[i],
+            "predicted": predicted_names[i],
+            "confidence": float(confidence[i]),
+        }
         row.update({k: v[i] for k, v in (extra or {}).items()})
         rows.append(row)
     return sorted(rows, key=lambda r: -r["confidence"])
@@ -113,7 +136,15 @@ def regression_catalogue(examples, gold, scores, extra=None, limit: int = 100) -
     """The `limit` examples of largest absolute error, largest first."""
     gold, scores = np.asarray(gold, float), np.asarray(scores, float)
     order = np.argsort(-np.abs(gold - scores), kind="stable")[:limit]
-    return [{"guid": examples[i].guid, "text": examples[i].text_a, "text_b": examples[i].text_b,
-             "gold": float(gold[i]), "predicted": float(scores[i]),
-             "abs_error": float(abs(gold[i] - scores[i])),
-             **{k: v[i] for k, v in (extra or {}).items()}} for i in order]
+    return [
+        {
+            "guid": examples[i].guid,
+            "text": examples[i].text_a,
+            "text_b": examples[i].text_b,
+            "gold": float(gold[i]),
+            "predicted": float(scores[i]),
+            "abs_error": float(abs(gold[i] - scores[i])),
+            **{k: v[i] for k, v in (extra or {}).items()},
+        }
+        for i in order
+    ]

@@ -6,13 +6,15 @@ examples / total seconds of the timed batches (one after another, nothing concur
 1,000 predictions = machine price per hour / 3600 / throughput * 1000 (the machine busy only
 with this model).
 """
+
 from __future__ import annotations
 
 import numpy as np
 
 
-def latency_summary(seconds, sizes, batch_size: int, path: str,
-                    machine_cost_per_hour: float | None = None) -> dict:
+def latency_summary(
+    seconds, sizes, batch_size: int, path: str, machine_cost_per_hour: float | None = None
+) -> dict:
     """Summary of timed batches.
 
     Args:
@@ -33,8 +35,9 @@ def latency_summary(seconds, sizes, batch_size: int, path: str,
     seconds = np.asarray(seconds, np.float64)
     sizes = np.asarray(sizes, np.int64)
     if seconds.size == 0 or seconds.shape != sizes.shape:
-        raise ValueError(f"need per-batch seconds and sizes of one length, got {seconds.shape} "
-                         f"and {sizes.shape}")
+        raise ValueError(
+            f"need per-batch seconds and sizes of one length, got {seconds.shape} and {sizes.shape}"
+        )
     if machine_cost_per_hour is not None and machine_cost_per_hour < 0:
         raise ValueError(f"machine_cost_per_hour must be >= 0, got {machine_cost_per_hour}")
     p50, p95, p99 = np.percentile(seconds * 1000.0, [50, 95, 99])
@@ -42,8 +45,16 @@ def latency_summary(seconds, sizes, batch_size: int, path: str,
     cost = None
     if machine_cost_per_hour is not None:
         cost = float(machine_cost_per_hour / 3600.0 / throughput * 1000.0)
-    return {"path": path, "batch_size": int(batch_size), "num_batches": int(seconds.size),
-            "examples": int(sizes.sum()), "p50_ms": float(p50), "p95_ms": float(p95),
-            "p99_ms": float(p99), "mean_ms": float(seconds.mean() * 1000.0),
-            "throughput_per_s": throughput, "machine_cost_per_hour": machine_cost_per_hour,
-            "cost_per_1000": cost}
+    return {
+        "path": path,
+        "batch_size": int(batch_size),
+        "num_batches": int(seconds.size),
+        "examples": int(sizes.sum()),
+        "p50_ms": float(p50),
+        "p95_ms": float(p95),
+        "p99_ms": float(p99),
+        "mean_ms": float(seconds.mean() * 1000.0),
+        "throughput_per_s": throughput,
+        "machine_cost_per_hour": machine_cost_per_hour,
+        "cost_per_1000": cost,
+    }

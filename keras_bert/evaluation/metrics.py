@@ -12,6 +12,7 @@ own data               accuracy, macro_f1 (classification);           accuracy /
                        pearson, spearman, mse (regression)
 =====================  =============================================  ===================
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -20,16 +21,25 @@ from sklearn import metrics as skm
 
 _BY_TASK = {
     "cola": ("matthews_corrcoef",),
-    "sst2": ("accuracy",), "qnli": ("accuracy",), "rte": ("accuracy",), "wnli": ("accuracy",),
+    "sst2": ("accuracy",),
+    "qnli": ("accuracy",),
+    "rte": ("accuracy",),
+    "wnli": ("accuracy",),
     "mnli": ("accuracy",),
-    "mrpc": ("accuracy", "f1"), "qqp": ("accuracy", "f1"),
+    "mrpc": ("accuracy", "f1"),
+    "qqp": ("accuracy", "f1"),
     "stsb": ("pearson", "spearman"),
     "text_classification": ("accuracy", "macro_f1"),
     "text_pair_classification": ("accuracy", "macro_f1"),
     "text_regression": ("pearson", "spearman", "mse"),
 }
-_PRIMARY = {"cola": "matthews_corrcoef", "mrpc": "f1", "qqp": "f1", "stsb": "pearson",
-            "text_regression": "pearson"}
+_PRIMARY = {
+    "cola": "matthews_corrcoef",
+    "mrpc": "f1",
+    "qqp": "f1",
+    "stsb": "pearson",
+    "text_regression": "pearson",
+}
 
 
 def _canonical(task_name: str) -> str:
@@ -52,8 +62,11 @@ def accuracy(labels, predictions) -> float:
 
 def f1(labels, predictions, positive_label=1) -> float:
     """Binary F1 of the positive class (GLUE MRPC/QQP: label 1 = paraphrase / duplicate)."""
-    return float(skm.f1_score(labels, predictions, pos_label=positive_label, average="binary",
-                              zero_division=0.0))
+    return float(
+        skm.f1_score(
+            labels, predictions, pos_label=positive_label, average="binary", zero_division=0.0
+        )
+    )
 
 
 def matthews_corrcoef(labels, predictions) -> float:
@@ -90,8 +103,10 @@ def compute_metrics(task_name: str, labels, predictions, positive_label=1) -> di
     labels = np.asarray(labels)
     predictions = np.asarray(predictions)
     if labels.shape != predictions.shape or labels.ndim != 1 or labels.size == 0:
-        raise ValueError(f"labels {labels.shape} and predictions {predictions.shape} must be "
-                         "non-empty 1-D arrays of the same length")
+        raise ValueError(
+            f"labels {labels.shape} and predictions {predictions.shape} must be "
+            "non-empty 1-D arrays of the same length"
+        )
     out = {}
     for name in _BY_TASK[key]:
         if name == "f1":

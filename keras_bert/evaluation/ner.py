@@ -5,6 +5,7 @@ sequences are first converted to IOB2 (`keras_bert.data.conll.to_iob2`), so IOB1
 predictions with a stray `I-` after `O` (which conlleval reads as the start of an entity) are
 scored the same way as conlleval scores them.
 """
+
 from __future__ import annotations
 
 from seqeval import metrics as seqeval_metrics
@@ -39,11 +40,21 @@ def entity_scores(true_tags, pred_tags) -> dict:
     """
     y_true, y_pred = _checked(true_tags, pred_tags)
     any_entity = any(t != "O" for s in y_true + y_pred for t in s)
-    report = seqeval_metrics.classification_report(
-        y_true, y_pred, output_dict=True, zero_division=0) if any_entity else {}
-    per_type = {name: {"precision": float(v["precision"]), "recall": float(v["recall"]),
-                       "f1": float(v["f1-score"]), "support": int(v["support"])}
-                for name, v in report.items() if not name.endswith(" avg")}
+    report = (
+        seqeval_metrics.classification_report(y_true, y_pred, output_dict=True, zero_division=0)
+        if any_entity
+        else {}
+    )
+    per_type = {
+        name: {
+            "precision": float(v["precision"]),
+            "recall": float(v["recall"]),
+            "f1": float(v["f1-score"]),
+            "support": int(v["support"]),
+        }
+        for name, v in report.items()
+        if not name.endswith(" avg")
+    }
     kw = {"zero_division": 0}
     return {
         "precision": float(seqeval_metrics.precision_score(y_true, y_pred, **kw)),

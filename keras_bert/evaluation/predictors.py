@@ -22,6 +22,7 @@ own outputs; an evaluator for their `task_type` reads them (see `evidence_pack.E
 `run(...)` times every batch (wall seconds, end to end including tokenization and, for gRPC, the
 network) after one untimed warmup batch, so tracing and connection set-up are not counted.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -52,6 +53,7 @@ class ModelInfo:
         do_lower_case: bool.
         max_seq_length: int, tokens per example including [CLS]/[SEP].
     """
+
     name: str
     task_type: str
     label_names: list
@@ -87,12 +89,17 @@ class Predictor:
         self.predict_batch(texts[:batch_size], None if texts_b is None else texts_b[:batch_size])
         parts, seconds, sizes = [], [], []
         starts = range(0, len(texts), batch_size)
-        for start in progress_bar(starts, desc=f"predict {self.info.name}", unit="batch",
-                          disable=not progress or len(starts) < 10):
+        for start in progress_bar(
+            starts,
+            desc=f"predict {self.info.name}",
+            unit="batch",
+            disable=not progress or len(starts) < 10,
+        ):
             stop = start + batch_size
             t0 = time.perf_counter()
-            out = self.predict_batch(texts[start:stop],
-                                     None if texts_b is None else texts_b[start:stop])
+            out = self.predict_batch(
+                texts[start:stop], None if texts_b is None else texts_b[start:stop]
+            )
             seconds.append(time.perf_counter() - t0)
             sizes.append(len(texts[start:stop]))
             parts.append(out)
@@ -137,9 +144,15 @@ class TaskPredictor(Predictor):
         # The exported signature's concrete function ([None] string inputs): one trace, so a
         # last batch of another size is not timed with a retrace in it.
         self.signature = self.module.signatures()["serving_default"]
-        self.info = ModelInfo(name or default_name, task.task_type, list(task.label_names or []),
-                              task.is_pair, list(preprocessor.vocabulary),
-                              preprocessor.do_lower_case, preprocessor.max_seq_length)
+        self.info = ModelInfo(
+            name or default_name,
+            task.task_type,
+            list(task.label_names or []),
+            task.is_pair,
+            list(preprocessor.vocabulary),
+            preprocessor.do_lower_case,
+            preprocessor.max_seq_length,
+        )
         self.path = "in-process task (keras)"
 
     def predict_batch(self, texts, texts_b=None):
@@ -157,14 +170,21 @@ def read_export_info(version_dir, name: str | None = None) -> ModelInfo:
     vocab_path = version_dir / "assets" / "vocab.txt"
     for p in (config_path, vocab_path):
         if not p.is_file():
-            raise FileNotFoundError(f"{version_dir}: not a keras_bert SavedModel version directory "
-                                    f"({p.relative_to(version_dir)} missing)")
+            raise FileNotFoundError(
+                f"{version_dir}: not a keras_bert SavedModel version directory "
+                f"({p.relative_to(version_dir)} missing)"
+            )
     config = json.loads(config_path.read_text())
     vocabulary = vocab_path.read_text(encoding="utf-8").split("\n")[:-1]
-    return ModelInfo(name or config.get("model_name") or version_dir.parent.name,
-                     config["task_type"], list(config.get("label_names") or []),
-                     bool(config.get("is_pair")), vocabulary, bool(config["do_lower_case"]),
-                     int(config["max_seq_length"]))
+    return ModelInfo(
+        name or config.get("model_name") or version_dir.parent.name,
+        config["task_type"],
+        list(config.get("label_names") or []),
+        bool(config.get("is_pair")),
+        vocabulary,
+        bool(config["do_lower_case"]),
+        int(config["max_seq_length"]),
+    )
 
 
 class SavedModelPredictor(Predictor):
@@ -197,17 +217,22 @@ class GrpcPredictor(Predictor):
         timeout_s: seconds per request.
     """
 
-    def __init__(self, target: str, info: ModelInfo, model_name: str | None = None,
-                 timeout_s: float = 60.0):
+    def __init__(
+        self, target: str, info: ModelInfo, model_name: str | None = None, timeout_s: float = 60.0
+    ):
         import grpc
         from tensorflow_serving.apis import prediction_service_pb2_grpc
 
         self.info = info
         self.model_name = model_name or info.name
         self.timeout_s = float(timeout_s)
-        self.channel = grpc.insecure_channel(target, options=[
-            ("grpc.max_send_message_length", 256 << 20),
-            ("grpc.max_receive_message_length", 256 << 20)])
+        self.channel = grpc.insecure_channel(
+            target,
+            options=[
+                ("grpc.max_send_message_length", 256 << 20),
+                ("grpc.max_receive_message_length", 256 << 20),
+            ],
+        )
         self.stub = prediction_service_pb2_grpc.PredictionServiceStub(self.channel)
         self.path = f"gRPC {target} (model {self.model_name})"
 
@@ -226,8 +251,12 @@ class GrpcPredictor(Predictor):
         self.channel.close()
 
 
-def open_predictor(model: str, server: str | None = None, server_model_name: str | None = None,
-                   name: str | None = None) -> Predictor:
+def open_predictor(
+    model: str,
+    server: str | None = None,
+    server_model_name: str | None = None,
+    name: str | None = None,
+) -> Predictor:
     """The predictor for `model` (a SavedModel version dir, a `.keras` file or an output_dir).
 
     With `server` ("host:port"), predictions go over gRPC to that server; `model` then only

@@ -4,14 +4,26 @@ Input: the metrics dict of `evidence_pack.evaluate` (what metrics.json holds). E
 shows a number is a `Num` with its metrics.json key, so report.md / report.html and metrics.json
 cannot disagree. The sections particular to a task family come from `TASK_SECTIONS`.
 """
+
 from __future__ import annotations
 
-from keras_bert.evaluation.report_writer import Figure, Num, Table, confusion_figure, fmt, \
-    reliability_figure
+from keras_bert.evaluation.report_writer import (
+    Figure,
+    Num,
+    Table,
+    confusion_figure,
+    fmt,
+    reliability_figure,
+)
 
 FAILURE_ROWS = 100
-LATENCY_FIELDS = (("p50_ms", "p50 (ms)"), ("p95_ms", "p95 (ms)"), ("p99_ms", "p99 (ms)"),
-                  ("throughput_per_s", "examples / s"), ("cost_per_1000", "cost per 1,000"))
+LATENCY_FIELDS = (
+    ("p50_ms", "p50 (ms)"),
+    ("p95_ms", "p95 (ms)"),
+    ("p99_ms", "p99 (ms)"),
+    ("throughput_per_s", "examples / s"),
+    ("cost_per_1000", "cost per 1,000"),
+)
 
 
 def headline_blocks(m: dict) -> list:
@@ -23,41 +35,64 @@ def per_class_blocks(m: dict) -> list:
     if "per_class" not in m:
         return []
     fields = ("precision", "recall", "f1", "support")
-    rows = [[name] + [Num(f"per_class.{name}.{f}", v[f]) for f in fields]
-            for name, v in m["per_class"].items()]
-    rows += [[avg.replace("_", " ")] + [Num(f"{avg}.{f}", m[avg][f]) for f in fields]
-             for avg in ("macro_avg", "weighted_avg")]
+    rows = [
+        [name] + [Num(f"per_class.{name}.{f}", v[f]) for f in fields]
+        for name, v in m["per_class"].items()
+    ]
+    rows += [
+        [avg.replace("_", " ")] + [Num(f"{avg}.{f}", m[avg][f]) for f in fields]
+        for avg in ("macro_avg", "weighted_avg")
+    ]
     names = m["model"]["label_names"]
     matrix = m["confusion_matrix"]
-    cm_rows = [[f"gold {g}"] + [Num(f"confusion_matrix.{i}.{j}", c) for j, c in enumerate(row)]
-               for i, (g, row) in enumerate(zip(names, matrix))]
-    return [("h2", "Per-class precision, recall, F1"), Table(["class", *fields], rows),
-            ("h2", "Confusion matrix"), "Rows: gold label; columns: predicted label.",
-            Table(["", *[f"pred {n}" for n in names]], cm_rows),
-            Figure("confusion_matrix.png", confusion_figure(matrix, names, m["model"]["name"]),
-                   "confusion matrix")]
+    cm_rows = [
+        [f"gold {g}"] + [Num(f"confusion_matrix.{i}.{j}", c) for j, c in enumerate(row)]
+        for i, (g, row) in enumerate(zip(names, matrix))
+    ]
+    return [
+        ("h2", "Per-class precision, recall, F1"),
+        Table(["class", *fields], rows),
+        ("h2", "Confusion matrix"),
+        "Rows: gold label; columns: predicted label.",
+        Table(["", *[f"pred {n}" for n in names]], cm_rows),
+        Figure(
+            "confusion_matrix.png",
+            confusion_figure(matrix, names, m["model"]["name"]),
+            "confusion matrix",
+        ),
+    ]
 
 
 def calibration_blocks(m: dict) -> list:
     if "calibration" not in m:
         return []
     cal = m["calibration"]
-    rows = [[f"{b['lower']:.1f}-{b['upper']:.1f}", Num(f"calibration.bins.{i}.count", b["count"]),
-             Num(f"calibration.bins.{i}.confidence", b["confidence"]),
-             Num(f"calibration.bins.{i}.accuracy", b["accuracy"])]
-            for i, b in enumerate(cal["bins"]) if b["count"]]
-    return [("h2", "Calibration"),
-            f"Expected calibration error (Guo et al. 2017, {cal['num_bins']} equal-width bins of the "
-            f"top probability): {fmt(cal['ece'])}.",
-            Table(["confidence bin", "examples", "mean confidence", "accuracy"], rows),
-            Figure("reliability.png", reliability_figure({m["model"]["name"]: cal}),
-                   "reliability diagram")]
+    rows = [
+        [
+            f"{b['lower']:.1f}-{b['upper']:.1f}",
+            Num(f"calibration.bins.{i}.count", b["count"]),
+            Num(f"calibration.bins.{i}.confidence", b["confidence"]),
+            Num(f"calibration.bins.{i}.accuracy", b["accuracy"]),
+        ]
+        for i, b in enumerate(cal["bins"])
+        if b["count"]
+    ]
+    return [
+        ("h2", "Calibration"),
+        f"Expected calibration error (Guo et al. 2017, {cal['num_bins']} equal-width bins of the "
+        f"top probability): {fmt(cal['ece'])}.",
+        Table(["confidence bin", "examples", "mean confidence", "accuracy"], rows),
+        Figure(
+            "reliability.png", reliability_figure({m["model"]["name"]: cal}), "reliability diagram"
+        ),
+    ]
 
 
 def slice_blocks(m: dict) -> list:
     regression = m["model"]["task_type"] == "regression"
-    header = ["slice", "value", "examples"] + (["mean abs error"] if regression else
-                                               ["errors", "error rate", "p-value"])
+    header = ["slice", "value", "examples"] + (
+        ["mean abs error"] if regression else ["errors", "error rate", "p-value"]
+    )
     rows, flagged = [], []
     for i, s in enumerate(m["slices"]):
         row = [s["family"], s["value"], Num(f"slices.{i}.count", s["count"])]
@@ -69,11 +104,17 @@ def slice_blocks(m: dict) -> list:
         rows.append(row)
         if s["flagged"]:
             flagged.append(i)
-    rule = ("flagged: >= 5 examples and mean absolute error >= 2x the overall one" if regression
-            else "flagged: >= 5 examples and a one-sided binomial test against the overall error "
-            "rate with p < 0.05")
-    return [("h2", "Errors by slice"), f"Highlighted rows are far above the overall rate ({rule}).",
-            Table(header, rows, flagged)]
+    rule = (
+        "flagged: >= 5 examples and mean absolute error >= 2x the overall one"
+        if regression
+        else "flagged: >= 5 examples and a one-sided binomial test against the overall error "
+        "rate with p < 0.05"
+    )
+    return [
+        ("h2", "Errors by slice"),
+        f"Highlighted rows are far above the overall rate ({rule}).",
+        Table(header, rows, flagged),
+    ]
 
 
 def failure_blocks(m: dict) -> list:
@@ -81,19 +122,30 @@ def failure_blocks(m: dict) -> list:
     regression = m["model"]["task_type"] == "regression"
     pair = any(f["text_b"] is not None for f in failures)
     score = "abs_error" if regression else "confidence"
-    header = ["id", "text"] + (["text_b"] if pair else []) + ["gold", "predicted", score.replace(
-        "_", " "), "tokens", "truncated"]
+    header = (
+        ["id", "text"]
+        + (["text_b"] if pair else [])
+        + ["gold", "predicted", score.replace("_", " "), "tokens", "truncated"]
+    )
     rows = []
     for i, f in enumerate(failures[:FAILURE_ROWS]):
         gold = Num(f"failures.{i}.gold", f["gold"]) if regression else f["gold"]
         pred = Num(f"failures.{i}.predicted", f["predicted"]) if regression else f["predicted"]
-        rows.append([f["guid"], f["text"]] + ([f["text_b"] or ""] if pair else []) +
-                    [gold, pred, Num(f"failures.{i}.{score}", f[score]), f["tokens"],
-                     fmt(f["truncated"])])
-    what = ("largest absolute errors first" if regression else
-            f"{len(failures)} misclassified examples, the most confident first")
-    shown = (f"; the first {FAILURE_ROWS} shown, all in metrics.json"
-             if len(failures) > FAILURE_ROWS else "")
+        rows.append(
+            [f["guid"], f["text"]]
+            + ([f["text_b"] or ""] if pair else [])
+            + [gold, pred, Num(f"failures.{i}.{score}", f[score]), f["tokens"], fmt(f["truncated"])]
+        )
+    what = (
+        "largest absolute errors first"
+        if regression
+        else f"{len(failures)} misclassified examples, the most confident first"
+    )
+    shown = (
+        f"; the first {FAILURE_ROWS} shown, all in metrics.json"
+        if len(failures) > FAILURE_ROWS
+        else ""
+    )
     return [("h2", "Failure catalogue"), f"{what}{shown}.", Table(header, rows)]
 
 
@@ -101,10 +153,12 @@ def latency_blocks(m: dict) -> list:
     lat = m["latency"]
     rows = [[label, Num(f"latency.{key}", lat[key])] for key, label in LATENCY_FIELDS]
     price = lat["machine_cost_per_hour"]
-    return [("h2", "Latency and cost"),
-            f"Path: {lat['path']}; batch size {lat['batch_size']}; {lat['num_batches']} timed "
-            f"batches after one warmup batch; machine price per hour: {fmt(price)}.",
-            Table(["measure", "value"], rows)]
+    return [
+        ("h2", "Latency and cost"),
+        f"Path: {lat['path']}; batch size {lat['batch_size']}; {lat['num_batches']} timed "
+        f"batches after one warmup batch; machine price per hour: {fmt(price)}.",
+        Table(["measure", "value"], rows),
+    ]
 
 
 # task_type -> the sections of that family between the headline and the slices; a new task
@@ -116,10 +170,19 @@ TASK_SECTIONS = {"classification": (per_class_blocks, calibration_blocks), "regr
 def evaluation_report(m: dict) -> tuple[str, list]:
     """(title, blocks) of a one-model report."""
     title = f"Evaluation of {m['model']['name']}"
-    intro = (f"Model: {m['model']['name']} ({m['model']['task_type']}, {m['model']['path']}, "
-             f"max_seq_length {m['model']['max_seq_length']}). Data: {m['data']['file']}, "
-             f"{m['data']['examples']} examples, {m['data']['truncated']} truncated.")
-    sections = [block for build in TASK_SECTIONS.get(m["model"]["task_type"], ())
-                for block in build(m)]
-    return title, [intro, *headline_blocks(m), *sections, *slice_blocks(m), *failure_blocks(m),
-                   *latency_blocks(m)]
+    intro = (
+        f"Model: {m['model']['name']} ({m['model']['task_type']}, {m['model']['path']}, "
+        f"max_seq_length {m['model']['max_seq_length']}). Data: {m['data']['file']}, "
+        f"{m['data']['examples']} examples, {m['data']['truncated']} truncated."
+    )
+    sections = [
+        block for build in TASK_SECTIONS.get(m["model"]["task_type"], ()) for block in build(m)
+    ]
+    return title, [
+        intro,
+        *headline_blocks(m),
+        *sections,
+        *slice_blocks(m),
+        *failure_blocks(m),
+        *latency_blocks(m),
+    ]

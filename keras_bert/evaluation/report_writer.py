@@ -9,6 +9,7 @@ report.md, base64 `data:` URLs inside report.html (no network, no other file nee
 drawn with matplotlib's object API (`matplotlib.figure.Figure`, Agg canvas), leaving pyplot's
 global state and the user's back end alone.
 """
+
 from __future__ import annotations
 
 import base64
@@ -46,6 +47,7 @@ def fmt(value) -> str:
 @dataclasses.dataclass
 class Num:
     """A number printed in a report, with its key path in metrics.json ("a.b.c")."""
+
     key: str
     value: object
 
@@ -92,8 +94,14 @@ def confusion_figure(matrix, label_names, title) -> bytes:
     ax.set_title(title)
     top = matrix.max() if matrix.size else 0
     for (i, j), count in np.ndenumerate(matrix):
-        ax.text(j, i, str(count), ha="center", va="center",
-                color="white" if count > top / 2 else "black")
+        ax.text(
+            j,
+            i,
+            str(count),
+            ha="center",
+            va="center",
+            color="white" if count > top / 2 else "black",
+        )
     return figure_png(fig)
 
 
@@ -104,8 +112,12 @@ def reliability_figure(calibrations: dict) -> bytes:
     ax.plot([0, 1], [0, 1], "k--", lw=1, label="perfect calibration")
     for name, cal in calibrations.items():
         bins = [b for b in cal["bins"] if b["count"]]
-        ax.plot([b["confidence"] for b in bins], [b["accuracy"] for b in bins], "o-",
-                label=f"{name} (ECE {fmt(cal['ece'])})")
+        ax.plot(
+            [b["confidence"] for b in bins],
+            [b["accuracy"] for b in bins],
+            "o-",
+            label=f"{name} (ECE {fmt(cal['ece'])})",
+        )
     ax.set_xlim(0, 1)
     ax.set_ylim(0, 1)
     ax.set_xlabel("mean confidence in bin")
@@ -177,9 +189,12 @@ def to_html(title: str, blocks: list) -> str:
             body.append(f"<{block[0]}>{html.escape(block[1])}</{block[0]}>")
         else:
             body.append(f"<p>{html.escape(str(block))}</p>")
-    return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
-            f"<title>{html.escape(title)}</title><style>{CSS}</style></head>\n<body>\n"
-            + "\n".join(body) + "\n</body></html>\n")
+    return (
+        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
+        f"<title>{html.escape(title)}</title><style>{CSS}</style></head>\n<body>\n"
+        + "\n".join(body)
+        + "\n</body></html>\n"
+    )
 
 
 def json_ready(value):
@@ -205,8 +220,11 @@ def write_report(output_dir, title: str, metrics: dict, blocks: list) -> dict:
     """
     out = pathlib.Path(output_dir)
     out.mkdir(parents=True, exist_ok=True)
-    paths = {"metrics": out / "metrics.json", "markdown": out / "report.md",
-             "html": out / "report.html"}
+    paths = {
+        "metrics": out / "metrics.json",
+        "markdown": out / "report.md",
+        "html": out / "report.html",
+    }
     paths["metrics"].write_text(json.dumps(json_ready(metrics), indent=2, allow_nan=False) + "\n")
     for block in blocks:
         if isinstance(block, Figure):

@@ -10,6 +10,7 @@ NoAns splits, best null threshold) are called as they are, never rewritten. What
   prediction is the best NON-NULL answer; `evaluate_v2` therefore sweeps on those, and scores
   the thresholded predictions (`keras_bert.data.squad_answers`) separately.
 """
+
 from __future__ import annotations
 
 from official.nlp.tools import squad_evaluate_v1_1, squad_evaluate_v2_0
@@ -19,9 +20,25 @@ from keras_bert.data.squad_answers import with_threshold
 
 def dataset_of(examples) -> list:
     """Official SQuAD `data` list (one article per question) for `SquadExample`s."""
-    return [{"title": e.title, "paragraphs": [{"context": e.context, "qas": [{
-        "id": e.qas_id, "question": e.question, "is_impossible": e.is_impossible,
-        "answers": [{"text": t, "answer_start": s} for t, s in e.answers]}]}]} for e in examples]
+    return [
+        {
+            "title": e.title,
+            "paragraphs": [
+                {
+                    "context": e.context,
+                    "qas": [
+                        {
+                            "id": e.qas_id,
+                            "question": e.question,
+                            "is_impossible": e.is_impossible,
+                            "answers": [{"text": t, "answer_start": s} for t, s in e.answers],
+                        }
+                    ],
+                }
+            ],
+        }
+        for e in examples
+    ]
 
 
 def evaluate_v1(dataset: list, predictions: dict) -> dict:
@@ -56,13 +73,22 @@ def evaluate_v2(dataset: list, answers: dict) -> dict:
     """
     predictions = {q: a["text"] for q, a in answers.items()}
     scored = squad_evaluate_v2_0.evaluate(dataset, predictions)
-    out = {k: v for k, v in scored.items()
-           if k.split("_")[0] in ("exact", "f1", "total", "HasAns", "NoAns")}
+    out = {
+        k: v
+        for k, v in scored.items()
+        if k.split("_")[0] in ("exact", "f1", "total", "HasAns", "NoAns")
+    }
     non_null = {q: a["best_non_null_text"] for q, a in answers.items()}
     null_odds = {q: float(a["null_odds"]) for q, a in answers.items()}
     sweep = squad_evaluate_v2_0.evaluate(dataset, non_null, na_probs=null_odds)
-    out.update({"best_exact": sweep["final_exact"], "best_exact_thresh": sweep["final_exact_thresh"],
-                "best_f1": sweep["final_f1"], "best_f1_thresh": sweep["final_f1_thresh"]})
+    out.update(
+        {
+            "best_exact": sweep["final_exact"],
+            "best_exact_thresh": sweep["final_exact_thresh"],
+            "best_f1": sweep["final_f1"],
+            "best_f1_thresh": sweep["final_f1_thresh"],
+        }
+    )
     return out
 
 

@@ -29,8 +29,15 @@ class MaskedLMHead(keras.layers.Layer):
         float32 Tensor [batch_size, num_predictions, vocab_size] of logits.
     """
 
-    def __init__(self, vocab_size, hidden_size, hidden_activation="gelu", initializer_range=0.02,
-                 layer_norm_epsilon=1e-12, **kwargs):
+    def __init__(
+        self,
+        vocab_size,
+        hidden_size,
+        hidden_activation="gelu",
+        initializer_range=0.02,
+        layer_norm_epsilon=1e-12,
+        **kwargs,
+    ):
         super().__init__(**kwargs)
         self.vocab_size = vocab_size
         self.hidden_size = hidden_size
@@ -40,15 +47,20 @@ class MaskedLMHead(keras.layers.Layer):
 
     def build(self, input_shape=None):
         self.transform = keras.layers.Dense(
-            self.hidden_size, activation=get_activation(self.hidden_activation),
+            self.hidden_size,
+            activation=get_activation(self.hidden_activation),
             kernel_initializer=keras.initializers.TruncatedNormal(stddev=self.initializer_range),
-            dtype=self.dtype_policy, name="transform")
+            dtype=self.dtype_policy,
+            name="transform",
+        )
         self.transform.build((None, None, self.hidden_size))
         self.layer_norm = keras.layers.LayerNormalization(
-            epsilon=self.layer_norm_epsilon, dtype="float32", name="layer_norm")
+            epsilon=self.layer_norm_epsilon, dtype="float32", name="layer_norm"
+        )
         self.layer_norm.build((None, None, self.hidden_size))
-        self.output_bias = self.add_weight(name="output_bias", shape=(self.vocab_size,),
-                                           initializer="zeros")
+        self.output_bias = self.add_weight(
+            name="output_bias", shape=(self.vocab_size,), initializer="zeros"
+        )
         self.built = True
 
     def call(self, sequence_output, masked_lm_positions, embedding_table):
@@ -60,8 +72,11 @@ class MaskedLMHead(keras.layers.Layer):
 
     def get_config(self):
         config = super().get_config()
-        config.update(vocab_size=self.vocab_size, hidden_size=self.hidden_size,
-                      hidden_activation=self.hidden_activation,
-                      initializer_range=self.initializer_range,
-                      layer_norm_epsilon=self.layer_norm_epsilon)
+        config.update(
+            vocab_size=self.vocab_size,
+            hidden_size=self.hidden_size,
+            hidden_activation=self.hidden_activation,
+            initializer_range=self.initializer_range,
+            layer_norm_epsilon=self.layer_norm_epsilon,
+        )
         return config

@@ -26,8 +26,11 @@ class NextSentenceHead(keras.layers.Layer):
 
     def build(self, input_shape=None):
         self.dense = keras.layers.Dense(
-            2, kernel_initializer=keras.initializers.TruncatedNormal(stddev=self.initializer_range),
-            dtype=self.dtype_policy, name="dense")
+            2,
+            kernel_initializer=keras.initializers.TruncatedNormal(stddev=self.initializer_range),
+            dtype=self.dtype_policy,
+            name="dense",
+        )
         self.dense.build((None, self.hidden_size))
         self.built = True
 

@@ -32,8 +32,17 @@ class BertEmbeddings(keras.layers.Layer):
         InvalidArgumentError: at run time if seq_length > max_sequence_length.
     """
 
-    def __init__(self, vocab_size, hidden_size, max_sequence_length, type_vocab_size=2,
-                 initializer_range=0.02, layer_norm_epsilon=1e-12, dropout_rate=0.1, **kwargs):
+    def __init__(
+        self,
+        vocab_size,
+        hidden_size,
+        max_sequence_length,
+        type_vocab_size=2,
+        initializer_range=0.02,
+        layer_norm_epsilon=1e-12,
+        dropout_rate=0.1,
+        **kwargs,
+    ):
         super().__init__(**kwargs)
         self.vocab_size = vocab_size
         self.hidden_size = hidden_size
@@ -46,22 +55,32 @@ class BertEmbeddings(keras.layers.Layer):
     def build(self, input_shape=None):
         init = keras.initializers.TruncatedNormal(stddev=self.initializer_range)
         self.word_embeddings = keras.layers.Embedding(
-            self.vocab_size, self.hidden_size, embeddings_initializer=init,
-            dtype=self.dtype_policy, name="word_embeddings")
+            self.vocab_size,
+            self.hidden_size,
+            embeddings_initializer=init,
+            dtype=self.dtype_policy,
+            name="word_embeddings",
+        )
         self.word_embeddings.build((None, None))
         self.position_embeddings = self.add_weight(
-            name="position_embeddings", shape=(self.max_sequence_length, self.hidden_size),
-            initializer=init)
+            name="position_embeddings",
+            shape=(self.max_sequence_length, self.hidden_size),
+            initializer=init,
+        )
         self.type_embeddings = keras.layers.Embedding(
-            self.type_vocab_size, self.hidden_size, embeddings_initializer=init,
-            dtype=self.dtype_policy, name="type_embeddings")
+            self.type_vocab_size,
+            self.hidden_size,
+            embeddings_initializer=init,
+            dtype=self.dtype_policy,
+            name="type_embeddings",
+        )
         self.type_embeddings.build((None, None))
         # LayerNorm statistics in float32 whatever the policy (mixed precision safety).
         self.layer_norm = keras.layers.LayerNormalization(
-            epsilon=self.layer_norm_epsilon, dtype="float32", name="layer_norm")
+            epsilon=self.layer_norm_epsilon, dtype="float32", name="layer_norm"
+        )
         self.layer_norm.build((None, None, self.hidden_size))
-        self.dropout = BertDropout(
-            self.dropout_rate, dtype=self.dtype_policy, name="dropout")
+        self.dropout = BertDropout(self.dropout_rate, dtype=self.dtype_policy, name="dropout")
         self.built = True
 
     def call(self, input_word_ids, input_type_ids, training=None):
@@ -70,25 +89,35 @@ class BertEmbeddings(keras.layers.Layer):
         if static_length is not None and static_length > self.max_sequence_length:
             raise ValueError(
                 f"sequence length {static_length} exceeds max_sequence_length="
-                f"{self.max_sequence_length} (the size of the position table)")
+                f"{self.max_sequence_length} (the size of the position table)"
+            )
         check = tf.debugging.assert_less_equal(
-            seq_length, self.max_sequence_length,
-            message=f"sequence length exceeds max_sequence_length={self.max_sequence_length}")
+            seq_length,
+            self.max_sequence_length,
+            message=f"sequence length exceeds max_sequence_length={self.max_sequence_length}",
+        )
         # The check must run before the sum, or a graph may first fail on the [T, H] + [P, H]
         # shape mismatch with a message that does not name the cause.
         with tf.control_dependencies([check] if check is not None else []):
             positions = tf.cast(self.position_embeddings[:seq_length], self.compute_dtype)
             positions = tf.identity(positions)
-        x = (self.word_embeddings(input_word_ids) + positions[tf.newaxis]
-             + self.type_embeddings(input_type_ids))
+        x = (
+            self.word_embeddings(input_word_ids)
+            + positions[tf.newaxis]
+            + self.type_embeddings(input_type_ids)
+        )
         x = tf.cast(self.layer_norm(x), self.compute_dtype)
         return self.dropout(x, training=training)
 
     def get_config(self):
         config = super().get_config()
-        config.update(vocab_size=self.vocab_size, hidden_size=self.hidden_size,
-                      max_sequence_length=self.max_sequence_length,
-                      type_vocab_size=self.type_vocab_size,
-                      initializer_range=self.initializer_range,
-                      layer_norm_epsilon=self.layer_norm_epsilon, dropout_rate=self.dropout_rate)
+        config.update(
+            vocab_size=self.vocab_size,
+            hidden_size=self.hidden_size,
+            max_sequence_length=self.max_sequence_length,
+            type_vocab_size=self.type_vocab_size,
+            initializer_range=self.initializer_range,
+            layer_norm_epsilon=self.layer_norm_epsilon,
+            dropout_rate=self.dropout_rate,
+        )
         return config

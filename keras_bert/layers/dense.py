@@ -48,7 +48,11 @@ class FlatDense(keras.layers.Dense):
             y = tf.nn.bias_add(y, tf.cast(self.bias, y.dtype))
         if self._act is not None:
             fused = self.activation_name in ("gelu", "gelu_approximate") and not training
-            y = tf.nn.gelu(y, approximate=self.activation_name == "gelu_approximate") if fused else self._act(y)
+            y = (
+                tf.nn.gelu(y, approximate=self.activation_name == "gelu_approximate")
+                if fused
+                else self._act(y)
+            )
         if flat:
             return y
         return tf.reshape(y, tf.concat([tf.shape(inputs)[:-1], [self.units]], axis=0))

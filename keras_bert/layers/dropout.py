@@ -28,11 +28,14 @@ def dropout_16bit(inputs, rate: float, seed):
     """
     drop_levels = int(round(rate * _LEVELS))
     if not 0 < drop_levels < _LEVELS:
-        raise ValueError(f"dropout_16bit: rate={rate!r} rounds to {drop_levels}/65536; it needs a "
-                         "rate in [7.7e-6, 1 - 7.7e-6] (use keras.random.dropout outside it)")
+        raise ValueError(
+            f"dropout_16bit: rate={rate!r} rounds to {drop_levels}/65536; it needs a "
+            "rate in [7.7e-6, 1 - 7.7e-6] (use keras.random.dropout outside it)"
+        )
     n = tf.size(inputs)
-    words = tf.random.stateless_uniform(tf.reshape((n + 1) // 2, [1]), seed=seed, minval=None,
-                                        maxval=None, dtype=tf.uint32)
+    words = tf.random.stateless_uniform(
+        tf.reshape((n + 1) // 2, [1]), seed=seed, minval=None, maxval=None, dtype=tf.uint32
+    )
     halves = tf.reshape(tf.bitcast(words, tf.uint16), [-1])[:n]
     keep = tf.reshape(halves >= tf.constant(drop_levels, tf.uint16), tf.shape(inputs))
     scale = tf.cast(_LEVELS / (_LEVELS - drop_levels), inputs.dtype)

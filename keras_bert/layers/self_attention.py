@@ -77,12 +77,14 @@ class BertSelfAttention(keras.layers.Layer):
         ValueError: if hidden_size is not divisible by num_heads.
     """
 
-    def __init__(self, hidden_size, num_heads, attention_dropout_rate=0.1,
-                 initializer_range=0.02, **kwargs):
+    def __init__(
+        self, hidden_size, num_heads, attention_dropout_rate=0.1, initializer_range=0.02, **kwargs
+    ):
         super().__init__(**kwargs)
         if hidden_size % num_heads:
             raise ValueError(
-                f"hidden_size={hidden_size} must be divisible by num_heads={num_heads}")
+                f"hidden_size={hidden_size} must be divisible by num_heads={num_heads}"
+            )
         self.hidden_size = hidden_size
         self.num_heads = num_heads
         self.attention_dropout_rate = attention_dropout_rate
@@ -91,18 +93,25 @@ class BertSelfAttention(keras.layers.Layer):
     def build(self, input_shape=None):
         init = keras.initializers.TruncatedNormal(stddev=self.initializer_range)
         for name in ("query", "key", "value"):
-            dense = FlatDense(self.hidden_size, kernel_initializer=init,
-                              dtype=self.dtype_policy, name=name)
+            dense = FlatDense(
+                self.hidden_size, kernel_initializer=init, dtype=self.dtype_policy, name=name
+            )
             dense.build((None, None, self.hidden_size))
             setattr(self, name, dense)
         self.dropout = BertDropout(
-            self.attention_dropout_rate, dtype=self.dtype_policy, name="dropout")
+            self.attention_dropout_rate, dtype=self.dtype_policy, name="dropout"
+        )
         self.built = True
 
     def call(self, inputs, attention_mask, training=None):
         shape = tf.shape(inputs)
-        context = self.attend_rows(tf.reshape(inputs, [-1, self.hidden_size]), shape[0], shape[1],
-                                   attention_bias(attention_mask), training=training)
+        context = self.attend_rows(
+            tf.reshape(inputs, [-1, self.hidden_size]),
+            shape[0],
+            shape[1],
+            attention_bias(attention_mask),
+            training=training,
+        )
         return tf.reshape(context, [shape[0], shape[1], self.hidden_size])
 
     def attend_rows(self, rows, batch_size, seq_length, bias, training=None):
@@ -142,7 +151,10 @@ class BertSelfAttention(keras.layers.Layer):
 
     def get_config(self):
         config = super().get_config()
-        config.update(hidden_size=self.hidden_size, num_heads=self.num_heads,
-                      attention_dropout_rate=self.attention_dropout_rate,
-                      initializer_range=self.initializer_range)
+        config.update(
+            hidden_size=self.hidden_size,
+            num_heads=self.num_heads,
+            attention_dropout_rate=self.attention_dropout_rate,
+            initializer_range=self.initializer_range,
+        )
         return config

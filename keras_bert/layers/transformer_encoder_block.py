@@ -39,9 +39,18 @@ class TransformerEncoderBlock(keras.layers.Layer):
         ValueError: if hidden_size is not divisible by num_heads, or the activation is unknown.
     """
 
-    def __init__(self, hidden_size, num_heads, intermediate_size, hidden_activation="gelu",
-                 dropout_rate=0.1, attention_dropout_rate=0.1, initializer_range=0.02,
-                 layer_norm_epsilon=1e-12, **kwargs):
+    def __init__(
+        self,
+        hidden_size,
+        num_heads,
+        intermediate_size,
+        hidden_activation="gelu",
+        dropout_rate=0.1,
+        attention_dropout_rate=0.1,
+        initializer_range=0.02,
+        layer_norm_epsilon=1e-12,
+        **kwargs,
+    ):
         super().__init__(**kwargs)
         get_activation(hidden_activation)  # fail early on an unknown name
         self.hidden_size = hidden_size
@@ -53,8 +62,13 @@ class TransformerEncoderBlock(keras.layers.Layer):
         self.initializer_range = initializer_range
         self.layer_norm_epsilon = layer_norm_epsilon
         self.self_attention = BertSelfAttention(
-            hidden_size, num_heads, attention_dropout_rate, initializer_range,
-            dtype=self.dtype_policy, name="self_attention")
+            hidden_size,
+            num_heads,
+            attention_dropout_rate,
+            initializer_range,
+            dtype=self.dtype_policy,
+            name="self_attention",
+        )
 
     def build(self, input_shape=None):
         init = keras.initializers.TruncatedNormal(stddev=self.initializer_range)
@@ -62,33 +76,47 @@ class TransformerEncoderBlock(keras.layers.Layer):
         self.self_attention.build((None, None, h))
 
         def dense(units, name, in_dim, activation=None):
-            layer = FlatDense(units, activation_name=activation, kernel_initializer=init,
-                              dtype=self.dtype_policy, name=name)
+            layer = FlatDense(
+                units,
+                activation_name=activation,
+                kernel_initializer=init,
+                dtype=self.dtype_policy,
+                name=name,
+            )
             layer.build((None, None, in_dim))
             return layer
 
         def layer_norm(name):
-            layer = keras.layers.LayerNormalization(epsilon=self.layer_norm_epsilon,
-                                                    dtype="float32", name=name)
+            layer = keras.layers.LayerNormalization(
+                epsilon=self.layer_norm_epsilon, dtype="float32", name=name
+            )
             layer.build((None, None, h))
             return layer
 
         self.attention_output = dense(h, "attention_output", h)
         self.attention_dropout = BertDropout(
-            self.dropout_rate, dtype=self.dtype_policy, name="attention_dropout")
+            self.dropout_rate, dtype=self.dtype_policy, name="attention_dropout"
+        )
         self.attention_layer_norm = layer_norm("attention_layer_norm")
-        self.intermediate = dense(self.intermediate_size, "intermediate", h,
-                                  activation=self.hidden_activation)
+        self.intermediate = dense(
+            self.intermediate_size, "intermediate", h, activation=self.hidden_activation
+        )
         self.output_dense = dense(h, "output_dense", self.intermediate_size)
         self.output_dropout = BertDropout(
-            self.dropout_rate, dtype=self.dtype_policy, name="output_dropout")
+            self.dropout_rate, dtype=self.dtype_policy, name="output_dropout"
+        )
         self.output_layer_norm = layer_norm("output_layer_norm")
         self.built = True
 
     def call(self, inputs, attention_mask, training=None):
         shape = tf.shape(inputs)
-        rows = self.call_rows(tf.reshape(inputs, [-1, self.hidden_size]), shape[0], shape[1],
-                              attention_bias(attention_mask), training=training)
+        rows = self.call_rows(
+            tf.reshape(inputs, [-1, self.hidden_size]),
+            shape[0],
+            shape[1],
+            attention_bias(attention_mask),
+            training=training,
+        )
         return tf.reshape(rows, shape)
 
     def call_rows(self, rows, batch_size, seq_length, bias, training=None):
@@ -98,8 +126,9 @@ class TransformerEncoderBlock(keras.layers.Layer):
         float32 logit bias (`self_attention.attention_bias`) computed once; see
         `BertSelfAttention.attend_rows` for the arguments.
         """
-        attention = self.self_attention.attend_rows(rows, batch_size, seq_length, bias,
-                                                    training=training)
+        attention = self.self_attention.attend_rows(
+            rows, batch_size, seq_length, bias, training=training
+        )
         attention = self.attention_dropout(self.attention_output(attention), training=training)
         x = tf.cast(self.attention_layer_norm(rows + attention), self.compute_dtype)
         ffn = self.output_dense(self.intermediate(x, training=training))
@@ -108,10 +137,14 @@ class TransformerEncoderBlock(keras.layers.Layer):
 
     def get_config(self):
         config = super().get_config()
-        config.update(hidden_size=self.hidden_size, num_heads=self.num_heads,
-                      intermediate_size=self.intermediate_size,
-                      hidden_activation=self.hidden_activation, dropout_rate=self.dropout_rate,
-                      attention_dropout_rate=self.attention_dropout_rate,
-                      initializer_range=self.initializer_range,
-                      layer_norm_epsilon=self.layer_norm_epsilon)
+        config.update(
+            hidden_size=self.hidden_size,
+            num_heads=self.num_heads,
+            intermediate_size=self.intermediate_size,
+            hidden_activation=self.hidden_activation,
+            dropout_rate=self.dropout_rate,
+            attention_dropout_rate=self.attention_dropout_rate,
+            initializer_range=self.initializer_range,
+            layer_norm_epsilon=self.layer_norm_epsilon,
+        )
         return config

@@ -19,6 +19,7 @@ and batch 0 returns empty outputs of the same rank. The method names of `classif
 `regression` cannot be set through `tf.saved_model.save` (it writes `tensorflow/serving/predict`
 for every signature); `versioning.set_method_names` rewrites them afterwards.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -29,7 +30,7 @@ from keras_bert.saved_model import warmup
 from keras_bert.saved_model.serving_module import INPUT_NAMES, ServingModule, id_specs
 
 CLASSIFY_METHOD_NAME = "tensorflow/serving/classify"  # signature_constants.CLASSIFY_METHOD_NAME
-REGRESS_METHOD_NAME = "tensorflow/serving/regress"    # signature_constants.REGRESS_METHOD_NAME
+REGRESS_METHOD_NAME = "tensorflow/serving/regress"  # signature_constants.REGRESS_METHOD_NAME
 TEXT_FEATURE, TEXT_B_FEATURE = "text", "text_b"  # tf.Example feature names (bytes_list)
 TASK_TYPES = ("classification", "regression")
 
@@ -98,13 +99,16 @@ class ClassifierServingModule(ServingModule):
         text = tf.TensorSpec([None], tf.string, name=TEXT_FEATURE)
         if self.is_pair:
             default = self.serving_default.get_concrete_function(
-                text, tf.TensorSpec([None], tf.string, name=TEXT_B_FEATURE))
+                text, tf.TensorSpec([None], tf.string, name=TEXT_B_FEATURE)
+            )
         else:
             default = self.serving_default.get_concrete_function(text)
         self.encoded.get_concrete_function(*id_specs(tf.int64))
         examples = tf.TensorSpec([None], tf.string, name="inputs")
-        out = {"serving_default": default,
-               "encoded": self.encoded.get_concrete_function(*id_specs(tf.int32))}
+        out = {
+            "serving_default": default,
+            "encoded": self.encoded.get_concrete_function(*id_specs(tf.int32)),
+        }
         if self.task_type == "classification":
             out["classification"] = self.classify.get_concrete_function(examples)
         else:
@@ -112,14 +116,19 @@ class ClassifierServingModule(ServingModule):
         return out
 
     def method_names(self) -> dict:
-        return ({"classification": CLASSIFY_METHOD_NAME} if self.task_type == "classification"
-                else {"regression": REGRESS_METHOD_NAME})
+        return (
+            {"classification": CLASSIFY_METHOD_NAME}
+            if self.task_type == "classification"
+            else {"regression": REGRESS_METHOD_NAME}
+        )
 
     def signature_summary(self) -> dict:
         """Signature key -> its inputs, for assets/export_config.json."""
-        return {"serving_default": "text" + (", text_b" if self.is_pair else ""),
-                "encoded": ", ".join(INPUT_NAMES),
-                self.task_type: "inputs (serialized tf.Example)"}
+        return {
+            "serving_default": "text" + (", text_b" if self.is_pair else ""),
+            "encoded": ", ".join(INPUT_NAMES),
+            self.task_type: "inputs (serialized tf.Example)",
+        }
 
     def warmup_logs(self, model_name: str, texts) -> list:
         """Predict on serving_default (batch 1 and the full batch) and on encoded (int32 ids from
@@ -134,12 +143,20 @@ class ClassifierServingModule(ServingModule):
         for n in (1, len(a)):
             inputs = {TEXT_FEATURE: a[:n]} | ({TEXT_B_FEATURE: b[:n]} if b is not None else {})
             logs.append(warmup.predict_log(model_name, "serving_default", inputs))
-        packed = self.preprocessor({"text": tf.constant(a), "text_b": tf.constant(b)}
-                                   if b is not None else tf.constant(a))
-        logs.append(warmup.predict_log(model_name, "encoded", {
-            name: np.asarray(packed[name], np.int32) for name in INPUT_NAMES}))
-        examples = [warmup.text_example({TEXT_FEATURE: t} | ({TEXT_B_FEATURE: t_b} if self.is_pair
-                                                            else {})) for t, t_b in texts]
+        packed = self.preprocessor(
+            {"text": tf.constant(a), "text_b": tf.constant(b)} if b is not None else tf.constant(a)
+        )
+        logs.append(
+            warmup.predict_log(
+                model_name,
+                "encoded",
+                {name: np.asarray(packed[name], np.int32) for name in INPUT_NAMES},
+            )
+        )
+        examples = [
+            warmup.text_example({TEXT_FEATURE: t} | ({TEXT_B_FEATURE: t_b} if self.is_pair else {}))
+            for t, t_b in texts
+        ]
         kind = "classify" if self.task_type == "classification" else "regress"
         logs.append(warmup.example_log(model_name, self.task_type, examples, kind))
         return logs

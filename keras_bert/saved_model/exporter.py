@@ -15,6 +15,7 @@ Layout written (what `tensorflow_model_server --model_base_path=EXPORT_BASE/<mod
 Everything is written under `EXPORT_BASE/<model_name>/.tmp-<version>-<random>/` and renamed into
 place (`versioning.publish`): a crash leaves at most a hidden temporary directory.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -51,8 +52,9 @@ def check_model_name_and_version(model_name, version) -> None:
     """Raises ValueError for a model_name that is not a plain directory name or a bad version."""
     if not model_name or os.sep in str(model_name) or str(model_name).startswith("."):
         raise ValueError(f"model_name must be a plain directory name, got {model_name!r}")
-    if version is not None and (isinstance(version, bool) or int(version) != version
-                                or int(version) < 1):
+    if version is not None and (
+        isinstance(version, bool) or int(version) != version or int(version) < 1
+    ):
         raise ValueError(f"version must be a positive integer, got {version!r}")
 
 
@@ -90,8 +92,12 @@ def preprocessor_for(task, tokenizer: str) -> BertPreprocessor:
     p = task.preprocessor
     if p.tokenizer == tokenizer:
         return p
-    return BertPreprocessor(vocabulary=p.vocabulary, do_lower_case=p.do_lower_case,
-                            max_seq_length=p.max_seq_length, tokenizer=tokenizer)
+    return BertPreprocessor(
+        vocabulary=p.vocabulary,
+        do_lower_case=p.do_lower_case,
+        max_seq_length=p.max_seq_length,
+        tokenizer=tokenizer,
+    )
 
 
 def weights_fingerprint(task) -> str:
@@ -112,8 +118,10 @@ def find_export(export_base, model_name, fingerprint: str, litert=None) -> pathl
         config = model_dir / str(version) / "assets" / CONFIG_FILENAME
         try:
             stored = json.loads(config.read_text())
-            if (stored.get("weights_sha256") == fingerprint
-                    and (stored.get("litert") or {}).get("quantize") == litert):
+            if (
+                stored.get("weights_sha256") == fingerprint
+                and (stored.get("litert") or {}).get("quantize") == litert
+            ):
                 return model_dir / str(version)
         except (OSError, ValueError):
             continue
@@ -123,25 +131,33 @@ def find_export(export_base, model_name, fingerprint: str, litert=None) -> pathl
 def export_config(task, module, model_name, tokenizer, extra_config=None) -> dict:
     """The JSON written to assets/export_config.json."""
     return {
-        "model_name": model_name, **task.export_metadata(), "tokenizer": tokenizer,
+        "model_name": model_name,
+        **task.export_metadata(),
+        "tokenizer": tokenizer,
         "weights_sha256": weights_fingerprint(task),
-        "requires_tensorflow_text": tokenizer == "tf_text", "input_id_dtype": "int32",
+        "requires_tensorflow_text": tokenizer == "tf_text",
+        "input_id_dtype": "int32",
         "dtype_policy": task.dtype_policy.name,
         "bert_config": dataclasses.asdict(task.encoder.bert_config),
-        "signatures": module.signature_summary(), **(extra_config or {}),
+        "signatures": module.signature_summary(),
+        **(extra_config or {}),
     }
 
 
 def _write_assets(staging: pathlib.Path, task, preprocessor, config: dict) -> dict:
     """Writes vocab / labels / config files to `staging`; returns name -> tf.saved_model.Asset."""
-    (staging / "vocab.txt").write_text("".join(f"{t}\n" for t in preprocessor.vocabulary),
-                                       encoding="utf-8")
+    (staging / "vocab.txt").write_text(
+        "".join(f"{t}\n" for t in preprocessor.vocabulary), encoding="utf-8"
+    )
     (staging / CONFIG_FILENAME).write_text(json.dumps(config, indent=2, sort_keys=True))
-    assets = {"vocab_file": tf.saved_model.Asset(str(staging / "vocab.txt")),
-              "config_file": tf.saved_model.Asset(str(staging / CONFIG_FILENAME))}
+    assets = {
+        "vocab_file": tf.saved_model.Asset(str(staging / "vocab.txt")),
+        "config_file": tf.saved_model.Asset(str(staging / CONFIG_FILENAME)),
+    }
     if task.label_names:
-        (staging / "labels.txt").write_text("".join(f"{x}\n" for x in task.label_names),
-                                            encoding="utf-8")
+        (staging / "labels.txt").write_text(
+            "".join(f"{x}\n" for x in task.label_names), encoding="utf-8"
+        )
         assets["labels_file"] = tf.saved_model.Asset(str(staging / "labels.txt"))
     return assets
 
@@ -196,12 +212,22 @@ def _litert_flatbuffer(task, preprocessor, staging, quantize) -> bytes:
     16-bit policy, such as mixed_bfloat16 training or a bfloat16 export, is copied to float32:
     LiteRT's kernels, XNNPACK's among them, take no bfloat16)."""
     module = with_dtype(task, "float32").serving_module(preprocessor)
-    return litert_lib.convert_signature(module.signatures()["encoded"], staging, quantize,
-                                        signature_key="encoded")
+    return litert_lib.convert_signature(
+        module.signatures()["encoded"], staging, quantize, signature_key="encoded"
+    )
 
 
-def export_task(task, export_base, model_name, version=None, dtype=None, tokenizer="core",
-                warmup_texts=None, extra_config=None, litert=None) -> pathlib.Path:
+def export_task(
+    task,
+    export_base,
+    model_name,
+    version=None,
+    dtype=None,
+    tokenizer="core",
+    warmup_texts=None,
+    extra_config=None,
+    litert=None,
+) -> pathlib.Path:
     """Exports `task` as `export_base/<model_name>/<version>/`; see `Task.export` for the args.
 
     With `litert` ("float32" or "int8") the version also holds `model.tflite` (the `encoded`
@@ -219,8 +245,11 @@ def export_task(task, export_base, model_name, version=None, dtype=None, tokeniz
     """
     check_model_name_and_version(model_name, version)
     preprocessor = preprocessor_for(task, tokenizer)
-    check_max_seq_length(preprocessor.max_seq_length, task.encoder.bert_config.max_sequence_length,
-                         is_pair=task.is_pair)
+    check_max_seq_length(
+        preprocessor.max_seq_length,
+        task.encoder.bert_config.max_sequence_length,
+        is_pair=task.is_pair,
+    )
     if litert is not None:
         extra_config = {**(extra_config or {}), "litert": litert_lib.config_entry(litert)}
     if dtype is not None:
@@ -229,8 +258,10 @@ def export_task(task, export_base, model_name, version=None, dtype=None, tokeniz
     model_dir.mkdir(parents=True, exist_ok=True)
     chosen = int(version) if version is not None else versioning.next_version(model_dir)
     if (model_dir / str(chosen)).exists():
-        raise FileExistsError(f"version {chosen} already exists at {model_dir / str(chosen)}; "
-                              "exported versions are never overwritten")
+        raise FileExistsError(
+            f"version {chosen} already exists at {model_dir / str(chosen)}; "
+            "exported versions are never overwritten"
+        )
     for name in remove_stale_temporaries(model_dir):
         logger.info("removed %s, left by an export that was killed", model_dir / name)
     staging = _private_dir("keras_bert_assets_")
@@ -245,7 +276,8 @@ def export_task(task, export_base, model_name, version=None, dtype=None, tokeniz
             logs = module.warmup_logs(model_name, list(warmup_texts or DEFAULT_WARMUP_TEXTS))
             if litert is not None:
                 (tmp_dir / litert_lib.TFLITE_FILENAME).write_bytes(
-                    _litert_flatbuffer(task, preprocessor, staging, litert))
+                    _litert_flatbuffer(task, preprocessor, staging, litert)
+                )
                 logs = [log for log in logs if _warmup_signature(log) in litert_lib.SIGNATURES]
             warmup.write_warmup_requests(tmp_dir, logs)
             crash_point("export_publish")
@@ -257,6 +289,16 @@ def export_task(task, export_base, model_name, version=None, dtype=None, tokeniz
             shutil.rmtree(staging, ignore_errors=True)
 
 
-__all__ = ["CONFIG_FILENAME", "DEFAULT_WARMUP_TEXTS", "EXPORT_DTYPES", "INPUT_NAMES",
-           "check_model_name_and_version", "export_config", "export_task", "find_export",
-           "preprocessor_for", "weights_fingerprint", "with_dtype"]
+__all__ = [
+    "CONFIG_FILENAME",
+    "DEFAULT_WARMUP_TEXTS",
+    "EXPORT_DTYPES",
+    "INPUT_NAMES",
+    "check_model_name_and_version",
+    "export_config",
+    "export_task",
+    "find_export",
+    "preprocessor_for",
+    "weights_fingerprint",
+    "with_dtype",
+]

@@ -16,18 +16,15 @@ microseconds"): bookkeeping about a temporary directory the user never sees. Ten
 warnings and errors, and every record of this project (the export's own "exported ... to"),
 still pass.
 """
+
 from __future__ import annotations
 
 import contextlib
 import logging
 import os
 
-HARMLESS_PREFIXES = (
-    "Issue encountered when serializing table_initializer",
-)
-HARMLESS_FRAGMENTS = (
-    "with unsupported characters which will be renamed to",
-)
+HARMLESS_PREFIXES = ("Issue encountered when serializing table_initializer",)
+HARMLESS_FRAGMENTS = ("with unsupported characters which will be renamed to",)
 LOGGERS = ("tensorflow", "absl")
 TENSORFLOW_SOURCES = (f"{os.sep}tensorflow{os.sep}", f"{os.sep}tf_keras{os.sep}")
 
@@ -39,8 +36,9 @@ class HarmlessExportMessages(logging.Filter):
         if record.levelno <= logging.INFO and any(s in record.pathname for s in TENSORFLOW_SOURCES):
             return False
         message = record.getMessage()
-        return not (message.startswith(HARMLESS_PREFIXES)
-                    or any(f in message for f in HARMLESS_FRAGMENTS))
+        return not (
+            message.startswith(HARMLESS_PREFIXES) or any(f in message for f in HARMLESS_FRAGMENTS)
+        )
 
 
 @contextlib.contextmanager

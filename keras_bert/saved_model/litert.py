@@ -25,6 +25,7 @@ which the converter drops: out-of-range ids still fail (LiteRT's GATHER checks i
 sequence longer than the position table fails when the interpreter resizes, and mask values other
 than 0 / 1 are refused by `serving.server`, not by the flatbuffer (docs/export.md, "LiteRT").
 """
+
 from __future__ import annotations
 
 import pathlib
@@ -50,12 +51,15 @@ def _convert(converter, what: str) -> bytes:
         return converter.convert()
     except Exception as e:
         lines = [line for line in str(e).splitlines() if "error:" in line] or str(e).splitlines()
-        raise ValueError(f"{what} cannot be converted to LiteRT builtin ops: "
-                         f"{lines[0].strip() if lines else type(e).__name__}") from e
+        raise ValueError(
+            f"{what} cannot be converted to LiteRT builtin ops: "
+            f"{lines[0].strip() if lines else type(e).__name__}"
+        ) from e
 
 
-def convert_signature(function, staging_dir, quantize: str = "float32",
-                      signature_key: str = "encoded") -> bytes:
+def convert_signature(
+    function, staging_dir, quantize: str = "float32", signature_key: str = "encoded"
+) -> bytes:
     """Converts one signature function to a LiteRT flatbuffer, its variables frozen to constants.
 
     The function is frozen (`convert_variables_to_constants_v2`), saved under `staging_dir` as a
@@ -80,12 +84,16 @@ def convert_signature(function, staging_dir, quantize: str = "float32",
     from tensorflow.python.framework import convert_to_constants
 
     frozen = convert_to_constants.convert_variables_to_constants_v2(function)
-    specs = [spec for spec in tf.nest.flatten(function.structured_input_signature)
-             if isinstance(spec, tf.TensorSpec)]  # in call order, each named
+    specs = [
+        spec
+        for spec in tf.nest.flatten(function.structured_input_signature)
+        if isinstance(spec, tf.TensorSpec)
+    ]  # in call order, each named
     module = tf.Module()
     module.signature = tf.function(  # the frozen function returns a flat list: name its outputs
         lambda *args: tf.nest.pack_sequence_as(function.structured_outputs, frozen(*args)),
-        input_signature=specs).get_concrete_function()
+        input_signature=specs,
+    ).get_concrete_function()
     path = pathlib.Path(staging_dir) / f"frozen_{signature_key}"
     tf.saved_model.save(module, str(path), signatures={signature_key: module.signature})
     converter = tf.lite.TFLiteConverter.from_saved_model(str(path), signature_keys=[signature_key])
@@ -103,16 +111,23 @@ def convert_encoder(encoder, quantize: str = "float32") -> bytes:
     """
     from tensorflow.python.framework import convert_to_constants
 
-    specs = [tf.TensorSpec([None, None], tf.int32, name=n)
-             for n in ("input_word_ids", "input_mask", "input_type_ids")]
+    specs = [
+        tf.TensorSpec([None, None], tf.int32, name=n)
+        for n in ("input_word_ids", "input_mask", "input_type_ids")
+    ]
 
     @tf.function(input_signature=specs)
     def forward(input_word_ids, input_mask, input_type_ids):
-        return encoder({"input_word_ids": input_word_ids, "input_mask": input_mask,
-                        "input_type_ids": input_type_ids}, training=False)["sequence_output"]
+        return encoder(
+            {
+                "input_word_ids": input_word_ids,
+                "input_mask": input_mask,
+                "input_type_ids": input_type_ids,
+            },
+            training=False,
+        )["sequence_output"]
 
-    frozen = convert_to_constants.convert_variables_to_constants_v2(
-        forward.get_concrete_function())
+    frozen = convert_to_constants.convert_variables_to_constants_v2(forward.get_concrete_function())
     converter = tf.lite.TFLiteConverter.from_concrete_functions([frozen])
     return _convert(_converter_for(converter, quantize), "the encoder")
 
@@ -129,10 +144,21 @@ def config_entry(quantize: str) -> dict:
     """What assets/export_config.json records about the LiteRT file."""
     if quantize not in QUANTIZATIONS:
         raise ValueError(f"quantize must be one of {list(QUANTIZATIONS)}, got {quantize!r}")
-    return {"file": TFLITE_FILENAME, "quantize": quantize, "signatures": list(SIGNATURES),
-            "serve_with": "python -m serving.server --prefer_tflite_model (or "
-                          "tensorflow_model_server --prefer_tflite_model=true)"}
+    return {
+        "file": TFLITE_FILENAME,
+        "quantize": quantize,
+        "signatures": list(SIGNATURES),
+        "serve_with": "python -m serving.server --prefer_tflite_model (or "
+        "tensorflow_model_server --prefer_tflite_model=true)",
+    }
 
 
-__all__ = ["QUANTIZATIONS", "SIGNATURES", "TFLITE_FILENAME", "config_entry", "convert_encoder",
-           "convert_signature", "litert_option"]
+__all__ = [
+    "QUANTIZATIONS",
+    "SIGNATURES",
+    "TFLITE_FILENAME",
+    "config_entry",
+    "convert_encoder",
+    "convert_signature",
+    "litert_option",
+]

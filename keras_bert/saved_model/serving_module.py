@@ -13,6 +13,7 @@ Run-time checks on id inputs (InvalidArgumentError, never silent garbage): the t
 the same shape, T <= max_sequence_length (the position table), 0 <= input_word_ids < vocab_size,
 0 <= input_type_ids < type_vocab_size, input_mask in {0, 1}.
 """
+
 from __future__ import annotations
 
 import tensorflow as tf
@@ -71,31 +72,45 @@ class ServingModule(tf.Module):
         shape = tf.shape(input_word_ids, out_type=tf.int64)
         checks = [
             tf.debugging.assert_equal(
-                tf.shape(input_mask, out_type=tf.int64), shape,
-                message="input_mask must have the shape of input_word_ids"),
+                tf.shape(input_mask, out_type=tf.int64),
+                shape,
+                message="input_mask must have the shape of input_word_ids",
+            ),
             tf.debugging.assert_equal(
-                tf.shape(input_type_ids, out_type=tf.int64), shape,
-                message="input_type_ids must have the shape of input_word_ids"),
+                tf.shape(input_type_ids, out_type=tf.int64),
+                shape,
+                message="input_type_ids must have the shape of input_word_ids",
+            ),
             tf.debugging.assert_less_equal(
-                shape[-1], tf.constant(self.max_sequence_length, tf.int64),
+                shape[-1],
+                tf.constant(self.max_sequence_length, tf.int64),
                 message=f"input_word_ids: sequence length exceeds max_sequence_length="
-                        f"{self.max_sequence_length} (the size of the position table)"),
+                f"{self.max_sequence_length} (the size of the position table)",
+            ),
             tf.debugging.assert_non_negative(input_word_ids, message="input_word_ids: negative id"),
             tf.debugging.assert_less(
-                input_word_ids, tf.cast(self.vocab_size, input_word_ids.dtype),
-                message=f"input_word_ids: id >= vocab_size={self.vocab_size}"),
+                input_word_ids,
+                tf.cast(self.vocab_size, input_word_ids.dtype),
+                message=f"input_word_ids: id >= vocab_size={self.vocab_size}",
+            ),
             tf.debugging.assert_non_negative(input_type_ids, message="input_type_ids: negative id"),
             tf.debugging.assert_less(
-                input_type_ids, tf.cast(self.type_vocab_size, input_type_ids.dtype),
-                message=f"input_type_ids: id >= type_vocab_size={self.type_vocab_size}"),
+                input_type_ids,
+                tf.cast(self.type_vocab_size, input_type_ids.dtype),
+                message=f"input_type_ids: id >= type_vocab_size={self.type_vocab_size}",
+            ),
             tf.debugging.assert_less_equal(
-                tf.abs(tf.cast(input_mask, tf.int64) * 2 - 1), tf.constant(1, tf.int64),
-                message="input_mask: values must be 0 or 1"),
+                tf.abs(tf.cast(input_mask, tf.int64) * 2 - 1),
+                tf.constant(1, tf.int64),
+                message="input_mask: values must be 0 or 1",
+            ),
         ]
         with tf.control_dependencies(checks):  # identity: a no-op cast would create no new op
-            return {"input_word_ids": tf.identity(tf.cast(input_word_ids, tf.int32)),
-                    "input_mask": tf.identity(tf.cast(input_mask, tf.int32)),
-                    "input_type_ids": tf.identity(tf.cast(input_type_ids, tf.int32))}
+            return {
+                "input_word_ids": tf.identity(tf.cast(input_word_ids, tf.int32)),
+                "input_mask": tf.identity(tf.cast(input_mask, tf.int32)),
+                "input_type_ids": tf.identity(tf.cast(input_type_ids, tf.int32)),
+            }
 
     def signatures(self) -> dict:
         raise NotImplementedError

@@ -15,6 +15,7 @@ W is the most words of any sentence in the batch. Sentences longer than one wind
 inside the graph (`keras_bert.tasks.token_classifier.window_words`), exactly as `task.predict`
 does, so both give the same tags. Words are split on ASCII whitespace (`tf.strings.split`).
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -35,13 +36,16 @@ class TokenClassifierServingModule(ServingModule):
         self._label_names = list(task.label_names)
 
     def _tag_words(self, text):
-        words = tf.strings.split(text)                                     # [B, (W)]
+        words = tf.strings.split(text)  # [B, (W)]
         tag_ids, num_words = self.task.tag_ids_of_words(words, self.preprocessor)
         width = tf.shape(tag_ids)[1]
         present = tf.sequence_mask(num_words, width)
         tags = tf.where(present, tf.gather(tf.constant(self._label_names), tag_ids), "")
-        return {"tags": tags, "words": words.to_tensor(default_value=""),  # [B, W]: W = the most words
-                "num_words": num_words}
+        return {
+            "tags": tags,
+            "words": words.to_tensor(default_value=""),  # [B, W]: W = the most words
+            "num_words": num_words,
+        }
 
     @tf.function
     def serving_default(self, text):
@@ -52,15 +56,21 @@ class TokenClassifierServingModule(ServingModule):
         inputs = self.checked_ids(input_word_ids, input_mask, input_type_ids)
         probabilities = tf.nn.softmax(tf.cast(self.task(inputs, training=False), tf.float32), -1)
         tag_ids = tf.argmax(probabilities, axis=-1, output_type=tf.int64)
-        return {"probabilities": probabilities, "tag_ids": tag_ids,
-                "tags": tf.gather(tf.constant(self._label_names), tag_ids)}
+        return {
+            "probabilities": probabilities,
+            "tag_ids": tag_ids,
+            "tags": tf.gather(tf.constant(self._label_names), tag_ids),
+        }
 
     def signatures(self) -> dict:
         """Signature key -> concrete function; `encoded` is also traced for int64 ids."""
         self.encoded.get_concrete_function(*id_specs(tf.int64))
-        return {"serving_default": self.serving_default.get_concrete_function(
-                    tf.TensorSpec([None], tf.string, name=TEXT)),
-                "encoded": self.encoded.get_concrete_function(*id_specs(tf.int32))}
+        return {
+            "serving_default": self.serving_default.get_concrete_function(
+                tf.TensorSpec([None], tf.string, name=TEXT)
+            ),
+            "encoded": self.encoded.get_concrete_function(*id_specs(tf.int32)),
+        }
 
     def signature_summary(self) -> dict:
         return {"serving_default": TEXT, "encoded": ", ".join(INPUT_NAMES)}
@@ -69,9 +79,16 @@ class TokenClassifierServingModule(ServingModule):
         """Predict on serving_default (one sentence, then a batch with an empty one) and on
         encoded; `texts` (pairs for classifiers) are not used."""
         del texts
-        logs = [warmup.predict_log(model_name, "serving_default", {TEXT: s})
-                for s in (WARMUP_SENTENCES[:1], WARMUP_SENTENCES)]
+        logs = [
+            warmup.predict_log(model_name, "serving_default", {TEXT: s})
+            for s in (WARMUP_SENTENCES[:1], WARMUP_SENTENCES)
+        ]
         packed = self.preprocessor(tf.constant(WARMUP_SENTENCES[:2]))
-        logs.append(warmup.predict_log(model_name, "encoded", {
-            name: np.asarray(packed[name], np.int32) for name in INPUT_NAMES}))
+        logs.append(
+            warmup.predict_log(
+                model_name,
+                "encoded",
+                {name: np.asarray(packed[name], np.int32) for name in INPUT_NAMES},
+            )
+        )
         return logs

@@ -6,6 +6,7 @@ written under a hidden temporary name and renamed into place with one `os.rename
 POSIX file system), so a crash never leaves a half-written version; an existing version is never
 overwritten (`FileExistsError`).
 """
+
 from __future__ import annotations
 
 import logging
@@ -22,8 +23,9 @@ def existing_versions(model_dir: str | os.PathLike) -> list[int]:
     path = pathlib.Path(model_dir)
     if not path.is_dir():
         return []
-    return sorted(int(p.name) for p in path.iterdir()
-                  if p.is_dir() and p.name.isdigit() and int(p.name) > 0)
+    return sorted(
+        int(p.name) for p in path.iterdir() if p.is_dir() and p.name.isdigit() and int(p.name) > 0
+    )
 
 
 def next_version(model_dir: str | os.PathLike) -> int:
@@ -40,8 +42,9 @@ def publish(tmp_dir: str | os.PathLike, model_dir: str | os.PathLike, version: i
     """
     target = pathlib.Path(model_dir) / str(int(version))
     if target.exists():
-        raise FileExistsError(f"version {version} already exists at {target}; "
-                              "exported versions are never overwritten")
+        raise FileExistsError(
+            f"version {version} already exists at {target}; exported versions are never overwritten"
+        )
     try:
         os.rename(tmp_dir, target)  # fails on an existing non-empty dir (a racing writer)
     except OSError as e:
@@ -67,13 +70,15 @@ def set_method_names(export_dir: str | os.PathLike, method_names: dict) -> None:
     for meta_graph in saved_model.meta_graphs:
         for key, method in method_names.items():
             if key not in meta_graph.signature_def:
-                raise KeyError(f"signature {key!r} not in {path}; has "
-                               f"{sorted(meta_graph.signature_def)}")
+                raise KeyError(
+                    f"signature {key!r} not in {path}; has {sorted(meta_graph.signature_def)}"
+                )
             meta_graph.signature_def[key].method_name = method
     path.write_bytes(saved_model.SerializeToString(deterministic=True))
     fingerprint = pathlib.Path(export_dir) / "fingerprint.pb"
     try:  # private TF API; the fingerprint is optional, a stale one is not
         from tensorflow.python.saved_model import fingerprinting_utils
+
         fingerprint.unlink(missing_ok=True)
         fingerprinting_utils.write_fingerprint(str(export_dir))
     except Exception as e:

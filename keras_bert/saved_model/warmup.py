@@ -5,14 +5,20 @@ TensorFlow Serving replays these `tensorflow.serving.PredictionLog` records when
 pay for graph optimisation; `serving/` replays them too. Each task's serving module builds its own
 records with the helpers here.
 """
+
 from __future__ import annotations
 
 import pathlib
 
 import numpy as np
 import tensorflow as tf
-from tensorflow_serving.apis import (classification_pb2, input_pb2, predict_pb2,
-                                     prediction_log_pb2, regression_pb2)
+from tensorflow_serving.apis import (
+    classification_pb2,
+    input_pb2,
+    predict_pb2,
+    prediction_log_pb2,
+    regression_pb2,
+)
 
 WARMUP_FILENAME = "tf_serving_warmup_requests"
 
@@ -23,17 +29,26 @@ def predict_log(model_name: str, signature_name: str, inputs: dict):
     request.model_spec.name = model_name
     request.model_spec.signature_name = signature_name
     for name, value in inputs.items():
-        if isinstance(value, (list, tuple)) or (isinstance(value, np.ndarray) and value.dtype == object):
+        if isinstance(value, (list, tuple)) or (
+            isinstance(value, np.ndarray) and value.dtype == object
+        ):
             value = np.array(value, dtype=object)
         request.inputs[name].CopyFrom(tf.make_tensor_proto(value))
-    return prediction_log_pb2.PredictionLog(predict_log=prediction_log_pb2.PredictLog(request=request))
+    return prediction_log_pb2.PredictionLog(
+        predict_log=prediction_log_pb2.PredictLog(request=request)
+    )
 
 
 def text_example(features: dict) -> tf.train.Example:
     """A tf.Example with one UTF-8 bytes feature per (name -> str) item."""
-    return tf.train.Example(features=tf.train.Features(feature={
-        name: tf.train.Feature(bytes_list=tf.train.BytesList(value=[text.encode("utf-8")]))
-        for name, text in features.items()}))
+    return tf.train.Example(
+        features=tf.train.Features(
+            feature={
+                name: tf.train.Feature(bytes_list=tf.train.BytesList(value=[text.encode("utf-8")]))
+                for name, text in features.items()
+            }
+        )
+    )
 
 
 def example_log(model_name: str, signature_name: str, examples: list, kind: str):
@@ -43,12 +58,14 @@ def example_log(model_name: str, signature_name: str, examples: list, kind: str)
         request = classification_pb2.ClassificationRequest(input=request_input)
         request.model_spec.name, request.model_spec.signature_name = model_name, signature_name
         return prediction_log_pb2.PredictionLog(
-            classify_log=prediction_log_pb2.ClassifyLog(request=request))
+            classify_log=prediction_log_pb2.ClassifyLog(request=request)
+        )
     if kind == "regress":
         request = regression_pb2.RegressionRequest(input=request_input)
         request.model_spec.name, request.model_spec.signature_name = model_name, signature_name
         return prediction_log_pb2.PredictionLog(
-            regress_log=prediction_log_pb2.RegressLog(request=request))
+            regress_log=prediction_log_pb2.RegressLog(request=request)
+        )
     raise ValueError(f"kind must be 'classify' or 'regress', got {kind!r}")
 
 

@@ -1,4 +1,5 @@
 """`load_task`: a saved task model back, from a `.keras` file or a fine-tuning output_dir."""
+
 from __future__ import annotations
 
 import json
@@ -31,8 +32,10 @@ def find_task_file(path) -> pathlib.Path:
         candidates = sorted(path.glob("*.keras"))
         if len(candidates) == 1:
             return candidates[0]
-        raise FileNotFoundError(f"{path} holds {len(candidates)} .keras files (want {BEST_MODEL} "
-                                "or exactly one); pass the file itself")
+        raise FileNotFoundError(
+            f"{path} holds {len(candidates)} .keras files (want {BEST_MODEL} "
+            "or exactly one); pass the file itself"
+        )
     raise FileNotFoundError(f"{path}: not a .keras file or a directory holding one")
 
 
@@ -47,9 +50,11 @@ def _attach_legacy_preprocessor(task: Task, run_dir: pathlib.Path) -> None:
     if not config.get("vocab_file") or not pathlib.Path(config["vocab_file"]).is_file():
         return
     task.is_pair = bool(labels.get("is_pair", False))
-    task.preprocessor = BertPreprocessor(config["vocab_file"],
-                                         do_lower_case=bool(config.get("do_lower_case", True)),
-                                         max_seq_length=int(config.get("max_seq_length", 128)))
+    task.preprocessor = BertPreprocessor(
+        config["vocab_file"],
+        do_lower_case=bool(config.get("do_lower_case", True)),
+        max_seq_length=int(config.get("max_seq_length", 128)),
+    )
     logger.info("attached the preprocessor of %s (a run saved before the Task API)", config_path)
 
 
@@ -71,8 +76,10 @@ def load_task(path, compile: bool = False) -> Task:
     keras_file = find_task_file(path)
     model = keras.saving.load_model(keras_file, compile=compile)
     if not isinstance(model, Task):
-        raise TypeError(f"{keras_file} holds a {type(model).__name__}, not a keras_bert task "
-                        "(keras_bert.tasks.Task)")
+        raise TypeError(
+            f"{keras_file} holds a {type(model).__name__}, not a keras_bert task "
+            "(keras_bert.tasks.Task)"
+        )
     if model.preprocessor is None:
         _attach_legacy_preprocessor(model, keras_file.parent)
     return model

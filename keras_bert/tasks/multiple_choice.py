@@ -6,6 +6,7 @@ only new parameters are one vector: its dot product with each sequence's [CLS] r
 (`pooled_output`) is that choice's score, and a softmax over the choices gives probabilities
 (google-research/bert and Hugging Face `BertForMultipleChoice` use the pooled [CLS] vector).
 """
+
 from __future__ import annotations
 
 import keras
@@ -42,33 +43,50 @@ class MultipleChoice(Task):
 
     task_type = "multiple_choice"
 
-    def __init__(self, encoder, num_choices=4, dropout_rate=0.1, initializer_range=0.02,
-                 preprocessor=None, **kwargs):
+    def __init__(
+        self,
+        encoder,
+        num_choices=4,
+        dropout_rate=0.1,
+        initializer_range=0.02,
+        preprocessor=None,
+        **kwargs,
+    ):
         kwargs.pop("is_pair", None)
         kwargs.pop("label_names", None)
         if int(num_choices) < 2:
             raise ValueError(f"num_choices must be >= 2, got {num_choices}")
         if not 0.0 <= dropout_rate < 1.0:
             raise ValueError(f"dropout_rate must be in [0, 1), got {dropout_rate}")
-        super().__init__(encoder, preprocessor=preprocessor, is_pair=True,
-                         label_names=[str(i) for i in range(int(num_choices))], **kwargs)
+        super().__init__(
+            encoder,
+            preprocessor=preprocessor,
+            is_pair=True,
+            label_names=[str(i) for i in range(int(num_choices))],
+            **kwargs,
+        )
         self.num_choices = int(num_choices)
         self.dropout_rate, self.initializer_range = float(dropout_rate), float(initializer_range)
         self.dropout = BertDropout(self.dropout_rate, name="dropout")
         self.scorer = keras.layers.Dense(
-            1, kernel_initializer=keras.initializers.TruncatedNormal(stddev=self.initializer_range),
-            dtype="float32", name="choice_score")
+            1,
+            kernel_initializer=keras.initializers.TruncatedNormal(stddev=self.initializer_range),
+            dtype="float32",
+            name="choice_score",
+        )
 
     def call(self, inputs, training=None):
         ids = inputs["input_word_ids"]
         if ids.shape.rank != 3:
-            raise ValueError("MultipleChoice takes inputs [batch, num_choices, seq_length], got "
-                             f"rank {ids.shape.rank}")
+            raise ValueError(
+                "MultipleChoice takes inputs [batch, num_choices, seq_length], got "
+                f"rank {ids.shape.rank}"
+            )
         shape = tf.shape(ids)
-        flat = {k: tf.reshape(inputs[k], [-1, shape[2]]) for k in INPUT_NAMES}   # [B*C, T]
-        pooled = self.encoder(flat, training=training)["pooled_output"]           # [B*C, H]
-        scores = self.scorer(self.dropout(pooled, training=training))              # [B*C, 1]
-        return tf.reshape(scores, [shape[0], shape[1]])                            # [B, C]
+        flat = {k: tf.reshape(inputs[k], [-1, shape[2]]) for k in INPUT_NAMES}  # [B*C, T]
+        pooled = self.encoder(flat, training=training)["pooled_output"]  # [B*C, H]
+        scores = self.scorer(self.dropout(pooled, training=training))  # [B*C, 1]
+        return tf.reshape(scores, [shape[0], shape[1]])  # [B, C]
 
     def default_loss(self):
         """Cross-entropy of the softmax over the choices and the right choice's index."""
@@ -115,15 +133,23 @@ class MultipleChoice(Task):
         if isinstance(x, (dict, tf.data.Dataset)):
             return super().predict(x, batch_size=batch_size, verbose=verbose, **kwargs)
         if not (isinstance(x, tuple) and len(x) == 2):
-            raise ValueError("MultipleChoice.predict takes (contexts, choices): a list of str and "
-                             f"a list of lists of {self.num_choices} str")
+            raise ValueError(
+                "MultipleChoice.predict takes (contexts, choices): a list of str and "
+                f"a list of lists of {self.num_choices} str"
+            )
         contexts, choices = self.check_choices(*x)
-        step = tf.function(lambda f: tf.nn.softmax(self(f, training=False), axis=-1),
-                           reduce_retracing=True)
-        parts = [step(self.encode_choices(contexts[i:i + batch_size], choices[i:i + batch_size]))
-                 .numpy() for i in range(0, len(contexts), int(batch_size))]
-        return (np.concatenate(parts) if parts else
-                np.zeros((0, self.num_choices), np.float32)).astype(np.float32)
+        step = tf.function(
+            lambda f: tf.nn.softmax(self(f, training=False), axis=-1), reduce_retracing=True
+        )
+        parts = [
+            step(
+                self.encode_choices(contexts[i : i + batch_size], choices[i : i + batch_size])
+            ).numpy()
+            for i in range(0, len(contexts), int(batch_size))
+        ]
+        return (
+            np.concatenate(parts) if parts else np.zeros((0, self.num_choices), np.float32)
+        ).astype(np.float32)
 
     def serving_module(self, preprocessor):
         return MultipleChoiceServingModule(self, preprocessor)
@@ -135,6 +161,11 @@ class MultipleChoice(Task):
         config = super().get_config()
         for key in ("is_pair", "label_names"):
             config.pop(key, None)
-        config.update({"num_choices": self.num_choices, "dropout_rate": self.dropout_rate,
-                       "initializer_range": self.initializer_range})
+        config.update(
+            {
+                "num_choices": self.num_choices,
+                "dropout_rate": self.dropout_rate,
+                "initializer_range": self.initializer_range,
+            }
+        )
         return config

@@ -13,6 +13,7 @@ Long contexts are split into windows (`keras_bert.data.squad`); answers are chos
 windows (`keras_bert.data.squad_answers`) and cut from the original context by
 character offsets.
 """
+
 from __future__ import annotations
 
 import keras
@@ -57,20 +58,35 @@ class SpanQuestionAnswerer(Task):
 
     task_type = "span_question_answering"
 
-    def __init__(self, encoder, preprocessor=None, version_2_with_negative=False,
-                 doc_stride=squad.DOC_STRIDE, max_query_length=squad.MAX_QUERY_LENGTH,
-                 n_best_size=squad_answers.N_BEST_SIZE,
-                 max_answer_length=squad_answers.MAX_ANSWER_LENGTH,
-                 null_score_diff_threshold=0.0, initializer_range=0.02, label_names=None,
-                 is_pair=True, **kwargs):
+    def __init__(
+        self,
+        encoder,
+        preprocessor=None,
+        version_2_with_negative=False,
+        doc_stride=squad.DOC_STRIDE,
+        max_query_length=squad.MAX_QUERY_LENGTH,
+        n_best_size=squad_answers.N_BEST_SIZE,
+        max_answer_length=squad_answers.MAX_ANSWER_LENGTH,
+        null_score_diff_threshold=0.0,
+        initializer_range=0.02,
+        label_names=None,
+        is_pair=True,
+        **kwargs,
+    ):
         del label_names, is_pair  # always a (question, context) pair, no labels
         super().__init__(encoder, preprocessor=preprocessor, is_pair=True, **kwargs)
         if preprocessor is not None:
-            squad.check_lengths(preprocessor.max_seq_length, int(doc_stride),
-                                int(max_query_length), encoder.bert_config.max_sequence_length)
+            squad.check_lengths(
+                preprocessor.max_seq_length,
+                int(doc_stride),
+                int(max_query_length),
+                encoder.bert_config.max_sequence_length,
+            )
         if int(n_best_size) < 1 or int(max_answer_length) < 1:
-            raise ValueError(f"n_best_size and max_answer_length must be >= 1, got "
-                             f"{n_best_size}, {max_answer_length}")
+            raise ValueError(
+                f"n_best_size and max_answer_length must be >= 1, got "
+                f"{n_best_size}, {max_answer_length}"
+            )
         self.version_2_with_negative = bool(version_2_with_negative)
         self.doc_stride = int(doc_stride)
         self.max_query_length = int(max_query_length)
@@ -79,8 +95,11 @@ class SpanQuestionAnswerer(Task):
         self.null_score_diff_threshold = float(null_score_diff_threshold)
         self.initializer_range = float(initializer_range)
         self.span_logits = keras.layers.Dense(
-            2, kernel_initializer=keras.initializers.TruncatedNormal(stddev=initializer_range),
-            dtype="float32", name="span_logits")  # logits and losses in float32
+            2,
+            kernel_initializer=keras.initializers.TruncatedNormal(stddev=initializer_range),
+            dtype="float32",
+            name="span_logits",
+        )  # logits and losses in float32
         self._context_tokenizer = None
         if not encoder.built:
             encoder.build()  # variables first: `trainable` only reaches existing ones
@@ -105,8 +124,10 @@ class SpanQuestionAnswerer(Task):
         sequence = self.encoder(inputs, training=training)["sequence_output"]  # [B, T, H]
         logits = self.span_logits(tf.cast(sequence, tf.float32))  # [B, T, 2]
         padding = 1.0 - tf.cast(inputs["input_mask"], tf.float32)  # [B, T]
-        return {"start_logits": logits[:, :, 0] + PADDING_LOGIT * padding,
-                "end_logits": logits[:, :, 1] + PADDING_LOGIT * padding}
+        return {
+            "start_logits": logits[:, :, 0] + PADDING_LOGIT * padding,
+            "end_logits": logits[:, :, 1] + PADDING_LOGIT * padding,
+        }
 
     # ---- SQuAD pieces ----------------------------------------------------------------------
 
@@ -122,16 +143,24 @@ class SpanQuestionAnswerer(Task):
     def features(self, examples, is_training=False, progress=False) -> list:
         """`SquadExample`s -> windowed `SquadFeature`s with the task's settings."""
         return squad.convert_examples(
-            examples, self.context_tokenizer, self.require_preprocessor("SQuAD features")
-            .max_seq_length, self.doc_stride, self.max_query_length, is_training, progress)
+            examples,
+            self.context_tokenizer,
+            self.require_preprocessor("SQuAD features").max_seq_length,
+            self.doc_stride,
+            self.max_query_length,
+            is_training,
+            progress,
+        )
 
     def window_logits(self, features, batch_size=32) -> list:
         """Per feature, (start_logits, end_logits) float32 numpy [T_batch] (T trimmed to the
         longest window of its batch)."""
-        step = tf.function(lambda x: self(trim_to_longest(x), training=False), reduce_retracing=True)
+        step = tf.function(
+            lambda x: self(trim_to_longest(x), training=False), reduce_retracing=True
+        )
         out = []
         for at in range(0, len(features), batch_size):
-            batch = squad.stack_features(features[at:at + batch_size])
+            batch = squad.stack_features(features[at : at + batch_size])
             logits = step({k: tf.constant(v) for k, v in batch.items()})
             out.extend(zip(logits["start_logits"].numpy(), logits["end_logits"].numpy()))
         return out
@@ -139,10 +168,14 @@ class SpanQuestionAnswerer(Task):
     def answer(self, examples, features, results) -> dict:
         """qas_id -> `squad_answers.predict_example` dict, with the task's settings."""
         return squad_answers.predict_examples(
-            examples, features, results, n_best_size=self.n_best_size,
+            examples,
+            features,
+            results,
+            n_best_size=self.n_best_size,
             max_answer_length=self.max_answer_length,
             version_2_with_negative=self.version_2_with_negative,
-            null_score_diff_threshold=self.null_score_diff_threshold)
+            null_score_diff_threshold=self.null_score_diff_threshold,
+        )
 
     def predict_texts(self, texts, texts_b=None, batch_size=32):
         """(questions, contexts) -> one dict per question, in input order.
@@ -152,12 +185,15 @@ class SpanQuestionAnswerer(Task):
             offsets in Python code points, `answer_text == context[start:end]`), `score`
             (float, start + end logit of the answer; the null score when empty).
         """
-        examples = [squad.SquadExample(str(i), q, c) for i, (q, c) in
-                    enumerate(zip(texts, texts_b))]
+        examples = [
+            squad.SquadExample(str(i), q, c) for i, (q, c) in enumerate(zip(texts, texts_b))
+        ]
         features = self.features(examples)
         answers = self.answer(examples, features, self.window_logits(features, batch_size))
-        return [{"answer_text": a["text"], "start": a["start"], "end": a["end"],
-                 "score": a["score"]} for a in (answers[e.qas_id] for e in examples)]
+        return [
+            {"answer_text": a["text"], "start": a["start"], "end": a["end"], "score": a["score"]}
+            for a in (answers[e.qas_id] for e in examples)
+        ]
 
     # ---- export / config -------------------------------------------------------------------
 
@@ -165,10 +201,14 @@ class SpanQuestionAnswerer(Task):
         return SpanQAServingModule(self, preprocessor)
 
     def squad_settings(self) -> dict:
-        return {"version_2_with_negative": self.version_2_with_negative,
-                "doc_stride": self.doc_stride, "max_query_length": self.max_query_length,
-                "n_best_size": self.n_best_size, "max_answer_length": self.max_answer_length,
-                "null_score_diff_threshold": self.null_score_diff_threshold}
+        return {
+            "version_2_with_negative": self.version_2_with_negative,
+            "doc_stride": self.doc_stride,
+            "max_query_length": self.max_query_length,
+            "n_best_size": self.n_best_size,
+            "max_answer_length": self.max_answer_length,
+            "null_score_diff_threshold": self.null_score_diff_threshold,
+        }
 
     def export_metadata(self) -> dict:
         return super().export_metadata() | self.squad_settings()

@@ -12,6 +12,7 @@ A task holds three things and nothing outside it repeats them:
 takes raw strings; `export` writes a versioned SavedModel with the signatures of the task type
 (`serving_module`, defined by each subclass).
 """
+
 from __future__ import annotations
 
 import keras
@@ -23,7 +24,6 @@ from keras_bert.data import dynamic_padding
 from keras_bert.models.bert_encoder import BertEncoder
 from keras_bert.saved_model import exporter
 from keras_bert.tokenization.bert_preprocessor import BertPreprocessor
-
 
 
 def trim_to_longest(features: dict, minimum: int = 2) -> dict:
@@ -58,7 +58,9 @@ class Task(keras.Model):
     def __init__(self, encoder, preprocessor=None, label_names=None, is_pair=False, **kwargs):
         super().__init__(**kwargs)
         if not isinstance(encoder, BertEncoder):
-            raise TypeError(f"encoder must be a keras_bert BertEncoder, got {type(encoder).__name__}")
+            raise TypeError(
+                f"encoder must be a keras_bert BertEncoder, got {type(encoder).__name__}"
+            )
         self.encoder = encoder
         self.is_pair = bool(is_pair)
         self._preprocessor_holder = _Holder(None)
@@ -81,10 +83,15 @@ class Task(keras.Model):
     def preprocessor(self, preprocessor):
         if preprocessor is not None:
             if not isinstance(preprocessor, BertPreprocessor):
-                raise TypeError("preprocessor must be a keras_bert BertPreprocessor, got "
-                                f"{type(preprocessor).__name__}")
-            check_max_seq_length(preprocessor.max_seq_length,
-                                 self.encoder.bert_config.max_sequence_length, is_pair=self.is_pair)
+                raise TypeError(
+                    "preprocessor must be a keras_bert BertPreprocessor, got "
+                    f"{type(preprocessor).__name__}"
+                )
+            check_max_seq_length(
+                preprocessor.max_seq_length,
+                self.encoder.bert_config.max_sequence_length,
+                is_pair=self.is_pair,
+            )
         self._preprocessor_holder.value = preprocessor
 
     # ---- raw strings -----------------------------------------------------------------------
@@ -92,9 +99,11 @@ class Task(keras.Model):
     def require_preprocessor(self, what: str) -> BertPreprocessor:
         """The preprocessor; ValueError naming `what` needs it when the task has none."""
         if self.preprocessor is None:
-            raise ValueError(f"{what} needs the task's preprocessor, and this "
-                             f"{type(self).__name__} has none: build it with "
-                             "preprocessor=BertPreprocessor(vocab_file, do_lower_case, max_seq_length)")
+            raise ValueError(
+                f"{what} needs the task's preprocessor, and this "
+                f"{type(self).__name__} has none: build it with "
+                "preprocessor=BertPreprocessor(vocab_file, do_lower_case, max_seq_length)"
+            )
         return self.preprocessor
 
     def split_texts(self, x) -> tuple[list[str], list[str] | None]:
@@ -108,25 +117,33 @@ class Task(keras.Model):
                 lengths, or items that are not str.
         """
         if isinstance(x, str):
-            raise ValueError("predict takes a batch: a list of texts, not one str (wrap it: [text])")
+            raise ValueError(
+                "predict takes a batch: a list of texts, not one str (wrap it: [text])"
+            )
         if self.is_pair:
             if not (isinstance(x, tuple) and len(x) == 2):
-                raise ValueError(f"{type(self).__name__} is a pair task: pass (texts_a, texts_b), "
-                                 "a tuple of two equal-length lists of str")
+                raise ValueError(
+                    f"{type(self).__name__} is a pair task: pass (texts_a, texts_b), "
+                    "a tuple of two equal-length lists of str"
+                )
             a, b = [_as_texts(t, name) for t, name in zip(x, ("texts_a", "texts_b"))]
             if len(a) != len(b):
                 raise ValueError(f"texts_a has {len(a)} items but texts_b has {len(b)}")
             return a, b
         if isinstance(x, tuple):
-            raise ValueError(f"{type(self).__name__} is a single-text task: pass a list of str, "
-                             "not a tuple")
+            raise ValueError(
+                f"{type(self).__name__} is a single-text task: pass a list of str, not a tuple"
+            )
         return _as_texts(x, "texts"), None
 
     def encode_texts(self, texts, texts_b=None) -> dict:
         """Raw strings -> int32 model inputs [B, max_seq_length] through the task's preprocessor."""
         preprocessor = self.require_preprocessor("encoding text")
-        inputs = tf.constant(texts, tf.string) if texts_b is None else {
-            "text": tf.constant(texts, tf.string), "text_b": tf.constant(texts_b, tf.string)}
+        inputs = (
+            tf.constant(texts, tf.string)
+            if texts_b is None
+            else {"text": tf.constant(texts, tf.string), "text_b": tf.constant(texts_b, tf.string)}
+        )
         return preprocessor(inputs)
 
     def predict(self, x, batch_size=32, verbose=0, **kwargs):
@@ -151,8 +168,9 @@ class Task(keras.Model):
         results = []
         for start in range(0, len(texts), batch_size):
             stop = start + batch_size
-            encoded = self.encode_texts(texts[start:stop],
-                                        None if texts_b is None else texts_b[start:stop])
+            encoded = self.encode_texts(
+                texts[start:stop], None if texts_b is None else texts_b[start:stop]
+            )
             results.append(tf.nest.map_structure(lambda t: t.numpy(), step(encoded)))
         return results
 
@@ -197,8 +215,17 @@ class Task(keras.Model):
         """The tf.Module whose `signatures()` are exported (subclasses define it)."""
         raise NotImplementedError(f"{type(self).__name__} does not define serving_module")
 
-    def export(self, export_base, model_name, version=None, dtype=None, tokenizer="core",
-               warmup_texts=None, extra_config=None, litert=None):
+    def export(
+        self,
+        export_base,
+        model_name,
+        version=None,
+        dtype=None,
+        tokenizer="core",
+        warmup_texts=None,
+        extra_config=None,
+        litert=None,
+    ):
         """Writes `export_base/<model_name>/<version>/` (SPEC section 7), atomically.
 
         Args:
@@ -222,28 +249,43 @@ class Task(keras.Model):
             FileExistsError: `version` given and already present (never overwritten).
         """
         self.require_preprocessor("export")
-        return exporter.export_task(self, export_base, model_name, version=version, dtype=dtype,
-                                    tokenizer=tokenizer, warmup_texts=warmup_texts,
-                                    extra_config=extra_config, litert=litert)
+        return exporter.export_task(
+            self,
+            export_base,
+            model_name,
+            version=version,
+            dtype=dtype,
+            tokenizer=tokenizer,
+            warmup_texts=warmup_texts,
+            extra_config=extra_config,
+            litert=litert,
+        )
 
     def export_metadata(self) -> dict:
         """What the task is, as written to assets/export_config.json (subclasses add fields)."""
         p = self.preprocessor
-        return {"task_type": self.task_type, "is_pair": self.is_pair,
-                "label_names": list(self.label_names or []),
-                "max_seq_length": p.max_seq_length, "do_lower_case": p.do_lower_case}
+        return {
+            "task_type": self.task_type,
+            "is_pair": self.is_pair,
+            "label_names": list(self.label_names or []),
+            "max_seq_length": p.max_seq_length,
+            "do_lower_case": p.do_lower_case,
+        }
 
     # ---- serialization ---------------------------------------------------------------------
 
     def get_config(self):
         config = super().get_config()
-        config.update({
-            "encoder": keras.saving.serialize_keras_object(self.encoder),
-            "preprocessor": None if self.preprocessor is None
-            else keras.saving.serialize_keras_object(self.preprocessor),
-            "label_names": self.label_names,
-            "is_pair": self.is_pair,
-        })
+        config.update(
+            {
+                "encoder": keras.saving.serialize_keras_object(self.encoder),
+                "preprocessor": None
+                if self.preprocessor is None
+                else keras.saving.serialize_keras_object(self.preprocessor),
+                "label_names": self.label_names,
+                "is_pair": self.is_pair,
+            }
+        )
         return config
 
     @classmethod

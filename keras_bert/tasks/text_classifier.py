@@ -5,6 +5,7 @@ google-research/bert `run_classifier.py::create_model` and Model Garden's `BertC
 task carries its preprocessor and label names (`keras_bert.tasks.Task`), so `predict` takes raw
 strings and `export` needs nothing else.
 """
+
 from __future__ import annotations
 
 import keras
@@ -50,9 +51,19 @@ class TextClassifier(Task):
             length, an unknown pooling, or a preprocessor that does not fit the encoder.
     """
 
-    def __init__(self, encoder, num_classes, dropout_rate=0.1, initializer_range=0.02,
-                 label_names=None, task_name=None, pooling="cls", preprocessor=None,
-                 is_pair=False, **kwargs):
+    def __init__(
+        self,
+        encoder,
+        num_classes,
+        dropout_rate=0.1,
+        initializer_range=0.02,
+        label_names=None,
+        task_name=None,
+        pooling="cls",
+        preprocessor=None,
+        is_pair=False,
+        **kwargs,
+    ):
         num_classes = int(num_classes)
         if num_classes < 1:
             raise ValueError(f"num_classes must be >= 1 (1 = regression), got {num_classes}")
@@ -62,15 +73,20 @@ class TextClassifier(Task):
             raise ValueError(f"dropout_rate must be in [0, 1), got {dropout_rate}")
         if num_classes == 1:
             if label_names:
-                raise ValueError(f"a regressor (num_classes=1) has no label_names, got {label_names}")
+                raise ValueError(
+                    f"a regressor (num_classes=1) has no label_names, got {label_names}"
+                )
             label_names = None
         elif label_names is None:
             label_names = [str(i) for i in range(num_classes)]
         elif len(label_names) != num_classes:
-            raise ValueError(f"label_names has {len(label_names)} entries {list(label_names)} "
-                             f"for num_classes={num_classes}")
-        super().__init__(encoder, preprocessor=preprocessor, label_names=label_names,
-                         is_pair=is_pair, **kwargs)
+            raise ValueError(
+                f"label_names has {len(label_names)} entries {list(label_names)} "
+                f"for num_classes={num_classes}"
+            )
+        super().__init__(
+            encoder, preprocessor=preprocessor, label_names=label_names, is_pair=is_pair, **kwargs
+        )
         self.num_classes = num_classes
         self.pooling = pooling
         if pooling == "mean":  # the pooler is not on the path to the loss: no gradients, no slots
@@ -83,11 +99,12 @@ class TextClassifier(Task):
             self.num_classes,
             kernel_initializer=keras.initializers.TruncatedNormal(stddev=self.initializer_range),
             dtype="float32",  # logits and losses in float32 (PITFALLS: numerics)
-            name="logits")
+            name="logits",
+        )
 
     @property
     def task_type(self) -> str:
-        """"regression" when num_classes == 1, else "classification" (the one place it is decided)."""
+        """ "regression" when num_classes == 1, else "classification" (the one place it is decided)."""
         return "regression" if self.num_classes == 1 else "classification"
 
     @property
@@ -117,7 +134,9 @@ class TextClassifier(Task):
         return keras.losses.SparseCategoricalCrossentropy(from_logits=True)
 
     def default_metrics(self) -> list:
-        return [] if self.is_regression else [keras.metrics.SparseCategoricalAccuracy(name="accuracy")]
+        return (
+            [] if self.is_regression else [keras.metrics.SparseCategoricalAccuracy(name="accuracy")]
+        )
 
     def predict_texts(self, texts, texts_b=None, batch_size=32):
         """Raw strings -> numpy.
@@ -126,6 +145,7 @@ class TextClassifier(Task):
             classification: float32 [B, num_classes] probabilities (softmax of the logits), rows
             in input order; regression: float32 [B] scores. B = 0 gives [0, C] / [0].
         """
+
         def head(features):
             out = tf.cast(self(features, training=False), tf.float32)
             return tf.reshape(out, [-1]) if self.is_regression else tf.nn.softmax(out, axis=-1)
@@ -139,18 +159,23 @@ class TextClassifier(Task):
         return ClassifierServingModule(self, preprocessor)
 
     def export_metadata(self) -> dict:
-        return super().export_metadata() | {"num_classes": self.num_classes,
-                                            "task_name": self.task_name, "pooling": self.pooling}
+        return super().export_metadata() | {
+            "num_classes": self.num_classes,
+            "task_name": self.task_name,
+            "pooling": self.pooling,
+        }
 
     def get_config(self):
         config = super().get_config()
-        config.update({
-            "num_classes": self.num_classes,
-            "dropout_rate": self.dropout_rate,
-            "initializer_range": self.initializer_range,
-            "task_name": self.task_name,
-            "pooling": self.pooling,
-        })
+        config.update(
+            {
+                "num_classes": self.num_classes,
+                "dropout_rate": self.dropout_rate,
+                "initializer_range": self.initializer_range,
+                "task_name": self.task_name,
+                "pooling": self.pooling,
+            }
+        )
         return config
 
 

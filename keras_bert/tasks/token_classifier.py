@@ -20,6 +20,7 @@ exported `serving_default` signature share one implementation.
 Feature-based mode (BERT section 5.3, table 7): `feature_mode` freezes the encoder and feeds one
 of `FEATURE_MODES` (per piece) to a 2-layer BiLSTM, then the same dense tag layer.
 """
+
 from __future__ import annotations
 
 import keras
@@ -33,8 +34,14 @@ from keras_bert.tasks.task import INPUT_NAMES, Task
 from keras_bert.tokenization.bert_preprocessor import pack_ragged
 
 IGNORE_LABEL = -100
-FEATURE_MODES = ("embeddings", "last", "second_to_last", "sum_last_four", "concat_last_four",
-                 "sum_all")
+FEATURE_MODES = (
+    "embeddings",
+    "last",
+    "second_to_last",
+    "sum_last_four",
+    "concat_last_four",
+    "sum_all",
+)
 MIN_LAYERS = {"second_to_last": 2, "sum_last_four": 4, "concat_last_four": 4}
 
 
@@ -43,28 +50,33 @@ def _piece_table(preprocessor, words: tf.RaggedTensor, window: int) -> dict:
     words = words.with_row_splits_dtype(tf.int64)
     pieces = preprocessor.tokenize(words.flat_values).with_row_splits_dtype(tf.int64)
     pieces = pieces[:, :window]  # a word longer than a window keeps its first `window` pieces
-    word_sentence = words.value_rowids()                                       # [NW]
+    word_sentence = words.value_rowids()  # [NW]
     word_in_sentence = tf.range(tf.shape(word_sentence, out_type=tf.int64)[0]) - tf.gather(
-        words.row_starts(), word_sentence)                                     # [NW]
-    piece_word = pieces.value_rowids()                                         # [NP] global word
+        words.row_starts(), word_sentence
+    )  # [NW]
+    piece_word = pieces.value_rowids()  # [NP] global word
     num_pieces = tf.shape(piece_word, out_type=tf.int64)[0]
     offset_in_word = tf.range(num_pieces) - tf.gather(pieces.row_starts(), piece_word)
     sentence_pieces = tf.math.unsorted_segment_sum(
-        pieces.row_lengths(), word_sentence, words.nrows())                    # [B]
-    return {"ids": tf.cast(pieces.flat_values, tf.int32),
-            "sentence": tf.gather(word_sentence, piece_word),
-            "word": tf.gather(word_in_sentence, piece_word),
-            "is_first": tf.equal(offset_in_word, 0),
-            "sentence_pieces": sentence_pieces,
-            "sentence_start": tf.cumsum(sentence_pieces, exclusive=True),
-            "num_pieces": num_pieces}
+        pieces.row_lengths(), word_sentence, words.nrows()
+    )  # [B]
+    return {
+        "ids": tf.cast(pieces.flat_values, tf.int32),
+        "sentence": tf.gather(word_sentence, piece_word),
+        "word": tf.gather(word_in_sentence, piece_word),
+        "is_first": tf.equal(offset_in_word, 0),
+        "sentence_pieces": sentence_pieces,
+        "sentence_start": tf.cumsum(sentence_pieces, exclusive=True),
+        "num_pieces": num_pieces,
+    }
 
 
 def _ragged(rows, dtype) -> tf.RaggedTensor:
     """list of lists (possibly all empty) -> RaggedTensor [len(rows), (n)] of `dtype`."""
     flat = [x for row in rows for x in row]
-    return tf.RaggedTensor.from_row_lengths(tf.constant(flat, dtype, shape=[len(flat)]),
-                                            tf.constant([len(r) for r in rows], tf.int64))
+    return tf.RaggedTensor.from_row_lengths(
+        tf.constant(flat, dtype, shape=[len(flat)]), tf.constant([len(r) for r in rows], tf.int64)
+    )
 
 
 def window_words(preprocessor, words: tf.RaggedTensor, stride: int) -> dict:
@@ -89,19 +101,26 @@ def window_words(preprocessor, words: tf.RaggedTensor, stride: int) -> dict:
         raise ValueError(f"stride must be in [1, max_seq_length - 2 = {window}], got {stride}")
     t = _piece_table(preprocessor, words, window)
     w = windows_lib.graph_window_spans(t["sentence_pieces"], window, stride, keep_empty=False)
-    win_sentence = w["sequence"]                                                         # [N]
+    win_sentence = w["sequence"]  # [N]
     g, max_context = windows_lib.graph_max_context(
-        tf.gather(t["sentence_start"], win_sentence) + w["start"], w["length"],
-        t["num_pieces"])                                            # [N, (len)] global piece ids
+        tf.gather(t["sentence_start"], win_sentence) + w["start"], w["length"], t["num_pieces"]
+    )  # [N, (len)] global piece ids
     labelled = tf.logical_and(max_context.flat_values, tf.gather(t["is_first"], g.flat_values))
     word_index = tf.where(labelled, tf.gather(t["word"], g.flat_values), -1)
     word_index = g.with_flat_values(tf.cast(word_index, tf.int32))
     ids = g.with_flat_values(tf.gather(t["ids"], g.flat_values))
-    packed = pack_ragged(ids, None, preprocessor.max_seq_length, preprocessor.cls_id,
-                         preprocessor.sep_id, preprocessor.pad_id)
+    packed = pack_ragged(
+        ids,
+        None,
+        preprocessor.max_seq_length,
+        preprocessor.cls_id,
+        preprocessor.sep_id,
+        preprocessor.pad_id,
+    )
     edge = -tf.ones([tf.size(win_sentence), 1], tf.int32)
     packed["word_index"] = tf.concat([edge, word_index, edge], axis=1).to_tensor(
-        default_value=-1, shape=[None, preprocessor.max_seq_length])
+        default_value=-1, shape=[None, preprocessor.max_seq_length]
+    )
     packed["sentence_index"] = tf.cast(win_sentence, tf.int32)
     packed["num_words"] = tf.cast(words.row_lengths(), tf.int32)
     return packed
@@ -110,8 +129,9 @@ def window_words(preprocessor, words: tf.RaggedTensor, stride: int) -> dict:
 def trim_windows(windows: dict, minimum: int = 2) -> dict:
     """Cuts every [N, T] tensor of `window_words` to the longest window (padding changes nothing)."""
     longest = tf.reduce_max(tf.concat([tf.reduce_sum(windows["input_mask"], axis=1), [minimum]], 0))
-    return {k: v[:, :longest] if k in INPUT_NAMES + ("word_index",) else v
-            for k, v in windows.items()}
+    return {
+        k: v[:, :longest] if k in INPUT_NAMES + ("word_index",) else v for k, v in windows.items()
+    }
 
 
 def window_labels(windows: dict, tag_ids: tf.RaggedTensor) -> tf.Tensor:
@@ -132,9 +152,16 @@ def words_to_tags(windows: dict, tag_ids: tf.Tensor, outside_id: int) -> tf.Tens
     """int tag ids [N, T] per position -> int32 [B, W_max] per word (`outside_id` for words with
     no piece and for padding)."""
     mask = windows["word_index"] >= 0
-    index = tf.stack([tf.boolean_mask(windows["sentence_index"][:, tf.newaxis]
-                                      + tf.zeros_like(windows["word_index"]), mask),
-                      tf.boolean_mask(windows["word_index"], mask)], axis=1)
+    index = tf.stack(
+        [
+            tf.boolean_mask(
+                windows["sentence_index"][:, tf.newaxis] + tf.zeros_like(windows["word_index"]),
+                mask,
+            ),
+            tf.boolean_mask(windows["word_index"], mask),
+        ],
+        axis=1,
+    )
     batch = tf.size(windows["num_words"])
     width = tf.reduce_max(tf.concat([windows["num_words"], [0]], 0))
     values = tf.cast(tf.boolean_mask(tag_ids, mask), tf.int32) + 1
@@ -175,37 +202,58 @@ class TokenClassifier(Task):
 
     task_type = "token_classification"
 
-    def __init__(self, encoder, label_names, dropout_rate=0.1, initializer_range=0.02,
-                 window_stride=None, feature_mode=None, lstm_units=768, lstm_layers=2,
-                 preprocessor=None, **kwargs):
+    def __init__(
+        self,
+        encoder,
+        label_names,
+        dropout_rate=0.1,
+        initializer_range=0.02,
+        window_stride=None,
+        feature_mode=None,
+        lstm_units=768,
+        lstm_layers=2,
+        preprocessor=None,
+        **kwargs,
+    ):
         kwargs.pop("is_pair", None)
         label_names = [str(x) for x in (label_names or [])]
         if "O" not in label_names:
-            raise ValueError(f"label_names must include 'O' (the tag of words without pieces), "
-                             f"got {label_names}")
+            raise ValueError(
+                f"label_names must include 'O' (the tag of words without pieces), got {label_names}"
+            )
         if not 0.0 <= dropout_rate < 1.0:
             raise ValueError(f"dropout_rate must be in [0, 1), got {dropout_rate}")
         if feature_mode is not None and feature_mode not in FEATURE_MODES:
-            raise ValueError(f"feature_mode must be None or one of {FEATURE_MODES}, "
-                             f"got {feature_mode!r}")
+            raise ValueError(
+                f"feature_mode must be None or one of {FEATURE_MODES}, got {feature_mode!r}"
+            )
         needed, have = MIN_LAYERS.get(feature_mode, 1), encoder.bert_config.num_layers
         if have < needed:
-            raise ValueError(f"feature_mode={feature_mode!r} needs >= {needed} encoder layers, "
-                             f"the encoder has {have}")
+            raise ValueError(
+                f"feature_mode={feature_mode!r} needs >= {needed} encoder layers, "
+                f"the encoder has {have}"
+            )
         if int(lstm_units) < 1 or int(lstm_layers) < 1:
-            raise ValueError(f"lstm_units and lstm_layers must be >= 1, got {lstm_units}, "
-                             f"{lstm_layers}")
-        super().__init__(encoder, preprocessor=preprocessor, label_names=label_names,
-                         is_pair=False, **kwargs)
+            raise ValueError(
+                f"lstm_units and lstm_layers must be >= 1, got {lstm_units}, {lstm_layers}"
+            )
+        super().__init__(
+            encoder, preprocessor=preprocessor, label_names=label_names, is_pair=False, **kwargs
+        )
         window = None if preprocessor is None else preprocessor.max_seq_length - 2
         if window_stride is not None and not (
-                1 <= int(window_stride) <= (window or int(window_stride))):
-            raise ValueError(f"window_stride must be in [1, max_seq_length - 2 = {window}], "
-                             f"got {window_stride}")
+            1 <= int(window_stride) <= (window or int(window_stride))
+        ):
+            raise ValueError(
+                f"window_stride must be in [1, max_seq_length - 2 = {window}], got {window_stride}"
+            )
         self.window_stride = None if window_stride is None else int(window_stride)
         self.dropout_rate, self.initializer_range = float(dropout_rate), float(initializer_range)
         self.feature_mode, self.lstm_units, self.lstm_layers = (
-            feature_mode, int(lstm_units), int(lstm_layers))
+            feature_mode,
+            int(lstm_units),
+            int(lstm_layers),
+        )
         self.outside_id = label_names.index("O")
         self.dropout = BertDropout(self.dropout_rate, name="dropout")
         self.lstms = []
@@ -214,13 +262,18 @@ class TokenClassifier(Task):
         encoder.pooler.trainable = False  # tags never read the pooled [CLS] (no gradient)
         if feature_mode is not None:
             encoder.trainable = False
-            self.lstms = [keras.layers.Bidirectional(
-                keras.layers.LSTM(self.lstm_units, return_sequences=True), name=f"bilstm_{i}")
-                for i in range(self.lstm_layers)]
+            self.lstms = [
+                keras.layers.Bidirectional(
+                    keras.layers.LSTM(self.lstm_units, return_sequences=True), name=f"bilstm_{i}"
+                )
+                for i in range(self.lstm_layers)
+            ]
         self.tagger = keras.layers.Dense(
             len(label_names),
             kernel_initializer=keras.initializers.TruncatedNormal(stddev=self.initializer_range),
-            dtype="float32", name="tags")
+            dtype="float32",
+            name="tags",
+        )
 
     @property
     def num_tags(self) -> int:
@@ -237,21 +290,27 @@ class TokenClassifier(Task):
         if self.feature_mode is None:
             return self.encoder(inputs, training=training)["sequence_output"]
         if self.feature_mode == "embeddings":
-            return self.encoder.embeddings(tf.cast(inputs["input_word_ids"], tf.int32),
-                                           tf.cast(inputs["input_type_ids"], tf.int32),
-                                           training=False)
+            return self.encoder.embeddings(
+                tf.cast(inputs["input_word_ids"], tf.int32),
+                tf.cast(inputs["input_type_ids"], tf.int32),
+                training=False,
+            )
         layers = self.encoder(inputs, training=False)["encoder_outputs"]
-        pick = {"last": lambda: layers[-1], "second_to_last": lambda: layers[-2],
-                "sum_last_four": lambda: tf.add_n(layers[-4:]),
-                "concat_last_four": lambda: tf.concat(layers[-4:], axis=-1),
-                "sum_all": lambda: tf.add_n(layers)}
+        pick = {
+            "last": lambda: layers[-1],
+            "second_to_last": lambda: layers[-2],
+            "sum_last_four": lambda: tf.add_n(layers[-4:]),
+            "concat_last_four": lambda: tf.concat(layers[-4:], axis=-1),
+            "sum_all": lambda: tf.add_n(layers),
+        }
         return pick[self.feature_mode]()
 
     def default_loss(self):
         """Per-token softmax cross-entropy over the positions with a label (IGNORE_LABEL: word
         continuations, [CLS]/[SEP], padding and context outside a window's own span)."""
-        return keras.losses.SparseCategoricalCrossentropy(from_logits=True,
-                                                          ignore_class=IGNORE_LABEL)
+        return keras.losses.SparseCategoricalCrossentropy(
+            from_logits=True, ignore_class=IGNORE_LABEL
+        )
 
     def call(self, inputs, training=None):
         x = self.features(inputs, training=training)
@@ -272,8 +331,9 @@ class TokenClassifier(Task):
         in graph or eagerly; padding positions hold the "O" id."""
         windows = trim_windows(self.encode_words(words, preprocessor))
         logits = self._logits({k: windows[k] for k in INPUT_NAMES})
-        tag_ids = words_to_tags(windows, tf.argmax(logits, axis=-1, output_type=tf.int32),
-                                self.outside_id)
+        tag_ids = words_to_tags(
+            windows, tf.argmax(logits, axis=-1, output_type=tf.int32), self.outside_id
+        )
         return tag_ids, windows["num_words"]
 
     def _logits(self, inputs):
@@ -281,8 +341,9 @@ class TokenClassifier(Task):
         if tf.executing_eagerly():
             if getattr(self, "_logits_step", None) is None:
                 spec = {k: tf.TensorSpec([None, None], tf.int32) for k in INPUT_NAMES}
-                self._logits_step = tf.function(lambda x: self(x, training=False),
-                                                input_signature=[spec])
+                self._logits_step = tf.function(
+                    lambda x: self(x, training=False), input_signature=[spec]
+                )
             return self._logits_step(inputs)
         return self(inputs, training=False)
 
@@ -307,19 +368,26 @@ class TokenClassifier(Task):
                 raise ValueError(f"sentence {i}: {len(words)} words but {len(tags)} tags")
             unknown = sorted(set(tags) - set(index))
             if unknown:
-                raise ValueError(f"sentence {i}: tags {unknown} not in label_names {self.label_names}")
+                raise ValueError(
+                    f"sentence {i}: tags {unknown} not in label_names {self.label_names}"
+                )
 
-        @tf.function(input_signature=[tf.RaggedTensorSpec([None, None], tf.string, 1, tf.int64),
-                                      tf.RaggedTensorSpec([None, None], tf.int32, 1, tf.int64)])
+        @tf.function(
+            input_signature=[
+                tf.RaggedTensorSpec([None, None], tf.string, 1, tf.int64),
+                tf.RaggedTensorSpec([None, None], tf.int32, 1, tf.int64),
+            ]
+        )
         def step(words, tags):
             windows = self.encode_words(words)
             return {k: windows[k] for k in INPUT_NAMES}, window_labels(windows, tags)
 
         parts = []
         for start in range(0, len(word_lists), batch_size):
-            words = _ragged([list(w) for w in word_lists[start:start + batch_size]], tf.string)
-            tags = _ragged([[index[t] for t in ts] for ts in tag_lists[start:start + batch_size]],
-                           tf.int32)
+            words = _ragged([list(w) for w in word_lists[start : start + batch_size]], tf.string)
+            tags = _ragged(
+                [[index[t] for t in ts] for ts in tag_lists[start : start + batch_size]], tf.int32
+            )
             windows, labels = step(words, tags)
             parts.append(({k: windows[k].numpy() for k in INPUT_NAMES}, labels.numpy()))
         features = {k: np.concatenate([p[0][k] for p in parts]) for k in INPUT_NAMES}
@@ -330,9 +398,9 @@ class TokenClassifier(Task):
         names = np.array(self.label_names, dtype=object)
         out = []
         for start in range(0, len(word_lists), batch_size):
-            chunk = [list(w) for w in word_lists[start:start + batch_size]]
+            chunk = [list(w) for w in word_lists[start : start + batch_size]]
             ids = self.tag_ids_of_words(_ragged(chunk, tf.string))[0].numpy()
-            out.extend(list(names[ids[i, :len(w)]]) for i, w in enumerate(chunk))
+            out.extend(list(names[ids[i, : len(w)]]) for i, w in enumerate(chunk))
         return out
 
     def predict_texts(self, texts, texts_b=None, batch_size=32):
@@ -349,14 +417,22 @@ class TokenClassifier(Task):
         return TokenClassifierServingModule(self, preprocessor)
 
     def export_metadata(self) -> dict:
-        return super().export_metadata() | {"window_stride": self.stride(),
-                                            "feature_mode": self.feature_mode}
+        return super().export_metadata() | {
+            "window_stride": self.stride(),
+            "feature_mode": self.feature_mode,
+        }
 
     def get_config(self):
         config = super().get_config()
         config.pop("is_pair", None)
-        config.update({"dropout_rate": self.dropout_rate,
-                       "initializer_range": self.initializer_range,
-                       "window_stride": self.window_stride, "feature_mode": self.feature_mode,
-                       "lstm_units": self.lstm_units, "lstm_layers": self.lstm_layers})
+        config.update(
+            {
+                "dropout_rate": self.dropout_rate,
+                "initializer_range": self.initializer_range,
+                "window_stride": self.window_stride,
+                "feature_mode": self.feature_mode,
+                "lstm_units": self.lstm_units,
+                "lstm_layers": self.lstm_layers,
+            }
+        )
         return config

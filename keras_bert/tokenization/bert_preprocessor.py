@@ -19,6 +19,7 @@ The vocabulary is stored in the layer (`self.vocabulary`, a list of tokens, id =
 and in `get_config()`, so the layer and its SavedModels work after the vocab file is gone;
 `vocab_file` (the original path, may be None) is kept for exporters that copy it to assets.
 """
+
 from __future__ import annotations
 
 import os
@@ -66,10 +67,16 @@ def pack_ragged(ids_a, ids_b, max_seq_length: int, cls_id: int, sep_id: int, pad
         low = tf.minimum(len_a, len_b)
         r = excess - diff
         a_gt = len_a > len_b
-        keep_a = tf.where(excess <= 0, len_a, tf.where(
-            excess <= diff, tf.where(a_gt, len_a - excess, len_a), low - r // 2))
-        keep_b = tf.where(excess <= 0, len_b, tf.where(
-            excess <= diff, tf.where(a_gt, len_b, len_b - excess), low - (r + 1) // 2))
+        keep_a = tf.where(
+            excess <= 0,
+            len_a,
+            tf.where(excess <= diff, tf.where(a_gt, len_a - excess, len_a), low - r // 2),
+        )
+        keep_b = tf.where(
+            excess <= 0,
+            len_b,
+            tf.where(excess <= diff, tf.where(a_gt, len_b, len_b - excess), low - (r + 1) // 2),
+        )
     ones = tf.ones([batch, 1], tf.int32)
     a = tf.ragged.boolean_mask(ids_a, tf.ragged.range(len_a) < keep_a[:, None])
     parts = [ones * cls_id, a, ones * sep_id]
@@ -115,8 +122,15 @@ class BertPreprocessor(keras.layers.Layer):
         FileNotFoundError: `vocab_file` given, `vocabulary` not, and the file is missing.
     """
 
-    def __init__(self, vocab_file=None, do_lower_case: bool = True, max_seq_length: int = 128,
-                 tokenizer: str = "core", vocabulary=None, **kwargs):
+    def __init__(
+        self,
+        vocab_file=None,
+        do_lower_case: bool = True,
+        max_seq_length: int = 128,
+        tokenizer: str = "core",
+        vocabulary=None,
+        **kwargs,
+    ):
         super().__init__(**kwargs)
         if tokenizer not in TOKENIZERS:
             raise ValueError(f"tokenizer must be one of {TOKENIZERS}, got {tokenizer!r}")
@@ -132,8 +146,9 @@ class BertPreprocessor(keras.layers.Layer):
         self.max_seq_length = int(max_seq_length)
         self.tokenizer = tokenizer
         index = {t: i for i, t in enumerate(self.vocabulary)}
-        missing = [t for t in (ft.UNK_TOKEN, ft.CLS_TOKEN, ft.SEP_TOKEN, ft.PAD_TOKEN)
-                   if t not in index]
+        missing = [
+            t for t in (ft.UNK_TOKEN, ft.CLS_TOKEN, ft.SEP_TOKEN, ft.PAD_TOKEN) if t not in index
+        ]
         if missing:
             raise ValueError(f"vocabulary lacks special tokens {missing}")
         self.cls_id, self.sep_id = index[ft.CLS_TOKEN], index[ft.SEP_TOKEN]
@@ -142,14 +157,19 @@ class BertPreprocessor(keras.layers.Layer):
         self._convert_input_args = False
         self._allow_non_tensor_positional_args = True
         self.core_tokenizer = core_tokenizer.CoreBertTokenizer(
-            self.vocabulary, do_lower_case=self.do_lower_case)
+            self.vocabulary, do_lower_case=self.do_lower_case
+        )
         self.fast_tokenizer = None
         if tokenizer == "tf_text":
             import tensorflow_text
+
             self.fast_tokenizer = tensorflow_text.FastBertTokenizer(
-                self.vocabulary, token_out_type=tf.int64, unknown_token=ft.UNK_TOKEN,
+                self.vocabulary,
+                token_out_type=tf.int64,
+                unknown_token=ft.UNK_TOKEN,
                 lower_case_nfd_strip_accents=self.do_lower_case,
-                max_bytes_per_word=ft.MAX_INPUT_CHARS_PER_WORD)
+                max_bytes_per_word=ft.MAX_INPUT_CHARS_PER_WORD,
+            )
         self.built = True
 
     def tokenize(self, texts):
@@ -165,11 +185,11 @@ class BertPreprocessor(keras.layers.Layer):
         if isinstance(inputs, dict):
             unknown = set(inputs) - {"text", "text_b"}
             if "text" not in inputs or unknown:
-                raise ValueError("dict inputs need key 'text' and optional 'text_b'; got "
-                                 f"keys {sorted(inputs)}")
+                raise ValueError(
+                    f"dict inputs need key 'text' and optional 'text_b'; got keys {sorted(inputs)}"
+                )
             text, text_b = inputs["text"], inputs.get("text_b")
-        elif isinstance(inputs, (tuple, list)) and all(
-                isinstance(t, (str, bytes)) for t in inputs):
+        elif isinstance(inputs, (tuple, list)) and all(isinstance(t, (str, bytes)) for t in inputs):
             text = list(inputs)  # a Python batch of strings, never a pair
         elif isinstance(inputs, (tuple, list)):
             if len(inputs) not in (1, 2):
@@ -193,23 +213,25 @@ class BertPreprocessor(keras.layers.Layer):
             if squeeze:
                 text_b = text_b[None]
             ids_b = self.tokenize(text_b)
-        out = pack_ragged(ids_a, ids_b, self.max_seq_length, self.cls_id, self.sep_id,
-                          self.pad_id)
+        out = pack_ragged(ids_a, ids_b, self.max_seq_length, self.cls_id, self.sep_id, self.pad_id)
         if squeeze:
             out = {k: v[0] for k, v in out.items()}
         return out
 
     def compute_output_spec(self, inputs):
-        return {k: keras.KerasTensor([None, self.max_seq_length], dtype="int32")
-                for k in INPUT_NAMES}
+        return {
+            k: keras.KerasTensor([None, self.max_seq_length], dtype="int32") for k in INPUT_NAMES
+        }
 
     def get_config(self):
         config = super().get_config()
-        config.update({
-            "vocab_file": self.vocab_file,
-            "do_lower_case": self.do_lower_case,
-            "max_seq_length": self.max_seq_length,
-            "tokenizer": self.tokenizer,
-            "vocabulary": list(self.vocabulary),
-        })
+        config.update(
+            {
+                "vocab_file": self.vocab_file,
+                "do_lower_case": self.do_lower_case,
+                "max_seq_length": self.max_seq_length,
+                "tokenizer": self.tokenizer,
+                "vocabulary": list(self.vocabulary),
+            }
+        )
         return config

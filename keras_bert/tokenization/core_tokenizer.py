@@ -30,6 +30,7 @@ WordPiece: words found whole in the vocabulary are looked up once (most words); 
 a `tf.while_loop` that, at each step and for all such words at once, looks up the prefixes of
 1..K code points of the remainder (K = longest vocabulary piece) and takes the longest hit.
 """
+
 from __future__ import annotations
 
 import functools
@@ -57,6 +58,7 @@ _MAP_SHIFT = 6
 
 CAPITAL_SIGMA = 0x03A3
 FINAL_SIGMA = 0x03C2
+
 
 @functools.lru_cache(maxsize=None)
 def _reorderable_marks() -> frozenset:
@@ -131,9 +133,13 @@ def unicode_tables(do_lower_case: bool):
     # the predicates agree (category Cn is neither control, whitespace nor punctuation).
     blocks = props.reshape(-1, _BLOCK)
     unique, inverse = np.unique(blocks, axis=0, return_inverse=True)
-    return (inverse.reshape(-1).astype(np.int32), unique.reshape(-1).astype(np.int32),
-            np.asarray(map_values or [0], dtype=np.int32), np.asarray(map_starts, np.int32),
-            np.asarray(map_lengths, np.int32))
+    return (
+        inverse.reshape(-1).astype(np.int32),
+        unique.reshape(-1).astype(np.int32),
+        np.asarray(map_values or [0], dtype=np.int32),
+        np.asarray(map_starts, np.int32),
+        np.asarray(map_lengths, np.int32),
+    )
 
 
 class CoreBertTokenizer(tf.Module):
@@ -153,8 +159,13 @@ class CoreBertTokenizer(tf.Module):
         ValueError: if the vocabulary lacks [UNK].
     """
 
-    def __init__(self, vocab, do_lower_case: bool = True,
-                 max_input_chars_per_word: int = ft.MAX_INPUT_CHARS_PER_WORD, name=None):
+    def __init__(
+        self,
+        vocab,
+        do_lower_case: bool = True,
+        max_input_chars_per_word: int = ft.MAX_INPUT_CHARS_PER_WORD,
+        name=None,
+    ):
         super().__init__(name=name)
         if isinstance(vocab, dict):
             token_to_id = dict(vocab)
@@ -173,10 +184,13 @@ class CoreBertTokenizer(tf.Module):
         self.max_piece_chars = max(1, max(lengths))
         reorderable = _reorderable_marks() if self.do_lower_case else frozenset()
         if any(ord(ch) in reorderable for t in token_to_id for ch in t):
-            logging.warning("vocabulary holds a spacing combining mark that NFD may reorder; "
-                            "CoreBertTokenizer may differ from the reference on such words")
+            logging.warning(
+                "vocabulary holds a spacing combining mark that NFD may reorder; "
+                "CoreBertTokenizer may differ from the reference on such words"
+            )
         block_index, block_values, map_values, map_starts, map_lengths = unicode_tables(
-            self.do_lower_case)
+            self.do_lower_case
+        )
         self._block_index = tf.constant(block_index)
         self._block_values = tf.constant(block_values)
         self._map_values = tf.constant(map_values)
@@ -195,15 +209,19 @@ class CoreBertTokenizer(tf.Module):
         values = [int(token_to_id[k]) for k in keys]
         self._table = tf.lookup.StaticHashTable(
             tf.lookup.KeyValueTensorInitializer(
-                tf.constant(keys, tf.string), tf.constant(values, tf.int64)), default_value=-1)
+                tf.constant(keys, tf.string), tf.constant(values, tf.int64)
+            ),
+            default_value=-1,
+        )
 
     # ----------------------------------------------------------------------------------
     def _props(self, cps):
         """int32 [N] code points -> int32 [N] packed property words."""
         cps = tf.clip_by_value(cps, 0, MAX_CODE_POINT)
         block = tf.gather(self._block_index, tf.bitwise.right_shift(cps, _BLOCK_BITS))
-        return tf.gather(self._block_values,
-                         block * _BLOCK + tf.bitwise.bitwise_and(cps, _BLOCK - 1))
+        return tf.gather(
+            self._block_values, block * _BLOCK + tf.bitwise.bitwise_and(cps, _BLOCK - 1)
+        )
 
     def normalize_and_split(self, texts):
         """tf.string [B] -> (words int32 RaggedTensor [W, (chars)], word_rows int64 [W], B int64).
@@ -238,16 +256,19 @@ class CoreBertTokenizer(tf.Module):
             idx = tf.where(tf.logical_not(drop))[:, 0]
             return tuple(tf.gather(t, idx) for t in (cps, rows, props, src) + origin)
 
-        cps, rows, props, src, *origin = tf.cond(tf.reduce_any(drop), filtered,
-                                                 lambda: (cps, rows, props, src) + origin)
+        cps, rows, props, src, *origin = tf.cond(
+            tf.reduce_any(drop), filtered, lambda: (cps, rows, props, src) + origin
+        )
         is_cjk = tf.equal(src, SRC_CJK)
         if not self.do_lower_case:
             return (cps, rows, props, is_cjk, *origin)
         map_id = tf.bitwise.right_shift(props, _MAP_SHIFT)
         is_sigma = tf.equal(cps, CAPITAL_SIGMA)
-        final = tf.cond(tf.reduce_any(is_sigma),
-                        lambda: self._final_sigma(is_sigma, props, src, rows),
-                        lambda: tf.zeros_like(is_sigma))
+        final = tf.cond(
+            tf.reduce_any(is_sigma),
+            lambda: self._final_sigma(is_sigma, props, src, rows),
+            lambda: tf.zeros_like(is_sigma),
+        )
         cps = tf.where(final, FINAL_SIGMA, cps)
         map_id = tf.where(final, 0, map_id)
         # Replacement sequences: identity chars read themselves from an appended copy.
@@ -266,10 +287,10 @@ class CoreBertTokenizer(tf.Module):
             idx = tf.ragged.range(starts, starts + lens)
             src_of_out = idx.value_rowids()
             return (tf.gather(table, idx.flat_values),) + tuple(
-                tf.gather(t, src_of_out) for t in carried)
+                tf.gather(t, src_of_out) for t in carried
+            )
 
-        cps, rows, is_cjk, *origin = tf.cond(tf.reduce_all(tf.equal(lens, 1)), one_to_one,
-                                             general)
+        cps, rows, is_cjk, *origin = tf.cond(tf.reduce_all(tf.equal(lens, 1)), one_to_one, general)
         return (cps, rows, self._props(cps), is_cjk, *origin)
 
     def _origins(self, decoded, props, drop):
@@ -282,8 +303,9 @@ class CoreBertTokenizer(tf.Module):
         if self.do_lower_case:
             map_id = tf.bitwise.right_shift(props, _MAP_SHIFT)
             vanish |= (map_id > 0) & tf.equal(tf.gather(self._map_lengths, map_id), 0)
-        kept = tf.concat([tf.boolean_mask(flat, tf.logical_not(vanish)),
-                          tf.shape(flat, out_type=tf.int64)], 0)
+        kept = tf.concat(
+            [tf.boolean_mask(flat, tf.logical_not(vanish)), tf.shape(flat, out_type=tf.int64)], 0
+        )
         next_kept = tf.gather(kept, tf.searchsorted(kept[:-1], flat, side="right"))
         end = tf.minimum(next_kept, tf.gather(decoded.row_limits(), rows)) - row_start
         return flat - row_start, end
@@ -301,14 +323,21 @@ class CoreBertTokenizer(tf.Module):
         iso = tf.logical_or(tf.equal(out, OUT_PUNCT), is_cjk)
         prev_brk = tf.concat([[True], tf.logical_or(sep, iso)[:-1]], 0)
         new_row = tf.concat([[True], tf.not_equal(rows[1:], rows[:-1])], 0)
-        start = tf.logical_and(tf.logical_not(sep),
-                               tf.logical_or(tf.logical_or(prev_brk, new_row), iso))
+        start = tf.logical_and(
+            tf.logical_not(sep), tf.logical_or(tf.logical_or(prev_brk, new_row), iso)
+        )
         word_id = tf.cumsum(tf.cast(start, tf.int64)) - 1
         keep = tf.logical_not(sep)
         nwords = tf.reduce_sum(tf.cast(start, tf.int64))
-        words = tuple(tf.RaggedTensor.from_value_rowids(
-            tf.boolean_mask(v, keep), tf.boolean_mask(word_id, keep), nrows=nwords,
-            validate=False) for v in values)
+        words = tuple(
+            tf.RaggedTensor.from_value_rowids(
+                tf.boolean_mask(v, keep),
+                tf.boolean_mask(word_id, keep),
+                nrows=nwords,
+                validate=False,
+            )
+            for v in values
+        )
         return tf.boolean_mask(rows, start), words
 
     def _final_sigma(self, is_sigma, props, src, rows):
@@ -331,15 +360,22 @@ class CoreBertTokenizer(tf.Module):
         # Previous stopper strictly before each position.
         prev = tf.searchsorted(stop_pos, pos, side="left", out_type=tf.int64) - 1
         prev_c = tf.clip_by_value(prev, 0, tf.maximum(m - 1, 0))
-        before_cased = tf.logical_and(prev >= 0, tf.logical_and(
-            tf.gather(stop_cased, prev_c), tf.equal(tf.gather(stop_rows, prev_c), rows)))
+        before_cased = tf.logical_and(
+            prev >= 0,
+            tf.logical_and(
+                tf.gather(stop_cased, prev_c), tf.equal(tf.gather(stop_rows, prev_c), rows)
+            ),
+        )
         # Next stopper strictly after each position.
         nxt = tf.searchsorted(stop_pos, pos, side="right", out_type=tf.int64)
         nxt_c = tf.clip_by_value(nxt, 0, tf.maximum(m - 1, 0))
-        after_cased = tf.logical_and(nxt < m, tf.logical_and(
-            tf.gather(stop_cased, nxt_c), tf.equal(tf.gather(stop_rows, nxt_c), rows)))
-        return tf.logical_and(is_sigma, tf.logical_and(before_cased,
-                                                       tf.logical_not(after_cased)))
+        after_cased = tf.logical_and(
+            nxt < m,
+            tf.logical_and(
+                tf.gather(stop_cased, nxt_c), tf.equal(tf.gather(stop_rows, nxt_c), rows)
+            ),
+        )
+        return tf.logical_and(is_sigma, tf.logical_and(before_cased, tf.logical_not(after_cased)))
 
     def wordpiece(self, words):
         """int32 RaggedTensor [W, (chars)] -> int32 RaggedTensor [W, (pieces)] of ids."""
@@ -359,7 +395,9 @@ class CoreBertTokenizer(tf.Module):
             tf.size(slow_idx) > 0,
             lambda: self._greedy(slow_strings, slow_lens),
             lambda: tf.RaggedTensor.from_row_lengths(
-                tf.zeros([0], tf.int64), tf.zeros([0], tf.int64), validate=False))
+                tf.zeros([0], tf.int64), tf.zeros([0], tf.int64), validate=False
+            ),
+        )
         single_rt = tf.RaggedTensor.from_uniform_row_length(single, 1, validate=False)
         combined = tf.concat([single_rt, slow_pieces], axis=0)
         slow_pos = tf.cumsum(tf.cast(slow, tf.int64)) - 1
@@ -384,8 +422,12 @@ class CoreBertTokenizer(tf.Module):
         def body(t, pos, bad, ta):
             active = tf.logical_and(pos < lens, tf.logical_not(bad))  # [S]
             rem = lens - pos
-            sub = tf.strings.substr(tiled, tf.tile(pos[:, None], [1, k]),
-                                    tf.tile(cand[None, :], [s, 1]), unit="UTF8_CHAR")
+            sub = tf.strings.substr(
+                tiled,
+                tf.tile(pos[:, None], [1, k]),
+                tf.tile(cand[None, :], [s, 1]),
+                unit="UTF8_CHAR",
+            )
             prefix = tf.where(pos > 0, "##", "")
             sub = tf.strings.join([tf.tile(prefix[:, None], [1, k]), sub])
             ids = self._table.lookup(sub)  # [S, K]
@@ -400,11 +442,15 @@ class CoreBertTokenizer(tf.Module):
 
         ta = tf.TensorArray(tf.int64, size=0, dynamic_size=True, element_shape=[None])
         _, _, bad, ta = tf.while_loop(
-            cond, body, (tf.constant(0), tf.zeros_like(lens), tf.zeros([s], tf.bool), ta),
-            maximum_iterations=self.max_input_chars_per_word)
+            cond,
+            body,
+            (tf.constant(0), tf.zeros_like(lens), tf.zeros([s], tf.bool), ta),
+            maximum_iterations=self.max_input_chars_per_word,
+        )
         steps = ta.size()
-        mat = tf.cond(steps > 0, lambda: tf.transpose(ta.stack()),
-                      lambda: tf.zeros([s, 0], tf.int64))  # [S, T]
+        mat = tf.cond(
+            steps > 0, lambda: tf.transpose(ta.stack()), lambda: tf.zeros([s, 0], tf.int64)
+        )  # [S, T]
         mat = tf.where(bad[:, None], tf.constant(-1, tf.int64), mat)
         # A bad word becomes one [UNK]: put it in column 0.
         first = tf.concat([tf.where(bad, tf.constant(self.unk_id, tf.int64), -1)[:, None], mat], 1)
@@ -414,8 +460,7 @@ class CoreBertTokenizer(tf.Module):
         """tf.string [B] -> int32 RaggedTensor [B, (pieces)] of WordPiece ids."""
         words, word_rows, batch = self.normalize_and_split(texts)
         pieces = self.wordpiece(words)  # [W, (p)]
-        nested = tf.RaggedTensor.from_value_rowids(pieces, word_rows, nrows=batch,
-                                                   validate=False)
+        nested = tf.RaggedTensor.from_value_rowids(pieces, word_rows, nrows=batch, validate=False)
         return nested.merge_dims(1, 2)
 
     def tokenize_with_offsets(self, texts):
@@ -432,21 +477,27 @@ class CoreBertTokenizer(tf.Module):
         """
         texts = tf.convert_to_tensor(texts, tf.string)
         cps, rows, props, is_cjk, start, end = self._normalize(texts, with_offsets=True)
-        word_rows, (words, word_start, word_end) = self._split_words(rows, props, is_cjk,
-                                                                     (cps, start, end))
+        word_rows, (words, word_start, word_end) = self._split_words(
+            rows, props, is_cjk, (cps, start, end)
+        )
         pieces = self.wordpiece(words)  # int32 [W, (pieces)]
         ids = pieces.flat_values
         piece_word = pieces.value_rowids()
         index_in_word = tf.range(tf.size(ids, out_type=tf.int64)) - tf.gather(
-            pieces.row_starts(), piece_word)
+            pieces.row_starts(), piece_word
+        )
         # code points each piece covers: the whole word for [UNK], else its token's length
-        length = tf.where(tf.equal(ids, self.unk_id),
-                          tf.cast(tf.gather(words.row_lengths(), piece_word), tf.int32),
-                          tf.where(index_in_word == 0, tf.gather(self._first_len, ids),
-                                   tf.gather(self._rest_len, ids)))
+        length = tf.where(
+            tf.equal(ids, self.unk_id),
+            tf.cast(tf.gather(words.row_lengths(), piece_word), tf.int32),
+            tf.where(
+                index_in_word == 0, tf.gather(self._first_len, ids), tf.gather(self._rest_len, ids)
+            ),
+        )
         before = tf.cumsum(length, exclusive=True)
-        word_before = tf.gather(tf.concat([before, [tf.reduce_sum(length)]], 0),
-                                pieces.row_starts())
+        word_before = tf.gather(
+            tf.concat([before, [tf.reduce_sum(length)]], 0), pieces.row_starts()
+        )
         at = before - tf.gather(word_before, piece_word)  # code points before it in its word
         char = tf.gather(words.row_starts(), piece_word) + tf.cast(at, tf.int64)
         starts = tf.gather(word_start.flat_values, char)
@@ -454,8 +505,9 @@ class CoreBertTokenizer(tf.Module):
         batch = tf.shape(texts, out_type=tf.int64)[0]
 
         def regroup(values):  # [pieces of all words] -> [B, (pieces)]
-            nested = tf.RaggedTensor.from_value_rowids(pieces.with_flat_values(values), word_rows,
-                                                       nrows=batch, validate=False)
+            nested = tf.RaggedTensor.from_value_rowids(
+                pieces.with_flat_values(values), word_rows, nrows=batch, validate=False
+            )
             return nested.merge_dims(1, 2)
 
         return regroup(ids), regroup(tf.cast(starts, tf.int32)), regroup(tf.cast(ends, tf.int32))
@@ -465,10 +517,10 @@ class CoreBertTokenizer(tf.Module):
         whitespace -> " "). Used before tensorflow-text's tokenizers."""
         texts = tf.convert_to_tensor(texts, tf.string)
         cps = tf.strings.unicode_decode(texts, "UTF-8", errors="ignore")
-        src = tf.ragged.map_flat_values(
-            lambda c: tf.bitwise.bitwise_and(self._props(c), 3), cps)
+        src = tf.ragged.map_flat_values(lambda c: tf.bitwise.bitwise_and(self._props(c), 3), cps)
         cps = tf.ragged.boolean_mask(cps, tf.not_equal(src, SRC_DROP))
         src = tf.ragged.boolean_mask(src, tf.not_equal(src, SRC_DROP))
         cps = tf.ragged.map_flat_values(
-            lambda c, s: tf.where(tf.equal(s, SRC_SPACE), 32, c), cps, src)
+            lambda c, s: tf.where(tf.equal(s, SRC_SPACE), 32, c), cps, src
+        )
         return tf.strings.unicode_encode(cps, "UTF-8")

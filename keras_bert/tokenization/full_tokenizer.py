@@ -20,6 +20,7 @@ Rules (BasicTokenizer, then WordpieceTokenizer):
 Offsets (`FullTokenizer.tokenize_with_offsets`): the same pieces, each with the `[start, end)`
 code points of the ORIGINAL text it covers (SQuAD cuts answers from the context with them).
 """
+
 from __future__ import annotations
 
 import collections
@@ -290,8 +291,12 @@ class BasicTokenizer:
 class WordpieceTokenizer:
     """Greedy longest-match-first WordPiece (reference `WordpieceTokenizer`)."""
 
-    def __init__(self, vocab, unk_token: str = UNK_TOKEN,
-                 max_input_chars_per_word: int = MAX_INPUT_CHARS_PER_WORD):
+    def __init__(
+        self,
+        vocab,
+        unk_token: str = UNK_TOKEN,
+        max_input_chars_per_word: int = MAX_INPUT_CHARS_PER_WORD,
+    ):
         self.vocab = vocab
         self.unk_token = unk_token
         self.max_input_chars_per_word = max_input_chars_per_word
@@ -368,8 +373,9 @@ class FullTokenizer:
             self.vocab_file = os.fspath(vocab_file)
             self.vocab = load_vocab(self.vocab_file)
         self.inv_vocab = {v: k for k, v in self.vocab.items()}
-        self.basic_tokenizer = BasicTokenizer(do_lower_case=self.do_lower_case,
-                                              split_on_punc=split_on_punc)
+        self.basic_tokenizer = BasicTokenizer(
+            do_lower_case=self.do_lower_case, split_on_punc=split_on_punc
+        )
         self.wordpiece_tokenizer = WordpieceTokenizer(vocab=self.vocab)
 
     def packing_ids(self) -> tuple[int, int, int]:
@@ -420,8 +426,9 @@ class FullTokenizer:
         pieces, starts, ends = [], [], []
         for word in self.basic_tokenizer.words_with_offsets(text):
             at = 0
-            for k, piece in enumerate(self.wordpiece_tokenizer.tokenize(
-                    "".join(c for c, _, _ in word))):
+            for k, piece in enumerate(
+                self.wordpiece_tokenizer.tokenize("".join(c for c, _, _ in word))
+            ):
                 if piece == UNK_TOKEN:
                     length = len(word) - at
                 else:
@@ -449,7 +456,9 @@ class FullTokenizer:
             try:
                 out.append(self.inv_vocab[int(i)])
             except KeyError:
-                raise KeyError(f"id {i} is outside the vocabulary (size {len(self.vocab)})") from None
+                raise KeyError(
+                    f"id {i} is outside the vocabulary (size {len(self.vocab)})"
+                ) from None
         return out
 
     def tokenize_to_ids(self, text) -> list[int]:
@@ -469,6 +478,7 @@ class FullTokenizer:
         cls_id, sep_id, pad_id = self.packing_ids()
         ids_a = self.tokenize_to_ids(text)
         ids_b = None if text_b is None else self.tokenize_to_ids(text_b)
-        packed = packing.pack_inputs(ids_a, ids_b, max_seq_length=max_seq_length,
-                                     cls_id=cls_id, sep_id=sep_id, pad_id=pad_id)
+        packed = packing.pack_inputs(
+            ids_a, ids_b, max_seq_length=max_seq_length, cls_id=cls_id, sep_id=sep_id, pad_id=pad_id
+        )
         return {k: np.asarray(v, dtype=np.int32) for k, v in packed.items()}

@@ -18,6 +18,7 @@ Known differences, both deliberate: an empty vocabulary file is a ValueError ("h
 tokens") instead of a tokenizer that maps every word to "[UNK]"; and vocabulary paths are local
 files (the reference reads through `tf.gfile`, so also `gs://`).
 """
+
 from __future__ import annotations
 
 import re
@@ -32,14 +33,27 @@ from keras_bert.tokenization import full_tokenizer
 from keras_bert.tokenization.full_tokenizer import load_vocab
 from keras_bert.tokenization.full_tokenizer import whitespace_tokenize
 
-__all__ = ["FullTokenizer", "BasicTokenizer", "WordpieceTokenizer", "load_vocab",
-           "convert_by_vocab", "convert_tokens_to_ids", "convert_ids_to_tokens",
-           "whitespace_tokenize", "convert_to_unicode", "printable_text",
-           "validate_case_matches_checkpoint"]
+__all__ = [
+    "FullTokenizer",
+    "BasicTokenizer",
+    "WordpieceTokenizer",
+    "load_vocab",
+    "convert_by_vocab",
+    "convert_tokens_to_ids",
+    "convert_ids_to_tokens",
+    "whitespace_tokenize",
+    "convert_to_unicode",
+    "printable_text",
+    "validate_case_matches_checkpoint",
+]
 
 # The published google-research/bert checkpoints whose casing the reference knows by name.
-LOWER_CASED_MODELS = ("uncased_L-24_H-1024_A-16", "uncased_L-12_H-768_A-12",
-                      "multilingual_L-12_H-768_A-12", "chinese_L-12_H-768_A-12")
+LOWER_CASED_MODELS = (
+    "uncased_L-24_H-1024_A-16",
+    "uncased_L-12_H-768_A-12",
+    "multilingual_L-12_H-768_A-12",
+    "chinese_L-12_H-768_A-12",
+)
 CASED_MODELS = ("cased_L-12_H-768_A-12", "cased_L-24_H-1024_A-16", "multi_cased_L-12_H-768_A-12")
 
 
@@ -99,5 +113,5 @@ def validate_case_matches_checkpoint(do_lower_case, init_checkpoint) -> None:
         f"You passed in `--do_lower_case={actual_flag}` with `--init_checkpoint="
         f"{init_checkpoint}`. However, `{model_name}` seems to be a {case_name} model, so you "
         f"should pass in `--do_lower_case={opposite_flag}` so that the fine-tuning matches how "
-        "the model was pre-training. If this error is wrong, please just comment out this check.")
-
+        "the model was pre-training. If this error is wrong, please just comment out this check."
+    )

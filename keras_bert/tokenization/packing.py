@@ -4,6 +4,7 @@
 google-research/bert `run_classifier.py` (`convert_single_example`, `_truncate_seq_pair`).
 The in-graph packer in `bert_preprocessor.py` follows the same rules; tests compare them.
 """
+
 from __future__ import annotations
 
 CLS_TOKEN = "[CLS]"
@@ -33,7 +34,8 @@ def packing_token_ids(vocab, vocab_name: str = "the vocabulary") -> tuple[int, i
     if missing:
         raise ValueError(
             f"cannot pack inputs: {vocab_name} lacks the special tokens {missing} that packing "
-            "writes ([CLS] A [SEP] B [SEP], then [PAD]); tokenizing does not need them")
+            "writes ([CLS] A [SEP] B [SEP], then [PAD]); tokenizing does not need them"
+        )
     return tuple(int(vocab[t]) for t in PACKING_TOKENS)
 
 
@@ -73,8 +75,9 @@ def truncated_lengths(len_a: int, len_b: int, max_num_tokens: int) -> tuple[int,
     return m - r // 2, m - (r + 1) // 2
 
 
-def pack_inputs(ids_a, ids_b=None, *, max_seq_length: int, cls_id: int, sep_id: int,
-                pad_id: int = 0) -> dict:
+def pack_inputs(
+    ids_a, ids_b=None, *, max_seq_length: int, cls_id: int, sep_id: int, pad_id: int = 0
+) -> dict:
     """Packs token ids into `[CLS] A [SEP] (B [SEP])` + padding.
 
     Args:

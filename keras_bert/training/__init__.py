@@ -13,9 +13,21 @@
 
 from keras_bert.training.callbacks import ResumableCheckpoint, standard_callbacks
 from keras_bert.training.fit import resumable_fit
-from keras_bert.training.optimizer import (FusedAdamW, WarmupLinearDecay, create_optimizer,
-                                           set_mixed_precision)
+from keras_bert.training.optimizer import (
+    FusedAdamW,
+    WarmupLinearDecay,
+    create_optimizer,
+    set_mixed_precision,
+)
 from keras_bert.training.strategy import get_strategy
 
-__all__ = ["get_strategy", "create_optimizer", "FusedAdamW", "WarmupLinearDecay", "set_mixed_precision",
-           "standard_callbacks", "ResumableCheckpoint", "resumable_fit"]
+__all__ = [
+    "get_strategy",
+    "create_optimizer",
+    "FusedAdamW",
+    "WarmupLinearDecay",
+    "set_mixed_precision",
+    "standard_callbacks",
+    "ResumableCheckpoint",
+    "resumable_fit",
+]

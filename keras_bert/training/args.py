@@ -12,6 +12,7 @@ Two settings are derived when not given, never when given: `learning_rate` (by e
 reach `min_train_steps` on small data). `Resolution` records which values were given and which
 were derived, and why; the driver writes both into config.json.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -28,8 +29,11 @@ def args_dataclass(cls):
     """`dataclasses.dataclass(kw_only=True)` for an argument set; a common field named in the
     class's `FAMILY_DEFAULTS` gets that default (same help, check and position)."""
     for name, value in cls.__dict__.get("FAMILY_DEFAULTS", {}).items():
-        base = next(b.__dataclass_fields__[name] for b in cls.__mro__[1:]
-                    if name in getattr(b, "__dataclass_fields__", {}))
+        base = next(
+            b.__dataclass_fields__[name]
+            for b in cls.__mro__[1:]
+            if name in getattr(b, "__dataclass_fields__", {})
+        )
         setattr(cls, name, dataclasses.field(default=value, metadata=base.metadata))
         cls.__annotations__[name] = base.type
     return dataclasses.dataclass(kw_only=True)(cls)
@@ -47,8 +51,15 @@ AT_LEAST_ONE = Rule(lambda v: v >= 1, ">= 1")
 NOT_NEGATIVE = Rule(lambda v: v >= 0, ">= 0")
 
 
-def arg(default=None, help: str = "", *, rule: Rule | None = None, choices=None,
-        required: bool = False, derived: bool = False):
+def arg(
+    default=None,
+    help: str = "",
+    *,
+    rule: Rule | None = None,
+    choices=None,
+    required: bool = False,
+    derived: bool = False,
+):
     """A field of an argument set.
 
     Args:
@@ -61,9 +72,14 @@ def arg(default=None, help: str = "", *, rule: Rule | None = None, choices=None,
         required: the flag must be given.
         derived: None means "derive it" (`Resolution`); the flag's default stays None.
     """
-    meta = {"help": help, "check": rule and rule.check, "rule": rule and rule.text, "choices": choices,
-            "required": required,
-            "derived": derived}
+    meta = {
+        "help": help,
+        "check": rule and rule.check,
+        "rule": rule and rule.text,
+        "choices": choices,
+        "required": required,
+        "derived": derived,
+    }
     if required:
         return dataclasses.field(default=None, metadata=meta)
     return dataclasses.field(default=default, metadata=meta)
@@ -90,8 +106,10 @@ class ArgumentSet:
             if value is None:
                 continue
             if meta.get("choices") is not None and value not in meta["choices"]:
-                raise ValueError(f"--{f.name} must be one of {', '.join(map(str, meta['choices']))}, "
-                                 f"got {value!r}")
+                raise ValueError(
+                    f"--{f.name} must be one of {', '.join(map(str, meta['choices']))}, "
+                    f"got {value!r}"
+                )
             if meta.get("check") is not None and not meta["check"](value):
                 raise ValueError(f"--{f.name} must be {meta['rule']}, got {value!r}")
         self.validate()
@@ -106,8 +124,10 @@ class ArgumentSet:
 
     def settings(self) -> dict:
         """Every field, as config.json records it (JSON types)."""
-        return {f.name: (list(v) if isinstance(v := getattr(self, f.name), tuple) else v)
-                for f in dataclasses.fields(self)}
+        return {
+            f.name: (list(v) if isinstance(v := getattr(self, f.name), tuple) else v)
+            for f in dataclasses.fields(self)
+        }
 
     def given(self) -> list[str]:
         """Names of the fields the user gave: the flags present on the command line
@@ -115,9 +135,11 @@ class ArgumentSet:
         explicit = self.__dict__.get("_given")
         if explicit is not None:
             return sorted(explicit)
-        return sorted(f.name for f in dataclasses.fields(self)
-                      if getattr(self, f.name) != self.default(f.name)
-                      and getattr(self, f.name) is not None)
+        return sorted(
+            f.name
+            for f in dataclasses.fields(self)
+            if getattr(self, f.name) != self.default(f.name) and getattr(self, f.name) is not None
+        )
 
 
 @args_dataclass
@@ -126,77 +148,137 @@ class TrainingArgs(ArgumentSet):
     export. Sizes are in examples (a family says what an example is: a sentence, a window, a
     question with its four endings), tokens (incl. [CLS]/[SEP]) and batches / optimizer steps."""
 
-    output_dir: str = arg(help="Output directory (a rerun with the same flags resumes).",
-                          required=True)
+    output_dir: str = arg(
+        help="Output directory (a rerun with the same flags resumes).", required=True
+    )
     # optimisation
-    learning_rate: float | None = arg(None, "Peak learning rate (default: the family's; "
-                                      "classification: 1e-4 for encoders with hidden_size <= 512, "
-                                      "3e-5 above; see docs/finetuning.md).",
-                                      rule=POSITIVE, derived=True)
-    num_train_epochs: float | None = arg(None, "Epochs, may be fractional (default: the family's, "
-                                         "3 (SQuAD 2), raised to reach --min_train_steps on small "
-                                         "data; a given value is never changed).",
-                                         rule=POSITIVE, derived=True)
-    min_train_steps: int = arg(100, "When --num_train_epochs is not given: train more epochs "
-                               "until this many optimizer steps (small data sets); 0: off.", rule=NOT_NEGATIVE)
-    warmup_proportion: float = arg(0.1, "Fraction of steps of linear warmup.", rule=Rule(lambda v: 0 <= v <= 1, "in [0, 1]"))
+    learning_rate: float | None = arg(
+        None,
+        "Peak learning rate (default: the family's; "
+        "classification: 1e-4 for encoders with hidden_size <= 512, "
+        "3e-5 above; see docs/finetuning.md).",
+        rule=POSITIVE,
+        derived=True,
+    )
+    num_train_epochs: float | None = arg(
+        None,
+        "Epochs, may be fractional (default: the family's, "
+        "3 (SQuAD 2), raised to reach --min_train_steps on small "
+        "data; a given value is never changed).",
+        rule=POSITIVE,
+        derived=True,
+    )
+    min_train_steps: int = arg(
+        100,
+        "When --num_train_epochs is not given: train more epochs "
+        "until this many optimizer steps (small data sets); 0: off.",
+        rule=NOT_NEGATIVE,
+    )
+    warmup_proportion: float = arg(
+        0.1, "Fraction of steps of linear warmup.", rule=Rule(lambda v: 0 <= v <= 1, "in [0, 1]")
+    )
     weight_decay: float = arg(0.01, "AdamW/LAMB decoupled weight decay.", rule=NOT_NEGATIVE)
     optimizer: str = arg("adamw", "Optimizer.", choices=("adamw", "lamb"))
     gradient_accumulation_steps: int = arg(1, "Batches per optimizer update.", rule=AT_LEAST_ONE)
     max_grad_norm: float = arg(1.0, "Global-norm gradient clipping (0: off).", rule=NOT_NEGATIVE)
-    ema_momentum: float = arg(0.0, "Largest decay of a moving average of the weights that is "
-                              "evaluated and kept instead of the last weights (e.g. 0.999; 0: off); "
-                              "see docs/finetuning.md.", rule=Rule(lambda v: 0 <= v < 1, "in [0, 1) (0: no weight average)"))
-    layerwise_lr_decay: float = arg(1.0, "Layer-wise learning-rate decay d in (0, 1]: the task "
-                                    "head trains at --learning_rate, each Transformer block at d "
-                                    "times the block above it, the embeddings lowest (ELECTRA's "
-                                    "0.8; 1: one rate for all); see docs/finetuning.md.", rule=Rule(lambda v: 0 < v <= 1, "in (0, 1] (1: off)"))
-    dropout_rate: float = arg(0.1, "Dropout before the task head.", rule=Rule(lambda v: 0 <= v < 1, "in [0, 1)"))
+    ema_momentum: float = arg(
+        0.0,
+        "Largest decay of a moving average of the weights that is "
+        "evaluated and kept instead of the last weights (e.g. 0.999; 0: off); "
+        "see docs/finetuning.md.",
+        rule=Rule(lambda v: 0 <= v < 1, "in [0, 1) (0: no weight average)"),
+    )
+    layerwise_lr_decay: float = arg(
+        1.0,
+        "Layer-wise learning-rate decay d in (0, 1]: the task "
+        "head trains at --learning_rate, each Transformer block at d "
+        "times the block above it, the embeddings lowest (ELECTRA's "
+        "0.8; 1: one rate for all); see docs/finetuning.md.",
+        rule=Rule(lambda v: 0 < v <= 1, "in (0, 1] (1: off)"),
+    )
+    dropout_rate: float = arg(
+        0.1, "Dropout before the task head.", rule=Rule(lambda v: 0 <= v < 1, "in [0, 1)")
+    )
     # batches and evaluation
     train_batch_size: int = arg(32, "Global training batch size (examples).", rule=AT_LEAST_ONE)
     eval_batch_size: int = arg(64, "Evaluation / prediction batch size.", rule=AT_LEAST_ONE)
-    pad_to_multiple_of: int = arg(8, "Dynamic padding: cut each batch to its longest row rounded "
-                                  "up to a multiple of this many tokens (0: pad every batch to "
-                                  "--max_seq_length).", rule=Rule(NOT_NEGATIVE.check, ">= 0 (0: pad to max_seq_length)"))
-    group_by_length: bool = arg(True, "Order each shuffled training epoch so a batch holds "
-                                "examples of similar length (groups of 50 batches, as Hugging "
-                                "Face's group_by_length); with dynamic padding an epoch of SST-2 "
-                                "carries 2.5x fewer tokens. --nogroup_by_length: batches of "
-                                "random lengths.")
-    max_train_examples: int | None = arg(None, "Use only the first N training examples.", rule=AT_LEAST_ONE)
-    max_eval_examples: int | None = arg(None, "Use only the first N dev (and test) examples.", rule=AT_LEAST_ONE)
-    evaluations_per_epoch: int = arg(1, "Dev evaluations per epoch (the best one is kept); 1: at "
-                                     "epoch ends only.", rule=AT_LEAST_ONE)
-    early_stopping_patience: int | None = arg(None, "Stop after N epochs without dev improvement.", rule=AT_LEAST_ONE)
-    max_train_seconds: float | None = arg(None, "Stop training after this many seconds of "
-                                          "training (the best evaluation so far is kept).", rule=POSITIVE)
-    save_checkpoints_steps: int | None = arg(1000, "Batches between step checkpoints.", rule=AT_LEAST_ONE)
-    num_restarts: int = arg(1, "Runs with seeds seed..seed+N-1; the best is kept.", rule=AT_LEAST_ONE)
+    pad_to_multiple_of: int = arg(
+        8,
+        "Dynamic padding: cut each batch to its longest row rounded "
+        "up to a multiple of this many tokens (0: pad every batch to "
+        "--max_seq_length).",
+        rule=Rule(NOT_NEGATIVE.check, ">= 0 (0: pad to max_seq_length)"),
+    )
+    group_by_length: bool = arg(
+        True,
+        "Order each shuffled training epoch so a batch holds "
+        "examples of similar length (groups of 50 batches, as Hugging "
+        "Face's group_by_length); with dynamic padding an epoch of SST-2 "
+        "carries 2.5x fewer tokens. --nogroup_by_length: batches of "
+        "random lengths.",
+    )
+    max_train_examples: int | None = arg(
+        None, "Use only the first N training examples.", rule=AT_LEAST_ONE
+    )
+    max_eval_examples: int | None = arg(
+        None, "Use only the first N dev (and test) examples.", rule=AT_LEAST_ONE
+    )
+    evaluations_per_epoch: int = arg(
+        1,
+        "Dev evaluations per epoch (the best one is kept); 1: at epoch ends only.",
+        rule=AT_LEAST_ONE,
+    )
+    early_stopping_patience: int | None = arg(
+        None, "Stop after N epochs without dev improvement.", rule=AT_LEAST_ONE
+    )
+    max_train_seconds: float | None = arg(
+        None,
+        "Stop training after this many seconds of training (the best evaluation so far is kept).",
+        rule=POSITIVE,
+    )
+    save_checkpoints_steps: int | None = arg(
+        1000, "Batches between step checkpoints.", rule=AT_LEAST_ONE
+    )
+    num_restarts: int = arg(
+        1, "Runs with seeds seed..seed+N-1; the best is kept.", rule=AT_LEAST_ONE
+    )
     # runtime
     strategy: str = arg("default", "Distribution strategy.", choices=STRATEGIES)
     tpu: str | None = arg(None, "TPU name or address for --strategy=tpu.")
     mixed_precision: str = arg("float32", "Precision.", choices=PRECISIONS)
     jit_compile: bool = arg(False, "XLA-compile the train step.")
     seed: int = arg(42, "Random seed.")
-    verbose: int = arg(1, "Progress: 0 silent, 1 progress bar, 2 one line per epoch.",
-                       choices=(0, 1, 2))
+    verbose: int = arg(
+        1, "Progress: 0 silent, 1 progress bar, 2 one line per epoch.", choices=(0, 1, 2)
+    )
     # export
-    export_dir: str | None = arg(None, "Export the kept model as a versioned SavedModel under this "
-                                 "base dir.")
+    export_dir: str | None = arg(
+        None, "Export the kept model as a versioned SavedModel under this base dir."
+    )
     model_name: str | None = arg(None, "Model name for --export_dir (default: the family's).")
-    export_dtype: str | None = arg(None, "Dtype policy of the --export_dir SavedModel (default: as "
-                                   "trained); see docs/export.md.", choices=("float32", "bfloat16"))
-    export_tflite: bool = arg(False, "With --export_dir: also write model.tflite, the `encoded` "
-                              "signature for LiteRT (serving.server --prefer_tflite_model); "
-                              "docs/export.md.")
-    export_quantize: str | None = arg(None, "With --export_dir: quantize model.tflite (implies "
-                                      "--export_tflite); int8 = dynamic-range int8 weights.",
-                                      choices=("int8",))
+    export_dtype: str | None = arg(
+        None,
+        "Dtype policy of the --export_dir SavedModel (default: as trained); see docs/export.md.",
+        choices=("float32", "bfloat16"),
+    )
+    export_tflite: bool = arg(
+        False,
+        "With --export_dir: also write model.tflite, the `encoded` "
+        "signature for LiteRT (serving.server --prefer_tflite_model); "
+        "docs/export.md.",
+    )
+    export_quantize: str | None = arg(
+        None,
+        "With --export_dir: quantize model.tflite (implies "
+        "--export_tflite); int8 = dynamic-range int8 weights.",
+        choices=("int8",),
+    )
 
     @property
     def litert(self) -> str | None:
         """`Task.export`'s `litert` argument: None, "float32" or "int8"."""
         from keras_bert.saved_model.litert import litert_option
+
         return litert_option(self.export_tflite, self.export_quantize)
 
 
@@ -210,14 +292,17 @@ class FinetuneArgs(TrainingArgs):
     `vocab_file`.
     """
 
-    init_checkpoint: str | None = arg(None, "Preset name (minilm_l6_h384_uncased) or checkpoint "
-                                      "path.")
+    init_checkpoint: str | None = arg(
+        None, "Preset name (minilm_l6_h384_uncased) or checkpoint path."
+    )
     bert_config_file: str | None = arg(None, "BERT config JSON for a randomly initialised encoder.")
-    preset: str | None = arg(None, "Preset config (bert_tiny, ...) for a randomly initialised "
-                             "encoder.")
+    preset: str | None = arg(
+        None, "Preset config (bert_tiny, ...) for a randomly initialised encoder."
+    )
     vocab_file: str | None = arg(None, "WordPiece vocab (default: the checkpoint's).")
-    do_lower_case: bool | None = arg(None, "Lower-case input (default: the checkpoint's, else "
-                                     "True).")
+    do_lower_case: bool | None = arg(
+        None, "Lower-case input (default: the checkpoint's, else True)."
+    )
     max_seq_length: int = arg(128, "Tokens per example (window) incl. [CLS]/[SEP].")
 
     def validate(self) -> None:
@@ -228,10 +313,12 @@ class FinetuneArgs(TrainingArgs):
             raise ValueError(f"--{e}") from None
         for other in ("preset", "bert_config_file"):
             if self.init_checkpoint and getattr(self, other):
-                raise ValueError(f"--init_checkpoint={self.init_checkpoint} and --{other}="
-                                 f"{getattr(self, other)} both given: use --init_checkpoint for a "
-                                 f"pretrained encoder, or --{other} (with --vocab_file) for a "
-                                 "randomly initialised one, not both")
+                raise ValueError(
+                    f"--init_checkpoint={self.init_checkpoint} and --{other}="
+                    f"{getattr(self, other)} both given: use --init_checkpoint for a "
+                    f"pretrained encoder, or --{other} (with --vocab_file) for a "
+                    "randomly initialised one, not both"
+                )
         if self.preset and self.bert_config_file:
             raise ValueError("--preset and --bert_config_file both given: pass one of them")
 
@@ -308,8 +395,9 @@ def from_flags(cls, flag_values=None):
             try:
                 value = tuple(int(v) for v in value) if value else None
             except ValueError:
-                raise ValueError(f"--{f.name} must be integers separated by commas, got "
-                                 f"{','.join(value)}") from None
+                raise ValueError(
+                    f"--{f.name} must be integers separated by commas, got {','.join(value)}"
+                ) from None
         values[f.name] = value
     args = cls(**values)
     args.__dict__["_given"] = {f.name for f in dataclasses.fields(cls) if fv[f.name].present}

@@ -6,6 +6,7 @@ a run killed mid-epoch replays that whole epoch and ends with more optimizer ste
 uninterrupted one. `ResumableCheckpoint` stores the exact global batch count next to the weights
 (which include the optimizer state), and `resumable_fit` skips the batches already trained.
 """
+
 from __future__ import annotations
 
 import json
@@ -50,7 +51,9 @@ class ResumableCheckpoint(keras.callbacks.Callback):
         is_chief: only the chief writes (multi-worker: other workers save nothing).
     """
 
-    def __init__(self, directory, save_freq: int | None = None, keep: int = 2, is_chief: bool = True):
+    def __init__(
+        self, directory, save_freq: int | None = None, keep: int = 2, is_chief: bool = True
+    ):
         super().__init__()
         if save_freq is not None and save_freq < 1:
             raise ValueError(f"save_freq must be >= 1 batches or None, got {save_freq}")
@@ -59,7 +62,7 @@ class ResumableCheckpoint(keras.callbacks.Callback):
         self.keep = max(1, int(keep))
         self.is_chief = is_chief
         self.step = 0
-        self.restored_step = 0   # the step the last restore() found (0: fresh start)
+        self.restored_step = 0  # the step the last restore() found (0: fresh start)
         self._last_saved = -1
 
     @property
@@ -99,7 +102,7 @@ class ResumableCheckpoint(keras.callbacks.Callback):
         write_json_atomic(self.state_path, {"step": self.step, "weights": name})
         self._last_saved = self.step
         old = sorted(self.directory.glob("ckpt-*.weights.h5"), key=lambda p: int(p.name[5:-11]))
-        for path in old[:-self.keep]:
+        for path in old[: -self.keep]:
             path.unlink(missing_ok=True)
 
     @property
@@ -161,21 +164,41 @@ class EvaluationCallback(keras.callbacks.Callback):
         ValueError: evaluations_per_epoch < 1, or > 1 without step_fn and steps_per_epoch.
     """
 
-    def __init__(self, eval_fn, monitor: str, best_weights_path=None, state_file=None,
-                 patience: int | None = None, is_chief: bool = True, evaluations_per_epoch: int = 1,
-                 step_fn=None, steps_per_epoch: int | None = None):
+    def __init__(
+        self,
+        eval_fn,
+        monitor: str,
+        best_weights_path=None,
+        state_file=None,
+        patience: int | None = None,
+        is_chief: bool = True,
+        evaluations_per_epoch: int = 1,
+        step_fn=None,
+        steps_per_epoch: int | None = None,
+    ):
         super().__init__()
-        if evaluations_per_epoch < 1 or (evaluations_per_epoch > 1 and (step_fn is None or not steps_per_epoch)):
-            raise ValueError(f"evaluations_per_epoch must be >= 1, and > 1 needs step_fn and steps_per_epoch; "
-                             f"got evaluations_per_epoch={evaluations_per_epoch}, steps_per_epoch={steps_per_epoch}")
+        if evaluations_per_epoch < 1 or (
+            evaluations_per_epoch > 1 and (step_fn is None or not steps_per_epoch)
+        ):
+            raise ValueError(
+                f"evaluations_per_epoch must be >= 1, and > 1 needs step_fn and steps_per_epoch; "
+                f"got evaluations_per_epoch={evaluations_per_epoch}, steps_per_epoch={steps_per_epoch}"
+            )
         self.eval_fn = eval_fn
         self.monitor = monitor
         self.best_weights_path = best_weights_path
         self.state_file = pathlib.Path(state_file) if state_file else None
         self.patience = patience
         self.is_chief = is_chief
-        self.inner_points = set() if evaluations_per_epoch == 1 else {
-            round(j * steps_per_epoch / evaluations_per_epoch) for j in range(1, evaluations_per_epoch)} - {0, steps_per_epoch}
+        self.inner_points = (
+            set()
+            if evaluations_per_epoch == 1
+            else {
+                round(j * steps_per_epoch / evaluations_per_epoch)
+                for j in range(1, evaluations_per_epoch)
+            }
+            - {0, steps_per_epoch}
+        )
         self.step_fn = step_fn
         self.steps_per_epoch = steps_per_epoch
         self.state = {"epochs": [], "best": None}
@@ -215,7 +238,9 @@ class EvaluationCallback(keras.callbacks.Callback):
         if step <= 0:
             return False
         at_end = step == total_steps or (self.steps_per_epoch and step % self.steps_per_epoch == 0)
-        return bool(at_end) or (self.steps_per_epoch and step % self.steps_per_epoch in self.inner_points)
+        return bool(at_end) or (
+            self.steps_per_epoch and step % self.steps_per_epoch in self.inner_points
+        )
 
     def evaluate_if_due(self, model, step: int, total_steps: int) -> bool:
         """On resume: take the evaluation that was due at `step` but never recorded (the run was
@@ -242,16 +267,26 @@ class EvaluationCallback(keras.callbacks.Callback):
         crash_point("evaluation")
         metrics = {k: float(v) for k, v in self.eval_fn(self.model).items()}
         if self.monitor not in metrics:
-            raise ValueError(f"monitored metric {self.monitor!r} not in evaluation results {sorted(metrics)}")
+            raise ValueError(
+                f"monitored metric {self.monitor!r} not in evaluation results {sorted(metrics)}"
+            )
         if logs is not None:
             logs.update({f"val_{k}": v for k, v in metrics.items()})
-        entry = {"epoch": epochs_done, "train_loss": float(logs["loss"]) if logs and "loss" in logs else None,
-                 **metrics}
+        entry = {
+            "epoch": epochs_done,
+            "train_loss": float(logs["loss"]) if logs and "loss" in logs else None,
+            **metrics,
+        }
         entries = [e for e in self.state["epochs"] if e["epoch"] != epochs_done] + [entry]
         self.state["epochs"] = sorted(entries, key=lambda e: e["epoch"])
         best = self.state["best"]
-        if best is None or is_better(metrics[self.monitor], best[self.monitor], metrics.get("loss"),
-                                     best.get("loss"), on_tie=epochs_done > best["epoch"]):
+        if best is None or is_better(
+            metrics[self.monitor],
+            best[self.monitor],
+            metrics.get("loss"),
+            best.get("loss"),
+            on_tie=epochs_done > best["epoch"],
+        ):
             self.state["best"] = dict(entry)
             if self.is_chief and self.best_weights_path is not None:
                 path = pathlib.Path(self.best_weights_path)
@@ -283,15 +318,22 @@ class ProgressLogger(keras.callbacks.Callback):
         stream: where plain lines go (default sys.stdout).
     """
 
-    def __init__(self, epochs: int, steps_per_epoch: int, total_steps: int, verbose: int = 1,
-                 interval_s: float = 30.0, stream=None):
+    def __init__(
+        self,
+        epochs: int,
+        steps_per_epoch: int,
+        total_steps: int,
+        verbose: int = 1,
+        interval_s: float = 30.0,
+        stream=None,
+    ):
         super().__init__()
         self.epochs, self.steps_per_epoch, self.total_steps = epochs, steps_per_epoch, total_steps
         self.verbose, self.interval_s = verbose, interval_s
         self.stream = stream or sys.stdout
         self.dynamic = self.verbose == 1 and hasattr(self.stream, "isatty") and self.stream.isatty()
         self.epoch = 0
-        self.step = 0          # global batches done
+        self.step = 0  # global batches done
         self._bar = None
         self._epoch_start = self._last_line = 0.0
 
@@ -312,8 +354,12 @@ class ProgressLogger(keras.callbacks.Callback):
         resumed = f" (resuming after batch {done})" if done else ""
         steps = self._epoch_steps(epoch)
         # The last epoch of a fractional --num_train_epochs (2.5: "Epoch 3/3") says it is partial.
-        partial = (f" (last {round(steps / self.steps_per_epoch, 2):g} of an epoch: {steps} of "
-                   f"{self.steps_per_epoch} batches)" if 0 < steps < self.steps_per_epoch else "")
+        partial = (
+            f" (last {round(steps / self.steps_per_epoch, 2):g} of an epoch: {steps} of "
+            f"{self.steps_per_epoch} batches)"
+            if 0 < steps < self.steps_per_epoch
+            else ""
+        )
         self._print(f"Epoch {epoch + 1}/{self.epochs}{partial}{resumed}")
         if self.dynamic:
             self._bar = keras.utils.Progbar(self._epoch_steps(epoch), stateful_metrics=["loss"])
@@ -321,18 +367,27 @@ class ProgressLogger(keras.callbacks.Callback):
 
     def _line(self, logs) -> str:
         done = self.step - self.epoch * self.steps_per_epoch
-        metrics = "".join(f" - {k}: {float(v):.4f}" for k, v in (logs or {}).items()
-                          if np.ndim(v) == 0 and not k.startswith("learning_rate"))
-        return (f"  batch {done}/{self._epoch_steps(self.epoch)} (step {self.step}/"
-                f"{self.total_steps}) - {time.time() - self._epoch_start:.0f}s{metrics}")
+        metrics = "".join(
+            f" - {k}: {float(v):.4f}"
+            for k, v in (logs or {}).items()
+            if np.ndim(v) == 0 and not k.startswith("learning_rate")
+        )
+        return (
+            f"  batch {done}/{self._epoch_steps(self.epoch)} (step {self.step}/"
+            f"{self.total_steps}) - {time.time() - self._epoch_start:.0f}s{metrics}"
+        )
 
     def on_train_batch_end(self, batch, logs=None):
         self.step += 1
         if self._bar is not None:
-            self._bar.update(self.step - self.epoch * self.steps_per_epoch,
-                             [(k, float(v)) for k, v in (logs or {}).items() if np.ndim(v) == 0])
-        elif self.verbose == 1 and (time.time() - self._last_line >= self.interval_s
-                                    or any(k.startswith("val_") for k in (logs or {}))):
+            self._bar.update(
+                self.step - self.epoch * self.steps_per_epoch,
+                [(k, float(v)) for k, v in (logs or {}).items() if np.ndim(v) == 0],
+            )
+        elif self.verbose == 1 and (
+            time.time() - self._last_line >= self.interval_s
+            or any(k.startswith("val_") for k in (logs or {}))
+        ):
             # a dev evaluation inside the epoch (--evaluations_per_epoch) is printed when taken
             self._last_line = time.time()
             self._print(self._line(logs))
@@ -354,9 +409,14 @@ class LossHistory(keras.callbacks.Callback):
         self.losses.append(float(logs["loss"]))
 
 
-def standard_callbacks(output_dir, save_freq: int | None = None, tensorboard: bool = True,
-                       keep_checkpoints: int = 2, is_chief: bool = True,
-                       tensorboard_update_freq: int | str = 100):
+def standard_callbacks(
+    output_dir,
+    save_freq: int | None = None,
+    tensorboard: bool = True,
+    keep_checkpoints: int = 2,
+    is_chief: bool = True,
+    tensorboard_update_freq: int | str = 100,
+):
     """The callbacks every training run gets.
 
     Returns:
@@ -366,9 +426,14 @@ def standard_callbacks(output_dir, save_freq: int | None = None, tensorboard: bo
         itself (`verbose=1`).
     """
     output_dir = pathlib.Path(output_dir)
-    checkpoint = ResumableCheckpoint(output_dir / "checkpoints", save_freq, keep_checkpoints, is_chief)
+    checkpoint = ResumableCheckpoint(
+        output_dir / "checkpoints", save_freq, keep_checkpoints, is_chief
+    )
     callbacks = [checkpoint]
     if tensorboard and is_chief:
-        callbacks.append(keras.callbacks.TensorBoard(str(output_dir / "logs"),
-                                                     update_freq=tensorboard_update_freq))
+        callbacks.append(
+            keras.callbacks.TensorBoard(
+                str(output_dir / "logs"), update_freq=tensorboard_update_freq
+            )
+        )
     return checkpoint, callbacks

@@ -13,6 +13,7 @@ bfloat16 on the CPU, alternating, and picks bfloat16 only when it is clearly fas
 
     python -m keras_bert.training.cpu_precision    # prints mixed_bfloat16 or float32
 """
+
 from __future__ import annotations
 
 import statistics
@@ -25,16 +26,18 @@ BFLOAT16_MAX_TIME_RATIO = 0.8
 PROBE_SHAPE = (1024, 384, 1536)  # m, k, n
 
 
-def choose_precision(float32_seconds: float, bfloat16_seconds: float,
-                     max_ratio: float = BFLOAT16_MAX_TIME_RATIO) -> str:
-    """"mixed_bfloat16" when bfloat16_seconds <= max_ratio * float32_seconds, else "float32".
+def choose_precision(
+    float32_seconds: float, bfloat16_seconds: float, max_ratio: float = BFLOAT16_MAX_TIME_RATIO
+) -> str:
+    """ "mixed_bfloat16" when bfloat16_seconds <= max_ratio * float32_seconds, else "float32".
 
     Raises:
         ValueError: a time that is not positive.
     """
     if not (float32_seconds > 0 and bfloat16_seconds > 0):
-        raise ValueError(f"times must be > 0 seconds, got float32 {float32_seconds}, "
-                         f"bfloat16 {bfloat16_seconds}")
+        raise ValueError(
+            f"times must be > 0 seconds, got float32 {float32_seconds}, bfloat16 {bfloat16_seconds}"
+        )
     return "mixed_bfloat16" if bfloat16_seconds <= max_ratio * float32_seconds else "float32"
 
 
@@ -54,9 +57,13 @@ def matmul_seconds(shape=PROBE_SHAPE, rounds: int = 5, products: int = 10) -> di
     m, k, n = shape
     times = {"float32": [], "bfloat16": []}
     with tf.device("/CPU:0"):
-        operands = {name: (tf.cast(tf.random.stateless_normal((m, k), (1, 2)), name),
-                           tf.cast(tf.random.stateless_normal((k, n), (3, 4)), name))
-                    for name in times}
+        operands = {
+            name: (
+                tf.cast(tf.random.stateless_normal((m, k), (1, 2)), name),
+                tf.cast(tf.random.stateless_normal((k, n), (3, 4)), name),
+            )
+            for name in times
+        }
         product = tf.function(lambda a, b: tf.reduce_sum(tf.cast(tf.matmul(a, b), tf.float32)))
         for a, b in operands.values():
             product(a, b).numpy()  # trace and warm up
@@ -77,9 +84,12 @@ def fastest_cpu_precision() -> tuple[str, dict[str, float]]:
 
 def main() -> int:
     choice, seconds = fastest_cpu_precision()
-    print(f"[cpu_precision] {PROBE_SHAPE[0]}x{PROBE_SHAPE[1]}x{PROBE_SHAPE[2]} matmul: "
-          f"float32 {seconds['float32'] * 1e3:.3f} ms, bfloat16 {seconds['bfloat16'] * 1e3:.3f} ms "
-          f"-> {choice}", file=sys.stderr)
+    print(
+        f"[cpu_precision] {PROBE_SHAPE[0]}x{PROBE_SHAPE[1]}x{PROBE_SHAPE[2]} matmul: "
+        f"float32 {seconds['float32'] * 1e3:.3f} ms, bfloat16 {seconds['bfloat16'] * 1e3:.3f} ms "
+        f"-> {choice}",
+        file=sys.stderr,
+    )
     print(choice)
     return 0
 

@@ -17,6 +17,7 @@ has the teacher's config with fewer layers and copies the teacher's embeddings, 
 head and transformer layers `layer_map` (default: every `L_t // L_s`-th layer, 0, 2, 4, ... for half
 the layers); or it starts from a pretrained preset (`keras_bert.from_pretrained`) with a fresh head.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -39,15 +40,19 @@ def layer_map_for(teacher_layers: int, student_layers: int) -> list[int]:
         ValueError: student_layers < 1 or more than the teacher has.
     """
     if not 1 <= student_layers <= teacher_layers:
-        raise ValueError(f"student layers must be in [1, {teacher_layers}] (the teacher's), "
-                         f"got {student_layers}")
+        raise ValueError(
+            f"student layers must be in [1, {teacher_layers}] (the teacher's), got {student_layers}"
+        )
     stride = teacher_layers // student_layers
     return [i * stride for i in range(student_layers)]
 
 
-def student_from_teacher(teacher: TextClassifier, num_layers: int | None = None,
-                         layer_map: list[int] | None = None,
-                         dropout_rate: float | None = None) -> TextClassifier:
+def student_from_teacher(
+    teacher: TextClassifier,
+    num_layers: int | None = None,
+    layer_map: list[int] | None = None,
+    dropout_rate: float | None = None,
+) -> TextClassifier:
     """A `TextClassifier` with the teacher's config, fewer layers and copied weights.
 
     Args:
@@ -67,14 +72,20 @@ def student_from_teacher(teacher: TextClassifier, num_layers: int | None = None,
         layer_map = layer_map_for(teacher_layers, num_layers or (teacher_layers + 1) // 2)
     layer_map = [int(i) for i in layer_map]
     if not layer_map or any(not 0 <= i < teacher_layers for i in layer_map):
-        raise ValueError(f"layer_map {layer_map} must name layers of the teacher "
-                         f"(0..{teacher_layers - 1})")
+        raise ValueError(
+            f"layer_map {layer_map} must name layers of the teacher (0..{teacher_layers - 1})"
+        )
     config = dataclasses.replace(teacher.encoder.bert_config, num_layers=len(layer_map))
-    student = TextClassifier(BertEncoder.from_config_object(config), teacher.num_classes,
-                             dropout_rate=teacher.dropout_rate if dropout_rate is None else dropout_rate,
-                             label_names=teacher.label_names,
-                             task_name=teacher.task_name, pooling=teacher.pooling,
-                             preprocessor=teacher.preprocessor, is_pair=teacher.is_pair)
+    student = TextClassifier(
+        BertEncoder.from_config_object(config),
+        teacher.num_classes,
+        dropout_rate=teacher.dropout_rate if dropout_rate is None else dropout_rate,
+        label_names=teacher.label_names,
+        task_name=teacher.task_name,
+        pooling=teacher.pooling,
+        preprocessor=teacher.preprocessor,
+        is_pair=teacher.is_pair,
+    )
     student.build()
     student.encoder.embeddings.set_weights(teacher.encoder.embeddings.get_weights())
     for s, t in zip(student.encoder.transformer_layers, layer_map):
@@ -84,18 +95,27 @@ def student_from_teacher(teacher: TextClassifier, num_layers: int | None = None,
     return student
 
 
-def student_from_preset(teacher: TextClassifier, preset: str,
-                        dropout_rate: float | None = None) -> TextClassifier:
+def student_from_preset(
+    teacher: TextClassifier, preset: str, dropout_rate: float | None = None
+) -> TextClassifier:
     """A `TextClassifier` on a pretrained encoder with a fresh head and the preset's vocabulary."""
     encoder = load_encoder(preset)
-    preprocessor = BertPreprocessor(resolve_vocab_file(preset),
-                                    do_lower_case=resolve_do_lower_case(preset, True),
-                                    max_seq_length=teacher.preprocessor.max_seq_length)
+    preprocessor = BertPreprocessor(
+        resolve_vocab_file(preset),
+        do_lower_case=resolve_do_lower_case(preset, True),
+        max_seq_length=teacher.preprocessor.max_seq_length,
+    )
     rate = teacher.dropout_rate if dropout_rate is None else dropout_rate
-    student = TextClassifier(encoder, teacher.num_classes, dropout_rate=rate,
-                             label_names=teacher.label_names, task_name=teacher.task_name,
-                             pooling=teacher.pooling, preprocessor=preprocessor,
-                             is_pair=teacher.is_pair)
+    student = TextClassifier(
+        encoder,
+        teacher.num_classes,
+        dropout_rate=rate,
+        label_names=teacher.label_names,
+        task_name=teacher.task_name,
+        pooling=teacher.pooling,
+        preprocessor=preprocessor,
+        is_pair=teacher.is_pair,
+    )
     student.build()
     return student
 
@@ -129,8 +149,11 @@ class DistillationLoss(keras.losses.Loss):
         student = tf.cast(y_pred, tf.float32)
         t = self.temperature
         soft_teacher = tf.nn.softmax(teacher / t, axis=-1)
-        kl = tf.reduce_sum(soft_teacher * (tf.nn.log_softmax(teacher / t, axis=-1)
-                                           - tf.nn.log_softmax(student / t, axis=-1)), axis=-1)
+        kl = tf.reduce_sum(
+            soft_teacher
+            * (tf.nn.log_softmax(teacher / t, axis=-1) - tf.nn.log_softmax(student / t, axis=-1)),
+            axis=-1,
+        )
         hard = tf.nn.sparse_softmax_cross_entropy_with_logits(labels, student)
         return self.alpha * t * t * kl + (1.0 - self.alpha) * hard
 
@@ -146,16 +169,19 @@ def agreement(student_logits, teacher_logits) -> float:
 def _encode_chunks(task, examples, batch_size: int):
     """Yields the task's int32 model inputs [b, max_seq_length] for consecutive chunks."""
     for start in range(0, len(examples), batch_size):
-        chunk = examples[start:start + batch_size]
-        yield task.encode_texts([e.text_a for e in chunk],
-                                [e.text_b for e in chunk] if task.is_pair else None)
+        chunk = examples[start : start + batch_size]
+        yield task.encode_texts(
+            [e.text_a for e in chunk], [e.text_b for e in chunk] if task.is_pair else None
+        )
 
 
 def logit_fn(task):
     """tf.function: int32 model inputs [B, T] -> float32 logits [B, C] (inference mode, the batch
     cut to its longest row). Made once per task, so per-epoch evaluations do not retrace."""
-    return tf.function(lambda features: tf.cast(task(trim_to_longest(features), training=False),
-                                                 tf.float32), reduce_retracing=True)
+    return tf.function(
+        lambda features: tf.cast(task(trim_to_longest(features), training=False), tf.float32),
+        reduce_retracing=True,
+    )
 
 
 def logits_of(task, examples, batch_size: int, step=None) -> np.ndarray:

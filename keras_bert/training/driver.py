@@ -21,6 +21,7 @@ Files in `output_dir`: `config.json` (every setting; which were given, which der
 or `output_dir/run_<i>` with restarts): `checkpoints/`, `logs/` (TensorBoard),
 `metrics_state.json`.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -50,24 +51,51 @@ logger = logging.getLogger(__name__)
 # Settings that do not change what a run computes: a rerun into the same output_dir may differ
 # here. pad_to_multiple_of only cuts masked padding columns; output_dir is where the old
 # config.json was read from, however it is spelled; the export settings act after training.
-HARMLESS_SETTINGS = frozenset({"verbose", "num_replicas", "pad_to_multiple_of", "output_dir",
-                               "given", "derived", "family", "export_dir", "model_name",
-                               "export_dtype", "export_tflite", "export_quantize",
-                               "save_checkpoints_steps"})
+HARMLESS_SETTINGS = frozenset(
+    {
+        "verbose",
+        "num_replicas",
+        "pad_to_multiple_of",
+        "output_dir",
+        "given",
+        "derived",
+        "family",
+        "export_dir",
+        "model_name",
+        "export_dtype",
+        "export_tflite",
+        "export_quantize",
+        "save_checkpoints_steps",
+    }
+)
 
 # Settings added to a family after output_dirs were first written, with the value an older
 # config.json (which lacks them) stands for: the behaviour of the family before the flag.
-ADDED_SETTINGS = {"group_by_length": False, "ema_momentum": 0.0, "layerwise_lr_decay": 1.0,
-                  "optimizer": "adamw", "gradient_accumulation_steps": 1, "jit_compile": False,
-                  "num_restarts": 1, "evaluations_per_epoch": 1, "early_stopping_patience": None,
-                  "max_train_seconds": None, "min_train_steps": 0, "tpu": None,
-                  "strategy": "default", "dropout_rate": 0.1}
+ADDED_SETTINGS = {
+    "group_by_length": False,
+    "ema_momentum": 0.0,
+    "layerwise_lr_decay": 1.0,
+    "optimizer": "adamw",
+    "gradient_accumulation_steps": 1,
+    "jit_compile": False,
+    "num_restarts": 1,
+    "evaluations_per_epoch": 1,
+    "early_stopping_patience": None,
+    "max_train_seconds": None,
+    "min_train_steps": 0,
+    "tpu": None,
+    "strategy": "default",
+    "dropout_rate": 0.1,
+}
 
 # Old names in config.json of output_dirs written before the families shared one argument set.
-RENAMED_SETTINGS = {"classifier_dropout": "dropout_rate", "window_stride": "doc_stride",
-                    "predict_batch_size": "eval_batch_size",
-                    "max_predict_examples": "max_eval_examples",
-                    "resolved_do_lower_case": "do_lower_case"}
+RENAMED_SETTINGS = {
+    "classifier_dropout": "dropout_rate",
+    "window_stride": "doc_stride",
+    "predict_batch_size": "eval_batch_size",
+    "max_predict_examples": "max_eval_examples",
+    "resolved_do_lower_case": "do_lower_case",
+}
 
 
 def recorded_settings(config: dict, family_epochs: float | None = None) -> dict:
@@ -82,9 +110,12 @@ def recorded_settings(config: dict, family_epochs: float | None = None) -> dict:
         return config
     if family_epochs is not None and config.get("num_train_epochs") == family_epochs:
         config = config | {"num_train_epochs": None}
-    out = {RENAMED_SETTINGS.get(k, k): v for k, v in config.items()
-           if k not in ("do_lower_case", "resolved_vocab_size", "export_litert")
-           or "resolved_do_lower_case" not in config}
+    out = {
+        RENAMED_SETTINGS.get(k, k): v
+        for k, v in config.items()
+        if k not in ("do_lower_case", "resolved_vocab_size", "export_litert")
+        or "resolved_do_lower_case" not in config
+    }
     if out.get("vocab_file") is None:
         out.pop("vocab_file", None)
     return out
@@ -108,8 +139,10 @@ class Family:
         """(resolved settings, preprocessor): vocabulary and casing from the flags or the
         checkpoint (`model_setup.resolve_vocab`)."""
         vocab_file, lower = model_setup.resolve_vocab(args)
-        return ({"vocab_file": vocab_file, "do_lower_case": lower},
-                BertPreprocessor(vocab_file, do_lower_case=lower, max_seq_length=args.max_seq_length))
+        return (
+            {"vocab_file": vocab_file, "do_lower_case": lower},
+            BertPreprocessor(vocab_file, do_lower_case=lower, max_seq_length=args.max_seq_length),
+        )
 
     def read(self, args, preprocessor):
         """The run's data (splits, label space; encoded when it does not need the task)."""
@@ -157,7 +190,10 @@ class Family:
     def headline(self, summary: dict) -> dict:
         """The one line a recipe prints: label -> value."""
         best = summary["best"] or {}
-        return {f"dev {summary['monitor']}": best.get(summary["monitor"]), "at epoch": best.get("epoch")}
+        return {
+            f"dev {summary['monitor']}": best.get(summary["monitor"]),
+            "at epoch": best.get("epoch"),
+        }
 
     def export_config(self, summary: dict) -> dict:
         """What the export records of the run (assets/export_config.json)."""
@@ -170,7 +206,7 @@ class Prepared:
 
     out: pathlib.Path
     strategy: object
-    settings: dict       # config.json
+    settings: dict  # config.json
     resolution: Resolution
     preprocessor: BertPreprocessor
     data: object
@@ -180,8 +216,10 @@ class Prepared:
         """config.json: every setting, the names the user gave and the derived values with
         their reasons (known once the first run has built and compiled its task)."""
         if not self.config_written:
-            callbacks_lib.write_json_atomic(self.out / "config.json", self.settings | {
-                "given": args.given(), "derived": self.resolution.derived})
+            callbacks_lib.write_json_atomic(
+                self.out / "config.json",
+                self.settings | {"given": args.given(), "derived": self.resolution.derived},
+            )
             self.config_written = True
 
 
@@ -189,15 +227,20 @@ class Prepared:
 class Schedule:
     """Batches and optimizer steps of one run (sizes in global batches)."""
 
-    steps_per_epoch: int     # ceil(examples / batch): the last, partial batch is kept
-    epochs: int              # fit calls (the last may be partial)
+    steps_per_epoch: int  # ceil(examples / batch): the last, partial batch is kept
+    epochs: int  # fit calls (the last may be partial)
     total_batches: int
-    num_train_steps: int     # optimizer updates (batches / gradient accumulation)
+    num_train_steps: int  # optimizer updates (batches / gradient accumulation)
     num_train_epochs: float  # as run
 
     @classmethod
-    def of(cls, args: TrainingArgs, num_examples: int, family_epochs: float,
-           resolution: Resolution | None = None) -> "Schedule":
+    def of(
+        cls,
+        args: TrainingArgs,
+        num_examples: int,
+        family_epochs: float,
+        resolution: Resolution | None = None,
+    ) -> "Schedule":
         """The epochs are `--num_train_epochs` when given (never changed); else the family's,
         raised to reach `--min_train_steps` optimizer steps (recorded in `resolution`).
 
@@ -213,20 +256,35 @@ class Schedule:
             why = f"not given: the family's {epochs:g} epochs"
             if steps < args.min_train_steps:
                 epochs = float(-(-args.min_train_steps * accumulation // steps_per_epoch))
-                why = (f"not given: {num_examples} examples give {steps} optimizer steps in "
-                       f"{family_epochs:g} epochs, raised to {epochs:g} epochs to reach "
-                       f"--min_train_steps={args.min_train_steps}")
+                why = (
+                    f"not given: {num_examples} examples give {steps} optimizer steps in "
+                    f"{family_epochs:g} epochs, raised to {epochs:g} epochs to reach "
+                    f"--min_train_steps={args.min_train_steps}"
+                )
                 logger.info("--num_train_epochs %s", why)
             if resolution is not None:
                 resolution.derive("num_train_epochs", epochs, why)
         total = int(round(steps_per_epoch * epochs))
-        return cls(steps_per_epoch, max(1, int(np.ceil(epochs))), total,
-                   max(1, total // accumulation), float(epochs))
+        return cls(
+            steps_per_epoch,
+            max(1, int(np.ceil(epochs))),
+            total,
+            max(1, total // accumulation),
+            float(epochs),
+        )
 
 
-def train_batches(features: dict, labels, batch_size: int, seed: int, epoch: int, skip: int,
-                  group_by_length: bool = True, pad_to_multiple_of: int = 0,
-                  per_position: bool = False) -> tf.data.Dataset:
+def train_batches(
+    features: dict,
+    labels,
+    batch_size: int,
+    seed: int,
+    epoch: int,
+    skip: int,
+    group_by_length: bool = True,
+    pad_to_multiple_of: int = 0,
+    per_position: bool = False,
+) -> tf.data.Dataset:
     """One training epoch of (features, labels) batches, resumable at any batch.
 
     The order is fixed by `seed + epoch` (`length_grouped_order` with group_by_length, an
@@ -247,8 +305,9 @@ def train_batches(features: dict, labels, batch_size: int, seed: int, epoch: int
     else:
         order = np.random.default_rng(seed + epoch).permutation(n)
     labels_in_order = tf.nest.map_structure(lambda a: np.asarray(a)[order], labels)
-    ds = tf.data.Dataset.from_tensor_slices(({k: np.asarray(v)[order] for k, v in features.items()},
-                                             labels_in_order))
+    ds = tf.data.Dataset.from_tensor_slices(
+        ({k: np.asarray(v)[order] for k, v in features.items()}, labels_in_order)
+    )
     ds = ds.batch(batch_size).skip(skip)
     multiple = max(1, pad_to_multiple_of)
 
@@ -286,8 +345,9 @@ def is_chief(strategy) -> tuple[bool, int]:
     if resolver is None or not getattr(resolver, "task_type", None):
         return True, 0
     task_type, task_id = resolver.task_type, int(resolver.task_id or 0)
-    chief = task_type == "chief" or (task_type == "worker" and task_id == 0
-                                     and "chief" not in resolver.cluster_spec().as_dict())
+    chief = task_type == "chief" or (
+        task_type == "worker" and task_id == 0 and "chief" not in resolver.cluster_spec().as_dict()
+    )
     return chief, task_id
 
 
@@ -302,27 +362,40 @@ def prepare(family: Family, args: TrainingArgs) -> Prepared:
     set_mixed_precision(args.mixed_precision)
     strategy = get_strategy(args.strategy, tpu=args.tpu)
     resolved, preprocessor = family.source(args)
-    settings = args.settings() | resolved | {"family": family.name,
-                                             "num_replicas": strategy.num_replicas_in_sync}
-    resume_check.check_resume_settings(out, settings, ignored=HARMLESS_SETTINGS,
-                                       defaults=ADDED_SETTINGS,
-                                       view=lambda c: recorded_settings(c, family.epochs))
+    settings = (
+        args.settings()
+        | resolved
+        | {"family": family.name, "num_replicas": strategy.num_replicas_in_sync}
+    )
+    resume_check.check_resume_settings(
+        out,
+        settings,
+        ignored=HARMLESS_SETTINGS,
+        defaults=ADDED_SETTINGS,
+        view=lambda c: recorded_settings(c, family.epochs),
+    )
     data = family.read(args, preprocessor)
     return Prepared(out, strategy, settings, Resolution(), preprocessor, data)
 
 
-def compile_task(task, args: TrainingArgs, num_train_steps: int, learning_rate: float,
-                 loss="auto") -> None:
+def compile_task(
+    task, args: TrainingArgs, num_train_steps: int, learning_rate: float, loss="auto"
+) -> None:
     """Compiles `task` as every family trains: the BERT optimizer of `args` (AdamW / LAMB, warmup
     + linear decay to 0 over `num_train_steps` optimizer updates, clipping, accumulation, loss
     scaling for float16, EMA, layer-wise decay) and `loss` ("auto": the task's own)."""
     optimizer = create_optimizer(
-        learning_rate, num_train_steps, int(num_train_steps * args.warmup_proportion),
-        optimizer_type=args.optimizer, weight_decay=args.weight_decay,
+        learning_rate,
+        num_train_steps,
+        int(num_train_steps * args.warmup_proportion),
+        optimizer_type=args.optimizer,
+        weight_decay=args.weight_decay,
         global_clipnorm=args.max_grad_norm or None,
         gradient_accumulation_steps=args.gradient_accumulation_steps,
-        loss_scale=args.mixed_precision == "mixed_float16", ema_momentum=args.ema_momentum,
-        layerwise_lr_decay=args.layerwise_lr_decay)
+        loss_scale=args.mixed_precision == "mixed_float16",
+        ema_momentum=args.ema_momentum,
+        layerwise_lr_decay=args.layerwise_lr_decay,
+    )
     # The task's own metrics read the targets of its own loss; a family's loss has other targets
     # (distillation: gold id + teacher logits [B, 1 + C]), so it trains without them.
     metrics = "auto" if isinstance(loss, str) and loss == "auto" else []
@@ -333,14 +406,19 @@ def _compile(family, task, args, prepared, schedule) -> float:
     learning_rate = args.learning_rate
     if learning_rate is None:
         learning_rate = family.default_learning_rate(task)
-        prepared.resolution.derive("learning_rate", learning_rate,
-                                   f"not given: the {family.name} default for this encoder "
-                                   f"(hidden_size {task.encoder.bert_config.hidden_size})")
+        prepared.resolution.derive(
+            "learning_rate",
+            learning_rate,
+            f"not given: the {family.name} default for this encoder "
+            f"(hidden_size {task.encoder.bert_config.hidden_size})",
+        )
     compile_task(task, args, schedule.num_train_steps, learning_rate, family.loss(task, args))
     return learning_rate
 
 
-def train_one(family: Family, args: TrainingArgs, prepared: Prepared, seed: int, run_dir: pathlib.Path):
+def train_one(
+    family: Family, args: TrainingArgs, prepared: Prepared, seed: int, run_dir: pathlib.Path
+):
     """One run with one seed in `run_dir`; returns (its record for metrics.json, the task with
     the kept weights)."""
     keras.utils.set_random_seed(seed)
@@ -354,11 +432,16 @@ def train_one(family: Family, args: TrainingArgs, prepared: Prepared, seed: int,
     n = len(features["input_mask"])
     schedule = Schedule.of(args, n, family.epochs, prepared.resolution)
     if args.evaluations_per_epoch > schedule.steps_per_epoch:
-        logger.warning("--evaluations_per_epoch=%d is more than the %d batches of an epoch: "
-                       "evaluating after every batch instead", args.evaluations_per_epoch,
-                       schedule.steps_per_epoch)
-    first = ({k: v[:args.train_batch_size] for k, v in features.items()},
-             tf.nest.map_structure(lambda a: a[:args.train_batch_size], labels))
+        logger.warning(
+            "--evaluations_per_epoch=%d is more than the %d batches of an epoch: "
+            "evaluating after every batch instead",
+            args.evaluations_per_epoch,
+            schedule.steps_per_epoch,
+        )
+    first = (
+        {k: v[: args.train_batch_size] for k, v in features.items()},
+        tf.nest.map_structure(lambda a: a[: args.train_batch_size], labels),
+    )
     with strategy.scope():
         task(first[0])
         learning_rate = _compile(family, task, args, prepared, schedule)
@@ -366,27 +449,55 @@ def train_one(family: Family, args: TrainingArgs, prepared: Prepared, seed: int,
         prepared.write_config(args)
     build_for_training(task, strategy, first)
     checkpoint, cbs = callbacks_lib.standard_callbacks(
-        run_dir if chief else run_dir / f"worker_{task_id}", save_freq=args.save_checkpoints_steps,
-        is_chief=chief)
+        run_dir if chief else run_dir / f"worker_{task_id}",
+        save_freq=args.save_checkpoints_steps,
+        is_chief=chief,
+    )
     evaluate = family.evaluator(args, prepared.data)
     monitor = family.monitor_of(prepared.data)
-    evaluators = [] if evaluate is None else [callbacks_lib.EvaluationCallback(
-        evaluate, monitor, run_dir / "best.weights.h5", run_dir / "metrics_state.json",
-        args.early_stopping_patience, is_chief=chief, evaluations_per_epoch=args.evaluations_per_epoch,
-        step_fn=lambda: checkpoint.step, steps_per_epoch=schedule.steps_per_epoch)]
+    evaluators = (
+        []
+        if evaluate is None
+        else [
+            callbacks_lib.EvaluationCallback(
+                evaluate,
+                monitor,
+                run_dir / "best.weights.h5",
+                run_dir / "metrics_state.json",
+                args.early_stopping_patience,
+                is_chief=chief,
+                evaluations_per_epoch=args.evaluations_per_epoch,
+                step_fn=lambda: checkpoint.step,
+                steps_per_epoch=schedule.steps_per_epoch,
+            )
+        ]
+    )
 
     def make_train(epoch, skip):
         left = schedule.total_batches - epoch * schedule.steps_per_epoch - skip
-        return train_batches(features, labels, args.train_batch_size, seed, epoch, skip,
-                             args.group_by_length, args.pad_to_multiple_of,
-                             family.labels_per_position).take(
-            min(schedule.steps_per_epoch - skip, left))
+        return train_batches(
+            features,
+            labels,
+            args.train_batch_size,
+            seed,
+            epoch,
+            skip,
+            args.group_by_length,
+            args.pad_to_multiple_of,
+            family.labels_per_position,
+        ).take(min(schedule.steps_per_epoch - skip, left))
 
     start = time.monotonic()
-    steps = resumable_fit(task, make_train, schedule.steps_per_epoch, schedule.epochs, checkpoint,
-                          [checkpoint, *evaluators, TimeBudget(args.max_train_seconds)]
-                          + (cbs[1:] if chief else []),
-                          verbose=args.verbose, total_steps=schedule.total_batches)
+    steps = resumable_fit(
+        task,
+        make_train,
+        schedule.steps_per_epoch,
+        schedule.epochs,
+        checkpoint,
+        [checkpoint, *evaluators, TimeBudget(args.max_train_seconds)] + (cbs[1:] if chief else []),
+        verbose=args.verbose,
+        total_steps=schedule.total_batches,
+    )
     train_seconds = time.monotonic() - start
     for evaluator in evaluators:
         if not evaluator.state["epochs"]:  # stopped by the time budget before any evaluation
@@ -394,11 +505,18 @@ def train_one(family: Family, args: TrainingArgs, prepared: Prepared, seed: int,
             evaluator.on_epoch_end(0, {})
     keep_best_model(task, checkpoint, run_dir, is_chief=chief)
     state = evaluators[0].state if evaluators else {"epochs": [], "best": None}
-    return {"seed": seed, "steps": steps, "num_train_steps": schedule.num_train_steps,
-            "num_train_epochs": schedule.num_train_epochs, "learning_rate": learning_rate,
-            "train_examples": n, "train_seconds": train_seconds,
-            "resumed_from_step": checkpoint.restored_step,
-            "epochs": state["epochs"], "best": state["best"]}, task
+    return {
+        "seed": seed,
+        "steps": steps,
+        "num_train_steps": schedule.num_train_steps,
+        "num_train_epochs": schedule.num_train_epochs,
+        "learning_rate": learning_rate,
+        "train_examples": n,
+        "train_seconds": train_seconds,
+        "resumed_from_step": checkpoint.restored_step,
+        "epochs": state["epochs"],
+        "best": state["best"],
+    }, task
 
 
 def monitor_ties(run: dict, monitor: str) -> dict | None:
@@ -410,9 +528,13 @@ def monitor_ties(run: dict, monitor: str) -> dict | None:
     tied = [e for e in run["epochs"] if e.get(monitor) == best[monitor]]
     if len(tied) < 2:
         return None
-    return {"value": best[monitor], "evaluations": len(tied), "epochs": [e["epoch"] for e in tied],
-            "kept_epoch": best["epoch"],
-            "tie_break": "the lowest dev loss, then the later evaluation"}
+    return {
+        "value": best[monitor],
+        "evaluations": len(tied),
+        "epochs": [e["epoch"] for e in tied],
+        "kept_epoch": best["epoch"],
+        "tie_break": "the lowest dev loss, then the later evaluation",
+    }
 
 
 def summarize_runs(monitor: str, runs: list) -> dict:
@@ -426,23 +548,37 @@ def summarize_runs(monitor: str, runs: list) -> dict:
     for run, score in zip(runs, scores):
         run["all_evaluations_non_finite"] = run["best"] is not None and not is_finite(score)
         if run["all_evaluations_non_finite"]:
-            logger.warning("run with seed %d: every dev %s was NaN or infinite (e.g. a regressor "
-                           "with constant output has Pearson NaN)", run["seed"], monitor)
+            logger.warning(
+                "run with seed %d: every dev %s was NaN or infinite (e.g. a regressor "
+                "with constant output has Pearson NaN)",
+                run["seed"],
+                monitor,
+            )
         ties = monitor_ties(run, monitor)
         if ties:
             run["monitor_ties"] = ties
-            logger.warning("dev %s was %s at %d evaluations (epochs %s): the dev set cannot tell "
-                           "them apart; kept epoch %s, the lowest dev loss", monitor, ties["value"],
-                           ties["evaluations"], ties["epochs"], ties["kept_epoch"])
+            logger.warning(
+                "dev %s was %s at %d evaluations (epochs %s): the dev set cannot tell "
+                "them apart; kept epoch %s, the lowest dev loss",
+                monitor,
+                ties["value"],
+                ties["evaluations"],
+                ties["epochs"],
+                ties["kept_epoch"],
+            )
     finite = [float(s) for s in scores if is_finite(s)]
     losses = [(r["best"] or {}).get("loss") for r in runs]
     best_run = best_index(scores, losses)
-    return {"monitor": monitor, "runs": runs,
-            "mean": float(statistics.fmean(finite)) if finite else float("nan"),
-            "std": float(statistics.stdev(finite)) if len(finite) > 1 else 0.0,
-            "best_run": best_run, "best": runs[best_run]["best"],
-            "monitor_ties": runs[best_run].get("monitor_ties"),
-            "all_evaluations_non_finite": bool(runs[0]["best"] is not None and not finite)}
+    return {
+        "monitor": monitor,
+        "runs": runs,
+        "mean": float(statistics.fmean(finite)) if finite else float("nan"),
+        "std": float(statistics.stdev(finite)) if len(finite) > 1 else 0.0,
+        "best_run": best_run,
+        "best": runs[best_run]["best"],
+        "monitor_ties": runs[best_run].get("monitor_ties"),
+        "all_evaluations_non_finite": bool(runs[0]["best"] is not None and not finite),
+    }
 
 
 def run(family: Family, args: TrainingArgs, prepared: Prepared | None = None) -> dict:
@@ -471,11 +607,15 @@ def run(family: Family, args: TrainingArgs, prepared: Prepared | None = None) ->
         tasks.append(task)
     summary = summarize_runs(family.monitor_of(prepared.data), runs)
     task = tasks[summary["best_run"]]
-    summary |= {"family": family.name, **family.finish(args, prepared.data, task, _extra_dir(prepared))}
+    summary |= {
+        "family": family.name,
+        **family.finish(args, prepared.data, task, _extra_dir(prepared)),
+    }
     if chief:
         if args.num_restarts > 1:
-            shutil.copyfile(out / f"run_{summary['best_run']}" / "best_model.keras",
-                            out / "best_model.keras")
+            shutil.copyfile(
+                out / f"run_{summary['best_run']}" / "best_model.keras", out / "best_model.keras"
+            )
         crash_point("metrics_write")
         callbacks_lib.write_json_atomic(out / "metrics.json", summary)
     summary["task"] = task
@@ -501,8 +641,13 @@ def _predict_only(family: Family, args: TrainingArgs, prepared: Prepared) -> dic
     with prepared.strategy.scope():
         task = family.build_task(args, prepared.data, prepared.preprocessor)
         task.build_for_export()
-    summary = {"monitor": family.monitor_of(prepared.data), "runs": [], "best": None,
-               "family": family.name, **family.finish(args, prepared.data, task, _extra_dir(prepared))}
+    summary = {
+        "monitor": family.monitor_of(prepared.data),
+        "runs": [],
+        "best": None,
+        "family": family.name,
+        **family.finish(args, prepared.data, task, _extra_dir(prepared)),
+    }
     if chief:
         prepared.write_config(args)
         task.save(prepared.out / "best_model.keras")
@@ -519,14 +664,16 @@ def export_once(family: Family, args: TrainingArgs, task, summary: dict) -> str:
     from keras_bert.saved_model import exporter
 
     name = args.model_name or family.model_name_of(summary) or pathlib.Path(args.output_dir).name
-    existing = exporter.find_export(args.export_dir, name, exporter.weights_fingerprint(task),
-                                    litert=args.litert)
+    existing = exporter.find_export(
+        args.export_dir, name, exporter.weights_fingerprint(task), litert=args.litert
+    )
     if existing is not None and args.export_dtype is None:
         logger.info("already exported to %s", existing)
         print(f"already exported to {existing}")
         return str(existing)
     extra = {k: v for k, v in family.export_config(summary).items() if v is not None}
-    path = task.export(args.export_dir, name, dtype=args.export_dtype, litert=args.litert,
-                       extra_config=extra)
+    path = task.export(
+        args.export_dir, name, dtype=args.export_dtype, litert=args.litert, extra_config=extra
+    )
     print(f"exported to {path}")
     return str(path)

@@ -1,4 +1,5 @@
 """`resumable_fit`: Keras `fit`, one call per epoch, restarting exactly where a killed run stopped."""
+
 from __future__ import annotations
 
 import pathlib
@@ -9,9 +10,16 @@ import tensorflow as tf
 from keras_bert.training.callbacks import EvaluationCallback, ProgressLogger, ResumableCheckpoint
 
 
-def resumable_fit(model, make_train_dataset: Callable[[int, int], tf.data.Dataset], steps_per_epoch: int,
-                  epochs: int, checkpoint: ResumableCheckpoint, callbacks=(), verbose="auto",
-                  total_steps: int | None = None) -> int:
+def resumable_fit(
+    model,
+    make_train_dataset: Callable[[int, int], tf.data.Dataset],
+    steps_per_epoch: int,
+    epochs: int,
+    checkpoint: ResumableCheckpoint,
+    callbacks=(),
+    verbose="auto",
+    total_steps: int | None = None,
+) -> int:
     """Train `epochs` epochs of `steps_per_epoch` batches, resuming from `checkpoint`.
 
     Args:
@@ -38,7 +46,11 @@ def resumable_fit(model, make_train_dataset: Callable[[int, int], tf.data.Datase
         callbacks.insert(0, checkpoint)
     step = checkpoint.restore(model)
     evaluators = [c for c in callbacks if isinstance(c, EvaluationCallback)]
-    total_steps = epochs * steps_per_epoch if total_steps is None else min(total_steps, epochs * steps_per_epoch)
+    total_steps = (
+        epochs * steps_per_epoch
+        if total_steps is None
+        else min(total_steps, epochs * steps_per_epoch)
+    )
     for evaluator in evaluators:  # an evaluation due at the restored step and never recorded
         evaluator.evaluate_if_due(model, step, total_steps)
     if any(e.should_stop for e in evaluators):
@@ -55,8 +67,15 @@ def resumable_fit(model, make_train_dataset: Callable[[int, int], tf.data.Datase
         if steps <= 0:
             break
         dataset = make_train_dataset(epoch, skip)
-        model.fit(dataset, initial_epoch=epoch, epochs=epoch + 1, steps_per_epoch=steps,
-                  callbacks=callbacks, verbose=0, shuffle=False)
+        model.fit(
+            dataset,
+            initial_epoch=epoch,
+            epochs=epoch + 1,
+            steps_per_epoch=steps,
+            callbacks=callbacks,
+            verbose=0,
+            shuffle=False,
+        )
         if model.stop_training or any(e.should_stop for e in evaluators):
             break
     return checkpoint.step

@@ -4,6 +4,7 @@ What the model is (vocabulary, casing, sequence length) is decided here once, fr
 `FinetuneArgs` model-source fields, and stored in the task (its preprocessor and encoder); export
 and serving read it from the task.
 """
+
 from __future__ import annotations
 
 import logging
@@ -43,15 +44,20 @@ def check_casing(do_lower_case, init_checkpoint) -> bool:
     known = checkpoint_casing(init_checkpoint) if init_checkpoint else None
     if known is None:
         if init_checkpoint:
-            logger.warning("cannot tell whether --init_checkpoint=%s is cased or uncased; using "
-                           "do_lower_case=%s", init_checkpoint,
-                           True if do_lower_case is None else do_lower_case)
+            logger.warning(
+                "cannot tell whether --init_checkpoint=%s is cased or uncased; using "
+                "do_lower_case=%s",
+                init_checkpoint,
+                True if do_lower_case is None else do_lower_case,
+            )
         return True if do_lower_case is None else bool(do_lower_case)
     if do_lower_case is not None and bool(do_lower_case) != known:
         kind = "uncased" if known else "cased"
-        raise ValueError(f"--do_lower_case={bool(do_lower_case)} contradicts --init_checkpoint="
-                         f"{init_checkpoint}: that checkpoint is {kind} (do_lower_case={known}); "
-                         f"drop --do_lower_case or pass --do_lower_case={known}")
+        raise ValueError(
+            f"--do_lower_case={bool(do_lower_case)} contradicts --init_checkpoint="
+            f"{init_checkpoint}: that checkpoint is {kind} (do_lower_case={known}); "
+            f"drop --do_lower_case or pass --do_lower_case={known}"
+        )
     return known
 
 
@@ -66,8 +72,10 @@ def resolve_vocab(config) -> tuple[str, bool]:
     if config.vocab_file:
         return str(config.vocab_file), lower
     if not config.init_checkpoint:
-        raise ValueError("--vocab_file is required when the encoder is randomly initialised "
-                         "(--preset / --bert_config_file)")
+        raise ValueError(
+            "--vocab_file is required when the encoder is randomly initialised "
+            "(--preset / --bert_config_file)"
+        )
     return str(checkpoints.resolve_vocab_file(config.init_checkpoint)), lower
 
 
@@ -86,9 +94,11 @@ def build_encoder(config, vocab_size: int | None = None) -> BertEncoder:
         rows = encoder.bert_config.vocab_size
         if vocab_size is not None and vocab_size > rows:
             source = config.vocab_file or "(the checkpoint's)"
-            raise ValueError(f"vocab file {source} has {vocab_size} entries but the encoder of "
-                             f"--init_checkpoint={config.init_checkpoint} has vocab_size {rows}: ids "
-                             f">= {rows} have no embedding; use the checkpoint's vocab")
+            raise ValueError(
+                f"vocab file {source} has {vocab_size} entries but the encoder of "
+                f"--init_checkpoint={config.init_checkpoint} has vocab_size {rows}: ids "
+                f">= {rows} have no embedding; use the checkpoint's vocab"
+            )
         return encoder
     if config.bert_config_file:
         cfg = BertConfig.from_json_file(config.bert_config_file)
@@ -97,6 +107,10 @@ def build_encoder(config, vocab_size: int | None = None) -> BertEncoder:
     else:
         raise ValueError("give --init_checkpoint, or --bert_config_file / --preset for random init")
     if vocab_size is not None and vocab_size != cfg.vocab_size:
-        logger.info("random encoder: vocab_size %d from %s instead of the config's %d",
-                    vocab_size, config.vocab_file, cfg.vocab_size)
+        logger.info(
+            "random encoder: vocab_size %d from %s instead of the config's %d",
+            vocab_size,
+            config.vocab_file,
+            cfg.vocab_size,
+        )
     return BertEncoder.from_config_object(cfg, vocab_size=vocab_size)

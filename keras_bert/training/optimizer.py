@@ -8,6 +8,7 @@ linearly over the warmup steps, then falling linearly to zero at the last step. 
 TensorFlow's fused Adam kernel (`FusedAdamW`). Fine-tuning options: a moving average of the weights
 (`WeightAveraging`) and layer-wise learning-rate decay (`LayerwiseLearningRate`).
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -58,8 +59,10 @@ def layerwise_learning_rate_scales(variable_paths, layerwise_lr_decay: float) ->
     blocks = [_BLOCK_PATTERN.search(p) for p in paths]
     indices = [int(m.group(1)) for m in blocks if m]
     if not indices:
-        raise ValueError("layerwise_lr_decay < 1 needs a BERT encoder's variables (paths with "
-                         f"'transformer_layer_<i>/'); none among {len(paths)} variables")
+        raise ValueError(
+            "layerwise_lr_decay < 1 needs a BERT encoder's variables (paths with "
+            f"'transformer_layer_<i>/'); none among {len(paths)} variables"
+        )
     num_layers = max(indices) + 1
     scales = []
     for path, block in zip(paths, blocks):
@@ -82,10 +85,14 @@ class WarmupLinearDecay(keras.optimizers.schedules.LearningRateSchedule):
     decays over all steps and clips by the warmup ramp, which jumps at the end of warmup.
     """
 
-    def __init__(self, peak_learning_rate, num_train_steps, num_warmup_steps=0, end_learning_rate=0.0):
+    def __init__(
+        self, peak_learning_rate, num_train_steps, num_warmup_steps=0, end_learning_rate=0.0
+    ):
         if num_train_steps < 1 or not 0 <= num_warmup_steps <= num_train_steps:
-            raise ValueError(f"need num_train_steps >= 1 and 0 <= num_warmup_steps <= num_train_steps; "
-                             f"got {num_train_steps}, {num_warmup_steps}")
+            raise ValueError(
+                f"need num_train_steps >= 1 and 0 <= num_warmup_steps <= num_train_steps; "
+                f"got {num_train_steps}, {num_warmup_steps}"
+            )
         self.peak_learning_rate = float(peak_learning_rate)
         self.num_train_steps = int(num_train_steps)
         self.num_warmup_steps = int(num_warmup_steps)
@@ -98,12 +105,17 @@ class WarmupLinearDecay(keras.optimizers.schedules.LearningRateSchedule):
         decay_steps = float(max(self.num_train_steps - self.num_warmup_steps, 1))
         warm = peak * step / warmup
         decayed = end + (peak - end) * keras.ops.maximum(
-            0.0, (self.num_train_steps - step) / decay_steps)
+            0.0, (self.num_train_steps - step) / decay_steps
+        )
         return keras.ops.where(step < self.num_warmup_steps, warm, decayed)
 
     def get_config(self):
-        return {"peak_learning_rate": self.peak_learning_rate, "num_train_steps": self.num_train_steps,
-                "num_warmup_steps": self.num_warmup_steps, "end_learning_rate": self.end_learning_rate}
+        return {
+            "peak_learning_rate": self.peak_learning_rate,
+            "num_train_steps": self.num_train_steps,
+            "num_warmup_steps": self.num_warmup_steps,
+            "end_learning_rate": self.end_learning_rate,
+        }
 
 
 class WeightAveraging:
@@ -156,7 +168,8 @@ class LayerwiseLearningRate:
     def build(self, var_list):
         super().build(var_list)
         self._learning_rate_scales = layerwise_learning_rate_scales(
-            [v.path for v in var_list], self.layerwise_lr_decay)
+            [v.path for v in var_list], self.layerwise_lr_decay
+        )
 
     def _scaled_learning_rate(self, learning_rate, variable):
         if self.layerwise_lr_decay == 1.0:
@@ -171,7 +184,9 @@ class LayerwiseLearningRate:
         def apply(distribution, variables):  # as Keras's TensorFlow backend, the rate scaled
             def decay(variable):
                 if self._use_weight_decay(variable):
-                    lr = tf.cast(self._scaled_learning_rate(self.learning_rate, variable), variable.dtype)
+                    lr = tf.cast(
+                        self._scaled_learning_rate(self.learning_rate, variable), variable.dtype
+                    )
                     variable.assign_sub(variable * tf.cast(self.weight_decay, variable.dtype) * lr)
 
             for variable in variables:
@@ -179,7 +194,9 @@ class LayerwiseLearningRate:
                     variable = variable.value
                 distribution.extended.update(variable, decay, group=False)
 
-        tf.__internal__.distribute.interim.maybe_merge_call(apply, self._distribution_strategy, variables)
+        tf.__internal__.distribute.interim.maybe_merge_call(
+            apply, self._distribution_strategy, variables
+        )
 
     def get_config(self):
         return super().get_config() | {"layerwise_lr_decay": self.layerwise_lr_decay}
@@ -191,7 +208,9 @@ class AveragedLamb(LayerwiseLearningRate, WeightAveraging, keras.optimizers.Lamb
     `LayerwiseLearningRate`'s per-block rates when `layerwise_lr_decay` < 1."""
 
     def update_step(self, gradient, variable, learning_rate):
-        return super().update_step(gradient, variable, self._scaled_learning_rate(learning_rate, variable))
+        return super().update_step(
+            gradient, variable, self._scaled_learning_rate(learning_rate, variable)
+        )
 
 
 @keras.saving.register_keras_serializable(package="keras_bert")
@@ -223,12 +242,17 @@ class FusedAdamW(LayerwiseLearningRate, WeightAveraging, keras.optimizers.AdamW)
         m = self._momentums[self._get_variable_index(variable)]
         v = self._velocities[self._get_variable_index(variable)]
         tf.raw_ops.ResourceApplyAdam(
-            var=variable.handle, m=m.handle, v=v.handle,
+            var=variable.handle,
+            m=m.handle,
+            v=v.handle,
             beta1_power=tf.pow(tf.cast(self.beta_1, dtype), local_step),
             beta2_power=tf.pow(tf.cast(self.beta_2, dtype), local_step),
-            lr=tf.cast(learning_rate, dtype), beta1=tf.cast(self.beta_1, dtype),
-            beta2=tf.cast(self.beta_2, dtype), epsilon=tf.cast(self.epsilon, dtype),
-            grad=tf.cast(tf.convert_to_tensor(gradient), dtype))
+            lr=tf.cast(learning_rate, dtype),
+            beta1=tf.cast(self.beta_1, dtype),
+            beta2=tf.cast(self.beta_2, dtype),
+            epsilon=tf.cast(self.epsilon, dtype),
+            grad=tf.cast(tf.convert_to_tensor(gradient), dtype),
+        )
 
 
 def set_mixed_precision(mode: str | None) -> str:
@@ -244,13 +268,22 @@ def set_mixed_precision(mode: str | None) -> str:
     return mode
 
 
-def create_optimizer(learning_rate: float, num_train_steps: int, num_warmup_steps: int = 0,
-                     optimizer_type: str = "adamw", weight_decay: float = 0.01,
-                     beta_1: float = 0.9, beta_2: float = 0.999, epsilon: float = 1e-6,
-                     global_clipnorm: float | None = 1.0, gradient_accumulation_steps: int = 1,
-                     end_learning_rate: float = 0.0, loss_scale: bool = False,
-                     ema_momentum: float = 0.0,
-                     layerwise_lr_decay: float = 1.0) -> keras.optimizers.Optimizer:
+def create_optimizer(
+    learning_rate: float,
+    num_train_steps: int,
+    num_warmup_steps: int = 0,
+    optimizer_type: str = "adamw",
+    weight_decay: float = 0.01,
+    beta_1: float = 0.9,
+    beta_2: float = 0.999,
+    epsilon: float = 1e-6,
+    global_clipnorm: float | None = 1.0,
+    gradient_accumulation_steps: int = 1,
+    end_learning_rate: float = 0.0,
+    loss_scale: bool = False,
+    ema_momentum: float = 0.0,
+    layerwise_lr_decay: float = 1.0,
+) -> keras.optimizers.Optimizer:
     """The BERT optimizer.
 
     Args:
@@ -276,13 +309,26 @@ def create_optimizer(learning_rate: float, num_train_steps: int, num_warmup_step
             that are not a BERT encoder's.
     """
     if not 0.0 <= ema_momentum < 1.0:
-        raise ValueError(f"ema_momentum must be in [0, 1) (0: no weight average), got {ema_momentum}")
-    schedule = WarmupLinearDecay(learning_rate, num_train_steps, num_warmup_steps, end_learning_rate)
-    common = dict(learning_rate=schedule, weight_decay=weight_decay, beta_1=beta_1, beta_2=beta_2,
-                  epsilon=epsilon, global_clipnorm=global_clipnorm,
-                  gradient_accumulation_steps=gradient_accumulation_steps if gradient_accumulation_steps > 1 else None,
-                  use_ema=ema_momentum > 0, ema_momentum=ema_momentum or 0.99,
-                  layerwise_lr_decay=layerwise_lr_decay)
+        raise ValueError(
+            f"ema_momentum must be in [0, 1) (0: no weight average), got {ema_momentum}"
+        )
+    schedule = WarmupLinearDecay(
+        learning_rate, num_train_steps, num_warmup_steps, end_learning_rate
+    )
+    common = dict(
+        learning_rate=schedule,
+        weight_decay=weight_decay,
+        beta_1=beta_1,
+        beta_2=beta_2,
+        epsilon=epsilon,
+        global_clipnorm=global_clipnorm,
+        gradient_accumulation_steps=gradient_accumulation_steps
+        if gradient_accumulation_steps > 1
+        else None,
+        use_ema=ema_momentum > 0,
+        ema_momentum=ema_momentum or 0.99,
+        layerwise_lr_decay=layerwise_lr_decay,
+    )
     if optimizer_type == "adamw":
         opt = FusedAdamW(**common)
     elif optimizer_type == "lamb":
@@ -315,8 +361,11 @@ def averaged_weights(model):
     if optimizer is None or int(optimizer.iterations.numpy()) == 0:
         yield
         return
-    pairs = [(v, a) for v, a in zip(optimizer._trainable_variables,
-                                      optimizer._model_variables_moving_average) if a is not None]
+    pairs = [
+        (v, a)
+        for v, a in zip(optimizer._trainable_variables, optimizer._model_variables_moving_average)
+        if a is not None
+    ]
     trained = [v.numpy() for v, _ in pairs]
     for var, average in pairs:
         var.assign(average)

@@ -9,6 +9,7 @@ nsp_accuracy), `history.jsonl` (one line of metrics per `save_checkpoints_steps`
 `--init_checkpoint` / `keras_bert.from_pretrained`). Ablations (BERT table 5): `no_nsp`, `ltr`
 (left-to-right attention, implies no NSP).
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -28,8 +29,17 @@ from keras_bert.models.bert_pretrainer import BertPretrainer
 from keras_bert.tokenization.full_tokenizer import load_vocab
 from keras_bert.training.callbacks import standard_callbacks, write_json_atomic
 from keras_bert.training.fit import resumable_fit
-from keras_bert.training.args import (AT_LEAST_ONE, NOT_NEGATIVE, POSITIVE, PRECISIONS, STRATEGIES,
-                                      ArgumentSet, Rule, arg, args_dataclass)
+from keras_bert.training.args import (
+    AT_LEAST_ONE,
+    NOT_NEGATIVE,
+    POSITIVE,
+    PRECISIONS,
+    STRATEGIES,
+    ArgumentSet,
+    Rule,
+    arg,
+    args_dataclass,
+)
 from keras_bert.training.optimizer import create_optimizer, set_mixed_precision
 from keras_bert.training.resume_check import check_resume_settings
 from keras_bert.training.strategy import get_strategy
@@ -41,14 +51,22 @@ class PretrainConfig(ArgumentSet):
     `run_pretraining.py` where one exists), and the recipe's flags are made from the fields
     (`args.define_flags`). Sizes in tokens, examples and optimizer steps."""
 
-    input_file: str = arg(help="Pretraining TFRecords: comma-separated paths or globs.", required=True)
-    output_dir: str = arg(help="Where checkpoints, logs, metrics and the encoder go.", required=True)
-    vocab_file: str = arg(help="vocab.txt the records were made with (sizes the model, gives "
-                          "[MASK] ids).", required=True)
+    input_file: str = arg(
+        help="Pretraining TFRecords: comma-separated paths or globs.", required=True
+    )
+    output_dir: str = arg(
+        help="Where checkpoints, logs, metrics and the encoder go.", required=True
+    )
+    vocab_file: str = arg(
+        help="vocab.txt the records were made with (sizes the model, gives [MASK] ids).",
+        required=True,
+    )
     do_lower_case: bool = arg(True, "Stored with the encoder for fine-tuning.")
     preset: str = arg("bert_tiny", "BertConfig preset when no --bert_config_file.")
     bert_config_file: str | None = arg(None, "BertConfig JSON (our or google-research names).")
-    init_checkpoint: str | None = arg(None, "Continue from this encoder (any format load_encoder reads).")
+    init_checkpoint: str | None = arg(
+        None, "Continue from this encoder (any format load_encoder reads)."
+    )
     max_seq_length: int = arg(128, "Must match the records.", rule=AT_LEAST_ONE)
     max_predictions_per_seq: int = arg(20, "Must match the records.", rule=AT_LEAST_ONE)
     train_batch_size: int = arg(32, "Global batch size.", rule=AT_LEAST_ONE)
@@ -56,7 +74,9 @@ class PretrainConfig(ArgumentSet):
     num_warmup_steps: int = arg(100, "Linear warmup steps.", rule=NOT_NEGATIVE)
     learning_rate: float = arg(1e-4, "Peak learning rate.", rule=POSITIVE)
     optimizer: str = arg("adamw", "Optimizer.", choices=("adamw", "lamb"))
-    save_checkpoints_steps: int = arg(100, "Steps between checkpoints / history lines.", rule=AT_LEAST_ONE)
+    save_checkpoints_steps: int = arg(
+        100, "Steps between checkpoints / history lines.", rule=AT_LEAST_ONE
+    )
     strategy: str = arg("default", "tf.distribute strategy.", choices=STRATEGIES)
     tpu: str | None = arg(None, "TPU address for --strategy=tpu.")
     mixed_precision: str = arg("float32", "Keras dtype policy.", choices=PRECISIONS)
@@ -64,7 +84,9 @@ class PretrainConfig(ArgumentSet):
     no_nsp: bool = arg(False, "Ablation: MLM only, no next-sentence head or loss.")
     ltr: bool = arg(False, "Ablation: left-to-right (causal) attention, no NSP.")
     dynamic_masking: bool = arg(False, "Redraw MLM masks every epoch in the input pipeline.")
-    masked_lm_prob: float = arg(0.15, "For --dynamic_masking.", rule=Rule(lambda v: 0 < v < 1, "in (0, 1)"))
+    masked_lm_prob: float = arg(
+        0.15, "For --dynamic_masking.", rule=Rule(lambda v: 0 < v < 1, "in (0, 1)")
+    )
     random_seed: int = arg(12345, "Seed for initialisation and input order.")
 
     @property
@@ -83,32 +105,54 @@ def build_pretrainer(config: PretrainConfig, vocab: dict, precision: str) -> Ber
     if config.init_checkpoint:
         encoder = load_encoder(config.init_checkpoint, causal=config.ltr)
     else:
-        cfg = (BertConfig.from_json_file(config.bert_config_file) if config.bert_config_file
-               else BertConfig.from_preset(config.preset))
+        cfg = (
+            BertConfig.from_json_file(config.bert_config_file)
+            if config.bert_config_file
+            else BertConfig.from_preset(config.preset)
+        )
         encoder = BertEncoder.from_config_object(cfg, vocab_size=len(vocab), causal=config.ltr)
     cfg = encoder.bert_config
     if cfg.vocab_size != len(vocab):
-        raise ValueError(f"the encoder has vocab_size={cfg.vocab_size} but {config.vocab_file} has "
-                         f"{len(vocab)} tokens")
+        raise ValueError(
+            f"the encoder has vocab_size={cfg.vocab_size} but {config.vocab_file} has "
+            f"{len(vocab)} tokens"
+        )
     check_max_seq_length(config.max_seq_length, cfg.max_sequence_length, is_pair=True)
     model = BertPretrainer(encoder, use_nsp=config.use_nsp)
     model.build()
-    model.compile(optimizer=create_optimizer(
-        config.learning_rate, config.num_train_steps, config.num_warmup_steps, config.optimizer,
-        loss_scale=precision == "mixed_float16"), jit_compile=config.jit_compile)
+    model.compile(
+        optimizer=create_optimizer(
+            config.learning_rate,
+            config.num_train_steps,
+            config.num_warmup_steps,
+            config.optimizer,
+            loss_scale=precision == "mixed_float16",
+        ),
+        jit_compile=config.jit_compile,
+    )
     return model
 
 
 def make_train_dataset_fn(config: PretrainConfig, vocab: dict):
     """callable(epoch, skip) -> the batches of one `save_checkpoints_steps` chunk (resumable_fit)."""
+
     def make_train_dataset(epoch, skip):
         ds = make_pretraining_dataset(
-            config.input_file, config.train_batch_size, config.max_seq_length,
-            config.max_predictions_per_seq, is_training=True, seed=config.random_seed + epoch,
-            dynamic_masking=config.dynamic_masking, vocab_size=len(vocab),
-            mask_token_id=vocab["[MASK]"], cls_token_id=vocab["[CLS]"],
-            sep_token_id=vocab["[SEP]"], masked_lm_prob=config.masked_lm_prob,
-            use_nsp=config.use_nsp, verify=False)
+            config.input_file,
+            config.train_batch_size,
+            config.max_seq_length,
+            config.max_predictions_per_seq,
+            is_training=True,
+            seed=config.random_seed + epoch,
+            dynamic_masking=config.dynamic_masking,
+            vocab_size=len(vocab),
+            mask_token_id=vocab["[MASK]"],
+            cls_token_id=vocab["[CLS]"],
+            sep_token_id=vocab["[SEP]"],
+            masked_lm_prob=config.masked_lm_prob,
+            use_nsp=config.use_nsp,
+            verify=False,
+        )
         return ds.skip(skip).take(config.save_checkpoints_steps - skip)
 
     return make_train_dataset
@@ -116,8 +160,11 @@ def make_train_dataset_fn(config: PretrainConfig, vocab: dict):
 
 def _history_callback(path: str, checkpoint, start: float):
     def append(epoch, logs):
-        record = {"step": checkpoint.step, "seconds": round(time.time() - start, 1),
-                  **{k: float(v) for k, v in logs.items() if k != "learning_rate"}}
+        record = {
+            "step": checkpoint.step,
+            "seconds": round(time.time() - start, 1),
+            **{k: float(v) for k, v in logs.items() if k != "learning_rate"},
+        }
         with open(path, "a") as f:
             f.write(json.dumps(record) + "\n")
 
@@ -166,31 +213,57 @@ def run_pretraining(config: PretrainConfig) -> dict:
     vocab = load_vocab(config.vocab_file)
     with strategy.scope():
         model = build_pretrainer(config, vocab, precision)
-    record = {"flags": dataclasses.asdict(config),
-              "bert_config": dataclasses.asdict(model.encoder.bert_config),
-              "use_nsp": config.use_nsp, "causal": config.ltr}
-    settings = check_resume_settings(config.output_dir, recorded_settings(record),
-                                     ignored=HARMLESS_SETTINGS, view=recorded_settings)
-    settings = settings or recorded_settings(record)  # what every checkpointed step was trained with
+    record = {
+        "flags": dataclasses.asdict(config),
+        "bert_config": dataclasses.asdict(model.encoder.bert_config),
+        "use_nsp": config.use_nsp,
+        "causal": config.ltr,
+    }
+    settings = check_resume_settings(
+        config.output_dir,
+        recorded_settings(record),
+        ignored=HARMLESS_SETTINGS,
+        view=recorded_settings,
+    )
+    settings = settings or recorded_settings(
+        record
+    )  # what every checkpointed step was trained with
     num_records = sum(verify_shards(shards))  # a damaged shard fails here, by name
     write_json_atomic(os.path.join(config.output_dir, "config.json"), record)
     checkpoint, callbacks = standard_callbacks(
-        config.output_dir, tensorboard_update_freq=config.save_checkpoints_steps)
+        config.output_dir, tensorboard_update_freq=config.save_checkpoints_steps
+    )
     history_path = os.path.join(config.output_dir, "history.jsonl")
     callbacks.append(_history_callback(history_path, checkpoint, start))
     resumed_from = checkpoint.restore(model)
     epochs = -(-config.num_train_steps // config.save_checkpoints_steps)
-    steps = resumable_fit(model, make_train_dataset_fn(config, vocab), config.save_checkpoints_steps,
-                          epochs, checkpoint, callbacks, verbose=2,
-                          total_steps=config.num_train_steps)
-    encoder_dir = save_encoder(model.encoder, os.path.join(config.output_dir, "encoder"),
-                               config.vocab_file, config.do_lower_case)
+    steps = resumable_fit(
+        model,
+        make_train_dataset_fn(config, vocab),
+        config.save_checkpoints_steps,
+        epochs,
+        checkpoint,
+        callbacks,
+        verbose=2,
+        total_steps=config.num_train_steps,
+    )
+    encoder_dir = save_encoder(
+        model.encoder,
+        os.path.join(config.output_dir, "encoder"),
+        config.vocab_file,
+        config.do_lower_case,
+    )
     with open(history_path) as f:
         history = [json.loads(line) for line in f]
-    metrics = {"steps": steps, "resumed_from_step": resumed_from, "records": num_records,
-               "examples_seen": steps * settings["train_batch_size"],
-               "seconds_this_run": round(time.time() - start, 1),
-               "final": history[-1] if history else {}, "history": history,
-               "encoder_dir": encoder_dir}
+    metrics = {
+        "steps": steps,
+        "resumed_from_step": resumed_from,
+        "records": num_records,
+        "examples_seen": steps * settings["train_batch_size"],
+        "seconds_this_run": round(time.time() - start, 1),
+        "final": history[-1] if history else {},
+        "history": history,
+        "encoder_dir": encoder_dir,
+    }
     write_json_atomic(os.path.join(config.output_dir, "metrics.json"), metrics)
     return metrics

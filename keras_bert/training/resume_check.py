@@ -10,6 +10,7 @@ recorded ones before anything is written and refuses, naming each changed settin
 Which settings count is each recipe's call, as the settings that may change (`ignored`):
 everything else counts, so a newly added flag is checked unless it is declared harmless.
 """
+
 from __future__ import annotations
 
 import json
@@ -17,9 +18,14 @@ import pathlib
 from typing import Callable
 
 
-def check_resume_settings(out: pathlib.Path, settings: dict, *, ignored=frozenset(),
-                          defaults: dict | None = None,
-                          view: Callable[[dict], dict] | None = None) -> dict | None:
+def check_resume_settings(
+    out: pathlib.Path,
+    settings: dict,
+    *,
+    ignored=frozenset(),
+    defaults: dict | None = None,
+    view: Callable[[dict], dict] | None = None,
+) -> dict | None:
     """Refuse to reuse an output_dir whose config.json records a run with different settings.
 
     Call it before the run writes anything to `out` (config.json above all).
@@ -49,10 +55,15 @@ def check_resume_settings(out: pathlib.Path, settings: dict, *, ignored=frozense
     recorded = (view or (lambda d: d))(json.loads(path.read_text()))
     previous = (defaults or {}) | recorded
     new = json.loads(json.dumps(settings))  # tuples as the JSON lists they were recorded as
-    changed = [f"{k} {previous[k]} -> {v}" for k, v in new.items()
-               if k not in ignored and k in previous and previous[k] != v]
+    changed = [
+        f"{k} {previous[k]} -> {v}"
+        for k, v in new.items()
+        if k not in ignored and k in previous and previous[k] != v
+    ]
     if changed:
-        raise ValueError(f"output_dir {out} holds a run with different settings (recorded -> this "
-                         f"run): {', '.join(changed)}; use a new --output_dir, or rerun with the "
-                         "recorded values")
+        raise ValueError(
+            f"output_dir {out} holds a run with different settings (recorded -> this "
+            f"run): {', '.join(changed)}; use a new --output_dir, or rerun with the "
+            "recorded values"
+        )
     return recorded

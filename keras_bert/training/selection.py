@@ -5,6 +5,7 @@ forever, and `numpy.argmax([0.5, nan])` picks the NaN (PITFALLS: training loop).
 constant output gives Pearson NaN; a diverged run gives an infinite loss. One rule, used within a
 run (`EvaluationCallback`) and across `--num_restarts` runs (`best_index`).
 """
+
 from __future__ import annotations
 
 import math

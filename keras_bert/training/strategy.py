@@ -1,4 +1,5 @@
 """`get_strategy`: a tf.distribute strategy from a flag value (SPEC section 1)."""
+
 from __future__ import annotations
 
 import tensorflow as tf
@@ -6,7 +7,9 @@ import tensorflow as tf
 STRATEGIES = ("default", "mirrored", "multi_worker_mirrored", "tpu")
 
 
-def get_strategy(name: str = "default", tpu: str | None = None, devices=None) -> tf.distribute.Strategy:
+def get_strategy(
+    name: str = "default", tpu: str | None = None, devices=None
+) -> tf.distribute.Strategy:
     """Build a distribution strategy.
 
     Args:
@@ -29,18 +32,24 @@ def get_strategy(name: str = "default", tpu: str | None = None, devices=None) ->
     if name == "mirrored":
         if devices is None:
             gpus = tf.config.list_logical_devices("GPU")
-            devices = [d.name for d in gpus] or [d.name for d in tf.config.list_logical_devices("CPU")]
+            devices = [d.name for d in gpus] or [
+                d.name for d in tf.config.list_logical_devices("CPU")
+            ]
         return tf.distribute.MirroredStrategy(devices=devices)
     if name == "multi_worker_mirrored":
         _patch_keras_multi_worker_reduce()
         return tf.distribute.MultiWorkerMirroredStrategy()
     if name == "tpu":
         try:
-            resolver = tf.distribute.cluster_resolver.TPUClusterResolver(tpu="" if tpu in (None, "local") else tpu)
+            resolver = tf.distribute.cluster_resolver.TPUClusterResolver(
+                tpu="" if tpu in (None, "local") else tpu
+            )
             tf.config.experimental_connect_to_cluster(resolver)
             tf.tpu.experimental.initialize_tpu_system(resolver)
         except (ValueError, tf.errors.NotFoundError, RuntimeError) as e:
-            raise ValueError(f"--strategy=tpu but no TPU could be reached (tpu={tpu!r}): {e}") from e
+            raise ValueError(
+                f"--strategy=tpu but no TPU could be reached (tpu={tpu!r}): {e}"
+            ) from e
         return tf.distribute.TPUStrategy(resolver)
     raise ValueError(f"unknown strategy {name!r}; use one of {list(STRATEGIES)}")
 
@@ -62,7 +71,10 @@ def _patch_keras_multi_worker_reduce() -> None:
         return
 
     def reduce_per_replica(values, strategy, reduction):
-        if not isinstance(strategy, tf.distribute.MultiWorkerMirroredStrategy) or reduction not in ("auto", "mean"):
+        if not isinstance(strategy, tf.distribute.MultiWorkerMirroredStrategy) or reduction not in (
+            "auto",
+            "mean",
+        ):
             return original(values, strategy, reduction)
 
         def _reduce(v):

@@ -11,6 +11,7 @@ to pick how many SST-2 sentences fit its 10 minutes, whatever the CPU and its pr
         --min_examples=20000 --max_examples=67349
     # prints the number of examples; the measurement and the arithmetic go to stderr
 """
+
 from __future__ import annotations
 
 import argparse
@@ -55,23 +56,36 @@ class SpeedPlan:
         return -(-self.examples // self.batch_size) * self.seconds_per_batch
 
 
-def examples_in_budget(seconds_per_batch: float, batch_size: int, budget_seconds: float,
-                       max_examples: int | None = None, round_to: int = 1000) -> int:
+def examples_in_budget(
+    seconds_per_batch: float,
+    batch_size: int,
+    budget_seconds: float,
+    max_examples: int | None = None,
+    round_to: int = 1000,
+) -> int:
     """Whole batches that fit in `budget_seconds`, as examples rounded down to `round_to`.
 
     Raises:
         ValueError: a non-positive time, batch size or budget.
     """
     if not (seconds_per_batch > 0 and batch_size > 0 and budget_seconds > 0):
-        raise ValueError(f"need positive seconds_per_batch ({seconds_per_batch}), batch_size "
-                         f"({batch_size}) and budget_seconds ({budget_seconds})")
+        raise ValueError(
+            f"need positive seconds_per_batch ({seconds_per_batch}), batch_size "
+            f"({batch_size}) and budget_seconds ({budget_seconds})"
+        )
     examples = int(budget_seconds // seconds_per_batch) * batch_size
     examples = examples // round_to * round_to
     return examples if max_examples is None else min(examples, max_examples)
 
 
-def seconds_per_batch(init_checkpoint: str, mixed_precision: str, batch_size: int,
-                      seq_length: int, steps: int = 6, warmup_steps: int = 2) -> float:
+def seconds_per_batch(
+    init_checkpoint: str,
+    mixed_precision: str,
+    batch_size: int,
+    seq_length: int,
+    steps: int = 6,
+    warmup_steps: int = 2,
+) -> float:
     """Median seconds of one training step of a 2-class `TextClassifier` on `init_checkpoint`.
 
     The model is compiled as fine-tuning compiles it (`driver.compile_task`: AdamW with
@@ -92,15 +106,26 @@ def seconds_per_batch(init_checkpoint: str, mixed_precision: str, batch_size: in
     try:
         encoder = checkpoints.load_encoder(init_checkpoint)
         task = TextClassifier(encoder, 2)
-        args = ClassifierArgs(task_name="sst2", output_dir="unused", init_checkpoint=init_checkpoint,
-                              mixed_precision=mixed_precision)
-        compile_task(task, args, num_train_steps=1000,
-                     learning_rate=default_learning_rate(encoder.bert_config.hidden_size))
+        args = ClassifierArgs(
+            task_name="sst2",
+            output_dir="unused",
+            init_checkpoint=init_checkpoint,
+            mixed_precision=mixed_precision,
+        )
+        compile_task(
+            task,
+            args,
+            num_train_steps=1000,
+            learning_rate=default_learning_rate(encoder.bert_config.hidden_size),
+        )
         rng = np.random.default_rng(0)
-        features = {"input_word_ids": rng.integers(1000, encoder.bert_config.vocab_size,
-                                                   (batch_size, seq_length), dtype=np.int32),
-                    "input_mask": np.ones((batch_size, seq_length), np.int32),
-                    "input_type_ids": np.zeros((batch_size, seq_length), np.int32)}
+        features = {
+            "input_word_ids": rng.integers(
+                1000, encoder.bert_config.vocab_size, (batch_size, seq_length), dtype=np.int32
+            ),
+            "input_mask": np.ones((batch_size, seq_length), np.int32),
+            "input_type_ids": np.zeros((batch_size, seq_length), np.int32),
+        }
         labels = rng.integers(0, 2, batch_size)
         times = []
         for _ in range(warmup_steps + steps):
@@ -112,46 +137,89 @@ def seconds_per_batch(init_checkpoint: str, mixed_precision: str, batch_size: in
         keras.mixed_precision.set_global_policy("float32")
 
 
-def plan_from(seconds: float, mixed_precision: str, budget_seconds: float, batch_size: int = 32,
-              seq_length: int = SST2_MEAN_BATCH_TOKENS, min_examples: int = 0,
-              max_examples: int | None = None) -> SpeedPlan:
+def plan_from(
+    seconds: float,
+    mixed_precision: str,
+    budget_seconds: float,
+    batch_size: int = 32,
+    seq_length: int = SST2_MEAN_BATCH_TOKENS,
+    min_examples: int = 0,
+    max_examples: int | None = None,
+) -> SpeedPlan:
     """The `SpeedPlan` of a measured `seconds` per batch (`examples_in_budget`, then at least
     `min_examples`, at most `max_examples`)."""
     fits = examples_in_budget(seconds, batch_size, budget_seconds, max_examples)
     examples = max(fits, min_examples)
     if max_examples is not None:
         examples = min(examples, max_examples)
-    return SpeedPlan(batch_size, seq_length, mixed_precision, seconds, batch_size / seconds,
-                     budget_seconds, fits, examples)
+    return SpeedPlan(
+        batch_size,
+        seq_length,
+        mixed_precision,
+        seconds,
+        batch_size / seconds,
+        budget_seconds,
+        fits,
+        examples,
+    )
 
 
-def plan(init_checkpoint: str, mixed_precision: str, budget_seconds: float, batch_size: int = 32,
-         seq_length: int = SST2_MEAN_BATCH_TOKENS, min_examples: int = 0,
-         max_examples: int | None = None) -> SpeedPlan:
+def plan(
+    init_checkpoint: str,
+    mixed_precision: str,
+    budget_seconds: float,
+    batch_size: int = 32,
+    seq_length: int = SST2_MEAN_BATCH_TOKENS,
+    min_examples: int = 0,
+    max_examples: int | None = None,
+) -> SpeedPlan:
     """Measure `seconds_per_batch` on this machine, then `plan_from` it."""
     seconds = seconds_per_batch(init_checkpoint, mixed_precision, batch_size, seq_length)
-    return plan_from(seconds, mixed_precision, budget_seconds, batch_size, seq_length,
-                     min_examples, max_examples)
+    return plan_from(
+        seconds, mixed_precision, budget_seconds, batch_size, seq_length, min_examples, max_examples
+    )
 
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--init_checkpoint", default="minilm_l6_h384_uncased")
-    parser.add_argument("--mixed_precision", default="float32",
-                        choices=["float32", "mixed_bfloat16", "mixed_float16"])
-    parser.add_argument("--budget_seconds", type=float, required=True,
-                        help="seconds of training steps the run may take")
+    parser.add_argument(
+        "--mixed_precision",
+        default="float32",
+        choices=["float32", "mixed_bfloat16", "mixed_float16"],
+    )
+    parser.add_argument(
+        "--budget_seconds",
+        type=float,
+        required=True,
+        help="seconds of training steps the run may take",
+    )
     parser.add_argument("--train_batch_size", type=int, default=32)
-    parser.add_argument("--seq_length", type=int, default=SST2_MEAN_BATCH_TOKENS,
-                        help="tokens per row of the measured batch (SST-2's length-grouped mean)")
-    parser.add_argument("--min_examples", type=int, default=0,
-                        help="train at least this many, even past the budget (said on stderr)")
+    parser.add_argument(
+        "--seq_length",
+        type=int,
+        default=SST2_MEAN_BATCH_TOKENS,
+        help="tokens per row of the measured batch (SST-2's length-grouped mean)",
+    )
+    parser.add_argument(
+        "--min_examples",
+        type=int,
+        default=0,
+        help="train at least this many, even past the budget (said on stderr)",
+    )
     parser.add_argument("--max_examples", type=int, default=None, help="the data's size")
     args = parser.parse_args(argv)
     if args.budget_seconds <= 0:
         parser.error(f"--budget_seconds must be > 0, got {args.budget_seconds}")
-    result = plan(args.init_checkpoint, args.mixed_precision, args.budget_seconds,
-                  args.train_batch_size, args.seq_length, args.min_examples, args.max_examples)
+    result = plan(
+        args.init_checkpoint,
+        args.mixed_precision,
+        args.budget_seconds,
+        args.train_batch_size,
+        args.seq_length,
+        args.min_examples,
+        args.max_examples,
+    )
     print(describe(result), file=sys.stderr)
     print(result.examples)
     return 0
@@ -159,13 +227,17 @@ def main(argv=None) -> int:
 
 def describe(result: SpeedPlan) -> str:
     """The measurement and the choice, in one or two lines."""
-    line = (f"[train_speed] {result.mixed_precision}, batch {result.batch_size} x "
-            f"{result.seq_length} tokens: {result.seconds_per_batch * 1e3:.0f} ms a batch, "
-            f"{result.examples_per_second:.0f} examples/s -> {result.budget_examples} examples "
-            f"fit in {result.budget_seconds:.0f} s of training")
+    line = (
+        f"[train_speed] {result.mixed_precision}, batch {result.batch_size} x "
+        f"{result.seq_length} tokens: {result.seconds_per_batch * 1e3:.0f} ms a batch, "
+        f"{result.examples_per_second:.0f} examples/s -> {result.budget_examples} examples "
+        f"fit in {result.budget_seconds:.0f} s of training"
+    )
     if result.over_budget:
-        line += (f"; training {result.examples} (the minimum asked for), about "
-                 f"{result.training_seconds:.0f} s: over the budget on this machine")
+        line += (
+            f"; training {result.examples} (the minimum asked for), about "
+            f"{result.training_seconds:.0f} s: over the budget on this machine"
+        )
     return line
 
 

@@ -17,18 +17,32 @@ def random_hf_weights(cfg, seed=0, heads=False, prefix=""):
     rng = np.random.default_rng(seed)
     H, I, V = cfg["hidden_size"], cfg["intermediate_size"], cfg["vocab_size"]  # noqa: E741 (config letters)
     P, S = cfg["max_position_embeddings"], cfg["type_vocab_size"]
-    shapes = {"embeddings.word_embeddings.weight": (V, H),
-              "embeddings.position_embeddings.weight": (P, H),
-              "embeddings.token_type_embeddings.weight": (S, H),
-              "embeddings.LayerNorm.weight": (H,), "embeddings.LayerNorm.bias": (H,),
-              "pooler.dense.weight": (H, H), "pooler.dense.bias": (H,)}
+    shapes = {
+        "embeddings.word_embeddings.weight": (V, H),
+        "embeddings.position_embeddings.weight": (P, H),
+        "embeddings.token_type_embeddings.weight": (S, H),
+        "embeddings.LayerNorm.weight": (H,),
+        "embeddings.LayerNorm.bias": (H,),
+        "pooler.dense.weight": (H, H),
+        "pooler.dense.bias": (H,),
+    }
     for i in range(cfg["num_hidden_layers"]):
         p = f"encoder.layer.{i}."
-        for n in ("attention.self.query", "attention.self.key", "attention.self.value",
-                  "attention.output.dense"):
+        for n in (
+            "attention.self.query",
+            "attention.self.key",
+            "attention.self.value",
+            "attention.output.dense",
+        ):
             shapes.update({p + n + ".weight": (H, H), p + n + ".bias": (H,)})
-        shapes.update({p + "intermediate.dense.weight": (I, H), p + "intermediate.dense.bias": (I,),
-                       p + "output.dense.weight": (H, I), p + "output.dense.bias": (H,)})
+        shapes.update(
+            {
+                p + "intermediate.dense.weight": (I, H),
+                p + "intermediate.dense.bias": (I,),
+                p + "output.dense.weight": (H, I),
+                p + "output.dense.bias": (H,),
+            }
+        )
         for n in ("attention.output.LayerNorm", "output.LayerNorm"):
             shapes.update({p + n + ".weight": (H,), p + n + ".bias": (H,)})
     out = {}
@@ -36,12 +50,17 @@ def random_hf_weights(cfg, seed=0, heads=False, prefix=""):
         scale = 1.0 if name.endswith("LayerNorm.weight") else 0.0
         out[prefix + name] = (scale + 0.3 * rng.standard_normal(shape)).astype(np.float32)
     if heads:
-        out.update({"cls.predictions.transform.dense.weight": (H, H),
-                    "cls.predictions.transform.dense.bias": (H,),
-                    "cls.predictions.transform.LayerNorm.weight": (H,),
-                    "cls.predictions.transform.LayerNorm.bias": (H,),
-                    "cls.predictions.bias": (V,), "cls.seq_relationship.weight": (2, H),
-                    "cls.seq_relationship.bias": (2,)})
+        out.update(
+            {
+                "cls.predictions.transform.dense.weight": (H, H),
+                "cls.predictions.transform.dense.bias": (H,),
+                "cls.predictions.transform.LayerNorm.weight": (H,),
+                "cls.predictions.transform.LayerNorm.bias": (H,),
+                "cls.predictions.bias": (V,),
+                "cls.seq_relationship.weight": (2, H),
+                "cls.seq_relationship.bias": (2,),
+            }
+        )
         for name in [k for k in out if k.startswith("cls.")]:
             out[name] = (0.3 * rng.standard_normal(out[name])).astype(np.float32)
         out["cls.predictions.decoder.weight"] = out[prefix + "embeddings.word_embeddings.weight"]
@@ -52,6 +71,7 @@ def random_hf_weights(cfg, seed=0, heads=False, prefix=""):
 def write_hf_dir(directory, cfg, tensors, do_lower_case=True):
     """config.json + model.safetensors (+ tokenizer_config.json) in a HF directory."""
     from safetensors.numpy import save_file
+
     os.makedirs(directory, exist_ok=True)
     with open(os.path.join(directory, "config.json"), "w") as f:
         json.dump(dict(cfg, model_type="bert"), f)
@@ -68,26 +88,42 @@ _HF_TO_GOOGLE = [
     (r"embeddings\.token_type_embeddings\.weight", "bert/embeddings/token_type_embeddings", False),
     (r"embeddings\.LayerNorm\.weight", "bert/embeddings/LayerNorm/gamma", False),
     (r"embeddings\.LayerNorm\.bias", "bert/embeddings/LayerNorm/beta", False),
-    (r"encoder\.layer\.(\d+)\.(.*)\.LayerNorm\.weight", r"bert/encoder/layer_\1/\2/LayerNorm/gamma",
-     False),
-    (r"encoder\.layer\.(\d+)\.(.*)\.LayerNorm\.bias", r"bert/encoder/layer_\1/\2/LayerNorm/beta",
-     False),
+    (
+        r"encoder\.layer\.(\d+)\.(.*)\.LayerNorm\.weight",
+        r"bert/encoder/layer_\1/\2/LayerNorm/gamma",
+        False,
+    ),
+    (
+        r"encoder\.layer\.(\d+)\.(.*)\.LayerNorm\.bias",
+        r"bert/encoder/layer_\1/\2/LayerNorm/beta",
+        False,
+    ),
     (r"encoder\.layer\.(\d+)\.(.*)\.weight", r"bert/encoder/layer_\1/\2/kernel", True),
     (r"encoder\.layer\.(\d+)\.(.*)\.bias", r"bert/encoder/layer_\1/\2/bias", False),
     (r"pooler\.dense\.weight", "bert/pooler/dense/kernel", True),
     (r"pooler\.dense\.bias", "bert/pooler/dense/bias", False),
     (r"cls\.predictions\.transform\.dense\.weight", "cls/predictions/transform/dense/kernel", True),
     (r"cls\.predictions\.transform\.dense\.bias", "cls/predictions/transform/dense/bias", False),
-    (r"cls\.predictions\.transform\.LayerNorm\.weight", "cls/predictions/transform/LayerNorm/gamma",
-     False),
-    (r"cls\.predictions\.transform\.LayerNorm\.bias", "cls/predictions/transform/LayerNorm/beta",
-     False),
+    (
+        r"cls\.predictions\.transform\.LayerNorm\.weight",
+        "cls/predictions/transform/LayerNorm/gamma",
+        False,
+    ),
+    (
+        r"cls\.predictions\.transform\.LayerNorm\.bias",
+        "cls/predictions/transform/LayerNorm/beta",
+        False,
+    ),
     (r"cls\.predictions\.bias", "cls/predictions/output_bias", False),
     # run_pretraining.py stores the NSP weights [2, hidden], as HF does: no transpose.
     (r"cls\.seq_relationship\.weight", "cls/seq_relationship/output_weights", False),
     (r"cls\.seq_relationship\.bias", "cls/seq_relationship/output_bias", False),
 ]
-_SKIP = {"embeddings.position_ids", "cls.predictions.decoder.weight", "cls.predictions.decoder.bias"}
+_SKIP = {
+    "embeddings.position_ids",
+    "cls.predictions.decoder.weight",
+    "cls.predictions.decoder.bias",
+}
 
 
 def hf_to_google(tensors):
@@ -114,18 +150,33 @@ def write_tf1_checkpoint(prefix, tensors, slots=True, global_step=1000000, scope
     `global_step`. `scope` (e.g. "module/") prefixes every name.
     """
     import tensorflow as tf
+
     v1 = tf.compat.v1
     with tf.Graph().as_default():
         variables = {}
         for name, value in tensors.items():
-            variables[name] = v1.get_variable(scope + name, shape=value.shape, dtype=tf.float32,
-                                              initializer=v1.zeros_initializer())
+            variables[name] = v1.get_variable(
+                scope + name,
+                shape=value.shape,
+                dtype=tf.float32,
+                initializer=v1.zeros_initializer(),
+            )
             if slots:
                 for slot in ("adam_m", "adam_v"):
-                    v1.get_variable(f"{scope}{name}/{slot}", shape=value.shape, dtype=tf.float32,
-                                    initializer=v1.zeros_initializer(), trainable=False)
-        step = v1.get_variable(scope + "global_step", shape=[], dtype=tf.int64,
-                               initializer=v1.constant_initializer(global_step), trainable=False)
+                    v1.get_variable(
+                        f"{scope}{name}/{slot}",
+                        shape=value.shape,
+                        dtype=tf.float32,
+                        initializer=v1.zeros_initializer(),
+                        trainable=False,
+                    )
+        step = v1.get_variable(
+            scope + "global_step",
+            shape=[],
+            dtype=tf.int64,
+            initializer=v1.constant_initializer(global_step),
+            trainable=False,
+        )
         del step
         saver = v1.train.Saver()
         with v1.Session() as sess:
@@ -139,9 +190,18 @@ def write_tf1_checkpoint(prefix, tensors, slots=True, global_step=1000000, scope
 def write_google_dir(directory, cfg, tensors, hidden_act="gelu", **kwargs):
     """bert_config.json (google keys, no layer_norm_eps) + bert_model.ckpt.* in `directory`."""
     os.makedirs(directory, exist_ok=True)
-    keys = ("vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads",
-            "intermediate_size", "hidden_dropout_prob", "attention_probs_dropout_prob",
-            "max_position_embeddings", "type_vocab_size", "initializer_range")
+    keys = (
+        "vocab_size",
+        "hidden_size",
+        "num_hidden_layers",
+        "num_attention_heads",
+        "intermediate_size",
+        "hidden_dropout_prob",
+        "attention_probs_dropout_prob",
+        "max_position_embeddings",
+        "type_vocab_size",
+        "initializer_range",
+    )
     google_cfg = {k: cfg[k] for k in keys if k in cfg}
     google_cfg["hidden_act"] = hidden_act
     with open(os.path.join(directory, "bert_config.json"), "w") as f:
@@ -168,12 +228,14 @@ def numpy_bert(w, features, num_layers, num_heads, eps=1e-12, approximate=False)
 
     def gelu(x):
         if approximate:  # tanh form, google-research/bert modeling.py
-            return 0.5 * x * (1.0 + np.tanh(np.sqrt(2.0 / np.pi) * (x + 0.044715 * x ** 3)))
+            return 0.5 * x * (1.0 + np.tanh(np.sqrt(2.0 / np.pi) * (x + 0.044715 * x**3)))
         return 0.5 * x * (1.0 + scipy.special.erf(x / np.sqrt(2.0)))  # x * Phi(x)
 
-    x = (w["embeddings.word_embeddings.weight"][ids]
-         + w["embeddings.position_embeddings.weight"][:T]
-         + w["embeddings.token_type_embeddings.weight"][types])
+    x = (
+        w["embeddings.word_embeddings.weight"][ids]
+        + w["embeddings.position_embeddings.weight"][:T]
+        + w["embeddings.token_type_embeddings.weight"][types]
+    )
     x = layer_norm(x, "embeddings.LayerNorm")
     H = x.shape[-1]
     D = H // num_heads
@@ -189,8 +251,9 @@ def numpy_bert(w, features, num_layers, num_heads, eps=1e-12, approximate=False)
         probs = np.exp(scores - scores.max(-1, keepdims=True))
         probs /= probs.sum(-1, keepdims=True)
         context = (probs @ v).transpose(0, 2, 1, 3).reshape(B, T, H)
-        x = layer_norm(x + linear(context, p + "attention.output.dense"),
-                       p + "attention.output.LayerNorm")
+        x = layer_norm(
+            x + linear(context, p + "attention.output.dense"), p + "attention.output.LayerNorm"
+        )
         ffn = linear(gelu(linear(x, p + "intermediate.dense")), p + "output.dense")
         x = layer_norm(x + ffn, p + "output.LayerNorm")
     return x, np.tanh(linear(x[:, 0], "pooler.dense"))
@@ -198,12 +261,22 @@ def numpy_bert(w, features, num_layers, num_heads, eps=1e-12, approximate=False)
 
 # The tiny encoder of the checkpoint tests: vocab 23, hidden 8, heads 2, intermediate 12, layers 2,
 # positions 7, types 3 (Hugging Face key names).
-CFG = {"vocab_size": 23, "hidden_size": 8, "num_attention_heads": 2, "intermediate_size": 12,
-       "num_hidden_layers": 2, "max_position_embeddings": 7, "type_vocab_size": 3,
-       "hidden_act": "gelu", "layer_norm_eps": 1e-12}
-FEATURES = {"input_word_ids": np.array([[1, 5, 22, 7, 2], [1, 9, 2, 0, 0]], np.int32),
-            "input_mask": np.array([[1, 1, 1, 1, 1], [1, 1, 1, 0, 0]], np.int32),
-            "input_type_ids": np.array([[0, 0, 1, 2, 1], [0, 1, 1, 0, 0]], np.int32)}
+CFG = {
+    "vocab_size": 23,
+    "hidden_size": 8,
+    "num_attention_heads": 2,
+    "intermediate_size": 12,
+    "num_hidden_layers": 2,
+    "max_position_embeddings": 7,
+    "type_vocab_size": 3,
+    "hidden_act": "gelu",
+    "layer_norm_eps": 1e-12,
+}
+FEATURES = {
+    "input_word_ids": np.array([[1, 5, 22, 7, 2], [1, 9, 2, 0, 0]], np.int32),
+    "input_mask": np.array([[1, 1, 1, 1, 1], [1, 1, 1, 0, 0]], np.int32),
+    "input_type_ids": np.array([[0, 0, 1, 2, 1], [0, 1, 1, 0, 0]], np.int32),
+}
 MASK = FEATURES["input_mask"].astype(bool)
 VOCAB = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + [f"w{i}" for i in range(18)]
 
@@ -216,5 +289,7 @@ def encoder_outputs(encoder):
 
 def max_diff(a, b) -> float:
     """Largest absolute difference of two (sequence_output, pooled_output) pairs, real tokens only."""
-    return max(float(np.abs(np.asarray(a[0])[MASK] - np.asarray(b[0])[MASK]).max()),
-               float(np.abs(np.asarray(a[1]) - np.asarray(b[1])).max()))
+    return max(
+        float(np.abs(np.asarray(a[0])[MASK] - np.asarray(b[0])[MASK]).max()),
+        float(np.abs(np.asarray(a[1]) - np.asarray(b[1])).max()),
+    )

@@ -19,11 +19,12 @@ from keras_bert.tokenization import FullTokenizer
 pytestmark = pytest.mark.slow
 
 PRESET = "minilm_l6_h384_uncased"
-SENTENCES = [("The quick brown fox jumps over the lazy dog.", None),
-             ("How old are you?", "I am six years old, and my sister is nine."),
-             ("Hello!", None),
-             ("Unaffable critics rarely praise naïve cafés in Zürich.",
-              "They prefer the hotels.")]
+SENTENCES = [
+    ("The quick brown fox jumps over the lazy dog.", None),
+    ("How old are you?", "I am six years old, and my sister is nine."),
+    ("Hello!", None),
+    ("Unaffable critics rarely praise naïve cafés in Zürich.", "They prefer the hotels."),
+]
 
 
 @pytest.fixture(scope="module")
@@ -34,8 +35,10 @@ def features():
 
 
 def _outputs(model_outputs):
-    return (np.asarray(model_outputs["sequence_output"]),
-            np.asarray(model_outputs["pooled_output"]))
+    return (
+        np.asarray(model_outputs["sequence_output"]),
+        np.asarray(model_outputs["pooled_output"]),
+    )
 
 
 def _max_diff(a, b, features):
@@ -61,21 +64,30 @@ def test_minilm_every_format(tmp_path, features):
 
     preset = save_encoder(tanh, tmp_path / "keras_hub", vocab, True, format="keras_hub")
     backbone = keras_hub.models.BertBackbone.from_preset(preset)
-    keras_hub_out = _outputs(backbone({"token_ids": features["input_word_ids"],
-                                       "segment_ids": features["input_type_ids"],
-                                       "padding_mask": features["input_mask"]}))
+    keras_hub_out = _outputs(
+        backbone(
+            {
+                "token_ids": features["input_word_ids"],
+                "segment_ids": features["input_type_ids"],
+                "padding_mask": features["input_mask"],
+            }
+        )
+    )
     assert _max_diff(keras_hub_out, tanh_out, features) <= 1e-5  # 4.3e-6 measured
     assert _max_diff(_outputs(load_encoder(preset)(features)), keras_hub_out, features) <= 1e-5
 
     bert_config = configs.BertConfig.from_json_file(f"{google}/bert_config.json")
     garden = tmp_path / "model_garden"
-    converter.convert_checkpoint(bert_config, str(garden / "bert_model.ckpt"),
-                                 f"{google}/bert_model.ckpt", checkpoint_model_name="encoder",
-                                 converted_model="encoder")
+    converter.convert_checkpoint(
+        bert_config,
+        str(garden / "bert_model.ckpt"),
+        f"{google}/bert_model.ckpt",
+        checkpoint_model_name="encoder",
+        converted_model="encoder",
+    )
     shutil.copy(f"{google}/bert_config.json", garden)
     garden_encoder = export_tfhub_lib.get_bert_encoder(bert_config)
     prefix = tf.train.latest_checkpoint(str(garden))
     tf.train.Checkpoint(encoder=garden_encoder).restore(prefix).assert_existing_objects_matched()
     garden_out = _outputs(garden_encoder(features, training=False))
     assert _max_diff(_outputs(load_encoder(garden)(features)), garden_out, features) <= 1e-5
-

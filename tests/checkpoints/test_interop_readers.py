@@ -22,10 +22,16 @@ from keras_bert.checkpoints import (
     resolve_vocab_file,
 )
 from keras_bert.checkpoints.model_garden import read_model_garden_checkpoint
-from tests.checkpoints.helpers import CFG, FEATURES, VOCAB, encoder_outputs, max_diff, hf_to_google, random_hf_weights, write_google_dir
-
-
-
+from tests.checkpoints.helpers import (
+    CFG,
+    FEATURES,
+    VOCAB,
+    encoder_outputs,
+    max_diff,
+    hf_to_google,
+    random_hf_weights,
+    write_google_dir,
+)
 
 
 @pytest.fixture(scope="module")
@@ -44,9 +50,13 @@ def model_garden_dir(tmp_path_factory, google_dir):
 
     directory = tmp_path_factory.mktemp("uncased_model_garden")
     bert_config = configs.BertConfig.from_json_file(str(google_dir / "bert_config.json"))
-    converter.convert_checkpoint(bert_config, str(directory / "bert_model.ckpt"),
-                                 str(google_dir / "bert_model.ckpt"),
-                                 checkpoint_model_name="encoder", converted_model="encoder")
+    converter.convert_checkpoint(
+        bert_config,
+        str(directory / "bert_model.ckpt"),
+        str(google_dir / "bert_model.ckpt"),
+        checkpoint_model_name="encoder",
+        converted_model="encoder",
+    )
     for name in ("bert_config.json", "vocab.txt"):
         (directory / name).write_bytes((google_dir / name).read_bytes())
     return directory
@@ -79,8 +89,10 @@ def test_model_garden_checkpoint_matches_model_garden_encoder(model_garden_dir, 
     assert set(source.used()) | set(source.ignored) == names
     assert not set(source.used()) & set(source.ignored)
     assert len(source.used()) == 5 + 2 * 16 + 2
-    assert source.ignored.keys() == {"_CHECKPOINTABLE_OBJECT_GRAPH",
-                                     "save_counter/.ATTRIBUTES/VARIABLE_VALUE"}
+    assert source.ignored.keys() == {
+        "_CHECKPOINTABLE_OBJECT_GRAPH",
+        "save_counter/.ATTRIBUTES/VARIABLE_VALUE",
+    }
     assert resolve_do_lower_case(model_garden_dir) is True  # "uncased" in the directory name
 
 
@@ -90,9 +102,16 @@ def test_model_garden_config_inferred_from_shapes(tmp_path, model_garden_dir):
         if name != "bert_config.json":
             (tmp_path / name).write_bytes((model_garden_dir / name).read_bytes())
     config = load_encoder(tmp_path).bert_config
-    assert (config.vocab_size, config.hidden_size, config.num_layers, config.num_heads,
-            config.intermediate_size, config.max_sequence_length, config.type_vocab_size,
-            config.hidden_activation) == (23, 8, 2, 2, 12, 7, 3, "gelu_approximate")
+    assert (
+        config.vocab_size,
+        config.hidden_size,
+        config.num_layers,
+        config.num_heads,
+        config.intermediate_size,
+        config.max_sequence_length,
+        config.type_vocab_size,
+        config.hidden_activation,
+    ) == (23, 8, 2, 2, 12, 7, 3, "gelu_approximate")
 
 
 def test_model_garden_unexpected_variable_is_listed(tmp_path, google_dir):
@@ -116,8 +135,9 @@ def test_model_garden_training_checkpoint(tmp_path, model_garden_dir, google_dir
     pretrainer(pretrainer.inputs)
     optimizer = tf_keras.optimizers.Adam()
     optimizer.build(pretrainer.trainable_variables)
-    tf.train.Checkpoint(model=pretrainer, optimizer=optimizer,
-                        global_step=tf.Variable(7, dtype=tf.int64)).save(str(tmp_path / "ckpt"))
+    tf.train.Checkpoint(
+        model=pretrainer, optimizer=optimizer, global_step=tf.Variable(7, dtype=tf.int64)
+    ).save(str(tmp_path / "ckpt"))
     out = mg_encoder(FEATURES, training=False)
     reference = (out["sequence_output"].numpy(), out["pooled_output"].numpy())
 
@@ -129,7 +149,8 @@ def test_model_garden_training_checkpoint(tmp_path, model_garden_dir, google_dir
     assert len(source.used()) == 5 + 2 * 16 + 2
     # Stored once, under the masked-LM head's path: found through the object graph.
     assert source.source_names["embeddings/word_embeddings"] == (
-        "model/masked_lm/embedding_table/.ATTRIBUTES/VARIABLE_VALUE")
+        "model/masked_lm/embedding_table/.ATTRIBUTES/VARIABLE_VALUE"
+    )
     reasons = set(source.ignored.values())
     assert any("BertPretrainerV2 head" in r for r in reasons)
     assert any("optimizer state" in r for r in reasons)
@@ -137,8 +158,10 @@ def test_model_garden_training_checkpoint(tmp_path, model_garden_dir, google_dir
 
 
 def test_tf1_checkpoint_is_not_taken_for_model_garden(google_dir):
-    with pytest.raises(CheckpointError, match="expected one Model Garden BertEncoder in an "
-                                              "object-based checkpoint, found 0"):
+    with pytest.raises(
+        CheckpointError,
+        match="expected one Model Garden BertEncoder in an object-based checkpoint, found 0",
+    ):
         read_model_garden_checkpoint(str(google_dir))
 
 
@@ -149,9 +172,13 @@ def test_tfhub_saved_model_matches_the_saved_model(tmp_path, model_garden_dir, g
     bert_config, _ = _model_garden_encoder(google_dir)
     export_dir = str(tmp_path / "hub")
     export_tfhub_lib.export_model(
-        export_dir, bert_config=bert_config,
+        export_dir,
+        bert_config=bert_config,
         model_checkpoint_path=tf.train.latest_checkpoint(str(model_garden_dir)),
-        with_mlm=False, vocab_file=str(google_dir / "vocab.txt"), do_lower_case=True)
+        with_mlm=False,
+        vocab_file=str(google_dir / "vocab.txt"),
+        do_lower_case=True,
+    )
     assert detect_format(export_dir)[0] == "tfhub_saved_model"
     hub = tf.saved_model.load(export_dir)
     out = hub({k: tf.constant(v) for k, v in FEATURES.items()}, training=False)
@@ -175,20 +202,34 @@ def test_tfhub_saved_model_exact_gelu_is_read_from_the_graph(tmp_path, model_gar
     from official.nlp.modeling import networks
 
     encoder = networks.BertEncoder(
-        vocab_size=23, hidden_size=8, num_layers=2, num_attention_heads=2,
-        intermediate_size=12, max_sequence_length=7, type_vocab_size=3, dict_outputs=True,
-        activation=lambda x: tf.nn.gelu(x, approximate=False))
+        vocab_size=23,
+        hidden_size=8,
+        num_layers=2,
+        num_attention_heads=2,
+        intermediate_size=12,
+        max_sequence_length=7,
+        type_vocab_size=3,
+        dict_outputs=True,
+        activation=lambda x: tf.nn.gelu(x, approximate=False),
+    )
     prefix = tf.train.latest_checkpoint(str(model_garden_dir))
     tf.train.Checkpoint(encoder=encoder).restore(prefix).assert_existing_objects_matched()
-    inputs = {x.name: x for x in encoder.inputs} if isinstance(encoder.inputs, list) else (
-        encoder.inputs)
+    inputs = (
+        {x.name: x for x in encoder.inputs}
+        if isinstance(encoder.inputs, list)
+        else (encoder.inputs)
+    )
     tf.saved_model.save(tf_keras.Model(inputs, encoder(inputs)), str(tmp_path))
     hub = tf.saved_model.load(str(tmp_path))
     out = hub({k: tf.constant(v) for k, v in FEATURES.items()}, training=False)
     ours = load_encoder(tmp_path)
     assert ours.bert_config.hidden_activation == "gelu"
-    assert max_diff(encoder_outputs(ours), (out["sequence_output"].numpy(),
-                                   out["pooled_output"].numpy())) <= 1e-5
+    assert (
+        max_diff(
+            encoder_outputs(ours), (out["sequence_output"].numpy(), out["pooled_output"].numpy())
+        )
+        <= 1e-5
+    )
 
 
 @pytest.fixture(scope="module")
@@ -196,8 +237,14 @@ def keras_hub_backbone():
     import keras_hub
 
     backbone = keras_hub.models.BertBackbone(
-        vocabulary_size=23, num_layers=2, num_heads=2, hidden_dim=8, intermediate_dim=12,
-        max_sequence_length=7, num_segments=3)
+        vocabulary_size=23,
+        num_layers=2,
+        num_heads=2,
+        hidden_dim=8,
+        intermediate_dim=12,
+        max_sequence_length=7,
+        num_segments=3,
+    )
     rng = np.random.default_rng(5)
     for variable in backbone.weights:
         base = 1.0 if variable.path.endswith("gamma") else 0.0
@@ -206,9 +253,14 @@ def keras_hub_backbone():
 
 
 def _keras_hub_outputs(backbone):
-    out = backbone({"token_ids": FEATURES["input_word_ids"],
-                    "segment_ids": FEATURES["input_type_ids"],
-                    "padding_mask": FEATURES["input_mask"]}, training=False)
+    out = backbone(
+        {
+            "token_ids": FEATURES["input_word_ids"],
+            "segment_ids": FEATURES["input_type_ids"],
+            "padding_mask": FEATURES["input_mask"],
+        },
+        training=False,
+    )
     return np.asarray(out["sequence_output"]), np.asarray(out["pooled_output"])
 
 

@@ -34,8 +34,6 @@ from tests.checkpoints.helpers import (
 )
 
 
-
-
 def _assert_close(ours, ref, atol=1e-5):
     np.testing.assert_allclose(ours[0][MASK], ref[0][MASK], atol=atol)
     np.testing.assert_allclose(ours[1], ref[1], atol=atol)
@@ -48,8 +46,11 @@ def hf_tensors():
 
 @pytest.fixture(scope="module")
 def hf_dir(tmp_path_factory, hf_tensors):
-    return write_hf_dir(tmp_path_factory.mktemp("hf"), CFG, dict(
-        hf_tensors, **{"embeddings.position_ids": np.arange(7, dtype=np.int64)[None]}))
+    return write_hf_dir(
+        tmp_path_factory.mktemp("hf"),
+        CFG,
+        dict(hf_tensors, **{"embeddings.position_ids": np.arange(7, dtype=np.int64)[None]}),
+    )
 
 
 @pytest.fixture(scope="module")
@@ -65,8 +66,11 @@ def test_hf_dir_matches_numpy_exact_gelu(hf_encoder, hf_tensors):
 def test_hf_bert_prefix_gamma_beta_and_heads(tmp_path, hf_tensors, hf_encoder):
     tensors = {}
     for name, value in random_hf_weights(CFG, seed=1, heads=True, prefix="bert.").items():
-        tensors[name.replace("LayerNorm.weight", "LayerNorm.gamma")
-                .replace("LayerNorm.bias", "LayerNorm.beta")] = value
+        tensors[
+            name.replace("LayerNorm.weight", "LayerNorm.gamma").replace(
+                "LayerNorm.bias", "LayerNorm.beta"
+            )
+        ] = value
     directory = write_hf_dir(tmp_path, CFG, tensors)
     source = read_checkpoint(directory)
     assert set(source.used()) | set(source.ignored) == set(tensors)
@@ -78,12 +82,16 @@ def test_hf_bert_prefix_gamma_beta_and_heads(tmp_path, hf_tensors, hf_encoder):
     np.testing.assert_array_equal(encoder_outputs(encoder)[0], encoder_outputs(hf_encoder)[0])
 
     from keras_bert.models import BertPretrainer
+
     pretrainer = BertPretrainer(encoder)
     load_pretrainer_weights(pretrainer, directory)
-    np.testing.assert_array_equal(pretrainer.next_sentence.dense.kernel.numpy(),
-                                  tensors["cls.seq_relationship.weight"].T)
-    np.testing.assert_array_equal(pretrainer.masked_lm.transform.kernel.numpy(),
-                                  tensors["cls.predictions.transform.dense.weight"].T)
+    np.testing.assert_array_equal(
+        pretrainer.next_sentence.dense.kernel.numpy(), tensors["cls.seq_relationship.weight"].T
+    )
+    np.testing.assert_array_equal(
+        pretrainer.masked_lm.transform.kernel.numpy(),
+        tensors["cls.predictions.transform.dense.weight"].T,
+    )
 
 
 def test_google_tf1_path_uses_tanh_gelu_and_module_prefix(tmp_path, hf_tensors, hf_dir):
@@ -93,10 +101,14 @@ def test_google_tf1_path_uses_tanh_gelu_and_module_prefix(tmp_path, hf_tensors, 
     write_google_dir(directory, CFG, tensors, scope="module/")
     encoder = load_encoder(str(directory))
     assert encoder.bert_config.hidden_activation == "gelu_approximate"
-    _assert_close(encoder_outputs(encoder), numpy_bert(hf_tensors, FEATURES, 2, 2, approximate=True))
-    np.testing.assert_allclose(encoder_outputs(encoder)[0],
-                               encoder_outputs(load_encoder(hf_dir, hidden_activation="gelu_approximate"))[0],
-                               atol=1e-6)
+    _assert_close(
+        encoder_outputs(encoder), numpy_bert(hf_tensors, FEATURES, 2, 2, approximate=True)
+    )
+    np.testing.assert_allclose(
+        encoder_outputs(encoder)[0],
+        encoder_outputs(load_encoder(hf_dir, hidden_activation="gelu_approximate"))[0],
+        atol=1e-6,
+    )
     source = read_checkpoint(str(directory))
     assert source.used()["module/cls/seq_relationship/output_weights"] == "next_sentence/kernel"
     assert source.ignored["module/global_step"] == "training step counter, not a model weight"
@@ -105,8 +117,12 @@ def test_google_tf1_path_uses_tanh_gelu_and_module_prefix(tmp_path, hf_tensors, 
 
 def test_own_directory_round_trip(tmp_path, hf_encoder, uncased_vocab):
     out = save_encoder(hf_encoder, tmp_path / "run", vocab_file=uncased_vocab, do_lower_case=True)
-    assert sorted(os.listdir(out)) == ["config.json", "encoder.weights.h5",
-                                       "keras_bert_checkpoint.json", "vocab.txt"]
+    assert sorted(os.listdir(out)) == [
+        "config.json",
+        "encoder.weights.h5",
+        "keras_bert_checkpoint.json",
+        "vocab.txt",
+    ]
     assert detect_format(out) == ("keras_bert", out)
     loaded = load_encoder(out)
     np.testing.assert_array_equal(encoder_outputs(loaded)[0], encoder_outputs(hf_encoder)[0])
@@ -122,12 +138,17 @@ def test_keras_file_round_trip(tmp_path, hf_encoder):
     hf_encoder.save(path)
     loaded = load_encoder(path)
     assert isinstance(loaded, BertEncoder)
-    np.testing.assert_allclose(encoder_outputs(loaded)[0], encoder_outputs(hf_encoder)[0], atol=1e-6)
+    np.testing.assert_allclose(
+        encoder_outputs(loaded)[0], encoder_outputs(hf_encoder)[0], atol=1e-6
+    )
     causal = load_encoder(path, causal=True)
-    assert causal.causal and not np.allclose(encoder_outputs(causal)[0], encoder_outputs(hf_encoder)[0])
+    assert causal.causal and not np.allclose(
+        encoder_outputs(causal)[0], encoder_outputs(hf_encoder)[0]
+    )
 
 
 # -- errors ----------------------------------------------------------------------------------
+
 
 def _hf_dir_with(tmp_path, tensors, cfg=CFG):
     return write_hf_dir(tmp_path, cfg, tensors)
@@ -136,15 +157,20 @@ def _hf_dir_with(tmp_path, tensors, cfg=CFG):
 def test_missing_key_is_listed(tmp_path, hf_tensors):
     tensors = dict(hf_tensors)
     del tensors["encoder.layer.1.output.dense.bias"], tensors["pooler.dense.weight"]
-    with pytest.raises(CheckpointError, match=r"missing variables .*\['encoder\.layer\.1\.output"
-                       r"\.dense\.bias', 'pooler\.dense\.weight'\]"):
+    with pytest.raises(
+        CheckpointError,
+        match=r"missing variables .*\['encoder\.layer\.1\.output"
+        r"\.dense\.bias', 'pooler\.dense\.weight'\]",
+    ):
         load_encoder(_hf_dir_with(tmp_path, tensors))
 
 
 def test_unexpected_key_is_listed(tmp_path, hf_tensors):
     tensors = dict(hf_tensors, **{"classifier.weight": np.zeros((3, 8), np.float32)})
-    with pytest.raises(CheckpointError,
-                       match=r"model\.safetensors: unexpected variables .*\['classifier\.weight'\]"):
+    with pytest.raises(
+        CheckpointError,
+        match=r"model\.safetensors: unexpected variables .*\['classifier\.weight'\]",
+    ):
         load_encoder(_hf_dir_with(tmp_path, tensors))
 
 
@@ -157,7 +183,9 @@ def test_extra_layer_is_unexpected(tmp_path):
 def test_partial_head_is_missing_keys(tmp_path):
     tensors = random_hf_weights(CFG, heads=True)
     del tensors["cls.seq_relationship.bias"]
-    with pytest.raises(CheckpointError, match=r"missing variables .*\['cls\.seq_relationship\.bias'\]"):
+    with pytest.raises(
+        CheckpointError, match=r"missing variables .*\['cls\.seq_relationship\.bias'\]"
+    ):
         read_checkpoint(_hf_dir_with(tmp_path, tensors))
 
 
@@ -171,10 +199,12 @@ def test_untied_decoder_is_an_error(tmp_path):
 def test_shape_mismatch_names_the_variable(tmp_path, hf_tensors):
     tensors = dict(hf_tensors)
     tensors["encoder.layer.0.intermediate.dense.weight"] = np.zeros((11, 8), np.float32)
-    with pytest.raises(CheckpointError,
-                       match=r"shape mismatch for variable 'encoder\.layer\.0\.intermediate\.dense"
-                       r"\.weight': checkpoint has \(8, 11\), the model's 'layer_0/intermediate/"
-                       r"kernel' needs \(8, 12\)"):
+    with pytest.raises(
+        CheckpointError,
+        match=r"shape mismatch for variable 'encoder\.layer\.0\.intermediate\.dense"
+        r"\.weight': checkpoint has \(8, 11\), the model's 'layer_0/intermediate/"
+        r"kernel' needs \(8, 12\)",
+    ):
         load_encoder(_hf_dir_with(tmp_path, tensors))
 
 
@@ -182,27 +212,38 @@ def test_google_shape_mismatch_and_unexpected(tmp_path):
     tensors = hf_to_google(random_hf_weights(CFG))
     tensors["bert/embeddings/token_type_embeddings"] = np.zeros((2, 8), np.float32)
     write_google_dir(tmp_path / "a", CFG, tensors, slots=False)
-    with pytest.raises(CheckpointError, match=r"bert_model\.ckpt: shape mismatch for variable "
-                       r"'bert/embeddings/token_type_embeddings': checkpoint has \(2, 8\)"):
+    with pytest.raises(
+        CheckpointError,
+        match=r"bert_model\.ckpt: shape mismatch for variable "
+        r"'bert/embeddings/token_type_embeddings': checkpoint has \(2, 8\)",
+    ):
         load_encoder(str(tmp_path / "a"))
     tensors = hf_to_google(random_hf_weights(CFG))
     tensors["bert/encoder/layer_0/attention/self/query/lora"] = np.zeros((8,), np.float32)
     write_google_dir(tmp_path / "b", CFG, tensors, slots=False)
-    with pytest.raises(CheckpointError, match=r"unexpected variables .*\['bert/encoder/layer_0/"
-                       r"attention/self/query/lora'\]"):
+    with pytest.raises(
+        CheckpointError,
+        match=r"unexpected variables .*\['bert/encoder/layer_0/"
+        r"attention/self/query/lora'\]",
+    ):
         load_encoder(str(tmp_path / "b"))
 
 
 def test_missing_files_are_named(tmp_path, hf_tensors, hf_dir):
     directory = _hf_dir_with(tmp_path / "hf", hf_tensors)
     os.remove(os.path.join(directory, "model.safetensors"))
-    with pytest.raises(FileNotFoundError, match=r"Hugging Face weights file not found: .*"
-                       r"hf/model\.safetensors"):
+    with pytest.raises(
+        FileNotFoundError,
+        match=r"Hugging Face weights file not found: .*"
+        r"hf/model\.safetensors",
+    ):
         load_encoder(directory)
     google = tmp_path / "google"
     write_google_dir(google, CFG, hf_to_google(hf_tensors), slots=False)
     os.remove(google / "bert_config.json")
-    with pytest.raises(FileNotFoundError, match=r"config file not found: .*google/bert_config\.json"):
+    with pytest.raises(
+        FileNotFoundError, match=r"config file not found: .*google/bert_config\.json"
+    ):
         load_encoder(str(google))
     with pytest.raises(FileNotFoundError, match=r"TF checkpoint not found: .*nothere\.ckpt\.index"):
         load_encoder(str(tmp_path / "nothere.ckpt"))
@@ -210,21 +251,39 @@ def test_missing_files_are_named(tmp_path, hf_tensors, hf_dir):
         load_encoder(str(tmp_path / "no_such_dir"))
     with pytest.raises(FileNotFoundError, match=r"vocab file not found: .*hf\d*/vocab\.txt"):
         resolve_vocab_file(hf_dir)
-    own = save_encoder(BertEncoder(vocab_size=23, hidden_size=8, num_layers=1, num_heads=2,
-                                   intermediate_size=12, max_sequence_length=7), tmp_path / "own")
+    own = save_encoder(
+        BertEncoder(
+            vocab_size=23,
+            hidden_size=8,
+            num_layers=1,
+            num_heads=2,
+            intermediate_size=12,
+            max_sequence_length=7,
+        ),
+        tmp_path / "own",
+    )
     os.remove(os.path.join(own, "encoder.weights.h5"))
-    with pytest.raises(FileNotFoundError,
-                       match=r"keras-bert weights file not found: .*own/encoder\.weights\.h5"):
+    with pytest.raises(
+        FileNotFoundError, match=r"keras-bert weights file not found: .*own/encoder\.weights\.h5"
+    ):
         load_encoder(own)
     os.remove(os.path.join(own, "keras_bert_checkpoint.json"))
     os.remove(os.path.join(own, "config.json"))
-    with pytest.raises(FileNotFoundError, match=r"no checkpoint found in directory .*own: expected"):
+    with pytest.raises(
+        FileNotFoundError, match=r"no checkpoint found in directory .*own: expected"
+    ):
         load_encoder(own)
 
 
 def test_own_weights_that_do_not_fit_name_the_file(tmp_path):
-    small = BertEncoder(vocab_size=23, hidden_size=8, num_layers=1, num_heads=2,
-                        intermediate_size=12, max_sequence_length=7)
+    small = BertEncoder(
+        vocab_size=23,
+        hidden_size=8,
+        num_layers=1,
+        num_heads=2,
+        intermediate_size=12,
+        max_sequence_length=7,
+    )
     out = save_encoder(small, tmp_path)
     with open(os.path.join(out, "config.json")) as f:
         config = json.load(f)
@@ -235,7 +294,9 @@ def test_own_weights_that_do_not_fit_name_the_file(tmp_path):
 
 
 def test_size_preset_and_unknown_case():
-    with pytest.raises(ValueError, match=r"'bert_tiny' is a size preset with no pretrained weights"):
+    with pytest.raises(
+        ValueError, match=r"'bert_tiny' is a size preset with no pretrained weights"
+    ):
         load_encoder("bert_tiny")
 
 
@@ -248,13 +309,18 @@ def test_do_lower_case_unknown_needs_a_flag(tmp_path, hf_tensors):
 
 def test_dtype_policy_and_head_ledger_log(tmp_path, caplog):
     import logging
+
     tensors = random_hf_weights(CFG, seed=1, heads=True)
     directory = write_hf_dir(tmp_path, CFG, tensors)
     with caplog.at_level(logging.INFO, logger="keras_bert.checkpoints.loader"):
         encoder = load_encoder(directory, dtype="mixed_bfloat16")
     assert encoder.dtype_policy.name == "mixed_bfloat16"
-    np.testing.assert_array_equal(encoder.embeddings.word_embeddings.embeddings.numpy(),
-                                  tensors["embeddings.word_embeddings.weight"])  # float32 vars
-    assert "'cls.seq_relationship.weight': 'pretraining head, not part of a bare BertEncoder" \
+    np.testing.assert_array_equal(
+        encoder.embeddings.word_embeddings.embeddings.numpy(),
+        tensors["embeddings.word_embeddings.weight"],
+    )  # float32 vars
+    assert (
+        "'cls.seq_relationship.weight': 'pretraining head, not part of a bare BertEncoder"
         in caplog.text
+    )
     assert "'cls.predictions.decoder.weight': 'MLM decoder tied" in caplog.text

@@ -20,10 +20,17 @@ from keras_bert.checkpoints import (
     save_encoder,
 )
 from keras_bert.models.bert_encoder import BertEncoder
-from tests.checkpoints.helpers import CFG, FEATURES, VOCAB, encoder_outputs, max_diff, hf_to_google, numpy_bert, random_hf_weights, write_hf_dir
-
-
-
+from tests.checkpoints.helpers import (
+    CFG,
+    FEATURES,
+    VOCAB,
+    encoder_outputs,
+    max_diff,
+    hf_to_google,
+    numpy_bert,
+    random_hf_weights,
+    write_hf_dir,
+)
 
 
 @pytest.fixture(scope="module")
@@ -81,18 +88,25 @@ def test_google_checkpoint_has_modeling_py_names(tmp_path, hf_dir, hf_tensors, v
     assert config["hidden_act"] == "gelu" and "layer_norm_eps" not in config
     back = load_encoder(directory)
     assert back.bert_config == encoder.bert_config
-    assert max_diff(encoder_outputs(back), numpy_bert(hf_tensors, FEATURES, 2, 2, approximate=True)) <= 1e-5
+    assert (
+        max_diff(encoder_outputs(back), numpy_bert(hf_tensors, FEATURES, 2, 2, approximate=True))
+        <= 1e-5
+    )
     assert resolve_do_lower_case(directory) is True  # "uncased" in the directory name
 
 
-REBUILD = (". To convert anyway, rebuild the encoder with values the format holds "
-           "(`new = BertEncoder.from_config_object(encoder.bert_config, <setting>=<value>)`, "
-           "`new.build()`, `new.set_weights(encoder.get_weights())`), knowing that its outputs "
-           "change "
-           "(docs/checkpoints.md, 'Migration')")
+REBUILD = (
+    ". To convert anyway, rebuild the encoder with values the format holds "
+    "(`new = BertEncoder.from_config_object(encoder.bert_config, <setting>=<value>)`, "
+    "`new.build()`, `new.set_weights(encoder.get_weights())`), knowing that its outputs "
+    "change "
+    "(docs/checkpoints.md, 'Migration')"
+)
 HUB_GELU = "keras-hub's BertBackbone always applies the tanh GELU (our 'gelu_approximate')"
-GOOGLE_ACT = ("modeling.py's get_activation names only 'gelu' (the tanh form, our "
-              "'gelu_approximate'), 'relu' and 'tanh'")
+GOOGLE_ACT = (
+    "modeling.py's get_activation names only 'gelu' (the tanh form, our "
+    "'gelu_approximate'), 'relu' and 'tanh'"
+)
 
 
 @pytest.fixture(scope="module")
@@ -101,32 +115,61 @@ def tanh_encoder(hf_dir):
     return load_encoder(hf_dir, hidden_activation="gelu_approximate")
 
 
-@pytest.mark.parametrize("fmt, overrides, refused", [
-    ("huggingface", {"causal": True},
-     "causal=True: transformers' BertModel attends in both directions (its is_decoder flag is "
-     "a decoder mode, not read back by load_encoder)"),
-    ("keras_hub", {"hidden_activation": "gelu"}, f"hidden_activation='gelu': {HUB_GELU}"),
-    ("keras_hub", {"hidden_activation": "relu"}, f"hidden_activation='relu': {HUB_GELU}"),
-    ("keras_hub", {"layer_norm_epsilon": 1e-5},
-     "layer_norm_epsilon=1e-05: keras-hub's BertBackbone fixes it at 1e-12"),
-    ("keras_hub", {"attention_dropout_rate": 0.0},
-     "attention_dropout_rate=0.0: keras-hub's BertBackbone has one dropout for the hidden "
-     "states and the attention probabilities (it would keep dropout_rate=0.1)"),
-    ("keras_hub", {"initializer_range": 0.05},
-     "initializer_range=0.05: keras-hub's BertBackbone fixes its initializer stddev at 0.02"),
-    ("keras_hub", {"causal": True}, "causal=True: keras-hub's BertBackbone attends in both "
-                                    "directions"),
-    ("keras_hub", {"layer_norm_epsilon": 1e-5, "causal": True},
-     "layer_norm_epsilon=1e-05: keras-hub's BertBackbone fixes it at 1e-12; causal=True: "
-     "keras-hub's BertBackbone attends in both directions"),
-    ("google", {"hidden_activation": "gelu"}, f"hidden_activation='gelu': {GOOGLE_ACT}"),
-    ("google", {"hidden_activation": "silu"}, f"hidden_activation='silu': {GOOGLE_ACT}"),
-    ("google", {"layer_norm_epsilon": 1e-5},
-     "layer_norm_epsilon=1e-05: modeling.py's layer_norm fixes it at 1e-12"),
-    ("google", {"causal": True}, "causal=True: modeling.py's encoder attends in both directions"),
-])
-def test_writer_refuses_the_settings_its_format_cannot_hold(tmp_path, tanh_encoder, fmt,
-                                                            overrides, refused):
+@pytest.mark.parametrize(
+    "fmt, overrides, refused",
+    [
+        (
+            "huggingface",
+            {"causal": True},
+            "causal=True: transformers' BertModel attends in both directions (its is_decoder flag is "
+            "a decoder mode, not read back by load_encoder)",
+        ),
+        ("keras_hub", {"hidden_activation": "gelu"}, f"hidden_activation='gelu': {HUB_GELU}"),
+        ("keras_hub", {"hidden_activation": "relu"}, f"hidden_activation='relu': {HUB_GELU}"),
+        (
+            "keras_hub",
+            {"layer_norm_epsilon": 1e-5},
+            "layer_norm_epsilon=1e-05: keras-hub's BertBackbone fixes it at 1e-12",
+        ),
+        (
+            "keras_hub",
+            {"attention_dropout_rate": 0.0},
+            "attention_dropout_rate=0.0: keras-hub's BertBackbone has one dropout for the hidden "
+            "states and the attention probabilities (it would keep dropout_rate=0.1)",
+        ),
+        (
+            "keras_hub",
+            {"initializer_range": 0.05},
+            "initializer_range=0.05: keras-hub's BertBackbone fixes its initializer stddev at 0.02",
+        ),
+        (
+            "keras_hub",
+            {"causal": True},
+            "causal=True: keras-hub's BertBackbone attends in both directions",
+        ),
+        (
+            "keras_hub",
+            {"layer_norm_epsilon": 1e-5, "causal": True},
+            "layer_norm_epsilon=1e-05: keras-hub's BertBackbone fixes it at 1e-12; causal=True: "
+            "keras-hub's BertBackbone attends in both directions",
+        ),
+        ("google", {"hidden_activation": "gelu"}, f"hidden_activation='gelu': {GOOGLE_ACT}"),
+        ("google", {"hidden_activation": "silu"}, f"hidden_activation='silu': {GOOGLE_ACT}"),
+        (
+            "google",
+            {"layer_norm_epsilon": 1e-5},
+            "layer_norm_epsilon=1e-05: modeling.py's layer_norm fixes it at 1e-12",
+        ),
+        (
+            "google",
+            {"causal": True},
+            "causal=True: modeling.py's encoder attends in both directions",
+        ),
+    ],
+)
+def test_writer_refuses_the_settings_its_format_cannot_hold(
+    tmp_path, tanh_encoder, fmt, overrides, refused
+):
     encoder = BertEncoder.from_config_object(tanh_encoder.bert_config, **overrides)
     with pytest.raises(ValueError) as raised:
         save_encoder(encoder, tmp_path / "out", format=fmt)
@@ -135,26 +178,46 @@ def test_writer_refuses_the_settings_its_format_cannot_hold(tmp_path, tanh_encod
 
 
 @pytest.mark.parametrize("name, do_lower_case", [("uncased_out", False), ("cased_out", True)])
-def test_google_refuses_a_casing_its_directory_name_contradicts(tmp_path, tanh_encoder, name,
-                                                                do_lower_case):
+def test_google_refuses_a_casing_its_directory_name_contradicts(
+    tmp_path, tanh_encoder, name, do_lower_case
+):
     with pytest.raises(ValueError) as raised:
         save_encoder(tanh_encoder, tmp_path / name, do_lower_case=do_lower_case, format="google")
     assert str(raised.value) == (
         f"format='google' cannot hold do_lower_case={do_lower_case}: google-research/bert "
-        f"records the casing only in the directory name, and {name!r} says the opposite{REBUILD}")
+        f"records the casing only in the directory name, and {name!r} says the opposite{REBUILD}"
+    )
     assert not (tmp_path / name).exists()
 
 
-@pytest.mark.parametrize("fmt, name, settings", [
-    ("huggingface", "out", {"hidden_activation": "silu", "dropout_rate": 0.2,
-                            "attention_dropout_rate": 0.05, "initializer_range": 0.03,
-                            "layer_norm_epsilon": 1e-5}),
-    ("keras_hub", "out", {"dropout_rate": 0.2, "attention_dropout_rate": 0.2}),
-    ("google", "cased_out", {"hidden_activation": "relu", "dropout_rate": 0.2,
-                             "attention_dropout_rate": 0.05, "initializer_range": 0.03}),
-])
-def test_writer_keeps_every_setting_it_does_not_refuse(tmp_path, tanh_encoder, fmt, name,
-                                                       settings):
+@pytest.mark.parametrize(
+    "fmt, name, settings",
+    [
+        (
+            "huggingface",
+            "out",
+            {
+                "hidden_activation": "silu",
+                "dropout_rate": 0.2,
+                "attention_dropout_rate": 0.05,
+                "initializer_range": 0.03,
+                "layer_norm_epsilon": 1e-5,
+            },
+        ),
+        ("keras_hub", "out", {"dropout_rate": 0.2, "attention_dropout_rate": 0.2}),
+        (
+            "google",
+            "cased_out",
+            {
+                "hidden_activation": "relu",
+                "dropout_rate": 0.2,
+                "attention_dropout_rate": 0.05,
+                "initializer_range": 0.03,
+            },
+        ),
+    ],
+)
+def test_writer_keeps_every_setting_it_does_not_refuse(tmp_path, tanh_encoder, fmt, name, settings):
     # Non-default values of every setting the format holds (CFG's sizes are non-default too:
     # max_position_embeddings=7, type_vocab_size=3); reading back gives the same config.
     encoder = BertEncoder.from_config_object(tanh_encoder.bert_config, **settings)
@@ -175,7 +238,10 @@ def test_unknown_format_is_refused(tmp_path, tanh_encoder):
 def test_default_format_is_unchanged(tmp_path, hf_dir):
     save_encoder(load_encoder(hf_dir), tmp_path)
     assert sorted(p.name for p in tmp_path.iterdir()) == [
-        "config.json", "encoder.weights.h5", "keras_bert_checkpoint.json"]
+        "config.json",
+        "encoder.weights.h5",
+        "keras_bert_checkpoint.json",
+    ]
 
 
 def test_keras_hub_preset_loads_in_keras_hub(tmp_path, hf_dir, vocab_file):
@@ -184,9 +250,14 @@ def test_keras_hub_preset_loads_in_keras_hub(tmp_path, hf_dir, vocab_file):
     encoder = load_encoder(hf_dir, hidden_activation="gelu_approximate")
     save_encoder(encoder, tmp_path, vocab_file, True, format="keras_hub")
     backbone = keras_hub.models.BertBackbone.from_preset(str(tmp_path))
-    out = backbone({"token_ids": FEATURES["input_word_ids"],
-                    "segment_ids": FEATURES["input_type_ids"],
-                    "padding_mask": FEATURES["input_mask"]}, training=False)
+    out = backbone(
+        {
+            "token_ids": FEATURES["input_word_ids"],
+            "segment_ids": FEATURES["input_type_ids"],
+            "padding_mask": FEATURES["input_mask"],
+        },
+        training=False,
+    )
     ours = encoder_outputs(encoder)
     assert max_diff(ours, (out["sequence_output"], out["pooled_output"])) <= 1e-5
     tokenizer = keras_hub.models.BertTokenizer.from_preset(str(tmp_path))

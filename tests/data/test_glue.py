@@ -1,4 +1,5 @@
 """GLUE readers on the real dev/train files (../shared/data/glue), plus malformed rows and tfds rows."""
+
 import numpy as np
 import pytest
 
@@ -7,40 +8,79 @@ from keras_bert.data.glue import InputExample
 
 RTE_LAST_A = (
     'Danny Kennedy, Greenpeace campaigns director, said: "The burden of proof in the Scott Parkin '
-    'expulsion case lies morally with the Commonwealth, to prove that he is a danger. When the '
-    'Government brought in anti-terror legislation, they promised the public that these laws would '
-    'only be used to confront a real and present risk of a terrorist attack, not a sweep-all approach '
-    'against citizens. Peace is not terrorism. Peace is not a threat to national security. No '
-    'democratic government should expel a foreign citizen because [it] opposes his political opinions."')
+    "expulsion case lies morally with the Commonwealth, to prove that he is a danger. When the "
+    "Government brought in anti-terror legislation, they promised the public that these laws would "
+    "only be used to confront a real and present risk of a terrorist attack, not a sweep-all approach "
+    "against citizens. Peace is not terrorism. Peace is not a threat to national security. No "
+    'democratic government should expel a foreign citizen because [it] opposes his political opinions."'
+)
 
 EXPECTED = {
-    "sst2": (872,
-             InputExample("dev-2", "it 's a charming and often affecting journey . ", None, "1"),
-             InputExample("dev-873", "looking aristocratic , luminous yet careworn in jane hamilton 's "
-                          "exemplary costumes , rampling gives a performance that could not be "
-                          "improved upon . ' ", None, "1")),
-    "mrpc": (408,
-             InputExample("dev-2", "He said the foodservice pie business doesn't fit the company's "
-                          "long-term growth strategy.",
-                          '"The foodservice pie business does not fit our long-term growth strategy.', "1"),
-             InputExample("dev-409", "Ex-KGB agent Putin added that the Beatles were considered "
-                          "'propaganda of an alien ideology'.",
-                          "In Soviet times the Beatles' music \"was considered propaganda of an alien "
-                          "ideology.", "1")),
-    "rte": (277,
-            InputExample("dev-2", "Dana Reeve, the widow of the actor Christopher Reeve, has died of "
-                         "lung cancer at age 44, according to the Christopher Reeve Foundation.",
-                         "Christopher Reeve had an accident.", "not_entailment"),
-            InputExample("dev-278", RTE_LAST_A, "Greenpeace director said that peace is terrorism.",
-                         "not_entailment")),
-    "stsb": (1500,
-             InputExample("dev-2", "A man with a hard hat is dancing.",
-                          "A man wearing a hard hat is dancing.", 5.0),
-             InputExample("dev-1501", "New video shows US police officers beating mentally-ill man",
-                          "New York police officer critically wounded in hatchet attack", 0.0)),
-    "cola": (1043,
-             InputExample("dev-1", "The sailors rode the breeze clear of the rocks.", None, "1"),
-             InputExample("dev-1043", "John talked to Bill about himself.", None, "1")),
+    "sst2": (
+        872,
+        InputExample("dev-2", "it 's a charming and often affecting journey . ", None, "1"),
+        InputExample(
+            "dev-873",
+            "looking aristocratic , luminous yet careworn in jane hamilton 's "
+            "exemplary costumes , rampling gives a performance that could not be "
+            "improved upon . ' ",
+            None,
+            "1",
+        ),
+    ),
+    "mrpc": (
+        408,
+        InputExample(
+            "dev-2",
+            "He said the foodservice pie business doesn't fit the company's "
+            "long-term growth strategy.",
+            '"The foodservice pie business does not fit our long-term growth strategy.',
+            "1",
+        ),
+        InputExample(
+            "dev-409",
+            "Ex-KGB agent Putin added that the Beatles were considered "
+            "'propaganda of an alien ideology'.",
+            "In Soviet times the Beatles' music \"was considered propaganda of an alien ideology.",
+            "1",
+        ),
+    ),
+    "rte": (
+        277,
+        InputExample(
+            "dev-2",
+            "Dana Reeve, the widow of the actor Christopher Reeve, has died of "
+            "lung cancer at age 44, according to the Christopher Reeve Foundation.",
+            "Christopher Reeve had an accident.",
+            "not_entailment",
+        ),
+        InputExample(
+            "dev-278",
+            RTE_LAST_A,
+            "Greenpeace director said that peace is terrorism.",
+            "not_entailment",
+        ),
+    ),
+    "stsb": (
+        1500,
+        InputExample(
+            "dev-2",
+            "A man with a hard hat is dancing.",
+            "A man wearing a hard hat is dancing.",
+            5.0,
+        ),
+        InputExample(
+            "dev-1501",
+            "New video shows US police officers beating mentally-ill man",
+            "New York police officer critically wounded in hatchet attack",
+            0.0,
+        ),
+    ),
+    "cola": (
+        1043,
+        InputExample("dev-1", "The sailors rode the breeze clear of the rocks.", None, "1"),
+        InputExample("dev-1043", "John talked to Bill about himself.", None, "1"),
+    ),
 }
 
 
@@ -71,15 +111,21 @@ def test_label_counts_and_train_sizes(data_dir):
 
 def test_malformed_row_reported_and_does_not_shift_labels(tmp_path, caplog):
     path = tmp_path / "dev.tsv"
-    path.write_text("index\tsentence1\tsentence2\tlabel\n"
-                    "0\ta\tb\tentailment\n"
-                    "1\t\"unbalanced quote\tonly three\n"       # one column short
-                    "2\tc\td\tnot_entailment\n"
-                    "3\te\tf\tmaybe\n"                          # unknown label
-                    "4\tg\th\tentailment\n", encoding="utf-8")
+    path.write_text(
+        "index\tsentence1\tsentence2\tlabel\n"
+        "0\ta\tb\tentailment\n"
+        '1\t"unbalanced quote\tonly three\n'  # one column short
+        "2\tc\td\tnot_entailment\n"
+        "3\te\tf\tmaybe\n"  # unknown label
+        "4\tg\th\tentailment\n",
+        encoding="utf-8",
+    )
     examples = glue.read_tsv_file(path, "rte", "dev")
     assert [(e.guid, e.text_a, e.label) for e in examples] == [
-        ("dev-2", "a", "entailment"), ("dev-4", "c", "not_entailment"), ("dev-6", "g", "entailment")]
+        ("dev-2", "a", "entailment"),
+        ("dev-4", "c", "not_entailment"),
+        ("dev-6", "g", "entailment"),
+    ]
     assert f"{path}:3: malformed rte row: expected 4 tab-separated columns, found 3" in caplog.text
     assert f"{path}:5: malformed rte row: label 'maybe' is not one of" in caplog.text
     with pytest.raises(glue.MalformedRowError, match=r"dev.tsv:3: .*expected 4 .* found 3"):
@@ -88,23 +134,31 @@ def test_malformed_row_reported_and_does_not_shift_labels(tmp_path, caplog):
 
 def test_quotes_are_plain_characters_and_crlf(tmp_path):
     path = tmp_path / "train.tsv"
-    path.write_text('\ufeffQuality\t#1 ID\t#2 ID\t#1 String\t#2 String\r\n'
-                    '1\t1\t2\t"He said\tShe said "no\r\n'
-                    '0\t3\t4\tx\ty"\r\n', encoding="utf-8")
+    path.write_text(
+        "\ufeffQuality\t#1 ID\t#2 ID\t#1 String\t#2 String\r\n"
+        '1\t1\t2\t"He said\tShe said "no\r\n'
+        '0\t3\t4\tx\ty"\r\n',
+        encoding="utf-8",
+    )
     examples = glue.read_tsv_file(path, "mrpc", "train", on_error="raise")
-    assert examples == [InputExample("train-2", '"He said', 'She said "no', "1"),
-                        InputExample("train-3", "x", 'y"', "0")]
+    assert examples == [
+        InputExample("train-2", '"He said', 'She said "no', "1"),
+        InputExample("train-3", "x", 'y"', "0"),
+    ]
 
 
 def test_test_split_has_no_labels_and_mnli_splits(tmp_path):
     (tmp_path / "MNLI").mkdir()
     header = "index\tpromptID\tpairID\tgenre\ts1b\ts2b\ts1p\ts2p\tsentence1\tsentence2"
     (tmp_path / "MNLI" / "test_matched.tsv").write_text(
-        header + "\n0\t1\t2\tg\t-\t-\t-\t-\tpremise\thypothesis\n")
+        header + "\n0\t1\t2\tg\t-\t-\t-\t-\tpremise\thypothesis\n"
+    )
     (tmp_path / "MNLI" / "dev_mismatched.tsv").write_text(
-        header + "\tlabel1\tgold_label\n0\t1\t2\tg\t-\t-\t-\t-\tp\th\tneutral\tneutral\n")
+        header + "\tlabel1\tgold_label\n0\t1\t2\tg\t-\t-\t-\t-\tp\th\tneutral\tneutral\n"
+    )
     assert glue.read_glue("mnli", "test_matched", tmp_path) == [
-        InputExample("test_matched-2", "premise", "hypothesis", None)]
+        InputExample("test_matched-2", "premise", "hypothesis", None)
+    ]
     assert glue.read_glue("MNLI", "dev_mismatched", tmp_path)[0].label == "neutral"
     assert glue.get_task("mnli").dev_splits == ("dev_matched", "dev_mismatched")
     with pytest.raises(ValueError, match="task 'mnli' has no split 'dev'"):
@@ -116,19 +170,37 @@ def test_test_split_has_no_labels_and_mnli_splits(tmp_path):
 
 
 def test_all_nine_tasks_defined():
-    assert sorted(glue.TASKS) == ["cola", "mnli", "mrpc", "qnli", "qqp", "rte", "sst2", "stsb", "wnli"]
+    assert sorted(glue.TASKS) == [
+        "cola",
+        "mnli",
+        "mrpc",
+        "qnli",
+        "qqp",
+        "rte",
+        "sst2",
+        "stsb",
+        "wnli",
+    ]
     assert glue.get_task("stsb").num_classes == 1 and glue.get_task("mnli").num_classes == 3
     assert glue.get_task("qqp").is_pair and not glue.get_task("cola").is_pair
 
 
 def test_tfds_rows_map_labels_by_name():
-    rows = [{"premise": b"p0", "hypothesis": b"h0", "label": np.int64(0), "idx": 0},
-            {"premise": b"p1", "hypothesis": b"h1", "label": np.int64(2), "idx": 1},
-            {"premise": b"p2", "hypothesis": b"h2", "label": np.int64(-1), "idx": 2}]
+    rows = [
+        {"premise": b"p0", "hypothesis": b"h0", "label": np.int64(0), "idx": 0},
+        {"premise": b"p1", "hypothesis": b"h1", "label": np.int64(2), "idx": 1},
+        {"premise": b"p2", "hypothesis": b"h2", "label": np.int64(-1), "idx": 2},
+    ]
     # tensorflow-datasets' MNLI ClassLabel order differs from ours.
-    out = glue.examples_from_tfds("mnli", "dev_matched", rows, ["entailment", "neutral", "contradiction"])
-    assert out == [InputExample("dev_matched-0", "p0", "h0", "entailment"),
-                   InputExample("dev_matched-1", "p1", "h1", "contradiction"),
-                   InputExample("dev_matched-2", "p2", "h2", None)]
-    stsb = glue.examples_from_tfds("stsb", "dev", [{"sentence1": b"a", "sentence2": b"b", "label": 3.8}])
+    out = glue.examples_from_tfds(
+        "mnli", "dev_matched", rows, ["entailment", "neutral", "contradiction"]
+    )
+    assert out == [
+        InputExample("dev_matched-0", "p0", "h0", "entailment"),
+        InputExample("dev_matched-1", "p1", "h1", "contradiction"),
+        InputExample("dev_matched-2", "p2", "h2", None),
+    ]
+    stsb = glue.examples_from_tfds(
+        "stsb", "dev", [{"sentence1": b"a", "sentence2": b"b", "label": 3.8}]
+    )
     assert stsb[0].label == pytest.approx(3.8)

@@ -1,4 +1,5 @@
 """Pretraining instances on a real corpus slice (WikiText-2 test) with the real uncased vocab."""
+
 import collections
 import random
 
@@ -38,19 +39,28 @@ def test_wikitext_reader_splits_articles_and_sentences(data_dir):
     raw = pd.read_raw_documents(str(data_dir / "wikitext/wikitext-2-raw/wiki.test.raw"), "wikitext")
     assert len(raw) == 62  # 64 ` = Title = ` lines, two of them without a body paragraph
     assert raw[0][0] == "Robert Boulter is an English film , television and theatre actor ."
-    assert raw[0][1].startswith("He had a guest-starring role on the television series The Bill in 2000 .")
+    assert raw[0][1].startswith(
+        "He had a guest-starring role on the television series The Bill in 2000 ."
+    )
     sentences = [s for doc in raw for s in doc]
     assert not any(s.startswith("= =") or s.endswith("= =") for s in sentences)  # headings dropped
     assert "= Qualified for the next round" in sentences  # a table legend line, not a title
-    assert pd.split_wikitext_sentences(" In 1 @,@ 000 the U.S. grew 2 @.@ 5 % . Then it fell ! ok ") == [
-        "In 1,000 the U.S. grew 2.5 % .", "Then it fell ! ok"]
+    assert pd.split_wikitext_sentences(
+        " In 1 @,@ 000 the U.S. grew 2 @.@ 5 % . Then it fell ! ok "
+    ) == ["In 1,000 the U.S. grew 2.5 % .", "Then it fell ! ok"]
 
 
 @pytest.mark.slow
 def test_summary_figures_on_wikitext(wiki_documents, vocab_words):
-    instances = pd.create_training_instances(wiki_documents, vocab_words, SEQ, dupe_factor=3,
-                                             masked_lm_prob=PROB, max_predictions_per_seq=PRED,
-                                             random_seed=7)
+    instances = pd.create_training_instances(
+        wiki_documents,
+        vocab_words,
+        SEQ,
+        dupe_factor=3,
+        masked_lm_prob=PROB,
+        max_predictions_per_seq=PRED,
+        random_seed=7,
+    )
     s = pd.summarize_instances(instances)
     assert s["instances"] > 2000
     assert abs(s["masked_fraction"] - PROB) < 0.01
@@ -73,7 +83,9 @@ def test_summary_figures_on_wikitext(wiki_documents, vocab_words):
         original = _original_tokens(inst)
         assert original[0] == "[CLS]" and original[a_len + 1] == "[SEP]" and original[-1] == "[SEP]"
         assert "[CLS]" not in inst.masked_lm_labels and "[SEP]" not in inst.masked_lm_labels
-        for pos, label, kind in zip(inst.masked_lm_positions, inst.masked_lm_labels, inst.mask_kinds):
+        for pos, label, kind in zip(
+            inst.masked_lm_positions, inst.masked_lm_labels, inst.mask_kinds
+        ):
             if kind == "mask":
                 assert inst.tokens[pos] == "[MASK]"
             elif kind == "keep":
@@ -82,8 +94,9 @@ def test_summary_figures_on_wikitext(wiki_documents, vocab_words):
 
 @pytest.mark.slow
 def test_whole_word_masking_never_masks_part_of_a_word(wiki_documents, vocab_words):
-    instances = pd.create_training_instances(wiki_documents[:6], vocab_words, SEQ, dupe_factor=2,
-                                             do_whole_word_mask=True, random_seed=3)
+    instances = pd.create_training_instances(
+        wiki_documents[:6], vocab_words, SEQ, dupe_factor=2, do_whole_word_mask=True, random_seed=3
+    )
     multi_piece_words_masked = 0
     for inst in instances:
         original = _original_tokens(inst)
@@ -110,7 +123,8 @@ def test_whole_word_masking_never_masks_part_of_a_word(wiki_documents, vocab_wor
 def test_whole_word_group_does_not_cross_sep():
     tokens = ["[CLS]", "un", "##able", "[SEP]", "##ing", "x", "[SEP]"]
     out, pos, labels, kinds = pd.create_masked_lm_predictions(
-        tokens, 1.0, 20, ["a"], random.Random(0), do_whole_word_mask=True)
+        tokens, 1.0, 20, ["a"], random.Random(0), do_whole_word_mask=True
+    )
     assert pos == [1, 2, 4, 5] and labels == ["un", "##able", "##ing", "x"]
     assert out[0] == "[CLS]" and out[3] == "[SEP]" and out[6] == "[SEP]"
 
@@ -119,8 +133,14 @@ def test_number_to_predict_rounds_candidates_not_specials():
     # 10 candidates * 0.15 = 1.5 -> 2 (round half to even); 3 candidates -> max(1, 0) = 1.
     tokens = ["[CLS]"] + ["w"] * 6 + ["[SEP]"] + ["v"] * 4 + ["[SEP]"]
     assert len(pd.create_masked_lm_predictions(tokens, 0.15, 20, ["q"], random.Random(1))[1]) == 2
-    assert len(pd.create_masked_lm_predictions(["[CLS]", "a", "[SEP]", "b", "c", "[SEP]"], 0.15, 20,
-                                               ["q"], random.Random(1))[1]) == 1
+    assert (
+        len(
+            pd.create_masked_lm_predictions(
+                ["[CLS]", "a", "[SEP]", "b", "c", "[SEP]"], 0.15, 20, ["q"], random.Random(1)
+            )[1]
+        )
+        == 1
+    )
     assert len(pd.create_masked_lm_predictions(tokens, 1.0, 3, ["q"], random.Random(1))[1]) == 3
 
 
@@ -128,8 +148,15 @@ def test_nsp_labels_match_segment_sources():
     # Each document uses its own words, so a segment's source document is known exactly.
     docs = [[[f"d{d}s{s}w{w}" for w in range(3)] for s in range(8)] for d in range(6)]
     vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
-    instances = pd.create_training_instances(docs, vocab, max_seq_length=20, dupe_factor=20,
-                                             short_seq_prob=0.0, masked_lm_prob=0.01, random_seed=5)
+    instances = pd.create_training_instances(
+        docs,
+        vocab,
+        max_seq_length=20,
+        dupe_factor=20,
+        short_seq_prob=0.0,
+        masked_lm_prob=0.01,
+        random_seed=5,
+    )
     labels = collections.Counter()
     for inst in instances:
         orig = _original_tokens(inst)

@@ -1,4 +1,5 @@
 """TFRecord round trip, corrupt shards, dynamic masking and per-replica input of the pretraining pipeline."""
+
 import random
 
 import numpy as np
@@ -15,10 +16,13 @@ IDS = {t: i for i, t in enumerate(VOCAB)}
 
 def _instances(n_docs=6, seed=0, dupe_factor=2):
     rng = random.Random(seed)
-    docs = [[[f"w{rng.randrange(40)}" for _ in range(rng.randint(3, 9))] for _ in range(6)]
-            for _ in range(n_docs)]
-    return pd.create_training_instances(docs, VOCAB, SEQ, dupe_factor=dupe_factor,
-                                        max_predictions_per_seq=PRED, random_seed=seed)
+    docs = [
+        [[f"w{rng.randrange(40)}" for _ in range(rng.randint(3, 9))] for _ in range(6)]
+        for _ in range(n_docs)
+    ]
+    return pd.create_training_instances(
+        docs, VOCAB, SEQ, dupe_factor=dupe_factor, max_predictions_per_seq=PRED, random_seed=seed
+    )
 
 
 def _write(tmp_path, instances, shards=2):
@@ -30,16 +34,21 @@ def _write(tmp_path, instances, shards=2):
 def test_record_round_trip_equals_instance(tmp_path):
     instances = _instances()
     paths = _write(tmp_path, instances, shards=1)
-    ds = pp.make_pretraining_dataset(paths, batch_size=1, max_seq_length=SEQ,
-                                     max_predictions_per_seq=PRED, is_training=False)
+    ds = pp.make_pretraining_dataset(
+        paths, batch_size=1, max_seq_length=SEQ, max_predictions_per_seq=PRED, is_training=False
+    )
     got = list(ds.as_numpy_iterator())
     assert len(got) == len(instances)
     for inst, batch in zip(instances, got):
         n, p = len(inst.tokens), len(inst.masked_lm_positions)
         row = {k: v[0] for k, v in batch.items()}
-        assert row["input_word_ids"].dtype == np.int32 and row["masked_lm_weights"].dtype == np.float32
+        assert (
+            row["input_word_ids"].dtype == np.int32 and row["masked_lm_weights"].dtype == np.float32
+        )
         assert [VOCAB[i] for i in row["input_word_ids"][:n]] == inst.tokens
-        assert not row["input_word_ids"][n:].any() and row["input_mask"].tolist() == [1] * n + [0] * (SEQ - n)
+        assert not row["input_word_ids"][n:].any() and row["input_mask"].tolist() == [1] * n + [
+            0
+        ] * (SEQ - n)
         assert row["input_type_ids"][:n].tolist() == inst.segment_ids
         assert row["masked_lm_positions"].tolist() == inst.masked_lm_positions + [0] * (PRED - p)
         assert [VOCAB[i] for i in row["masked_lm_ids"][:p]] == inst.masked_lm_labels
@@ -64,7 +73,9 @@ def test_damaged_shard_is_a_clear_error_naming_it(tmp_path, damage):
     else:
         data[len(data) // 2] ^= 0xFF
     open(paths[1], "wb").write(bytes(data))
-    with pytest.raises(pp.CorruptShardError, match=r"pt\.tfrecord-00001-of-00002.*(truncated|corrupt)"):
+    with pytest.raises(
+        pp.CorruptShardError, match=r"pt\.tfrecord-00001-of-00002.*(truncated|corrupt)"
+    ):
         pp.make_pretraining_dataset(str(tmp_path / "pt.tfrecord-*"), 4, SEQ, PRED)
     assert pp.verify_shards(paths[:1]) == [len(_instances()) // 2 + len(_instances()) % 2]
 
@@ -77,10 +88,20 @@ def test_missing_shards_are_an_error(tmp_path):
 def test_dynamic_masking_redraws_each_epoch(tmp_path):
     instances = _instances(dupe_factor=1)
     paths = _write(tmp_path, instances, shards=1)
-    ds = pp.make_pretraining_dataset(paths, batch_size=len(instances), max_seq_length=SEQ,
-                                     max_predictions_per_seq=PRED, is_training=False, seed=11,
-                                     dynamic_masking=True, vocab_size=len(VOCAB), mask_token_id=4,
-                                     cls_token_id=2, sep_token_id=3, masked_lm_prob=0.15)
+    ds = pp.make_pretraining_dataset(
+        paths,
+        batch_size=len(instances),
+        max_seq_length=SEQ,
+        max_predictions_per_seq=PRED,
+        is_training=False,
+        seed=11,
+        dynamic_masking=True,
+        vocab_size=len(VOCAB),
+        mask_token_id=4,
+        cls_token_id=2,
+        sep_token_id=3,
+        masked_lm_prob=0.15,
+    )
     epoch1, epoch2 = list(ds.as_numpy_iterator()), list(ds.as_numpy_iterator())
     assert not np.array_equal(epoch1[0]["masked_lm_positions"], epoch2[0]["masked_lm_positions"])
     for batch in (epoch1[0], epoch2[0]):
@@ -109,11 +130,24 @@ def _orig(inst):
 
 def test_dynamic_mask_split_is_80_10_10():
     ids = tf.constant([2] + [10 + i % 30 for i in range(2000)] + [3], tf.int32)
-    f = {"input_word_ids": ids, "input_mask": tf.ones_like(ids), "input_type_ids": tf.zeros_like(ids),
-         "masked_lm_positions": tf.zeros([300], tf.int32), "masked_lm_ids": tf.zeros([300], tf.int32),
-         "masked_lm_weights": tf.zeros([300], tf.float32), "next_sentence_labels": tf.constant([0])}
-    out = pp.dynamic_mask(f, tf.constant([1, 2]), vocab_size=30000, mask_token_id=4, cls_token_id=2,
-                          sep_token_id=3, masked_lm_prob=0.15)
+    f = {
+        "input_word_ids": ids,
+        "input_mask": tf.ones_like(ids),
+        "input_type_ids": tf.zeros_like(ids),
+        "masked_lm_positions": tf.zeros([300], tf.int32),
+        "masked_lm_ids": tf.zeros([300], tf.int32),
+        "masked_lm_weights": tf.zeros([300], tf.float32),
+        "next_sentence_labels": tf.constant([0]),
+    }
+    out = pp.dynamic_mask(
+        f,
+        tf.constant([1, 2]),
+        vocab_size=30000,
+        mask_token_id=4,
+        cls_token_id=2,
+        sep_token_id=3,
+        masked_lm_prob=0.15,
+    )
     pos, labels = out["masked_lm_positions"].numpy(), out["masked_lm_ids"].numpy()
     new = out["input_word_ids"].numpy()[pos]
     assert out["masked_lm_weights"].numpy().sum() == 300  # round(2000 * 0.15) = 300
@@ -123,9 +157,18 @@ def test_dynamic_mask_split_is_80_10_10():
 
 def test_per_replica_batches_and_shard_split(tmp_path):
     paths = _write(tmp_path, _instances(), shards=2)
-    ctx = tf.distribute.InputContext(num_input_pipelines=2, input_pipeline_id=1, num_replicas_in_sync=2)
-    ds = pp.make_pretraining_dataset(paths, batch_size=8, max_seq_length=SEQ, max_predictions_per_seq=PRED,
-                                     is_training=False, input_context=ctx, use_nsp=False)
+    ctx = tf.distribute.InputContext(
+        num_input_pipelines=2, input_pipeline_id=1, num_replicas_in_sync=2
+    )
+    ds = pp.make_pretraining_dataset(
+        paths,
+        batch_size=8,
+        max_seq_length=SEQ,
+        max_predictions_per_seq=PRED,
+        is_training=False,
+        input_context=ctx,
+        use_nsp=False,
+    )
     batches = list(ds.as_numpy_iterator())
     assert batches[0]["input_word_ids"].shape == (4, SEQ)  # global 8 / 2 replicas
     assert "next_sentence_labels" not in batches[0]
@@ -133,6 +176,7 @@ def test_per_replica_batches_and_shard_split(tmp_path):
     # Under a strategy, Keras-style distribution of the global batch.
     strategy = tf.distribute.get_strategy()
     dist = strategy.distribute_datasets_from_function(
-        lambda c: pp.make_pretraining_dataset(paths, 8, SEQ, PRED, input_context=c, seed=1))
+        lambda c: pp.make_pretraining_dataset(paths, 8, SEQ, PRED, input_context=c, seed=1)
+    )
     first = next(iter(dist))
     assert first["input_word_ids"].shape == (8, SEQ)

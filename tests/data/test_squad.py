@@ -1,4 +1,5 @@
 """SQuAD reader and windowed features: hand-made cases with known answers, and the real dev files."""
+
 import json
 
 import numpy as np
@@ -30,9 +31,10 @@ def test_read_real_dev_files(data_dir):
     assert all(e.answers and not e.is_impossible for e in v1)
     for e in v1[:200]:
         for text, start in e.answers:
-            assert e.context[start:start + len(text)] == text
-    v2 = squad.read_squad_examples(data_dir / "squad" / "dev-v2.0-subset.json",
-                                   version_2_with_negative=True)
+            assert e.context[start : start + len(text)] == text
+    v2 = squad.read_squad_examples(
+        data_dir / "squad" / "dev-v2.0-subset.json", version_2_with_negative=True
+    )
     assert len(v2) == 6078
     assert sum(e.is_impossible for e in v2) == 3168
     assert all(not e.answers for e in v2 if e.is_impossible)
@@ -56,12 +58,15 @@ def make_example(context, answer=None, question="what ?", impossible=False):
 
 def test_answer_across_a_window_boundary(tok):
     # 16 one-piece words; query "what ?" = 2 pieces; max_seq_length 12 -> 7 context pieces a window.
-    words = "zero one two three four five six seven eight nine ten eleven twelve thirteen " \
-            "fourteen fifteen".split()
+    words = (
+        "zero one two three four five six seven eight nine ten eleven twelve thirteen "
+        "fourteen fifteen".split()
+    )
     context = " ".join(words)
     example = make_example(context, "five six seven eight")  # pieces 5..8
-    features = squad.convert_example(example, tok, max_seq_length=12, doc_stride=3,
-                                     max_query_length=4, is_training=True)
+    features = squad.convert_example(
+        example, tok, max_seq_length=12, doc_stride=3, max_query_length=4, is_training=True
+    )
     assert [f.window_index for f in features] == [0, 1, 2, 3]
     # windows (0,7) (3,7) (6,7) (9,7): only window 1 holds pieces 5..8 wholly.
     labels = [(f.start_position, f.end_position) for f in features]
@@ -82,13 +87,31 @@ def test_answer_across_a_window_boundary(tok):
 def test_answer_at_very_start_and_end(tok):
     context = "Paris is the capital of France"
     for answer, expected in (("Paris", (4, 4)), ("France", (9, 9))):
-        (f,) = squad.convert_example(make_example(context, answer), tok, max_seq_length=32,
-                                     max_query_length=8, is_training=True)
+        (f,) = squad.convert_example(
+            make_example(context, answer),
+            tok,
+            max_seq_length=32,
+            max_query_length=8,
+            is_training=True,
+        )
         assert (f.start_position, f.end_position) == expected
-        assert context[f.token_start[f.start_position]:f.token_end[f.end_position]] == answer
+        assert context[f.token_start[f.start_position] : f.token_end[f.end_position]] == answer
     assert f.input_word_ids[:12].tolist() == tok.convert_tokens_to_ids(
-        ["[CLS]", "what", "?", "[SEP]", "paris", "is", "the", "capital", "of", "france", "[SEP]",
-         "[PAD]"])
+        [
+            "[CLS]",
+            "what",
+            "?",
+            "[SEP]",
+            "paris",
+            "is",
+            "the",
+            "capital",
+            "of",
+            "france",
+            "[SEP]",
+            "[PAD]",
+        ]
+    )
     assert f.input_type_ids[:12].tolist() == [0] * 4 + [1] * 7 + [0]
     assert f.input_mask[:12].tolist() == [1] * 11 + [0]
     assert f.token_start[:4].tolist() == [-1] * 4 and f.token_start[10] == -1
@@ -97,17 +120,23 @@ def test_answer_at_very_start_and_end(tok):
 def test_accents_cjk_and_irregular_whitespace_answer(tok):
     context = "Der  Begriff\t«Café  Müller»\u00a0steht\n\n in 東京都 ,  naïve   façade ."
     for answer in ("Café  Müller", "東京", "naïve   façade", "Müller»"):
-        (f,) = squad.convert_example(make_example(context, answer), tok, max_seq_length=64,
-                                     max_query_length=8, is_training=True)
-        got = context[f.token_start[f.start_position]:f.token_end[f.end_position]]
+        (f,) = squad.convert_example(
+            make_example(context, answer),
+            tok,
+            max_seq_length=64,
+            max_query_length=8,
+            is_training=True,
+        )
+        got = context[f.token_start[f.start_position] : f.token_end[f.end_position]]
         assert got == answer
 
 
 def test_unanswerable_question_points_at_cls(tok):
     context = " ".join(["word"] * 30)
     example = make_example(context, impossible=True)
-    features = squad.convert_example(example, tok, max_seq_length=16, doc_stride=4,
-                                     max_query_length=4, is_training=True)
+    features = squad.convert_example(
+        example, tok, max_seq_length=16, doc_stride=4, max_query_length=4, is_training=True
+    )
     assert len(features) > 1
     assert all(f.start_position == 0 and f.end_position == 0 for f in features)
 
@@ -115,8 +144,13 @@ def test_unanswerable_question_points_at_cls(tok):
 def test_question_longer_than_max_query_length(tok):
     question = " ".join(["why"] * 10)
     context = "one two three four five six"
-    (f,) = squad.convert_example(make_example(context, "four", question=question), tok,
-                                 max_seq_length=16, max_query_length=3, is_training=True)
+    (f,) = squad.convert_example(
+        make_example(context, "four", question=question),
+        tok,
+        max_seq_length=16,
+        max_query_length=3,
+        is_training=True,
+    )
     why = tok.vocab["why"]
     assert f.input_word_ids[:5].tolist() == [tok.vocab["[CLS]"], why, why, why, tok.vocab["[SEP]"]]
     assert (f.start_position, f.end_position) == (8, 8)
@@ -126,12 +160,15 @@ def test_question_longer_than_max_query_length(tok):
 
 
 def test_stack_and_split(tok):
-    examples = [squad.SquadExample(str(i), "what ?", "a b c", (("b", 2),), False, t)
-                for i, t in enumerate("AABBC")]
+    examples = [
+        squad.SquadExample(str(i), "what ?", "a b c", (("b", 2),), False, t)
+        for i, t in enumerate("AABBC")
+    ]
     train, held = squad.split_by_title(examples, 0.4)
     assert [e.title for e in train] == list("AABB") and [e.title for e in held] == ["C"]
-    features = squad.convert_examples(examples, tok, max_seq_length=10, max_query_length=4,
-                                      is_training=True)
+    features = squad.convert_examples(
+        examples, tok, max_seq_length=10, max_query_length=4, is_training=True
+    )
     arrays = squad.stack_features(features, with_labels=True)
     assert arrays["input_word_ids"].shape == (5, 10) and arrays["input_word_ids"].dtype == np.int32
     assert arrays["start_positions"].tolist() == [5] * 5

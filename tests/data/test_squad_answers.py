@@ -1,4 +1,5 @@
 """SQuAD answers from window logits (`keras_bert.data.squad_answers`), on constructed logits."""
+
 import numpy as np
 import pytest
 
@@ -6,8 +7,9 @@ from keras_bert.data import squad
 from keras_bert.data import squad_answers as post
 from keras_bert.tokenization.full_tokenizer import FullTokenizer
 
-WORDS = ("zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen "
-         "fifteen").split()
+WORDS = (
+    "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen"
+).split()
 CONTEXT = " ".join(WORDS)
 OFFSET = 4  # [CLS] what ? [SEP]
 
@@ -21,8 +23,7 @@ def tok(uncased_vocab):
 def features(tok):
     # windows (0,7) (3,7) (6,7) (9,7) of 7 one-piece words each, 12 positions per window.
     example = squad.SquadExample("q", "what ?", CONTEXT)
-    return squad.convert_example(example, tok, max_seq_length=12, doc_stride=3,
-                                 max_query_length=4)
+    return squad.convert_example(example, tok, max_seq_length=12, doc_stride=3, max_query_length=4)
 
 
 def logits(features, marks):
@@ -42,17 +43,18 @@ def logits(features, marks):
 def test_max_context_rule_picks_the_window(features):
     # window 0 holds piece 6 at its right edge (not its max-context window): its high start
     # logit must not count; window 1 (max context for pieces 5 and 6) answers "five six".
-    results = logits(features, {(0, "start", 6): 10.0, (0, "end", 6): 4.0,
-                                (1, "start", 5): 5.0, (1, "end", 6): 5.0})
+    results = logits(
+        features,
+        {(0, "start", 6): 10.0, (0, "end", 6): 4.0, (1, "start", 5): 5.0, (1, "end", 6): 5.0},
+    )
     out = post.predict_example(CONTEXT, features, results)
-    assert out["text"] == "five six" == CONTEXT[out["start"]:out["end"]]
+    assert out["text"] == "five six" == CONTEXT[out["start"] : out["end"]]
     assert out["score"] == 10.0
     assert out["nbest"][0]["text"] == "five six"
 
 
 def test_answer_at_the_end_and_max_answer_length(features):
-    results = logits(features, {(3, "start", 13): 6.0, (3, "end", 15): 6.0,
-                                (3, "start", 15): 1.0})
+    results = logits(features, {(3, "start", 13): 6.0, (3, "end", 15): 6.0, (3, "start", 15): 1.0})
     out = post.predict_example(CONTEXT, features, results)
     assert out["text"] == "thirteen fourteen fifteen" and out["end"] == len(CONTEXT)
     short = post.predict_example(CONTEXT, features, results, max_answer_length=2)
@@ -66,31 +68,38 @@ def test_v2_null_score_and_strict_threshold(features):
     assert out["null_score"] == -4.0 and out["null_odds"] == -8.0
     assert out["text"] == "five"
     assert "" in [n["text"] for n in out["nbest"]]
-    kept = post.predict_example(CONTEXT, features, results, version_2_with_negative=True,
-                                null_score_diff_threshold=-8.0)
+    kept = post.predict_example(
+        CONTEXT, features, results, version_2_with_negative=True, null_score_diff_threshold=-8.0
+    )
     assert kept["text"] == "five"  # -8 > -8 is false: answered
-    empty = post.predict_example(CONTEXT, features, results, version_2_with_negative=True,
-                                 null_score_diff_threshold=-8.5)
+    empty = post.predict_example(
+        CONTEXT, features, results, version_2_with_negative=True, null_score_diff_threshold=-8.5
+    )
     assert (empty["text"], empty["start"], empty["end"], empty["score"]) == ("", 0, 0, -4.0)
     assert empty["best_non_null_text"] == "five"
 
 
 def test_no_valid_candidate_gives_empty_answer(features):
     # Only the first start and end are kept (n_best_size=1): start at piece 8, end at piece 2.
-    results = logits(features, {(1, "start", 8): 9.0, (1, "end", 5): 9.0,
-                                (2, "start", 8): 9.0, (0, "end", 2): 9.0})
+    results = logits(
+        features,
+        {(1, "start", 8): 9.0, (1, "end", 5): 9.0, (2, "start", 8): 9.0, (0, "end", 2): 9.0},
+    )
     for w in range(4):
         results[w][1][OFFSET:] = np.where(results[w][1][OFFSET:] == 9.0, 9.0, -5.0)
     out = post.predict_example(CONTEXT, features[2:3], results[2:3], n_best_size=1)
     assert out["text"] == "" and out["null_odds"] == post.NO_ANSWER_ODDS
-    v2 = post.predict_example(CONTEXT, features[2:3], results[2:3], n_best_size=1,
-                              version_2_with_negative=True)
+    v2 = post.predict_example(
+        CONTEXT, features[2:3], results[2:3], n_best_size=1, version_2_with_negative=True
+    )
     assert v2["text"] == "" and len(v2["nbest"]) == 1
 
 
 def test_nbest_dedupes_texts_and_sums_to_one(features):
-    results = logits(features, {(0, "start", 3): 3.0, (0, "end", 4): 3.0,
-                                (1, "start", 3): 2.0, (1, "end", 4): 2.0})
+    results = logits(
+        features,
+        {(0, "start", 3): 3.0, (0, "end", 4): 3.0, (1, "start", 3): 2.0, (1, "end", 4): 2.0},
+    )
     out = post.predict_example(CONTEXT, features, results, n_best_size=3)
     texts = [n["text"] for n in out["nbest"]]
     assert texts[0] == "three four" and len(set(texts)) == len(texts) == 3

@@ -1,4 +1,5 @@
 """Own-data readers: CSV, TSV, JSONL; every error names the problem."""
+
 import json
 
 import pytest
@@ -10,20 +11,32 @@ from keras_bert.data.glue import InputExample
 def test_csv_tsv_jsonl_read_the_same(tmp_path):
     (tmp_path / "a.csv").write_text('text,other,label\n"Hello, world",x,pos\nbad movie,y,neg\n')
     (tmp_path / "a.tsv").write_text("text\tlabel\nHello, world\tpos\nbad movie\tneg\n")
-    (tmp_path / "a.jsonl").write_text(json.dumps({"text": "Hello, world", "label": "pos"}) + "\n\n"
-                                      + json.dumps({"text": "bad movie", "label": "neg"}) + "\n")
+    (tmp_path / "a.jsonl").write_text(
+        json.dumps({"text": "Hello, world", "label": "pos"})
+        + "\n\n"
+        + json.dumps({"text": "bad movie", "label": "neg"})
+        + "\n"
+    )
     for name in ("a.csv", "a.tsv", "a.jsonl"):
         examples = text_files.read_text_file(tmp_path / name)
         assert [(e.text_a, e.text_b, e.label) for e in examples] == [
-            ("Hello, world", None, "pos"), ("bad movie", None, "neg")], name
+            ("Hello, world", None, "pos"),
+            ("bad movie", None, "neg"),
+        ], name
     assert text_files.read_text_file(tmp_path / "a.jsonl")[1].guid == "a.jsonl-3"
-    assert text_files.label_list_from_examples(text_files.read_text_file(tmp_path / "a.csv")) == ["neg", "pos"]
+    assert text_files.label_list_from_examples(text_files.read_text_file(tmp_path / "a.csv")) == [
+        "neg",
+        "pos",
+    ]
 
 
 def test_pair_and_regression(tmp_path):
     (tmp_path / "p.csv").write_text("q,a,score\nwho,me,4.5\nwhy,because,1\n")
     examples = text_files.read_text_file(tmp_path / "p.csv", "q", "a", "score", regression=True)
-    assert examples == [InputExample("p.csv-2", "who", "me", 4.5), InputExample("p.csv-3", "why", "because", 1.0)]
+    assert examples == [
+        InputExample("p.csv-2", "who", "me", 4.5),
+        InputExample("p.csv-3", "why", "because", 1.0),
+    ]
     (tmp_path / "bad.csv").write_text("q,a,score\nwho,me,high\n")
     with pytest.raises(ValueError, match=r"bad.csv:2: regression label 'high' is not a number"):
         text_files.read_text_file(tmp_path / "bad.csv", "q", "a", "score", regression=True)
@@ -31,7 +44,10 @@ def test_pair_and_regression(tmp_path):
 
 def test_errors_name_the_problem(tmp_path):
     (tmp_path / "t.csv").write_text("sentence,label\nhi,a\n")
-    with pytest.raises(ValueError, match=r"missing column\(s\) \['text'\]; columns present: \['sentence', 'label'\]"):
+    with pytest.raises(
+        ValueError,
+        match=r"missing column\(s\) \['text'\]; columns present: \['sentence', 'label'\]",
+    ):
         text_files.read_text_file(tmp_path / "t.csv")
     (tmp_path / "empty.csv").write_text("")
     with pytest.raises(ValueError, match="empty.csv: empty file"):
@@ -47,5 +63,7 @@ def test_errors_name_the_problem(tmp_path):
     with pytest.raises(ValueError, match="unknown file type '.xlsx'"):
         (tmp_path / "x.xlsx").write_text("")
         text_files.read_text_file(tmp_path / "x.xlsx")
-    with pytest.raises(ValueError, match=r"^training data: 1 distinct label\(s\) \['pos'\]; need at least 2$"):
+    with pytest.raises(
+        ValueError, match=r"^training data: 1 distinct label\(s\) \['pos'\]; need at least 2$"
+    ):
         text_files.label_list_from_examples([InputExample("a", "x", None, "pos")])

@@ -1,5 +1,6 @@
 """Window spans and the max-context rule: hand-computed values, the google-research reference, and
 the in-graph twins equal to the Python rules."""
+
 import itertools
 
 import numpy as np
@@ -15,7 +16,7 @@ def reference_is_max_context(doc_spans, cur_span_index, position):
     """google-research/bert run_squad.py `_check_is_max_context`, verbatim but for the span type."""
     best_score = None
     best_span_index = None
-    for (span_index, (start, length)) in enumerate(doc_spans):
+    for span_index, (start, length) in enumerate(doc_spans):
         end = start + length - 1
         if position < start:
             continue
@@ -60,8 +61,10 @@ def test_window_length_counts_beyond_ties():
     window 0: min(145, 4) + 1.50 = 5.50; window 1: min(5, 9) + 0.15 = 5.15 -> window 0, though
     window 1 gives it more context on its short side. Piece 146: 3 + 1.50 < 6 + 0.15 -> window 1."""
     spans = windows.window_spans(155, 150, 140)
-    flags = [[windows.is_max_context(spans, w, p) for p in range(s, s + n)]
-             for w, (s, n) in enumerate(spans)]
+    flags = [
+        [windows.is_max_context(spans, w, p) for p in range(s, s + n)]
+        for w, (s, n) in enumerate(spans)
+    ]
     assert flags[0] == [True] * 146 + [False] * 4
     assert flags[1] == [False] * 6 + [True] * 9
     assert [reference_is_max_context(spans, 0, p) for p in (144, 145, 146)] == [True, True, False]
@@ -69,8 +72,10 @@ def test_window_length_counts_beyond_ties():
     assert graph.to_list() == flags
 
 
-@pytest.mark.parametrize("num_tokens,window,stride", list(itertools.product(
-    (0, 1, 7, 23, 130, 262), (1, 4, 9, 120), (1, 3, 8, 100, 200))))
+@pytest.mark.parametrize(
+    "num_tokens,window,stride",
+    list(itertools.product((0, 1, 7, 23, 130, 262), (1, 4, 9, 120), (1, 3, 8, 100, 200))),
+)
 def test_python_rule_equals_the_reference(num_tokens, window, stride):
     spans = windows.window_spans(num_tokens, window, stride)
     for w, p in itertools.product(range(len(spans)), range(num_tokens)):
@@ -82,24 +87,34 @@ def test_graph_twins_equal_the_python_rules():
     num_tokens = np.asarray([0, 1, 5, 9, 30, 61, 200, 262, 0, 17], np.int32)
     window = rng.integers(1, 130, size=num_tokens.size).astype(np.int32)
     for stride, keep_empty in ((3, True), (64, True), (7, False)):
-        got = windows.graph_window_spans(tf.constant(num_tokens), tf.constant(window), stride,
-                                         keep_empty)
-        spans = [windows.window_spans(int(n), int(k), stride) if n or keep_empty else []
-                 for n, k in zip(num_tokens, window)]
+        got = windows.graph_window_spans(
+            tf.constant(num_tokens), tf.constant(window), stride, keep_empty
+        )
+        spans = [
+            windows.window_spans(int(n), int(k), stride) if n or keep_empty else []
+            for n, k in zip(num_tokens, window)
+        ]
         assert got["count"].numpy().tolist() == [len(s) for s in spans]
         assert got["sequence"].numpy().tolist() == [b for b, s in enumerate(spans) for _ in s]
         assert got["index"].numpy().tolist() == [i for s in spans for i in range(len(s))]
         assert list(zip(got["start"].numpy().tolist(), got["length"].numpy().tolist())) == [
-            x for s in spans for x in s]
+            x for s in spans for x in s
+        ]
         assert got["start"].dtype == tf.int32
         offsets = np.concatenate([[0], np.cumsum(num_tokens)])
         first = tf.gather(offsets, got["sequence"]) + tf.cast(got["start"], tf.int64)
         pieces, flags = windows.graph_max_context(first, got["length"], int(offsets[-1]))
-        expected = [[windows.is_max_context(s, w, p) for p in range(a, a + n)]
-                    for s in spans for w, (a, n) in enumerate(s)]
+        expected = [
+            [windows.is_max_context(s, w, p) for p in range(a, a + n)]
+            for s in spans
+            for w, (a, n) in enumerate(s)
+        ]
         assert flags.to_list() == expected
-        assert pieces.to_list() == [list(range(offsets[b] + a, offsets[b] + a + n))
-                                    for b, s in enumerate(spans) for a, n in s]
+        assert pieces.to_list() == [
+            list(range(offsets[b] + a, offsets[b] + a + n))
+            for b, s in enumerate(spans)
+            for a, n in s
+        ]
 
 
 def test_squad_features_use_the_shared_rule(monkeypatch, uncased_vocab):
@@ -113,8 +128,13 @@ def test_squad_features_use_the_shared_rule(monkeypatch, uncased_vocab):
     monkeypatch.setattr(windows, "is_max_context", spy)
     tok = FullTokenizer(uncased_vocab, do_lower_case=True)
     context = "zero one two three four five six seven eight nine"
-    features = squad.convert_example(squad.SquadExample("q", "what ?", context), tok,
-                                     max_seq_length=10, doc_stride=2, max_query_length=4)
+    features = squad.convert_example(
+        squad.SquadExample("q", "what ?", context),
+        tok,
+        max_seq_length=10,
+        doc_stride=2,
+        max_query_length=4,
+    )
     # windows of 10 - 2 ("what ?") - 3 = 5 pieces, stride 2; by hand, the max-context pieces
     # are 0-3 | 4-5 | 6-7 | 8-9 (piece 3: tie min 1 + 5 in windows 0 and 1 -> the earlier).
     assert calls and {c[0] for c in calls} == {((0, 5), (2, 5), (4, 5), (6, 4))}

@@ -1,4 +1,5 @@
 """Per-class metrics, confusion matrix and calibration against a hand-computed 3-class case."""
+
 import numpy as np
 import pytest
 
@@ -24,9 +25,15 @@ def test_hand_computed_three_class_case():
     assert m["confusion_matrix"] == [[2, 1, 1], [1, 2, 0], [0, 0, 3]]
     assert m["headline"]["accuracy"] == pytest.approx(0.7)
     a, b, c = (m["per_class"][n] for n in NAMES)
-    assert (a["precision"], a["recall"], a["f1"], a["support"]) == pytest.approx((2 / 3, 0.5, 4 / 7, 4))
-    assert (b["precision"], b["recall"], b["f1"], b["support"]) == pytest.approx((2 / 3, 2 / 3, 2 / 3, 3))
-    assert (c["precision"], c["recall"], c["f1"], c["support"]) == pytest.approx((0.75, 1.0, 6 / 7, 3))
+    assert (a["precision"], a["recall"], a["f1"], a["support"]) == pytest.approx(
+        (2 / 3, 0.5, 4 / 7, 4)
+    )
+    assert (b["precision"], b["recall"], b["f1"], b["support"]) == pytest.approx(
+        (2 / 3, 2 / 3, 2 / 3, 3)
+    )
+    assert (c["precision"], c["recall"], c["f1"], c["support"]) == pytest.approx(
+        (0.75, 1.0, 6 / 7, 3)
+    )
     assert m["headline"]["macro_f1"] == pytest.approx(44 / 63)
     assert m["headline"]["weighted_f1"] == pytest.approx(48 / 70)
     assert m["macro_avg"]["precision"] == pytest.approx((2 / 3 + 2 / 3 + 0.75) / 3)

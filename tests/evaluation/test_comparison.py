@@ -1,4 +1,5 @@
 """Paired bootstrap deltas, disagreements and slice deltas of two models, against sklearn and by hand."""
+
 import warnings
 
 import numpy as np
@@ -21,11 +22,17 @@ def test_bootstrap_against_sklearn_on_the_same_resamples():
     gold, a, b = rng.integers(0, 3, 40), rng.integers(0, 3, 40), rng.integers(0, 3, 40)
     out = comparison.classification_bootstrap(gold, a, b, 3, samples=50, seed=3)
     idx = np.random.default_rng(3).integers(0, 40, size=(50, 40))
-    for name, fn in (("accuracy", skm.accuracy_score),
-                     ("macro_f1", lambda g, p: skm.f1_score(g, p, average="macro", labels=[0, 1, 2],
-                                                            zero_division=0)),
-                     ("weighted_f1", lambda g, p: skm.f1_score(g, p, average="weighted",
-                                                               labels=[0, 1, 2], zero_division=0))):
+    for name, fn in (
+        ("accuracy", skm.accuracy_score),
+        (
+            "macro_f1",
+            lambda g, p: skm.f1_score(g, p, average="macro", labels=[0, 1, 2], zero_division=0),
+        ),
+        (
+            "weighted_f1",
+            lambda g, p: skm.f1_score(g, p, average="weighted", labels=[0, 1, 2], zero_division=0),
+        ),
+    ):
         assert out[name]["a"] == pytest.approx(fn(gold, a))
         assert out[name]["b"] == pytest.approx(fn(gold, b))
         assert out[name]["delta"] == pytest.approx(fn(gold, b) - fn(gold, a))
@@ -36,12 +43,17 @@ def test_bootstrap_against_sklearn_on_the_same_resamples():
 
 def test_identical_models_have_a_zero_interval():
     out = comparison.classification_bootstrap(GOLD, PRED, PRED, 3, samples=200)
-    assert (out["accuracy"]["delta"], out["accuracy"]["ci_low"], out["accuracy"]["ci_high"]) == (0, 0, 0)
+    assert (out["accuracy"]["delta"], out["accuracy"]["ci_low"], out["accuracy"]["ci_high"]) == (
+        0,
+        0,
+        0,
+    )
 
 
 def test_regression_bootstrap_point_values():
-    out = comparison.regression_bootstrap([0.0, 1.0, 2.0, 3.0], [0.0, 1.0, 2.0, 5.0],
-                                          [0.5, 1.0, 2.0, 3.0], samples=20)
+    out = comparison.regression_bootstrap(
+        [0.0, 1.0, 2.0, 3.0], [0.0, 1.0, 2.0, 5.0], [0.5, 1.0, 2.0, 3.0], samples=20
+    )
     assert out["mse"]["a"] == pytest.approx(1.0) and out["mse"]["b"] == pytest.approx(0.0625)
     assert out["mae"]["delta"] == pytest.approx(0.125 - 0.5)
 
@@ -70,7 +82,9 @@ def test_regression_bootstrap_drops_undefined_resamples():
     for name, fn in (("pearson", scipy.stats.pearsonr), ("spearman", scipy.stats.spearmanr)):
         deltas = _resample_deltas(GOLD6, A6, B6, fn, 1000, 0)
         valid = deltas[np.isfinite(deltas)]
-        assert len(deltas) - len(valid) == 4  # 4 of 1,000 resamples hold one gold value or one score
+        assert (
+            len(deltas) - len(valid) == 4
+        )  # 4 of 1,000 resamples hold one gold value or one score
         assert out[name]["dropped_resamples"] == 4 and out[name]["ci_note"] is None
         assert out[name]["ci_low"] == np.percentile(valid, 2.5)
         assert out[name]["ci_high"] == np.percentile(valid, 97.5)
@@ -80,37 +94,63 @@ def test_regression_bootstrap_drops_undefined_resamples():
 
 def test_too_few_valid_resamples_is_not_enough_data():
     gold = np.array([0.0, 0.0, 0.0, 0.0, 1.0])  # one resample in three has constant gold
-    out = comparison.regression_bootstrap(gold, gold + [0.1, 0.2, 0.3, 0.4, 0.5],
-                                          gold + [0.5, 0.4, 0.3, 0.2, 0.1], samples=50, seed=0)
-    deltas = _resample_deltas(gold, gold + [0.1, 0.2, 0.3, 0.4, 0.5],
-                              gold + [0.5, 0.4, 0.3, 0.2, 0.1], scipy.stats.pearsonr, 50, 0)
+    out = comparison.regression_bootstrap(
+        gold, gold + [0.1, 0.2, 0.3, 0.4, 0.5], gold + [0.5, 0.4, 0.3, 0.2, 0.1], samples=50, seed=0
+    )
+    deltas = _resample_deltas(
+        gold,
+        gold + [0.1, 0.2, 0.3, 0.4, 0.5],
+        gold + [0.5, 0.4, 0.3, 0.2, 0.1],
+        scipy.stats.pearsonr,
+        50,
+        0,
+    )
     assert int(np.sum(~np.isfinite(deltas))) == 11
-    assert {k: out["pearson"][k] for k in ("ci_low", "ci_high", "dropped_resamples", "ci_note")} == {
-        "ci_low": None, "ci_high": None, "dropped_resamples": 11,
-        "ci_note": "not enough data: 39 of 50 resamples valid, an interval needs 40"}
+    assert {
+        k: out["pearson"][k] for k in ("ci_low", "ci_high", "dropped_resamples", "ci_note")
+    } == {
+        "ci_low": None,
+        "ci_high": None,
+        "dropped_resamples": 11,
+        "ci_note": "not enough data: 39 of 50 resamples valid, an interval needs 40",
+    }
     assert out["mae"]["dropped_resamples"] == 0 and out["mae"]["ci_low"] is not None
     at_minimum = comparison.percentile_interval([np.nan] * 5 + list(range(40)))
-    assert at_minimum == {"ci_low": float(np.percentile(range(40), 2.5)),
-                          "ci_high": float(np.percentile(range(40), 97.5)),
-                          "dropped_resamples": 5, "ci_note": None}
-    assert comparison.percentile_interval([np.nan] + list(range(39)))["ci_note"] == \
-        "not enough data: 39 of 40 resamples valid, an interval needs 40"
+    assert at_minimum == {
+        "ci_low": float(np.percentile(range(40), 2.5)),
+        "ci_high": float(np.percentile(range(40), 97.5)),
+        "dropped_resamples": 5,
+        "ci_note": None,
+    }
+    assert (
+        comparison.percentile_interval([np.nan] + list(range(39)))["ci_note"]
+        == "not enough data: 39 of 40 resamples valid, an interval needs 40"
+    )
 
 
 def _data_and_results():
     examples = [InputExample(f"f-{i}", f"text {i}", None, str(g)) for i, g in enumerate(GOLD)]
     gold_names = [NAMES[g] for g in GOLD]
-    data = ep.EvalData("f", examples, GOLD, gold_names, None, None, np.full(10, 4),
-                       np.zeros(10, bool))
+    data = ep.EvalData(
+        "f", examples, GOLD, gold_names, None, None, np.full(10, 4), np.zeros(10, bool)
+    )
     info = ModelInfo("m", "classification", NAMES, False, [], True, 16)
     results = []
     for pred in (PRED, PRED_B):
         r = ep.evaluate_classification(data, {"probabilities": probabilities(GOLD, pred)}, info)
         r["model"] = {"name": "m", "label_names": NAMES, "task_type": "classification", "path": "p"}
         r["data"] = {"file": "f", "examples": 10}
-        r["latency"] = {"p50_ms": 2.0, "p95_ms": 3.0, "p99_ms": 4.0, "mean_ms": 2.5,
-                        "throughput_per_s": 100.0, "cost_per_1000": None, "path": "p",
-                        "batch_size": 4, "machine_cost_per_hour": None}
+        r["latency"] = {
+            "p50_ms": 2.0,
+            "p95_ms": 3.0,
+            "p99_ms": 4.0,
+            "mean_ms": 2.5,
+            "throughput_per_s": 100.0,
+            "cost_per_1000": None,
+            "path": "p",
+            "batch_size": 4,
+            "machine_cost_per_hour": None,
+        }
         results.append(r)
     return data, results
 
@@ -124,15 +164,30 @@ def test_compare_by_hand():
     d = m["disagreements"]
     assert (d["count"], d["a_right"], d["b_right"], d["neither_right"]) == (4, 2, 2, 0)
     assert [(r["guid"], r["gold"], r["a"], r["b"], r["right"]) for r in d["examples"]] == [
-        ("f-2", "a", "b", "a", "b"), ("f-5", "b", "b", "c", "a"), ("f-6", "b", "a", "b", "b"),
-        ("f-8", "c", "c", "b", "a")]
+        ("f-2", "a", "b", "a", "b"),
+        ("f-5", "b", "b", "c", "a"),
+        ("f-6", "b", "a", "b", "b"),
+        ("f-8", "c", "c", "b", "a"),
+    ]
     assert m["per_class"]["c"]["recall_delta"] == pytest.approx(2 / 3 - 1.0)
     worst = m["slices"][0]
-    assert (worst["family"], worst["value"], worst["delta"]) == ("gold label", "c", pytest.approx(1 / 3))
-    assert m["latency"]["p50_ms"]["delta"] == -0.5 and m["latency"]["cost_per_1000"]["delta"] is None
+    assert (worst["family"], worst["value"], worst["delta"]) == (
+        "gold label",
+        "c",
+        pytest.approx(1 / 3),
+    )
+    assert (
+        m["latency"]["p50_ms"]["delta"] == -0.5 and m["latency"]["cost_per_1000"]["delta"] is None
+    )
     title, blocks = comparison.comparison_report(m)
-    keys = [c.key for b in blocks if hasattr(b, "rows") for row in b.rows for c in row
-            if hasattr(c, "key")]
+    keys = [
+        c.key
+        for b in blocks
+        if hasattr(b, "rows")
+        for row in b.rows
+        for c in row
+        if hasattr(c, "key")
+    ]
     assert "headline.accuracy.delta" in keys
     assert all(lookup(m, k) is not None or "cost" in k for k in keys)
 
@@ -140,7 +195,9 @@ def test_compare_by_hand():
 def test_different_labels_cannot_be_compared():
     a = ModelInfo("a", "classification", ["x", "y"], False, [], True, 16)
     with pytest.raises(ValueError, match="different label names"):
-        comparison.check_comparable(a, ModelInfo("b", "classification", ["y", "x"], False, [], True, 16))
+        comparison.check_comparable(
+            a, ModelInfo("b", "classification", ["y", "x"], False, [], True, 16)
+        )
     with pytest.raises(ValueError, match="cannot compare a classification model"):
         comparison.check_comparable(a, ModelInfo("b", "regression", [], False, [], True, 16))
 
@@ -156,7 +213,10 @@ def _regression_comparison(gold, scores_a, scores_b, samples):
         r["model"] = {"name": "r", "label_names": [], "task_type": "regression", "path": "p"}
         r["data"] = {"file": "f", "examples": n}
         r["latency"] = {k: 1.0 for k in comparison.LATENCY_KEYS} | {
-            "path": "p", "batch_size": 2, "machine_cost_per_hour": None}
+            "path": "p",
+            "batch_size": 2,
+            "machine_cost_per_hour": None,
+        }
         results.append(r)
     return comparison.compare(data, *results, samples=samples)
 
@@ -187,8 +247,11 @@ def test_comparison_report_shows_dropped_resamples():
     row = " | ".join(fmt(pearson[k]) for k in ("a", "b", "delta"))
     assert f"| pearson | {row} | [{fmt(pearson['ci_low'])}, {fmt(pearson['ci_high'])}] | 4 |" in md
     assert 'data-key="headline.pearson.dropped_resamples">4<' in to_html(title, blocks)
-    small = _regression_comparison(np.array([0.0, 0.0, 0.0, 0.0, 1.0]),
-                                   np.array([0.1, 0.2, 0.3, 0.4, 1.5]),
-                                   np.array([0.5, 0.4, 0.3, 0.2, 1.1]), samples=50)
+    small = _regression_comparison(
+        np.array([0.0, 0.0, 0.0, 0.0, 1.0]),
+        np.array([0.1, 0.2, 0.3, 0.4, 1.5]),
+        np.array([0.5, 0.4, 0.3, 0.2, 1.1]),
+        samples=50,
+    )
     md = to_markdown(*comparison.comparison_report(small))
-    assert ("| not enough data: 39 of 50 resamples valid, an interval needs 40 | 11 |" in md)
+    assert "| not enough data: 39 of 50 resamples valid, an interval needs 40 | 11 |" in md

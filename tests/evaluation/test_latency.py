@@ -1,4 +1,5 @@
 """Latency percentiles, throughput and cost per 1,000 predictions."""
+
 import pytest
 
 from keras_bert.evaluation.latency import latency_summary

@@ -1,4 +1,5 @@
 """Entity-level NER scores (seqeval) against values computed by hand."""
+
 import pytest
 
 from keras_bert.evaluation.ner import entity_scores

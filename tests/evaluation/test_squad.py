@@ -1,4 +1,5 @@
 """SQuAD scoring through the official evaluators, by hand and on oracle logits of real questions."""
+
 import numpy as np
 import pytest
 
@@ -15,13 +16,17 @@ def tok(uncased_vocab):
 
 def example(qid, answers, impossible=False):
     context = "the Eiffel Tower in Paris , France was built in 1889 ."
-    return squad.SquadExample(qid, "q?", context,
-                              tuple((a, context.index(a)) for a in answers), impossible)
+    return squad.SquadExample(
+        qid, "q?", context, tuple((a, context.index(a)) for a in answers), impossible
+    )
 
 
 def test_v1_scores_by_hand_through_the_official_evaluator():
-    examples = [example("a", ["the Eiffel Tower"]), example("b", ["Paris", "in Paris"]),
-                example("c", ["1889"])]
+    examples = [
+        example("a", ["the Eiffel Tower"]),
+        example("b", ["Paris", "in Paris"]),
+        example("c", ["1889"]),
+    ]
     predictions = {"a": "Eiffel Tower", "b": "Paris , France", "c": ""}
     scores = squad_eval.evaluate_v1(squad_eval.dataset_of(examples), predictions)
     # a: EM 1, F1 1 (articles dropped); b: F1 max(2/3, 1/2); c: 0.
@@ -30,8 +35,12 @@ def test_v1_scores_by_hand_through_the_official_evaluator():
 
 
 def test_v2_scores_and_threshold_sweep_by_hand():
-    examples = [example("A", ["1889"]), example("B", ["Paris"]), example("C", [], True),
-                example("D", [], True)]
+    examples = [
+        example("A", ["1889"]),
+        example("B", ["Paris"]),
+        example("C", [], True),
+        example("D", [], True),
+    ]
     answers = {
         "A": {"best_non_null_text": "1889", "null_odds": -2.0},
         "B": {"best_non_null_text": "France", "null_odds": 1.0},
@@ -50,8 +59,12 @@ def test_v2_scores_and_threshold_sweep_by_hand():
     at_best = post.with_threshold(answers, -2.0)
     assert at_best == {"A": "1889", "B": "", "C": "", "D": ""}
     given = {q: answers[q] | {"text": at_best[q]} for q in answers}
-    assert squad_eval.evaluate(squad_eval.dataset_of(examples), given,
-                               version_2_with_negative=True)["exact"] == 75.0
+    assert (
+        squad_eval.evaluate(squad_eval.dataset_of(examples), given, version_2_with_negative=True)[
+            "exact"
+        ]
+        == 75.0
+    )
 
 
 @pytest.mark.parametrize("version", ["v1.1", "v2.0"])
@@ -61,8 +74,9 @@ def test_oracle_logits_on_real_dev_questions_give_the_labelled_text(version, tok
     v2 = version == "v2.0"
     name = "dev-v2.0-subset.json" if v2 else "dev-v1.1.json"
     examples = squad.read_squad_examples(data_dir / "squad" / name, v2)[:240:2]
-    features = squad.convert_examples(examples, tok, max_seq_length=64, doc_stride=24,
-                                      max_query_length=16, is_training=True)
+    features = squad.convert_examples(
+        examples, tok, max_seq_length=64, doc_stride=24, max_query_length=16, is_training=True
+    )
     assert len(features) > 2 * len(examples)  # real contexts span several windows
     results = []
     for f in features:
@@ -73,9 +87,11 @@ def test_oracle_logits_on_real_dev_questions_give_the_labelled_text(version, tok
     for f in features:
         if f.start_position:
             covered[f.example_index] = examples[f.example_index].context[
-                f.token_start[f.start_position]:f.token_end[f.end_position]]
-    answers = post.predict_examples(examples, features, results, version_2_with_negative=v2,
-                                    max_answer_length=64)
+                f.token_start[f.start_position] : f.token_end[f.end_position]
+            ]
+    answers = post.predict_examples(
+        examples, features, results, version_2_with_negative=v2, max_answer_length=64
+    )
     exact = 0
     for i, e in enumerate(examples):
         expected = "" if e.is_impossible else covered[i]

@@ -10,6 +10,7 @@ OUT: {"modules": [top-level modules loaded], key: {"signatures": {name: {"inputs
 shape)}, "outputs": {n: (dtype, shape)}}}, "calls": {call_id: {out: ndarray} or
 ("error", exception type name, message)}}}.
 """
+
 import pickle
 import sys
 
@@ -28,8 +29,10 @@ def main(spec_path, out_path):
         obj = tf.saved_model.load(item["dir"])
         sigs = {}
         for name, fn in obj.signatures.items():
-            sigs[name] = {"inputs": {n: _spec(t) for n, t in fn.structured_input_signature[1].items()},
-                          "outputs": {n: _spec(t) for n, t in fn.structured_outputs.items()}}
+            sigs[name] = {
+                "inputs": {n: _spec(t) for n, t in fn.structured_input_signature[1].items()},
+                "outputs": {n: _spec(t) for n, t in fn.structured_outputs.items()},
+            }
         calls = {}
         for call_id, (kind, name, inputs) in item["calls"].items():
             fn = obj.signatures[name] if kind == "signature" else getattr(obj, name)
@@ -38,10 +41,15 @@ def main(spec_path, out_path):
                 calls[call_id] = {k: v.numpy() for k, v in result.items()}
             except Exception as e:
                 calls[call_id] = ("error", type(e).__name__, str(e)[:2000])
-        out[key] = {"signatures": sigs, "calls": calls,
-                    "asset_paths": {a: getattr(obj, a).asset_path.numpy().decode()
-                                    for a in ("vocab_file", "config_file", "labels_file")
-                                    if hasattr(obj, a)}}
+        out[key] = {
+            "signatures": sigs,
+            "calls": calls,
+            "asset_paths": {
+                a: getattr(obj, a).asset_path.numpy().decode()
+                for a in ("vocab_file", "config_file", "labels_file")
+                if hasattr(obj, a)
+            },
+        }
     out["modules"] = sorted({m.split(".")[0] for m in sys.modules})
     with open(out_path, "wb") as f:
         pickle.dump(out, f)

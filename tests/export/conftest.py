@@ -8,6 +8,7 @@ every signature; the tests compare its results with the in-process Keras model:
 - "cli":  sentence-pair classification exported by `python -m export` with only its three
           required flags from a fine-tuning output_dir (best_model.keras alone) -> version 1.
 """
+
 import os
 import pathlib
 import pickle
@@ -19,8 +20,8 @@ import pytest
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
 HERE = pathlib.Path(__file__).resolve().parent
-MAX_SEQ_LENGTH = 16   # tokens per packed text (serving_default)
-MAX_POSITIONS = 24    # the encoder's max_sequence_length (position table)
+MAX_SEQ_LENGTH = 16  # tokens per packed text (serving_default)
+MAX_POSITIONS = 24  # the encoder's max_sequence_length (position table)
 LABELS3 = ["negative", "neutral", "positive"]
 NLI = ["entailment", "not_entailment"]
 TEXTS = ["A gripping, beautifully acted film.", "It's a dull, lifeless mess.", "naïve café"]
@@ -36,12 +37,27 @@ def tiny_classifier(num_classes, label_names, task_name, seed, vocab_file=None, 
     from keras_bert.tasks import TextClassifier
     from keras_bert.tokenization import BertPreprocessor
 
-    encoder = BertEncoder(vocab_size=30522, hidden_size=8, num_layers=2, num_heads=2,
-                          intermediate_size=12, max_sequence_length=MAX_POSITIONS)
-    preprocessor = None if vocab_file is None else BertPreprocessor(
-        vocab_file, do_lower_case=True, max_seq_length=MAX_SEQ_LENGTH)
-    model = TextClassifier(encoder, num_classes, label_names=label_names, task_name=task_name,
-                           preprocessor=preprocessor, is_pair=is_pair)
+    encoder = BertEncoder(
+        vocab_size=30522,
+        hidden_size=8,
+        num_layers=2,
+        num_heads=2,
+        intermediate_size=12,
+        max_sequence_length=MAX_POSITIONS,
+    )
+    preprocessor = (
+        None
+        if vocab_file is None
+        else BertPreprocessor(vocab_file, do_lower_case=True, max_seq_length=MAX_SEQ_LENGTH)
+    )
+    model = TextClassifier(
+        encoder,
+        num_classes,
+        label_names=label_names,
+        task_name=task_name,
+        preprocessor=preprocessor,
+        is_pair=is_pair,
+    )
     model.build()
     rng = np.random.default_rng(seed)
     for w in model.weights:
@@ -50,18 +66,26 @@ def tiny_classifier(num_classes, label_names, task_name, seed, vocab_file=None, 
 
 
 def _bytes(texts):
-    return np.array([t.encode("utf-8") for t in texts], dtype=object) if texts else \
-        np.array([], dtype="S1")
+    return (
+        np.array([t.encode("utf-8") for t in texts], dtype=object)
+        if texts
+        else np.array([], dtype="S1")
+    )
 
 
 def _example_bytes(a, b=None):
     import tensorflow as tf
+
     out = []
     for i, text in enumerate(a):
         feature = {"text": tf.train.Feature(bytes_list=tf.train.BytesList(value=[text.encode()]))}
         if b is not None:
-            feature["text_b"] = tf.train.Feature(bytes_list=tf.train.BytesList(value=[b[i].encode()]))
-        out.append(tf.train.Example(features=tf.train.Features(feature=feature)).SerializeToString())
+            feature["text_b"] = tf.train.Feature(
+                bytes_list=tf.train.BytesList(value=[b[i].encode()])
+            )
+        out.append(
+            tf.train.Example(features=tf.train.Features(feature=feature)).SerializeToString()
+        )
     return np.array(out, dtype=object)
 
 
@@ -69,14 +93,18 @@ def read_warmup(version_dir):
     """The PredictionLog records of a version dir, parsed with tensorflow-serving-api."""
     import tensorflow as tf
     from tensorflow_serving.apis import prediction_log_pb2
+
     path = pathlib.Path(version_dir) / "assets.extra" / "tf_serving_warmup_requests"
-    return [prediction_log_pb2.PredictionLog.FromString(r.numpy())
-            for r in tf.data.TFRecordDataset(str(path))]
+    return [
+        prediction_log_pb2.PredictionLog.FromString(r.numpy())
+        for r in tf.data.TFRecordDataset(str(path))
+    ]
 
 
 def warmup_calls(logs):
     """PredictionLogs -> loader calls (signature name, numpy inputs), as TF Serving replays them."""
     import tensorflow as tf
+
     calls = {}
     for i, log in enumerate(logs):
         kind = log.WhichOneof("log_type")
@@ -84,8 +112,11 @@ def warmup_calls(logs):
         if kind == "predict_log":
             inputs = {k: tf.make_ndarray(v) for k, v in req.inputs.items()}
         else:
-            inputs = {"inputs": np.array([e.SerializeToString()
-                                          for e in req.input.example_list.examples], dtype=object)}
+            inputs = {
+                "inputs": np.array(
+                    [e.SerializeToString() for e in req.input.example_list.examples], dtype=object
+                )
+            }
         calls[f"warmup_{i}"] = ("signature", req.model_spec.signature_name, inputs)
     return calls
 
@@ -107,9 +138,20 @@ def exports(tmp_path_factory, uncased_vocab):
     cli_model.save(run_dir / "best_model.keras")
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     cli = subprocess.Popen(
-        [sys.executable, "-m", "export", f"--model_dir={run_dir}", f"--export_base={base}",
-         "--model_name=rte"], cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-        text=True)
+        [
+            sys.executable,
+            "-m",
+            "export",
+            f"--model_dir={run_dir}",
+            f"--export_base={base}",
+            "--model_name=rte",
+        ],
+        cwd=REPO,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
 
     # "cls": the next version after an existing 3, ignoring non-version entries.
     for d in ("3", ".tmp-5-crashed", "latest"):
@@ -124,7 +166,10 @@ def exports(tmp_path_factory, uncased_vocab):
 
     pre = BertPreprocessor(uncased_vocab, do_lower_case=True, max_seq_length=MAX_SEQ_LENGTH)
     ids1 = {k: v.numpy() for k, v in pre(tf.constant(TEXTS)).items()}
-    ids2 = {k: v.numpy() for k, v in pre({"text": tf.constant(TEXTS), "text_b": tf.constant(TEXTS_B)}).items()}
+    ids2 = {
+        k: v.numpy()
+        for k, v in pre({"text": tf.constant(TEXTS), "text_b": tf.constant(TEXTS_B)}).items()
+    }
     short = {k: v[:, :7] for k, v in ids1.items()}  # dynamic T < max_seq_length
     too_long = {k: np.zeros([1, MAX_POSITIONS + 1], np.int32) for k in ids1}
     bad_id = {k: v[:1].copy() for k, v in ids1.items()}
@@ -137,8 +182,11 @@ def exports(tmp_path_factory, uncased_vocab):
             "default_b0": ("signature", "serving_default", {"text": _bytes([])}),
             "encoded": ("signature", "encoded", ids1),
             "encoded_short": ("signature", "encoded", short),
-            "encoded_int64_fn": ("function", "encoded",
-                                 {k: v.astype(np.int64) for k, v in ids1.items()}),
+            "encoded_int64_fn": (
+                "function",
+                "encoded",
+                {k: v.astype(np.int64) for k, v in ids1.items()},
+            ),
             "encoded_too_long": ("signature", "encoded", too_long),
             "encoded_bad_id": ("signature", "encoded", bad_id),
             "classify": ("signature", "classification", {"inputs": _example_bytes(TEXTS)}),
@@ -146,26 +194,47 @@ def exports(tmp_path_factory, uncased_vocab):
         },
         "reg": {
             "default": ("signature", "serving_default", {"text": text_a, "text_b": text_b}),
-            "default_b1": ("signature", "serving_default", {"text": text_a[:1], "text_b": text_b[:1]}),
+            "default_b1": (
+                "signature",
+                "serving_default",
+                {"text": text_a[:1], "text_b": text_b[:1]},
+            ),
             "encoded": ("signature", "encoded", ids2),
             "regress": ("signature", "regression", {"inputs": _example_bytes(TEXTS, TEXTS_B)}),
             **warmup_calls(read_warmup(reg_dir)),
         },
         "cli": {
             "default": ("signature", "serving_default", {"text": text_a, "text_b": text_b}),
-            "classify": ("signature", "classification",
-                         {"inputs": _example_bytes(TEXTS, TEXTS_B)}),
+            "classify": ("signature", "classification", {"inputs": _example_bytes(TEXTS, TEXTS_B)}),
             **warmup_calls(read_warmup(cli_dir)),
         },
     }
     dirs = {"cls": cls_dir, "reg": reg_dir, "cli": cli_dir}
     spec = {k: {"dir": str(dirs[k]), "calls": calls[k]} for k in dirs}
     (root / "spec.pkl").write_bytes(pickle.dumps(spec))
-    proc = subprocess.run([sys.executable, "-I", str(HERE / "_load_and_call.py"),
-                           str(root / "spec.pkl"), str(root / "out.pkl")],
-                          cwd=root, env=env, capture_output=True, text=True, timeout=600)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-I",
+            str(HERE / "_load_and_call.py"),
+            str(root / "spec.pkl"),
+            str(root / "out.pkl"),
+        ],
+        cwd=root,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
-    return {"base": base, "dirs": dirs, "calls": calls, "loaded": pickle.loads(
-        (root / "out.pkl").read_bytes()), "models": {"cls": cls_model, "reg": reg_model,
-                                                     "cli": cli_model},
-            "preprocessor": pre, "ids1": ids1, "ids2": ids2, "short": short}
+    return {
+        "base": base,
+        "dirs": dirs,
+        "calls": calls,
+        "loaded": pickle.loads((root / "out.pkl").read_bytes()),
+        "models": {"cls": cls_model, "reg": reg_model, "cli": cli_model},
+        "preprocessor": pre,
+        "ids1": ids1,
+        "ids2": ids2,
+        "short": short,
+    }

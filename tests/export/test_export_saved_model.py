@@ -3,6 +3,7 @@
 The slow tests share the session fixture `exports` (tests/export/conftest.py): three tiny
 exports loaded once by `_load_and_call.py` under `python -I`.
 """
+
 import json
 import os
 import pathlib
@@ -15,12 +16,14 @@ import tensorflow as tf
 
 from export.export_saved_model import Overrides, apply_overrides
 from keras_bert.saved_model import versioning
-from keras_bert.saved_model.classifier_signatures import (CLASSIFY_METHOD_NAME, REGRESS_METHOD_NAME,
-                                                          ClassifierServingModule)
+from keras_bert.saved_model.classifier_signatures import (
+    CLASSIFY_METHOD_NAME,
+    REGRESS_METHOD_NAME,
+    ClassifierServingModule,
+)
 from keras_bert.saved_model.exporter import with_dtype
 from keras_bert.saved_model.serving_module import INPUT_NAMES, PREDICT_METHOD_NAME
-from tests.export.conftest import (LABELS3, MAX_POSITIONS, NLI, TEXTS, WARMUP,
-                                   read_warmup)
+from tests.export.conftest import LABELS3, MAX_POSITIONS, NLI, TEXTS, WARMUP, read_warmup
 
 ATOL = 1e-5
 
@@ -30,7 +33,9 @@ def _logits(model, ids):
 
 
 def _text_ids(pre, a, b=None):
-    out = pre({"text": tf.constant(a), "text_b": tf.constant(b)} if b is not None else tf.constant(a))
+    out = pre(
+        {"text": tf.constant(a), "text_b": tf.constant(b)} if b is not None else tf.constant(a)
+    )
     return {k: v.numpy() for k, v in out.items()}
 
 
@@ -51,6 +56,7 @@ def _call(exports, key, call_id):
 
 # ---- fresh process, signatures -----------------------------------------------------------------
 
+
 @pytest.mark.slow
 def test_fresh_process_imports_only_tensorflow(exports):
     modules = exports["loaded"]["modules"]
@@ -67,19 +73,35 @@ def test_signature_names_dtypes_and_shapes(exports):
     examples = {"inputs": ("string", (None,))}
 
     def cls_out(c):
-        return {"probabilities": ("float32", (None, c)), "label_ids": ("int64", (None,)),
-                "labels": ("string", (None,))}
+        return {
+            "probabilities": ("float32", (None, c)),
+            "label_ids": ("int64", (None,)),
+            "labels": ("string", (None,)),
+        }
 
     reg_out = {"scores": ("float32", (None,))}
     expected = {
-        "cls": {"serving_default": (text, cls_out(3)), "encoded": (ids, cls_out(3)),
-                "classification": (examples, {"classes": ("string", (None, 3)),
-                                              "scores": ("float32", (None, 3))})},
-        "reg": {"serving_default": (pair, reg_out), "encoded": (ids, reg_out),
-                "regression": (examples, {"outputs": ("float32", (None,))})},
-        "cli": {"serving_default": (pair, cls_out(2)), "encoded": (ids, cls_out(2)),
-                "classification": (examples, {"classes": ("string", (None, 2)),
-                                              "scores": ("float32", (None, 2))})},
+        "cls": {
+            "serving_default": (text, cls_out(3)),
+            "encoded": (ids, cls_out(3)),
+            "classification": (
+                examples,
+                {"classes": ("string", (None, 3)), "scores": ("float32", (None, 3))},
+            ),
+        },
+        "reg": {
+            "serving_default": (pair, reg_out),
+            "encoded": (ids, reg_out),
+            "regression": (examples, {"outputs": ("float32", (None,))}),
+        },
+        "cli": {
+            "serving_default": (pair, cls_out(2)),
+            "encoded": (ids, cls_out(2)),
+            "classification": (
+                examples,
+                {"classes": ("string", (None, 2)), "scores": ("float32", (None, 2))},
+            ),
+        },
     }
     for key, want in expected.items():
         got = exports["loaded"][key]["signatures"]
@@ -92,24 +114,37 @@ def test_signature_names_dtypes_and_shapes(exports):
 @pytest.mark.slow
 def test_method_names_in_saved_model_pb(exports):
     from tensorflow.core.protobuf import saved_model_pb2
-    want = {"cls": {"serving_default": PREDICT_METHOD_NAME, "encoded": PREDICT_METHOD_NAME,
-                    "classification": "tensorflow/serving/classify"},
-            "reg": {"serving_default": PREDICT_METHOD_NAME, "encoded": PREDICT_METHOD_NAME,
-                    "regression": "tensorflow/serving/regress"}}
+
+    want = {
+        "cls": {
+            "serving_default": PREDICT_METHOD_NAME,
+            "encoded": PREDICT_METHOD_NAME,
+            "classification": "tensorflow/serving/classify",
+        },
+        "reg": {
+            "serving_default": PREDICT_METHOD_NAME,
+            "encoded": PREDICT_METHOD_NAME,
+            "regression": "tensorflow/serving/regress",
+        },
+    }
     for key, methods in want.items():
         pb = (exports["dirs"][key] / "saved_model.pb").read_bytes()
-        meta_graph, = saved_model_pb2.SavedModel.FromString(pb).meta_graphs
-        got = {k: v.method_name for k, v in meta_graph.signature_def.items()
-               if not k.startswith("__")}
+        (meta_graph,) = saved_model_pb2.SavedModel.FromString(pb).meta_graphs
+        got = {
+            k: v.method_name for k, v in meta_graph.signature_def.items() if not k.startswith("__")
+        }
         assert got == methods
     # The rewritten saved_model.pb keeps a matching fingerprint.
     fingerprint = tf.saved_model.experimental.read_fingerprint(str(exports["dirs"]["cls"]))
     from tensorflow.python.saved_model import fingerprinting_utils
+
     assert fingerprint.singleprint() == fingerprinting_utils.singleprint_from_saved_model_proto(
-        str(exports["dirs"]["cls"]))
+        str(exports["dirs"]["cls"])
+    )
 
 
 # ---- outputs equal the in-process model ---------------------------------------------------------
+
 
 @pytest.mark.slow
 def test_classification_outputs_match_in_process(exports):
@@ -119,14 +154,16 @@ def test_classification_outputs_match_in_process(exports):
     _assert_classification(_call(exports, "cls", "default"), logits, LABELS3)
     _assert_classification(_call(exports, "cls", "encoded"), logits, LABELS3)
     _assert_classification(_call(exports, "cls", "encoded_int64_fn"), logits, LABELS3)
-    _assert_classification(_call(exports, "cls", "encoded_short"),
-                           _logits(model, exports["short"]), LABELS3)
+    _assert_classification(
+        _call(exports, "cls", "encoded_short"), _logits(model, exports["short"]), LABELS3
+    )
     classify = _call(exports, "cls", "classify")
     np.testing.assert_allclose(classify["scores"], scipy.special.softmax(logits, -1), atol=ATOL)
     assert classify["classes"].tolist() == [[x.encode() for x in LABELS3]] * len(TEXTS)
     # The task's own predict on raw strings gives the served probabilities.
-    np.testing.assert_allclose(model.predict(TEXTS), _call(exports, "cls", "default")["probabilities"],
-                               atol=ATOL)
+    np.testing.assert_allclose(
+        model.predict(TEXTS), _call(exports, "cls", "default")["probabilities"], atol=ATOL
+    )
     del pre
 
 
@@ -134,8 +171,11 @@ def test_classification_outputs_match_in_process(exports):
 def test_batch_one_keeps_batch_dim_and_batch_zero_is_empty(exports):
     b1 = _call(exports, "cls", "default_b1")
     assert b1["probabilities"].shape == (1, 3) and b1["label_ids"].shape == (1,)
-    _assert_classification(b1, _logits(exports["models"]["cls"],
-                                       {k: v[:1] for k, v in exports["ids1"].items()}), LABELS3)
+    _assert_classification(
+        b1,
+        _logits(exports["models"]["cls"], {k: v[:1] for k, v in exports["ids1"].items()}),
+        LABELS3,
+    )
     b0 = _call(exports, "cls", "default_b0")
     assert b0["probabilities"].shape == (0, 3)
     assert b0["label_ids"].shape == (0,) and b0["labels"].shape == (0,)
@@ -182,23 +222,32 @@ def test_cli_pair_classification_export(exports):
 
 # ---- warmup records ----------------------------------------------------------------------------
 
+
 @pytest.mark.slow
 def test_warmup_records_parse_and_replay(exports):
     logs = read_warmup(exports["dirs"]["cls"])
     assert [log.WhichOneof("log_type") for log in logs] == [
-        "predict_log", "predict_log", "predict_log", "classify_log"]
+        "predict_log",
+        "predict_log",
+        "predict_log",
+        "classify_log",
+    ]
     specs = [getattr(log, log.WhichOneof("log_type")).request.model_spec for log in logs]
     assert [(s.name, s.signature_name) for s in specs] == [
-        ("cls", "serving_default"), ("cls", "serving_default"), ("cls", "encoded"),
-        ("cls", "classification")]
+        ("cls", "serving_default"),
+        ("cls", "serving_default"),
+        ("cls", "encoded"),
+        ("cls", "classification"),
+    ]
     warm_a = [a for a, _ in WARMUP]
     model, pre = exports["models"]["cls"], exports["preprocessor"]
     logits = _logits(model, _text_ids(pre, warm_a))
     _assert_classification(_call(exports, "cls", "warmup_0"), logits[:1], LABELS3)
     _assert_classification(_call(exports, "cls", "warmup_1"), logits, LABELS3)
     _assert_classification(_call(exports, "cls", "warmup_2"), logits, LABELS3)
-    np.testing.assert_allclose(_call(exports, "cls", "warmup_3")["scores"],
-                               scipy.special.softmax(logits, -1), atol=ATOL)
+    np.testing.assert_allclose(
+        _call(exports, "cls", "warmup_3")["scores"], scipy.special.softmax(logits, -1), atol=ATOL
+    )
 
     reg_logs = read_warmup(exports["dirs"]["reg"])
     assert [log.WhichOneof("log_type") for log in reg_logs][-1] == "regress_log"
@@ -214,16 +263,27 @@ def test_warmup_records_parse_and_replay(exports):
 
 # ---- layout, assets and versions -----------------------------------------------------------------
 
+
 @pytest.mark.slow
 def test_layout_versions_and_assets(exports, uncased_vocab):
     base = exports["base"]
     assert exports["dirs"]["cls"] == base / "cls" / "4"  # next after 3; .tmp-*/latest ignored
-    assert sorted(p.name for p in (base / "cls").iterdir()) == [".tmp-5-crashed", "3", "4", "latest"]
+    assert sorted(p.name for p in (base / "cls").iterdir()) == [
+        ".tmp-5-crashed",
+        "3",
+        "4",
+        "latest",
+    ]
     assert sorted(p.name for p in (base / "reg").iterdir()) == ["7"]
     assert sorted(p.name for p in (base / "rte").iterdir()) == ["1"]
     version = exports["dirs"]["cls"]
     assert {p.name for p in version.iterdir()} == {
-        "saved_model.pb", "fingerprint.pb", "variables", "assets", "assets.extra"}
+        "saved_model.pb",
+        "fingerprint.pb",
+        "variables",
+        "assets",
+        "assets.extra",
+    }
     assert (version / "assets" / "vocab.txt").read_bytes() == uncased_vocab.read_bytes()
     assert (version / "assets" / "labels.txt").read_text() == "negative\nneutral\npositive\n"
     assert not (exports["dirs"]["reg"] / "assets" / "labels.txt").exists()
@@ -244,10 +304,15 @@ def test_existing_version_is_never_overwritten(exports):
         exports["models"]["cls"].export(exports["base"], "cls", version=4)
     assert (target / "saved_model.pb").read_bytes() == before
     assert sorted(p.name for p in (exports["base"] / "cls").iterdir()) == [
-        ".tmp-5-crashed", "3", "4", "latest"]
+        ".tmp-5-crashed",
+        "3",
+        "4",
+        "latest",
+    ]
 
 
 # ---- fast unit tests -------------------------------------------------------------------------------
+
 
 def test_next_version_and_publish(tmp_path):
     model_dir = tmp_path / "m"
@@ -289,6 +354,7 @@ def test_failed_export_leaves_no_version_and_no_temp_dir(tmp_path, monkeypatch, 
 
 def test_bad_arguments_raise_clear_errors(tmp_path, uncased_vocab):
     from tests.export.conftest import tiny_classifier
+
     model = tiny_classifier(2, ["0", "1"], "sst2", seed=0, vocab_file=uncased_vocab)
     with pytest.raises(ValueError, match="model_name must be a plain directory name, got 'a/b'"):
         model.export(tmp_path, "a/b")
@@ -306,17 +372,26 @@ def test_too_long_max_seq_length_is_refused_before_any_version_is_written(tmp_pa
     from keras_bert.config import check_max_seq_length
     from keras_bert.tokenization import BertPreprocessor
     from tests.export.conftest import tiny_classifier
+
     model = tiny_classifier(2, ["0", "1"], "sst2", seed=0, vocab_file=uncased_vocab)
-    message = (f"max_seq_length={MAX_POSITIONS + 1} exceeds the encoder's max_sequence_length="
-               f"{MAX_POSITIONS} (the size of its position table)")
+    message = (
+        f"max_seq_length={MAX_POSITIONS + 1} exceeds the encoder's max_sequence_length="
+        f"{MAX_POSITIONS} (the size of its position table)"
+    )
     with pytest.raises(ValueError, match=re.escape(message)):
         model.preprocessor = BertPreprocessor(uncased_vocab, max_seq_length=MAX_POSITIONS + 1)
     assert model.preprocessor.max_seq_length == 16
     with pytest.raises(ValueError, match=re.escape(message)):
-        apply_overrides(tiny_classifier(2, ["0", "1"], "sst2", 0, uncased_vocab),
-                        Overrides(max_seq_length=MAX_POSITIONS + 1))
-    with pytest.raises(ValueError, match=re.escape("max_seq_length must be >= 3 for sentence pairs "
-                                                   "([CLS] A [SEP] B [SEP]), got 2")):
+        apply_overrides(
+            tiny_classifier(2, ["0", "1"], "sst2", 0, uncased_vocab),
+            Overrides(max_seq_length=MAX_POSITIONS + 1),
+        )
+    with pytest.raises(
+        ValueError,
+        match=re.escape(
+            "max_seq_length must be >= 3 for sentence pairs ([CLS] A [SEP] B [SEP]), got 2"
+        ),
+    ):
         check_max_seq_length(2, 512, is_pair=True)
     assert check_max_seq_length(2, 512) == 2
 
@@ -331,8 +406,10 @@ def test_set_method_names_rewrites_pb_and_fingerprint(tmp_path):
     tf.saved_model.save(m, str(tmp_path), signatures={"regression": m.f, "serving_default": m.f})
     versioning.set_method_names(tmp_path, {"regression": REGRESS_METHOD_NAME})
     from tensorflow.core.protobuf import saved_model_pb2
-    meta_graph, = saved_model_pb2.SavedModel.FromString(
-        (tmp_path / "saved_model.pb").read_bytes()).meta_graphs
+
+    (meta_graph,) = saved_model_pb2.SavedModel.FromString(
+        (tmp_path / "saved_model.pb").read_bytes()
+    ).meta_graphs
     assert meta_graph.signature_def["regression"].method_name == "tensorflow/serving/regress"
     assert meta_graph.signature_def["serving_default"].method_name == "tensorflow/serving/predict"
     loaded = tf.saved_model.load(str(tmp_path))
@@ -343,21 +420,38 @@ def test_set_method_names_rewrites_pb_and_fingerprint(tmp_path):
 
 def test_overrides_are_checked_against_the_task(uncased_vocab):
     from tests.export.conftest import tiny_classifier
+
     two = tiny_classifier(2, ["neg", "pos"], "sst2", seed=0, vocab_file=uncased_vocab)
-    with pytest.raises(ValueError, match=re.escape(
-            "got 3 label names ['a', 'b', 'c'] but the task has 2 classes ['neg', 'pos']")):
+    with pytest.raises(
+        ValueError,
+        match=re.escape(
+            "got 3 label names ['a', 'b', 'c'] but the task has 2 classes ['neg', 'pos']"
+        ),
+    ):
         apply_overrides(two, Overrides(label_names=["a", "b", "c"]))
-    with pytest.raises(ValueError, match=re.escape(
-            "--is_pair=True but the task stored in the model has is_pair=False")):
+    with pytest.raises(
+        ValueError,
+        match=re.escape("--is_pair=True but the task stored in the model has is_pair=False"),
+    ):
         apply_overrides(two, Overrides(is_pair=True))
-    with pytest.raises(ValueError, match=re.escape(
-            "--task_type=regression but the task stored in the model has task_type=classification")):
+    with pytest.raises(
+        ValueError,
+        match=re.escape(
+            "--task_type=regression but the task stored in the model has task_type=classification"
+        ),
+    ):
         apply_overrides(two, Overrides(task_type="regression"))
-    with pytest.raises(ValueError, match=re.escape(
-            "--do_lower_case=False but the task stored in the model has do_lower_case=True")):
+    with pytest.raises(
+        ValueError,
+        match=re.escape(
+            "--do_lower_case=False but the task stored in the model has do_lower_case=True"
+        ),
+    ):
         apply_overrides(two, Overrides(do_lower_case=False))
-    same = apply_overrides(two, Overrides(label_names=["bad", "good"], max_seq_length=8,
-                                          is_pair=False, do_lower_case=True))
+    same = apply_overrides(
+        two,
+        Overrides(label_names=["bad", "good"], max_seq_length=8, is_pair=False, do_lower_case=True),
+    )
     assert same.label_names == ["bad", "good"] and same.preprocessor.max_seq_length == 8
     assert same.preprocessor.vocabulary == two.preprocessor.vocabulary
 
@@ -367,11 +461,24 @@ def test_cli_rejects_more_label_names_than_classes(exports):
     import subprocess
     import sys
     from tests.export.conftest import REPO
+
     run_dir = exports["base"].parent / "run"  # the conftest's 2-class rte fine-tuning output_dir
     base = exports["base"].parent / "rejected"
-    proc = subprocess.run([sys.executable, "-m", "export", f"--model_dir={run_dir}",
-                           f"--export_base={base}", "--model_name=rte", "--label_names=a,b,c"],
-                          cwd=REPO, capture_output=True, text=True, timeout=300)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "export",
+            f"--model_dir={run_dir}",
+            f"--export_base={base}",
+            "--model_name=rte",
+            "--label_names=a,b,c",
+        ],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert proc.returncode == 2
     assert "got 3 label names ['a', 'b', 'c'] but the task has 2 classes" in proc.stderr
     assert "Traceback" not in proc.stderr
@@ -381,18 +488,30 @@ def test_cli_rejects_more_label_names_than_classes(exports):
 @pytest.mark.slow
 def test_bfloat16_export_stores_bfloat16_variables_and_keeps_predictions(tmp_path, uncased_vocab):
     from tests.export.conftest import tiny_classifier
+
     model = tiny_classifier(3, LABELS3, None, seed=5, vocab_file=uncased_vocab)
-    with pytest.raises(ValueError, match=r"dtype must be one of \['float32', 'bfloat16'\], got 'int8'"):
+    with pytest.raises(
+        ValueError, match=r"dtype must be one of \['float32', 'bfloat16'\], got 'int8'"
+    ):
         with_dtype(model, "int8")
     assert with_dtype(model, "float32") is model
     path = model.export(tmp_path, "cls", dtype="bfloat16")
-    assert json.loads((path / "assets" / "export_config.json").read_text())["dtype_policy"] == "bfloat16"
+    assert (
+        json.loads((path / "assets" / "export_config.json").read_text())["dtype_policy"]
+        == "bfloat16"
+    )
     umask = os.umask(0)
     os.umask(umask)
     assert path.stat().st_mode & 0o777 == 0o777 & ~umask  # readable by a server of another user
     loaded = tf.saved_model.load(str(path))
-    dtypes = set(tf.train.load_checkpoint(str(path / "variables" / "variables")).get_variable_to_dtype_map().values())
-    assert tf.bfloat16 in dtypes and tf.float32 in dtypes  # dense/embedding tables bf16, LayerNorm float32
+    dtypes = set(
+        tf.train.load_checkpoint(str(path / "variables" / "variables"))
+        .get_variable_to_dtype_map()
+        .values()
+    )
+    assert (
+        tf.bfloat16 in dtypes and tf.float32 in dtypes
+    )  # dense/embedding tables bf16, LayerNorm float32
     out = loaded.signatures["serving_default"](text=tf.constant(TEXTS))
     probs = model.predict(TEXTS)
     assert out["probabilities"].dtype == tf.float32

@@ -1,16 +1,21 @@
 """An export prints nothing TensorFlow says about its own bookkeeping, and everything else."""
+
 import logging
 
 import pytest
 
 from keras_bert.saved_model.harmless_logs import HarmlessExportMessages, quiet_harmless_export_logs
 
-RENAMED = ("Function `serving_default` contains input name(s) params, 916, table_handle, resource "
-           "with unsupported characters which will be renamed to bert_preprocessor_1_gatherv2_3_params, "
-           "bert_preprocessor_1_shape_916 in the SavedModel.")
-TABLE = ("Issue encountered when serializing table_initializer.\nType is unsupported, or the types of "
-         "the items don't match field type in CollectionDef. Note this is a warning and probably safe "
-         "to ignore.\n'NoneType' object has no attribute 'name'")
+RENAMED = (
+    "Function `serving_default` contains input name(s) params, 916, table_handle, resource "
+    "with unsupported characters which will be renamed to bert_preprocessor_1_gatherv2_3_params, "
+    "bert_preprocessor_1_shape_916 in the SavedModel."
+)
+TABLE = (
+    "Issue encountered when serializing table_initializer.\nType is unsupported, or the types of "
+    "the items don't match field type in CollectionDef. Note this is a warning and probably safe "
+    "to ignore.\n'NoneType' object has no attribute 'name'"
+)
 
 
 TF_FILE = "/venv/lib/python3.11/site-packages/tensorflow/python/saved_model/builder_impl.py"
@@ -24,9 +29,13 @@ def test_filter_drops_the_known_messages_and_tensorflow_info_only():
     keep = HarmlessExportMessages().filter
     assert not keep(_record(RENAMED, "absl", logging.INFO))
     assert not keep(_record(TABLE))
-    assert not keep(_record("Assets written to: models/m/.tmp-1/assets", "absl", logging.INFO, TF_FILE))
-    assert keep(_record("Issue encountered when serializing variables."))   # another collection
-    assert keep(_record("Found untraced functions such as _update_step_xla", path=TF_FILE))  # a warning
+    assert not keep(
+        _record("Assets written to: models/m/.tmp-1/assets", "absl", logging.INFO, TF_FILE)
+    )
+    assert keep(_record("Issue encountered when serializing variables."))  # another collection
+    assert keep(
+        _record("Found untraced functions such as _update_step_xla", path=TF_FILE)
+    )  # a warning
     assert keep(_record("exported m version 1 to /models/m/1", "keras_bert", logging.INFO))
 
 
@@ -48,13 +57,23 @@ def test_export_with_litert_logs_neither_message(tmp_path, caplog, uncased_vocab
     from keras_bert.tasks import TextClassifier
     from keras_bert.tokenization import BertPreprocessor
 
-    encoder = BertEncoder(vocab_size=30522, hidden_size=8, num_layers=1, num_heads=2,
-                          intermediate_size=12, max_sequence_length=24)
-    task = TextClassifier(encoder, 2, label_names=["a", "b"],
-                          preprocessor=BertPreprocessor(str(uncased_vocab), max_seq_length=16))
+    encoder = BertEncoder(
+        vocab_size=30522,
+        hidden_size=8,
+        num_layers=1,
+        num_heads=2,
+        intermediate_size=12,
+        max_sequence_length=24,
+    )
+    task = TextClassifier(
+        encoder,
+        2,
+        label_names=["a", "b"],
+        preprocessor=BertPreprocessor(str(uncased_vocab), max_seq_length=16),
+    )
     task.build_for_export()
     verbosity = absl_logging.get_verbosity()
-    absl_logging.set_verbosity(absl_logging.INFO)   # as the recipes and `python -m export` run
+    absl_logging.set_verbosity(absl_logging.INFO)  # as the recipes and `python -m export` run
     try:
         with caplog.at_level(logging.INFO):
             path = task.export(tmp_path, "m", litert="float32")
@@ -62,6 +81,11 @@ def test_export_with_litert_logs_neither_message(tmp_path, caplog, uncased_vocab
         absl_logging.set_verbosity(verbosity)
     messages = [r.getMessage() for r in caplog.records]
     assert (path / "model.tflite").is_file()
-    assert not [m for m in messages if "unsupported characters" in m or "table_initializer" in m
-                or m.startswith(("Assets written to", "Writing fingerprint", "Sharding callback"))]
-    assert any(m.startswith("exported m version 1 to") for m in messages)   # the rest still passes
+    assert not [
+        m
+        for m in messages
+        if "unsupported characters" in m
+        or "table_initializer" in m
+        or m.startswith(("Assets written to", "Writing fingerprint", "Sharding callback"))
+    ]
+    assert any(m.startswith("exported m version 1 to") for m in messages)  # the rest still passes

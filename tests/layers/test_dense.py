@@ -1,4 +1,5 @@
 """FlatDense: the same function and weights as keras.layers.Dense, as one 2-D product."""
+
 import keras
 import numpy as np
 import pytest
@@ -14,8 +15,12 @@ def _pair(activation_name, dtype="float32"):
     flat.build((None, None, 16))
     ref = keras.layers.Dense(24, dtype=dtype, name="intermediate")
     ref.build((None, None, 16))
-    ref.set_weights([np.random.default_rng(1).standard_normal(w.shape).astype("float32")
-                     for w in flat.get_weights()])
+    ref.set_weights(
+        [
+            np.random.default_rng(1).standard_normal(w.shape).astype("float32")
+            for w in flat.get_weights()
+        ]
+    )
     flat.set_weights(ref.get_weights())
     return flat, ref
 
@@ -24,8 +29,11 @@ def _pair(activation_name, dtype="float32"):
 def test_matches_keras_dense_on_3d_inputs(activation_name):
     flat, ref = _pair(activation_name)
     x = np.random.default_rng(2).standard_normal((3, 5, 16)).astype("float32")
-    act = {None: lambda y: y, "gelu": gelu,
-           "gelu_approximate": lambda y: keras.activations.gelu(y, approximate=True)}[activation_name]
+    act = {
+        None: lambda y: y,
+        "gelu": gelu,
+        "gelu_approximate": lambda y: keras.activations.gelu(y, approximate=True),
+    }[activation_name]
     want = act(ref(x)).numpy()
     for training in (False, True):
         got = flat(x, training=training).numpy()
@@ -40,7 +48,7 @@ def test_bfloat16_inference_and_training_gelu_agree_to_bfloat16_precision():
     infer = tf.cast(flat(x, training=False), tf.float32).numpy()
     train = tf.cast(flat(x, training=True), tf.float32).numpy()
     assert flat(x).dtype == tf.bfloat16
-    np.testing.assert_allclose(infer, train, rtol=2 ** -7, atol=2 ** -7)
+    np.testing.assert_allclose(infer, train, rtol=2**-7, atol=2**-7)
 
 
 def test_symbolic_shapes_and_unknown_activation():

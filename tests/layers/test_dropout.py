@@ -1,4 +1,5 @@
 """BertDropout: the 16-bit mask against the Philox words it is defined from, rate, scale, grads."""
+
 import keras
 import numpy as np
 import pytest
@@ -11,8 +12,9 @@ SEED = tf.constant([7, 11], tf.int32)
 
 def reference_mask(n, rate, seed):
     """The definition, in numpy: uint16 halves (low first) of the Philox words, >= k."""
-    words = tf.random.stateless_uniform([(n + 1) // 2], seed=seed, minval=None, maxval=None,
-                                        dtype=tf.uint32).numpy()
+    words = tf.random.stateless_uniform(
+        [(n + 1) // 2], seed=seed, minval=None, maxval=None, dtype=tf.uint32
+    ).numpy()
     halves = np.stack([words & 0xFFFF, words >> 16], axis=-1).reshape(-1)[:n]
     return halves >= round(rate * 65536)
 
@@ -74,8 +76,11 @@ def test_noise_shape_and_extreme_rates_fall_back_to_keras():
     assert all(len(set(row)) == 1 for row in shared)  # one decision per row
     np.testing.assert_array_equal(BertDropout(0.0)(x, training=True).numpy(), x.numpy())
     # Keras's path: every element kept (P(any drop) ~ 1e-5) and scaled by 1 / (1 - 1e-7).
-    np.testing.assert_allclose(BertDropout(1e-7, seed=1)(x, training=True).numpy(),
-                               np.full((8, 16), 1 / (1 - 1e-7), np.float32), rtol=1e-7)
+    np.testing.assert_allclose(
+        BertDropout(1e-7, seed=1)(x, training=True).numpy(),
+        np.full((8, 16), 1 / (1 - 1e-7), np.float32),
+        rtol=1e-7,
+    )
 
 
 @pytest.mark.parametrize("rate", [0.0, 1e-6, 1 - 1e-6, 1.0])

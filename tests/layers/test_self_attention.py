@@ -1,4 +1,5 @@
 """swap_axes_1_2 (the head split/merge) against tf.transpose: values, gradients, XLA, dtypes."""
+
 import numpy as np
 import pytest
 import tensorflow as tf
@@ -12,8 +13,10 @@ def test_swap_equals_transpose_bit_for_bit(dtype):
     want = tf.transpose(x, [0, 2, 1, 3])
     got = swap_axes_1_2(x)
     assert got.dtype == dtype and got.shape == (2, 3, 5, 4)
-    np.testing.assert_array_equal(tf.bitcast(got, tf.uint8).numpy() if dtype.size > 1 else got,
-                                  tf.bitcast(want, tf.uint8).numpy() if dtype.size > 1 else want)
+    np.testing.assert_array_equal(
+        tf.bitcast(got, tf.uint8).numpy() if dtype.size > 1 else got,
+        tf.bitcast(want, tf.uint8).numpy() if dtype.size > 1 else want,
+    )
 
 
 def test_special_values_pass_through_unchanged():

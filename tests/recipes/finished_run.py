@@ -1,4 +1,5 @@
 """What every fine-tuning recipe leaves and prints when a run ends (shared by the recipe tests)."""
+
 import json
 import pathlib
 import pickle
@@ -32,7 +33,12 @@ def served_in_fresh_process(tmp_path, name: str, version_dir, calls: dict, env: 
     spec, result = tmp_path / "spec.pkl", tmp_path / "result.pkl"
     spec.write_bytes(pickle.dumps({name: {"dir": str(version_dir), "calls": calls}}))
     loader = REPO / "tests" / "export" / "_load_and_call.py"
-    proc = subprocess.run([sys.executable, "-I", str(loader), str(spec), str(result)], env=env,
-                          capture_output=True, text=True, timeout=300)
+    proc = subprocess.run(
+        [sys.executable, "-I", str(loader), str(spec), str(result)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     return pickle.loads(result.read_bytes())

@@ -1,5 +1,6 @@
 """Kill a recipe with SIGKILL at a crash point (`keras_bert.faults`), rerun it with the same flags,
 and check it ends as an uninterrupted run with those flags does (shared by the recipe tests)."""
+
 import json
 import os
 import pathlib
@@ -18,15 +19,24 @@ REPO = pathlib.Path(__file__).resolve().parents[2]
 
 # What a resumed run may not repeat: wall-clock timings, the step it resumed from (asserted on
 # its own), and an evaluation's running training loss (lost with the killed process: null).
-UNREPEATABLE = frozenset({"train_seconds", "predict_seconds", "predict_questions_per_second",
-                          "resumed_from_step", "train_loss"})
+UNREPEATABLE = frozenset(
+    {
+        "train_seconds",
+        "predict_seconds",
+        "predict_questions_per_second",
+        "resumed_from_step",
+        "train_loss",
+    }
+)
 
 
 def bert_tiny_without_dropout(directory) -> str:
     """--bert_config_file of bert_tiny with no dropout in the encoder (--dropout_rate is only the
     head's): a run resumed mid-training then draws no masks the killed process would have."""
     path = pathlib.Path(directory) / "bert_tiny_no_dropout.json"
-    BertConfig.from_preset("bert_tiny", dropout_rate=0.0, attention_dropout_rate=0.0).to_json_file(path)
+    BertConfig.from_preset("bert_tiny", dropout_rate=0.0, attention_dropout_rate=0.0).to_json_file(
+        path
+    )
     return str(path)
 
 
@@ -36,8 +46,13 @@ def run_recipe(recipe: str, flags, crash_at: str | None = None, timeout: int = 4
     env.pop(CRASH_ENV, None)
     if crash_at:
         env[CRASH_ENV] = crash_at
-    return subprocess.run([sys.executable, str(REPO / "recipes" / recipe), *map(str, flags)],
-                          env=env, capture_output=True, text=True, timeout=timeout)
+    return subprocess.run(
+        [sys.executable, str(REPO / "recipes" / recipe), *map(str, flags)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
 
 
 def repeatable(record):
@@ -54,13 +69,15 @@ def differences(got, want, path="") -> list[str]:
     if isinstance(got, dict) and isinstance(want, dict) and got.keys() == want.keys():
         return [d for k in got for d in differences(got[k], want[k], f"{path}/{k}")]
     if isinstance(got, list) and isinstance(want, list) and len(got) == len(want):
-        return [d for i, (g, w) in enumerate(zip(got, want)) for d in differences(g, w, f"{path}/{i}")]
+        return [
+            d for i, (g, w) in enumerate(zip(got, want)) for d in differences(g, w, f"{path}/{i}")
+        ]
     return [] if got == want else [f"{path}: {got!r} != {want!r}"]
 
 
-def assert_killed_and_resumed_like_uninterrupted(tmp_path, recipe: str, flags, crash_at: str,
-                                                 resumed_from_step: int, epochs: list,
-                                                 steps: int) -> dict:
+def assert_killed_and_resumed_like_uninterrupted(
+    tmp_path, recipe: str, flags, crash_at: str, resumed_from_step: int, epochs: list, steps: int
+) -> dict:
     """Runs `recipe` with `flags` uninterrupted, and killed at `crash_at` (a point before
     metrics.json is written, e.g. "evaluation:2") then rerun; asserts the
     rerun resumed at `resumed_from_step` and ended with the same metrics.json (evaluations, best,
@@ -81,8 +98,10 @@ def assert_killed_and_resumed_like_uninterrupted(tmp_path, recipe: str, flags, c
     assert [r["resumed_from_step"] for r in want["runs"]] == [0]
     assert [e["epoch"] for e in want["runs"][0]["epochs"]] == epochs
     assert want["runs"][0]["steps"] == steps
-    assert repeatable(got) == repeatable(want), (crash_at, differences(repeatable(got),
-                                                                      repeatable(want)))
+    assert repeatable(got) == repeatable(want), (
+        crash_at,
+        differences(repeatable(got), repeatable(want)),
+    )
     want_weights, got_weights = load_task(ref).get_weights(), load_task(out).get_weights()
     assert len(got_weights) == len(want_weights)
     for a, b in zip(got_weights, want_weights):

@@ -1,4 +1,5 @@
 """create_vocab.py and create_pretraining_data.py as command lines on a real WikiText-2 slice."""
+
 import json
 import os
 import subprocess
@@ -11,15 +12,28 @@ from tests.conftest import REPO_ROOT
 
 def _run(*args):
     env = dict(os.environ, PYTHONPATH=str(REPO_ROOT), TF_CPP_MIN_LOG_LEVEL="2")
-    return subprocess.run([sys.executable, "-m", *args], cwd=REPO_ROOT, env=env, check=True,
-                          capture_output=True, text=True, timeout=600)
+    return subprocess.run(
+        [sys.executable, "-m", *args],
+        cwd=REPO_ROOT,
+        env=env,
+        check=True,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
 
 
 @pytest.fixture(scope="module")
 def wiki_slice(tmp_path_factory, data_dir):
     """The first 8 articles of the WikiText-2 raw test split (its own format, titles included)."""
-    lines = (data_dir / "wikitext/wikitext-2-raw/wiki.test.raw").read_text(encoding="utf-8").splitlines()
-    titles = [i for i, line in enumerate(lines) if line.startswith(" = ") and not line.startswith(" = = ")]
+    lines = (
+        (data_dir / "wikitext/wikitext-2-raw/wiki.test.raw")
+        .read_text(encoding="utf-8")
+        .splitlines()
+    )
+    titles = [
+        i for i, line in enumerate(lines) if line.startswith(" = ") and not line.startswith(" = = ")
+    ]
     path = tmp_path_factory.mktemp("wiki") / "slice.raw"
     path.write_text("\n".join(lines[: titles[8]]) + "\n", encoding="utf-8")
     return path
@@ -30,24 +44,42 @@ def test_vocab_then_data_deterministic_across_workers(wiki_slice, tmp_path):
     from keras_bert.tokenization import FullTokenizer
 
     vocab = tmp_path / "vocab.txt"
-    _run("recipes.create_vocab", f"--input_file={wiki_slice}", "--input_format=wikitext",
-         f"--vocab_file={vocab}", "--vocab_size=2000")
+    _run(
+        "recipes.create_vocab",
+        f"--input_file={wiki_slice}",
+        "--input_format=wikitext",
+        f"--vocab_file={vocab}",
+        "--vocab_size=2000",
+    )
     tokens = vocab.read_text(encoding="utf-8").splitlines()
     assert tokens[:5] == ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
     assert 1500 < len(tokens) <= 2000 and len(set(tokens)) == len(tokens)
     tok = FullTokenizer(vocab, do_lower_case=True)
     assert tok.tokenize("The Bill") == ["the", "bill"]  # frequent words are whole pieces
-    assert json.loads((tmp_path / "vocab.txt.config.json").read_text())["vocab_size_written"] == len(tokens)
+    assert json.loads((tmp_path / "vocab.txt.config.json").read_text())[
+        "vocab_size_written"
+    ] == len(tokens)
 
     outputs = {}
     for workers in (2, 1):
         out = tmp_path / f"w{workers}" / "data.tfrecord"
-        _run("recipes.create_pretraining_data", f"--input_file={wiki_slice}", "--input_format=wikitext",
-             f"--output_file={out}", "--num_shards=3", f"--vocab_file={vocab}", "--dupe_factor=3",
-             "--do_whole_word_mask", f"--num_workers={workers}", "--random_seed=9", "--noprogress")
+        _run(
+            "recipes.create_pretraining_data",
+            f"--input_file={wiki_slice}",
+            "--input_format=wikitext",
+            f"--output_file={out}",
+            "--num_shards=3",
+            f"--vocab_file={vocab}",
+            "--dupe_factor=3",
+            "--do_whole_word_mask",
+            f"--num_workers={workers}",
+            "--random_seed=9",
+            "--noprogress",
+        )
         files = sorted(out.parent.iterdir())
         assert sorted(f.name for f in files) == sorted(
-            [f"data.tfrecord-0000{i}-of-00003" for i in range(3)] + ["data.tfrecord.summary.json"])
+            [f"data.tfrecord-0000{i}-of-00003" for i in range(3)] + ["data.tfrecord.summary.json"]
+        )
         outputs[workers] = {f.name: f.read_bytes() for f in files}
     reports = [json.loads(outputs[w].pop("data.tfrecord.summary.json")) for w in (1, 2)]
     assert outputs[1] == outputs[2]  # byte-identical records for a seed, whatever the parallelism

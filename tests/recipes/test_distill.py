@@ -1,5 +1,6 @@
 """recipes/distill.py: a tiny teacher distilled into a 1-layer student, exported, then compared
 with the teacher by recipes/evaluate.py; bad settings are usage errors."""
+
 import json
 import os
 import pathlib
@@ -19,8 +20,13 @@ REPO = pathlib.Path(__file__).resolve().parents[2]
 
 def run_recipe(name, *args, timeout=600):
     env = dict(os.environ, PYTHONPATH=str(REPO), TF_CPP_MIN_LOG_LEVEL="3", CUDA_VISIBLE_DEVICES="")
-    return subprocess.run([sys.executable, str(REPO / "recipes" / name), *map(str, args)], env=env,
-                          capture_output=True, text=True, timeout=timeout)
+    return subprocess.run(
+        [sys.executable, str(REPO / "recipes" / name), *map(str, args)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
 
 
 @pytest.fixture(scope="module")
@@ -37,17 +43,29 @@ def teacher_and_data(uncased_vocab, tmp_path_factory):
 
 
 def data_flags(base):
-    return [f"--teacher={base / 'teacher.keras'}", f"--train_file={base / 'train.jsonl'}",
-            f"--dev_file={base / 'dev.jsonl'}", "--student_layers=1", "--learning_rate=3e-3",
-            "--train_batch_size=16", "--warmup_proportion=0"]
+    return [
+        f"--teacher={base / 'teacher.keras'}",
+        f"--train_file={base / 'train.jsonl'}",
+        f"--dev_file={base / 'dev.jsonl'}",
+        "--student_layers=1",
+        "--learning_rate=3e-3",
+        "--train_batch_size=16",
+        "--warmup_proportion=0",
+    ]
 
 
 @pytest.mark.slow
 def test_distill_export_and_compare(tmp_path, teacher_and_data):
     base = teacher_and_data
     out, models = tmp_path / "student", tmp_path / "models"
-    proc = run_recipe("distill.py", *data_flags(base), "--num_train_epochs=3",
-                      f"--output_dir={out}", f"--export_dir={models}", "--model_name=student")
+    proc = run_recipe(
+        "distill.py",
+        *data_flags(base),
+        "--num_train_epochs=3",
+        f"--output_dir={out}",
+        f"--export_dir={models}",
+        "--model_name=student",
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     metrics = json.loads((out / "metrics.json").read_text())
     run = metrics["runs"][0]  # 96 rows / 16 = 6 steps an epoch; an evaluation after each epoch
@@ -61,14 +79,21 @@ def test_distill_export_and_compare(tmp_path, teacher_and_data):
     assert result_line(proc.stdout) == (
         f"student dev accuracy {best['dev_accuracy']:.4f}, teacher "
         f"{metrics['teacher']['dev_accuracy']:.4f}, agreement {best['dev_agreement']:.4f}, at "
-        f"epoch {best['epoch']} (all metrics: {out}/metrics.json)")
+        f"epoch {best['epoch']} (all metrics: {out}/metrics.json)"
+    )
     assert json.loads((out / "config.json").read_text())["student_layers"] == 1
     exported = models / "student" / "1"
     config = json.loads((exported / "assets" / "export_config.json").read_text())
     assert config["label_names"] == ["neg", "pos"] and config["bert_config"]["num_layers"] == 1
-    proc = run_recipe("evaluate.py", f"--model={base / 'teacher.keras'}", f"--compare={exported}",
-                      f"--data={base / 'dev.jsonl'}", "--noprogress", "--bootstrap_samples=100",
-                      f"--output_dir={tmp_path / 'cmp'}")
+    proc = run_recipe(
+        "evaluate.py",
+        f"--model={base / 'teacher.keras'}",
+        f"--compare={exported}",
+        f"--data={base / 'dev.jsonl'}",
+        "--noprogress",
+        "--bootstrap_samples=100",
+        f"--output_dir={tmp_path / 'cmp'}",
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     cmp = json.loads((tmp_path / "cmp" / "metrics.json").read_text())
     assert cmp["headline"]["accuracy"]["a"] == pytest.approx(metrics["teacher"]["dev_accuracy"])
@@ -77,17 +102,22 @@ def test_distill_export_and_compare(tmp_path, teacher_and_data):
 
 
 @pytest.mark.slow
-def test_killed_at_the_last_evaluation_and_resumed_ends_like_an_uninterrupted_run(tmp_path, teacher_and_data):
+def test_killed_at_the_last_evaluation_and_resumed_ends_like_an_uninterrupted_run(
+    tmp_path, teacher_and_data
+):
     flags = [*data_flags(teacher_and_data), "--num_train_epochs=2", "--verbose=0"]
     # 6 batches an epoch: killed as the last evaluation starts, resumed at step 12 and the
     # evaluation made up. Not mid-epoch: the student keeps the teacher's encoder dropout (0.1)
     # and a resumed process draws other masks (dev loss differs at 1e-4 after "train_batch:9").
-    assert_killed_and_resumed_like_uninterrupted(tmp_path, "distill.py", flags, "evaluation:2",
-                                                 resumed_from_step=12, epochs=[1, 2], steps=12)
+    assert_killed_and_resumed_like_uninterrupted(
+        tmp_path, "distill.py", flags, "evaluation:2", resumed_from_step=12, epochs=[1, 2], steps=12
+    )
 
 
 def test_bad_alpha_is_a_usage_error(tmp_path):  # in process: the recipe prints it (exit 2)
     from keras_bert.training.families.distillation import DistillArgs
 
     with pytest.raises(ValueError, match=r"^--alpha must be in \[0, 1\], got 2.0$"):
-        DistillArgs(teacher=str(tmp_path), task_name="sst2", alpha=2.0, output_dir=str(tmp_path / "out"))
+        DistillArgs(
+            teacher=str(tmp_path), task_name="sst2", alpha=2.0, output_dir=str(tmp_path / "out")
+        )

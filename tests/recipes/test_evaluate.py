@@ -1,5 +1,6 @@
 """recipes/evaluate.py end to end on tiny TextClassifiers: report numbers equal metrics.json, the
 HTML report renders in headless Chromium, usage errors, --compare and the gRPC path."""
+
 import html.parser
 import json
 import os
@@ -20,8 +21,13 @@ CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 
 def run_evaluate(*args, timeout=400):
     env = dict(os.environ, PYTHONPATH=str(REPO), TF_CPP_MIN_LOG_LEVEL="3", CUDA_VISIBLE_DEVICES="")
-    return subprocess.run([sys.executable, str(REPO / "recipes" / "evaluate.py"), "--noprogress",
-                           *map(str, args)], env=env, capture_output=True, text=True, timeout=timeout)
+    return subprocess.run(
+        [sys.executable, str(REPO / "recipes" / "evaluate.py"), "--noprogress", *map(str, args)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
 
 
 @pytest.fixture(scope="module")
@@ -36,16 +42,28 @@ def models(tmp_path_factory, uncased_vocab):
     b = tiny_classifier(uncased_vocab, seed=5, num_layers=1)
     b.save(base / "b.keras")
     data = write_jsonl(base / "heldout.jsonl", heldout_rows())
-    return {"run_a": base / "run_a", "saved_a": exported, "b": base / "b.keras", "data": data,
-            "probs_a": a.predict(TEXTS), "probs_b": b.predict(TEXTS), "base": base}
+    return {
+        "run_a": base / "run_a",
+        "saved_a": exported,
+        "b": base / "b.keras",
+        "data": data,
+        "probs_a": a.predict(TEXTS),
+        "probs_b": b.predict(TEXTS),
+        "base": base,
+    }
 
 
 @pytest.fixture(scope="module")
 def single_report(models, tmp_path_factory):
     out = tmp_path_factory.mktemp("report")
-    proc = run_evaluate(f"--model={models['saved_a']}", f"--data={models['data']}",
-                        "--slice_column=source", "--batch_size=5", "--machine_cost_per_hour=1.5",
-                        f"--output_dir={out}")
+    proc = run_evaluate(
+        f"--model={models['saved_a']}",
+        f"--data={models['data']}",
+        "--slice_column=source",
+        "--batch_size=5",
+        "--machine_cost_per_hour=1.5",
+        f"--output_dir={out}",
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     return out
 
@@ -90,8 +108,11 @@ def test_metrics_json_is_the_models_own_predictions(models, single_report):
     np.add.at(matrix, (gold, pred), 1)
     assert metrics["confusion_matrix"] == matrix.tolist()
     assert [f["gold"] for f in metrics["failures"]] == [
-        LABELS[g] for g in gold[pred != gold][np.argsort(-models["probs_a"].max(1)[pred != gold],
-                                                         kind="stable")]]
+        LABELS[g]
+        for g in gold[pred != gold][
+            np.argsort(-models["probs_a"].max(1)[pred != gold], kind="stable")
+        ]
+    ]
     assert metrics["model"]["path"] == "in-process SavedModel"
     assert metrics["latency"]["num_batches"] == 3 and metrics["latency"]["cost_per_1000"] > 0
 
@@ -101,19 +122,31 @@ def test_report_numbers_equal_metrics_json(single_report):
     page = (single_report / "report.html").read_text()
     values = keyed_numbers(page)
     assert_numbers_equal_metrics(values, metrics)
-    assert {"headline.accuracy", "per_class.neg.f1", "confusion_matrix.2.1", "latency.p99_ms",
-            "calibration.bins.9.count" if metrics["calibration"]["bins"][9]["count"] else
-            "headline.ece", "slices.0.error_rate", "failures.0.confidence"} <= set(values)
+    assert {
+        "headline.accuracy",
+        "per_class.neg.f1",
+        "confusion_matrix.2.1",
+        "latency.p99_ms",
+        "calibration.bins.9.count"
+        if metrics["calibration"]["bins"][9]["count"]
+        else "headline.ece",
+        "slices.0.error_rate",
+        "failures.0.confidence",
+    } <= set(values)
     md = (single_report / "report.md").read_text()
     assert f"| accuracy | {fmt(metrics['headline']['accuracy'])} |" in md
     neg = metrics["per_class"]["neg"]
-    assert f"| neg | {' | '.join(fmt(neg[k]) for k in ('precision', 'recall', 'f1', 'support'))} |" in md
+    assert (
+        f"| neg | {' | '.join(fmt(neg[k]) for k in ('precision', 'recall', 'f1', 'support'))} |"
+        in md
+    )
     assert f"| p95 (ms) | {fmt(metrics['latency']['p95_ms'])} |" in md
     assert "![confusion matrix](confusion_matrix.png)" in md
     for png in ("confusion_matrix.png", "reliability.png"):
         assert (single_report / png).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-    assert "src=\"data:image/png;base64," in page and "http" not in page.replace(
-        "http-equiv", "")  # self-contained
+    assert 'src="data:image/png;base64,' in page and "http" not in page.replace(
+        "http-equiv", ""
+    )  # self-contained
 
 
 PROBE = """<script>
@@ -136,15 +169,30 @@ window.addEventListener("load", () => {
 
 
 def chromium(url, profile):
-    cmd = [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-           "--disable-component-update", "--disable-sync", "--no-first-run",
-           f"--user-data-dir={profile}", "--enable-logging=stderr", "--v=0",
-           "--virtual-time-budget=5000", "--dump-dom", url]
+    cmd = [
+        CHROMIUM,
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--no-first-run",
+        f"--user-data-dir={profile}",
+        "--enable-logging=stderr",
+        "--v=0",
+        "--virtual-time-budget=5000",
+        "--dump-dom",
+        url,
+    ]
     return subprocess.run(cmd, capture_output=True, text=True, timeout=120)
 
 
-@pytest.mark.skipif(CHROMIUM is None, reason="chromium not installed (scripts/setup.sh installs "
-                    "Debian's chromium; it failed or was skipped here)")
+@pytest.mark.skipif(
+    CHROMIUM is None,
+    reason="chromium not installed (scripts/setup.sh installs "
+    "Debian's chromium; it failed or was skipped here)",
+)
 def test_html_report_in_headless_chromium(single_report, tmp_path):
     page = (single_report / "report.html").read_text()
     probed = tmp_path / "report.html"
@@ -155,8 +203,7 @@ def test_html_report_in_headless_chromium(single_report, tmp_path):
     assert console == [], console
     dom = proc.stdout
     assert 'data-probe="done"' in dom
-    rendered = [line.split('data-rendered="')[1].split('"')[0]
-                for line in dom.split("<img")[1:]]
+    rendered = [line.split('data-rendered="')[1].split('"')[0] for line in dom.split("<img")[1:]]
     assert len(rendered) == 2
     for r in rendered:
         complete, width, height, ink = r.split()
@@ -168,8 +215,12 @@ def test_html_report_in_headless_chromium(single_report, tmp_path):
 
 
 def test_missing_column_is_a_usage_error(models, tmp_path):
-    proc = run_evaluate(f"--model={models['run_a']}", f"--data={models['data']}",
-                        "--text_column=sentence", f"--output_dir={tmp_path / 'out'}")
+    proc = run_evaluate(
+        f"--model={models['run_a']}",
+        f"--data={models['data']}",
+        "--text_column=sentence",
+        f"--output_dir={tmp_path / 'out'}",
+    )
     assert proc.returncode == 2
     assert "missing key(s) ['sentence']; keys present: ['label', 'source', 'text']" in proc.stderr
     assert "Traceback" not in proc.stderr and not (tmp_path / "out").exists()
@@ -187,9 +238,11 @@ def test_bad_data_is_a_usage_error(models, tmp_path, case):
         rows = heldout_rows()[:4]
         rows[2]["label"], rows[3]["label"] = "2", "0"
         data = write_jsonl(tmp_path / "d.jsonl", rows)
-        message = (f"{data}: data row 2 (0-based): label '2' is an id but data row 0 is the name "
-                   "'neg'; give every label as a name of ['neg', 'neutral', 'pos'] or every label "
-                   "as an id 0..2, not a mix\n")
+        message = (
+            f"{data}: data row 2 (0-based): label '2' is an id but data row 0 is the name "
+            "'neg'; give every label as a name of ['neg', 'neutral', 'pos'] or every label "
+            "as an id 0..2, not a mix\n"
+        )
     else:
         data, message = tmp_path / "d.tsv", "empty file"
         data.write_text("text\tlabel\n")
@@ -199,9 +252,16 @@ def test_bad_data_is_a_usage_error(models, tmp_path, case):
 
 def test_compare_two_models(models, tmp_path):
     out = tmp_path / "cmp"
-    proc = run_evaluate(f"--model={models['run_a']}", f"--compare={models['b']}",
-                        f"--data={models['data']}", "--slice_column=source", "--batch_size=4",
-                        "--bootstrap_samples=200", "--machine_cost_per_hour=2", f"--output_dir={out}")
+    proc = run_evaluate(
+        f"--model={models['run_a']}",
+        f"--compare={models['b']}",
+        f"--data={models['data']}",
+        "--slice_column=source",
+        "--batch_size=4",
+        "--bootstrap_samples=200",
+        "--machine_cost_per_hour=2",
+        f"--output_dir={out}",
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     m = json.loads((out / "metrics.json").read_text())
     gold = np.arange(len(TEXTS)) % 3
@@ -231,13 +291,20 @@ def test_compare_two_models(models, tmp_path):
 def test_evaluate_through_a_grpc_server(models, tmp_path):
     from tests.serving.conftest import ServerProcess
 
-    server = ServerProcess(["--model_name=tiny_a", f"--model_base_path={models['saved_a'].parent}"],
-                           tmp_path / "server.log", rest=False)
+    server = ServerProcess(
+        ["--model_name=tiny_a", f"--model_base_path={models['saved_a'].parent}"],
+        tmp_path / "server.log",
+        rest=False,
+    )
     try:
         server.wait_serving()
-        proc = run_evaluate(f"--model={models['saved_a']}", f"--server={server.grpc_target}",
-                            f"--data={models['data']}", "--batch_size=4",
-                            f"--output_dir={tmp_path / 'out'}")
+        proc = run_evaluate(
+            f"--model={models['saved_a']}",
+            f"--server={server.grpc_target}",
+            f"--data={models['data']}",
+            "--batch_size=4",
+            f"--output_dir={tmp_path / 'out'}",
+        )
     finally:
         server.stop()
     assert proc.returncode == 0, proc.stderr[-3000:]
@@ -246,5 +313,8 @@ def test_evaluate_through_a_grpc_server(models, tmp_path):
     pred = models["probs_a"].argmax(1)
     assert m["headline"]["accuracy"] == pytest.approx(np.mean(pred == np.arange(len(TEXTS)) % 3))
     errors = pred != np.arange(len(TEXTS)) % 3
-    np.testing.assert_allclose(sorted(f["confidence"] for f in m["failures"]),
-                               sorted(models["probs_a"].max(1)[errors]), rtol=1e-4)
+    np.testing.assert_allclose(
+        sorted(f["confidence"] for f in m["failures"]),
+        sorted(models["probs_a"].max(1)[errors]),
+        rtol=1e-4,
+    )

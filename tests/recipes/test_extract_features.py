@@ -1,5 +1,6 @@
 """Feature extraction: layer parsing, values equal the encoder's own layer outputs, and
 recipes/extract_features.py's JSON lines (google-research layout) from a saved checkpoint."""
+
 import json
 import os
 import pathlib
@@ -17,15 +18,35 @@ from keras_bert.tokenization import BertPreprocessor
 from keras_bert.tokenization.full_tokenizer import FullTokenizer
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
-VOCAB = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "the", "cat", "sat", "on", "mat", "##s",
-         "a", "dog", "."]
+VOCAB = [
+    "[PAD]",
+    "[UNK]",
+    "[CLS]",
+    "[SEP]",
+    "[MASK]",
+    "the",
+    "cat",
+    "sat",
+    "on",
+    "mat",
+    "##s",
+    "a",
+    "dog",
+    ".",
+]
 TEXTS = ["The cats sat on a mat.", "the dog ||| sat on the mat", "a dog", "qx the ||| ."]
 
 
 def tiny_encoder():
     keras.utils.set_random_seed(1)
-    return BertEncoder(vocab_size=len(VOCAB), hidden_size=8, num_layers=3, num_heads=2,
-                       intermediate_size=16, max_sequence_length=32)
+    return BertEncoder(
+        vocab_size=len(VOCAB),
+        hidden_size=8,
+        num_layers=3,
+        num_heads=2,
+        intermediate_size=16,
+        max_sequence_length=32,
+    )
 
 
 def test_parse_layers_and_pairs():
@@ -45,7 +66,8 @@ def test_values_are_the_layer_outputs_of_each_example_alone():
     got = list(extract_features(encoder, pre, TEXTS, [-1, 0], batch_size=3))
     assert [t for t, _ in got][:2] == [
         ["[CLS]", "the", "cat", "##s", "sat", "on", "a", "mat", ".", "[SEP]"],
-        ["[CLS]", "the", "dog", "[SEP]", "sat", "on", "the", "mat", "[SEP]"]]
+        ["[CLS]", "the", "dog", "[SEP]", "sat", "on", "the", "mat", "[SEP]"],
+    ]
     for text, (tokens, values) in zip(TEXTS, got):
         a, b = split_pair(text)
         inputs = pre({"text": [a], "text_b": [b]}) if b is not None else pre([a])
@@ -65,10 +87,16 @@ def test_recipe_writes_google_layout_from_a_checkpoint(tmp_path):
     (tmp_path / "input.txt").write_text("\n".join(TEXTS) + "\n", encoding="utf-8")
     out = tmp_path / "features.jsonl"
     env = dict(os.environ, PYTHONPATH=str(REPO), TF_CPP_MIN_LOG_LEVEL="3", CUDA_VISIBLE_DEVICES="")
-    cmd = [sys.executable, str(REPO / "recipes" / "extract_features.py"),
-           f"--input_file={tmp_path / 'input.txt'}", f"--output_file={out}",
-           f"--init_checkpoint={checkpoint}", "--layers=-1,-2", "--max_seq_length=16",
-           "--batch_size=2"]
+    cmd = [
+        sys.executable,
+        str(REPO / "recipes" / "extract_features.py"),
+        f"--input_file={tmp_path / 'input.txt'}",
+        f"--output_file={out}",
+        f"--init_checkpoint={checkpoint}",
+        "--layers=-1,-2",
+        "--max_seq_length=16",
+        "--batch_size=2",
+    ]
     proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:]
     lines = [json.loads(line) for line in out.read_text().splitlines()]
@@ -86,8 +114,9 @@ def test_recipe_writes_google_layout_from_a_checkpoint(tmp_path):
         for t, feature in enumerate(line["features"]):
             assert [x["index"] for x in feature["layers"]] == [-1, -2]
             for entry in feature["layers"]:
-                np.testing.assert_allclose(entry["values"], layers[entry["index"]][0, t].numpy(),
-                                           atol=2e-6)
+                np.testing.assert_allclose(
+                    entry["values"], layers[entry["index"]][0, t].numpy(), atol=2e-6
+                )
     bad_cmd = [c for c in cmd if not c.startswith("--layers")] + ["--layers=-9"]
     bad = subprocess.run(bad_cmd, env=env, capture_output=True, text=True, timeout=300)
     assert bad.returncode == 2 and "each index must be in [-3, 2]" in bad.stderr + bad.stdout

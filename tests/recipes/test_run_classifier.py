@@ -1,4 +1,5 @@
 """Two-step smoke test of recipes/run_classifier.py on a tiny config, handing the model to export."""
+
 import json
 import os
 import pathlib
@@ -15,16 +16,34 @@ REPO = pathlib.Path(__file__).resolve().parents[2]
 @pytest.mark.slow
 def test_two_step_smoke_with_export(tmp_path, data_dir, uncased_vocab):
     out, export_base = tmp_path / "out", tmp_path / "models"
-    cmd = [sys.executable, str(REPO / "recipes" / "run_classifier.py"), "--task_name=rte",
-           f"--data_dir={data_dir / 'glue'}", "--preset=bert_tiny", f"--vocab_file={uncased_vocab}",
-           "--max_seq_length=32", "--train_batch_size=4", "--max_train_examples=8", "--max_eval_examples=8",
-           "--num_train_epochs=1", "--min_train_steps=0", "--verbose=0", f"--output_dir={out}", f"--export_dir={export_base}",
-           "--model_name=rte_tiny", "--export_dtype=bfloat16"]
+    cmd = [
+        sys.executable,
+        str(REPO / "recipes" / "run_classifier.py"),
+        "--task_name=rte",
+        f"--data_dir={data_dir / 'glue'}",
+        "--preset=bert_tiny",
+        f"--vocab_file={uncased_vocab}",
+        "--max_seq_length=32",
+        "--train_batch_size=4",
+        "--max_train_examples=8",
+        "--max_eval_examples=8",
+        "--num_train_epochs=1",
+        "--min_train_steps=0",
+        "--verbose=0",
+        f"--output_dir={out}",
+        f"--export_dir={export_base}",
+        "--model_name=rte_tiny",
+        "--export_dtype=bfloat16",
+    ]
     env = dict(os.environ, PYTHONPATH=str(REPO), TF_CPP_MIN_LOG_LEVEL="2", CUDA_VISIBLE_DEVICES="")
     proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=400)
     assert proc.returncode == 0, proc.stderr[-3000:]
     config = json.loads((out / "config.json").read_text())
-    assert config["task_name"] == "rte" and config["train_batch_size"] == 4 and config["preset"] == "bert_tiny"
+    assert (
+        config["task_name"] == "rte"
+        and config["train_batch_size"] == 4
+        and config["preset"] == "bert_tiny"
+    )
     metrics = json.loads((out / "metrics.json").read_text())
     assert metrics["runs"][0]["steps"] == 2 and metrics["monitor"] == "accuracy"
     assert len(metrics["runs"][0]["epochs"]) == 1 and 0 <= metrics["best"]["accuracy"] <= 1
@@ -32,18 +51,27 @@ def test_two_step_smoke_with_export(tmp_path, data_dir, uncased_vocab):
     assert json.loads((out / "checkpoints" / "checkpoint.json").read_text())["step"] == 2
     assert list((out / "logs" / "train").glob("events.out.tfevents.*"))
     assert (export_base / "rte_tiny" / "1" / "saved_model.pb").is_file()
-    exported = json.loads((export_base / "rte_tiny" / "1" / "assets" / "export_config.json").read_text())
+    exported = json.loads(
+        (export_base / "rte_tiny" / "1" / "assets" / "export_config.json").read_text()
+    )
     assert exported["dtype_policy"] == "bfloat16" and exported["is_pair"] is True
     assert exported["label_names"] == ["entailment", "not_entailment"]
     assert "exported to" in proc.stdout
     # One line for the person, the whole record in metrics.json (no JSON dump on stdout).
-    assert result_line(proc.stdout) == (f"dev accuracy {metrics['best']['accuracy']:.4f}, at epoch 1 "
-                                        f"(all metrics: {out}/metrics.json)")
+    assert result_line(proc.stdout) == (
+        f"dev accuracy {metrics['best']['accuracy']:.4f}, at epoch 1 "
+        f"(all metrics: {out}/metrics.json)"
+    )
 
 
 def test_bad_flag_value_is_a_usage_error_without_traceback(tmp_path):
-    cmd = [sys.executable, str(REPO / "recipes" / "run_classifier.py"), "--task_name=sst2",
-           f"--output_dir={tmp_path / 'out'}", "--evaluations_per_epoch=0"]
+    cmd = [
+        sys.executable,
+        str(REPO / "recipes" / "run_classifier.py"),
+        "--task_name=sst2",
+        f"--output_dir={tmp_path / 'out'}",
+        "--evaluations_per_epoch=0",
+    ]
     env = dict(os.environ, PYTHONPATH=str(REPO), TF_CPP_MIN_LOG_LEVEL="3", CUDA_VISIBLE_DEVICES="")
     proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 2
@@ -52,8 +80,12 @@ def test_bad_flag_value_is_a_usage_error_without_traceback(tmp_path):
 
 
 def _run(tmp_path, *flags):
-    cmd = [sys.executable, str(REPO / "recipes" / "run_classifier.py"), *flags,
-           f"--output_dir={tmp_path / 'out'}"]
+    cmd = [
+        sys.executable,
+        str(REPO / "recipes" / "run_classifier.py"),
+        *flags,
+        f"--output_dir={tmp_path / 'out'}",
+    ]
     env = dict(os.environ, PYTHONPATH=str(REPO), TF_CPP_MIN_LOG_LEVEL="3", CUDA_VISIBLE_DEVICES="")
     return subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
 
@@ -65,21 +97,39 @@ def test_bad_user_data_is_one_clear_line_with_exit_code_2(tmp_path, uncased_voca
     (tmp_path / "empty.csv").write_text("")
     own = ["--task_name=text_classification", "--preset=bert_tiny", f"--vocab_file={uncased_vocab}"]
     cases = [
-        ([f"--train_file={tmp_path / 'train.csv'}", f"--dev_file={tmp_path / 'train.csv'}"],
-         f"{tmp_path / 'train.csv'}: missing column(s) ['text', 'label']; columns present: "
-         "['review', 'stars']"),
-        ([f"--train_file={tmp_path / 'train.csv'}", f"--dev_file={tmp_path / 'dev.csv'}",
-          "--text_column=review", "--label_column=stars"],
-         f"{tmp_path / 'dev.csv'}: data row 0 (0-based): label '3' is not a label name (the names "
-         "are numbers, so ids are not read); give every label as one of the names ['1', '5']"),
-        ([f"--train_file={tmp_path / 'empty.csv'}", f"--dev_file={tmp_path / 'dev.csv'}",
-          "--text_column=review", "--label_column=stars"], "empty.csv"),
+        (
+            [f"--train_file={tmp_path / 'train.csv'}", f"--dev_file={tmp_path / 'train.csv'}"],
+            f"{tmp_path / 'train.csv'}: missing column(s) ['text', 'label']; columns present: "
+            "['review', 'stars']",
+        ),
+        (
+            [
+                f"--train_file={tmp_path / 'train.csv'}",
+                f"--dev_file={tmp_path / 'dev.csv'}",
+                "--text_column=review",
+                "--label_column=stars",
+            ],
+            f"{tmp_path / 'dev.csv'}: data row 0 (0-based): label '3' is not a label name (the names "
+            "are numbers, so ids are not read); give every label as one of the names ['1', '5']",
+        ),
+        (
+            [
+                f"--train_file={tmp_path / 'empty.csv'}",
+                f"--dev_file={tmp_path / 'dev.csv'}",
+                "--text_column=review",
+                "--label_column=stars",
+            ],
+            "empty.csv",
+        ),
     ]
     for flags, fragment in cases:
         proc = _run(tmp_path, *own, *flags)
         assert proc.returncode == 2, proc.stderr[-2000:]
-        errors = [line for line in proc.stderr.splitlines() if "error" in line.lower()
-                  and "cuInit" not in line and "oneDNN" not in line]
+        errors = [
+            line
+            for line in proc.stderr.splitlines()
+            if "error" in line.lower() and "cuInit" not in line and "oneDNN" not in line
+        ]
         assert len(errors) == 1 and errors[0].startswith("run_classifier.py: error: "), proc.stderr
         assert fragment in errors[0], errors[0]
         assert "Traceback" not in proc.stderr and "USAGE" not in proc.stderr

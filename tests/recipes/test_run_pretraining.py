@@ -1,4 +1,5 @@
 """run_pretraining.py end to end on a WikiText-2 slice: the MLM loss falls; a SIGKILLed run resumes."""
+
 import json
 import os
 import signal
@@ -20,20 +21,35 @@ def shards(tmp_path_factory, data_dir, uncased_vocab):
     from keras_bert.tokenization import FullTokenizer
 
     tok = FullTokenizer(uncased_vocab)
-    raw = pd.read_raw_documents(str(data_dir / "wikitext/wikitext-2-raw/wiki.test.raw"), "wikitext")[:10]
+    raw = pd.read_raw_documents(
+        str(data_dir / "wikitext/wikitext-2-raw/wiki.test.raw"), "wikitext"
+    )[:10]
     docs = [[tok.tokenize(s) for s in d] for d in raw]
-    instances = pd.create_training_instances(docs, list(tok.vocab), SEQ, dupe_factor=2,
-                                             max_predictions_per_seq=PRED, random_seed=1)
+    instances = pd.create_training_instances(
+        docs, list(tok.vocab), SEQ, dupe_factor=2, max_predictions_per_seq=PRED, random_seed=1
+    )
     out = tmp_path_factory.mktemp("shards") / "wiki.tfrecord"
     pd.write_instances(instances, tok.vocab, pd.shard_paths(str(out), 2), SEQ, PRED)
     return f"{out}-*"
 
 
 def _cmd(shards, vocab, out, steps, *extra):
-    return [sys.executable, "-m", "recipes.run_pretraining", f"--input_file={shards}", f"--vocab_file={vocab}",
-            f"--output_dir={out}", "--preset=bert_tiny", f"--max_seq_length={SEQ}",
-            f"--max_predictions_per_seq={PRED}", "--train_batch_size=16", f"--num_train_steps={steps}",
-            "--num_warmup_steps=5", "--learning_rate=1e-3", *extra]
+    return [
+        sys.executable,
+        "-m",
+        "recipes.run_pretraining",
+        f"--input_file={shards}",
+        f"--vocab_file={vocab}",
+        f"--output_dir={out}",
+        "--preset=bert_tiny",
+        f"--max_seq_length={SEQ}",
+        f"--max_predictions_per_seq={PRED}",
+        "--train_batch_size=16",
+        f"--num_train_steps={steps}",
+        "--num_warmup_steps=5",
+        "--learning_rate=1e-3",
+        *extra,
+    ]
 
 
 def _env():
@@ -41,10 +57,18 @@ def _env():
 
 
 @pytest.mark.slow
-def test_fifty_steps_lower_the_mlm_loss_and_save_a_loadable_encoder(shards, uncased_vocab, tmp_path):
+def test_fifty_steps_lower_the_mlm_loss_and_save_a_loadable_encoder(
+    shards, uncased_vocab, tmp_path
+):
     out = tmp_path / "run"
-    subprocess.run(_cmd(shards, uncased_vocab, out, 50, "--save_checkpoints_steps=10"), cwd=REPO_ROOT,
-                   env=_env(), check=True, capture_output=True, timeout=600)
+    subprocess.run(
+        _cmd(shards, uncased_vocab, out, 50, "--save_checkpoints_steps=10"),
+        cwd=REPO_ROOT,
+        env=_env(),
+        check=True,
+        capture_output=True,
+        timeout=600,
+    )
     metrics = json.loads((out / "metrics.json").read_text())
     history = metrics["history"]
     assert [h["step"] for h in history] == [10, 20, 30, 40, 50] and metrics["steps"] == 50
@@ -58,11 +82,14 @@ def test_fifty_steps_lower_the_mlm_loss_and_save_a_loadable_encoder(shards, unca
 
     import keras_bert
 
-    encoder = keras_bert.from_pretrained(str(out / "encoder"))  # what run_classifier --init_checkpoint does
+    encoder = keras_bert.from_pretrained(
+        str(out / "encoder")
+    )  # what run_classifier --init_checkpoint does
     assert encoder.bert_config.hidden_size == 128 and not encoder.causal
     assert (out / "encoder" / "vocab.txt").read_bytes() == uncased_vocab.read_bytes()
     first = np.asarray(encoder.embeddings.word_embeddings.embeddings)
     from keras_bert.models import BertEncoder
+
     fresh = BertEncoder.from_config_object(encoder.bert_config)
     fresh.build()
     assert not np.allclose(first, np.asarray(fresh.embeddings.word_embeddings.embeddings))
@@ -72,7 +99,9 @@ def test_fifty_steps_lower_the_mlm_loss_and_save_a_loadable_encoder(shards, unca
 def test_sigkilled_ltr_run_resumes_from_its_checkpoint(shards, uncased_vocab, tmp_path):
     out = tmp_path / "run"
     cmd = _cmd(shards, uncased_vocab, out, 40, "--save_checkpoints_steps=5", "--ltr")
-    proc = subprocess.Popen(cmd, cwd=REPO_ROOT, env=_env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        cmd, cwd=REPO_ROOT, env=_env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
     state = out / "checkpoints" / "checkpoint.json"
     deadline = time.time() + 300
     while time.time() < deadline and proc.poll() is None:
@@ -96,25 +125,36 @@ def test_sigkilled_ltr_run_resumes_from_its_checkpoint(shards, uncased_vocab, tm
 
 @pytest.mark.slow
 def test_a_rerun_with_another_batch_size_is_refused_and_a_resume_counts_the_recorded_batches(
-        shards, uncased_vocab, tmp_path):
+    shards, uncased_vocab, tmp_path
+):
     out = tmp_path / "run"
 
     def cmd(batch):
-        return [a if not a.startswith("--train_batch_size=") else f"--train_batch_size={batch}"
-                for a in _cmd(shards, uncased_vocab, out, 6, "--save_checkpoints_steps=2")]
+        return [
+            a if not a.startswith("--train_batch_size=") else f"--train_batch_size={batch}"
+            for a in _cmd(shards, uncased_vocab, out, 6, "--save_checkpoints_steps=2")
+        ]
 
-    killed = subprocess.run(cmd(8), cwd=REPO_ROOT, env=_env() | {"KERAS_BERT_CRASH_AT": "train_batch:3"},
-                            capture_output=True, timeout=600)
+    killed = subprocess.run(
+        cmd(8),
+        cwd=REPO_ROOT,
+        env=_env() | {"KERAS_BERT_CRASH_AT": "train_batch:3"},
+        capture_output=True,
+        timeout=600,
+    )
     assert killed.returncode == -signal.SIGKILL
     state = out / "checkpoints" / "checkpoint.json"
     recorded, checkpoint = (out / "config.json").read_bytes(), state.read_bytes()
     assert json.loads(checkpoint)["step"] == 2
 
-    refused = subprocess.run(cmd(4), cwd=REPO_ROOT, env=_env(), capture_output=True, text=True, timeout=600)
+    refused = subprocess.run(
+        cmd(4), cwd=REPO_ROOT, env=_env(), capture_output=True, text=True, timeout=600
+    )
     assert refused.returncode == 2
     assert refused.stderr.splitlines()[-1] == (
         f"run_pretraining.py: error: output_dir {out} holds a run with different settings (recorded -> "
-        "this run): train_batch_size 8 -> 4; use a new --output_dir, or rerun with the recorded values")
+        "this run): train_batch_size 8 -> 4; use a new --output_dir, or rerun with the recorded values"
+    )
     assert (out / "config.json").read_bytes() == recorded and state.read_bytes() == checkpoint
     assert not (out / "metrics.json").exists()
 

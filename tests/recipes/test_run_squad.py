@@ -1,4 +1,5 @@
 """Smoke test of recipes/run_squad.py on a tiny config (real SQuAD v2.0 dev subset), and bad flags."""
+
 import json
 import math
 import os
@@ -19,20 +20,40 @@ REPO = pathlib.Path(__file__).resolve().parents[2]
 
 def run(args, timeout=500):
     env = dict(os.environ, PYTHONPATH=str(REPO), TF_CPP_MIN_LOG_LEVEL="3", CUDA_VISIBLE_DEVICES="")
-    return subprocess.run([sys.executable, str(REPO / "recipes" / "run_squad.py"), *args], env=env,
-                          capture_output=True, text=True, timeout=timeout)
+    return subprocess.run(
+        [sys.executable, str(REPO / "recipes" / "run_squad.py"), *args],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
 
 
 @pytest.mark.slow
 def test_tiny_run_writes_predictions_metrics_and_export(tmp_path, data_dir, uncased_vocab):
     squad_file = data_dir / "squad" / "dev-v2.0-subset.json"
     out, export_base = tmp_path / "out", tmp_path / "models"
-    proc = run(["--preset=bert_tiny", f"--vocab_file={uncased_vocab}", f"--train_file={squad_file}",
-                f"--predict_file={squad_file}", "--version_2_with_negative",
-                "--holdout_fraction=0.5", "--max_train_examples=4", "--max_eval_examples=5",
-                "--max_seq_length=64", "--doc_stride=32", "--max_query_length=16",
-                "--train_batch_size=16", "--num_train_epochs=1", "--verbose=0",
-                f"--output_dir={out}", f"--export_dir={export_base}", "--model_name=qa_tiny"])
+    proc = run(
+        [
+            "--preset=bert_tiny",
+            f"--vocab_file={uncased_vocab}",
+            f"--train_file={squad_file}",
+            f"--predict_file={squad_file}",
+            "--version_2_with_negative",
+            "--holdout_fraction=0.5",
+            "--max_train_examples=4",
+            "--max_eval_examples=5",
+            "--max_seq_length=64",
+            "--doc_stride=32",
+            "--max_query_length=16",
+            "--train_batch_size=16",
+            "--num_train_epochs=1",
+            "--verbose=0",
+            f"--output_dir={out}",
+            f"--export_dir={export_base}",
+            "--model_name=qa_tiny",
+        ]
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     config = json.loads((out / "config.json").read_text())
     assert config["doc_stride"] == 32 and config["version_2_with_negative"] is True
@@ -45,14 +66,20 @@ def test_tiny_run_writes_predictions_metrics_and_export(tmp_path, data_dir, unca
     for key in ("exact", "f1", "HasAns_total", "best_f1", "best_f1_thresh"):
         assert key in metrics
     assert_finished_run_dir(out)
-    assert result_line(proc.stdout) == (f"exact {metrics['exact']:.4f}, f1 {metrics['f1']:.4f}, "
-                                        f"train_steps 2 (all metrics: {out}/metrics.json)")
+    assert result_line(proc.stdout) == (
+        f"exact {metrics['exact']:.4f}, f1 {metrics['f1']:.4f}, "
+        f"train_steps 2 (all metrics: {out}/metrics.json)"
+    )
     predictions = json.loads((out / "predictions.json").read_text())
     null_odds = json.loads((out / "null_odds.json").read_text())
     nbest = json.loads((out / "nbest_predictions.json").read_text())
     assert len(predictions) == len(null_odds) == len(nbest) == 5
-    held_out = [qa for a in json.loads(squad_file.read_text())["data"][-8:] for p in a["paragraphs"]
-                for qa in p["qas"]]
+    held_out = [
+        qa
+        for a in json.loads(squad_file.read_text())["data"][-8:]
+        for p in a["paragraphs"]
+        for qa in p["qas"]
+    ]
     assert set(predictions) <= {qa["id"] for qa in held_out}
     for qid, text in predictions.items():  # thresholded at 0.0 from the written null odds
         best = next((n["text"] for n in nbest[qid] if n["text"]), "")
@@ -70,37 +97,70 @@ def test_tiny_run_writes_predictions_metrics_and_export(tmp_path, data_dir, unca
 
 @pytest.mark.slow
 def test_killed_before_metrics_are_written_and_resumed_ends_like_an_uninterrupted_run(
-        tmp_path, data_dir, uncased_vocab):
+    tmp_path, data_dir, uncased_vocab
+):
     squad_file = data_dir / "squad" / "dev-v2.0-subset.json"
-    flags = ["--preset=bert_tiny", f"--vocab_file={uncased_vocab}", f"--train_file={squad_file}",
-             f"--predict_file={squad_file}", "--version_2_with_negative", "--holdout_fraction=0.5",
-             "--max_train_examples=4", "--max_eval_examples=5", "--max_seq_length=64",
-             "--doc_stride=32", "--max_query_length=16", "--train_batch_size=16",
-             "--num_train_epochs=2", "--evaluations_per_epoch=1", "--learning_rate=1e-3",
-             "--dropout_rate=0", "--verbose=0"]
+    flags = [
+        "--preset=bert_tiny",
+        f"--vocab_file={uncased_vocab}",
+        f"--train_file={squad_file}",
+        f"--predict_file={squad_file}",
+        "--version_2_with_negative",
+        "--holdout_fraction=0.5",
+        "--max_train_examples=4",
+        "--max_eval_examples=5",
+        "--max_seq_length=64",
+        "--doc_stride=32",
+        "--max_query_length=16",
+        "--train_batch_size=16",
+        "--num_train_epochs=2",
+        "--evaluations_per_epoch=1",
+        "--learning_rate=1e-3",
+        "--dropout_rate=0",
+        "--verbose=0",
+    ]
     # Killed with best_model.keras kept and the run recorded complete, before metrics.json: the
     # rerun trains nothing (resumed at its last step, 4) and predicts with the kept weights.
-    metrics = assert_killed_and_resumed_like_uninterrupted(tmp_path, "run_squad.py", flags,
-                                                           "metrics_write", resumed_from_step=4,
-                                                           epochs=[1, 2], steps=4)
+    metrics = assert_killed_and_resumed_like_uninterrupted(
+        tmp_path,
+        "run_squad.py",
+        flags,
+        "metrics_write",
+        resumed_from_step=4,
+        epochs=[1, 2],
+        steps=4,
+    )
     run = metrics["runs"][0]  # the prediction file scored after each epoch: the best F1 kept
     assert metrics["f1"] == metrics["best"]["f1"] == max(e["f1"] for e in run["epochs"])
 
 
-def test_lengths_that_leave_no_context_are_a_usage_error(tmp_path):  # in process (exit 2 in the recipe)
+def test_lengths_that_leave_no_context_are_a_usage_error(
+    tmp_path,
+):  # in process (exit 2 in the recipe)
     with pytest.raises(ValueError, match="leaves no room for the context"):
-        SquadArgs(output_dir=str(tmp_path / "out"), train_file=str(REPO / "README.md"),
-                  max_seq_length=32, max_query_length=64)
+        SquadArgs(
+            output_dir=str(tmp_path / "out"),
+            train_file=str(REPO / "README.md"),
+            max_seq_length=32,
+            max_query_length=64,
+        )
 
 
-@pytest.mark.parametrize("settings, message", [
-    ({"train_file": "missing.json"}, "--train_file=missing.json: no such file"),
-    ({}, "give --train_file, --predict_file or both"),
-    ({"predict_file": str(REPO / "README.md"), "holdout_fraction": 1.0},
-     "--holdout_fraction must be in \\(0, 1\\)"),
-    ({"predict_file": str(REPO / "README.md"), "train_batch_size": 0},
-     "--train_batch_size must be >= 1, got 0"),
-])
+@pytest.mark.parametrize(
+    "settings, message",
+    [
+        ({"train_file": "missing.json"}, "--train_file=missing.json: no such file"),
+        ({}, "give --train_file, --predict_file or both"),
+        (
+            {"predict_file": str(REPO / "README.md"), "holdout_fraction": 1.0},
+            "--holdout_fraction must be in \\(0, 1\\)",
+        ),
+        (
+            {"predict_file": str(REPO / "README.md"), "train_batch_size": 0},
+            "--train_batch_size must be >= 1, got 0",
+        ),
+    ],
+)
 def test_config_errors_name_the_flag(tmp_path, settings, message):
     with pytest.raises(ValueError, match=message):
         SquadArgs(output_dir=str(tmp_path), **settings)
@@ -108,8 +168,12 @@ def test_config_errors_name_the_flag(tmp_path, settings, message):
 
 def test_rerun_with_other_settings_is_refused(tmp_path, data_dir, uncased_vocab):
     (tmp_path / "config.json").write_text(json.dumps({"doc_stride": 64, "seed": 42}))
-    args = SquadArgs(output_dir=str(tmp_path), doc_stride=32, preset="bert_tiny",
-                     vocab_file=str(uncased_vocab),
-                     predict_file=str(data_dir / "squad" / "dev-v1.1.json"))
+    args = SquadArgs(
+        output_dir=str(tmp_path),
+        doc_stride=32,
+        preset="bert_tiny",
+        vocab_file=str(uncased_vocab),
+        predict_file=str(data_dir / "squad" / "dev-v1.1.json"),
+    )
     with pytest.raises(ValueError, match="doc_stride 64 -> 32"):
         driver.prepare(FAMILY, args)

@@ -1,5 +1,6 @@
 """recipes/run_swag.py: two-step smoke run on a small file in the official SWAG CSV layout,
 export, and the exported `serving_default` (plain TensorFlow, fresh process) against predict."""
+
 import json
 import os
 import pathlib
@@ -13,8 +14,10 @@ from keras_bert.data import swag
 from keras_bert.tasks import MultipleChoice, load_task
 from tests.data.test_swag import HEADER, ROWS, write
 from tests.recipes.finished_run import served_in_fresh_process, assert_finished_run_dir, result_line
-from tests.recipes.kill_resume import (assert_killed_and_resumed_like_uninterrupted,
-                                       bert_tiny_without_dropout)
+from tests.recipes.kill_resume import (
+    assert_killed_and_resumed_like_uninterrupted,
+    bert_tiny_without_dropout,
+)
 from tests.recipes.test_run_ner import serve_and_predict
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
@@ -25,10 +28,21 @@ ENV = dict(os.environ, PYTHONPATH=str(REPO), TF_CPP_MIN_LOG_LEVEL="3", CUDA_VISI
 def test_two_step_smoke_export_and_serving_signature(tmp_path, uncased_vocab):
     data = write(tmp_path / "train.csv", HEADER, ROWS * 2)  # 4 examples
     out, export_base = tmp_path / "out", tmp_path / "models"
-    cmd = [sys.executable, str(REPO / "recipes" / "run_swag.py"), f"--train_file={data}",
-           f"--dev_file={data}", "--preset=bert_tiny", f"--vocab_file={uncased_vocab}",
-           "--max_seq_length=24", "--train_batch_size=2", "--num_train_epochs=1", "--verbose=0",
-           f"--output_dir={out}", f"--export_dir={export_base}", "--model_name=swag_tiny"]
+    cmd = [
+        sys.executable,
+        str(REPO / "recipes" / "run_swag.py"),
+        f"--train_file={data}",
+        f"--dev_file={data}",
+        "--preset=bert_tiny",
+        f"--vocab_file={uncased_vocab}",
+        "--max_seq_length=24",
+        "--train_batch_size=2",
+        "--num_train_epochs=1",
+        "--verbose=0",
+        f"--output_dir={out}",
+        f"--export_dir={export_base}",
+        "--model_name=swag_tiny",
+    ]
     proc = subprocess.run(cmd, env=ENV, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
     metrics = json.loads((out / "metrics.json").read_text())
@@ -39,8 +53,9 @@ def test_two_step_smoke_export_and_serving_signature(tmp_path, uncased_vocab):
     assert metrics["best"]["accuracy"] == metrics["dev"]["accuracy"]
     assert metrics["best"]["loss"] == metrics["dev"]["loss"]
     assert_finished_run_dir(out)
-    assert result_line(proc.stdout) == (f"dev accuracy {metrics['dev']['accuracy']:.4f}, steps 2 "
-                                        f"(all metrics: {out}/metrics.json)")
+    assert result_line(proc.stdout) == (
+        f"dev accuracy {metrics['dev']['accuracy']:.4f}, steps 2 (all metrics: {out}/metrics.json)"
+    )
     task = load_task(out)
     assert isinstance(task, MultipleChoice)
     examples = swag.read_swag(data)
@@ -50,26 +65,43 @@ def test_two_step_smoke_export_and_serving_signature(tmp_path, uncased_vocab):
     assert metrics["dev"]["accuracy"] == pytest.approx((expected.argmax(-1) == labels).mean())
 
     ids = {k: v.numpy() for k, v in task.encode_choices(contexts, endings).items()}  # [4, 4, T]
-    inputs = {"context": np.array(contexts, dtype=object), "endings": np.array(endings, dtype=object)}
-    served = served_in_fresh_process(tmp_path, "swag", export_base / "swag_tiny" / "1", {
-        "text": ("signature", "serving_default", inputs),
-        "bad": ("signature", "serving_default", {"context": inputs["context"][:1],
-                                                 "endings": inputs["endings"]}),
-        "ids": ("signature", "encoded", ids)}, ENV)
+    inputs = {
+        "context": np.array(contexts, dtype=object),
+        "endings": np.array(endings, dtype=object),
+    }
+    served = served_in_fresh_process(
+        tmp_path,
+        "swag",
+        export_base / "swag_tiny" / "1",
+        {
+            "text": ("signature", "serving_default", inputs),
+            "bad": (
+                "signature",
+                "serving_default",
+                {"context": inputs["context"][:1], "endings": inputs["endings"]},
+            ),
+            "ids": ("signature", "encoded", ids),
+        },
+        ENV,
+    )
     assert "keras_bert" not in served["modules"]
     outputs = served["swag"]["calls"]["text"]
     assert outputs["probabilities"].shape == (4, 4)
     np.testing.assert_allclose(outputs["probabilities"], expected, rtol=1e-4, atol=1e-6)
     assert outputs["choice"].tolist() == expected.argmax(-1).tolist()
-    np.testing.assert_allclose(served["swag"]["calls"]["ids"]["probabilities"], expected,
-                               rtol=1e-4, atol=1e-6)
+    np.testing.assert_allclose(
+        served["swag"]["calls"]["ids"]["probabilities"], expected, rtol=1e-4, atol=1e-6
+    )
     error = served["swag"]["calls"]["bad"]
     assert error[0] == "error" and "endings must be [batch, 4]" in error[2]
     assert served["swag"]["signatures"]["serving_default"]["inputs"] == {
-        "context": ("string", (None,)), "endings": ("string", (None, 4))}
+        "context": ("string", (None,)),
+        "endings": ("string", (None, 4)),
+    }
 
-    by_grpc, by_rest = serve_and_predict(tmp_path, export_base, "swag_tiny",
-                                         {"context": contexts, "endings": endings})
+    by_grpc, by_rest = serve_and_predict(
+        tmp_path, export_base, "swag_tiny", {"context": contexts, "endings": endings}
+    )
     np.testing.assert_allclose(by_grpc["probabilities"], expected, rtol=1e-4, atol=1e-6)
     np.testing.assert_allclose(np.array(by_rest["probabilities"]), expected, rtol=1e-4, atol=1e-6)
     assert by_rest["choice"] == expected.argmax(-1).tolist()
@@ -77,21 +109,35 @@ def test_two_step_smoke_export_and_serving_signature(tmp_path, uncased_vocab):
 
 @pytest.mark.slow
 def test_killed_after_the_first_best_is_saved_and_resumed_ends_like_an_uninterrupted_run(
-        tmp_path, uncased_vocab):
+    tmp_path, uncased_vocab
+):
     data = write(tmp_path / "train.csv", HEADER, ROWS * 2)  # 4 examples
-    flags = [f"--train_file={data}", f"--dev_file={data}",
-             f"--bert_config_file={bert_tiny_without_dropout(tmp_path)}", f"--vocab_file={uncased_vocab}", "--max_seq_length=24", "--train_batch_size=2",
-             "--num_train_epochs=2", "--learning_rate=1e-3", "--dropout_rate=0", "--verbose=0"]
+    flags = [
+        f"--train_file={data}",
+        f"--dev_file={data}",
+        f"--bert_config_file={bert_tiny_without_dropout(tmp_path)}",
+        f"--vocab_file={uncased_vocab}",
+        "--max_seq_length=24",
+        "--train_batch_size=2",
+        "--num_train_epochs=2",
+        "--learning_rate=1e-3",
+        "--dropout_rate=0",
+        "--verbose=0",
+    ]
     # 2 batches an epoch; killed once epoch 1's best weights are written, before its evaluation
     # is recorded: resumed at step 2, the evaluation made up.
-    assert_killed_and_resumed_like_uninterrupted(tmp_path, "run_swag.py", flags,
-                                                           "best_saved:1", resumed_from_step=2,
-                                                           epochs=[1, 2], steps=4)
+    assert_killed_and_resumed_like_uninterrupted(
+        tmp_path, "run_swag.py", flags, "best_saved:1", resumed_from_step=2, epochs=[1, 2], steps=4
+    )
 
 
 def test_bad_flag_is_a_usage_error(tmp_path):  # in process: the recipe prints it (exit 2)
     from keras_bert.training.families.swag import SwagArgs
 
     with pytest.raises(ValueError, match=r"^--learning_rate must be > 0, got 0.0$"):
-        SwagArgs(train_file=f"{tmp_path}/x.csv", dev_file=f"{tmp_path}/x.csv",
-                 output_dir=str(tmp_path / "out"), learning_rate=0.0)
+        SwagArgs(
+            train_file=f"{tmp_path}/x.csv",
+            dev_file=f"{tmp_path}/x.csv",
+            output_dir=str(tmp_path / "out"),
+            learning_rate=0.0,
+        )

@@ -3,6 +3,7 @@
 Every server is a `python -m serving.server` subprocess on free 127.0.0.1 ports, stopped by its
 fixture's finalizer (SIGTERM, then SIGKILL after a timeout).
 """
+
 import os
 import pathlib
 import signal
@@ -33,11 +34,20 @@ class ServerProcess:
     def __init__(self, args, log_path, rest=True):
         self.port, self.rest_port = free_port(), (free_port() if rest else 0)
         self.log_path = pathlib.Path(log_path)
-        cmd = [sys.executable, "-m", "serving.server", f"--port={self.port}",
-               f"--rest_api_port={self.rest_port}", "--host=127.0.0.1", *args]
+        cmd = [
+            sys.executable,
+            "-m",
+            "serving.server",
+            f"--port={self.port}",
+            f"--rest_api_port={self.rest_port}",
+            "--host=127.0.0.1",
+            *args,
+        ]
         env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", CUDA_VISIBLE_DEVICES="")
         self._log = open(self.log_path, "wb")
-        self.proc = subprocess.Popen(cmd, cwd=REPO_ROOT, stdout=self._log, stderr=subprocess.STDOUT, env=env)
+        self.proc = subprocess.Popen(
+            cmd, cwd=REPO_ROOT, stdout=self._log, stderr=subprocess.STDOUT, env=env
+        )
         self.grpc_target = f"127.0.0.1:{self.port}"
         self.rest_url = f"http://127.0.0.1:{self.rest_port}"
 
@@ -50,7 +60,9 @@ class ServerProcess:
             stub = health_pb2_grpc.HealthStub(channel)
             while time.monotonic() < deadline:
                 if self.proc.poll() is not None:
-                    raise RuntimeError(f"server exited with {self.proc.returncode}:\n{self.log()[-3000:]}")
+                    raise RuntimeError(
+                        f"server exited with {self.proc.returncode}:\n{self.log()[-3000:]}"
+                    )
                 try:
                     if stub.Check(health_pb2.HealthCheckRequest(), timeout=2).status == want:
                         return self
@@ -95,10 +107,10 @@ def model_base(tmp_path_factory):
     saved_models.build_custom_op_model(str(base / "tft" / "1"))
     (base / "models.config").write_text(f"""
 model_config_list {{
-  config {{ name: "clf" base_path: "{base / 'clf'}" model_platform: "tensorflow"
+  config {{ name: "clf" base_path: "{base / "clf"}" model_platform: "tensorflow"
            version_labels {{ key: "stable" value: 1 }} }}
-  config {{ name: "reg" base_path: "{base / 'reg'}" model_platform: "tensorflow" }}
-  config {{ name: "tft" base_path: "{base / 'tft'}" model_platform: "tensorflow" }}
+  config {{ name: "reg" base_path: "{base / "reg"}" model_platform: "tensorflow" }}
+  config {{ name: "tft" base_path: "{base / "tft"}" model_platform: "tensorflow" }}
 }}
 """)
     return base
@@ -113,11 +125,16 @@ MAX_REQUEST_BATCH_SIZE = 64
 def shared_server(model_base, tmp_path_factory):
     """One server (clf + reg, REST on) shared by the API, REST, error and client test modules."""
     log = tmp_path_factory.mktemp("server") / "server.log"
-    server = ServerProcess([f"--model_config_file={model_base / 'models.config'}",
-                            "--file_system_poll_wait_seconds=0",
-                            f"--max_request_bytes={MAX_REQUEST_BYTES}",
-                            f"--max_text_length={MAX_TEXT_LENGTH}",
-                            f"--max_request_batch_size={MAX_REQUEST_BATCH_SIZE}"], log)
+    server = ServerProcess(
+        [
+            f"--model_config_file={model_base / 'models.config'}",
+            "--file_system_poll_wait_seconds=0",
+            f"--max_request_bytes={MAX_REQUEST_BYTES}",
+            f"--max_text_length={MAX_TEXT_LENGTH}",
+            f"--max_request_batch_size={MAX_REQUEST_BATCH_SIZE}",
+        ],
+        log,
+    )
     try:
         server.wait_serving()
         yield server
@@ -137,5 +154,8 @@ def reference(model_base):
         if key not in loaded:
             loaded[key] = tf.saved_model.load(str(model_base / model / str(version)))
         fn = loaded[key].signatures[signature]
-        return {k: v.numpy() for k, v in fn(**{k: tf.constant(v) for k, v in inputs.items()}).items()}
+        return {
+            k: v.numpy() for k, v in fn(**{k: tf.constant(v) for k, v in inputs.items()}).items()
+        }
+
     return call

@@ -7,12 +7,15 @@ Prints one JSON object: the listed services, each method's request/response type
 PredictRequest, and the outputs of a Predict call made with a message class built from the
 reflected descriptors (text = ["reflection"], text_b = [""]).
 """
+
 import json
 import sys
 
 import grpc
 from google.protobuf import descriptor_pool, json_format, message_factory
-from grpc_reflection.v1alpha.proto_reflection_descriptor_database import ProtoReflectionDescriptorDatabase
+from grpc_reflection.v1alpha.proto_reflection_descriptor_database import (
+    ProtoReflectionDescriptorDatabase,
+)
 
 
 def main(target, model):
@@ -33,18 +36,27 @@ def main(target, model):
             tensor.tensor_shape.dim.add().size = 1
             tensor.string_val.append(text)
         response_class = message_factory.GetMessageClass(
-            pool.FindMessageTypeByName("tensorflow.serving.PredictResponse"))
-        predict = channel.unary_unary("/tensorflow.serving.PredictionService/Predict",
-                                      request_serializer=lambda m: m.SerializeToString(),
-                                      response_deserializer=response_class.FromString)
+            pool.FindMessageTypeByName("tensorflow.serving.PredictResponse")
+        )
+        predict = channel.unary_unary(
+            "/tensorflow.serving.PredictionService/Predict",
+            request_serializer=lambda m: m.SerializeToString(),
+            response_deserializer=response_class.FromString,
+        )
         response = predict(request, timeout=30)
-    print(json.dumps({
-        "services": services,
-        "methods": methods,
-        "predict_request_fields": sorted(f.name for f in request_type.fields),
-        "predict_response": json_format.MessageToDict(response, preserving_proto_field_name=True),
-        "imported_tensorflow_serving": any(m.startswith("tensorflow") for m in sys.modules),
-    }))
+    print(
+        json.dumps(
+            {
+                "services": services,
+                "methods": methods,
+                "predict_request_fields": sorted(f.name for f in request_type.fields),
+                "predict_response": json_format.MessageToDict(
+                    response, preserving_proto_field_name=True
+                ),
+                "imported_tensorflow_serving": any(m.startswith("tensorflow") for m in sys.modules),
+            }
+        )
+    )
 
 
 if __name__ == "__main__":

@@ -14,6 +14,7 @@ Regressor signatures:
     serving_default(text [B] string) -> scores [B] float32
     regression(inputs [B] serialized tf.Example)  (tensorflow/serving/regress) -> outputs [B] float32
 """
+
 import os
 
 import numpy as np
@@ -46,8 +47,11 @@ class _Classifier(tf.Module):
     def _head(self, features):
         probabilities = tf.nn.softmax(tf.matmul(features, self.kernel), axis=-1)  # [B, C]
         label_ids = tf.argmax(probabilities, axis=-1, output_type=tf.int64)  # [B]
-        return {"probabilities": probabilities, "label_ids": label_ids,
-                "labels": tf.gather(self.labels, label_ids)}
+        return {
+            "probabilities": probabilities,
+            "label_ids": label_ids,
+            "labels": tf.gather(self.labels, label_ids),
+        }
 
     @tf.function(input_signature=[_STR, _STR])
     def serving_default(self, text, text_b):
@@ -56,15 +60,26 @@ class _Classifier(tf.Module):
     @tf.function(input_signature=[_IDS, _IDS, _IDS])
     def encoded(self, input_word_ids, input_mask, input_type_ids):
         ids = tf.cast(input_word_ids * input_mask, tf.float32)
-        features = tf.stack([tf.reduce_sum(ids, 1) / 1000.0, tf.cast(tf.reduce_sum(input_mask, 1), tf.float32) / 10.0,
-                             tf.cast(tf.reduce_sum(input_type_ids, 1), tf.float32) / 10.0,
-                             tf.ones_like(ids[:, 0])], axis=1)
+        features = tf.stack(
+            [
+                tf.reduce_sum(ids, 1) / 1000.0,
+                tf.cast(tf.reduce_sum(input_mask, 1), tf.float32) / 10.0,
+                tf.cast(tf.reduce_sum(input_type_ids, 1), tf.float32) / 10.0,
+                tf.ones_like(ids[:, 0]),
+            ],
+            axis=1,
+        )
         return self._head(features)
 
     @tf.function(input_signature=[tf.TensorSpec([None], tf.string)])
     def classification(self, inputs):
-        parsed = tf.io.parse_example(inputs, {"text": tf.io.FixedLenFeature([], tf.string),
-                                              "text_b": tf.io.FixedLenFeature([], tf.string, "")})
+        parsed = tf.io.parse_example(
+            inputs,
+            {
+                "text": tf.io.FixedLenFeature([], tf.string),
+                "text_b": tf.io.FixedLenFeature([], tf.string, ""),
+            },
+        )
         out = self._head(_text_features(parsed["text"], parsed["text_b"]))
         batch = tf.shape(inputs)[0]
         return {"classes": tf.tile(self.labels[None], [batch, 1]), "scores": out["probabilities"]}
@@ -104,17 +119,28 @@ def _set_method_names(path, methods):
 def write_warmup(path, requests):
     """assets.extra/tf_serving_warmup_requests: PredictionLog records, one per PredictRequest."""
     os.makedirs(os.path.join(path, "assets.extra"), exist_ok=True)
-    with tf.io.TFRecordWriter(os.path.join(path, "assets.extra", "tf_serving_warmup_requests")) as w:
+    with tf.io.TFRecordWriter(
+        os.path.join(path, "assets.extra", "tf_serving_warmup_requests")
+    ) as w:
         for request in requests:
-            w.write(prediction_log_pb2.PredictionLog(
-                predict_log=prediction_log_pb2.PredictLog(request=request)).SerializeToString())
+            w.write(
+                prediction_log_pb2.PredictionLog(
+                    predict_log=prediction_log_pb2.PredictLog(request=request)
+                ).SerializeToString()
+            )
 
 
 def build_classifier(path, seed=0, warmup=True):
     module = _Classifier(seed)
-    tf.saved_model.save(module, path, signatures={
-        "serving_default": module.serving_default, "encoded": module.encoded,
-        "classification": module.classification})
+    tf.saved_model.save(
+        module,
+        path,
+        signatures={
+            "serving_default": module.serving_default,
+            "encoded": module.encoded,
+            "classification": module.classification,
+        },
+    )
     _set_method_names(path, {"classification": "tensorflow/serving/classify"})
     if warmup:
         request = predict_pb2.PredictRequest()
@@ -127,8 +153,11 @@ def build_classifier(path, seed=0, warmup=True):
 
 def build_regressor(path, seed=1):
     module = _Regressor(seed)
-    tf.saved_model.save(module, path, signatures={"serving_default": module.serving_default,
-                                                  "regression": module.regression})
+    tf.saved_model.save(
+        module,
+        path,
+        signatures={"serving_default": module.serving_default, "regression": module.regression},
+    )
     _set_method_names(path, {"regression": "tensorflow/serving/regress"})
     return path
 
@@ -157,18 +186,29 @@ ECHO_SIGNATURES = {
     "double": {"default": tf.float64},
     "string": {"default": tf.string},
     "predict_images": {"default": tf.int32},
-    "multi": {"int_tensor": tf.int32, "str_tensor": tf.string, "float_tensor": tf.float32,
-              "dbl_tensor": tf.float64},
+    "multi": {
+        "int_tensor": tf.int32,
+        "str_tensor": tf.string,
+        "float_tensor": tf.float32,
+        "dbl_tensor": tf.float64,
+    },
     "int_tensor": {"int_tensor": tf.int32},
     "str_tensor": {"str_tensor": tf.string},
     "float_tensor": {"float_tensor": tf.float32},
     "str_tensor_bytes": {"str_tensor_bytes": tf.string},
     "int_and_str": {"int_tensor": tf.int32, "str_tensor": tf.string},
     "int_str_bin": {"int_tensor": tf.int32, "str_tensor": tf.string, "bin_tensor": tf.string},
-    "five": {"int_tensor": tf.int32, "str_tensor": tf.string, "float_tensor": tf.float32,
-             "double_scalar_tensor": tf.float64, "str_tensor_bytes": tf.string},
-    **{f"{d.name}": {"default": d} for d in (tf.int8, tf.int16, tf.uint8, tf.int64, tf.uint32, tf.uint64,
-                                               tf.bool, tf.float16)},
+    "five": {
+        "int_tensor": tf.int32,
+        "str_tensor": tf.string,
+        "float_tensor": tf.float32,
+        "double_scalar_tensor": tf.float64,
+        "str_tensor_bytes": tf.string,
+    },
+    **{
+        f"{d.name}": {"default": d}
+        for d in (tf.int8, tf.int16, tf.uint8, tf.int64, tf.uint32, tf.uint64, tf.bool, tf.float16)
+    },
 }
 
 
@@ -177,7 +217,10 @@ def _echo_function(dtypes):
 
     def echo(*args):
         return {name: tf.identity(arg) for name, arg in zip(names, args)}
-    return tf.function(echo, input_signature=[tf.TensorSpec(None, dtypes[n], name=n) for n in names])
+
+    return tf.function(
+        echo, input_signature=[tf.TensorSpec(None, dtypes[n], name=n) for n in names]
+    )
 
 
 def build_echo(path):
@@ -188,9 +231,12 @@ def build_echo(path):
     signatures = {key: _echo_function(dtypes) for key, dtypes in ECHO_SIGNATURES.items()}
     x = tf.TensorSpec([None], tf.float32, name="x")
     signatures["complex"] = tf.function(lambda x: {"z": tf.complex(x, 0.0)}, input_signature=[x])
-    signatures["scalar_output"] = tf.function(lambda x: {"total": tf.reduce_sum(x)}, input_signature=[x])
+    signatures["scalar_output"] = tf.function(
+        lambda x: {"total": tf.reduce_sum(x)}, input_signature=[x]
+    )
     signatures["uneven_outputs"] = tf.function(
-        lambda x: {"y": x, "extra": tf.zeros([tf.size(x) + 1])}, input_signature=[x])
+        lambda x: {"y": x, "extra": tf.zeros([tf.size(x) + 1])}, input_signature=[x]
+    )
     tf.saved_model.save(module, path, signatures=signatures)
     return path
 
@@ -205,24 +251,40 @@ def build_half_plus_two(path):
     examples = tf.TensorSpec([None], tf.string, name="inputs")
 
     def parse(serialized, name, size=1):
-        return tf.io.parse_example(serialized, {name: tf.io.FixedLenFeature([size], tf.float32)})[name]
+        return tf.io.parse_example(serialized, {name: tf.io.FixedLenFeature([size], tf.float32)})[
+            name
+        ]
 
     signatures = {
-        "serving_default": tf.function(lambda x: {"y": 0.5 * x + 2.0},
-                                       input_signature=[tf.TensorSpec(None, tf.float32, name="x")]),
-        "classify_x_to_y": tf.function(lambda inputs: {"scores": 0.5 * parse(inputs, "x") + 2.0},
-                                       input_signature=[examples]),
-        "regress_x_to_y": tf.function(lambda inputs: {"outputs": 0.5 * parse(inputs, "x") + 2.0},
-                                      input_signature=[examples]),
-        "classify_echo": tf.function(lambda inputs: {
-            "classes": tf.tile(tf.constant([["car", "bike", "bus"]]), [tf.shape(inputs)[0], 1]),
-            "scores": parse(inputs, "scores", 3)}, input_signature=[examples]),
-        "regress_echo": tf.function(lambda inputs: {"outputs": parse(inputs, "value")},
-                                    input_signature=[examples]),
+        "serving_default": tf.function(
+            lambda x: {"y": 0.5 * x + 2.0},
+            input_signature=[tf.TensorSpec(None, tf.float32, name="x")],
+        ),
+        "classify_x_to_y": tf.function(
+            lambda inputs: {"scores": 0.5 * parse(inputs, "x") + 2.0}, input_signature=[examples]
+        ),
+        "regress_x_to_y": tf.function(
+            lambda inputs: {"outputs": 0.5 * parse(inputs, "x") + 2.0}, input_signature=[examples]
+        ),
+        "classify_echo": tf.function(
+            lambda inputs: {
+                "classes": tf.tile(tf.constant([["car", "bike", "bus"]]), [tf.shape(inputs)[0], 1]),
+                "scores": parse(inputs, "scores", 3),
+            },
+            input_signature=[examples],
+        ),
+        "regress_echo": tf.function(
+            lambda inputs: {"outputs": parse(inputs, "value")}, input_signature=[examples]
+        ),
     }
     tf.saved_model.save(module, path, signatures=signatures)
-    _set_method_names(path, {"classify_x_to_y": "tensorflow/serving/classify",
-                             "classify_echo": "tensorflow/serving/classify",
-                             "regress_x_to_y": "tensorflow/serving/regress",
-                             "regress_echo": "tensorflow/serving/regress"})
+    _set_method_names(
+        path,
+        {
+            "classify_x_to_y": "tensorflow/serving/classify",
+            "classify_echo": "tensorflow/serving/classify",
+            "regress_x_to_y": "tensorflow/serving/regress",
+            "regress_echo": "tensorflow/serving/regress",
+        },
+    )
     return path

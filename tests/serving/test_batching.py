@@ -1,4 +1,5 @@
 """Request batching: the scheduler in process, and 16 concurrent clients against a batching server."""
+
 import concurrent.futures
 import re
 import threading
@@ -39,8 +40,15 @@ def test_scheduler_merges_pads_and_slices():
         calls.append(inputs["x"].copy())
         return {"y": inputs["x"] * 10, "z": inputs["x"][:, None] + 1}
 
-    scheduler = BatchScheduler(run, BatchingOptions(max_batch_size=8, batch_timeout_micros=200_000,
-                                                    num_batch_threads=1, allowed_batch_sizes=(4, 8)))
+    scheduler = BatchScheduler(
+        run,
+        BatchingOptions(
+            max_batch_size=8,
+            batch_timeout_micros=200_000,
+            num_batch_threads=1,
+            allowed_batch_sizes=(4, 8),
+        ),
+    )
     try:
         requests = [np.array([1, 2]), np.array([3]), np.array([4, 5])]
         with concurrent.futures.ThreadPoolExecutor(3) as pool:
@@ -59,15 +67,19 @@ def test_scheduler_merges_pads_and_slices():
 
 def test_full_queue_is_unavailable():
     gate = threading.Event()
-    scheduler = BatchScheduler(lambda x: (gate.wait(10), x)[1],
-                               BatchingOptions(max_batch_size=2, num_batch_threads=1, max_enqueued_batches=1))
+    scheduler = BatchScheduler(
+        lambda x: (gate.wait(10), x)[1],
+        BatchingOptions(max_batch_size=2, num_batch_threads=1, max_enqueued_batches=1),
+    )
     try:
         with concurrent.futures.ThreadPoolExecutor(2) as pool:
             running = pool.submit(scheduler.submit, {"x": np.array([1, 2])})  # taken by the worker
             deadline = time.monotonic() + 10
             while scheduler._queue and time.monotonic() < deadline:
                 time.sleep(0.01)
-            queued = pool.submit(scheduler.submit, {"x": np.array([3, 4])})  # fills the one batch slot
+            queued = pool.submit(
+                scheduler.submit, {"x": np.array([3, 4])}
+            )  # fills the one batch slot
             while not scheduler._queue and time.monotonic() < deadline:
                 time.sleep(0.01)
             with pytest.raises(errors.ServingError, match="queue .* is full") as info:
@@ -95,14 +107,24 @@ def test_scheduler_reports_model_errors_to_every_caller():
 
 
 @pytest.mark.slow
-def test_16_concurrent_clients_with_batching_match_unbatched(start_server, model_base, reference, tmp_path):
+def test_16_concurrent_clients_with_batching_match_unbatched(
+    start_server, model_base, reference, tmp_path
+):
     params = tmp_path / "batching.config"
-    params.write_text("max_batch_size { value: 8 } batch_timeout_micros { value: 5000 } "
-                      "num_batch_threads { value: 2 } max_enqueued_batches { value: 1000 } "
-                      "allowed_batch_sizes: 2 allowed_batch_sizes: 4 allowed_batch_sizes: 8")
-    server = start_server([f"--model_base_path={model_base / 'clf'}", "--model_name=clf",
-                           "--enable_batching", f"--batching_parameters_file={params}",
-                           "--file_system_poll_wait_seconds=0"])
+    params.write_text(
+        "max_batch_size { value: 8 } batch_timeout_micros { value: 5000 } "
+        "num_batch_threads { value: 2 } max_enqueued_batches { value: 1000 } "
+        "allowed_batch_sizes: 2 allowed_batch_sizes: 4 allowed_batch_sizes: 8"
+    )
+    server = start_server(
+        [
+            f"--model_base_path={model_base / 'clf'}",
+            "--model_name=clf",
+            "--enable_batching",
+            f"--batching_parameters_file={params}",
+            "--file_system_poll_wait_seconds=0",
+        ]
+    )
     clients, per_client = 16, 50
 
     def texts(c, i):
@@ -132,28 +154,42 @@ def test_16_concurrent_clients_with_batching_match_unbatched(start_server, model
             np.testing.assert_array_equal(got["label_ids"], want["label_ids"])
             np.testing.assert_array_equal(got["labels"], want["labels"])
             rows += len(a)
-    with urllib.request.urlopen(server.rest_url + "/monitoring/prometheus/metrics", timeout=30) as r:
+    with urllib.request.urlopen(
+        server.rest_url + "/monitoring/prometheus/metrics", timeout=30
+    ) as r:
         text = r.read().decode()
-    metric = lambda name: float(re.search(name + r'\{model="clf",signature="serving_default"\} (\S+)', text).group(1))  # noqa: E731
+
+    def metric(name):
+        pattern = name + r'\{model="clf",signature="serving_default"\} (\S+)'
+        return float(re.search(pattern, text).group(1))
+
     batches = metric("serving_batch_size_count")
     assert metric("serving_batch_size_sum") == rows + 2 * 2  # + the two 2-row warmup requests
     assert batches < clients * per_client  # requests were merged
-    assert re.search(r'serving_requests_total\{api="predict",model="clf",status="OK",version="1"\} 800.0', text)
+    assert re.search(
+        r'serving_requests_total\{api="predict",model="clf",status="OK",version="1"\} 800.0', text
+    )
     print(f"{clients * per_client} requests ({rows} rows) ran as {batches:.0f} batched model calls")
 
 
 def test_large_batch_splitting_parameters():
-    options = parse_batching_parameters("max_batch_size { value: 8 } enable_large_batch_splitting { value: true } "
-                                        "max_execution_batch_size { value: 4 } allowed_batch_sizes: 2 "
-                                        "allowed_batch_sizes: 4")
+    options = parse_batching_parameters(
+        "max_batch_size { value: 8 } enable_large_batch_splitting { value: true } "
+        "max_execution_batch_size { value: 4 } allowed_batch_sizes: 2 "
+        "allowed_batch_sizes: 4"
+    )
     assert (options.execution_batch_size, options.input_batch_size_limit) == (4, 8)
     flag_only = BatchingOptions(max_batch_size=4, enable_large_batch_splitting=True)
     assert (flag_only.execution_batch_size, flag_only.input_batch_size_limit) == (4, None)
     with pytest.raises(ValueError, match="needs enable_large_batch_splitting"):
         BatchingOptions(max_batch_size=8, max_execution_batch_size=4)
     with pytest.raises(ValueError, match="end with max_execution_batch_size=4"):
-        BatchingOptions(max_batch_size=8, max_execution_batch_size=4, enable_large_batch_splitting=True,
-                        allowed_batch_sizes=(2, 8))
+        BatchingOptions(
+            max_batch_size=8,
+            max_execution_batch_size=4,
+            enable_large_batch_splitting=True,
+            allowed_batch_sizes=(2, 8),
+        )
 
 
 def test_large_request_is_split_in_order_and_equals_the_pieces():
@@ -164,13 +200,15 @@ def test_large_request_is_split_in_order_and_equals_the_pieces():
         return {"y": np.sin(inputs["x"]).astype(np.float32) * 3, "n": inputs["x"].astype(np.int64)}
 
     x = np.random.default_rng(0).normal(size=(12, 3)).astype(np.float32)
-    splitting = BatchScheduler(run, BatchingOptions(max_batch_size=4, num_batch_threads=2,
-                                                    enable_large_batch_splitting=True))
+    splitting = BatchScheduler(
+        run,
+        BatchingOptions(max_batch_size=4, num_batch_threads=2, enable_large_batch_splitting=True),
+    )
     plain = BatchScheduler(run, BatchingOptions(max_batch_size=4, num_batch_threads=1))
     try:
         got = splitting.submit({"x": x})
         assert [c.shape[0] for c in calls] == [4, 4, 4]  # three model calls of max_batch_size rows
-        pieces = [plain.submit({"x": x[i:i + 4]}) for i in (0, 4, 8)]  # three separate requests
+        pieces = [plain.submit({"x": x[i : i + 4]}) for i in (0, 4, 8)]  # three separate requests
         for name in ("y", "n"):
             np.testing.assert_array_equal(got[name], np.concatenate([p[name] for p in pieces]))
         np.testing.assert_array_equal(got["n"], x.astype(np.int64))  # rows in request order
@@ -187,8 +225,15 @@ def test_large_request_is_split_in_order_and_equals_the_pieces():
 
 
 def test_input_limit_with_max_execution_batch_size():
-    scheduler = BatchScheduler(lambda inputs: inputs, BatchingOptions(
-        max_batch_size=8, max_execution_batch_size=4, enable_large_batch_splitting=True, num_batch_threads=1))
+    scheduler = BatchScheduler(
+        lambda inputs: inputs,
+        BatchingOptions(
+            max_batch_size=8,
+            max_execution_batch_size=4,
+            enable_large_batch_splitting=True,
+            num_batch_threads=1,
+        ),
+    )
     try:
         np.testing.assert_array_equal(scheduler.submit({"x": np.arange(8)})["x"], np.arange(8))
         with pytest.raises(errors.ServingError, match="larger than maximum input batch size 8"):
@@ -200,11 +245,20 @@ def test_input_limit_with_max_execution_batch_size():
 @pytest.mark.slow
 def test_server_splits_a_3x_request_like_three_requests(start_server, model_base, tmp_path):
     params = tmp_path / "batching.config"
-    params.write_text("max_batch_size { value: 4 } batch_timeout_micros { value: 1000 } "
-                      "num_batch_threads { value: 2 } allowed_batch_sizes: 2 allowed_batch_sizes: 4")
-    server = start_server([f"--model_base_path={model_base / 'clf'}", "--model_name=clf", "--enable_batching",
-                           f"--batching_parameters_file={params}", "--enable_large_batch_splitting",
-                           "--file_system_poll_wait_seconds=0"])
+    params.write_text(
+        "max_batch_size { value: 4 } batch_timeout_micros { value: 1000 } "
+        "num_batch_threads { value: 2 } allowed_batch_sizes: 2 allowed_batch_sizes: 4"
+    )
+    server = start_server(
+        [
+            f"--model_base_path={model_base / 'clf'}",
+            "--model_name=clf",
+            "--enable_batching",
+            f"--batching_parameters_file={params}",
+            "--enable_large_batch_splitting",
+            "--file_system_poll_wait_seconds=0",
+        ]
+    )
     texts = [f"row {i} of a large request" for i in range(12)]
     texts_b = [f"b{i}" * (i % 3) for i in range(12)]
     with grpc.insecure_channel(server.grpc_target) as channel:
@@ -213,22 +267,35 @@ def test_server_splits_a_3x_request_like_three_requests(start_server, model_base
         def predict(a, b):
             response = stub.Predict(predict_request(text=a, text_b=b), timeout=60)
             return {k: tf.make_ndarray(v) for k, v in response.outputs.items()}
+
         large = predict(texts, texts_b)
-        pieces = [predict(texts[i:i + 4], texts_b[i:i + 4]) for i in (0, 4, 8)]
-    assert_close_across_paths(large["probabilities"],
-                              np.concatenate([p["probabilities"] for p in pieces]))
+        pieces = [predict(texts[i : i + 4], texts_b[i : i + 4]) for i in (0, 4, 8)]
+    assert_close_across_paths(
+        large["probabilities"], np.concatenate([p["probabilities"] for p in pieces])
+    )
     for name in ("label_ids", "labels"):
         np.testing.assert_array_equal(large[name], np.concatenate([p[name] for p in pieces]))
     assert large["probabilities"].shape == (12, 3)
-    with urllib.request.urlopen(server.rest_url + "/monitoring/prometheus/metrics", timeout=30) as r:
+    with urllib.request.urlopen(
+        server.rest_url + "/monitoring/prometheus/metrics", timeout=30
+    ) as r:
         text = r.read().decode()
-    metric = lambda name: float(re.search(name + r'\{model="clf",signature="serving_default"\} (\S+)', text).group(1))  # noqa: E731
+
+    def metric(name):
+        pattern = name + r'\{model="clf",signature="serving_default"\} (\S+)'
+        return float(re.search(pattern, text).group(1))
+
     # 2 warmup calls of 2 rows, the large request as 3 calls of 4 rows, the three pieces as 3 calls
-    assert (metric("serving_batch_size_count"), metric("serving_batch_size_sum")) == (2 + 3 + 3, 4 + 12 + 12)
+    assert (metric("serving_batch_size_count"), metric("serving_batch_size_sum")) == (
+        2 + 3 + 3,
+        4 + 12 + 12,
+    )
     # the same calls under TF Serving's batching_session names (each call here holds one task)
     assert ":tensorflow:serving:batching_session:wrapped_run_count{} 8" in text.splitlines()
-    assert re.search(r':tensorflow:serving:batching_session:queuing_latency_count\{thread_pool_name="batch_threads"\} 8\n',
-                     text)
+    assert re.search(
+        r':tensorflow:serving:batching_session:queuing_latency_count\{thread_pool_name="batch_threads"\} 8\n',
+        text,
+    )
 
 
 def test_a_failed_merged_call_runs_each_request_alone():
@@ -245,19 +312,25 @@ def test_a_failed_merged_call_runs_each_request_alone():
         bad = np.flatnonzero(x >= 100)
         if bad.size:
             raise tf.errors.InvalidArgumentError(
-                None, None, f"indices[{bad[0]}] = {x[bad[0]]} is not in [0, 100)")
+                None, None, f"indices[{bad[0]}] = {x[bad[0]]} is not in [0, 100)"
+            )
         return {"y": x * 10}
 
-    scheduler = BatchScheduler(run, BatchingOptions(max_batch_size=4, batch_timeout_micros=10_000_000,
-                                                    num_batch_threads=1))
+    scheduler = BatchScheduler(
+        run, BatchingOptions(max_batch_size=4, batch_timeout_micros=10_000_000, num_batch_threads=1)
+    )
     requests = {"a": np.array([1, 150]), "b": np.array([2]), "c": np.array([300])}
     try:
         with concurrent.futures.ThreadPoolExecutor(3) as pool:
-            futures = {name: pool.submit(scheduler.submit, {"x": x}) for name, x in requests.items()}
+            futures = {
+                name: pool.submit(scheduler.submit, {"x": x}) for name, x in requests.items()
+            }
             assert merged.wait(10)
             np.testing.assert_array_equal(futures["b"].result(timeout=10)["y"], [20])
-            for name, message in (("a", "indices[1] = 150 is not in [0, 100)"),
-                                  ("c", "indices[0] = 300 is not in [0, 100)")):
+            for name, message in (
+                ("a", "indices[1] = 150 is not in [0, 100)"),
+                ("c", "indices[0] = 300 is not in [0, 100)"),
+            ):
                 with pytest.raises(errors.ServingError) as info:
                     futures[name].result(timeout=10)
                 assert info.value.code == grpc.StatusCode.INVALID_ARGUMENT

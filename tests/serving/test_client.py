@@ -1,4 +1,5 @@
 """serving.client: predict_text over gRPC and REST, and the command line."""
+
 import subprocess
 import sys
 
@@ -19,7 +20,9 @@ def test_predict_text_equals_in_process(shared_server, reference, rest):
     np.testing.assert_array_equal(got["label_ids"], want["label_ids"])
     assert list(got["labels"]) == list(want["labels"])
     got = client.predict_text(target, "reg", TEXTS, rest=rest)
-    np.testing.assert_array_equal(np.asarray(got["scores"], np.float32), reference("reg", text=TEXTS)["scores"])
+    np.testing.assert_array_equal(
+        np.asarray(got["scores"], np.float32), reference("reg", text=TEXTS)["scores"]
+    )
 
 
 @pytest.mark.parametrize("rest", [False, True])
@@ -40,17 +43,24 @@ def test_model_status(shared_server):
 
 
 def test_format_prediction():
-    outputs = {"probabilities": np.array([[0.25, 0.75]], np.float32), "label_ids": np.array([1]),
-               "labels": np.array([b"positive"], dtype=object)}
-    assert client.format_prediction(outputs) == ("label: positive\nprobabilities: 0.2500, 0.7500\n"
-                                                 "label_id: 1")
+    outputs = {
+        "probabilities": np.array([[0.25, 0.75]], np.float32),
+        "label_ids": np.array([1]),
+        "labels": np.array([b"positive"], dtype=object),
+    }
+    assert client.format_prediction(outputs) == (
+        "label: positive\nprobabilities: 0.2500, 0.7500\nlabel_id: 1"
+    )
     assert client.format_prediction({"scores": np.array([3.5], np.float32)}) == "score: 3.5000"
 
 
 def test_cli_texts_batch_and_pairs():
     from absl import app
+
     assert client.cli_texts(["a gripping, funny film", "a dull mess"], None) == (
-        ["a gripping, funny film", "a dull mess"], None)  # a batch of two single texts
+        ["a gripping, funny film", "a dull mess"],
+        None,
+    )  # a batch of two single texts
     assert client.cli_texts(["a", "b"], ["x", "y"]) == (["a", "b"], ["x", "y"])
     with pytest.raises(app.UsageError, match="got 2 TEXT arguments but 1 --text_b"):
         client.cli_texts(["a", "b"], ["x"])
@@ -62,20 +72,40 @@ def test_cli_texts_batch_and_pairs():
 def test_command_line_prints_label_and_probabilities(shared_server, reference):
     rest_target = shared_server.rest_url.removeprefix("http://")
     grpc_flag = f"--server={shared_server.grpc_target}"
-    runs = [[grpc_flag, "--model_name=clf", TEXTS[0], f"--text_b={TEXTS_B[1]}"],
-            ["--rest", f"--rest_server={rest_target}", "--model_name=clf", TEXTS[0],
-             f"--text_b={TEXTS_B[1]}"],
-            [grpc_flag, "--model_name=reg", TEXTS[0], TEXTS[1]]]  # a batch of two single texts
-    procs = [subprocess.Popen([sys.executable, "-m", "serving.client", *args], cwd=REPO_ROOT,
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-             for args in runs]
+    runs = [
+        [grpc_flag, "--model_name=clf", TEXTS[0], f"--text_b={TEXTS_B[1]}"],
+        [
+            "--rest",
+            f"--rest_server={rest_target}",
+            "--model_name=clf",
+            TEXTS[0],
+            f"--text_b={TEXTS_B[1]}",
+        ],
+        [grpc_flag, "--model_name=reg", TEXTS[0], TEXTS[1]],
+    ]  # a batch of two single texts
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-m", "serving.client", *args],
+            cwd=REPO_ROOT,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for args in runs
+    ]
     want = reference("clf", text=[TEXTS[0]], text_b=[TEXTS_B[1]])
-    expected = [f"label: {want['labels'][0].decode()}",
-                "probabilities: " + ", ".join(f"{p:.4f}" for p in want["probabilities"][0]),
-                f"label_id: {want['label_ids'][0]}"]
+    expected = [
+        f"label: {want['labels'][0].decode()}",
+        "probabilities: " + ", ".join(f"{p:.4f}" for p in want["probabilities"][0]),
+        f"label_id: {want['label_ids'][0]}",
+    ]
     scores = np.reshape(reference("reg", text=TEXTS[:2])["scores"], [2, -1])
-    expected_batch = [f"[0] {TEXTS[0]!r}", "score: " + ", ".join(f"{s:.4f}" for s in scores[0]),
-                      f"[1] {TEXTS[1]!r}", "score: " + ", ".join(f"{s:.4f}" for s in scores[1])]
+    expected_batch = [
+        f"[0] {TEXTS[0]!r}",
+        "score: " + ", ".join(f"{s:.4f}" for s in scores[0]),
+        f"[1] {TEXTS[1]!r}",
+        "score: " + ", ".join(f"{s:.4f}" for s in scores[1]),
+    ]
     for proc, want_lines in zip(procs, [expected, expected, expected_batch]):  # run side by side
         try:
             out, err = proc.communicate(timeout=180)

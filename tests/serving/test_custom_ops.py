@@ -1,12 +1,17 @@
 """A SavedModel with a tensorflow-text op (CaseFoldUTF8): served when the server imports
 tensorflow_text (the default --custom_op_modules); otherwise GetModelStatus names the op and the fix
 and the other models keep serving."""
+
 import time
 
 import grpc
 import pytest
 import tensorflow as tf
-from tensorflow_serving.apis import get_model_status_pb2, model_service_pb2_grpc, prediction_service_pb2_grpc
+from tensorflow_serving.apis import (
+    get_model_status_pb2,
+    model_service_pb2_grpc,
+    prediction_service_pb2_grpc,
+)
 
 from tests.serving.test_grpc_api import predict_request
 
@@ -22,8 +27,11 @@ def test_custom_op_model_served_with_tensorflow_text(shared_server):
 
 @pytest.mark.slow
 def test_custom_op_missing_is_reported_with_op_name_and_fix(start_server, model_base):
-    server = start_server([f"--model_config_file={model_base / 'models.config'}", "--custom_op_modules="],
-                          rest=False, wait=False)
+    server = start_server(
+        [f"--model_config_file={model_base / 'models.config'}", "--custom_op_modules="],
+        rest=False,
+        wait=False,
+    )
     with grpc.insecure_channel(server.grpc_target) as channel:
         stub = model_service_pb2_grpc.ModelServiceStub(channel)
         request = get_model_status_pb2.GetModelStatusRequest(model_spec={"name": "tft"})

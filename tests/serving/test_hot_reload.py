@@ -10,13 +10,18 @@ at the same time as the switch may be answered by either version, in any order: 
 send times say nothing about when the server picked a version (a thread can be descheduled between
 reading the clock and sending), so the test never orders overlapping requests.
 """
+
 import shutil
 import threading
 import time
 
 import grpc
 import pytest
-from tensorflow_serving.apis import get_model_status_pb2, model_service_pb2_grpc, prediction_service_pb2_grpc
+from tensorflow_serving.apis import (
+    get_model_status_pb2,
+    model_service_pb2_grpc,
+    prediction_service_pb2_grpc,
+)
 
 from tests.serving import saved_models
 from tests.serving.test_grpc_api import predict_request
@@ -59,8 +64,13 @@ def test_new_version_served_without_failures_and_corrupt_version_reported(start_
     base, staging = tmp_path / "clf", tmp_path / "staging"
     saved_models.build_classifier(str(base / "1"), seed=1, warmup=False)
     saved_models.build_classifier(str(staging / "2"), seed=2)
-    server = start_server([f"--model_base_path={base}", "--model_name=clf",
-                           f"--file_system_poll_wait_seconds={POLL_S}"])
+    server = start_server(
+        [
+            f"--model_base_path={base}",
+            "--model_name=clf",
+            f"--file_system_poll_wait_seconds={POLL_S}",
+        ]
+    )
     channel = grpc.insecure_channel(server.grpc_target)
     stub = prediction_service_pb2_grpc.PredictionServiceStub(channel)
     model_stub = model_service_pb2_grpc.ModelServiceStub(channel)
@@ -72,8 +82,9 @@ def test_new_version_served_without_failures_and_corrupt_version_reported(start_
                 return
             sent = time.monotonic()
             try:
-                version = stub.Predict(predict_request(text=["reload"], text_b=[""]),
-                                       timeout=30).model_spec.version.value
+                version = stub.Predict(
+                    predict_request(text=["reload"], text_b=[""]), timeout=30
+                ).model_spec.version.value
                 calls.append((sent, time.monotonic(), version))
             except grpc.RpcError as e:
                 failures.append(f"{e.code().name}: {e.details()}")
@@ -94,7 +105,9 @@ def test_new_version_served_without_failures_and_corrupt_version_reported(start_
         (base / "3").mkdir()  # corrupt version 3
         (base / "3" / "saved_model.pb").write_bytes(b"this is not a SavedModel")
         deadline = time.monotonic() + 30
-        while time.monotonic() < deadline and _status(model_stub).get(3, State()).state != State.END:
+        while (
+            time.monotonic() < deadline and _status(model_stub).get(3, State()).state != State.END
+        ):
             time.sleep(0.1)
         time.sleep(0.5)
     finally:
@@ -102,7 +115,9 @@ def test_new_version_served_without_failures_and_corrupt_version_reported(start_
         for t in threads:
             t.join(timeout=60)
     assert failures == []
-    print(f"version 2 served {served_after:.2f} s after the copy finished ({len(calls)} requests, 0 failed)")
+    print(
+        f"version 2 served {served_after:.2f} s after the copy finished ({len(calls)} requests, 0 failed)"
+    )
     assert served_after <= 2 * POLL_S + 3.0  # two poll intervals + load time on a loaded 2-core box
     assert {v for _, _, v in calls} == {1, 2}  # never the corrupt version 3
     first, last = min(calls), max(calls, key=lambda c: c[0])
@@ -112,6 +127,13 @@ def test_new_version_served_without_failures_and_corrupt_version_reported(start_
     assert status[3].state == State.END and status[3].status.error_code != 0
     assert "Failed to load clf version 3" in status[3].status.error_message
     assert status[2].state == State.AVAILABLE
-    assert status[1].state == State.END and status[1].status.error_code == 0  # unloaded after 2 loaded
-    assert stub.Predict(predict_request(text=["after"], text_b=[""]), timeout=30).model_spec.version.value == 2
+    assert (
+        status[1].state == State.END and status[1].status.error_code == 0
+    )  # unloaded after 2 loaded
+    assert (
+        stub.Predict(
+            predict_request(text=["after"], text_b=[""]), timeout=30
+        ).model_spec.version.value
+        == 2
+    )
     channel.close()

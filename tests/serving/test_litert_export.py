@@ -8,6 +8,7 @@ float32 LiteRT within 1e-4 (the same float32 arithmetic in another order); int8 
 every sentence and probabilities within 0.02 (dynamic-range int8: about 1/254 of each output
 channel's largest weight per weight, and per-row int8 activations).
 """
+
 import concurrent.futures
 import http.client
 import json
@@ -26,8 +27,13 @@ from tests.conftest import REPO_ROOT
 from tests.serving.test_grpc_api import predict_request
 
 LABELS = ["negative", "neutral", "positive"]
-SENTENCES = ["a gripping , beautifully acted film .", "it 's a dull , lifeless mess .",
-             "naïve café", "x", "the plot is thin but the actors carry it with ease and charm ."]
+SENTENCES = [
+    "a gripping , beautifully acted film .",
+    "it 's a dull , lifeless mess .",
+    "naïve café",
+    "x",
+    "the plot is thin but the actors carry it with ease and charm .",
+]
 INT8_PROBABILITY_BOUND = 0.02
 
 LOAD_IN_FRESH_PROCESS = r"""
@@ -51,11 +57,18 @@ def litert_exports(tmp_path_factory, uncased_vocab):
     from keras_bert.tasks import TextClassifier
     from keras_bert.tokenization import BertPreprocessor
 
-    encoder = BertEncoder(vocab_size=30522, hidden_size=8, num_layers=2, num_heads=2,
-                          intermediate_size=12, max_sequence_length=24)
+    encoder = BertEncoder(
+        vocab_size=30522,
+        hidden_size=8,
+        num_layers=2,
+        num_heads=2,
+        intermediate_size=12,
+        max_sequence_length=24,
+    )
     preprocessor = BertPreprocessor(uncased_vocab, max_seq_length=16)
-    model = TextClassifier(encoder, 3, label_names=LABELS, task_name="sst3",
-                           preprocessor=preprocessor)
+    model = TextClassifier(
+        encoder, 3, label_names=LABELS, task_name="sst3", preprocessor=preprocessor
+    )
     model.build()
     rng = np.random.default_rng(3)
     for w in model.weights:
@@ -63,8 +76,10 @@ def litert_exports(tmp_path_factory, uncased_vocab):
     base = tmp_path_factory.mktemp("litert")
     paths = {q: model.export(base, "sst3", litert=q) for q in ("float32", "int8")}
     packed = preprocessor(tf.constant(SENTENCES))
-    ids = {k: np.asarray(packed[k], np.int32)
-           for k in ("input_word_ids", "input_mask", "input_type_ids")}
+    ids = {
+        k: np.asarray(packed[k], np.int32)
+        for k in ("input_word_ids", "input_mask", "input_type_ids")
+    }
     return base, paths, ids
 
 
@@ -85,8 +100,7 @@ def test_layout_config_and_warmup(litert_exports):
         assert config["litert"]["signatures"] == ["encoded"]
         # Only records a LiteRT-served version can answer: encoded at batch 1 and 2.
         logs = read_warmup(path)
-        assert [log.predict_log.request.model_spec.signature_name for log in logs] == \
-            ["encoded"]
+        assert [log.predict_log.request.model_spec.signature_name for log in logs] == ["encoded"]
     # int8: the dense and embedding weights take a byte each instead of four.
     sizes = {q: (p / "model.tflite").stat().st_size for q, p in paths.items()}
     assert sizes["int8"] < 0.4 * sizes["float32"], sizes
@@ -98,9 +112,20 @@ def test_fresh_process_with_litert_alone_agrees_with_the_saved_model(litert_expo
     np.savez(tmp_path / "ids.npz", **ids)
     want = saved_model_encoded(paths["float32"], ids)
     for quantize, path in paths.items():
-        out = subprocess.run([sys.executable, "-I", "-c", LOAD_IN_FRESH_PROCESS,
-                              str(path / "model.tflite"), str(tmp_path / "ids.npz")],
-                             capture_output=True, text=True, timeout=120, check=True)
+        out = subprocess.run(
+            [
+                sys.executable,
+                "-I",
+                "-c",
+                LOAD_IN_FRESH_PROCESS,
+                str(path / "model.tflite"),
+                str(tmp_path / "ids.npz"),
+            ],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=True,
+        )
         got = json.loads(out.stdout.strip().splitlines()[-1])
         assert "tensorflow" not in got["modules"] and "keras_bert" not in got["modules"]
         probabilities = np.array(got["probabilities"])
@@ -118,23 +143,36 @@ def test_server_prefers_the_tflite_file(litert_exports, start_server):
     config.write_text(
         f'model_config_list {{ config {{ name: "int8" base_path: "{base / "sst3"}" '
         f'model_platform: "tensorflow" }} config {{ name: "float32" base_path: "{base / "sst3"}" '
-        'model_platform: "tensorflow" model_version_policy { specific { versions: 1 } } } }')
-    server = start_server([f"--model_config_file={config}", "--prefer_tflite_model",
-                           "--tensorflow_intra_op_parallelism=1"], rest=False)
+        'model_platform: "tensorflow" model_version_policy { specific { versions: 1 } } } }'
+    )
+    server = start_server(
+        [
+            f"--model_config_file={config}",
+            "--prefer_tflite_model",
+            "--tensorflow_intra_op_parallelism=1",
+        ],
+        rest=False,
+    )
     assert "with LiteRT" in server.log()
     with grpc.insecure_channel(server.grpc_target) as channel:
         stub = prediction_service_pb2_grpc.PredictionServiceStub(channel)
         for name, bound in (("float32", 1e-4), ("int8", INT8_PROBABILITY_BOUND)):
-            response = stub.Predict(predict_request(model=name, signature="encoded", **ids),
-                                    timeout=60)
+            response = stub.Predict(
+                predict_request(model=name, signature="encoded", **ids), timeout=60
+            )
             got = {k: tf.make_ndarray(v) for k, v in response.outputs.items()}
             np.testing.assert_allclose(got["probabilities"], want["probabilities"], atol=bound)
             assert list(got["labels"]) == list(want["labels"])
             np.testing.assert_array_equal(got["label_ids"], want["label_ids"])
             # int64 ids from a client are cast to the signature's int32, as for SavedModels.
-            response = stub.Predict(predict_request(
-                model=name, signature="encoded",
-                **{k: v[:1].astype(np.int64) for k, v in ids.items()}), timeout=60)
+            response = stub.Predict(
+                predict_request(
+                    model=name,
+                    signature="encoded",
+                    **{k: v[:1].astype(np.int64) for k, v in ids.items()},
+                ),
+                timeout=60,
+            )
             assert tf.make_ndarray(response.outputs["labels"])[0] == want["labels"][0]
 
         # Only the flatbuffer's signature exists, as with tensorflow_model_server.
@@ -158,32 +196,45 @@ def test_server_prefers_the_tflite_file(litert_exports, start_server):
             stub.Predict(predict_request(model="int8", signature="encoded", **bad), timeout=30)
         assert info.value.code() == grpc.StatusCode.INVALID_ARGUMENT
         assert "gather index out of bounds" in info.value.details()
-        response = stub.Predict(predict_request(model="int8", signature="encoded", **ids),
-                                timeout=60)
+        response = stub.Predict(
+            predict_request(model="int8", signature="encoded", **ids), timeout=60
+        )
         assert list(tf.make_ndarray(response.outputs["labels"])) == list(want["labels"])
         # A mask value other than 0 / 1: refused with the SavedModel's message.
         with pytest.raises(grpc.RpcError) as info:
-            stub.Predict(predict_request(model="float32", signature="encoded",
-                                         **dict(ids, input_mask=ids["input_mask"] * 2)), timeout=30)
+            stub.Predict(
+                predict_request(
+                    model="float32",
+                    signature="encoded",
+                    **dict(ids, input_mask=ids["input_mask"] * 2),
+                ),
+                timeout=30,
+            )
         assert info.value.code() == grpc.StatusCode.INVALID_ARGUMENT
         assert info.value.details() == "input_mask: values must be 0 or 1"
         # Longer than the 24-entry position table: refused, and the interpreter recovers.
         long_ids = {k: np.tile(v[:1], (1, 2)) for k, v in ids.items()}  # T = 32
         with pytest.raises(grpc.RpcError) as info:
-            stub.Predict(predict_request(model="float32", signature="encoded", **long_ids),
-                         timeout=30)
+            stub.Predict(
+                predict_request(model="float32", signature="encoded", **long_ids), timeout=30
+            )
         assert info.value.code() == grpc.StatusCode.INVALID_ARGUMENT
         assert "LiteRT could not run signature 'encoded'" in info.value.details()
-        response = stub.Predict(predict_request(model="float32", signature="encoded", **ids),
-                                timeout=60)
-        np.testing.assert_allclose(tf.make_ndarray(response.outputs["probabilities"]),
-                                   want["probabilities"], atol=1e-4)
+        response = stub.Predict(
+            predict_request(model="float32", signature="encoded", **ids), timeout=60
+        )
+        np.testing.assert_allclose(
+            tf.make_ndarray(response.outputs["probabilities"]), want["probabilities"], atol=1e-4
+        )
 
 
 def encoded_request(ids):
     ids = np.array(ids, np.int32)
-    return {"input_word_ids": ids, "input_mask": np.ones_like(ids),
-            "input_type_ids": np.zeros_like(ids)}
+    return {
+        "input_word_ids": ids,
+        "input_mask": np.ones_like(ids),
+        "input_type_ids": np.zeros_like(ids),
+    }
 
 
 def fresh_litert_answer(path, inputs):
@@ -205,10 +256,12 @@ class RestClient:
         self.connection = http.client.HTTPConnection("127.0.0.1", server.rest_port, timeout=60)
 
     def predict(self, model, inputs):
-        body = json.dumps({"signature_name": "encoded",
-                           "inputs": {k: v.tolist() for k, v in inputs.items()}})
-        self.connection.request("POST", f"/v1/models/{model}:predict", body,
-                                {"Content-Type": "application/json"})
+        body = json.dumps(
+            {"signature_name": "encoded", "inputs": {k: v.tolist() for k, v in inputs.items()}}
+        )
+        self.connection.request(
+            "POST", f"/v1/models/{model}:predict", body, {"Content-Type": "application/json"}
+        )
         response = self.connection.getresponse()
         return response.status, json.loads(response.read())
 
@@ -220,8 +273,9 @@ def assert_answer(status, body, want):
     else:
         assert status == 200, body
         for name in ("probabilities", "label_ids"):
-            np.testing.assert_array_equal(np.array(body["outputs"][name], value[name].dtype),
-                                          value[name])
+            np.testing.assert_array_equal(
+                np.array(body["outputs"][name], value[name].dtype), value[name]
+            )
         assert body["outputs"]["labels"] == [x.decode() for x in value["labels"]]
 
 
@@ -239,12 +293,20 @@ def test_litert_errors_belong_to_their_request(litert_exports, start_server, tmp
     with batching, a bad and a good request merged into one failing call get their own answers."""
     base, paths, _ = litert_exports
     path = paths["float32"]
-    fresh = {name: fresh_litert_answer(path, inputs) for name, inputs in
-             (("bad_id", BAD_ID), ("too_long", TOO_LONG), ("good", GOOD), ("good_2x5", GOOD_2x5))}
+    fresh = {
+        name: fresh_litert_answer(path, inputs)
+        for name, inputs in (
+            ("bad_id", BAD_ID),
+            ("too_long", TOO_LONG),
+            ("good", GOOD),
+            ("good_2x5", GOOD_2x5),
+        )
+    }
     # What a fresh interpreter says, once each: the gather failure, and a different one.
     assert fresh["bad_id"][0] == fresh["too_long"][0] == "error"
     assert fresh["bad_id"][1].startswith(
-        "LiteRT could not run signature 'encoded': gather index out of bounds")
+        "LiteRT could not run signature 'encoded': gather index out of bounds"
+    )
     assert fresh["bad_id"][1].endswith("(GATHER) failed to invoke.")
     assert fresh["bad_id"][1].count("failed to invoke.") == 1
     assert "gather" not in fresh["too_long"][1]
@@ -253,25 +315,40 @@ def test_litert_errors_belong_to_their_request(litert_exports, start_server, tmp
     config = tmp_path / "models.config"
     config.write_text(
         f'model_config_list {{ config {{ name: "float32" base_path: "{base / "sst3"}" '
-        'model_platform: "tensorflow" model_version_policy { specific { versions: 1 } } } }')
-    flags = [f"--model_config_file={config}", "--prefer_tflite_model",
-             "--tensorflow_intra_op_parallelism=1", "--file_system_poll_wait_seconds=0"]
+        'model_platform: "tensorflow" model_version_policy { specific { versions: 1 } } } }'
+    )
+    flags = [
+        f"--model_config_file={config}",
+        "--prefer_tflite_model",
+        "--tensorflow_intra_op_parallelism=1",
+        "--file_system_poll_wait_seconds=0",
+    ]
     inputs = {"bad_id": BAD_ID, "too_long": TOO_LONG, "good": GOOD, "good_2x5": GOOD_2x5}
 
     server = start_server(flags)
     assert "with LiteRT" in server.log()
     a, b = RestClient(server), RestClient(server)
-    for client, name in ((a, "bad_id"), (b, "too_long"), (a, "bad_id"), (b, "good"),
-                         (a, "bad_id"), (b, "good_2x5"), (a, "too_long"), (b, "bad_id"),
-                         (a, "good")):
+    for client, name in (
+        (a, "bad_id"),
+        (b, "too_long"),
+        (a, "bad_id"),
+        (b, "good"),
+        (a, "bad_id"),
+        (b, "good_2x5"),
+        (a, "too_long"),
+        (b, "bad_id"),
+        (a, "good"),
+    ):
         status, body = client.predict("float32", inputs[name])
         assert_answer(status, body, fresh[name])
 
     # Batching: two 1-row requests of one shape merge into one call (max_batch_size 2), which the
     # bad row fails; each then runs alone. Unmerged, each would wait out the 20 s timeout.
     params = tmp_path / "batching.config"
-    params.write_text("max_batch_size { value: 2 } batch_timeout_micros { value: 20000000 } "
-                      "num_batch_threads { value: 1 }")
+    params.write_text(
+        "max_batch_size { value: 2 } batch_timeout_micros { value: 20000000 } "
+        "num_batch_threads { value: 1 }"
+    )
     server = start_server([*flags, "--enable_batching", f"--batching_parameters_file={params}"])
     a, b = RestClient(server), RestClient(server)
     for names in (("bad_id", "good"), ("good", "bad_id"), ("bad_id", "bad_id")):
@@ -281,7 +358,6 @@ def test_litert_errors_belong_to_their_request(litert_exports, start_server, tmp
         assert time.monotonic() - start < 15  # merged: neither waited for the timeout
         for (status, body), name in zip(answers, names):
             assert_answer(status, body, fresh[name])
-
 
 
 def servable_answer(servable, inputs):
@@ -343,8 +419,7 @@ def test_litert_servable_reload_failure_after_a_failed_call(litert_exports, tmp_
 
     path = tmp_path / "1"
     shutil.copytree(litert_exports[1]["float32"], path)
-    fresh = {name: fresh_litert_answer(path, x) for name, x in
-             (("bad_id", BAD_ID), ("good", GOOD))}
+    fresh = {name: fresh_litert_answer(path, x) for name, x in (("bad_id", BAD_ID), ("good", GOOD))}
     servable = LiteRtServable("m", 1, str(path), num_threads=1)
     try:
         (path / "model.tflite").rename(path / "moved.tflite")
@@ -355,7 +430,8 @@ def test_litert_servable_reload_failure_after_a_failed_call(litert_exports, tmp_
             assert info.value.code == grpc.StatusCode.UNAVAILABLE
             assert info.value.message == (
                 'Model "m" version 1: the LiteRT interpreter could not be reloaded after a failed '
-                "call (ValueError); retry later")
+                "call (ValueError); retry later"
+            )
         (path / "moved.tflite").rename(path / "model.tflite")
         assert_same_answer(servable_answer(servable, GOOD), fresh["good"])
         assert_same_answer(servable_answer(servable, BAD_ID), fresh["bad_id"])
@@ -382,11 +458,25 @@ def test_export_cli_quantize_flag(tmp_path, uncased_vocab):
 
     model = tiny_classifier(2, ["no", "yes"], "cli", seed=1, vocab_file=uncased_vocab)
     model.save(tmp_path / "task.keras")
-    for flags, quantize, version in ((["--quantize=int8"], "int8", 1), (["--tflite"], "float32", 2)):
+    for flags, quantize, version in (
+        (["--quantize=int8"], "int8", 1),
+        (["--tflite"], "float32", 2),
+    ):
         out = subprocess.run(
-            [sys.executable, "-m", "export", f"--model_dir={tmp_path / 'task.keras'}",
-             f"--export_base={tmp_path / 'models'}", "--model_name=cli", *flags],
-            cwd=REPO_ROOT, capture_output=True, text=True, timeout=300)
+            [
+                sys.executable,
+                "-m",
+                "export",
+                f"--model_dir={tmp_path / 'task.keras'}",
+                f"--export_base={tmp_path / 'models'}",
+                "--model_name=cli",
+                *flags,
+            ],
+            cwd=REPO_ROOT,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
         assert out.returncode == 0, out.stderr[-2000:]
         path = pathlib.Path(out.stdout.strip().splitlines()[-1])
         assert path.name == str(version)
@@ -402,7 +492,8 @@ def test_find_export_matches_the_litert_file(litert_exports):
 
     base, paths, _ = litert_exports
     fingerprint = json.loads((paths["int8"] / "assets" / "export_config.json").read_text())[
-        "weights_sha256"]
+        "weights_sha256"
+    ]
     assert exporter.find_export(base, "sst3", fingerprint, litert="float32") == paths["float32"]
     assert exporter.find_export(base, "sst3", fingerprint, litert="int8") == paths["int8"]
     assert exporter.find_export(base, "sst3", fingerprint) is None  # none without model.tflite

@@ -1,4 +1,5 @@
 """ModelManager in process: version policies, labels, broken versions, unload after in-flight requests."""
+
 import shutil
 
 import pytest
@@ -15,12 +16,15 @@ def _policy(text):
     return text_format.Parse(text, model_server_config_pb2.ModelConfig()).model_version_policy
 
 
-@pytest.mark.parametrize("policy,want", [
-    ("", {5}),
-    ("model_version_policy { latest { num_versions: 2 } }", {3, 5}),
-    ("model_version_policy { all {} }", {1, 3, 5}),
-    ("model_version_policy { specific { versions: 1 versions: 4 } }", {1}),
-])
+@pytest.mark.parametrize(
+    "policy,want",
+    [
+        ("", {5}),
+        ("model_version_policy { latest { num_versions: 2 } }", {3, 5}),
+        ("model_version_policy { all {} }", {1, 3, 5}),
+        ("model_version_policy { specific { versions: 1 versions: 4 } }", {1}),
+    ],
+)
 def test_version_policies(policy, want):
     assert aspired_versions(_policy(policy), {1, 3, 5}) == want
 
@@ -30,7 +34,9 @@ def test_model_config_file_relative_paths_and_errors(tmp_path):
     config.write_text('model_config_list { config { name: "a" base_path: "models/a" } }')
     (c,) = model_configs(model_config_file=str(config))
     assert c.base_path == str(tmp_path / "models" / "a")
-    config.write_text('model_config_list { config { name: "a" base_path: "x" model_platform: "onnx" } }')
+    config.write_text(
+        'model_config_list { config { name: "a" base_path: "x" model_platform: "onnx" } }'
+    )
     with pytest.raises(ValueError, match="onnx"):
         model_configs(model_config_file=str(config))
     with pytest.raises(ValueError, match="model_base_path"):
@@ -40,12 +46,15 @@ def test_model_config_file_relative_paths_and_errors(tmp_path):
 @pytest.fixture(scope="module")
 def built(tmp_path_factory):
     root = tmp_path_factory.mktemp("built")
-    return {v: saved_models.build_classifier(str(root / str(v)), seed=v, warmup=False) for v in (1, 2)}
+    return {
+        v: saved_models.build_classifier(str(root / str(v)), seed=v, warmup=False) for v in (1, 2)
+    }
 
 
 def _manager(base, policy="", labels=""):
-    config = text_format.Parse(f'name: "m" base_path: "{base}" {policy} {labels}',
-                               model_server_config_pb2.ModelConfig())
+    config = text_format.Parse(
+        f'name: "m" base_path: "{base}" {policy} {labels}', model_server_config_pb2.ModelConfig()
+    )
     manager = ModelManager([config], poll_seconds=0)
     manager.start()
     return manager
@@ -58,9 +67,14 @@ def _states(manager):
 def test_removed_version_unloads_after_in_flight_requests(tmp_path, built):
     for v in (1, 2):
         shutil.copytree(built[v], tmp_path / str(v))
-    manager = _manager(tmp_path, "model_version_policy { all {} }", 'version_labels { key: "old" value: 1 }')
+    manager = _manager(
+        tmp_path, "model_version_policy { all {} }", 'version_labels { key: "old" value: 1 }'
+    )
     try:
-        assert {v: s for v, (s, _) in _states(manager).items()} == {1: State.AVAILABLE, 2: State.AVAILABLE}
+        assert {v: s for v, (s, _) in _states(manager).items()} == {
+            1: State.AVAILABLE,
+            2: State.AVAILABLE,
+        }
         with manager.acquire("m", label="old") as servable:  # an in-flight request on version 1
             shutil.rmtree(tmp_path / "1")
             manager.poll_once()
@@ -91,7 +105,9 @@ def test_broken_and_half_written_versions_never_replace_serving_one(tmp_path, bu
         with manager.acquire("m") as servable:
             assert servable.version == 1
         shutil.rmtree(tmp_path / "2")
-        shutil.copytree(built[2], tmp_path / "2")  # the copy completes: files changed, so it is retried
+        shutil.copytree(
+            built[2], tmp_path / "2"
+        )  # the copy completes: files changed, so it is retried
         manager.poll_once()
         assert _states(manager)[2][0] == State.AVAILABLE
         assert _states(manager)[1][0] == State.END  # latest-1 policy: version 1 unloaded
@@ -109,13 +125,16 @@ def test_failed_warmup_fails_the_load_and_keeps_serving_version(tmp_path, built)
     bad = predict_pb2.PredictRequest()
     bad.model_spec.signature_name = "no_such_signature"
     saved_models.write_warmup(str(tmp_path / "2"), [bad])
-    config = text_format.Parse(f'name: "m" base_path: "{tmp_path}" model_version_policy {{ all {{}} }}',
-                               model_server_config_pb2.ModelConfig())
+    config = text_format.Parse(
+        f'name: "m" base_path: "{tmp_path}" model_version_policy {{ all {{}} }}',
+        model_server_config_pb2.ModelConfig(),
+    )
 
     def warmup(servable):  # what the server does: replay the records, raise on error
         from serving.inference import InferenceService
         from serving.metrics import Metrics
         from serving.tensors import Limits
+
         InferenceService(None, Limits(), None, Metrics()).warmup(servable)
 
     manager = ModelManager([config], poll_seconds=0, on_loaded=warmup)
@@ -135,7 +154,9 @@ def test_example_configs_parse():
     from serving.batching import BatchingOptions, parse_batching_parameters
     from tests.conftest import REPO_ROOT
 
-    configs = model_configs(model_config_file=str(REPO_ROOT / "serving" / "configs" / "models.config"))
+    configs = model_configs(
+        model_config_file=str(REPO_ROOT / "serving" / "configs" / "models.config")
+    )
     assert [c.name for c in configs] == ["sst2", "mrpc"]
     assert dict(configs[1].version_labels) == {"stable": 1, "canary": 2}
     assert aspired_versions(configs[1].model_version_policy, {1, 2, 3}) == {1, 2}
@@ -145,6 +166,7 @@ def test_example_configs_parse():
 
 def test_no_versions_warning_at_start_and_on_change_only(tmp_path, caplog):
     import logging
+
     caplog.set_level(logging.WARNING, logger="serving")
 
     def warnings():
@@ -155,17 +177,20 @@ def test_no_versions_warning_at_start_and_on_change_only(tmp_path, caplog):
     missing = tmp_path / "nope"
     manager = _manager(missing)
     manager.poll_once()  # unchanged: not logged again
-    assert warnings() == [f"No versions of servable m found under base path {missing} "
-                          "(the path does not exist)"]
+    assert warnings() == [
+        f"No versions of servable m found under base path {missing} (the path does not exist)"
+    ]
     manager.stop()
 
     version_dir = tmp_path / "sst2" / "1"
     version_dir.mkdir(parents=True)
     (version_dir / "saved_model.pb").write_bytes(b"")
     manager = _manager(version_dir)
-    assert warnings() == [f"No versions of servable m found under base path {version_dir}; did you "
-                          "point --model_base_path at a version directory? use its parent "
-                          f"{tmp_path / 'sst2'}"]
+    assert warnings() == [
+        f"No versions of servable m found under base path {version_dir}; did you "
+        "point --model_base_path at a version directory? use its parent "
+        f"{tmp_path / 'sst2'}"
+    ]
     manager.stop()
 
     empty = tmp_path / "empty"

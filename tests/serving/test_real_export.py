@@ -2,6 +2,7 @@
 tokenizer), batching on: gRPC, REST, Classify and the client agree with the in-process call.
 
 Only this test imports keras_bert / export (to build the model); serving/ itself does not."""
+
 import concurrent.futures
 
 import grpc
@@ -25,10 +26,22 @@ def real_export(tmp_path_factory, uncased_vocab):
     from keras_bert.tasks import TextClassifier
     from keras_bert.tokenization import BertPreprocessor
 
-    encoder = BertEncoder(vocab_size=30522, hidden_size=8, num_layers=2, num_heads=2,
-                          intermediate_size=12, max_sequence_length=24)
-    model = TextClassifier(encoder, 2, label_names=LABELS, task_name="rte", is_pair=True,
-                           preprocessor=BertPreprocessor(uncased_vocab, max_seq_length=16))
+    encoder = BertEncoder(
+        vocab_size=30522,
+        hidden_size=8,
+        num_layers=2,
+        num_heads=2,
+        intermediate_size=12,
+        max_sequence_length=24,
+    )
+    model = TextClassifier(
+        encoder,
+        2,
+        label_names=LABELS,
+        task_name="rte",
+        is_pair=True,
+        preprocessor=BertPreprocessor(uncased_vocab, max_seq_length=16),
+    )
     model.build()
     rng = np.random.default_rng(0)
     for w in model.weights:
@@ -42,45 +55,79 @@ def real_export(tmp_path_factory, uncased_vocab):
 def test_serves_real_export_with_batching(real_export, start_server, tmp_path):
     base, path = real_export
     loaded = tf.saved_model.load(str(path))
-    want = {k: v.numpy() for k, v in loaded.signatures["serving_default"](
-        text=tf.constant(TEXTS), text_b=tf.constant(TEXTS_B)).items()}
+    want = {
+        k: v.numpy()
+        for k, v in loaded.signatures["serving_default"](
+            text=tf.constant(TEXTS), text_b=tf.constant(TEXTS_B)
+        ).items()
+    }
     params = tmp_path / "batching.config"
-    params.write_text("max_batch_size { value: 16 } batch_timeout_micros { value: 5000 } "
-                      "num_batch_threads { value: 2 } allowed_batch_sizes: 8 allowed_batch_sizes: 16")
-    server = start_server([f"--model_base_path={base / 'rte'}", "--model_name=rte", "--enable_batching",
-                           f"--batching_parameters_file={params}"])
+    params.write_text(
+        "max_batch_size { value: 16 } batch_timeout_micros { value: 5000 } "
+        "num_batch_threads { value: 2 } allowed_batch_sizes: 8 allowed_batch_sizes: 16"
+    )
+    server = start_server(
+        [
+            f"--model_base_path={base / 'rte'}",
+            "--model_name=rte",
+            "--enable_batching",
+            f"--batching_parameters_file={params}",
+        ]
+    )
     with grpc.insecure_channel(server.grpc_target) as channel:
         stub = prediction_service_pb2_grpc.PredictionServiceStub(channel)
 
         def one(i):  # each request: one row, sent concurrently so the server merges them
-            response = stub.Predict(predict_request(model="rte", text=[TEXTS[i % 4]], text_b=[TEXTS_B[i % 4]]),
-                                    timeout=60)
+            response = stub.Predict(
+                predict_request(model="rte", text=[TEXTS[i % 4]], text_b=[TEXTS_B[i % 4]]),
+                timeout=60,
+            )
             return i, {k: tf.make_ndarray(v) for k, v in response.outputs.items()}
 
         with concurrent.futures.ThreadPoolExecutor(8) as pool:
             for i, got in pool.map(one, range(32)):
-                np.testing.assert_allclose(got["probabilities"][0], want["probabilities"][i % 4], atol=1e-6)
+                np.testing.assert_allclose(
+                    got["probabilities"][0], want["probabilities"][i % 4], atol=1e-6
+                )
                 assert got["labels"][0] == want["labels"][i % 4]
                 assert got["label_ids"][0] == want["label_ids"][i % 4]
 
         request = classification_pb2.ClassificationRequest()
         request.model_spec.name, request.model_spec.signature_name = "rte", "classification"
-        request.input.example_list.examples.extend(example(text=a, text_b=b) for a, b in zip(TEXTS, TEXTS_B))
+        request.input.example_list.examples.extend(
+            example(text=a, text_b=b) for a, b in zip(TEXTS, TEXTS_B)
+        )
         result = stub.Classify(request, timeout=60).result
-        np.testing.assert_allclose([[c.score for c in r.classes] for r in result.classifications],
-                                   want["probabilities"], atol=1e-6)
+        np.testing.assert_allclose(
+            [[c.score for c in r.classes] for r in result.classifications],
+            want["probabilities"],
+            atol=1e-6,
+        )
         assert [c.label for c in result.classifications[0].classes] == LABELS
 
         ids = np.zeros([1, 25], np.int64)  # longer than the 24-entry position table
         with pytest.raises(grpc.RpcError) as info:
-            stub.Predict(predict_request(model="rte", signature="encoded", input_word_ids=ids,
-                                         input_mask=ids, input_type_ids=ids), timeout=60)
+            stub.Predict(
+                predict_request(
+                    model="rte",
+                    signature="encoded",
+                    input_word_ids=ids,
+                    input_mask=ids,
+                    input_type_ids=ids,
+                ),
+                timeout=60,
+            )
         assert info.value.code() == grpc.StatusCode.INVALID_ARGUMENT
 
     got = client.predict_text(server.grpc_target, "rte", TEXTS, TEXTS_B)
     np.testing.assert_allclose(got["probabilities"], want["probabilities"], atol=1e-6)
-    status, body = call(server, "/v1/models/rte:predict",
-                        {"instances": [{"text": a, "text_b": b} for a, b in zip(TEXTS, TEXTS_B)]})
+    status, body = call(
+        server,
+        "/v1/models/rte:predict",
+        {"instances": [{"text": a, "text_b": b} for a, b in zip(TEXTS, TEXTS_B)]},
+    )
     assert status == 200
-    np.testing.assert_allclose([p["probabilities"] for p in body["predictions"]], want["probabilities"], atol=1e-6)
+    np.testing.assert_allclose(
+        [p["probabilities"] for p in body["predictions"]], want["probabilities"], atol=1e-6
+    )
     assert [p["labels"] for p in body["predictions"]] == [s.decode() for s in want["labels"]]

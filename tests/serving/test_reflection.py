@@ -1,4 +1,5 @@
 """gRPC server reflection, checked from a separate client process that imports no TF Serving proto."""
+
 import base64
 import json
 import subprocess
@@ -19,6 +20,7 @@ WHEEL_APIS = pytest.importorskip("tensorflow_serving").__path__[0] + "/apis"
 def _wheel_serialized_pb(module):
     """The serialized FileDescriptorProto inside the wheel's (unimportable) `<module>_pb2.py`."""
     import ast
+
     tree = ast.parse(open(f"{WHEEL_APIS}/{module}_pb2.py").read())
     for node in ast.walk(tree):
         if isinstance(node, ast.keyword) and node.arg == "serialized_pb":
@@ -35,45 +37,86 @@ def test_service_files_are_byte_identical_to_the_wheel(module):
 
 def test_register_resolves_both_services_in_a_fresh_pool():
     pool = descriptor_pool.DescriptorPool()
-    for module in ("get_model_status_pb2", "model_management_pb2", "classification_pb2",
-                   "get_model_metadata_pb2", "inference_pb2", "predict_pb2", "regression_pb2"):
+    for module in (
+        "get_model_status_pb2",
+        "model_management_pb2",
+        "classification_pb2",
+        "get_model_metadata_pb2",
+        "inference_pb2",
+        "predict_pb2",
+        "regression_pb2",
+    ):
         with pytest.raises(KeyError):
             pool.FindFileByName(f"tensorflow_serving/apis/{module[:-4]}.proto")
     # the default pool has them after register(); re-registering is a no-op
-    assert service_protos.register() == service_protos.register() == [
-        "tensorflow.serving.PredictionService", "tensorflow.serving.ModelService"]
-    method = descriptor_pool.Default().FindMethodByName("tensorflow.serving.ModelService.HandleReloadConfigRequest")
+    assert (
+        service_protos.register()
+        == service_protos.register()
+        == ["tensorflow.serving.PredictionService", "tensorflow.serving.ModelService"]
+    )
+    method = descriptor_pool.Default().FindMethodByName(
+        "tensorflow.serving.ModelService.HandleReloadConfigRequest"
+    )
     assert method.input_type.full_name == "tensorflow.serving.ReloadConfigRequest"
 
 
 def test_reflection_lists_services_and_resolves_request_types(shared_server, reference):
-    run = subprocess.run([sys.executable, "tests/serving/reflection_client.py", shared_server.grpc_target, "clf"],
-                         cwd=REPO_ROOT, capture_output=True, text=True, timeout=120)
+    run = subprocess.run(
+        [sys.executable, "tests/serving/reflection_client.py", shared_server.grpc_target, "clf"],
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert run.returncode == 0, run.stderr[-3000:]
     got = json.loads(run.stdout)
     assert not got["imported_tensorflow_serving"]
-    assert got["services"] == ["grpc.health.v1.Health", "grpc.reflection.v1alpha.ServerReflection",
-                               "tensorflow.serving.ModelService", "tensorflow.serving.PredictionService"]
+    assert got["services"] == [
+        "grpc.health.v1.Health",
+        "grpc.reflection.v1alpha.ServerReflection",
+        "tensorflow.serving.ModelService",
+        "tensorflow.serving.PredictionService",
+    ]
     ts = "tensorflow.serving."
-    assert got["methods"][f"{ts}PredictionService/Predict"] == [f"{ts}PredictRequest", f"{ts}PredictResponse"]
+    assert got["methods"][f"{ts}PredictionService/Predict"] == [
+        f"{ts}PredictRequest",
+        f"{ts}PredictResponse",
+    ]
     assert got["methods"][f"{ts}PredictionService/Classify"] == [
-        f"{ts}ClassificationRequest", f"{ts}ClassificationResponse"]
+        f"{ts}ClassificationRequest",
+        f"{ts}ClassificationResponse",
+    ]
     assert got["methods"][f"{ts}PredictionService/GetModelMetadata"] == [
-        f"{ts}GetModelMetadataRequest", f"{ts}GetModelMetadataResponse"]
+        f"{ts}GetModelMetadataRequest",
+        f"{ts}GetModelMetadataResponse",
+    ]
     assert got["methods"][f"{ts}ModelService/GetModelStatus"] == [
-        f"{ts}GetModelStatusRequest", f"{ts}GetModelStatusResponse"]
+        f"{ts}GetModelStatusRequest",
+        f"{ts}GetModelStatusResponse",
+    ]
     assert got["methods"][f"{ts}ModelService/HandleReloadConfigRequest"] == [
-        f"{ts}ReloadConfigRequest", f"{ts}ReloadConfigResponse"]
+        f"{ts}ReloadConfigRequest",
+        f"{ts}ReloadConfigResponse",
+    ]
     assert got["methods"]["grpc.health.v1.Health/Check"] == [
-        "grpc.health.v1.HealthCheckRequest", "grpc.health.v1.HealthCheckResponse"]
-    assert got["predict_request_fields"] == sorted(f.name for f in predict_pb2.PredictRequest.DESCRIPTOR.fields)
+        "grpc.health.v1.HealthCheckRequest",
+        "grpc.health.v1.HealthCheckResponse",
+    ]
+    assert got["predict_request_fields"] == sorted(
+        f.name for f in predict_pb2.PredictRequest.DESCRIPTOR.fields
+    )
     assert {"inputs", "model_spec", "output_filter"} <= set(got["predict_request_fields"])
     # a Predict built only from reflected descriptors returns the in-process model's answer
     response = got["predict_response"]
     assert response["model_spec"]["name"] == "clf" and response["model_spec"]["version"] == "1"
     want = reference("clf", text=["reflection"], text_b=[""])
-    tensor = response["outputs"]["probabilities"]  # make_tensor_proto packs numbers in tensor_content
-    assert tensor["dtype"] == "DT_FLOAT" and [d["size"] for d in tensor["tensor_shape"]["dim"]] == ["1", "3"]
+    tensor = response["outputs"][
+        "probabilities"
+    ]  # make_tensor_proto packs numbers in tensor_content
+    assert tensor["dtype"] == "DT_FLOAT" and [d["size"] for d in tensor["tensor_shape"]["dim"]] == [
+        "1",
+        "3",
+    ]
     probabilities = np.frombuffer(base64.b64decode(tensor["tensor_content"]), dtype="<f4")
     np.testing.assert_array_equal(probabilities, want["probabilities"].reshape(-1))
     labels = [base64.b64decode(s) for s in response["outputs"]["labels"]["string_val"]]

@@ -3,6 +3,7 @@
 A fine-tuning output_dir holding only the saved task is exported twice, once with the three
 required flags and once with every flag restating the task; one server serves both (a model config
 with two models) and every signature answers the same."""
+
 import os
 import subprocess
 import sys
@@ -22,24 +23,49 @@ TEXTS_B = ["The film is gripping.", "boring", "No.", "empty first"]
 
 
 def _export(run_dir, base, name, *extra):
-    proc = subprocess.run([sys.executable, "-m", "export", f"--model_dir={run_dir}",
-                           f"--export_base={base}", f"--model_name={name}", *extra],
-                          cwd=REPO, capture_output=True, text=True, timeout=600)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "export",
+            f"--model_dir={run_dir}",
+            f"--export_base={base}",
+            f"--model_name={name}",
+            *extra,
+        ],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     return proc.stdout.strip().splitlines()[-1]
 
 
 @pytest.mark.slow
-def test_three_flag_export_serves_like_an_export_with_every_flag(tmp_path, start_server,
-                                                                 uncased_vocab):
+def test_three_flag_export_serves_like_an_export_with_every_flag(
+    tmp_path, start_server, uncased_vocab
+):
     from keras_bert import BertEncoder
     from keras_bert.tasks import TextClassifier
     from keras_bert.tokenization import BertPreprocessor
 
-    encoder = BertEncoder(vocab_size=30522, hidden_size=8, num_layers=1, num_heads=2,
-                          intermediate_size=12, max_sequence_length=24)
-    task = TextClassifier(encoder, 2, label_names=LABELS, task_name="rte", is_pair=True,
-                          preprocessor=BertPreprocessor(uncased_vocab, max_seq_length=16))
+    encoder = BertEncoder(
+        vocab_size=30522,
+        hidden_size=8,
+        num_layers=1,
+        num_heads=2,
+        intermediate_size=12,
+        max_sequence_length=24,
+    )
+    task = TextClassifier(
+        encoder,
+        2,
+        label_names=LABELS,
+        task_name="rte",
+        is_pair=True,
+        preprocessor=BertPreprocessor(uncased_vocab, max_seq_length=16),
+    )
     task.build_for_export()
     rng = np.random.default_rng(7)
     for w in task.weights:
@@ -49,25 +75,43 @@ def test_three_flag_export_serves_like_an_export_with_every_flag(tmp_path, start
     task.save(run_dir / "best_model.keras")
     base = tmp_path / "models"
     short = _export(run_dir, base, "short")
-    full = _export(run_dir, base, "full", "--version=1", "--tokenizer=core", "--dtype=float32",
-                   "--max_seq_length=16", f"--label_names={','.join(LABELS)}", "--do_lower_case",
-                   "--is_pair", "--task_type=classification")
+    full = _export(
+        run_dir,
+        base,
+        "full",
+        "--version=1",
+        "--tokenizer=core",
+        "--dtype=float32",
+        "--max_seq_length=16",
+        f"--label_names={','.join(LABELS)}",
+        "--do_lower_case",
+        "--is_pair",
+        "--task_type=classification",
+    )
     assert short.endswith("short/1") and full.endswith("full/1")
     config = tmp_path / "models.config"
-    config.write_text("model_config_list {" + "".join(
-        f' config {{ name: "{n}" base_path: "{base / n}" model_platform: "tensorflow" }}'
-        for n in ("short", "full")) + " }")
+    config.write_text(
+        "model_config_list {"
+        + "".join(
+            f' config {{ name: "{n}" base_path: "{base / n}" model_platform: "tensorflow" }}'
+            for n in ("short", "full")
+        )
+        + " }"
+    )
     server = start_server([f"--model_config_file={config}"])
     with grpc.insecure_channel(server.grpc_target) as channel:
         stub = prediction_service_pb2_grpc.PredictionServiceStub(channel)
         answers = {}
         for name in ("short", "full"):
-            response = stub.Predict(predict_request(model=name, text=TEXTS, text_b=TEXTS_B), timeout=60)
+            response = stub.Predict(
+                predict_request(model=name, text=TEXTS, text_b=TEXTS_B), timeout=60
+            )
             outputs = {k: tf.make_ndarray(v) for k, v in response.outputs.items()}
             request = classification_pb2.ClassificationRequest()
             request.model_spec.name, request.model_spec.signature_name = name, "classification"
             request.input.example_list.examples.extend(
-                example(text=a, text_b=b) for a, b in zip(TEXTS, TEXTS_B))
+                example(text=a, text_b=b) for a, b in zip(TEXTS, TEXTS_B)
+            )
             result = stub.Classify(request, timeout=60).result
             classify = [[(c.label, c.score) for c in r.classes] for r in result.classifications]
             answers[name] = (outputs, classify)
@@ -76,6 +120,9 @@ def test_three_flag_export_serves_like_an_export_with_every_flag(tmp_path, start
     for key in short_out:
         np.testing.assert_array_equal(short_out[key], full_out[key])
     assert short_cls == full_cls
-    np.testing.assert_allclose(short_out["probabilities"], task.predict((TEXTS, TEXTS_B)), atol=1e-6)
+    np.testing.assert_allclose(
+        short_out["probabilities"], task.predict((TEXTS, TEXTS_B)), atol=1e-6
+    )
     assert [x.decode() for x in short_out["labels"]] == [
-        LABELS[i] for i in task.predict((TEXTS, TEXTS_B)).argmax(-1)]
+        LABELS[i] for i in task.predict((TEXTS, TEXTS_B)).argmax(-1)
+    ]

@@ -1,4 +1,5 @@
 """MultipleChoice: packing of the choices, a constructed overfit set, save/load."""
+
 import keras
 import numpy as np
 import pytest
@@ -8,14 +9,38 @@ from keras_bert import BertEncoder
 from keras_bert.tasks import MultipleChoice, load_task
 from keras_bert.tokenization import BertPreprocessor
 
-VOCAB = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "the", "cat", "sat", "on", "mat", "a", "dog",
-         "ran", "to", "park", "sky", "he", "she", "."]
+VOCAB = [
+    "[PAD]",
+    "[UNK]",
+    "[CLS]",
+    "[SEP]",
+    "the",
+    "cat",
+    "sat",
+    "on",
+    "mat",
+    "a",
+    "dog",
+    "ran",
+    "to",
+    "park",
+    "sky",
+    "he",
+    "she",
+    ".",
+]
 
 
 def tiny_task(num_choices=4, seed=0):
     keras.utils.set_random_seed(seed)
-    encoder = BertEncoder(vocab_size=len(VOCAB), hidden_size=16, num_layers=1, num_heads=2,
-                          intermediate_size=32, max_sequence_length=16)
+    encoder = BertEncoder(
+        vocab_size=len(VOCAB),
+        hidden_size=16,
+        num_layers=1,
+        num_heads=2,
+        intermediate_size=32,
+        max_sequence_length=16,
+    )
     pre = BertPreprocessor(vocabulary=VOCAB, do_lower_case=True, max_seq_length=12)
     return MultipleChoice(encoder, num_choices=num_choices, preprocessor=pre)
 
@@ -39,8 +64,12 @@ def test_overfit_picks_the_right_ending_and_round_trips(tmp_path):
     task = tiny_task()
     contexts = ["the cat sat on", "a dog ran to", "she sat on", "he ran to"]
     right = ["the mat", "the park", "a mat", "a park"]
-    wrong = [["the sky", "a dog", "the cat"], ["the sky", "she sat", "a cat"],
-             ["the dog", "he ran", "the sky"], ["a sky", "the cat", "she ran"]]
+    wrong = [
+        ["the sky", "a dog", "the cat"],
+        ["the sky", "she sat", "a cat"],
+        ["the dog", "he ran", "the sky"],
+        ["a sky", "the cat", "she ran"],
+    ]
     labels = np.array([0, 3, 1, 2])
     choices = []
     for r, w, label in zip(right, wrong, labels):
@@ -48,10 +77,16 @@ def test_overfit_picks_the_right_ending_and_round_trips(tmp_path):
         row.insert(int(label), r)
         choices.append(row)
     features = {k: v.numpy() for k, v in task.encode_choices(contexts, choices).items()}
-    task.compile(optimizer=keras.optimizers.Adam(3e-3),
-                 loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
-    task.fit(tf.data.Dataset.from_tensors((features, labels)).repeat(), steps_per_epoch=60,
-             epochs=1, verbose=0)
+    task.compile(
+        optimizer=keras.optimizers.Adam(3e-3),
+        loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+    )
+    task.fit(
+        tf.data.Dataset.from_tensors((features, labels)).repeat(),
+        steps_per_epoch=60,
+        epochs=1,
+        verbose=0,
+    )
     probabilities = task.predict((contexts, choices))
     assert probabilities.argmax(-1).tolist() == labels.tolist()
     assert (probabilities[np.arange(4), labels] > 0.9).all()

@@ -1,4 +1,5 @@
 """SpanQuestionAnswerer: shapes, padding, raw-string predict, save/load, tiny overfit to EM 1.0."""
+
 import random
 
 import keras
@@ -13,18 +14,26 @@ from keras_bert.tasks.span_question_answerer import SpanQuestionAnswerer
 from keras_bert.tokenization.bert_preprocessor import BertPreprocessor
 from keras_bert.tokenization.full_tokenizer import FullTokenizer
 
-WORDS = ("the a of in is was by who what when where which wrote built river city tower year "
-         "paris france london eiffel thames ada lovelace gustave 1843 1889 café müller 東 京 "
-         "capital flows through painter lives").split()
+WORDS = (
+    "the a of in is was by who what when where which wrote built river city tower year "
+    "paris france london eiffel thames ada lovelace gustave 1843 1889 café müller 東 京 "
+    "capital flows through painter lives"
+).split()
 VOCAB = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", ".", ",", "?", "«", "»"] + WORDS
 # (question, context, answer): answers at the start, the end, with accents/CJK/odd whitespace.
 DATA = [
     ("who wrote in 1843 ?", "Ada  Lovelace wrote in 1843 .", "Ada  Lovelace"),
     ("when was the tower built ?", "the Eiffel tower was built in 1889", "1889"),
-    ("which river flows through london ?", "the Thames flows through London , a capital .",
-     "Thames"),
-    ("who lives in paris ?", "«Café\u00a0Müller» lives in Paris ; 東京 is a city .",
-     "«Café\u00a0Müller»"),
+    (
+        "which river flows through london ?",
+        "the Thames flows through London , a capital .",
+        "Thames",
+    ),
+    (
+        "who lives in paris ?",
+        "«Café\u00a0Müller» lives in Paris ; 東京 is a city .",
+        "«Café\u00a0Müller»",
+    ),
     ("what is the capital of france ?", "Paris is the capital of France .", "Paris"),
     ("where is 東京 ?", "the painter Gustave lives in 東京 , a  capital", "東京"),
 ]
@@ -35,24 +44,42 @@ STEPS = 80
 
 def tiny_task(max_seq_length=24, **kwargs):
     keras.utils.set_random_seed(1)
-    encoder = BertEncoder(vocab_size=len(VOCAB), hidden_size=32, num_layers=2, num_heads=2,
-                          intermediate_size=48, max_sequence_length=32, dropout_rate=0.0,
-                          attention_dropout_rate=0.0)
+    encoder = BertEncoder(
+        vocab_size=len(VOCAB),
+        hidden_size=32,
+        num_layers=2,
+        num_heads=2,
+        intermediate_size=48,
+        max_sequence_length=32,
+        dropout_rate=0.0,
+        attention_dropout_rate=0.0,
+    )
     pre = BertPreprocessor(vocabulary=VOCAB, do_lower_case=True, max_seq_length=max_seq_length)
-    return SpanQuestionAnswerer(encoder, pre, max_query_length=kwargs.pop("max_query_length", 8),
-                                doc_stride=kwargs.pop("doc_stride", 6), **kwargs)
+    return SpanQuestionAnswerer(
+        encoder,
+        pre,
+        max_query_length=kwargs.pop("max_query_length", 8),
+        doc_stride=kwargs.pop("doc_stride", 6),
+        **kwargs,
+    )
 
 
 def examples():
-    return [squad.SquadExample(str(i), q, c, ((a, c.index(a)),), False, "t")
-            for i, (q, c, a) in enumerate(DATA)]
+    return [
+        squad.SquadExample(str(i), q, c, ((a, c.index(a)),), False, "t")
+        for i, (q, c, a) in enumerate(DATA)
+    ]
 
 
 def test_call_shapes_and_padding_invariance():
     task = tiny_task()
     pre = task.preprocessor
-    x = pre({"text": tf.constant(["who wrote ?", "what ?"]),
-             "text_b": tf.constant(["ada wrote", "paris is the capital of france"])})
+    x = pre(
+        {
+            "text": tf.constant(["who wrote ?", "what ?"]),
+            "text_b": tf.constant(["ada wrote", "paris is the capital of france"]),
+        }
+    )
     out = task(x, training=False)
     assert set(out) == {"start_logits", "end_logits"}
     assert out["start_logits"].shape == (2, 24) and out["start_logits"].dtype == tf.float32
@@ -60,8 +87,11 @@ def test_call_shapes_and_padding_invariance():
     assert np.all(out["end_logits"].numpy()[~mask] < -9000)
     cut = {k: v[:, :12] for k, v in x.items()}
     short = task(cut, training=False)
-    np.testing.assert_allclose(short["start_logits"].numpy()[mask[:, :12]],
-                               out["start_logits"].numpy()[:, :12][mask[:, :12]], atol=1e-5)
+    np.testing.assert_allclose(
+        short["start_logits"].numpy()[mask[:, :12]],
+        out["start_logits"].numpy()[:, :12][mask[:, :12]],
+        atol=1e-5,
+    )
     trainable = [v.path for v in task.trainable_variables]
     assert not any("pooler" in p for p in trainable)  # spans never read the pooled vector
     assert any("transformer_layer_0" in p for p in trainable)  # fine-tuning: encoder trains
@@ -81,7 +111,7 @@ def test_predict_returns_substrings_of_the_context():
     out = task.predict((questions, contexts))
     assert len(out) == len(DATA) + 1
     for row, context in zip(out, contexts):
-        assert row["answer_text"] == context[row["start"]:row["end"]]
+        assert row["answer_text"] == context[row["start"] : row["end"]]
         assert isinstance(row["score"], float)
     assert out[-1] == {"answer_text": "", "start": 0, "end": 0, "score": out[-1]["score"]}
     with pytest.raises(ValueError, match="pair task"):
@@ -98,14 +128,18 @@ def test_tiny_fit_overfits_to_exact_match_1(tmp_path):
     x = {k: arrays[k] for k in ("input_word_ids", "input_mask", "input_type_ids")}
     y = {"start_logits": arrays["start_positions"], "end_logits": arrays["end_positions"]}
     loss = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
-    task.compile(optimizer=keras.optimizers.Adam(5e-3), loss={"start_logits": loss,
-                 "end_logits": loss}, loss_weights={"start_logits": 0.5, "end_logits": 0.5})
+    task.compile(
+        optimizer=keras.optimizers.Adam(5e-3),
+        loss={"start_logits": loss, "end_logits": loss},
+        loss_weights={"start_logits": 0.5, "end_logits": 0.5},
+    )
     data = tf.data.Dataset.from_tensor_slices((x, y)).repeat().batch(len(features))
     task.fit(data, steps_per_epoch=STEPS, epochs=1, verbose=0)
     eval_features = task.features(exs)
     answers = task.answer(exs, eval_features, task.window_logits(eval_features))
-    scores = squad_eval.evaluate_v1(squad_eval.dataset_of(exs),
-                                    {q: a["text"] for q, a in answers.items()})
+    scores = squad_eval.evaluate_v1(
+        squad_eval.dataset_of(exs), {q: a["text"] for q, a in answers.items()}
+    )
     assert scores == {"exact_match": 100.0, "f1": 100.0}
     predicted = task.predict(([q for q, _, _ in DATA], [c for _, c, _ in DATA]))
     assert [p["answer_text"] for p in predicted] == [a for _, _, a in DATA]
@@ -118,20 +152,27 @@ def test_tiny_fit_overfits_to_exact_match_1(tmp_path):
     assert loaded.predict(([q for q, _, _ in DATA], [c for _, c, _ in DATA])) == predicted
 
 
-OFFSET_TEXTS = ["Café  déjà\tvu\u00a0naïve 東京タワー ΟΔΟΣ cafe\u0301 a\u200bb İstanbul ﬁne",
-                "x" * 250 + " y", "", "  Paris (1895–1943) is\n\nthe capital.\u3000end",
-                "Der  Begriff\t«Café  Müller»\u00a0steht\n\n in 東京都 ,  naïve   façade ."]
+OFFSET_TEXTS = [
+    "Café  déjà\tvu\u00a0naïve 東京タワー ΟΔΟΣ cafe\u0301 a\u200bb İstanbul ﬁne",
+    "x" * 250 + " y",
+    "",
+    "  Paris (1895–1943) is\n\nthe capital.\u3000end",
+    "Der  Begriff\t«Café  Müller»\u00a0steht\n\n in 東京都 ,  naïve   façade .",
+]
 
 
 # Random texts mixing accents, combining marks, deleted characters (U+200B, NUL, U+FFFD, soft
 # hyphen), CJK, Greek sigma (final-sigma rule), expanding characters (U+0130, ligatures), every
 # kind of whitespace and long words.
-ALPHABET = (list("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.,;:!?'\"()[]-–—«»")
-            + list("éèêëàâäïîôöùûüçñÉÀÖÜßøåæœ")
-            + ["\u0301", "\u0308", "\u0327", "\u200b", "\u200d", "\x00", "\ufffd", "\x07", "\u00ad"]
-            + list("東京都大阪日本語中文タワーかなΣΟΔσςαβ") + ["İ", "ﬁ", "ﬂ", "Ǆ", "ǅ", "ẞ", "Å", "Ω", "K"]
-            + [" ", "  ", "\t", "\n", "\u00a0", "\u3000", "\u2028", "\u202f", "\r\n", "\u2009"]
-            + ["straße", "café", "ΟΔΟΣ ", "naïve ", "the ", "antidisestablishment"])
+ALPHABET = (
+    list("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.,;:!?'\"()[]-–—«»")
+    + list("éèêëàâäïîôöùûüçñÉÀÖÜßøåæœ")
+    + ["\u0301", "\u0308", "\u0327", "\u200b", "\u200d", "\x00", "\ufffd", "\x07", "\u00ad"]
+    + list("東京都大阪日本語中文タワーかなΣΟΔσςαβ")
+    + ["İ", "ﬁ", "ﬂ", "Ǆ", "ǅ", "ẞ", "Å", "Ω", "K"]
+    + [" ", "  ", "\t", "\n", "\u00a0", "\u3000", "\u2028", "\u202f", "\r\n", "\u2009"]
+    + ["straße", "café", "ΟΔΟΣ ", "naïve ", "the ", "antidisestablishment"]
+)
 
 
 def random_texts(n=150, seed=0):
@@ -142,8 +183,9 @@ def random_texts(n=150, seed=0):
 @pytest.mark.parametrize("casing", ["uncased", "cased"])
 def test_in_graph_offsets_equal_the_python_path(casing, uncased_vocab, cased_vocab):
     lower = casing == "uncased"
-    pre = BertPreprocessor(uncased_vocab if lower else cased_vocab, do_lower_case=lower,
-                           max_seq_length=32)
+    pre = BertPreprocessor(
+        uncased_vocab if lower else cased_vocab, do_lower_case=lower, max_seq_length=32
+    )
     texts = OFFSET_TEXTS + random_texts()
     ids, starts, ends = pre.core_tokenizer.tokenize_with_offsets(tf.constant(texts))
     tok = FullTokenizer(pre.vocabulary, lower)
@@ -160,8 +202,9 @@ def test_in_graph_windows_equal_the_python_features():
     questions = [q for q, _, _ in DATA] + ["what ?"]
     contexts = [c for _, c, _ in DATA] + [""]
     inputs, meta = module.windows(tf.constant(questions), tf.constant(contexts))
-    features = task.features([squad.SquadExample(str(i), q, c) for i, (q, c) in
-                              enumerate(zip(questions, contexts))])
+    features = task.features(
+        [squad.SquadExample(str(i), q, c) for i, (q, c) in enumerate(zip(questions, contexts))]
+    )
     assert meta["question"].numpy().tolist() == [f.example_index for f in features]
     t = inputs["input_word_ids"].shape[1]
     for row, f in enumerate(features):
@@ -176,8 +219,14 @@ def test_in_graph_windows_use_the_shared_rules(monkeypatch):
     calls = {}
     for name in ("graph_window_spans", "graph_max_context"):
         real = getattr(windows, name)
-        monkeypatch.setattr(windows, name, lambda *a, real=real, name=name, **k: (
-            calls.setdefault(name, []).append(a), real(*a, **k))[1])
+        monkeypatch.setattr(
+            windows,
+            name,
+            lambda *a, real=real, name=name, **k: (
+                calls.setdefault(name, []).append(a),
+                real(*a, **k),
+            )[1],
+        )
     task = tiny_task(max_seq_length=16, max_query_length=6, doc_stride=3)
     module = task.serving_module(task.preprocessor)
     context = "the a of in is was by who what when where which wrote built"  # 14 pieces
@@ -185,18 +234,28 @@ def test_in_graph_windows_use_the_shared_rules(monkeypatch):
     # windows of 16 - 2 ("who ?") - 3 = 11 pieces, stride 3: (0, 11), (3, 11)
     (spans_args,) = calls["graph_window_spans"]
     assert spans_args[0].numpy().tolist() == [14] and spans_args[1].numpy().tolist() == [11]
-    (first, length, num_pieces), = calls["graph_max_context"]
+    ((first, length, num_pieces),) = calls["graph_max_context"]
     assert (first.numpy().tolist(), length.numpy().tolist(), int(num_pieces)) == (
-        [0, 3], [11, 11], 14)
+        [0, 3],
+        [11, 11],
+        14,
+    )
     # by hand: piece 6 has min(6, 4) = 4 in window 0, min(3, 7) = 3 in window 1 -> window 0;
     # piece 7: min(7, 3) = 3 vs min(4, 6) = 4 -> window 1. Context tokens start at column 4.
     assert meta["max_context"].numpy()[:, 4:15].tolist() == [
-        [True] * 7 + [False] * 4, [False] * 4 + [True] * 7]
+        [True] * 7 + [False] * 4,
+        [False] * 4 + [True] * 7,
+    ]
 
 
 def v2_task_with_some_empty_answers():
-    task = tiny_task(max_seq_length=16, max_query_length=6, doc_stride=3,
-                     version_2_with_negative=True, n_best_size=4)
+    task = tiny_task(
+        max_seq_length=16,
+        max_query_length=6,
+        doc_stride=3,
+        version_2_with_negative=True,
+        n_best_size=4,
+    )
     exs = examples()
     features = task.features(exs)
     answers = task.answer(exs, features, task.window_logits(features))
@@ -223,7 +282,9 @@ def test_export_serves_the_python_answers_over_grpc_and_rest(tmp_path):
     loaded = tf.saved_model.load(str(path))
     fn = loaded.signatures["serving_default"]
     assert {k: v.dtype for k, v in fn.structured_input_signature[1].items()} == {
-        "question": tf.string, "context": tf.string}
+        "question": tf.string,
+        "context": tf.string,
+    }
     out = fn(question=tf.constant(questions), context=tf.constant(contexts))
     assert out["start"].dtype == tf.int32 and out["score"].dtype == tf.float32
     for i, row in enumerate(expected):
@@ -232,7 +293,7 @@ def test_export_serves_the_python_answers_over_grpc_and_rest(tmp_path):
         assert float(out["score"][i]) == pytest.approx(row["score"], abs=1e-4)
     # random contexts (several windows each) and questions: the same answers as the Python path
     noise = random_texts(24, seed=1)
-    rand_q, rand_c = noise[:12], [" ".join(noise[12:][i:i + 6]) for i in range(12)]
+    rand_q, rand_c = noise[:12], [" ".join(noise[12:][i : i + 6]) for i in range(12)]
     rand_out = fn(question=tf.constant(rand_q), context=tf.constant(rand_c))
     rand_expected = task.predict((rand_q, rand_c))
     assert any(row["answer_text"] for row in rand_expected)
@@ -241,13 +302,24 @@ def test_export_serves_the_python_answers_over_grpc_and_rest(tmp_path):
         assert (int(rand_out["start"][i]), int(rand_out["end"][i])) == (row["start"], row["end"])
     empty = fn(question=tf.constant([], tf.string), context=tf.constant([], tf.string))
     assert {k: tuple(v.shape) for k, v in empty.items()} == {
-        "answer_text": (0,), "start": (0,), "end": (0,), "score": (0,)}
-    ids = task.preprocessor({"text": tf.constant(questions[:2]), "text_b": tf.constant(contexts[:2])})
+        "answer_text": (0,),
+        "start": (0,),
+        "end": (0,),
+        "score": (0,),
+    }
+    ids = task.preprocessor(
+        {"text": tf.constant(questions[:2]), "text_b": tf.constant(contexts[:2])}
+    )
     encoded = loaded.signatures["encoded"](**ids)
-    np.testing.assert_allclose(encoded["start_logits"].numpy(),
-                               task(ids, training=False)["start_logits"].numpy(), atol=1e-5)
-    server = ServerProcess(["--model_name=qa", f"--model_base_path={tmp_path / 'models' / 'qa'}"],
-                           tmp_path / "server.log")
+    np.testing.assert_allclose(
+        encoded["start_logits"].numpy(),
+        task(ids, training=False)["start_logits"].numpy(),
+        atol=1e-5,
+    )
+    server = ServerProcess(
+        ["--model_name=qa", f"--model_base_path={tmp_path / 'models' / 'qa'}"],
+        tmp_path / "server.log",
+    )
     try:
         server.wait_serving()
         request = predict_pb2.PredictRequest()
@@ -256,19 +328,25 @@ def test_export_serves_the_python_answers_over_grpc_and_rest(tmp_path):
         request.inputs["context"].CopyFrom(tf.make_tensor_proto(contexts))
         with grpc.insecure_channel(server.grpc_target) as channel:
             reply = prediction_service_pb2_grpc.PredictionServiceStub(channel).Predict(
-                request, timeout=60)
+                request, timeout=60
+            )
         texts = [t.decode() for t in tf.make_ndarray(reply.outputs["answer_text"])]
         assert texts == [r["answer_text"] for r in expected]
         assert tf.make_ndarray(reply.outputs["start"]).tolist() == [r["start"] for r in expected]
-        for body in ({"instances": [{"question": q, "context": c}
-                                    for q, c in zip(questions, contexts)]},
-                     {"inputs": {"question": questions, "context": contexts}}):
-            req = urllib.request.Request(f"{server.rest_url}/v1/models/qa:predict",
-                                         data=json.dumps(body).encode(), method="POST")
+        for body in (
+            {"instances": [{"question": q, "context": c} for q, c in zip(questions, contexts)]},
+            {"inputs": {"question": questions, "context": contexts}},
+        ):
+            req = urllib.request.Request(
+                f"{server.rest_url}/v1/models/qa:predict",
+                data=json.dumps(body).encode(),
+                method="POST",
+            )
             with urllib.request.urlopen(req, timeout=60) as resp:
                 got = json.loads(resp.read())
-            rows = got.get("predictions") or [dict(zip(got["outputs"], v)) for v in
-                                               zip(*got["outputs"].values())]
+            rows = got.get("predictions") or [
+                dict(zip(got["outputs"], v)) for v in zip(*got["outputs"].values())
+            ]
             assert [r["answer_text"] for r in rows] == [r["answer_text"] for r in expected]
             assert [r["end"] for r in rows] == [r["end"] for r in expected]
     finally:

@@ -1,4 +1,5 @@
 """TextClassifier: shapes, dtypes, dropout, config and .keras round trips, errors."""
+
 import json
 import pathlib
 import re
@@ -15,9 +16,16 @@ B, T = 2, 5
 
 
 def _encoder(dropout=0.1):
-    cfg = keras_bert.BertConfig(vocab_size=23, hidden_size=8, num_layers=1, num_heads=2,
-                                intermediate_size=12, max_sequence_length=7, dropout_rate=dropout,
-                                attention_dropout_rate=dropout)
+    cfg = keras_bert.BertConfig(
+        vocab_size=23,
+        hidden_size=8,
+        num_layers=1,
+        num_heads=2,
+        intermediate_size=12,
+        max_sequence_length=7,
+        dropout_rate=dropout,
+        attention_dropout_rate=dropout,
+    )
     return keras_bert.BertEncoder(**cfg.to_dict())
 
 
@@ -30,7 +38,9 @@ def _inputs():
 
 def test_shapes_dtypes_and_dropout_only_in_training():
     keras.utils.set_random_seed(1)
-    model = TextClassifier(_encoder(0.0), num_classes=3, dropout_rate=0.5, label_names=["a", "b", "c"])
+    model = TextClassifier(
+        _encoder(0.0), num_classes=3, dropout_rate=0.5, label_names=["a", "b", "c"]
+    )
     out = model(_inputs())
     assert out.shape == (B, 3) and out.dtype == "float32"
     np.testing.assert_array_equal(model(_inputs()), out)
@@ -49,14 +59,18 @@ def test_logits_stay_float32_under_mixed_bfloat16():
 
 
 def test_config_round_trip_and_keras_file(tmp_path):
-    model = TextClassifier(_encoder(), num_classes=2, dropout_rate=0.2, label_names=["neg", "pos"],
-                           task_name="sst2")
+    model = TextClassifier(
+        _encoder(), num_classes=2, dropout_rate=0.2, label_names=["neg", "pos"], task_name="sst2"
+    )
     expected = model(_inputs())
     config = model.get_config()
     assert config["encoder"]["class_name"] == "BertEncoder"
     clone = TextClassifier.from_config(json.loads(json.dumps(config)))
     assert json.dumps(clone.get_config(), sort_keys=True) == json.dumps(config, sort_keys=True)
-    assert clone.label_names == ["neg", "pos"] and clone.encoder.bert_config == model.encoder.bert_config
+    assert (
+        clone.label_names == ["neg", "pos"]
+        and clone.encoder.bert_config == model.encoder.bert_config
+    )
     model.save(tmp_path / "m.keras")
     loaded = keras.saving.load_model(tmp_path / "m.keras")
     assert isinstance(loaded, TextClassifier) and loaded.task_name == "sst2"
@@ -89,6 +103,7 @@ def test_mean_pooling_is_masked_mean_of_sequence_output():
     np.testing.assert_allclose(model(y).numpy(), logits, atol=1e-5)
     restored = TextClassifier.from_config(json.loads(json.dumps(model.get_config())))
     assert restored.pooling == "mean"
+
     # The pooler has no gradient under mean pooling: it is not trained (no Keras "Gradients do
     # not exist" warning, no optimizer slots); with [CLS] pooling it is.
     def trained_pooler_weights(task):
@@ -122,10 +137,22 @@ print(json.dumps({"type": type(task).__name__, "task_type": task.task_type, "is_
 
 def _task(vocab_file, num_classes, is_pair, label_names=None, seed=0):
     from keras_bert.tokenization import BertPreprocessor
-    encoder = keras_bert.BertEncoder(vocab_size=30522, hidden_size=8, num_layers=1, num_heads=2,
-                                     intermediate_size=12, max_sequence_length=24)
-    task = TextClassifier(encoder, num_classes, label_names=label_names, is_pair=is_pair,
-                          preprocessor=BertPreprocessor(vocab_file, max_seq_length=12))
+
+    encoder = keras_bert.BertEncoder(
+        vocab_size=30522,
+        hidden_size=8,
+        num_layers=1,
+        num_heads=2,
+        intermediate_size=12,
+        max_sequence_length=24,
+    )
+    task = TextClassifier(
+        encoder,
+        num_classes,
+        label_names=label_names,
+        is_pair=is_pair,
+        preprocessor=BertPreprocessor(vocab_file, max_seq_length=12),
+    )
     task.build_for_export()
     rng = np.random.default_rng(seed)
     for w in task.weights:
@@ -134,14 +161,22 @@ def _task(vocab_file, num_classes, is_pair, label_names=None, seed=0):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("num_classes, is_pair, label_names", [
-    (3, False, ["neg", "neutral", "pos"]), (1, False, None), (2, True, ["entailment", "not_entailment"])])
+@pytest.mark.parametrize(
+    "num_classes, is_pair, label_names",
+    [
+        (3, False, ["neg", "neutral", "pos"]),
+        (1, False, None),
+        (2, True, ["entailment", "not_entailment"]),
+    ],
+)
 def test_saved_task_predicts_the_same_after_its_vocab_is_deleted_and_the_file_moved(
-        tmp_path, uncased_vocab, num_classes, is_pair, label_names):
+    tmp_path, uncased_vocab, num_classes, is_pair, label_names
+):
     import os
     import shutil
     import subprocess
     import sys
+
     vocab = tmp_path / "source" / "vocab.txt"
     vocab.parent.mkdir()
     shutil.copyfile(uncased_vocab, vocab)
@@ -153,7 +188,7 @@ def test_saved_task_predicts_the_same_after_its_vocab_is_deleted_and_the_file_mo
     else:
         assert before.shape == (4, num_classes) and before.dtype == np.float32
         np.testing.assert_allclose(before.sum(-1), 1.0, rtol=1e-6)
-    assert np.ptp(before.reshape(4, -1)[:, 0]) > 1e-3   # the texts reach the model
+    assert np.ptp(before.reshape(4, -1)[:, 0]) > 1e-3  # the texts reach the model
     (tmp_path / "first").mkdir()
     task.save(tmp_path / "first" / "task.keras")
     shutil.rmtree(vocab.parent)
@@ -161,15 +196,30 @@ def test_saved_task_predicts_the_same_after_its_vocab_is_deleted_and_the_file_mo
     moved.parent.mkdir()
     shutil.move(tmp_path / "first" / "task.keras", moved)
     repo = pathlib.Path(__file__).resolve().parents[2]
-    proc = subprocess.run([sys.executable, "-c", LOAD_AND_PREDICT, str(moved),
-                           json.dumps([TEXTS, TEXTS_B]), str(tmp_path / "after.npy")],
-                          cwd=tmp_path, env=dict(os.environ, PYTHONPATH=str(repo)),
-                          capture_output=True, text=True, timeout=300)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            LOAD_AND_PREDICT,
+            str(moved),
+            json.dumps([TEXTS, TEXTS_B]),
+            str(tmp_path / "after.npy"),
+        ],
+        cwd=tmp_path,
+        env=dict(os.environ, PYTHONPATH=str(repo)),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     info = json.loads(proc.stdout.strip().splitlines()[-1])
-    assert info == {"type": "TextClassifier", "is_pair": is_pair, "label_names": label_names,
-                    "task_type": "regression" if num_classes == 1 else "classification",
-                    "vocab_file": str(vocab)}
+    assert info == {
+        "type": "TextClassifier",
+        "is_pair": is_pair,
+        "label_names": label_names,
+        "task_type": "regression" if num_classes == 1 else "classification",
+        "vocab_file": str(vocab),
+    }
     np.testing.assert_array_equal(np.load(tmp_path / "after.npy"), before)
 
 
@@ -190,7 +240,8 @@ def test_predict_checks_the_input_against_the_task(uncased_vocab):
     assert single.predict(np.array(["a", "b"])).shape == (2, 2)
     ids = {k: np.asarray(v) for k, v in single.preprocessor(["a b c"]).items()}
     np.testing.assert_allclose(
-        scipy.special.softmax(single.predict(ids), -1), single.predict(["a b c"]), atol=1e-6)
+        scipy.special.softmax(single.predict(ids), -1), single.predict(["a b c"]), atol=1e-6
+    )
     bare = TextClassifier(_encoder(), 2)
     with pytest.raises(ValueError, match="encoding text needs the task's preprocessor"):
         bare.predict(["text"])
@@ -198,9 +249,13 @@ def test_predict_checks_the_input_against_the_task(uncased_vocab):
 
 def test_preprocessor_must_fit_the_encoder(uncased_vocab):
     from keras_bert.tokenization import BertPreprocessor
-    with pytest.raises(ValueError, match=re.escape(
-            "max_seq_length=8 exceeds the encoder's max_sequence_length=7")):
-        TextClassifier(_encoder(), 2, preprocessor=BertPreprocessor(uncased_vocab, max_seq_length=8))
+
+    with pytest.raises(
+        ValueError, match=re.escape("max_seq_length=8 exceeds the encoder's max_sequence_length=7")
+    ):
+        TextClassifier(
+            _encoder(), 2, preprocessor=BertPreprocessor(uncased_vocab, max_seq_length=8)
+        )
     with pytest.raises(TypeError, match="preprocessor must be a keras_bert BertPreprocessor"):
         TextClassifier(_encoder(), 2, preprocessor=object())
     with pytest.raises(ValueError, match="a regressor \\(num_classes=1\\) has no label_names"):
@@ -214,19 +269,25 @@ def test_runs_saved_before_the_task_api_load_with_their_preprocessor(tmp_path, u
     config = task.get_config()
     for key in ("preprocessor", "is_pair"):
         config.pop(key)
-    legacy = {"module": "keras_bert.tasks.text_classifier", "class_name": "BertClassifier",
-              "config": config, "registered_name": "keras_bert>BertClassifier"}
+    legacy = {
+        "module": "keras_bert.tasks.text_classifier",
+        "class_name": "BertClassifier",
+        "config": config,
+        "registered_name": "keras_bert>BertClassifier",
+    }
     old = keras.saving.deserialize_keras_object(legacy)
     old.build_for_export()
     old.set_weights(task.get_weights())
     old.save(tmp_path / "best_model.keras")
-    (tmp_path / "config.json").write_text(json.dumps({
-        "vocab_file": str(uncased_vocab), "do_lower_case": True, "max_seq_length": 12}))
+    (tmp_path / "config.json").write_text(
+        json.dumps({"vocab_file": str(uncased_vocab), "do_lower_case": True, "max_seq_length": 12})
+    )
     (tmp_path / "labels.json").write_text(json.dumps({"is_pair": True, "labels": ["a", "b"]}))
     loaded = keras_bert.load_task(tmp_path)
     assert loaded.is_pair and loaded.preprocessor.max_seq_length == 12
-    np.testing.assert_allclose(loaded.predict((TEXTS, TEXTS_B)), task.predict((TEXTS, TEXTS_B)),
-                               atol=1e-6)
+    np.testing.assert_allclose(
+        loaded.predict((TEXTS, TEXTS_B)), task.predict((TEXTS, TEXTS_B)), atol=1e-6
+    )
     with pytest.raises(FileNotFoundError, match="not a .keras file or a directory holding one"):
         keras_bert.load_task(tmp_path / "missing")
     (tmp_path / "empty").mkdir()

@@ -1,4 +1,5 @@
 """BertPreprocessor: in-graph packing, Keras round trip, tf.data / tf.function, tf_text parity."""
+
 import json
 import random
 import shutil
@@ -26,8 +27,10 @@ def core(uncased_vocab):
 
 
 def _ref_batch(ref, texts, texts_b, max_seq_length):
-    rows = [ref.encode(a, None if texts_b is None else texts_b[i], max_seq_length)
-            for i, a in enumerate(texts)]
+    rows = [
+        ref.encode(a, None if texts_b is None else texts_b[i], max_seq_length)
+        for i, a in enumerate(texts)
+    ]
     return {k: np.stack([r[k] for r in rows]) for k in KEYS}
 
 
@@ -36,10 +39,14 @@ def test_default_is_core_and_exact_values(core):
     out = core(tf.constant(["naïve café", "", "Hello [MASK]!"]))
     for k in KEYS:
         assert out[k].dtype == tf.int32 and out[k].shape == (3, 12)
-    np.testing.assert_array_equal(out["input_word_ids"], [
-        [101, 15743, 7668, 102] + [0] * 8,
-        [101, 102] + [0] * 10,
-        [101, 7592, 1031, 7308, 1033, 999, 102] + [0] * 5])
+    np.testing.assert_array_equal(
+        out["input_word_ids"],
+        [
+            [101, 15743, 7668, 102] + [0] * 8,
+            [101, 102] + [0] * 10,
+            [101, 7592, 1031, 7308, 1033, 999, 102] + [0] * 5,
+        ],
+    )
     np.testing.assert_array_equal(out["input_mask"][2], [1] * 7 + [0] * 5)
     np.testing.assert_array_equal(out["input_type_ids"], np.zeros([3, 12]))
 
@@ -48,8 +55,11 @@ def test_pairs_tuple_and_dict(core, reference):
     a = ["the quick brown fox jumps over the lazy dog", "short", "", "x"]
     b = ["a b c d e f g h", "also short", "", "y z w v u t s r q p o n m"]
     want = _ref_batch(reference, a, b, 12)
-    for inputs in ((tf.constant(a), tf.constant(b)), [tf.constant(a), tf.constant(b)],
-                   {"text": tf.constant(a), "text_b": tf.constant(b)}):
+    for inputs in (
+        (tf.constant(a), tf.constant(b)),
+        [tf.constant(a), tf.constant(b)],
+        {"text": tf.constant(a), "text_b": tf.constant(b)},
+    ):
         out = core(inputs)
         for k in KEYS:
             np.testing.assert_array_equal(out[k], want[k])
@@ -67,13 +77,22 @@ def test_packing_matches_reference_on_random_lengths(reference):
         layer_out = pack_ragged(
             tf.ragged.constant([reference.tokenize_to_ids(t) for t in texts_a], tf.int32),
             tf.ragged.constant([reference.tokenize_to_ids(t) for t in texts_b], tf.int32),
-            max_len, 101, 102, 0)
+            max_len,
+            101,
+            102,
+            0,
+        )
         want = _ref_batch(reference, texts_a, texts_b, max_len)
         for k in KEYS:
             np.testing.assert_array_equal(layer_out[k], want[k], err_msg=f"{k} T={max_len}")
         single = pack_ragged(
             tf.ragged.constant([reference.tokenize_to_ids(t) for t in texts_a], tf.int32),
-            None, max_len, 101, 102, 0)
+            None,
+            max_len,
+            101,
+            102,
+            0,
+        )
         want = _ref_batch(reference, texts_a, None, max_len)
         for k in KEYS:
             np.testing.assert_array_equal(single[k], want[k])
@@ -116,8 +135,9 @@ def test_config_round_trip_and_vocab_stored(uncased_vocab, tmp_path):
     assert clone.get_config() == config
     text = tf.constant(["unaffable naïve"])
     np.testing.assert_array_equal(clone(text)["input_word_ids"], layer(text)["input_word_ids"])
-    np.testing.assert_array_equal(layer(text)["input_word_ids"],
-                                  [[101, 14477, 20961, 3468, 15743, 102, 0, 0]])
+    np.testing.assert_array_equal(
+        layer(text)["input_word_ids"], [[101, 14477, 20961, 3468, 15743, 102, 0, 0]]
+    )
 
 
 def test_errors(uncased_vocab, core, tmp_path):
@@ -146,8 +166,10 @@ TF_TEXT_PINS_UNCASED = {
     "Straße": (["st", "##raße"], ["st", "##ras", "##se"]),
     "ＦＵＬＬ ｗｉｄｔｈ": (["[UNK]", "[UNK]"], ["full", "width"]),
     "x² H₂O": (["x", "##²", "h₂o"], ["x", "##2", "h", "##2", "##o"]),
-    "ΟΔΟΣ ΟΔΟΣ.": (["ο", "##δ", "##ος", "ο", "##δ", "##ος", "."],
-                   ["ο", "##δ", "##ο", "##σ", "ο", "##δ", "##ο", "##σ", "."]),
+    "ΟΔΟΣ ΟΔΟΣ.": (
+        ["ο", "##δ", "##ος", "ο", "##δ", "##ος", "."],
+        ["ο", "##δ", "##ο", "##σ", "ο", "##δ", "##ο", "##σ", "."],
+    ),
     "ǅemal": (["[UNK]"], ["d", "##ze", "##mal"]),
     "Ⅻ roman": (["[UNK]", "roman"], ["xii", "roman"]),
     "℃ ㎏": (["[UNK]", "[UNK]"], ["°c", "kg"]),
@@ -173,13 +195,18 @@ TF_TEXT_WORD_PINS = {
     "…": (["…"], [".", ".", "."]),
     "fußach": (["fu", "##ß", "##ach"], ["fuss", "##ach"]),
     "″": (["″"], ["′", "′"]),
-    "altpreußische": (["alt", "##pre", "##u", "##ß", "##ische"], ["alt", "##pre", "##uss", "##ische"]),
+    "altpreußische": (
+        ["alt", "##pre", "##u", "##ß", "##ische"],
+        ["alt", "##pre", "##uss", "##ische"],
+    ),
     "οξυς": (["ο", "##ξ", "##υ", "##ς"], ["ο", "##ξ", "##υ", "##σ"]),
     "γενης": (["γ", "##ε", "##ν", "##ης"], ["γ", "##ε", "##ν", "##η", "##σ"]),
     "φορος": (["φ", "##ο", "##ρ", "##ος"], ["φ", "##ο", "##ρ", "##ο", "##σ"]),
     "υλης": (["υ", "##λ", "##ης"], ["υ", "##λ", "##η", "##σ"]),
-    "ιατρικης": (["ι", "##α", "##τ", "##ρ", "##ι", "##κ", "##ης"],
-                 ["ι", "##α", "##τ", "##ρ", "##ι", "##κ", "##η", "##σ"]),
+    "ιατρικης": (
+        ["ι", "##α", "##τ", "##ρ", "##ι", "##κ", "##ης"],
+        ["ι", "##α", "##τ", "##ρ", "##ι", "##κ", "##η", "##σ"],
+    ),
     "ρηνος": (["ρ", "##η", "##ν", "##ος"], ["ρ", "##η", "##ν", "##ο", "##σ"]),
     "gaißau": (["ga", "##i", "##ß", "##au"], ["ga", "##issa", "##u"]),
 }
@@ -187,22 +214,30 @@ TF_TEXT_WORD_PINS = {
 
 def _nfkc_affected(ch):
     """Whether NFKC case folding maps `ch` differently from lower()+NFD+strip (or Σ)."""
+
     def strip(s):
-        return "".join(c for c in unicodedata.normalize("NFD", s) if unicodedata.category(c) != "Mn")
-    return ch == "\u03a3" or strip(unicodedata.normalize("NFKC", ch).casefold()) != strip(ch.lower())
+        return "".join(
+            c for c in unicodedata.normalize("NFD", s) if unicodedata.category(c) != "Mn"
+        )
+
+    return ch == "\u03a3" or strip(unicodedata.normalize("NFKC", ch).casefold()) != strip(
+        ch.lower()
+    )
 
 
 def _tokens(prep, ref, texts, batch=512):
     out = []
     for i in range(0, len(texts), batch):
-        out += prep.tokenize(tf.constant(texts[i:i + batch])).to_list()
+        out += prep.tokenize(tf.constant(texts[i : i + batch])).to_list()
     return [ref.convert_ids_to_tokens(o) for o in out]
 
 
 @pytest.mark.slow
 def test_tf_text_hard_strings_pinned(uncased_vocab, cased_vocab):
-    for vocab, lower, pins in ((uncased_vocab, True, TF_TEXT_PINS_UNCASED),
-                               (cased_vocab, False, TF_TEXT_PINS_CASED)):
+    for vocab, lower, pins in (
+        (uncased_vocab, True, TF_TEXT_PINS_UNCASED),
+        (cased_vocab, False, TF_TEXT_PINS_CASED),
+    ):
         ref = FullTokenizer(vocab, lower)
         prep = BertPreprocessor(vocab, lower, tokenizer="tf_text")
         got = _tokens(prep, ref, corpora.HARD_STRINGS)

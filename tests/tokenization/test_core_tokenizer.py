@@ -1,4 +1,5 @@
 """CoreBertTokenizer (core TF ops only) against the Python reference: identical ids."""
+
 import os
 import subprocess
 import sys
@@ -29,17 +30,28 @@ def pairs(uncased_vocab, cased_vocab):
 def _assert_same(ref, fn, texts, batch=512):
     got = []
     for i in range(0, len(texts), batch):
-        got += fn(tf.constant(texts[i:i + batch])).to_list()
+        got += fn(tf.constant(texts[i : i + batch])).to_list()
     for text, ids in zip(texts, got):
         assert ids == ref.tokenize_to_ids(text), repr(text)
 
 
 def test_exact_values_uncased(uncased_vocab):
     core = CoreBertTokenizer(uncased_vocab)
-    got = core.tokenize(tf.constant(["naïve café", "ab\x00cd", "ΟΔΟΣ", "[MASK]", "", "a≠b",
-                                     "hello\u2603 world", "a" * 201]))
-    assert got.to_list() == [[15743, 7668], [5925, 2094], [1169, 29722, 15297],
-                             [1031, 7308, 1033], [], [1037, 1027, 1038], [100, 2088], [100]]
+    got = core.tokenize(
+        tf.constant(
+            ["naïve café", "ab\x00cd", "ΟΔΟΣ", "[MASK]", "", "a≠b", "hello\u2603 world", "a" * 201]
+        )
+    )
+    assert got.to_list() == [
+        [15743, 7668],
+        [5925, 2094],
+        [1169, 29722, 15297],
+        [1031, 7308, 1033],
+        [],
+        [1037, 1027, 1038],
+        [100, 2088],
+        [100],
+    ]
     assert got.dtype == tf.int32
 
 
@@ -48,8 +60,13 @@ def test_tokenize_with_offsets_exact_values(uncased_vocab, cased_vocab):
     texts = ["Café  déjà", "", "a\x00b\u0301c", "ΟΔΟΣ x" + "y" * 201, "東京"]
     ids, starts, ends = core.tokenize_with_offsets(tf.constant(texts))
     # "a\x00b\u0301c" is "abc": the NUL and the stripped accent count with the letter before.
-    assert ids.to_list() == [[7668, 2139, 3900], [], [5925], [1169, 29722, 15297, 100],
-                             [1879, 1755]]
+    assert ids.to_list() == [
+        [7668, 2139, 3900],
+        [],
+        [5925],
+        [1169, 29722, 15297, 100],
+        [1879, 1755],
+    ]
     assert starts.to_list() == [[0, 6, 8], [], [0], [0, 1, 2, 5], [0, 1]]
     assert ends.to_list() == [[4, 8, 10], [], [5], [1, 2, 4, 207], [1, 2]]
     assert ids.dtype == starts.dtype == ends.dtype == tf.int32
@@ -58,8 +75,9 @@ def test_tokenize_with_offsets_exact_values(uncased_vocab, cased_vocab):
         pieces, ref_s, ref_e = ref.tokenize_with_offsets(text)
         assert (i, s, e) == (ref.convert_tokens_to_ids(pieces), ref_s, ref_e)
     cased = CoreBertTokenizer(cased_vocab, do_lower_case=False)
-    fn = tf.function(cased.tokenize_with_offsets,
-                     input_signature=[tf.TensorSpec([None], tf.string)])
+    fn = tf.function(
+        cased.tokenize_with_offsets, input_signature=[tf.TensorSpec([None], tf.string)]
+    )
     ids, starts, ends = fn(tf.constant(["Hi  (1895"]))
     assert ids.to_list() == [[8790, 113, 5639]]
     assert (starts.to_list(), ends.to_list()) == ([[0, 4, 5]], [[2, 5, 9]])
@@ -69,10 +87,28 @@ def test_final_sigma_context(uncased_vocab):
     # Final sigma: cased letter before (skipping case-ignorables), none after, same word.
     core = CoreBertTokenizer(uncased_vocab)
     ref = FullTokenizer(uncased_vocab)
-    texts = ["ΑΣ", "Σ", "ΑΣΑ", "ΑΣ.", "ΑΣ.Β", "Α.Σ", "ΑΣ Β", "Α Σ", "ΑΣ中", "中Σ", "Α\u0301Σ",
-             "ΣΣΣ", "Α\x00Σ", "1Σ"]
+    texts = [
+        "ΑΣ",
+        "Σ",
+        "ΑΣΑ",
+        "ΑΣ.",
+        "ΑΣ.Β",
+        "Α.Σ",
+        "ΑΣ Β",
+        "Α Σ",
+        "ΑΣ中",
+        "中Σ",
+        "Α\u0301Σ",
+        "ΣΣΣ",
+        "Α\x00Σ",
+        "1Σ",
+    ]
     assert core.tokenize(tf.constant(texts)).to_list() == [ref.tokenize_to_ids(t) for t in texts]
-    assert ref.tokenize("ΑΣ.Β") == ["α", "##σ", ".", "β"] and ref.tokenize("ΑΣ.") == ["α", "##ς", "."]
+    assert ref.tokenize("ΑΣ.Β") == ["α", "##σ", ".", "β"] and ref.tokenize("ΑΣ.") == [
+        "α",
+        "##ς",
+        ".",
+    ]
 
 
 def test_tables_are_shared_and_compact():
@@ -106,8 +142,11 @@ def test_conll_and_sst2_cased(pairs, data_dir):
 
 _any_char = st.characters(min_codepoint=0, max_codepoint=0x10FFFF, exclude_categories=("Cs",))
 _interesting = st.sampled_from(
-    list(" \t\n\r\x00\x0b\u00a0\u2028\u200b\u200d\ufffd\ufeff\u0301\u0338.,!?[]#\u03a3\u03c3"
-         "AaÉéßİıǅﬁ中カ한😀\U000e0041\U00020000"))
+    list(
+        " \t\n\r\x00\x0b\u00a0\u2028\u200b\u200d\ufffd\ufeff\u0301\u0338.,!?[]#\u03a3\u03c3"
+        "AaÉéßİıǅﬁ中カ한😀\U000e0041\U00020000"
+    )
+)
 _texts = st.text(alphabet=st.one_of(_any_char, _interesting), max_size=300)
 
 
@@ -122,8 +161,13 @@ def test_random_unicode_both_vocabs(pairs, texts):
 
 @pytest.mark.slow
 @settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
-@given(data=st.lists(st.one_of(st.binary(max_size=120), _texts.map(lambda t: t.encode("utf-8")[:-1])),
-                     min_size=1, max_size=8))
+@given(
+    data=st.lists(
+        st.one_of(st.binary(max_size=120), _texts.map(lambda t: t.encode("utf-8")[:-1])),
+        min_size=1,
+        max_size=8,
+    )
+)
 def test_invalid_utf8_bytes_are_dropped_like_reference(pairs, data):
     ref, fn = pairs["uncased"]
     assert fn(tf.constant(data)).to_list() == [ref.tokenize_to_ids(b) for b in data]
@@ -158,10 +202,17 @@ def test_saved_model_loads_without_tensorflow_text(uncased_vocab, tmp_path):
         print(json.dumps({{k: v.numpy().tolist() for k, v in out.items()}}))
     """)
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
-                          cwd=str(tmp_path), timeout=300)
+    proc = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=str(tmp_path),
+        timeout=300,
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     import json
+
     got = json.loads(proc.stdout.strip().splitlines()[-1])
     assert set(got) == set(want)
     for k in want:

@@ -1,4 +1,5 @@
 """The Python reference tokenizer: every PITFALLS.md tokenization rule with exact ids."""
+
 import pytest
 
 from keras_bert.tokenization import full_tokenizer as ft
@@ -18,7 +19,12 @@ def cased(cased_vocab):
 def test_vocab_special_ids(uncased, cased):
     for tok in (uncased, cased):
         assert [tok.vocab[t] for t in ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")] == [
-            0, 100, 101, 102, 103]
+            0,
+            100,
+            101,
+            102,
+            103,
+        ]
         assert (tok.pad_id, tok.unk_id, tok.cls_id, tok.sep_id) == (0, 100, 101, 102)
     assert len(uncased.vocab) == 30522 and len(cased.vocab) == 28996
     assert cased.convert_tokens_to_ids(["the", "The", "Hello", "world"]) == [1103, 1109, 8667, 1362]
@@ -97,7 +103,17 @@ def test_special_tokens_in_text_are_split(uncased, cased):
 
 def test_punctuation_split(uncased):
     assert uncased.tokenize("Hello!!! ...what?!") == [
-        "hello", "!", "!", "!", ".", ".", ".", "what", "?", "!"]
+        "hello",
+        "!",
+        "!",
+        "!",
+        ".",
+        ".",
+        ".",
+        "what",
+        "?",
+        "!",
+    ]
     assert uncased.tokenize("a.b,c") == ["a", ".", "b", ",", "c"]
     assert uncased.tokenize("1,234.5") == ["1", ",", "234", ".", "5"]
     # "$" is ASCII punctuation by the reference rule though Unicode calls it Sc.
@@ -158,16 +174,18 @@ def test_vocab_without_special_tokens_tokenizes_packing_refuses(tmp_path):
     path = tmp_path / "nospecial.txt"
     path.write_text("want\n##want\n##ed\nun\nrunn\n##ing\n,\n")
     tok = FullTokenizer(path)
-    assert tok.tokenize("UNwant\u00E9d,running") == ["un", "##want", "##ed", ",", "runn", "##ing"]
-    assert tok.tokenize_to_ids("UNwant\u00E9d,running") == [3, 1, 2, 6, 4, 5]
+    assert tok.tokenize("UNwant\u00e9d,running") == ["un", "##want", "##ed", ",", "runn", "##ing"]
+    assert tok.tokenize_to_ids("UNwant\u00e9d,running") == [3, 1, 2, 6, 4, 5]
     assert tok.tokenize("unwantedX") == ["[UNK]"]  # the string, as the reference gives
     with pytest.raises(KeyError, match=r"token '\[UNK\]' is not in the vocabulary"):
         tok.tokenize_to_ids("unwantedX")
     with pytest.raises(ValueError, match=r"has no \[UNK\] token"):
         tok.unk_id
-    message = (f"cannot pack inputs: vocab_file {path} lacks the special tokens ['[CLS]', "
-               "'[SEP]', '[PAD]'] that packing writes ([CLS] A [SEP] B [SEP], then [PAD]); "
-               "tokenizing does not need them")
+    message = (
+        f"cannot pack inputs: vocab_file {path} lacks the special tokens ['[CLS]', "
+        "'[SEP]', '[PAD]'] that packing writes ([CLS] A [SEP] B [SEP], then [PAD]); "
+        "tokenizing does not need them"
+    )
     with pytest.raises(ValueError) as err:
         tok.encode("unwanted", max_seq_length=8)
     assert str(err.value) == message
@@ -185,7 +203,8 @@ def test_packing_names_only_the_missing_tokens(tmp_path):
         tok.encode("want", max_seq_length=4)
     assert str(err.value) == (
         f"cannot pack inputs: vocab_file {path} lacks the special tokens ['[PAD]'] that packing "
-        "writes ([CLS] A [SEP] B [SEP], then [PAD]); tokenizing does not need them")
+        "writes ([CLS] A [SEP] B [SEP], then [PAD]); tokenizing does not need them"
+    )
     path.write_text("[UNK]\n[CLS]\n[SEP]\nwant\n[PAD]\n")
     out = FullTokenizer(path).encode("want", max_seq_length=5)
     assert out["input_word_ids"].tolist() == [1, 3, 2, 4, 4]
@@ -210,11 +229,25 @@ def pieces_text(tok, text):
 def test_offsets_give_the_original_characters(uncased):
     text = "Café  déjà\tvu\u00a0naïve 東京 ΟΔΟΣ cafe\u0301 a\u200bb İstanbul"
     assert pieces_text(uncased, text) == [
-        ("cafe", "Café"), ("de", "dé"), ("##ja", "jà"), ("vu", "vu"), ("naive", "naïve"),
-        ("東", "東"), ("京", "京"), ("ο", "Ο"), ("##δ", "Δ"), ("##ος", "ΟΣ"),
-        ("cafe", "cafe\u0301"), ("ab", "a\u200bb"), ("istanbul", "İstanbul")]
+        ("cafe", "Café"),
+        ("de", "dé"),
+        ("##ja", "jà"),
+        ("vu", "vu"),
+        ("naive", "naïve"),
+        ("東", "東"),
+        ("京", "京"),
+        ("ο", "Ο"),
+        ("##δ", "Δ"),
+        ("##ος", "ΟΣ"),
+        ("cafe", "cafe\u0301"),
+        ("ab", "a\u200bb"),
+        ("istanbul", "İstanbul"),
+    ]
     assert uncased.tokenize_with_offsets("Café  déjà") == (
-        ["cafe", "de", "##ja"], [0, 6, 8], [4, 8, 10])
+        ["cafe", "de", "##ja"],
+        [0, 6, 8],
+        [4, 8, 10],
+    )
     assert uncased.tokenize_with_offsets("") == ([], [], [])
     assert uncased.tokenize_with_offsets(" \u200b ") == ([], [], [])
 
@@ -222,15 +255,24 @@ def test_offsets_give_the_original_characters(uncased):
 def test_offsets_cased_and_unk_word(cased):
     text = "Hi  (1895–1943) " + "x" * 201
     assert pieces_text(cased, text) == [
-        ("Hi", "Hi"), ("(", "("), ("1895", "1895"), ("–", "–"), ("1943", "1943"), (")", ")"),
-        ("[UNK]", "x" * 201)]
+        ("Hi", "Hi"),
+        ("(", "("),
+        ("1895", "1895"),
+        ("–", "–"),
+        ("1943", "1943"),
+        (")", ")"),
+        ("[UNK]", "x" * 201),
+    ]
     assert cased.tokenize_with_offsets("Hi  (1895") == (["Hi", "(", "1895"], [0, 4, 5], [2, 5, 9])
 
 
 def test_words_with_offsets_exact():
     basic = ft.BasicTokenizer(do_lower_case=True)
     assert basic.words_with_offsets("Ab,\u0301 c\x00d") == [
-        [("a", 0, 1), ("b", 1, 2)], [(",", 2, 4)], [("c", 5, 7), ("d", 7, 8)]]
+        [("a", 0, 1), ("b", 1, 2)],
+        [(",", 2, 4)],
+        [("c", 5, 7), ("d", 7, 8)],
+    ]
 
 
 def test_built_from_a_token_list_equals_the_file(uncased_vocab, uncased):

@@ -1,4 +1,5 @@
 """Packing and pair truncation (reference `_truncate_seq_pair`, `convert_single_example`)."""
+
 import itertools
 
 import pytest
@@ -31,21 +32,28 @@ def test_closed_form_equals_loop():
 
 def test_pack_single():
     out = pack_inputs([5, 6, 7], max_seq_length=7, cls_id=101, sep_id=102, pad_id=0)
-    assert out == {"input_word_ids": [101, 5, 6, 7, 102, 0, 0],
-                   "input_mask": [1, 1, 1, 1, 1, 0, 0],
-                   "input_type_ids": [0, 0, 0, 0, 0, 0, 0]}
+    assert out == {
+        "input_word_ids": [101, 5, 6, 7, 102, 0, 0],
+        "input_mask": [1, 1, 1, 1, 1, 0, 0],
+        "input_type_ids": [0, 0, 0, 0, 0, 0, 0],
+    }
     out = pack_inputs([5, 6, 7, 8, 9], max_seq_length=4, cls_id=101, sep_id=102)
     assert out["input_word_ids"] == [101, 5, 6, 102]
     assert pack_inputs([], max_seq_length=3, cls_id=101, sep_id=102)["input_word_ids"] == [
-        101, 102, 0]
+        101,
+        102,
+        0,
+    ]
 
 
 def test_pack_pair():
     out = pack_inputs([5, 6, 7, 8], [9, 10, 11], max_seq_length=8, cls_id=101, sep_id=102)
     # budget 5: a=4,b=3 -> pop a -> 3,3 -> pop b -> 3,2
-    assert out == {"input_word_ids": [101, 5, 6, 7, 102, 9, 10, 102],
-                   "input_mask": [1] * 8,
-                   "input_type_ids": [0, 0, 0, 0, 0, 1, 1, 1]}
+    assert out == {
+        "input_word_ids": [101, 5, 6, 7, 102, 9, 10, 102],
+        "input_mask": [1] * 8,
+        "input_type_ids": [0, 0, 0, 0, 0, 1, 1, 1],
+    }
     out = pack_inputs([], [], max_seq_length=5, cls_id=101, sep_id=102, pad_id=0)
     assert out["input_word_ids"] == [101, 102, 102, 0, 0]
     assert out["input_type_ids"] == [0, 0, 1, 0, 0]

@@ -6,6 +6,7 @@ and write the per-step losses of each to OUT (JSON).
 MODE "worker": one worker of a MultiWorkerMirroredStrategy cluster from $TF_CONFIG; train a few
 steps and write the final weights to OUT (.npz).
 """
+
 import json
 import sys
 
@@ -18,6 +19,7 @@ if MODE == "mirrored":
     tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
 
 import keras  # noqa: E402
+
 keras.config.disable_traceback_filtering()
 
 import keras_bert  # noqa: E402
@@ -35,7 +37,11 @@ def data():
     mask = np.ones_like(ids)
     mask[:, 9:] = 0
     labels = rng.integers(0, 3, size=(B * STEPS,)).astype(np.int32)
-    features = {"input_word_ids": ids * mask, "input_mask": mask, "input_type_ids": np.zeros_like(ids)}
+    features = {
+        "input_word_ids": ids * mask,
+        "input_mask": mask,
+        "input_type_ids": np.zeros_like(ids),
+    }
     ds = tf.data.Dataset.from_tensor_slices((features, labels)).batch(B, drop_remainder=True)
     options = tf.data.Options()
     options.experimental_distribute.auto_shard_policy = tf.data.experimental.AutoShardPolicy.DATA
@@ -45,11 +51,21 @@ def data():
 def train(strategy):
     keras.utils.set_random_seed(7)
     with strategy.scope():
-        cfg = keras_bert.BertConfig(vocab_size=V, hidden_size=16, num_layers=2, num_heads=2,
-                                    intermediate_size=24, max_sequence_length=T, dropout_rate=0.0,
-                                    attention_dropout_rate=0.0)
+        cfg = keras_bert.BertConfig(
+            vocab_size=V,
+            hidden_size=16,
+            num_layers=2,
+            num_heads=2,
+            intermediate_size=24,
+            max_sequence_length=T,
+            dropout_rate=0.0,
+            attention_dropout_rate=0.0,
+        )
         model = TextClassifier(keras_bert.BertEncoder(**cfg.to_dict()), 3, dropout_rate=0.0)
-        model.compile(create_optimizer(1e-2, STEPS, 1), keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+        model.compile(
+            create_optimizer(1e-2, STEPS, 1),
+            keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+        )
     build_for_training(model, strategy, next(iter(data())))
     history = LossHistory()
     model.fit(data(), epochs=1, callbacks=[history], verbose=0, shuffle=False)

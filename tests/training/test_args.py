@@ -1,6 +1,7 @@
 """The one argument set (`keras_bert.training.args`): one flag per field for every family, the
 usage errors with their messages, `given()` from the command line, and the derived epochs of
 `driver.Schedule.of`."""
+
 import dataclasses
 
 import pytest
@@ -12,8 +13,13 @@ from keras_bert.training.args import FinetuneArgs, Resolution, TrainingArgs
 from keras_bert.training.families import classification, distillation, ner, squad, swag
 from keras_bert.training.families.classification import ClassifierArgs
 
-FAMILIES = {"classification": classification.FAMILY, "ner": ner.FAMILY, "swag": swag.FAMILY,
-            "squad": squad.FAMILY, "distillation": distillation.FAMILY}
+FAMILIES = {
+    "classification": classification.FAMILY,
+    "ner": ner.FAMILY,
+    "swag": swag.FAMILY,
+    "squad": squad.FAMILY,
+    "distillation": distillation.FAMILY,
+}
 
 
 def _flag_values(cls, argv=None):
@@ -30,19 +36,21 @@ def test_every_field_is_one_flag_with_the_fields_default(name):
     assert family.name == name
     fv = _flag_values(family.Args)
     fields = dataclasses.fields(family.Args)
-    assert sorted(fv) == sorted(f.name for f in fields)       # one flag per field, no other
+    assert sorted(fv) == sorted(f.name for f in fields)  # one flag per field, no other
     for f in fields:
         expected = None if f.metadata["derived"] else f.default
         assert fv[f.name].default == expected, f.name
         choices = f.metadata["choices"]
-        if choices is not None and isinstance(choices[0], str):   # an enum flag: absl adds <a|b>:
+        if choices is not None and isinstance(choices[0], str):  # an enum flag: absl adds <a|b>:
             assert fv[f.name].help == f"<{'|'.join(choices)}>: {f.metadata['help']}", f.name
         else:
             assert fv[f.name].help == f.metadata["help"], f.name
     common = FinetuneArgs if name != "distillation" else TrainingArgs
     assert {f.name for f in dataclasses.fields(common)} <= set(fv)
     assert {f.name for f in dataclasses.fields(common) if f.metadata["derived"]} == {
-        "learning_rate", "num_train_epochs"}
+        "learning_rate",
+        "num_train_epochs",
+    }
 
 
 def test_a_family_default_is_the_flags_default():
@@ -51,20 +59,30 @@ def test_a_family_default_is_the_flags_default():
     assert _flag_values(squad.SquadArgs)["max_seq_length"].default == 384
     assert _flag_values(ClassifierArgs)["train_batch_size"].default == 32
     assert _flag_values(ClassifierArgs)["max_seq_length"].default == 128
-    assert (swag.SwagArgs.default("train_batch_size"), TrainingArgs.default("train_batch_size")) == (16, 32)
+    assert (
+        swag.SwagArgs.default("train_batch_size"),
+        TrainingArgs.default("train_batch_size"),
+    ) == (16, 32)
 
 
-@pytest.mark.parametrize("kw, message", [
-    ({"train_batch_size": 0}, "--train_batch_size must be >= 1, got 0"),
-    ({"ema_momentum": 1.0}, "--ema_momentum must be in [0, 1) (0: no weight average), got 1.0"),
-    ({"init_checkpoint": "minilm_l6_h384_uncased", "preset": "bert_tiny"},
-     "--init_checkpoint=minilm_l6_h384_uncased and --preset=bert_tiny both given: use "
-     "--init_checkpoint for a pretrained encoder, or --preset (with --vocab_file) for a randomly "
-     "initialised one, not both"),
-    ({"mixed_precision": "float16"},
-     "--mixed_precision must be one of float32, mixed_float16, mixed_bfloat16, got 'float16'"),
-    ({"max_train_examples": 0}, "--max_train_examples must be >= 1, got 0"),
-])
+@pytest.mark.parametrize(
+    "kw, message",
+    [
+        ({"train_batch_size": 0}, "--train_batch_size must be >= 1, got 0"),
+        ({"ema_momentum": 1.0}, "--ema_momentum must be in [0, 1) (0: no weight average), got 1.0"),
+        (
+            {"init_checkpoint": "minilm_l6_h384_uncased", "preset": "bert_tiny"},
+            "--init_checkpoint=minilm_l6_h384_uncased and --preset=bert_tiny both given: use "
+            "--init_checkpoint for a pretrained encoder, or --preset (with --vocab_file) for a randomly "
+            "initialised one, not both",
+        ),
+        (
+            {"mixed_precision": "float16"},
+            "--mixed_precision must be one of float32, mixed_float16, mixed_bfloat16, got 'float16'",
+        ),
+        ({"max_train_examples": 0}, "--max_train_examples must be >= 1, got 0"),
+    ],
+)
 def test_usage_errors_name_the_flag_and_its_rule(kw, message):
     with pytest.raises(ValueError) as e:
         ClassifierArgs(task_name="sst2", output_dir="o", **kw)
@@ -76,7 +94,9 @@ def test_a_bad_value_on_the_command_line_fails_in_from_flags():
     with pytest.raises(ValueError) as e:
         args_lib.from_flags(ClassifierArgs, fv)
     assert str(e.value) == "--ema_momentum must be in [0, 1) (0: no weight average), got 1.0"
-    fv = _flag_values(distillation.DistillArgs, ["--teacher=t", "--output_dir=o", "--layer_map=0,x"])
+    fv = _flag_values(
+        distillation.DistillArgs, ["--teacher=t", "--output_dir=o", "--layer_map=0,x"]
+    )
     with pytest.raises(ValueError) as e:
         args_lib.from_flags(distillation.DistillArgs, fv)
     assert str(e.value) == "--layer_map must be integers separated by commas, got 0,x"
@@ -87,12 +107,22 @@ def test_pretraining_flags_are_its_config_fields_with_the_same_checks():
 
     fv = _flag_values(PretrainConfig)
     assert sorted(fv) == sorted(f.name for f in dataclasses.fields(PretrainConfig))
-    assert (fv["random_seed"].default, fv["preset"].default, fv["optimizer"].default) == (12345, "bert_tiny", "adamw")
+    assert (fv["random_seed"].default, fv["preset"].default, fv["optimizer"].default) == (
+        12345,
+        "bert_tiny",
+        "adamw",
+    )
     required = ["--input_file=a", "--output_dir=o", "--vocab_file=v"]
     config = args_lib.from_flags(PretrainConfig, _flag_values(PretrainConfig, required + ["--ltr"]))
-    assert (config.ltr, config.use_nsp, config.given()) == (True, False, ["input_file", "ltr", "output_dir", "vocab_file"])
+    assert (config.ltr, config.use_nsp, config.given()) == (
+        True,
+        False,
+        ["input_file", "ltr", "output_dir", "vocab_file"],
+    )
     with pytest.raises(ValueError) as e:
-        args_lib.from_flags(PretrainConfig, _flag_values(PretrainConfig, required + ["--train_batch_size=0"]))
+        args_lib.from_flags(
+            PretrainConfig, _flag_values(PretrainConfig, required + ["--train_batch_size=0"])
+        )
     assert str(e.value) == "--train_batch_size must be >= 1, got 0"
     with pytest.raises(ValueError) as e:
         PretrainConfig(input_file="a", output_dir="o", vocab_file=None)
@@ -100,23 +130,46 @@ def test_pretraining_flags_are_its_config_fields_with_the_same_checks():
 
 
 def test_given_is_exactly_the_flags_on_the_command_line():
-    argv = ["--task_name=sst2", "--output_dir=o", "--train_batch_size=32", "--learning_rate=3e-5",
-            "--nogroup_by_length"]
+    argv = [
+        "--task_name=sst2",
+        "--output_dir=o",
+        "--train_batch_size=32",
+        "--learning_rate=3e-5",
+        "--nogroup_by_length",
+    ]
     args = args_lib.from_flags(ClassifierArgs, _flag_values(ClassifierArgs, argv))
     # --train_batch_size=32 is the default, yet the user gave it.
-    assert args.given() == ["group_by_length", "learning_rate", "output_dir", "task_name",
-                            "train_batch_size"]
+    assert args.given() == [
+        "group_by_length",
+        "learning_rate",
+        "output_dir",
+        "task_name",
+        "train_batch_size",
+    ]
     assert (args.train_batch_size, args.learning_rate, args.group_by_length) == (32, 3e-5, False)
     assert args.num_train_epochs is None and args.dropout_rate == 0.1
     # From Python (no command line): the fields that differ from their defaults.
-    same = ClassifierArgs(task_name="sst2", output_dir="o", train_batch_size=32, learning_rate=3e-5,
-                          group_by_length=False)
+    same = ClassifierArgs(
+        task_name="sst2",
+        output_dir="o",
+        train_batch_size=32,
+        learning_rate=3e-5,
+        group_by_length=False,
+    )
     assert same.given() == ["group_by_length", "learning_rate", "output_dir", "task_name"]
-    listed = args_lib.from_flags(distillation.DistillArgs, _flag_values(
-        distillation.DistillArgs, ["--teacher=.", "--output_dir=o", "--task_name=sst2",
-                                   "--layer_map=0,2"]))
-    assert listed.layer_map == (0, 2) and listed.given() == ["layer_map", "output_dir", "task_name",
-                                                             "teacher"]
+    listed = args_lib.from_flags(
+        distillation.DistillArgs,
+        _flag_values(
+            distillation.DistillArgs,
+            ["--teacher=.", "--output_dir=o", "--task_name=sst2", "--layer_map=0,2"],
+        ),
+    )
+    assert listed.layer_map == (0, 2) and listed.given() == [
+        "layer_map",
+        "output_dir",
+        "task_name",
+        "teacher",
+    ]
 
 
 def test_schedule_raises_not_given_epochs_to_min_train_steps():
@@ -124,11 +177,16 @@ def test_schedule_raises_not_given_epochs_to_min_train_steps():
     resolution = Resolution()
     schedule = driver.Schedule.of(args, 64, classification.FAMILY.epochs, resolution)
     # 64 rows / batch 32 = 2 steps an epoch; the family's 3 epochs give 6 < 100 steps.
-    assert schedule == driver.Schedule(steps_per_epoch=2, epochs=50, total_batches=100,
-                                       num_train_steps=100, num_train_epochs=50.0)
-    assert resolution.derived == {"num_train_epochs": {
-        "value": 50.0, "why": "not given: 64 examples give 6 optimizer steps in 3 epochs, raised to "
-                              "50 epochs to reach --min_train_steps=100"}}
+    assert schedule == driver.Schedule(
+        steps_per_epoch=2, epochs=50, total_batches=100, num_train_steps=100, num_train_epochs=50.0
+    )
+    assert resolution.derived == {
+        "num_train_epochs": {
+            "value": 50.0,
+            "why": "not given: 64 examples give 6 optimizer steps in 3 epochs, raised to "
+            "50 epochs to reach --min_train_steps=100",
+        }
+    }
 
 
 def test_schedule_never_changes_given_epochs():
@@ -136,21 +194,30 @@ def test_schedule_never_changes_given_epochs():
     args = ClassifierArgs(task_name="sst2", output_dir="o", train_batch_size=32, num_train_epochs=1)
     resolution = Resolution()
     schedule = driver.Schedule.of(args, 64, classification.FAMILY.epochs, resolution)
-    assert schedule == driver.Schedule(steps_per_epoch=2, epochs=1, total_batches=2,
-                                       num_train_steps=2, num_train_epochs=1.0)
+    assert schedule == driver.Schedule(
+        steps_per_epoch=2, epochs=1, total_batches=2, num_train_steps=2, num_train_epochs=1.0
+    )
     assert resolution.derived == {}
 
 
 def test_schedule_of_the_family_epochs_and_accumulation():
     resolution = Resolution()
-    args = ClassifierArgs(task_name="sst2", output_dir="o", train_batch_size=32, min_train_steps=0,
-                          gradient_accumulation_steps=2)
+    args = ClassifierArgs(
+        task_name="sst2",
+        output_dir="o",
+        train_batch_size=32,
+        min_train_steps=0,
+        gradient_accumulation_steps=2,
+    )
     assert driver.Schedule.of(args, 65, 3.0, resolution) == driver.Schedule(
-        steps_per_epoch=3, epochs=3, total_batches=9, num_train_steps=4, num_train_epochs=3.0)
-    assert resolution.derived == {"num_train_epochs": {"value": 3.0,
-                                                       "why": "not given: the family's 3 epochs"}}
+        steps_per_epoch=3, epochs=3, total_batches=9, num_train_steps=4, num_train_epochs=3.0
+    )
+    assert resolution.derived == {
+        "num_train_epochs": {"value": 3.0, "why": "not given: the family's 3 epochs"}
+    }
     fractional = dataclasses.replace(args, num_train_epochs=1.5)
     assert driver.Schedule.of(fractional, 64, 3.0) == driver.Schedule(
-        steps_per_epoch=2, epochs=2, total_batches=3, num_train_steps=1, num_train_epochs=1.5)
+        steps_per_epoch=2, epochs=2, total_batches=3, num_train_steps=1, num_train_epochs=1.5
+    )
     with pytest.raises(ValueError, match="^no training examples$"):
         driver.Schedule.of(args, 0, 3.0)

@@ -1,4 +1,5 @@
 """The measured precision choice of scripts/main_job.sh (keras_bert.training.cpu_precision)."""
+
 import os
 import pathlib
 import re
@@ -15,11 +16,13 @@ REPO = pathlib.Path(__file__).resolve().parents[2]
 def test_choice_rule():
     # the AMD EPYC (AVX512_BF16, no AMX): bfloat16 products about 0.4x the float32 time
     assert choose_precision(10.0, 4.0) == "mixed_bfloat16"
-    assert choose_precision(10.0, 8.0) == "mixed_bfloat16"          # exactly at the 0.8 bound
-    assert choose_precision(10.0, 8.01) == "float32"                # a step's casts eat the rest
+    assert choose_precision(10.0, 8.0) == "mixed_bfloat16"  # exactly at the 0.8 bound
+    assert choose_precision(10.0, 8.01) == "float32"  # a step's casts eat the rest
     # the Xeon that exposes AVX512_BF16 without AMX: bfloat16 products 1.8x slower
     assert choose_precision(7.2, 12.8) == "float32"
-    with pytest.raises(ValueError, match="times must be > 0 seconds, got float32 0.0, bfloat16 1.0"):
+    with pytest.raises(
+        ValueError, match="times must be > 0 seconds, got float32 0.0, bfloat16 1.0"
+    ):
         choose_precision(0.0, 1.0)
 
 
@@ -30,12 +33,19 @@ def test_matmul_timing_is_per_product():
 
 def test_command_prints_the_choice_its_timings_give():
     env = dict(os.environ, PYTHONPATH=str(REPO), TF_CPP_MIN_LOG_LEVEL="3", CUDA_VISIBLE_DEVICES="")
-    proc = subprocess.run([sys.executable, "-m", "keras_bert.training.cpu_precision"], env=env,
-                          capture_output=True, text=True, timeout=300, cwd=REPO)
+    proc = subprocess.run(
+        [sys.executable, "-m", "keras_bert.training.cpu_precision"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=REPO,
+    )
     assert proc.returncode == 0, proc.stderr[-2000:]
-    assert proc.stdout in ("mixed_bfloat16\n", "float32\n")          # one word on stdout
-    found = re.search(r"1024x384x1536 matmul: float32 ([\d.]+) ms, bfloat16 ([\d.]+) ms -> (\S+)",
-                      proc.stderr)
+    assert proc.stdout in ("mixed_bfloat16\n", "float32\n")  # one word on stdout
+    found = re.search(
+        r"1024x384x1536 matmul: float32 ([\d.]+) ms, bfloat16 ([\d.]+) ms -> (\S+)", proc.stderr
+    )
     assert found, proc.stderr[-2000:]
     f32, b16, said = float(found[1]), float(found[2]), found[3]
     assert said == proc.stdout.strip() == choose_precision(f32, b16)

@@ -1,5 +1,6 @@
 """Distillation: the loss against its formula, the student's copied layers, and on a tiny config
 the student's agreement with the teacher rising over training."""
+
 import json
 
 import keras
@@ -14,8 +15,11 @@ from keras_bert.training.families import distillation
 from keras_bert.training.families.distillation import DistillArgs
 from tests.evaluation.tiny_task import TEXTS, tiny_classifier
 
-POS, NEG, OTHER = "good great best fun fine".split(), "bad awful worst dull slow".split(), \
-    "film movie plot acting story cast music".split()
+POS, NEG, OTHER = (
+    "good great best fun fine".split(),
+    "bad awful worst dull slow".split(),
+    "film movie plot acting story cast music".split(),
+)
 
 
 def test_loss_is_hinton_soft_plus_hard():
@@ -52,8 +56,13 @@ def test_bad_settings(tmp_path):
         DistillArgs(teacher="t", output_dir="o")
     assert str(e.value) == "give --task_name (GLUE) or both --train_file and --dev_file"
     with pytest.raises(ValueError) as e:
-        DistillArgs(teacher="t", output_dir="o", task_name="sst2", student_preset="bert_tiny",
-                    student_layers=2)
+        DistillArgs(
+            teacher="t",
+            output_dir="o",
+            task_name="sst2",
+            student_preset="bert_tiny",
+            student_layers=2,
+        )
     assert str(e.value) == "--student_preset excludes --student_layers / --layer_map"
     with pytest.raises(ValueError) as e:
         DistillArgs(teacher=str(tmp_path / "none"), output_dir="o", task_name="sst2")
@@ -75,10 +84,14 @@ def test_student_copies_the_teachers_layers(uncased_vocab):
     for s, t in zip(student.encoder.transformer_layers, (0, 2)):
         for a, b in zip(s.get_weights(), teacher.encoder.transformer_layers[t].get_weights()):
             np.testing.assert_array_equal(a, b)
-    for a, b in zip(student.classifier.get_weights() + student.encoder.embeddings.get_weights(),
-                    teacher.classifier.get_weights() + teacher.encoder.embeddings.get_weights()):
+    for a, b in zip(
+        student.classifier.get_weights() + student.encoder.embeddings.get_weights(),
+        teacher.classifier.get_weights() + teacher.encoder.embeddings.get_weights(),
+    ):
         np.testing.assert_array_equal(a, b)
-    assert student.label_names == teacher.label_names and student.preprocessor is teacher.preprocessor
+    assert (
+        student.label_names == teacher.label_names and student.preprocessor is teacher.preprocessor
+    )
     full = d.student_from_teacher(teacher, layer_map=[0, 1, 2])  # all layers: the same function
     np.testing.assert_allclose(full.predict(TEXTS), teacher.predict(TEXTS), rtol=1e-5, atol=1e-6)
     with pytest.raises(ValueError, match="must name layers of the teacher"):
@@ -97,18 +110,28 @@ def rule_rows(rng, n):
 
 def trained_teacher(vocab, rows, path):
     """A 4-layer H=16 classifier fitted to the rule (small init, 20 epochs of Adam)."""
-    teacher = tiny_classifier(vocab, seed=4, num_classes=2, label_names=["neg", "pos"], num_layers=4)
+    teacher = tiny_classifier(
+        vocab, seed=4, num_classes=2, label_names=["neg", "pos"], num_layers=4
+    )
     rng = np.random.default_rng(3)
     for w in teacher.weights:
         if len(w.shape) > 1:
             w.assign(rng.normal(0, 0.02, w.shape).astype("float32"))
         else:
             w.assign((np.ones if "gamma" in w.path else np.zeros)(w.shape, "float32"))
-    teacher.compile(optimizer=keras.optimizers.Adam(3e-3),
-                    loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+    teacher.compile(
+        optimizer=keras.optimizers.Adam(3e-3),
+        loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+    )
     x = teacher.encode_texts([r["text"] for r in rows])
-    teacher.fit(x, np.array([r["label"] == "pos" for r in rows], int), epochs=20, batch_size=16,
-                verbose=0, shuffle=False)
+    teacher.fit(
+        x,
+        np.array([r["label"] == "pos" for r in rows], int),
+        epochs=20,
+        batch_size=16,
+        verbose=0,
+        shuffle=False,
+    )
     teacher.save(path)
     return teacher
 
@@ -125,29 +148,50 @@ def distillation_data(uncased_vocab, tmp_path_factory):
     rng = np.random.default_rng(0)
     train, dev = rule_rows(rng, 96), rule_rows(rng, 48)
     trained_teacher(uncased_vocab, train, base / "teacher.keras")
-    return {"teacher": str(base / "teacher.keras"), "train": write_rows(base / "train.jsonl", train),
-            "dev": write_rows(base / "dev.jsonl", dev), "base": base}
+    return {
+        "teacher": str(base / "teacher.keras"),
+        "train": write_rows(base / "train.jsonl", train),
+        "dev": write_rows(base / "dev.jsonl", dev),
+        "base": base,
+    }
 
 
 @pytest.mark.slow
 def test_student_agreement_with_the_teacher_rises(distillation_data, tmp_path):
     args = DistillArgs(
-        teacher=distillation_data["teacher"], output_dir=str(tmp_path / "out"),
-        train_file=distillation_data["train"], dev_file=distillation_data["dev"], student_layers=1,
-        temperature=2.0, alpha=0.5, learning_rate=3e-3, num_train_epochs=4, train_batch_size=16,
-        warmup_proportion=0.0, weight_decay=0.0, verbose=0)
+        teacher=distillation_data["teacher"],
+        output_dir=str(tmp_path / "out"),
+        train_file=distillation_data["train"],
+        dev_file=distillation_data["dev"],
+        student_layers=1,
+        temperature=2.0,
+        alpha=0.5,
+        learning_rate=3e-3,
+        num_train_epochs=4,
+        train_batch_size=16,
+        warmup_proportion=0.0,
+        weight_decay=0.0,
+        verbose=0,
+    )
     # The student before training: the teacher's first layer with its embeddings and head.
     teacher = keras_bert.load_task(distillation_data["teacher"])
     texts, _ = distillation.load_examples(args)
-    untrained = d.agreement(d.logits_of(d.student_from_teacher(teacher, 1), texts, 64),
-                            d.logits_of(teacher, texts, 64))
+    untrained = d.agreement(
+        d.logits_of(d.student_from_teacher(teacher, 1), texts, 64), d.logits_of(teacher, texts, 64)
+    )
     result = driver.run(distillation.FAMILY, args)
     assert result["family"] == "distillation" and result["monitor"] == "dev_accuracy"
     run = result["runs"][0]
     evaluations = run["epochs"]
-    assert [e["epoch"] for e in evaluations] == [1, 2, 3, 4]   # no epoch-0 entry
-    assert set(evaluations[0]) == {"epoch", "train_loss", "dev_accuracy", "dev_agreement",
-                                   "train_agreement", "loss"}
+    assert [e["epoch"] for e in evaluations] == [1, 2, 3, 4]  # no epoch-0 entry
+    assert set(evaluations[0]) == {
+        "epoch",
+        "train_loss",
+        "dev_accuracy",
+        "dev_agreement",
+        "train_agreement",
+        "loss",
+    }
     assert run["steps"] == 24 and run["num_train_epochs"] == 4.0  # 96 rows / 16, given: not raised
     assert evaluations[-1]["train_agreement"] > untrained
     assert evaluations[-1]["train_agreement"] >= 0.95

@@ -1,5 +1,6 @@
 """Distribution on CPU: MirroredStrategy over two logical CPUs and a two-worker
 MultiWorkerMirroredStrategy on 127.0.0.1, each in real subprocesses (TF's device setup is per process)."""
+
 import json
 import os
 import pathlib
@@ -31,8 +32,13 @@ def test_get_strategy_default_and_errors():
 @pytest.mark.slow
 def test_mirrored_two_logical_cpus_matches_one_device(tmp_path):
     out = tmp_path / "losses.json"
-    proc = subprocess.run([sys.executable, str(HARNESS), "mirrored", str(out)], env=_env(),
-                          capture_output=True, text=True, timeout=300)
+    proc = subprocess.run(
+        [sys.executable, str(HARNESS), "mirrored", str(out)],
+        env=_env(),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     losses = json.loads(out.read_text())
     single, mirrored = np.array(losses["single"]), np.array(losses["mirrored"])
@@ -52,10 +58,18 @@ def test_multi_worker_mirrored_two_workers_end_with_same_weights(tmp_path):
     workers = [f"127.0.0.1:{_free_port()}", f"127.0.0.1:{_free_port()}"]
     procs = []
     for index in range(2):
-        tf_config = json.dumps({"cluster": {"worker": workers}, "task": {"type": "worker", "index": index}})
-        procs.append(subprocess.Popen(
-            [sys.executable, str(HARNESS), "worker", str(tmp_path / f"w{index}.npz")],
-            env=_env(TF_CONFIG=tf_config), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True))
+        tf_config = json.dumps(
+            {"cluster": {"worker": workers}, "task": {"type": "worker", "index": index}}
+        )
+        procs.append(
+            subprocess.Popen(
+                [sys.executable, str(HARNESS), "worker", str(tmp_path / f"w{index}.npz")],
+                env=_env(TF_CONFIG=tf_config),
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                text=True,
+            )
+        )
     try:
         outputs = [p.communicate(timeout=300)[0] for p in procs]
     finally:

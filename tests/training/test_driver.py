@@ -1,6 +1,7 @@
 """The one fine-tuning driver on a tiny fake family (`tiny_family`): restarts keep the best run, a
 NaN is never the best, ties go to the lower dev loss, early stopping, the time budget, the weight
 average, and SIGKILL at several points ending like an uninterrupted run."""
+
 import json
 import os
 import pathlib
@@ -28,7 +29,10 @@ def test_restarts_keep_the_best_finite_run_and_a_nan_run_is_never_best(tmp_path)
     summary, out = _run(tmp_path, num_restarts=2, nan_seed=42, num_train_epochs=1)
     runs = summary["runs"]
     assert [r["seed"] for r in runs] == [42, 43]
-    assert runs[0]["all_evaluations_non_finite"] is True and runs[1]["all_evaluations_non_finite"] is False
+    assert (
+        runs[0]["all_evaluations_non_finite"] is True
+        and runs[1]["all_evaluations_non_finite"] is False
+    )
     assert summary["best_run"] == 1 and summary["best"] == runs[1]["best"]
     kept = keras_bert.load_task(out).get_weights()
     for got, want in zip(kept, keras_bert.load_task(out / "run_1").get_weights()):
@@ -43,15 +47,20 @@ def test_ties_keep_the_lowest_dev_loss_and_say_the_metric_saturated(tmp_path):
     lowest = min(evaluations, key=lambda e: e["loss"])
     assert [e["epoch"] for e in evaluations] == [1, 2, 3]
     assert summary["best"]["epoch"] == lowest["epoch"] != 1  # not the least-trained tie
-    assert summary["monitor_ties"] == {"value": 1.0, "evaluations": 3, "epochs": [1, 2, 3],
-                                       "kept_epoch": lowest["epoch"],
-                                       "tie_break": "the lowest dev loss, then the later evaluation"}
+    assert summary["monitor_ties"] == {
+        "value": 1.0,
+        "evaluations": 3,
+        "epochs": [1, 2, 3],
+        "kept_epoch": lowest["epoch"],
+        "tie_break": "the lowest dev loss, then the later evaluation",
+    }
 
 
 @pytest.mark.slow
 def test_early_stopping_after_patience_evaluations_without_improvement(tmp_path):
-    summary, _ = _run(tmp_path, num_train_epochs=6, early_stopping_patience=2,
-                      script="0.5,0.7,0.6,0.6,0.9,0.9")
+    summary, _ = _run(
+        tmp_path, num_train_epochs=6, early_stopping_patience=2, script="0.5,0.7,0.6,0.6,0.9,0.9"
+    )
     run = summary["runs"][0]
     assert [e["epoch"] for e in run["epochs"]] == [1, 2, 3, 4]
     assert summary["best"]["epoch"] == 2 and run["steps"] == 4 * 6  # 48 rows / batch 8
@@ -83,13 +92,26 @@ def test_the_weight_average_is_what_is_evaluated_and_kept(tmp_path):
     config = json.loads((tmp_path / "out" / "config.json").read_text())
     # A call from Python "gives" the fields that differ from their defaults.
     assert config["ema_momentum"] == 0.9
-    assert config["given"] == ["ema_momentum", "num_train_epochs", "output_dir", "script", "verbose"]
+    assert config["given"] == [
+        "ema_momentum",
+        "num_train_epochs",
+        "output_dir",
+        "script",
+        "verbose",
+    ]
 
 
 def _command(out):
-    return [sys.executable, "-m", "tests.training.tiny_family", f"--output_dir={out}",
-            "--num_train_epochs=2", "--evaluations_per_epoch=2", "--save_checkpoints_steps=2",
-            "--verbose=0"]
+    return [
+        sys.executable,
+        "-m",
+        "tests.training.tiny_family",
+        f"--output_dir={out}",
+        "--num_train_epochs=2",
+        "--evaluations_per_epoch=2",
+        "--save_checkpoints_steps=2",
+        "--verbose=0",
+    ]
 
 
 def _finished(out):
@@ -113,8 +135,9 @@ def _env():
 @pytest.fixture(scope="module")
 def uninterrupted(tmp_path_factory):
     out = tmp_path_factory.mktemp("reference") / "out"
-    done = subprocess.run(_command(out), cwd=REPO, env=_env(), capture_output=True, text=True,
-                          timeout=300)
+    done = subprocess.run(
+        _command(out), cwd=REPO, env=_env(), capture_output=True, text=True, timeout=300
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     return _finished(out)
 
@@ -123,11 +146,18 @@ def uninterrupted(tmp_path_factory):
 @pytest.mark.parametrize("point", ["train_batch:3", "best_saved:2", "checkpoints_finalized"])
 def test_sigkill_anywhere_then_rerun_ends_like_an_uninterrupted_run(tmp_path, point, uninterrupted):
     out = tmp_path / "killed"
-    killed = subprocess.run(_command(out), cwd=REPO, env=_env() | {"KERAS_BERT_CRASH_AT": point},
-                            capture_output=True, text=True, timeout=300)
+    killed = subprocess.run(
+        _command(out),
+        cwd=REPO,
+        env=_env() | {"KERAS_BERT_CRASH_AT": point},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert killed.returncode == -signal.SIGKILL, killed.stderr[-3000:]
-    resumed = subprocess.run(_command(out), cwd=REPO, env=_env(), capture_output=True, text=True,
-                             timeout=300)
+    resumed = subprocess.run(
+        _command(out), cwd=REPO, env=_env(), capture_output=True, text=True, timeout=300
+    )
     assert resumed.returncode == 0, resumed.stderr[-3000:]
     want, want_weights = uninterrupted
     got, got_weights = _finished(out)

@@ -1,4 +1,5 @@
 """Progress the way a user reads it: "Epoch 1/3" first, plain lines when not a terminal."""
+
 import io
 
 import keras
@@ -18,9 +19,12 @@ def _fit(tmp_path, stream, interval_s=0.0, total_steps=None):
         return tf.data.Dataset.from_tensor_slices((x, y)).batch(2).skip(skip)
 
     checkpoint = ResumableCheckpoint(tmp_path / "ckpt")
-    logger = ProgressLogger(3, 4, total_steps or 12, verbose=1, interval_s=interval_s, stream=stream)
-    resumable_fit(model, make, 4, 3, checkpoint, [checkpoint, logger], verbose=0,
-                  total_steps=total_steps)
+    logger = ProgressLogger(
+        3, 4, total_steps or 12, verbose=1, interval_s=interval_s, stream=stream
+    )
+    resumable_fit(
+        model, make, 4, 3, checkpoint, [checkpoint, logger], verbose=0, total_steps=total_steps
+    )
     return stream.getvalue()
 
 
@@ -28,7 +32,11 @@ def test_epochs_count_from_one_and_lines_have_no_carriage_returns(tmp_path):
     out = _fit(tmp_path, io.StringIO())
     assert "\r" not in out and "\x1b" not in out
     lines = out.splitlines()
-    assert [line for line in lines if line.startswith("Epoch")] == ["Epoch 1/3", "Epoch 2/3", "Epoch 3/3"]
+    assert [line for line in lines if line.startswith("Epoch")] == [
+        "Epoch 1/3",
+        "Epoch 2/3",
+        "Epoch 3/3",
+    ]
     assert lines[1].startswith("  batch 1/4 (step 1/12) - ")
     assert "  batch 4/4 (step 12/12) - " in lines[-1] and " - loss: " in lines[-1]
 
@@ -50,16 +58,37 @@ def test_an_evaluation_inside_an_epoch_prints_its_line_when_taken(tmp_path):
     x, y = np.ones((8, 3), np.float32), np.zeros((8, 1), np.float32)
     checkpoint = ResumableCheckpoint(tmp_path / "ckpt")
     scores = iter([0.25, 0.5, 0.75, 1.0])
-    evaluator = EvaluationCallback(lambda m: {"accuracy": next(scores)}, "accuracy",
-                                   evaluations_per_epoch=2, step_fn=lambda: checkpoint.step,
-                                   steps_per_epoch=4)
+    evaluator = EvaluationCallback(
+        lambda m: {"accuracy": next(scores)},
+        "accuracy",
+        evaluations_per_epoch=2,
+        step_fn=lambda: checkpoint.step,
+        steps_per_epoch=4,
+    )
     stream = io.StringIO()
     logger = ProgressLogger(2, 4, 8, verbose=1, interval_s=3600.0, stream=stream)
-    resumable_fit(model, lambda e, s: tf.data.Dataset.from_tensor_slices((x, y)).batch(2).skip(s),
-                  4, 2, checkpoint, [checkpoint, evaluator, logger], verbose=0, total_steps=8)
+    resumable_fit(
+        model,
+        lambda e, s: tf.data.Dataset.from_tensor_slices((x, y)).batch(2).skip(s),
+        4,
+        2,
+        checkpoint,
+        [checkpoint, evaluator, logger],
+        verbose=0,
+        total_steps=8,
+    )
     lines = stream.getvalue().splitlines()
     assert [line.split(" - ")[0] for line in lines] == [
-        "Epoch 1/2", "  batch 2/4 (step 2/8)", "  batch 4/4 (step 4/8)",
-        "Epoch 2/2", "  batch 2/4 (step 6/8)", "  batch 4/4 (step 8/8)"]
+        "Epoch 1/2",
+        "  batch 2/4 (step 2/8)",
+        "  batch 4/4 (step 4/8)",
+        "Epoch 2/2",
+        "  batch 2/4 (step 6/8)",
+        "  batch 4/4 (step 8/8)",
+    ]
     assert [line.rsplit("val_accuracy: ", 1)[1] for line in lines if "batch" in line] == [
-        "0.2500", "0.5000", "0.7500", "1.0000"]
+        "0.2500",
+        "0.5000",
+        "0.7500",
+        "1.0000",
+    ]

@@ -1,5 +1,6 @@
 """A fine-tuning run killed with SIGKILL mid-epoch and restarted with the same flags continues
 from its last checkpoint and ends like an uninterrupted run (real subprocesses, the real recipe)."""
+
 import json
 import os
 import pathlib
@@ -18,14 +19,38 @@ STEPS_PER_EPOCH, EPOCHS = 100, 2
 def _command(tmp_path, output_dir, data_dir, uncased_vocab):
     data_dir, uncased_vocab = data_dir.resolve(), uncased_vocab.resolve()  # the recipe runs in REPO
     config = tmp_path / "bert_config.json"
-    config.write_text(json.dumps({"vocab_size": 30522, "hidden_size": 32, "num_layers": 2, "num_heads": 2,
-                                  "intermediate_size": 48, "max_sequence_length": 32,
-                                  "dropout_rate": 0.0, "attention_dropout_rate": 0.0}))
-    return [sys.executable, RECIPE, "--task_name=sst2", f"--data_dir={data_dir / 'glue'}",
-            f"--bert_config_file={config}", f"--vocab_file={uncased_vocab}", "--max_seq_length=16",
-            "--train_batch_size=4", f"--max_train_examples={4 * STEPS_PER_EPOCH}", "--max_eval_examples=32",
-            f"--num_train_epochs={EPOCHS}", "--learning_rate=1e-3", "--dropout_rate=0",
-            "--save_checkpoints_steps=5", "--verbose=0", f"--output_dir={output_dir}"]
+    config.write_text(
+        json.dumps(
+            {
+                "vocab_size": 30522,
+                "hidden_size": 32,
+                "num_layers": 2,
+                "num_heads": 2,
+                "intermediate_size": 48,
+                "max_sequence_length": 32,
+                "dropout_rate": 0.0,
+                "attention_dropout_rate": 0.0,
+            }
+        )
+    )
+    return [
+        sys.executable,
+        RECIPE,
+        "--task_name=sst2",
+        f"--data_dir={data_dir / 'glue'}",
+        f"--bert_config_file={config}",
+        f"--vocab_file={uncased_vocab}",
+        "--max_seq_length=16",
+        "--train_batch_size=4",
+        f"--max_train_examples={4 * STEPS_PER_EPOCH}",
+        "--max_eval_examples=32",
+        f"--num_train_epochs={EPOCHS}",
+        "--learning_rate=1e-3",
+        "--dropout_rate=0",
+        "--save_checkpoints_steps=5",
+        "--verbose=0",
+        f"--output_dir={output_dir}",
+    ]
 
 
 def _env():
@@ -44,8 +69,13 @@ def test_sigkill_mid_training_then_restart_matches_uninterrupted(tmp_path, data_
     assert reference["steps"] == STEPS_PER_EPOCH * EPOCHS and reference["resumed_from_step"] == 0
 
     out = tmp_path / "killed"
-    proc = subprocess.Popen(_command(tmp_path, out, data_dir, uncased_vocab), env=_env(),
-                            cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        _command(tmp_path, out, data_dir, uncased_vocab),
+        env=_env(),
+        cwd=REPO,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     state = out / "checkpoints" / "checkpoint.json"
     deadline = time.time() + 300
     killed_at = None
@@ -53,7 +83,7 @@ def test_sigkill_mid_training_then_restart_matches_uninterrupted(tmp_path, data_
         if state.exists():
             try:
                 killed_at = json.loads(state.read_text())["step"]
-            except (ValueError, OSError):   # being replaced right now
+            except (ValueError, OSError):  # being replaced right now
                 killed_at = None
             if killed_at is not None and killed_at >= 20:
                 os.kill(proc.pid, signal.SIGKILL)
@@ -61,7 +91,7 @@ def test_sigkill_mid_training_then_restart_matches_uninterrupted(tmp_path, data_
         time.sleep(0.01)
     proc.wait(timeout=60)
     assert proc.returncode == -signal.SIGKILL, "the run ended before it could be killed"
-    assert 20 <= killed_at < STEPS_PER_EPOCH, killed_at        # killed inside epoch 1
+    assert 20 <= killed_at < STEPS_PER_EPOCH, killed_at  # killed inside epoch 1
 
     resumed = _run(_command(tmp_path, out, data_dir, uncased_vocab))["runs"][0]
     assert resumed["resumed_from_step"] >= killed_at
@@ -75,65 +105,117 @@ def test_sigkill_mid_training_then_restart_matches_uninterrupted(tmp_path, data_
 
 # ---- killed at any moment: the same evaluations, best and kept weights as an uninterrupted run ----
 
-CRASH_POINTS = ["export_publish", "train_batch:13", "evaluation:4", "best_saved:1", "checkpoints_finalized",
-                "metrics_write"]
+CRASH_POINTS = [
+    "export_publish",
+    "train_batch:13",
+    "evaluation:4",
+    "best_saved:1",
+    "checkpoints_finalized",
+    "metrics_write",
+]
 
 
 def _tiny_command(tmp_path, output_dir, data_dir, uncased_vocab):
     data_dir, uncased_vocab = data_dir.resolve(), uncased_vocab.resolve()  # the recipe runs in REPO
     config = tmp_path / "tiny_config.json"
-    config.write_text(json.dumps({"vocab_size": 30522, "hidden_size": 16, "num_layers": 1,
-                                  "num_heads": 2, "intermediate_size": 24, "max_sequence_length": 32,
-                                  "dropout_rate": 0.0, "attention_dropout_rate": 0.0}))
-    return [sys.executable, RECIPE, "--task_name=sst2", f"--data_dir={data_dir / 'glue'}",
-            f"--bert_config_file={config}", f"--vocab_file={uncased_vocab}", "--max_seq_length=16",
-            "--train_batch_size=8", "--max_train_examples=76", "--max_eval_examples=48",
-            "--num_train_epochs=2", "--min_train_steps=0", "--learning_rate=3e-3",
-            "--dropout_rate=0", "--evaluations_per_epoch=2", "--save_checkpoints_steps=1",
-            "--ema_momentum=0.9",  # the weight average is optimizer state: resumed, evaluated, kept
-            "--verbose=0", f"--output_dir={output_dir}", f"--export_dir={output_dir}_models",
-            "--model_name=sst2"]
+    config.write_text(
+        json.dumps(
+            {
+                "vocab_size": 30522,
+                "hidden_size": 16,
+                "num_layers": 1,
+                "num_heads": 2,
+                "intermediate_size": 24,
+                "max_sequence_length": 32,
+                "dropout_rate": 0.0,
+                "attention_dropout_rate": 0.0,
+            }
+        )
+    )
+    return [
+        sys.executable,
+        RECIPE,
+        "--task_name=sst2",
+        f"--data_dir={data_dir / 'glue'}",
+        f"--bert_config_file={config}",
+        f"--vocab_file={uncased_vocab}",
+        "--max_seq_length=16",
+        "--train_batch_size=8",
+        "--max_train_examples=76",
+        "--max_eval_examples=48",
+        "--num_train_epochs=2",
+        "--min_train_steps=0",
+        "--learning_rate=3e-3",
+        "--dropout_rate=0",
+        "--evaluations_per_epoch=2",
+        "--save_checkpoints_steps=1",
+        "--ema_momentum=0.9",  # the weight average is optimizer state: resumed, evaluated, kept
+        "--verbose=0",
+        f"--output_dir={output_dir}",
+        f"--export_dir={output_dir}_models",
+        "--model_name=sst2",
+    ]
 
 
 def _finished(output_dir):
     import numpy as np
 
     import keras_bert
+
     metrics = json.loads((output_dir / "metrics.json").read_text())
     run = metrics["runs"][0]
     evaluations = [(e["epoch"], e["accuracy"]) for e in run["epochs"]]
     weights = keras_bert.load_task(output_dir).get_weights()
     versions = sorted(p.name for p in pathlib.Path(f"{output_dir}_models/sst2").iterdir())
-    exported = json.loads(pathlib.Path(f"{output_dir}_models/sst2/1/assets/export_config.json")
-                          .read_text())["weights_sha256"]
+    exported = json.loads(
+        pathlib.Path(f"{output_dir}_models/sst2/1/assets/export_config.json").read_text()
+    )["weights_sha256"]
     return evaluations, run["best"]["epoch"], weights, versions, exported, np
 
 
 @pytest.mark.slow
-def test_killed_at_any_point_and_resumed_ends_like_an_uninterrupted_run(tmp_path, data_dir,
-                                                                         uncased_vocab):
+def test_killed_at_any_point_and_resumed_ends_like_an_uninterrupted_run(
+    tmp_path, data_dir, uncased_vocab
+):
     ref_dir = tmp_path / "ref"
-    proc = subprocess.run(_tiny_command(tmp_path, ref_dir, data_dir, uncased_vocab), env=_env(),
-                          cwd=REPO, capture_output=True, text=True, timeout=400)
+    proc = subprocess.run(
+        _tiny_command(tmp_path, ref_dir, data_dir, uncased_vocab),
+        env=_env(),
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=400,
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     ref_evals, ref_best, ref_weights, ref_versions, ref_sha, np = _finished(ref_dir)
     # 76 rows / batch 8 = 10 batches per epoch (the last holds 4): evaluations at 0.5, 1, 1.5, 2.
     assert [e for e, _ in ref_evals] == [0.5, 1, 1.5, 2] and ref_versions == ["1"]
     for point in CRASH_POINTS:
         out = tmp_path / point.replace(":", "_")
-        killed = subprocess.run(_tiny_command(tmp_path, out, data_dir, uncased_vocab),
-                                env=_env() | {"KERAS_BERT_CRASH_AT": point}, cwd=REPO,
-                                capture_output=True, text=True, timeout=400)
+        killed = subprocess.run(
+            _tiny_command(tmp_path, out, data_dir, uncased_vocab),
+            env=_env() | {"KERAS_BERT_CRASH_AT": point},
+            cwd=REPO,
+            capture_output=True,
+            text=True,
+            timeout=400,
+        )
         assert killed.returncode == -signal.SIGKILL, (point, killed.stderr[-2000:])
-        resumed = subprocess.run(_tiny_command(tmp_path, out, data_dir, uncased_vocab), env=_env(),
-                                 cwd=REPO, capture_output=True, text=True, timeout=400)
+        resumed = subprocess.run(
+            _tiny_command(tmp_path, out, data_dir, uncased_vocab),
+            env=_env(),
+            cwd=REPO,
+            capture_output=True,
+            text=True,
+            timeout=400,
+        )
         assert resumed.returncode == 0, (point, resumed.stderr[-3000:])
         evals, best, weights, versions, sha, _ = _finished(out)
         assert evals == ref_evals, point
         assert best == ref_best, point
         for got, want in zip(weights, ref_weights):
             np.testing.assert_allclose(got, want, atol=1e-6, err_msg=point)
-        assert versions == ["1"], point          # the export is done once, never twice
+        assert versions == ["1"], point  # the export is done once, never twice
         assert sha == exported_sha(weights), point
         assert "already exported" not in resumed.stdout or point != "export_publish"
 
@@ -142,6 +224,7 @@ def exported_sha(weights):
     import hashlib
 
     import numpy as np
+
     digest = hashlib.sha256()
     for weight in weights:
         digest.update(str(weight.dtype).encode() + str(weight.shape).encode())

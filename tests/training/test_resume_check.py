@@ -1,6 +1,7 @@
 """The one rerun check (`resume_check.check_resume_settings`): its rules, and that every recipe
 family writing into an output_dir (pretraining, classification, SQuAD, NER, SWAG, distillation)
 refuses a changed setting with its message before writing anything."""
+
 import dataclasses
 import json
 
@@ -28,13 +29,15 @@ def test_the_check_names_every_changed_setting_and_passes_the_others(tmp_path):
     assert resume_check.check_resume_settings(tmp_path, {"a": 1}) is None  # no earlier run
     _record(tmp_path, {"a": 1, "b": "x", "c": [0, 2], "verbose": 2, "old": 5})
     with pytest.raises(ValueError) as e:
-        resume_check.check_resume_settings(tmp_path, {"a": 2, "b": "y", "c": (0, 2), "verbose": 0},
-                                           ignored={"verbose"})
+        resume_check.check_resume_settings(
+            tmp_path, {"a": 2, "b": "y", "c": (0, 2), "verbose": 0}, ignored={"verbose"}
+        )
     assert str(e.value) == _refusal(tmp_path, "a 1 -> 2, b x -> y")
     # A tuple is the JSON list it was recorded as; an ignored setting may differ; a setting only
     # one side has is not compared unless it has a default for the older side.
     recorded = resume_check.check_resume_settings(
-        tmp_path, {"a": 1, "b": "x", "c": (0, 2), "verbose": 0, "new": True}, ignored={"verbose"})
+        tmp_path, {"a": 1, "b": "x", "c": (0, 2), "verbose": 0, "new": True}, ignored={"verbose"}
+    )
     assert recorded == {"a": 1, "b": "x", "c": [0, 2], "verbose": 2, "old": 5}
     with pytest.raises(ValueError) as e:
         resume_check.check_resume_settings(tmp_path, {"a": 1, "new": True}, defaults={"new": False})
@@ -44,40 +47,78 @@ def test_the_check_names_every_changed_setting_and_passes_the_others(tmp_path):
 def _pretrain_config(tmp_path, vocab, **kw):
     shard = tmp_path / "wiki.tfrecord-00000-of-00001"
     shard.write_bytes(b"")  # never read: the check comes first
-    return PretrainConfig(**({"input_file": str(shard), "output_dir": str(tmp_path / "out"),
-                              "vocab_file": str(vocab), "max_seq_length": 64,
-                              "train_batch_size": 8, "num_train_steps": 4, "num_warmup_steps": 1} | kw))
+    return PretrainConfig(
+        **(
+            {
+                "input_file": str(shard),
+                "output_dir": str(tmp_path / "out"),
+                "vocab_file": str(vocab),
+                "max_seq_length": 64,
+                "train_batch_size": 8,
+                "num_train_steps": 4,
+                "num_warmup_steps": 1,
+            }
+            | kw
+        )
+    )
 
 
-def test_pretraining_refuses_other_settings_and_another_model_before_writing(tmp_path, uncased_vocab):
+def test_pretraining_refuses_other_settings_and_another_model_before_writing(
+    tmp_path, uncased_vocab
+):
     earlier = _pretrain_config(tmp_path, uncased_vocab)
     out = tmp_path / "out"
     tiny = dataclasses.asdict(BertConfig.from_preset("bert_tiny")) | {"vocab_size": 30522}
-    before = _record(out, {"flags": dataclasses.asdict(earlier), "bert_config": tiny,
-                           "use_nsp": True, "causal": False})
+    before = _record(
+        out,
+        {
+            "flags": dataclasses.asdict(earlier),
+            "bert_config": tiny,
+            "use_nsp": True,
+            "causal": False,
+        },
+    )
     with pytest.raises(ValueError) as e:
-        run_pretraining(_pretrain_config(tmp_path, uncased_vocab, preset="bert_mini",
-                                         train_batch_size=4, learning_rate=1e-3))
-    assert str(e.value) == _refusal(out, (
-        "preset bert_tiny -> bert_mini, train_batch_size 8 -> 4, learning_rate 0.0001 -> 0.001, "
-        "bert_config.hidden_size 128 -> 256, bert_config.num_layers 2 -> 4, "
-        "bert_config.num_heads 2 -> 4, bert_config.intermediate_size 512 -> 1024"))
-    assert (out / "config.json").read_bytes() == before and sorted(out.iterdir()) == [out / "config.json"]
+        run_pretraining(
+            _pretrain_config(
+                tmp_path, uncased_vocab, preset="bert_mini", train_batch_size=4, learning_rate=1e-3
+            )
+        )
+    assert str(e.value) == _refusal(
+        out,
+        (
+            "preset bert_tiny -> bert_mini, train_batch_size 8 -> 4, learning_rate 0.0001 -> 0.001, "
+            "bert_config.hidden_size 128 -> 256, bert_config.num_layers 2 -> 4, "
+            "bert_config.num_heads 2 -> 4, bert_config.intermediate_size 512 -> 1024"
+        ),
+    )
+    assert (out / "config.json").read_bytes() == before and sorted(out.iterdir()) == [
+        out / "config.json"
+    ]
     # Where the run lives and how its batches are computed may change (HARMLESS_SETTINGS).
     again = _pretrain_config(tmp_path, uncased_vocab, output_dir=str(out) + "/", jit_compile=True)
     settings = recorded_settings({"flags": dataclasses.asdict(again), "bert_config": tiny})
-    recorded = resume_check.check_resume_settings(out, settings, ignored={
-        "output_dir", "strategy", "tpu", "jit_compile"}, view=recorded_settings)
+    recorded = resume_check.check_resume_settings(
+        out,
+        settings,
+        ignored={"output_dir", "strategy", "tpu", "jit_compile"},
+        view=recorded_settings,
+    )
     assert recorded["train_batch_size"] == 8 and recorded["bert_config.num_layers"] == 2
 
 
 def _driver_record(args, family, **resolved):
     """config.json as the driver writes it: every setting, the resolved ones, given / derived."""
-    return args.settings() | resolved | {"family": family.name, "num_replicas": 1,
-                                         "given": args.given(), "derived": {}}
+    return (
+        args.settings()
+        | resolved
+        | {"family": family.name, "num_replicas": 1, "given": args.given(), "derived": {}}
+    )
 
 
-def test_classification_ner_swag_and_squad_refuse_with_the_same_message(tmp_path, uncased_vocab, data_dir):
+def test_classification_ner_swag_and_squad_refuse_with_the_same_message(
+    tmp_path, uncased_vocab, data_dir
+):
     model = {"preset": "bert_tiny", "vocab_file": str(uncased_vocab), "do_lower_case": True}
     squad_file = tmp_path / "train.json"
     squad_file.write_text(json.dumps({"version": "1.1", "data": []}))
@@ -90,11 +131,13 @@ def test_classification_ner_swag_and_squad_refuse_with_the_same_message(tmp_path
     for family, required in cases:
         out = tmp_path / family.name
         earlier = family.Args(output_dir=str(out), **required, **model, train_batch_size=8)
-        before = _record(out, _driver_record(earlier, family, vocab_file=str(uncased_vocab),
-                                             do_lower_case=True))
+        before = _record(
+            out, _driver_record(earlier, family, vocab_file=str(uncased_vocab), do_lower_case=True)
+        )
         with pytest.raises(ValueError) as e:  # the data is not read: the check comes first
-            driver.prepare(family, family.Args(output_dir=str(out), **required, **model,
-                                               train_batch_size=4))
+            driver.prepare(
+                family, family.Args(output_dir=str(out), **required, **model, train_batch_size=4)
+            )
         assert str(e.value) == _refusal(out, "train_batch_size 8 -> 4"), family.name
         assert (out / "config.json").read_bytes() == before and len(list(out.iterdir())) == 1
 
@@ -103,11 +146,14 @@ def test_distillation_refuses_to_replace_a_run_with_other_settings(tmp_path):
     out = tmp_path / "student"
     teacher = tmp_path / "runs" / "sst2"
     teacher.mkdir(parents=True)  # an empty teacher dir: never loaded, the check comes first
-    earlier = distillation.DistillArgs(teacher=str(teacher), output_dir=str(out), task_name="sst2",
-                                       layer_map=(0,), temperature=2.0)
+    earlier = distillation.DistillArgs(
+        teacher=str(teacher), output_dir=str(out), task_name="sst2", layer_map=(0,), temperature=2.0
+    )
     before = _record(out, _driver_record(earlier, distillation.FAMILY))
     with pytest.raises(ValueError) as e:
-        driver.prepare(distillation.FAMILY, dataclasses.replace(earlier, temperature=4.0, alpha=0.9))
+        driver.prepare(
+            distillation.FAMILY, dataclasses.replace(earlier, temperature=4.0, alpha=0.9)
+        )
     assert str(e.value) == _refusal(out, "temperature 2.0 -> 4.0, alpha 0.5 -> 0.9")
     assert (out / "config.json").read_bytes() == before and len(list(out.iterdir())) == 1
 
@@ -116,8 +162,11 @@ def test_an_old_config_with_the_default_epochs_stands_for_not_given():
     from keras_bert.training.driver import recorded_settings
 
     old = {"num_train_epochs": 3.0, "classifier_dropout": 0.1, "train_batch_size": 32}
-    assert recorded_settings(old, family_epochs=3.0) == {"num_train_epochs": None, "dropout_rate": 0.1,
-                                                         "train_batch_size": 32}
+    assert recorded_settings(old, family_epochs=3.0) == {
+        "num_train_epochs": None,
+        "dropout_rate": 0.1,
+        "train_batch_size": 32,
+    }
     # another value was given explicitly (old runs recorded the flag), so it stays
     assert recorded_settings(old | {"num_train_epochs": 1.0}, 3.0)["num_train_epochs"] == 1.0
     # a config written by the driver records "given" and is read as it is

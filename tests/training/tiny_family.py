@@ -7,6 +7,7 @@ length); label 1 when id 7 appears. The dev loss is the real one; `script` repla
 of evaluation i by its i-th value (to make ties, a best epoch, a NaN), `nan_seed` makes every
 accuracy of the run with that seed NaN.
 """
+
 from __future__ import annotations
 
 
@@ -20,8 +21,16 @@ from keras_bert.training.args import TrainingArgs, arg, args_dataclass
 from keras_bert.training.driver import Family
 from keras_bert.training.families.classification import dev_loss
 
-CONFIG = BertConfig(vocab_size=50, hidden_size=16, num_layers=1, num_heads=2, intermediate_size=32,
-                    max_sequence_length=16, dropout_rate=0.0, attention_dropout_rate=0.0)
+CONFIG = BertConfig(
+    vocab_size=50,
+    hidden_size=16,
+    num_layers=1,
+    num_heads=2,
+    intermediate_size=32,
+    max_sequence_length=16,
+    dropout_rate=0.0,
+    attention_dropout_rate=0.0,
+)
 
 
 @args_dataclass
@@ -75,8 +84,11 @@ class Tiny(Family):
             if script:
                 accuracy = script[min(len(calls), len(script) - 1)]
             calls.append(accuracy)
-            return {"accuracy": float("nan") if nan else accuracy,
-                    "loss": dev_loss(logits, labels, False)}
+            return {
+                "accuracy": float("nan") if nan else accuracy,
+                "loss": dev_loss(logits, labels, False),
+            }
+
         return evaluate
 
 

@@ -6,6 +6,7 @@ split once with the task's in-graph preprocessor (as google-research/bert writes
 and builds a `TextClassifier`. Dev metrics are the GLUE metrics of the task
 (`keras_bert.evaluation.metrics`); MNLI evaluates both dev splits and monitors the matched one.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -28,32 +29,38 @@ from keras_bert.training.driver import Family
 class ClassifierArgs(FinetuneArgs):
     """`FinetuneArgs` plus the data of a classification run."""
 
-    task_name: str = arg(help="GLUE task (cola, sst2, mrpc, stsb, qqp, mnli, qnli, rte, wnli) or "
-                         "text_classification / text_pair_classification / text_regression.",
-                         required=True)
-    data_dir: str | None = arg(None, "Local GLUE directory (else $KERAS_BERT_DATA_DIR, else "
-                               "tensorflow-datasets).")
+    task_name: str = arg(
+        help="GLUE task (cola, sst2, mrpc, stsb, qqp, mnli, qnli, rte, wnli) or "
+        "text_classification / text_pair_classification / text_regression.",
+        required=True,
+    )
+    data_dir: str | None = arg(
+        None, "Local GLUE directory (else $KERAS_BERT_DATA_DIR, else tensorflow-datasets)."
+    )
     train_file: str | None = arg(None, "Own data: training CSV / TSV / JSONL.")
     dev_file: str | None = arg(None, "Own data: dev CSV / TSV / JSONL.")
     text_column: str = arg("text", "Own data: text column.")
     text_b_column: str | None = arg(None, "Own data: second text column (pair tasks).")
     label_column: str = arg("label", "Own data: label column.")
-    classifier_pooling: str = arg("cls", "cls: pooled [CLS] output (BERT); mean: masked mean of "
-                                  "sequence_output.", choices=("cls", "mean"))
+    classifier_pooling: str = arg(
+        "cls",
+        "cls: pooled [CLS] output (BERT); mean: masked mean of sequence_output.",
+        choices=("cls", "mean"),
+    )
 
 
 @dataclasses.dataclass
 class TaskData:
     """The examples and label space of a run."""
 
-    metric_task: str                # key for keras_bert.evaluation.metrics
+    metric_task: str  # key for keras_bert.evaluation.metrics
     train: list
-    dev: dict                       # dev split name -> examples
-    label_list: list | None         # label strings in id order as in the data; None for regression
+    dev: dict  # dev split name -> examples
+    label_list: list | None  # label strings in id order as in the data; None for regression
     is_regression: bool
     is_pair: bool
     label_names: list | None = None  # display names in id order (GLUE SST-2: negative/positive)
-    encoded: dict | None = None      # split name -> EncodedExamples (`encode_splits`)
+    encoded: dict | None = None  # split name -> EncodedExamples (`encode_splits`)
 
     def __post_init__(self):
         if self.label_names is None:
@@ -69,8 +76,12 @@ def read_own_files(args) -> tuple[list, list, list | None, bool]:
     if name == "text_pair_classification" and not args.text_b_column:
         raise ValueError("--task_name=text_pair_classification needs --text_b_column")
     regression = name == "text_regression"
-    kw = dict(text_column=args.text_column, text_b_column=args.text_b_column,
-              label_column=args.label_column, regression=regression)
+    kw = dict(
+        text_column=args.text_column,
+        text_b_column=args.text_b_column,
+        label_column=args.label_column,
+        regression=regression,
+    )
     train = text_files.read_text_file(args.train_file, **kw)
     dev = text_files.read_text_file(args.dev_file, **kw)
     labels = None
@@ -92,19 +103,33 @@ def load_task_data(args) -> TaskData:
     name = args.task_name.lower()
     if name in text_files.TASK_TYPES:
         train, dev, labels, regression = read_own_files(args)
-        data = TaskData(name, train, {"dev": dev}, labels, regression,
-                        is_pair=name == "text_pair_classification" or bool(args.text_b_column))
+        data = TaskData(
+            name,
+            train,
+            {"dev": dev},
+            labels,
+            regression,
+            is_pair=name == "text_pair_classification" or bool(args.text_b_column),
+        )
     else:
         try:
             task = glue.get_task(name)
         except ValueError as e:
-            raise ValueError(f"{e}; for your own files: {', '.join(text_files.TASK_TYPES)} "
-                             "(with --train_file / --dev_file)") from None
+            raise ValueError(
+                f"{e}; for your own files: {', '.join(text_files.TASK_TYPES)} "
+                "(with --train_file / --dev_file)"
+            ) from None
         train = glue.read_glue(task.name, "train", args.data_dir)
         dev = {split: glue.read_glue(task.name, split, args.data_dir) for split in task.dev_splits}
-        data = TaskData(task.name, train, dev, None if task.is_regression else list(task.labels),
-                        task.is_regression, task.is_pair,
-                        None if task.is_regression else list(task.label_names))
+        data = TaskData(
+            task.name,
+            train,
+            dev,
+            None if task.is_regression else list(task.labels),
+            task.is_regression,
+            task.is_pair,
+            None if task.is_regression else list(task.label_names),
+        )
     if args.max_train_examples:
         data.train = data.train[: args.max_train_examples]
     if args.max_eval_examples:
@@ -113,7 +138,7 @@ def load_task_data(args) -> TaskData:
 
 
 def dev_prefix(split: str) -> str:
-    return "" if split == "dev" else split.replace("dev_", "") + "_"   # MNLI: matched_, mismatched_
+    return "" if split == "dev" else split.replace("dev_", "") + "_"  # MNLI: matched_, mismatched_
 
 
 def monitor_name(data: TaskData) -> str:
@@ -126,13 +151,18 @@ def encode_splits(data: TaskData, preprocessor, batch_size: int = 64) -> dict:
     of the in-graph tokenizer) over all splits."""
     splits = {"train": data.train, **data.dev}
     everything = classification_pipeline.encode_examples(
-        [e for v in splits.values() for e in v], preprocessor, data.label_list, data.is_regression,
-        batch_size=batch_size)
+        [e for v in splits.values() for e in v],
+        preprocessor,
+        data.label_list,
+        data.is_regression,
+        batch_size=batch_size,
+    )
     encoded, start = {}, 0
     for name, examples in splits.items():
         encoded[name] = classification_pipeline.EncodedExamples(
-            {f: a[start:start + len(examples)] for f, a in everything.features.items()},
-            everything.labels[start:start + len(examples)])
+            {f: a[start : start + len(examples)] for f, a in everything.features.items()},
+            everything.labels[start : start + len(examples)],
+        )
         start += len(examples)
     return encoded
 
@@ -176,13 +206,20 @@ class Classification(Family):
 
     def build_task(self, args, data, preprocessor) -> TextClassifier:
         encoder = model_setup.build_encoder(args, len(preprocessor.vocabulary))
-        check_max_seq_length(args.max_seq_length, encoder.bert_config.max_sequence_length,
-                             is_pair=data.is_pair)
+        check_max_seq_length(
+            args.max_seq_length, encoder.bert_config.max_sequence_length, is_pair=data.is_pair
+        )
         num_classes = 1 if data.is_regression else len(data.label_list)
-        return TextClassifier(encoder, num_classes, dropout_rate=args.dropout_rate,
-                              label_names=data.label_names, task_name=data.metric_task,
-                              pooling=args.classifier_pooling, preprocessor=preprocessor,
-                              is_pair=data.is_pair)
+        return TextClassifier(
+            encoder,
+            num_classes,
+            dropout_rate=args.dropout_rate,
+            label_names=data.label_names,
+            task_name=data.metric_task,
+            pooling=args.classifier_pooling,
+            preprocessor=preprocessor,
+            is_pair=data.is_pair,
+        )
 
     def default_learning_rate(self, task) -> float:
         return default_learning_rate(task.encoder.bert_config.hidden_size)
@@ -197,9 +234,16 @@ class Classification(Family):
         """Dev metrics {name: float} over every dev split (MNLI: both), with the dev loss of the
         first split as "loss"."""
         pad = args.pad_to_multiple_of or None
-        dev_sets = {split: classification_pipeline.make_classification_dataset(
-            data.encoded[split], None, batch_size=args.eval_batch_size, with_labels=False,
-            pad_to_multiple_of=pad) for split in data.dev}
+        dev_sets = {
+            split: classification_pipeline.make_classification_dataset(
+                data.encoded[split],
+                None,
+                batch_size=args.eval_batch_size,
+                with_labels=False,
+                pad_to_multiple_of=pad,
+            )
+            for split in data.dev
+        }
         positive = data.label_list.index("1") if data.label_list and "1" in data.label_list else 1
         step = []
 
@@ -220,8 +264,10 @@ class Classification(Family):
         return evaluate
 
     def finish(self, args, data, task, out) -> dict:
-        return {"task_name": data.metric_task,
-                "dev_examples": {split: len(v) for split, v in data.dev.items()}}
+        return {
+            "task_name": data.metric_task,
+            "dev_examples": {split: len(v) for split, v in data.dev.items()},
+        }
 
     def model_name_of(self, summary: dict) -> str:
         return summary["task_name"]
@@ -229,8 +275,10 @@ class Classification(Family):
     def headline(self, summary: dict) -> dict:
         headline = super().headline(summary)
         if len(summary["runs"]) > 1:
-            headline |= {f"mean over {len(summary['runs'])} runs": summary["mean"],
-                         "std": summary["std"]}
+            headline |= {
+                f"mean over {len(summary['runs'])} runs": summary["mean"],
+                "std": summary["std"],
+            }
         return headline
 
 

@@ -9,6 +9,7 @@ training and dev example are computed once and travel with the gold labels
 `--student_preset`. Dev accuracy picks the best evaluation; each evaluation also records the
 agreement with the teacher on dev and on the first training examples.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -34,23 +35,29 @@ class DistillArgs(TrainingArgs):
     """`TrainingArgs` plus the teacher, the data and the student (no model source: the student
     comes from the teacher, or from `student_preset`)."""
 
-    teacher: str = arg(help="Fine-tuned teacher: an output_dir or a .keras task file.", required=True)
-    task_name: str | None = arg(None, "GLUE task (sst2, ...) of the training data; or use "
-                                "--train_file / --dev_file.")
+    teacher: str = arg(
+        help="Fine-tuned teacher: an output_dir or a .keras task file.", required=True
+    )
+    task_name: str | None = arg(
+        None, "GLUE task (sst2, ...) of the training data; or use --train_file / --dev_file."
+    )
     data_dir: str | None = arg(None, "Local GLUE directory (else $KERAS_BERT_DATA_DIR).")
     train_file: str | None = arg(None, "Own training data: CSV / TSV / JSONL.")
     dev_file: str | None = arg(None, "Own dev data: CSV / TSV / JSONL.")
     text_column: str = arg("text", "Own data: text column.")
     text_b_column: str | None = arg(None, "Own data: second text column (pair tasks).")
     label_column: str = arg("label", "Own data: label column (the teacher's names or ids).")
-    student_layers: int | None = arg(None, "Student layers taken from the teacher (default: half).",
-                                     rule=AT_LEAST_ONE)
+    student_layers: int | None = arg(
+        None, "Student layers taken from the teacher (default: half).", rule=AT_LEAST_ONE
+    )
     layer_map: tuple | None = arg(None, "Teacher layer index per student layer, e.g. 0,2,4.")
     student_preset: str | None = arg(None, "Start the student from this pretrained preset instead.")
-    temperature: float = arg(2.0, "Softmax temperature T of the soft targets.",
-                             rule=POSITIVE)
-    alpha: float = arg(0.5, "Weight of the soft (T^2-scaled KL) loss; 1 - alpha: the hard loss.",
-                       rule=Rule(lambda v: 0 <= v <= 1, "in [0, 1]"))
+    temperature: float = arg(2.0, "Softmax temperature T of the soft targets.", rule=POSITIVE)
+    alpha: float = arg(
+        0.5,
+        "Weight of the soft (T^2-scaled KL) loss; 1 - alpha: the hard loss.",
+        rule=Rule(lambda v: 0 <= v <= 1, "in [0, 1]"),
+    )
 
     def validate(self) -> None:
         super().validate()
@@ -67,9 +74,9 @@ class DistillData:
     teacher: TextClassifier
     train: list
     dev: list
-    gold: np.ndarray            # int64 [N] training label ids (the teacher's)
+    gold: np.ndarray  # int64 [N] training label ids (the teacher's)
     dev_gold: np.ndarray
-    teacher_train: np.ndarray   # float32 [N, C] teacher logits
+    teacher_train: np.ndarray  # float32 [N, C] teacher logits
     teacher_dev: np.ndarray
     arrays: tuple | None = None
 
@@ -81,8 +88,11 @@ def load_examples(args: DistillArgs) -> tuple[list, list]:
         train = glue.read_glue(task.name, "train", args.data_dir)
         dev = glue.read_glue(task.name, task.dev_splits[0], args.data_dir)
     else:
-        kw = dict(text_column=args.text_column, text_b_column=args.text_b_column,
-                  label_column=args.label_column)
+        kw = dict(
+            text_column=args.text_column,
+            text_b_column=args.text_b_column,
+            label_column=args.label_column,
+        )
         train = text_files.read_text_file(args.train_file, **kw)
         dev = text_files.read_text_file(args.dev_file, **kw)
     return train[: args.max_train_examples], dev[: args.max_eval_examples]
@@ -96,10 +106,17 @@ def labelled_examples(args: DistillArgs, label_names) -> tuple[list, list, np.nd
             file (own data) or the GLUE split and the data row.
     """
     train, dev = load_examples(args)
-    sources = ((args.train_file, args.dev_file) if not args.task_name else
-               (f"{args.task_name} train", f"{args.task_name} dev"))
-    return (train, dev, label_ids([e.label for e in train], label_names, str(sources[0])),
-            label_ids([e.label for e in dev], label_names, str(sources[1])))
+    sources = (
+        (args.train_file, args.dev_file)
+        if not args.task_name
+        else (f"{args.task_name} train", f"{args.task_name} dev")
+    )
+    return (
+        train,
+        dev,
+        label_ids([e.label for e in train], label_names, str(sources[0])),
+        label_ids([e.label for e in dev], label_names, str(sources[1])),
+    )
 
 
 class Distillation(Family):
@@ -113,13 +130,21 @@ class Distillation(Family):
     def read(self, args, preprocessor) -> DistillData:
         teacher = load_task(args.teacher)
         if not isinstance(teacher, TextClassifier) or teacher.is_regression:
-            raise ValueError(f"the teacher must be a classification TextClassifier, got "
-                             f"{type(teacher).__name__} ({getattr(teacher, 'task_type', '?')})")
+            raise ValueError(
+                f"the teacher must be a classification TextClassifier, got "
+                f"{type(teacher).__name__} ({getattr(teacher, 'task_type', '?')})"
+            )
         train, dev, gold, dev_gold = labelled_examples(args, teacher.label_names)
         step = lib.logit_fn(teacher)
-        return DistillData(teacher, train, dev, gold, dev_gold,
-                           lib.logits_of(teacher, train, args.eval_batch_size, step),
-                           lib.logits_of(teacher, dev, args.eval_batch_size, step))
+        return DistillData(
+            teacher,
+            train,
+            dev,
+            gold,
+            dev_gold,
+            lib.logits_of(teacher, train, args.eval_batch_size, step),
+            lib.logits_of(teacher, dev, args.eval_batch_size, step),
+        )
 
     def build_task(self, args, data, preprocessor) -> TextClassifier:
         rate = args.dropout_rate if "dropout_rate" in args.given() else None  # else the teacher's
@@ -143,29 +168,43 @@ class Distillation(Family):
         def evaluate(student):
             step = steps.setdefault(id(student), lib.logit_fn(student))
             logits = lib.logits_of(student, data.dev, args.eval_batch_size, step)
-            return {"dev_accuracy": metrics_lib.accuracy(data.dev_gold, logits.argmax(-1)),
-                    "dev_agreement": lib.agreement(logits, data.teacher_dev),
-                    "train_agreement": lib.agreement(
-                        lib.logits_of(student, data.train[:n], args.eval_batch_size, step),
-                        data.teacher_train[:n]),
-                    "loss": dev_loss(logits, data.dev_gold, False)}
+            return {
+                "dev_accuracy": metrics_lib.accuracy(data.dev_gold, logits.argmax(-1)),
+                "dev_agreement": lib.agreement(logits, data.teacher_dev),
+                "train_agreement": lib.agreement(
+                    lib.logits_of(student, data.train[:n], args.eval_batch_size, step),
+                    data.teacher_train[:n],
+                ),
+                "loss": dev_loss(logits, data.dev_gold, False),
+            }
+
         return evaluate
 
     def finish(self, args, data, task, out) -> dict:
         teacher = data.teacher
-        return {"teacher": {"path": str(args.teacher), "layers": teacher.encoder.bert_config.num_layers,
-                            "dev_accuracy": metrics_lib.accuracy(data.dev_gold,
-                                                                 data.teacher_dev.argmax(-1)),
-                            "parameters": int(teacher.count_params())},
-                "student": {"layers": task.encoder.bert_config.num_layers,
-                            "parameters": int(task.count_params())},
-                "train_examples": len(data.train), "dev_examples": len(data.dev)}
+        return {
+            "teacher": {
+                "path": str(args.teacher),
+                "layers": teacher.encoder.bert_config.num_layers,
+                "dev_accuracy": metrics_lib.accuracy(data.dev_gold, data.teacher_dev.argmax(-1)),
+                "parameters": int(teacher.count_params()),
+            },
+            "student": {
+                "layers": task.encoder.bert_config.num_layers,
+                "parameters": int(task.count_params()),
+            },
+            "train_examples": len(data.train),
+            "dev_examples": len(data.dev),
+        }
 
     def headline(self, summary: dict) -> dict:
         best = summary["best"] or {}
-        return {"student dev accuracy": best.get("dev_accuracy"),
-                "teacher": summary["teacher"]["dev_accuracy"],
-                "agreement": best.get("dev_agreement"), "at epoch": best.get("epoch")}
+        return {
+            "student dev accuracy": best.get("dev_accuracy"),
+            "teacher": summary["teacher"]["dev_accuracy"],
+            "agreement": best.get("dev_agreement"),
+            "at epoch": best.get("epoch"),
+        }
 
 
 FAMILY = Distillation()

@@ -6,6 +6,7 @@ windows of a sentence's word pieces (`TokenClassifier.training_windows`); dev en
 picks the best evaluation; the kept weights are scored on dev and test. Writes `labels.json` (tag
 names in id order) beside the driver's files.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -24,21 +25,26 @@ from keras_bert.training.driver import Family
 class NerArgs(FinetuneArgs):
     """`FinetuneArgs` plus the data and head of a NER run (sizes in sentences and pieces)."""
 
-    data_dir: str = arg(help="Directory holding train.txt, valid.txt, test.txt (CoNLL format).",
-                        required=True)
-    doc_stride: int | None = arg(None, "Pieces between window starts (default: half a window).",
-                                 rule=AT_LEAST_ONE)
-    feature_mode: str | None = arg(None, "Freeze the encoder and train a BiLSTM on this feature "
-                                   "instead (the paper's table 7).", choices=FEATURE_MODES)
-    lstm_units: int = arg(768, "BiLSTM units per direction (--feature_mode).",
-                          rule=AT_LEAST_ONE)
+    data_dir: str = arg(
+        help="Directory holding train.txt, valid.txt, test.txt (CoNLL format).", required=True
+    )
+    doc_stride: int | None = arg(
+        None, "Pieces between window starts (default: half a window).", rule=AT_LEAST_ONE
+    )
+    feature_mode: str | None = arg(
+        None,
+        "Freeze the encoder and train a BiLSTM on this feature instead (the paper's table 7).",
+        choices=FEATURE_MODES,
+    )
+    lstm_units: int = arg(768, "BiLSTM units per direction (--feature_mode).", rule=AT_LEAST_ONE)
     lstm_layers: int = arg(2, "BiLSTM layers (--feature_mode).", rule=AT_LEAST_ONE)
 
     def validate(self) -> None:
         super().validate()
         if self.max_seq_length < 3:  # a window holds max_seq_length - 2 pieces: at least one
-            raise ValueError(f"--max_seq_length must be >= 3 ([CLS], a piece, [SEP]), got "
-                             f"{self.max_seq_length}")
+            raise ValueError(
+                f"--max_seq_length must be >= 3 ([CLS], a piece, [SEP]), got {self.max_seq_length}"
+            )
 
 
 @dataclasses.dataclass
@@ -67,36 +73,54 @@ class Ner(Family):
     def read(self, args, preprocessor) -> NerData:
         splits = conll.read_conll_splits(args.data_dir)
         cut = args.max_eval_examples or None
-        return NerData(splits["train"][:args.max_train_examples or None], splits["valid"][:cut],
-                       splits["test"][:cut], conll.label_list(splits["train"]))
+        return NerData(
+            splits["train"][: args.max_train_examples or None],
+            splits["valid"][:cut],
+            splits["test"][:cut],
+            conll.label_list(splits["train"]),
+        )
 
     def build_task(self, args, data, preprocessor) -> TokenClassifier:
         encoder = model_setup.build_encoder(args, len(preprocessor.vocabulary))
         check_max_seq_length(args.max_seq_length, encoder.bert_config.max_sequence_length)
-        return TokenClassifier(encoder, data.label_names, dropout_rate=args.dropout_rate,
-                               window_stride=args.doc_stride, feature_mode=args.feature_mode,
-                               lstm_units=args.lstm_units, lstm_layers=args.lstm_layers,
-                               preprocessor=preprocessor)
+        return TokenClassifier(
+            encoder,
+            data.label_names,
+            dropout_rate=args.dropout_rate,
+            window_stride=args.doc_stride,
+            feature_mode=args.feature_mode,
+            lstm_units=args.lstm_units,
+            lstm_layers=args.lstm_layers,
+            preprocessor=preprocessor,
+        )
 
     def train_arrays(self, task, data):
         if data.windows is None:
-            data.windows = task.training_windows([s.words for s in data.train],
-                                                 [s.tags for s in data.train])
+            data.windows = task.training_windows(
+                [s.words for s in data.train], [s.tags for s in data.train]
+            )
         return data.windows
 
     def evaluator(self, args, data):
         return lambda task: ner_scores(task, data.dev, args.eval_batch_size)
 
     def finish(self, args, data, task, out) -> dict:
-        write_json_atomic(out / "labels.json", {"task_type": task.task_type,
-                                                "labels": task.label_names})
-        return {"dev": ner_scores(task, data.dev, args.eval_batch_size),
-                "test": ner_scores(task, data.test, args.eval_batch_size) if data.test else None,
-                "train_sentences": len(data.train), "label_names": task.label_names}
+        write_json_atomic(
+            out / "labels.json", {"task_type": task.task_type, "labels": task.label_names}
+        )
+        return {
+            "dev": ner_scores(task, data.dev, args.eval_batch_size),
+            "test": ner_scores(task, data.test, args.eval_batch_size) if data.test else None,
+            "train_sentences": len(data.train),
+            "label_names": task.label_names,
+        }
 
     def headline(self, summary: dict) -> dict:
-        return {"dev f1": summary["dev"].get("f1"), "test f1": (summary["test"] or {}).get("f1"),
-                "steps": summary["runs"][summary["best_run"]]["steps"]}
+        return {
+            "dev f1": summary["dev"].get("f1"),
+            "test f1": (summary["test"] or {}).get("f1"),
+            "steps": summary["runs"][summary["best_run"]]["steps"],
+        }
 
     def export_config(self, summary: dict) -> dict:
         return {"dev": summary["dev"], "test": summary["test"]}

@@ -12,6 +12,7 @@ does: the kept weights are the last ones. Given `--evaluations_per_epoch` or
 `--early_stopping_patience`, it is also scored during training and the best F1 is kept; it is
 then a dev set, no longer a held-out one.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -37,16 +38,20 @@ class SquadArgs(FinetuneArgs):
     train_file: str | None = arg(None, "SQuAD JSON to train on.")
     predict_file: str | None = arg(None, "SQuAD JSON to predict and score.")
     version_2_with_negative: bool = arg(False, "SQuAD v2.0: questions may have no answer.")
-    holdout_fraction: float | None = arg(None, "Split both files by article title: train on the "
-                                         "first titles, predict on the last fraction (disjoint "
-                                         "articles).", rule=Rule(lambda v: 0 < v < 1, "in (0, 1)"))
+    holdout_fraction: float | None = arg(
+        None,
+        "Split both files by article title: train on the "
+        "first titles, predict on the last fraction (disjoint "
+        "articles).",
+        rule=Rule(lambda v: 0 < v < 1, "in (0, 1)"),
+    )
     doc_stride: int = arg(squad.DOC_STRIDE, "Context pieces between window starts.")
     max_query_length: int = arg(squad.MAX_QUERY_LENGTH, "Question pieces kept.")
-    n_best_size: int = arg(20, "Start/end positions tried per window.",
-                           rule=AT_LEAST_ONE)
+    n_best_size: int = arg(20, "Start/end positions tried per window.", rule=AT_LEAST_ONE)
     max_answer_length: int = arg(30, "Longest answer, in pieces.", rule=AT_LEAST_ONE)
-    null_score_diff_threshold: float = arg(0.0, "v2.0: predict no answer when null score - best "
-                                           "span score exceeds this.")
+    null_score_diff_threshold: float = arg(
+        0.0, "v2.0: predict no answer when null score - best span score exceeds this."
+    )
 
     def validate(self) -> None:
         super().validate()
@@ -66,7 +71,7 @@ class SquadArgs(FinetuneArgs):
 class SquadData:
     train: list
     predict: list
-    arrays: tuple | None = None      # (features, labels) of the training windows, made once
+    arrays: tuple | None = None  # (features, labels) of the training windows, made once
     predict_features: list | None = None
 
 
@@ -81,7 +86,7 @@ def load_examples(args: SquadArgs) -> tuple[list, list]:
         overlap = {e.title for e in train} & {e.title for e in predict}
         if overlap:
             raise ValueError(f"training and held-out articles overlap: {sorted(overlap)[:3]}")
-    return train[:args.max_train_examples], predict[:args.max_eval_examples]
+    return train[: args.max_train_examples], predict[: args.max_eval_examples]
 
 
 def predict_and_score(task, args, data: SquadData, out: pathlib.Path | None = None) -> dict:
@@ -91,17 +96,25 @@ def predict_and_score(task, args, data: SquadData, out: pathlib.Path | None = No
     if data.predict_features is None:
         data.predict_features = task.features(data.predict, progress=out is not None)
     features = data.predict_features
-    answers = task.answer(data.predict, features, task.window_logits(features, args.eval_batch_size))
+    answers = task.answer(
+        data.predict, features, task.window_logits(features, args.eval_batch_size)
+    )
     seconds = time.perf_counter() - start
     if out is not None:
         write_json_atomic(out / "predictions.json", {q: a["text"] for q, a in answers.items()})
-        write_json_atomic(out / "nbest_predictions.json", {q: a["nbest"] for q, a in answers.items()})
+        write_json_atomic(
+            out / "nbest_predictions.json", {q: a["nbest"] for q, a in answers.items()}
+        )
         write_json_atomic(out / "null_odds.json", {q: a["null_odds"] for q, a in answers.items()})
-    metrics = squad_eval.evaluate(squad_eval.dataset_of(data.predict), answers,
-                                  args.version_2_with_negative)
-    return metrics | {"predict_examples": len(data.predict), "predict_windows": len(features),
-                      "predict_seconds": seconds,
-                      "predict_questions_per_second": len(data.predict) / max(seconds, 1e-9)}
+    metrics = squad_eval.evaluate(
+        squad_eval.dataset_of(data.predict), answers, args.version_2_with_negative
+    )
+    return metrics | {
+        "predict_examples": len(data.predict),
+        "predict_windows": len(features),
+        "predict_seconds": seconds,
+        "predict_questions_per_second": len(data.predict) / max(seconds, 1e-9),
+    }
 
 
 class Squad(Family):
@@ -120,17 +133,25 @@ class Squad(Family):
     def build_task(self, args, data, preprocessor) -> SpanQuestionAnswerer:
         encoder = model_setup.build_encoder(args, len(preprocessor.vocabulary))
         return SpanQuestionAnswerer(
-            encoder, preprocessor, args.version_2_with_negative, args.doc_stride,
-            args.max_query_length, args.n_best_size, args.max_answer_length,
-            args.null_score_diff_threshold)
+            encoder,
+            preprocessor,
+            args.version_2_with_negative,
+            args.doc_stride,
+            args.max_query_length,
+            args.n_best_size,
+            args.max_answer_length,
+            args.null_score_diff_threshold,
+        )
 
     def train_arrays(self, task, data):
         if data.arrays is None:
-            arrays = squad.stack_features(task.features(data.train, is_training=True, progress=True),
-                                          with_labels=True)
-            data.arrays = ({k: arrays[k] for k in INPUT_NAMES},
-                           {"start_logits": arrays["start_positions"],
-                            "end_logits": arrays["end_positions"]})
+            arrays = squad.stack_features(
+                task.features(data.train, is_training=True, progress=True), with_labels=True
+            )
+            data.arrays = (
+                {k: arrays[k] for k in INPUT_NAMES},
+                {"start_logits": arrays["start_positions"], "end_logits": arrays["end_positions"]},
+            )
         return data.arrays
 
     def evaluator(self, args, data):
@@ -143,20 +164,28 @@ class Squad(Family):
         return "f1"
 
     def finish(self, args, data, task, out) -> dict:
-        metrics = {"version_2_with_negative": args.version_2_with_negative,
-                   "train_examples": len(data.train)}
+        metrics = {
+            "version_2_with_negative": args.version_2_with_negative,
+            "train_examples": len(data.train),
+        }
         if data.predict:
             metrics |= predict_and_score(task, args, data, out)
         return metrics
 
     def headline(self, summary: dict) -> dict:  # v1.1 says exact_match, v2.0 exact
         steps = summary["runs"][summary["best_run"]]["steps"] if summary["runs"] else 0
-        return {name: summary[name] for name in ("exact_match", "exact", "f1") if name in summary} | {
-            "train_steps": steps}
+        return {
+            name: summary[name] for name in ("exact_match", "exact", "f1") if name in summary
+        } | {"train_steps": steps}
 
     def export_config(self, summary: dict) -> dict:
-        return {"eval_metrics": {k: v for k, v in summary.items()
-                                 if isinstance(v, (int, float)) and not isinstance(v, bool)}}
+        return {
+            "eval_metrics": {
+                k: v
+                for k, v in summary.items()
+                if isinstance(v, (int, float)) and not isinstance(v, bool)
+            }
+        }
 
 
 FAMILY = Squad()
