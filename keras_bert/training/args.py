@@ -143,7 +143,17 @@ class ArgumentSet:
 
 
 @args_dataclass
-class TrainingArgs(ArgumentSet):
+class RuntimeArgs(ArgumentSet):
+    """Where and how a training run computes: the settings of pretraining and fine-tuning alike."""
+
+    strategy: str = arg("default", "tf.distribute strategy.", choices=STRATEGIES)
+    tpu: str | None = arg(None, "TPU name or address for --strategy=tpu.")
+    mixed_precision: str = arg("float32", "Keras dtype policy.", choices=PRECISIONS)
+    jit_compile: bool = arg(False, "XLA-compile the train step.")
+
+
+@args_dataclass
+class TrainingArgs(RuntimeArgs):
     """Settings of any training run of the driver: optimisation, batches and evaluation, runtime,
     export. Sizes are in examples (a family says what an example is: a sentence, a window, a
     question with its four endings), tokens (incl. [CLS]/[SEP]) and batches / optimizer steps."""
@@ -242,11 +252,7 @@ class TrainingArgs(ArgumentSet):
     num_restarts: int = arg(
         1, "Runs with seeds seed..seed+N-1; the best is kept.", rule=AT_LEAST_ONE
     )
-    # runtime
-    strategy: str = arg("default", "Distribution strategy.", choices=STRATEGIES)
-    tpu: str | None = arg(None, "TPU name or address for --strategy=tpu.")
-    mixed_precision: str = arg("float32", "Precision.", choices=PRECISIONS)
-    jit_compile: bool = arg(False, "XLA-compile the train step.")
+    # runtime (and RuntimeArgs)
     seed: int = arg(42, "Random seed.")
     verbose: int = arg(
         1, "Progress: 0 silent, 1 progress bar, 2 one line per epoch.", choices=(0, 1, 2)

@@ -33,10 +33,8 @@ from keras_bert.training.args import (
     AT_LEAST_ONE,
     NOT_NEGATIVE,
     POSITIVE,
-    PRECISIONS,
-    STRATEGIES,
-    ArgumentSet,
     Rule,
+    RuntimeArgs,
     arg,
     args_dataclass,
 )
@@ -46,7 +44,7 @@ from keras_bert.training.strategy import get_strategy
 
 
 @args_dataclass
-class PretrainConfig(ArgumentSet):
+class PretrainConfig(RuntimeArgs):
     """Settings of a pretraining run; field names are the recipe's flag names (google-research's
     `run_pretraining.py` where one exists), and the recipe's flags are made from the fields
     (`args.define_flags`). Sizes in tokens, examples and optimizer steps."""
@@ -77,10 +75,6 @@ class PretrainConfig(ArgumentSet):
     save_checkpoints_steps: int = arg(
         100, "Steps between checkpoints / history lines.", rule=AT_LEAST_ONE
     )
-    strategy: str = arg("default", "tf.distribute strategy.", choices=STRATEGIES)
-    tpu: str | None = arg(None, "TPU address for --strategy=tpu.")
-    mixed_precision: str = arg("float32", "Keras dtype policy.", choices=PRECISIONS)
-    jit_compile: bool = arg(False, "XLA-compile the train step.")
     no_nsp: bool = arg(False, "Ablation: MLM only, no next-sentence head or loss.")
     ltr: bool = arg(False, "Ablation: left-to-right (causal) attention, no NSP.")
     dynamic_masking: bool = arg(False, "Redraw MLM masks every epoch in the input pipeline.")

@@ -170,14 +170,12 @@ def plan(
     budget_seconds: float,
     batch_size: int = 32,
     seq_length: int = SST2_MEAN_BATCH_TOKENS,
-    min_examples: int = 0,
-    max_examples: int | None = None,
+    **limits,
 ) -> SpeedPlan:
-    """Measure `seconds_per_batch` on this machine, then `plan_from` it."""
+    """Measure `seconds_per_batch` on this machine, then `plan_from` it (`limits`: its
+    `min_examples`, `max_examples`)."""
     seconds = seconds_per_batch(init_checkpoint, mixed_precision, batch_size, seq_length)
-    return plan_from(
-        seconds, mixed_precision, budget_seconds, batch_size, seq_length, min_examples, max_examples
-    )
+    return plan_from(seconds, mixed_precision, budget_seconds, batch_size, seq_length, **limits)
 
 
 def main(argv=None) -> int:
@@ -217,8 +215,8 @@ def main(argv=None) -> int:
         args.budget_seconds,
         args.train_batch_size,
         args.seq_length,
-        args.min_examples,
-        args.max_examples,
+        min_examples=args.min_examples,
+        max_examples=args.max_examples,
     )
     print(describe(result), file=sys.stderr)
     print(result.examples)
