@@ -12,6 +12,14 @@ projection of MiniLM-L6 at batch 32 x 32 tokens: [1024, 384] x [384, 1536]) in f
 bfloat16 on the CPU, alternating, and picks bfloat16 only when it is clearly faster.
 
     python -m keras_bert.training.cpu_precision    # prints mixed_bfloat16 or float32
+
+The probe runs on the CPU (`/CPU:0`) even where a GPU is visible; it does not choose for a GPU.
+There the user passes `--mixed_precision` directly: NVIDIA GPUs before Ampere (V100, T4: compute
+capability below 8.0) have no fast bfloat16 matrix units, so `mixed_float16`, which trains with
+dynamic loss scaling (Keras's `LossScaleOptimizer`, added by `create_optimizer(loss_scale=True)`
+in every training path: fine-tuning, distillation, pretraining); on Ampere and later (A100, H100,
+H200) both run in the tensor cores and `mixed_bfloat16` needs no loss scaling. `main` says so on
+stderr when TensorFlow sees a GPU. Logits and losses stay float32 under both.
 """
 
 from __future__ import annotations
@@ -83,6 +91,15 @@ def fastest_cpu_precision() -> tuple[str, dict[str, float]]:
 
 
 def main() -> int:
+    import tensorflow as tf
+
+    if tf.config.list_physical_devices("GPU"):
+        print(
+            "[cpu_precision] a GPU is visible: this choice is for the CPU; on an NVIDIA GPU pass "
+            "--mixed_precision=mixed_float16 before Ampere, mixed_bfloat16 or mixed_float16 on "
+            "Ampere and later (A100, H100, H200)",
+            file=sys.stderr,
+        )
     choice, seconds = fastest_cpu_precision()
     print(
         f"[cpu_precision] {PROBE_SHAPE[0]}x{PROBE_SHAPE[1]}x{PROBE_SHAPE[2]} matmul: "

@@ -194,3 +194,39 @@ def test_mixed_bfloat16_trains_in_bfloat16_and_keeps_float32_logits(tmp_path):
         assert np.isfinite(summary["best"]["loss"]) and summary["runs"][0]["steps"] == 6
     finally:
         keras.mixed_precision.set_global_policy("float32")
+
+
+@pytest.mark.slow
+def test_mixed_float16_trains_with_dynamic_loss_scaling_and_keeps_float32_logits(tmp_path):
+    import keras
+    import tensorflow as tf
+
+    from keras_bert.training.optimizer import FusedAdamW
+    from tests.training.tiny_family import synthetic
+
+    try:
+        summary, _ = _run(tmp_path, num_train_epochs=1, mixed_precision="mixed_float16")
+        task = summary["task"]
+        assert task.encoder.dtype_policy.name == "mixed_float16"
+        assert task.classifier.dtype_policy.name == "float32"  # logits and loss in float32
+        assert np.isfinite(summary["best"]["loss"]) and summary["runs"][0]["steps"] == 6
+        features, _ = synthetic(4, 2)
+        assert task(features, training=False).dtype == "float32"
+        # compile_task wrapped the BERT optimizer in Keras's LossScaleOptimizer: 6 finite steps
+        # went through, and the scale is a variable that a non-finite gradient halves (the step
+        # skipped, the weights kept): dynamic scaling.
+        optimizer = task.optimizer
+        assert isinstance(optimizer, keras.optimizers.LossScaleOptimizer)
+        assert isinstance(optimizer.inner_optimizer, FusedAdamW)
+        assert int(optimizer.iterations.numpy()) == 6
+        scale = float(optimizer.dynamic_scale.numpy())
+        assert 1.0 <= scale <= optimizer.initial_scale
+        weights = [v.numpy() for v in task.trainable_variables]
+        infinite = [tf.fill(v.shape, np.inf) for v in task.trainable_variables]
+        optimizer.apply(infinite, task.trainable_variables)
+        assert float(optimizer.dynamic_scale.numpy()) == scale / 2
+        assert int(optimizer.iterations.numpy()) == 6
+        for before, v in zip(weights, task.trainable_variables):
+            np.testing.assert_array_equal(before, v.numpy())
+    finally:
+        keras.mixed_precision.set_global_policy("float32")
