@@ -26,6 +26,7 @@ and others answer "File system scheme ... not implemented" until a plugin regist
 from __future__ import annotations
 
 import concurrent.futures
+import errno
 import json
 import os
 import posixpath
@@ -151,14 +152,26 @@ def size(path: str) -> int:
     return tf.io.gfile.stat(os.fspath(path)).length
 
 
-def read_text(path: str) -> str:
-    with open_file(path, "r") as f:
-        return f.read()
+def read_text(path: str, encoding: str = "utf-8", errors: str = "strict") -> str:
+    """The whole file decoded (`encoding="utf-8-sig"` drops a BOM); no newline translation.
+
+    Raises:
+        FileNotFoundError: as `read_bytes`.
+    """
+    return read_bytes(path).decode(encoding, errors)
 
 
 def read_bytes(path: str) -> bytes:
-    with open_file(path, "rb") as f:
-        return f.read()
+    """The whole file.
+
+    Raises:
+        FileNotFoundError: no such file (naming it as typed), on every file system.
+    """
+    try:
+        with open_file(path, "rb") as f:
+            return f.read()
+    except tf.errors.NotFoundError:
+        raise FileNotFoundError(errno.ENOENT, "No such file", os.fspath(path)) from None
 
 
 def read_json(path: str) -> Any:
@@ -191,6 +204,21 @@ def write_bytes(path: str, data: bytes) -> None:
     with open_file(tmp, "wb") as f:
         f.write(data)
     rename(tmp, path, overwrite=True)
+
+
+def writing_path(path: str) -> str:
+    """Where a streamed writer (`tf.io.TFRecordWriter`, h5py on a local copy) writes the file
+    that `commit_write` then moves to `path`: a hidden temporary name beside it, or `path`
+    itself on an object store (an object is visible only when its upload is complete)."""
+    path = os.fspath(path)
+    return path if is_object_store(path) else _temporary_name(path)
+
+
+def commit_write(written: str, path: str) -> None:
+    """Publishes a file written at `writing_path(path)` under `path` (replacing an old one)."""
+    written, path = os.fspath(written), os.fspath(path)
+    if written != path:
+        rename(written, path, overwrite=True)
 
 
 def write_text(path: str, text: str) -> None:

@@ -13,8 +13,10 @@ The split files are `train.txt`, `valid.txt` (= eng.testa, the dev set) and `tes
 from __future__ import annotations
 
 import dataclasses
-import pathlib
+import os
 import re
+
+from keras_bert import fileio
 
 DOCSTART = "-DOCSTART-"
 SPLITS = ("train", "valid", "test")
@@ -77,23 +79,23 @@ def read_conll(path) -> list[NerSentence]:
         FileNotFoundError: no such file.
         ValueError: a token line with fewer than 2 columns or a bad tag, naming file and line.
     """
-    path = pathlib.Path(path)
+    path = os.fspath(path)
     sentences, words, tags, document = [], [], [], -1
-    with open(path, encoding="utf-8") as f:
-        for number, line in enumerate(f, 1):
-            columns = line.split()
-            if not columns or columns[0] == DOCSTART:
-                _finish(words, tags, max(document, 0), sentences)
-                words, tags = [], []
-                document += bool(columns)
-                continue
-            if len(columns) < 2 or not _TAG.match(columns[-1]):
-                raise ValueError(
-                    f"{path}:{number}: expected 'word ... NER-tag' with a tag O, "
-                    f"B-<type> or I-<type>, got {line.rstrip()!r}"
-                )
-            words.append(columns[0])
-            tags.append(columns[-1])
+    lines = fileio.read_text(path).replace("\r\n", "\n").replace("\r", "\n").split("\n")
+    for number, line in enumerate(lines, 1):
+        columns = line.split()
+        if not columns or columns[0] == DOCSTART:
+            _finish(words, tags, max(document, 0), sentences)
+            words, tags = [], []
+            document += bool(columns)
+            continue
+        if len(columns) < 2 or not _TAG.match(columns[-1]):
+            raise ValueError(
+                f"{path}:{number}: expected 'word ... NER-tag' with a tag O, "
+                f"B-<type> or I-<type>, got {line.rstrip()!r}"
+            )
+        words.append(columns[0])
+        tags.append(columns[-1])
     _finish(words, tags, max(document, 0), sentences)
     return sentences
 
@@ -104,14 +106,14 @@ def read_conll_splits(data_dir, splits=SPLITS) -> dict:
     Raises:
         FileNotFoundError: a split file is missing, naming it.
     """
-    data_dir = pathlib.Path(data_dir)
-    missing = [s for s in splits if not (data_dir / f"{s}.txt").is_file()]
+    data_dir = os.fspath(data_dir)
+    missing = [s for s in splits if not fileio.isfile(fileio.join(data_dir, f"{s}.txt"))]
     if missing:
         raise FileNotFoundError(
             f"{data_dir} lacks {', '.join(s + '.txt' for s in missing)} "
             "(CoNLL-2003 column files train.txt / valid.txt / test.txt)"
         )
-    return {s: read_conll(data_dir / f"{s}.txt") for s in splits}
+    return {s: read_conll(fileio.join(data_dir, f"{s}.txt")) for s in splits}
 
 
 def label_list(sentences) -> list[str]:

@@ -4,14 +4,15 @@ Used by every recipe and pipeline that takes input files (`create_vocab`, `creat
 `run_pretraining`, the pretraining tf.data pipeline). A glob such as `data.tfrecord*` must not
 pick up the files we write beside a data set (`data.tfrecord.summary.json` from
 create_pretraining_data, `*.tmp` files of an unfinished write): those are skipped when a glob
-matches them; a path named literally is always kept.
+matches them; a path named literally is always kept. Paths and globs may be any URI
+`keras_bert.fileio` handles (`gs://bucket/shards/*.tfrecord`).
 """
 
 from __future__ import annotations
 
-import glob
-import os
 from typing import Iterable
+
+from keras_bert import fileio
 
 # Files the project writes beside data sets; never data themselves.
 SIDECAR_SUFFIXES = (".summary.json", ".tmp")
@@ -42,13 +43,17 @@ def expand_file_patterns(patterns: str | Iterable[str], what: str = "input file"
     files, seen, missing = [], set(), []
     for pattern in items:
         if GLOB_CHARS & set(pattern):
+            # As a shell: `*` does not match a hidden name (our unfinished writes are hidden).
+            hidden = fileio.basename(pattern).startswith(".")
             matched = [
                 f
-                for f in sorted(glob.glob(pattern))
-                if os.path.isfile(f) and not f.endswith(SIDECAR_SUFFIXES)
+                for f in fileio.glob(pattern)
+                if not f.endswith(SIDECAR_SUFFIXES)
+                and (hidden or not fileio.basename(f).startswith("."))
+                and fileio.isfile(f)
             ]
         else:
-            matched = [pattern] if os.path.isfile(pattern) else []
+            matched = [pattern] if fileio.isfile(pattern) else []
         if not matched:
             missing.append(pattern)
         for f in matched:

@@ -36,8 +36,9 @@ from __future__ import annotations
 import dataclasses
 import logging
 import os
-import pathlib
 from typing import Iterable, Sequence
+
+from keras_bert import fileio
 
 logger = logging.getLogger(__name__)
 
@@ -269,7 +270,7 @@ def get_task(task_name: str) -> GlueTask:
     return TASKS[key]
 
 
-def find_split_file(task_name: str, split: str, data_dir: str | os.PathLike) -> pathlib.Path:
+def find_split_file(task_name: str, split: str, data_dir: str | os.PathLike) -> str:
     """Locate `<split>.tsv` of a task under data_dir.
 
     data_dir may be the task's own directory, a GLUE root holding `sst2/` or `SST-2/` (any of the
@@ -283,16 +284,15 @@ def find_split_file(task_name: str, split: str, data_dir: str | os.PathLike) -> 
     if split not in task.splits:
         raise ValueError(f"task {task.name!r} has no split {split!r}; splits: {list(task.splits)}")
     stem = task.splits[split] + ".tsv"
-    root = pathlib.Path(data_dir)
-    candidates = [root / stem]
-    for base in (root, root / "glue"):
-        candidates += [base / d / stem for d in task.dirnames]
+    root = os.fspath(data_dir)
+    candidates = [fileio.join(root, stem)]
+    for base in (root, fileio.join(root, "glue")):
+        candidates += [fileio.join(base, d, stem) for d in task.dirnames]
     for path in candidates:
-        if path.is_file():
+        if fileio.isfile(path):
             return path
     raise FileNotFoundError(
-        f"no {stem} for GLUE task {task.name!r} under {root}; tried: "
-        + ", ".join(map(str, candidates))
+        f"no {stem} for GLUE task {task.name!r} under {root}; tried: " + ", ".join(candidates)
     )
 
 
@@ -318,9 +318,8 @@ def read_tsv_file(
         raise ValueError(f"on_error must be 'warn', 'raise' or 'ignore', got {on_error!r}")
     task = get_task(task_name)
     cols = task.unlabelled if split.startswith("test") else task.labelled
-    path = pathlib.Path(path)
-    with open(path, encoding="utf-8-sig", newline="") as f:
-        text = f.read()
+    path = os.fspath(path)
+    text = fileio.read_text(path, encoding="utf-8-sig")
     # Physical lines only: "\n" (with an optional "\r" before it). Never a csv quote parser.
     lines = text.split("\n")
     if lines and lines[-1] == "":

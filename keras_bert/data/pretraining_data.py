@@ -32,15 +32,15 @@ from __future__ import annotations
 import collections
 import concurrent.futures
 import dataclasses
-import json
+import io
 import multiprocessing
-import os
 import random
 import re
 from typing import Iterable, Sequence
 
 import numpy as np
 
+from keras_bert import fileio
 from keras_bert.config import check_max_seq_length
 from keras_bert.progress import progress_bar
 from keras_bert.tokenization.full_tokenizer import FullTokenizer
@@ -107,7 +107,7 @@ def read_raw_documents(path: str, input_format: str = "text") -> list[list[str]]
     if input_format not in ("text", "wikitext"):
         raise ValueError(f"input_format must be 'text' or 'wikitext', got {input_format!r}")
     documents: list[list[str]] = [[]]
-    with open(path, encoding="utf-8", errors="replace") as f:
+    with io.StringIO(fileio.read_text(path, errors="replace"), newline=None) as f:
         for line in f:
             if input_format == "text":
                 line = line.strip()
@@ -494,9 +494,13 @@ def write_instances(
     import tensorflow as tf
 
     for path in output_files:
-        os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-    writers = [tf.io.TFRecordWriter(p) for p in output_files]
+        if fileio.parent(path):
+            fileio.makedirs(fileio.parent(path))
+    # Each file appears under its name only when complete (fileio.writing_path).
+    written = [fileio.writing_path(p) for p in output_files]
+    writers = [tf.io.TFRecordWriter(p) for p in written]
     counts = [0] * len(writers)
+    complete = False
     try:
         for k, instance in enumerate(instances):
             features = instance_to_features(
@@ -506,9 +510,15 @@ def write_instances(
                 features_to_example(features).SerializeToString(deterministic=True)
             )
             counts[k % len(writers)] += 1
+        complete = True
     finally:
         for w in writers:
             w.close()
+        for tmp, path in zip(written, output_files):
+            if complete:
+                fileio.commit_write(tmp, path)
+            elif tmp != path:
+                fileio.remove(tmp)
     return counts
 
 
@@ -556,6 +566,4 @@ def _specials(inst: TrainingInstance) -> list[bool]:
 
 
 def write_summary(summary: dict, path: str) -> None:
-    with open(path, "w", encoding="utf-8") as f:
-        json.dump(summary, f, indent=2, sort_keys=True)
-        f.write("\n")
+    fileio.write_json(path, summary)

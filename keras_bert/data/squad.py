@@ -26,10 +26,11 @@ from __future__ import annotations
 import dataclasses
 import json
 import logging
-import pathlib
+import os
 
 import numpy as np
 
+from keras_bert import fileio
 from keras_bert.config import INPUT_NAMES, check_max_seq_length
 from keras_bert.data import windows as windows_lib
 from keras_bert.progress import progress_bar
@@ -103,10 +104,10 @@ def read_squad_examples(path, version_2_with_negative: bool = False) -> list[Squ
         ValueError: not SQuAD JSON (no `data` list), or `is_impossible` questions in a file read
             with version_2_with_negative=False.
     """
-    path = pathlib.Path(path)
-    if not path.is_file():
+    path = os.fspath(path)
+    if not fileio.isfile(path):
         raise FileNotFoundError(f"SQuAD file not found: {path}")
-    data = json.loads(path.read_text(encoding="utf-8"))
+    data = json.loads(fileio.read_text(path))
     if not isinstance(data, dict) or not isinstance(data.get("data"), list):
         raise ValueError(f"{path} is not SQuAD JSON: expected an object with a 'data' list")
     examples = []

@@ -11,7 +11,10 @@ from __future__ import annotations
 
 import csv
 import dataclasses
-import pathlib
+import io
+import os
+
+from keras_bert import fileio
 
 NUM_CHOICES = 4
 REQUIRED = ("sent1", "sent2") + tuple(f"ending{i}" for i in range(NUM_CHOICES))
@@ -49,8 +52,8 @@ def read_swag(path, require_labels: bool = True) -> list[SwagExample]:
         FileNotFoundError: no such file.
         ValueError: missing columns (named), or a bad label (naming the row).
     """
-    path = pathlib.Path(path)
-    with open(path, encoding="utf-8", newline="") as f:
+    path = os.fspath(path)
+    with io.StringIO(fileio.read_text(path), newline="") as f:
         reader = csv.DictReader(f)
         missing = [c for c in REQUIRED if c not in (reader.fieldnames or [])]
         if missing:

@@ -15,9 +15,10 @@ from __future__ import annotations
 
 import csv
 import json
+import io
 import os
-import pathlib
 
+from keras_bert import fileio
 from keras_bert.data import labels
 from keras_bert.data.glue import InputExample
 
@@ -47,14 +48,15 @@ def read_text_file(
         ValueError: unknown extension; empty file (no rows); a missing column (naming it and the
             columns present); an empty label; a non-numeric regression label; a bad JSON line.
     """
-    path = pathlib.Path(path)
-    if not path.is_file():
+    path = os.fspath(path)
+    if not fileio.isfile(path):
         raise FileNotFoundError(f"data file not found: {path}")
-    suffix = path.suffix.lower()
+    name = fileio.basename(path)
+    suffix = name[name.rfind(".") :].lower() if "." in name else ""
     wanted = [c for c in (text_column, text_b_column, label_column) if c is not None]
     rows: list[tuple[int, dict]] = []
     if suffix in (".csv", ".tsv", ".tab"):
-        with open(path, encoding="utf-8-sig", newline="") as f:
+        with io.StringIO(fileio.read_text(path, encoding="utf-8-sig"), newline="") as f:
             reader = csv.DictReader(f, delimiter="," if suffix == ".csv" else "\t")
             columns = reader.fieldnames or []
             if not columns:
@@ -65,7 +67,7 @@ def read_text_file(
             for row in reader:
                 rows.append((reader.line_num, row))
     elif suffix in (".jsonl", ".json"):
-        with open(path, encoding="utf-8-sig") as f:
+        with io.StringIO(fileio.read_text(path, encoding="utf-8-sig"), newline=None) as f:
             for lineno, line in enumerate(f, 1):
                 if not line.strip():
                     continue
@@ -102,7 +104,7 @@ def read_text_file(
                 label = raw
         text_b = None if text_b_column is None else str(row[text_b_column] or "")
         examples.append(
-            InputExample(f"{path.name}-{lineno}", str(row[text_column] or ""), text_b, label)
+            InputExample(f"{name}-{lineno}", str(row[text_column] or ""), text_b, label)
         )
     return examples
 

@@ -17,6 +17,8 @@ from __future__ import annotations
 import os
 from typing import Iterable, Sequence
 
+from keras_bert import fileio
+
 RESERVED_TOKENS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
 
 
@@ -84,5 +86,4 @@ def write_vocab_file(vocab: Sequence[str], path: str | os.PathLike) -> None:
         if token in seen:
             raise ValueError(f"duplicate vocabulary token {token!r}")
         seen.add(token)
-    with open(path, "w", encoding="utf-8", newline="\n") as f:
-        f.write("".join(t + "\n" for t in vocab))
+    fileio.write_text(path, "".join(t + "\n" for t in vocab))
