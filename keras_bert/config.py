@@ -11,6 +11,8 @@ import dataclasses
 import json
 import os
 
+from keras_bert import fileio
+
 ACTIVATIONS = ("gelu", "gelu_approximate", "relu", "silu", "tanh")
 # The model inputs, int32 [batch_size, seq_length] each (SPEC section 4); the one definition.
 INPUT_NAMES = ("input_word_ids", "input_mask", "input_type_ids")
@@ -98,9 +100,7 @@ class BertConfig:
         return dataclasses.asdict(self)
 
     def to_json_file(self, path: str | os.PathLike) -> None:
-        with open(path, "w", encoding="utf-8") as f:
-            json.dump(self.to_dict(), f, indent=2, sort_keys=True)
-            f.write("\n")
+        fileio.write_json(path, self.to_dict())
 
     @classmethod
     def from_dict(cls, values: dict) -> "BertConfig":
@@ -130,13 +130,12 @@ class BertConfig:
             ValueError: if the file is not valid JSON or lacks a required key (both named).
         """
         path = os.fspath(path)
-        if not os.path.exists(path):
+        if not fileio.exists(path):
             raise FileNotFoundError(f"BERT config file not found: {path}")
-        with open(path, encoding="utf-8") as f:
-            try:
-                values = json.load(f)
-            except json.JSONDecodeError as e:
-                raise ValueError(f"{path} is not valid JSON: {e}") from e
+        try:
+            values = json.loads(fileio.read_text(path))
+        except json.JSONDecodeError as e:
+            raise ValueError(f"{path} is not valid JSON: {e}") from e
         try:
             return cls.from_dict(values)
         except (KeyError, ValueError, TypeError) as e:

@@ -29,6 +29,8 @@ import unicodedata
 
 import numpy as np
 
+from keras_bert import fileio
+
 from keras_bert.tokenization import packing
 
 # The reference's `max_input_chars_per_word`: a word of more code points than this is [UNK].
@@ -76,13 +78,15 @@ def load_vocab(vocab_file) -> "collections.OrderedDict[str, int]":
         ValueError: if the file holds no tokens.
     """
     vocab_file = os.fspath(vocab_file)
-    if not os.path.isfile(vocab_file):
+    if not fileio.isfile(vocab_file):
         raise FileNotFoundError(f"vocab_file not found: {vocab_file}")
     vocab = collections.OrderedDict()
-    with open(vocab_file, "rb") as f:
-        for index, line in enumerate(f):
-            token = line.decode("utf-8", "ignore").strip()
-            vocab[token] = index
+    lines = fileio.read_bytes(vocab_file).split(b"\n")
+    if lines[-1] == b"":
+        lines.pop()  # the newline ending the last line
+    for index, line in enumerate(lines):
+        token = line.decode("utf-8", "ignore").strip()
+        vocab[token] = index
     if not vocab:
         raise ValueError(f"vocab_file {vocab_file} holds no tokens")
     return vocab
