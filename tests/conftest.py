@@ -1,4 +1,4 @@
-"""Shared pytest setup: the `slow` marker, the real-data directory and the repository root."""
+"""Shared pytest setup: the `slow` and `gpu` markers, the real-data directory and the repository root."""
 
 import os
 import pathlib
@@ -15,12 +15,31 @@ def pytest_addoption(parser):
 
 
 def pytest_collection_modifyitems(config, items):
+    _skip_gpu_tests_without_a_gpu(items)
     if config.getoption("--run-slow"):
         return
     skip = pytest.mark.skip(reason="needs --run-slow")
     for item in items:
         if "slow" in item.keywords:
             item.add_marker(skip)
+
+
+def _skip_gpu_tests_without_a_gpu(items):
+    """Tests marked `gpu` are skipped, with the reason, where TensorFlow sees no GPU (TensorFlow
+    is imported only when such a test was collected)."""
+    gpu_items = [item for item in items if item.get_closest_marker("gpu")]
+    if not gpu_items:
+        return
+    import tensorflow as tf
+
+    if tf.config.list_physical_devices("GPU"):
+        return
+    skip = pytest.mark.skip(
+        reason="needs a GPU: TensorFlow sees none (tf.config.list_physical_devices('GPU') is "
+        "empty; no CUDA device, driver or CUDA build of TensorFlow, or CUDA_VISIBLE_DEVICES hides it)"
+    )
+    for item in gpu_items:
+        item.add_marker(skip)
 
 
 @pytest.fixture(scope="session")
