@@ -8,6 +8,7 @@ from typing import Callable
 import tensorflow as tf
 
 from keras_bert.training.callbacks import EvaluationCallback, ProgressLogger, ResumableCheckpoint
+from keras_bert.training.preemption import PreemptionWatcher, watch_preemption
 
 
 def resumable_fit(
@@ -44,6 +45,9 @@ def resumable_fit(
     callbacks = list(callbacks)
     if checkpoint not in callbacks:
         callbacks.insert(0, checkpoint)
+    # SIGTERM: save this step and stop, before any evaluation of it (keras_bert.training.preemption)
+    watcher = PreemptionWatcher(checkpoint, getattr(model, "distribute_strategy", None))
+    callbacks.insert(callbacks.index(checkpoint) + 1, watcher)
     step = checkpoint.restore(model)
     evaluators = [c for c in callbacks if isinstance(c, EvaluationCallback)]
     total_steps = (
@@ -61,23 +65,24 @@ def resumable_fit(
         progress.step = step
         callbacks.append(progress)
     start_epoch, done = divmod(step, steps_per_epoch)
-    for epoch in range(start_epoch, epochs):
-        skip = done if epoch == start_epoch else 0
-        steps = min(steps_per_epoch, total_steps - epoch * steps_per_epoch) - skip
-        if steps <= 0:
-            break
-        dataset = make_train_dataset(epoch, skip)
-        model.fit(
-            dataset,
-            initial_epoch=epoch,
-            epochs=epoch + 1,
-            steps_per_epoch=steps,
-            callbacks=callbacks,
-            verbose=0,
-            shuffle=False,
-        )
-        if model.stop_training or any(e.should_stop for e in evaluators):
-            break
+    with watch_preemption():
+        for epoch in range(start_epoch, epochs):
+            skip = done if epoch == start_epoch else 0
+            steps = min(steps_per_epoch, total_steps - epoch * steps_per_epoch) - skip
+            if steps <= 0:
+                break
+            dataset = make_train_dataset(epoch, skip)
+            model.fit(
+                dataset,
+                initial_epoch=epoch,
+                epochs=epoch + 1,
+                steps_per_epoch=steps,
+                callbacks=callbacks,
+                verbose=0,
+                shuffle=False,
+            )
+            if model.stop_training or any(e.should_stop for e in evaluators):
+                break
     return checkpoint.step
 
 
