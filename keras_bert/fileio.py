@@ -221,6 +221,26 @@ def commit_write(written: str, path: str) -> None:
         rename(written, path, overwrite=True)
 
 
+def copy_tree(src: str, dst: str) -> list[str]:
+    """Copies every file under directory `src` into `dst` (created; files there replaced), for a
+    tool that reads or writes only local directories (a keras-hub preset) and a URI on the other
+    side. Each file is copied whole; the directory is not published atomically (`publish_dir`).
+
+    Returns:
+        the copied files' paths relative to `src`, sorted.
+    """
+    src, dst = os.fspath(src), os.fspath(dst)
+    copied = []
+    for root, _, names in walk(src):
+        rel_root = root[len(src) :].strip("/")
+        for name in names:
+            rel = posixpath.join(rel_root, name) if rel_root else name
+            makedirs(parent(join(dst, rel)))
+            copy(join(src, rel), join(dst, rel), overwrite=True)
+            copied.append(rel)
+    return sorted(copied)
+
+
 def write_text(path: str, text: str) -> None:
     """`write_bytes` of UTF-8 text."""
     write_bytes(path, text.encode("utf-8"))

@@ -9,13 +9,11 @@ during pretraining are ignored; TF-Hub exports put everything under `module/`, w
 
 from __future__ import annotations
 
-import glob
-import json
 import os
-import shutil
 
 import tensorflow as tf
 
+from keras_bert import fileio
 from keras_bert.checkpoints.limits import Limit, check_format_holds, encoder_settings, fixed, one_of
 from keras_bert.checkpoints.source import TRANSPOSE, apply_table, encoder_arrays, table_tensors
 from keras_bert.config import BertConfig
@@ -92,19 +90,20 @@ def find_checkpoint_prefix(path: str) -> str:
     Raises:
         FileNotFoundError: naming what was looked for.
     """
-    if os.path.isdir(path):
-        preferred = os.path.join(path, CHECKPOINT_PREFIX)
-        if os.path.exists(preferred + ".index"):
+    # A prefix first: on `ram://` any prefix of a file's name also reads as a directory.
+    if fileio.exists(path + ".index"):
+        return path
+    if fileio.isdir(path):
+        preferred = fileio.join(path, CHECKPOINT_PREFIX)
+        if fileio.exists(preferred + ".index"):
             return preferred
-        found = sorted(glob.glob(os.path.join(path, "*.index")))
+        found = fileio.glob(fileio.join(path, "*.index"))
         if len(found) == 1:
             return found[0][: -len(".index")]
         raise FileNotFoundError(
             f"TF checkpoint not found: {preferred}.index"
             + (f" (several candidates: {found})" if found else "")
         )
-    if os.path.exists(path + ".index"):
-        return path
     raise FileNotFoundError(f"TF checkpoint not found: {path}.index")
 
 
@@ -122,16 +121,16 @@ def read_google_checkpoint(path: str):
         CheckpointError: on missing / unexpected variable names (listed).
     """
     prefix = find_checkpoint_prefix(path)
-    config_path = os.path.join(os.path.dirname(prefix), CONFIG_FILE)
-    if not os.path.exists(config_path):
+    config_path = fileio.join(fileio.parent(prefix), CONFIG_FILE)
+    if not fileio.exists(config_path):
         raise FileNotFoundError(f"google-research/bert config file not found: {config_path}")
-    with open(config_path, encoding="utf-8") as f:
-        try:
-            config = BertConfig.from_google_config(json.load(f))
-        except (KeyError, ValueError, TypeError) as e:
-            raise ValueError(f"{config_path}: {e}") from e
+    try:
+        config = BertConfig.from_google_config(fileio.read_json(config_path))
+    except (KeyError, ValueError, TypeError) as e:
+        raise ValueError(f"{config_path}: {e}") from e
 
-    reader = tf.train.load_checkpoint(prefix)
+    # Not tf.train.load_checkpoint: it takes a `ram://` prefix for a directory.
+    reader = tf.compat.v1.train.NewCheckpointReader(prefix)
     originals = {}
     for original in reader.get_variable_to_shape_map():
         name = original[len("module/") :] if original.startswith("module/") else original
@@ -153,13 +152,27 @@ def read_google_checkpoint(path: str):
 
 def infer_do_lower_case(path: str):
     """True if the checkpoint's directory name says "uncased", False for "cased", else None."""
-    directory = path if os.path.isdir(path) else os.path.dirname(path)
-    return casing_in_name(directory)
+    return casing_in_name(directory_of(path))
+
+
+def directory_of(path: str) -> str:
+    """The directory a checkpoint lives in: `path` itself, or the parent of a file or a TF
+    checkpoint prefix (checked first: on `ram://` a prefix also reads as a directory)."""
+    path = os.fspath(path)
+    if fileio.exists(path + ".index") or not fileio.isdir(path):
+        return fileio.parent(path)
+    return path
+
+
+def directory_name(directory: str) -> str:
+    """The last component of a directory path or URI, trailing slashes ignored."""
+    directory = os.fspath(directory)
+    return fileio.basename(directory.rstrip("/") or directory)
 
 
 def casing_in_name(directory: str):
     """True if the directory's own name says "uncased", False for "cased", else None."""
-    name = os.path.basename(os.path.normpath(directory)).lower()
+    name = directory_name(directory).lower()
     if "uncased" in name:
         return True
     if "cased" in name:
@@ -214,27 +227,26 @@ def write_google_checkpoint(encoder, directory: str, vocab_file=None, do_lower_c
         encoder_settings(
             encoder,
             do_lower_case=do_lower_case,
-            directory_name=os.path.basename(os.path.normpath(directory)),
+            directory_name=directory_name(directory),
         ),
         GOOGLE_LIMITS,
     )
     config = encoder.bert_config
-    os.makedirs(directory, exist_ok=True)
+    fileio.makedirs(directory)
     google_config = google_config_dict(config)
     google_config["hidden_act"] = GOOGLE_ACTIVATION_NAMES[config.hidden_activation]
-    with open(os.path.join(directory, CONFIG_FILE), "w", encoding="utf-8") as f:
-        json.dump(google_config, f, indent=2, sort_keys=True)
-        f.write("\n")
     tensors = table_tensors(encoder_arrays(encoder), GOOGLE_NAME_TABLE, config)
     names = sorted(tensors)
     tf.raw_ops.SaveV2(
-        prefix=os.path.join(directory, CHECKPOINT_PREFIX),
+        prefix=fileio.join(directory, CHECKPOINT_PREFIX),
         tensor_names=names,
         shape_and_slices=[""] * len(names),
         tensors=[tf.constant(tensors[n]) for n in names],
     )
     if vocab_file is not None:
-        shutil.copyfile(vocab_file, os.path.join(directory, "vocab.txt"))
+        fileio.write_bytes(fileio.join(directory, "vocab.txt"), fileio.read_bytes(vocab_file))
+    # bert_config.json (what marks the format) last, each file whole-or-nothing.
+    fileio.write_json(fileio.join(directory, CONFIG_FILE), google_config)
     return directory
 
 

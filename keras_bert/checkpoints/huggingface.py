@@ -8,13 +8,12 @@ LayerNorm parameters may be called `gamma`/`beta` (older exports) or `weight`/`b
 
 from __future__ import annotations
 
-import json
-import os
-import shutil
 
 import numpy as np
+import safetensors.numpy
 from safetensors import safe_open
-from safetensors.numpy import save_file
+
+from keras_bert import fileio
 
 from keras_bert.checkpoints.limits import check_format_holds, encoder_settings, fixed
 from keras_bert.checkpoints.source import (
@@ -103,22 +102,21 @@ def weights_files(directory: str) -> list[str]:
         FileNotFoundError: naming `model.safetensors` (and a `pytorch_model.bin` if that is all
             there is, which this converter does not read).
     """
-    single = os.path.join(directory, WEIGHTS_FILE)
-    index = os.path.join(directory, WEIGHTS_INDEX_FILE)
-    if os.path.exists(single):
+    single = fileio.join(directory, WEIGHTS_FILE)
+    index = fileio.join(directory, WEIGHTS_INDEX_FILE)
+    if fileio.exists(single):
         return [single]
-    if os.path.exists(index):
-        with open(index, encoding="utf-8") as f:
-            shards = sorted(set(json.load(f)["weight_map"].values()))
-        paths = [os.path.join(directory, s) for s in shards]
+    if fileio.exists(index):
+        shards = sorted(set(fileio.read_json(index)["weight_map"].values()))
+        paths = [fileio.join(directory, s) for s in shards]
         for p in paths:
-            if not os.path.exists(p):
+            if not fileio.exists(p):
                 raise FileNotFoundError(f"safetensors shard listed in {index} not found: {p}")
         return paths
     hint = (
         " (found pytorch_model.bin: re-save it with safetensors, "
         "`model.save_pretrained(dir, safe_serialization=True)`)"
-        if os.path.exists(os.path.join(directory, "pytorch_model.bin"))
+        if fileio.exists(fileio.join(directory, "pytorch_model.bin"))
         else ""
     )
     raise FileNotFoundError(f"Hugging Face weights file not found: {single}{hint}")
@@ -150,18 +148,17 @@ def read_hf_checkpoint(directory: str):
         CheckpointError: on missing / unexpected names (listed), a name present twice after
             normalisation, or an untied MLM decoder.
     """
-    config_path = os.path.join(directory, CONFIG_FILE)
-    if not os.path.exists(config_path):
+    config_path = fileio.join(directory, CONFIG_FILE)
+    if not fileio.exists(config_path):
         raise FileNotFoundError(f"Hugging Face config file not found: {config_path}")
-    with open(config_path, encoding="utf-8") as f:
-        try:
-            config = BertConfig.from_hf_config(json.load(f))
-        except (KeyError, ValueError, TypeError) as e:
-            raise ValueError(f"{config_path}: {e}") from e
+    try:
+        config = BertConfig.from_hf_config(fileio.read_json(config_path))
+    except (KeyError, ValueError, TypeError) as e:
+        raise ValueError(f"{config_path}: {e}") from e
 
     files = weights_files(directory)
-    label = files[0] if len(files) == 1 else os.path.join(directory, WEIGHTS_INDEX_FILE)
-    handles = [safe_open(p, framework="numpy") for p in files]
+    label = files[0] if len(files) == 1 else fileio.join(directory, WEIGHTS_INDEX_FILE)
+    handles = [_open_safetensors(p) for p in files]
     location = {}  # normalised name -> (handle, original name)
     for handle in handles:
         for original in handle.keys():
@@ -203,13 +200,32 @@ def read_hf_checkpoint(directory: str):
     return weights
 
 
+class _LoadedSafetensors:
+    """`safe_open`'s `keys` / `get_tensor` over a file read whole (a URI safe_open cannot map)."""
+
+    def __init__(self, data: bytes):
+        self.tensors = safetensors.numpy.load(data)
+
+    def keys(self):
+        return list(self.tensors)
+
+    def get_tensor(self, name):
+        return self.tensors[name]
+
+
+def _open_safetensors(path: str):
+    """A local file is memory-mapped (`safe_open`); any other URI is read through fileio."""
+    if fileio.is_local(path):
+        return safe_open(path, framework="numpy")
+    return _LoadedSafetensors(fileio.read_bytes(path))
+
+
 def read_do_lower_case(directory: str):
     """`do_lower_case` from the directory's tokenizer_config.json, or None if it has none."""
-    path = os.path.join(directory, TOKENIZER_CONFIG_FILE)
-    if not os.path.exists(path):
+    path = fileio.join(directory, TOKENIZER_CONFIG_FILE)
+    if not fileio.exists(path):
         return None
-    with open(path, encoding="utf-8") as f:
-        value = json.load(f).get("do_lower_case")
+    value = fileio.read_json(path).get("do_lower_case")
     return None if value is None else bool(value)
 
 
@@ -270,22 +286,21 @@ def write_hf_dir(encoder, directory: str, vocab_file=None, do_lower_case=None) -
     """
     check_format_holds("huggingface", encoder_settings(encoder), HF_LIMITS)
     config = encoder.bert_config
-    os.makedirs(directory, exist_ok=True)
-    with open(os.path.join(directory, CONFIG_FILE), "w", encoding="utf-8") as f:
-        json.dump(hf_config_dict(config), f, indent=2, sort_keys=True)
-        f.write("\n")
+    fileio.makedirs(directory)
+    # Each file whole-or-nothing; config.json (what marks the format) last.
     tensors = table_tensors(encoder_arrays(encoder), HF_NAME_TABLE, config)
-    save_file(tensors, os.path.join(directory, WEIGHTS_FILE), metadata={"format": "pt"})
+    fileio.write_bytes(
+        fileio.join(directory, WEIGHTS_FILE),
+        safetensors.numpy.save(tensors, metadata={"format": "pt"}),
+    )
     if vocab_file is not None:
-        shutil.copyfile(vocab_file, os.path.join(directory, "vocab.txt"))
-        with open(os.path.join(directory, TOKENIZER_CONFIG_FILE), "w", encoding="utf-8") as f:
-            json.dump(
-                {
-                    "tokenizer_class": "BertTokenizer",
-                    "do_lower_case": True if do_lower_case is None else bool(do_lower_case),
-                },
-                f,
-                indent=2,
-            )
-            f.write("\n")
+        fileio.write_bytes(fileio.join(directory, "vocab.txt"), fileio.read_bytes(vocab_file))
+        fileio.write_json(
+            fileio.join(directory, TOKENIZER_CONFIG_FILE),
+            {
+                "tokenizer_class": "BertTokenizer",
+                "do_lower_case": True if do_lower_case is None else bool(do_lower_case),
+            },
+        )
+    fileio.write_json(fileio.join(directory, CONFIG_FILE), hf_config_dict(config))
     return directory

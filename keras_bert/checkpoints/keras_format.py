@@ -11,16 +11,15 @@ Directory layout (what the pretraining and fine-tuning recipes write, and `load_
 
 from __future__ import annotations
 
-import json
 import os
-import shutil
+import tempfile
 
 import keras
 
 # Registers BertEncoder / BertPretrainer for `.keras` files. Task classes (keras_bert.tasks)
 # are registered by the package itself; importing them here would make checkpoints depend on
 # tasks, which may themselves load checkpoints.
-from keras_bert import models  # noqa: F401
+from keras_bert import fileio, models  # noqa: F401
 from keras_bert.config import BertConfig
 from keras_bert.models.bert_encoder import BertEncoder
 
@@ -28,6 +27,25 @@ CONFIG_FILE = "config.json"
 WEIGHTS_FILE = "encoder.weights.h5"
 METADATA_FILE = "keras_bert_checkpoint.json"
 VOCAB_FILE = "vocab.txt"
+
+
+def _save_whole(save, path, suffix: str) -> None:
+    """Runs `save(local_path)` into a private local file, then writes its bytes to `path` (any
+    URI) whole-or-nothing: a reader never sees a half-written file under its final name."""
+    with tempfile.TemporaryDirectory(prefix="keras_bert_save_") as local_dir:
+        local = fileio.join(local_dir, "model" + suffix)
+        save(local)
+        fileio.write_bytes(path, fileio.read_bytes(local))
+
+
+def save_weights_file(model, path) -> None:
+    """`model.save_weights(path)` (a `.weights.h5` path or URI), visible only when complete."""
+    _save_whole(model.save_weights, os.fspath(path), ".weights.h5")
+
+
+def save_keras_file(model, path) -> None:
+    """`model.save(path)` (a `.keras` path or URI), visible only when complete."""
+    _save_whole(model.save, os.fspath(path), ".keras")
 
 
 def save_encoder(encoder, directory, vocab_file=None, do_lower_case=None) -> str:
@@ -48,40 +66,37 @@ def save_encoder(encoder, directory, vocab_file=None, do_lower_case=None) -> str
     """
     if not isinstance(encoder, BertEncoder):
         raise TypeError(f"save_encoder needs a BertEncoder, got {type(encoder).__name__}")
-    if vocab_file is not None and not os.path.exists(vocab_file):
+    if vocab_file is not None and not fileio.exists(vocab_file):
         raise FileNotFoundError(f"vocab file not found: {vocab_file}")
     directory = os.fspath(directory)
-    os.makedirs(directory, exist_ok=True)
+    fileio.makedirs(directory)
     if not encoder.built:
         encoder.build()
-    encoder.bert_config.to_json_file(os.path.join(directory, CONFIG_FILE))
-    encoder.save_weights(os.path.join(directory, WEIGHTS_FILE))
+    # Each file whole-or-nothing; the weights (what marks the format) last.
+    encoder.bert_config.to_json_file(fileio.join(directory, CONFIG_FILE))
     if vocab_file is not None:
-        target = os.path.join(directory, VOCAB_FILE)
-        if os.path.abspath(vocab_file) != os.path.abspath(target):
-            shutil.copyfile(vocab_file, target)
+        # Read before writing: `vocab_file` may be this very target.
+        fileio.write_bytes(fileio.join(directory, VOCAB_FILE), fileio.read_bytes(vocab_file))
     metadata = {
         "format": "keras_bert",
         "format_version": 1,
         "causal": encoder.causal,
         "do_lower_case": None if do_lower_case is None else bool(do_lower_case),
     }
-    with open(os.path.join(directory, METADATA_FILE), "w", encoding="utf-8") as f:
-        json.dump(metadata, f, indent=2, sort_keys=True)
-        f.write("\n")
+    fileio.write_json(fileio.join(directory, METADATA_FILE), metadata)
+    save_weights_file(encoder, fileio.join(directory, WEIGHTS_FILE))
     return directory
 
 
 def is_keras_bert_dir(directory: str) -> bool:
-    return any(os.path.exists(os.path.join(directory, f)) for f in (WEIGHTS_FILE, METADATA_FILE))
+    return any(fileio.exists(fileio.join(directory, f)) for f in (WEIGHTS_FILE, METADATA_FILE))
 
 
 def read_metadata(directory: str) -> dict:
-    path = os.path.join(directory, METADATA_FILE)
-    if not os.path.exists(path):
+    path = fileio.join(directory, METADATA_FILE)
+    if not fileio.exists(path):
         return {}
-    with open(path, encoding="utf-8") as f:
-        return json.load(f)
+    return fileio.read_json(path)
 
 
 def load_saved_encoder(directory: str, *, hidden_activation=None, dtype=None, causal=None):
@@ -91,9 +106,9 @@ def load_saved_encoder(directory: str, *, hidden_activation=None, dtype=None, ca
         FileNotFoundError: naming config.json or encoder.weights.h5.
         ValueError: naming the weights file when its variables do not fit the config.
     """
-    config = BertConfig.from_json_file(os.path.join(directory, CONFIG_FILE))
-    weights = os.path.join(directory, WEIGHTS_FILE)
-    if not os.path.exists(weights):
+    config = BertConfig.from_json_file(fileio.join(directory, CONFIG_FILE))
+    weights = fileio.join(directory, WEIGHTS_FILE)
+    if not fileio.exists(weights):
         raise FileNotFoundError(f"keras-bert weights file not found: {weights}")
     if causal is None:
         causal = bool(read_metadata(directory).get("causal", False))
@@ -118,7 +133,7 @@ def load_keras_file(path: str, *, hidden_activation=None, dtype=None, causal=Non
         FileNotFoundError: naming the file.
         TypeError: if the file holds no `BertEncoder`.
     """
-    if not os.path.exists(path):
+    if not fileio.exists(path):
         raise FileNotFoundError(f".keras file not found: {path}")
     model = keras.saving.load_model(path)
     encoder = model if isinstance(model, BertEncoder) else getattr(model, "encoder", None)

@@ -12,11 +12,13 @@ dropout rate and initializer stddev 0.02; `KERAS_HUB_LIMITS` is what the writer 
 
 from __future__ import annotations
 
+import io
 import json
-import os
+import tempfile
 
 import numpy as np
 
+from keras_bert import fileio
 from keras_bert.checkpoints.limits import check_format_holds, encoder_settings, fixed, same_as
 from keras_bert.checkpoints.source import (
     MERGE_HEADS_IN,
@@ -32,7 +34,7 @@ CONFIG_FILE = "config.json"
 WEIGHTS_FILE = "model.weights.h5"
 METADATA_FILE = "metadata.json"
 TOKENIZER_FILE = "tokenizer.json"
-VOCAB_ASSET = os.path.join("assets", "tokenizer", "vocabulary.txt")
+VOCAB_ASSET = "assets/tokenizer/vocabulary.txt"
 BACKBONE = "keras_hub>BertBackbone"
 HIDDEN_ACTIVATION = "gelu_approximate"
 LAYER_NORM_EPSILON = 1e-12
@@ -144,14 +146,13 @@ KERAS_HUB_NAME_TABLE = (
 
 def is_keras_hub_preset(directory: str) -> bool:
     """True if `directory` holds a keras-hub preset (config.json naming a keras_hub class)."""
-    path = os.path.join(directory, CONFIG_FILE)
-    if not (os.path.exists(path) and os.path.exists(os.path.join(directory, WEIGHTS_FILE))):
+    path = fileio.join(directory, CONFIG_FILE)
+    if not (fileio.exists(path) and fileio.exists(fileio.join(directory, WEIGHTS_FILE))):
         return False
-    with open(path, encoding="utf-8") as f:
-        try:
-            registered = json.load(f).get("registered_name") or ""
-        except (json.JSONDecodeError, AttributeError):
-            return False
+    try:
+        registered = fileio.read_json(path).get("registered_name") or ""
+    except (json.JSONDecodeError, AttributeError):
+        return False
     return registered.startswith("keras_hub>")
 
 
@@ -161,8 +162,7 @@ def config_from_preset(directory: str) -> BertConfig:
     Raises:
         CheckpointError: if the preset holds another keras-hub class.
     """
-    with open(os.path.join(directory, CONFIG_FILE), encoding="utf-8") as f:
-        values = json.load(f)
+    values = fileio.read_json(fileio.join(directory, CONFIG_FILE))
     if values.get("registered_name") != BACKBONE:
         raise CheckpointError(
             f"{directory}: keras-hub preset of {values.get('registered_name')}, not {BACKBONE}"
@@ -196,7 +196,12 @@ def read_keras_hub_preset(directory: str):
     import keras_hub  # optional heavy dependency, needed only for this format
 
     config = config_from_preset(directory)
-    backbone = keras_hub.models.BertBackbone.from_preset(directory)
+    if fileio.is_local(directory):
+        backbone = keras_hub.models.BertBackbone.from_preset(directory)
+    else:  # keras-hub reads a local directory: a private local copy of the preset
+        with tempfile.TemporaryDirectory(prefix="keras_bert_preset_") as local:
+            fileio.copy_tree(directory, local)
+            backbone = keras_hub.models.BertBackbone.from_preset(local)
     variables = {}
     for variable in backbone.weights:
         if variable.path in variables:
@@ -204,7 +209,7 @@ def read_keras_hub_preset(directory: str):
         variables[variable.path] = variable
     return apply_table(
         fmt="keras_hub",
-        weights_file=os.path.join(directory, WEIGHTS_FILE),
+        weights_file=fileio.join(directory, WEIGHTS_FILE),
         config=config,
         names=variables,
         read=lambda n: np.asarray(variables[n].numpy()),
@@ -215,12 +220,17 @@ def read_keras_hub_preset(directory: str):
 
 def read_do_lower_case(directory: str):
     """`lowercase` of the preset's saved BertTokenizer, or None without a tokenizer.json."""
-    path = os.path.join(directory, TOKENIZER_FILE)
-    if not os.path.exists(path):
+    path = fileio.join(directory, TOKENIZER_FILE)
+    if not fileio.exists(path):
         return None
-    with open(path, encoding="utf-8") as f:
-        value = json.load(f).get("config", {}).get("lowercase")
+    value = fileio.read_json(path).get("config", {}).get("lowercase")
     return None if value is None else bool(value)
+
+
+def _vocabulary_lines(vocab_file) -> list[str]:
+    """The tokens of a vocab.txt as keras-hub's BertTokenizer reads a local file (one a line,
+    trailing whitespace stripped), from any URI."""
+    return [line.rstrip() for line in io.StringIO(fileio.read_text(vocab_file))]
 
 
 def write_keras_hub_preset(encoder, directory: str, vocab_file=None, do_lower_case=None) -> str:
@@ -258,12 +268,16 @@ def write_keras_hub_preset(encoder, directory: str, vocab_file=None, do_lower_ca
         )
     for path, variable in targets.items():
         variable.assign(tensors[path])
-    os.makedirs(directory, exist_ok=True)
-    backbone.save_to_preset(directory)
-    if vocab_file is not None:
-        tokenizer = keras_hub.models.BertTokenizer(
-            vocabulary=os.fspath(vocab_file),
-            lowercase=True if do_lower_case is None else bool(do_lower_case),
-        )
-        tokenizer.save_to_preset(directory)
+    # keras-hub writes a local directory: built in a private local one, then copied file by
+    # file (each whole) to `directory`, which may be any URI.
+    with tempfile.TemporaryDirectory(prefix="keras_bert_preset_") as local:
+        backbone.save_to_preset(local)
+        if vocab_file is not None:
+            tokenizer = keras_hub.models.BertTokenizer(
+                vocabulary=_vocabulary_lines(vocab_file),
+                lowercase=True if do_lower_case is None else bool(do_lower_case),
+            )
+            tokenizer.save_to_preset(local)
+        fileio.makedirs(directory)
+        fileio.copy_tree(local, directory)
     return directory

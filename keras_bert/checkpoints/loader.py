@@ -19,6 +19,7 @@ from __future__ import annotations
 import logging
 import os
 
+from keras_bert import fileio
 from keras_bert.checkpoints import (
     google,
     huggingface,
@@ -83,23 +84,26 @@ def detect_format(name_or_path) -> tuple[str, str]:
     path = name_or_path
     if path.endswith(".keras"):
         return "keras_file", path
-    if os.path.isdir(path):
+    # A TF checkpoint prefix first: on `ram://` any prefix of a file's name reads as a directory.
+    if fileio.exists(path + ".index") and not fileio.isdir(path + ".index"):
+        return _tf_checkpoint_format(path), path
+    if fileio.isdir(path):
         if keras_format.is_keras_bert_dir(path):
             return "keras_bert", path
         if keras_hub_preset.is_keras_hub_preset(path):
             return "keras_hub", path
         if any(
-            os.path.exists(os.path.join(path, f))
+            fileio.exists(fileio.join(path, f))
             for f in (huggingface.WEIGHTS_FILE, huggingface.WEIGHTS_INDEX_FILE)
         ):
             return "huggingface", path
         if tfhub.is_saved_model_dir(path):
             return "tfhub_saved_model", path
-        if os.path.exists(os.path.join(path, google.CONFIG_FILE)) or any(
-            f.endswith(".index") for f in os.listdir(path)
+        if fileio.exists(fileio.join(path, google.CONFIG_FILE)) or any(
+            f.endswith(".index") for f in fileio.listdir(path)
         ):
             return _tf_checkpoint_format(path), path
-        if os.path.exists(os.path.join(path, huggingface.CONFIG_FILE)):
+        if fileio.exists(fileio.join(path, huggingface.CONFIG_FILE)):
             huggingface.weights_files(path)  # raises, naming model.safetensors
         raise FileNotFoundError(
             f"no checkpoint found in directory {path}: expected {keras_format.WEIGHTS_FILE} "
@@ -109,9 +113,9 @@ def detect_format(name_or_path) -> tuple[str, str]:
             f"{google.CHECKPOINT_PREFIX}.index + {google.CONFIG_FILE} (google-research/bert or "
             "Model Garden)"
         )
-    if os.path.exists(path + ".index"):
+    if fileio.exists(path + ".index"):
         return _tf_checkpoint_format(path), path
-    if ".ckpt" in os.path.basename(path):
+    if ".ckpt" in fileio.basename(path):
         raise FileNotFoundError(f"TF checkpoint not found: {path}.index")
     raise FileNotFoundError(
         f"checkpoint not found: {path!r} is neither a pretrained preset "
@@ -221,10 +225,10 @@ def resolve_vocab_file(name_or_path) -> str:
         FileNotFoundError: naming the vocab path looked for.
     """
     fmt, path = detect_format(name_or_path)
-    directory = path if os.path.isdir(path) else os.path.dirname(path)
+    directory = google.directory_of(path)
     relative = {"keras_hub": keras_hub_preset.VOCAB_ASSET, "tfhub_saved_model": tfhub.VOCAB_ASSET}
-    vocab = os.path.join(directory, relative.get(fmt, "vocab.txt"))
-    if not os.path.exists(vocab):
+    vocab = fileio.join(directory, relative.get(fmt, "vocab.txt"))
+    if not fileio.exists(vocab):
         raise FileNotFoundError(f"vocab file not found: {vocab}")
     return vocab
 
@@ -244,7 +248,7 @@ def resolve_do_lower_case(name_or_path, default=None) -> bool:
         ValueError: when the source does not say and `default` is None (pass --do_lower_case).
     """
     fmt, path = detect_format(name_or_path)
-    directory = path if os.path.isdir(path) else os.path.dirname(path)
+    directory = google.directory_of(path)
     value = None
     if fmt == "huggingface":
         value = huggingface.read_do_lower_case(directory)

@@ -19,12 +19,11 @@ Not read: factorized embeddings (`embedding_width` != hidden_size, an extra proj
 
 from __future__ import annotations
 
-import json
-import os
 
 import tensorflow as tf
 from tensorflow.core.protobuf import trackable_object_graph_pb2
 
+from keras_bert import fileio
 from keras_bert.checkpoints.google import CONFIG_FILE, find_checkpoint_prefix
 from keras_bert.checkpoints.source import (
     MERGE_HEADS_IN,
@@ -171,11 +170,10 @@ def infer_config(shapes: dict) -> BertConfig:
 
 
 def _read_config(directory: str, shapes: dict, label: str) -> BertConfig:
-    config_path = os.path.join(directory, CONFIG_FILE)
-    if not os.path.exists(config_path):
+    config_path = fileio.join(directory, CONFIG_FILE)
+    if not fileio.exists(config_path):
         return infer_config(shapes)
-    with open(config_path, encoding="utf-8") as f:
-        values = json.load(f)
+    values = fileio.read_json(config_path)
     if values.get("embedding_size") not in (None, values.get("hidden_size")):
         raise CheckpointError(
             f"{label}: factorized embeddings (embedding_size="
@@ -203,7 +201,7 @@ def read_model_garden_checkpoint(path: str):
             encoder, on factorized embeddings, or on missing / unexpected variables (listed).
     """
     prefix = find_checkpoint_prefix(path)
-    reader = tf.train.load_checkpoint(prefix)
+    reader = tf.compat.v1.train.NewCheckpointReader(prefix)  # a prefix, never a directory
     graph = object_graph(reader)
     nodes = [] if graph is None else encoder_nodes(graph)
     if len(nodes) != 1:
@@ -221,7 +219,7 @@ def read_model_garden_checkpoint(path: str):
         raise CheckpointError(
             f"{prefix}: factorized embeddings (an embedding projection layer) are not supported"
         )
-    config = _read_config(os.path.dirname(prefix), shapes, prefix)
+    config = _read_config(fileio.parent(prefix), shapes, prefix)
     weights = apply_table(
         fmt="model_garden",
         weights_file=prefix,
@@ -238,5 +236,5 @@ def read_model_garden_checkpoint(path: str):
 
 def is_model_garden_prefix(prefix: str) -> bool:
     """True for an object-based checkpoint holding a Model Garden BertEncoder."""
-    graph = object_graph(tf.train.load_checkpoint(prefix))
+    graph = object_graph(tf.compat.v1.train.NewCheckpointReader(prefix))
     return graph is not None and bool(encoder_nodes(graph))

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 
+from keras_bert import fileio
 from keras_bert.checkpoints import google, huggingface, keras_format, keras_hub_preset
 from keras_bert.models.bert_encoder import BertEncoder
 
@@ -49,7 +50,7 @@ def save_encoder(
         raise ValueError(f"unknown checkpoint format {format!r}; formats: {sorted(WRITERS)}")
     if not isinstance(encoder, BertEncoder):
         raise TypeError(f"save_encoder needs a BertEncoder, got {type(encoder).__name__}")
-    if vocab_file is not None and not os.path.exists(vocab_file):
+    if vocab_file is not None and not fileio.exists(vocab_file):
         raise FileNotFoundError(f"vocab file not found: {vocab_file}")
     if not encoder.built:
         encoder.build()

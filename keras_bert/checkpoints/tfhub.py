@@ -14,12 +14,12 @@ ignored.
 
 from __future__ import annotations
 
-import os
 
 import numpy as np
 import tensorflow as tf
 from tensorflow.core.protobuf import saved_model_pb2
 
+from keras_bert import fileio
 from keras_bert.checkpoints.source import (
     MERGE_HEADS_IN,
     MERGE_HEADS_OUT,
@@ -29,7 +29,7 @@ from keras_bert.checkpoints.source import (
 from keras_bert.config import BertConfig
 
 SAVED_MODEL_FILE = "saved_model.pb"
-VOCAB_ASSET = os.path.join("assets", "vocab.txt")
+VOCAB_ASSET = "assets/vocab.txt"
 
 # canonical name -> Keras variable name of Model Garden's BertEncoder (without ":0").
 TFHUB_NAME_TABLE = (
@@ -112,14 +112,13 @@ TFHUB_IGNORED = (
 
 
 def is_saved_model_dir(directory: str) -> bool:
-    return os.path.exists(os.path.join(directory, SAVED_MODEL_FILE))
+    return fileio.exists(fileio.join(directory, SAVED_MODEL_FILE))
 
 
 def graph_activation(directory: str) -> str:
     """ "gelu" if the SavedModel's graph computes `Erf` or `Erfc`, else "gelu_approximate"."""
     proto = saved_model_pb2.SavedModel()
-    with open(os.path.join(directory, SAVED_MODEL_FILE), "rb") as f:
-        proto.ParseFromString(f.read())
+    proto.ParseFromString(fileio.read_bytes(fileio.join(directory, SAVED_MODEL_FILE)))
     ops = set()
     for meta_graph in proto.meta_graphs:
         ops.update(node.op for node in meta_graph.graph_def.node)
@@ -181,9 +180,7 @@ def read_tfhub_saved_model(directory: str):
         CheckpointError: on missing / unexpected variables (listed).
     """
     if not is_saved_model_dir(directory):
-        raise FileNotFoundError(
-            f"SavedModel not found: {os.path.join(directory, SAVED_MODEL_FILE)}"
-        )
+        raise FileNotFoundError(f"SavedModel not found: {fileio.join(directory, SAVED_MODEL_FILE)}")
     variables = _variables(directory)
     shapes = {name: tuple(v.shape) for name, v in variables.items()}
     try:
