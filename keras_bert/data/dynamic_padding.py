@@ -4,6 +4,11 @@
 The encoder masks padded keys (`input_mask`), so cutting padding columns leaves the outputs at real
 tokens unchanged (up to float summation order) while the work falls with the batch's real length.
 Used by the fine-tuning pipeline, `Task.predict` and every exported text signature.
+
+Static shapes (XLA, TPU): every new input shape is a new XLA compilation, so there a batch's
+length is not its longest row but the smallest of a few fixed `length_buckets` that holds it
+(`trim_to_longest(..., buckets=...)`), and a short batch is filled up to the full batch size with
+zero-weight rows (`fill_batch`).
 """
 
 from __future__ import annotations
@@ -14,7 +19,9 @@ import tensorflow as tf
 MEGABATCH_BATCHES = 50  # batches per length-sorted group, as Hugging Face's LengthGroupedSampler
 
 
-def trim_to_longest(features: dict, multiple: int = 1, minimum: int = 1) -> dict:
+def trim_to_longest(
+    features: dict, multiple: int = 1, minimum: int = 1, buckets: tuple[int, ...] | None = None
+) -> dict:
     """Cuts every tensor of `features` along its last axis to the longest row.
 
     Args:
@@ -22,17 +29,81 @@ def trim_to_longest(features: dict, multiple: int = 1, minimum: int = 1) -> dict
             token); other keys (e.g. per-token labels) are cut the same way.
         multiple: int >= 1; the length is rounded up to a multiple of this many tokens.
         minimum: int >= 1; never cut below this many tokens (2 keeps `[CLS] [SEP]`).
+        buckets: ascending ints ending with T (`length_buckets(T)`), or None. Given: the length
+            is then raised to the smallest bucket that holds it, so a batch takes one of these
+            lengths only (static shapes for XLA).
 
     Returns:
         dict of the same keys and dtypes, [..., T'] with T' = min(T, max(minimum,
-        ceil(longest / multiple) * multiple)). An empty batch gives T' = min(T, minimum).
+        ceil(longest / multiple) * multiple)), raised to its bucket when `buckets` is given. An
+        empty batch gives T' = min(T, minimum) (its bucket with `buckets`).
     """
     mask = features["input_mask"]
     full = tf.shape(mask)[-1]
     longest = tf.reduce_max(tf.reduce_sum(tf.cast(mask > 0, tf.int32), axis=-1))
     length = (longest + multiple - 1) // multiple * multiple
     length = tf.minimum(full, tf.maximum(length, minimum))
+    if buckets is not None:
+        sizes = tf.constant(buckets, tf.int32)
+        index = tf.searchsorted(sizes, tf.reshape(length, [1]), side="left")[0]
+        length = tf.minimum(full, sizes[tf.minimum(index, len(buckets) - 1)])
     return {k: v[..., :length] for k, v in features.items()}
+
+
+LENGTH_BUCKET_QUARTERS = (1, 2, 3, 4)  # static-shape lengths, in quarters of the full length
+
+
+def length_buckets(width: int, multiple: int = 1, minimum: int = 2) -> tuple[int, ...]:
+    """The sequence lengths a batch may take under static shapes (XLA, TPU): the quarters of
+    `width` (`LENGTH_BUCKET_QUARTERS`), each rounded up to `multiple`, at least `minimum`, at
+    most `width`; `width` itself is always one. At most 4 shapes, so at most 4 compilations of
+    the train step, and a batch carries less than width / 4 columns beyond its longest row
+    (beyond its rounding to `multiple`).
+
+    Args:
+        width: int >= 1, the full sequence length T (tokens, incl. [CLS]/[SEP]: the arrays' last
+            axis, i.e. --max_seq_length).
+        multiple: int >= 1 (--pad_to_multiple_of, 0 read as 1).
+        minimum: int >= 1, the shortest length (2 keeps [CLS] [SEP]).
+
+    Returns:
+        ascending tuple of distinct ints, the last == width. E.g. width 128: (32, 64, 96, 128);
+        width 8: (2, 4, 6, 8); width 384, multiple 128: (128, 256, 384).
+    """
+    multiple = max(1, multiple)
+    sizes = set()
+    for quarters in LENGTH_BUCKET_QUARTERS:
+        size = -(-width * quarters // 4)  # ceil(width * quarters / 4)
+        size = -(-size // multiple) * multiple
+        sizes.add(min(width, max(minimum, size)))
+    return tuple(sorted(sizes))
+
+
+def fill_batch(batch, batch_size: int):
+    """A batch of at most `batch_size` rows, filled up to exactly `batch_size` rows with zero rows
+    (all ids 0, `input_mask` 0, labels 0), and the weight of each row.
+
+    The zero rows' weight is 0, so a loss or metric weighted by it counts every real row once and
+    a filler row never; their ids are all padding, whose attention is masked to a finite bias, so
+    their outputs stay finite.
+
+    Args:
+        batch: nested structure of Tensors [B, ...] with B <= batch_size (e.g. (features, labels)).
+        batch_size: int, the static batch size.
+
+    Returns:
+        (the structure with every Tensor [batch_size, ...] (static first axis), float32 Tensor
+        [batch_size]: 1.0 for the B real rows (first), 0.0 for the filler rows).
+    """
+    first = tf.nest.flatten(batch)[0]
+    real = tf.shape(first)[0]
+
+    def fill(v):
+        padding = [[0, batch_size - real]] + [[0, 0]] * (len(v.shape) - 1)
+        return tf.ensure_shape(tf.pad(v, padding), [batch_size, *v.shape[1:]])
+
+    weights = tf.cast(tf.range(batch_size) < real, tf.float32)
+    return tf.nest.map_structure(fill, batch), weights
 
 
 def length_grouped_order(

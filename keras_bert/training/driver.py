@@ -10,9 +10,12 @@ rest, the same for every family:
 - per run (`--num_restarts` seeds): the task under the strategy's scope, compiled with the task's
   own loss (or the family's) and the BERT optimizer (AdamW / LAMB, warmup + linear decay,
   accumulation, clipping, EMA, layer-wise decay); shuffled, length-grouped, dynamically padded
-  batches; SIGKILL-safe step checkpoints and resume at the exact batch (`resumable_fit`); dev
-  evaluation `--evaluations_per_epoch` times an epoch, the best kept (a NaN never; ties go to the
-  lower dev loss, then the later evaluation); early stopping; a time budget;
+  batches (under `--strategy=tpu` and `--jit_compile` static shapes instead: a few length
+  buckets, a constant batch size with zero-weight filler rows, built per input pipeline;
+  `train_batches`, `fit_batches`); SIGKILL-safe step checkpoints and resume at the exact batch
+  (`resumable_fit`); dev evaluation `--evaluations_per_epoch` times an epoch, the best kept (a
+  NaN never; ties go to the lower dev loss, then the later evaluation); early stopping; a time
+  budget;
 - the end: `best_model.keras` once (`fit.keep_best_model`), the family's extra outputs,
   `metrics.json`, and the export (`--export_dir`, once per weights).
 
@@ -26,8 +29,6 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-import pathlib
-import shutil
 import statistics
 import time
 
@@ -35,11 +36,20 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from keras_bert.data.dynamic_padding import length_grouped_order, trim_to_longest
+from keras_bert.data.dynamic_padding import (
+    fill_batch,
+    length_buckets,
+    length_grouped_order,
+    trim_to_longest,
+)
 from keras_bert.faults import crash_point
 from keras_bert.tokenization.bert_preprocessor import BertPreprocessor
 from keras_bert.training import callbacks as callbacks_lib
 from keras_bert.training import model_setup, resume_check
+from keras_bert import fileio
+from keras_bert.checkpoints.google import directory_name
+from keras_bert.checkpoints.keras_format import save_keras_file
+from keras_bert.cli import check_paths_reachable
 from keras_bert.training.args import Resolution, TrainingArgs
 from keras_bert.training.fit import build_for_training, keep_best_model, resumable_fit
 from keras_bert.training.optimizer import create_optimizer, set_mixed_precision
@@ -178,7 +188,7 @@ class Family:
     def monitor_of(self, data) -> str:
         return self.monitor
 
-    def finish(self, args, data, task, out: pathlib.Path) -> dict:
+    def finish(self, args, data, task, out: str) -> dict:
         """Extra outputs of the kept task (scores of held-out splits, prediction files); the
         metrics they add to metrics.json."""
         return {}
@@ -204,7 +214,7 @@ class Family:
 class Prepared:
     """A run with its settings and data checked (`prepare`'s result)."""
 
-    out: pathlib.Path
+    out: str  # output_dir as typed (any keras_bert.fileio URI)
     strategy: object
     settings: dict  # config.json
     resolution: Resolution
@@ -217,7 +227,7 @@ class Prepared:
         their reasons (known once the first run has built and compiled its task)."""
         if not self.config_written:
             callbacks_lib.write_json_atomic(
-                self.out / "config.json",
+                fileio.join(self.out, "config.json"),
                 self.settings | {"given": args.given(), "derived": self.resolution.derived},
             )
             self.config_written = True
@@ -274,6 +284,12 @@ class Schedule:
         )
 
 
+def uses_static_shapes(args: TrainingArgs) -> bool:
+    """Whether training batches have static shapes (`train_batches(static_shapes=True)`): under
+    --strategy=tpu and --jit_compile, where every new input shape is a new XLA compilation."""
+    return args.strategy == "tpu" or bool(args.jit_compile)
+
+
 def train_batches(
     features: dict,
     labels,
@@ -284,18 +300,41 @@ def train_batches(
     group_by_length: bool = True,
     pad_to_multiple_of: int = 0,
     per_position: bool = False,
+    take: int | None = None,
+    static_shapes: bool = False,
+    input_context: tf.distribute.InputContext | None = None,
 ) -> tf.data.Dataset:
     """One training epoch of (features, labels) batches, resumable at any batch.
 
     The order is fixed by `seed + epoch` (`length_grouped_order` with group_by_length, an
     example's length being its longest row; else a seeded permutation); the last partial batch is
-    kept; the first `skip` batches are dropped (resume). Each batch is cut to its longest row,
-    rounded up to `pad_to_multiple_of` (0: no rounding), never below 2 tokens.
+    kept; the first `skip` batches are dropped (resume), then at most `take` are kept (None: all).
+    Each batch is cut to its longest row, rounded up to `pad_to_multiple_of` (0: no rounding),
+    never below 2 tokens.
+
+    Static shapes (`static_shapes`; the driver sets it under --strategy=tpu and --jit_compile,
+    `uses_static_shapes`), for XLA, where every new shape is a new compilation:
+    - a batch's length is the smallest of `length_buckets(T, pad_to_multiple_of)` (the quarters
+      of the arrays' width T = --max_seq_length, T always one) that holds its longest row, so an
+      epoch has at most 4 shapes;
+    - every batch has `batch_size` rows: the last short one is filled with zero rows
+      (`fill_batch`), and the dataset yields (features, labels, sample_weight float32
+      [batch_size]): 1 for a real row, 0 for a filler, so each example is trained on exactly
+      once an epoch and none is dropped (the last batch's mean loss is over `batch_size` rows,
+      so its examples weigh as much as any other batch's);
+    - with `input_context` (from `strategy.distribute_datasets_from_function`, see
+      `fit_batches`), every input pipeline builds the same global batches (the length is the
+      global batch's) and keeps only its share of each: pipeline i of n takes rows
+      [i * B / n, (i + 1) * B / n), in batches of `get_per_replica_batch_size(batch_size)` rows.
 
     Args:
         features: dict of int32 numpy [N, ..., T] with `input_mask`.
         labels: numpy [N] or [N, K], or a dict of numpy [N] (SQuAD's start / end positions).
+        batch_size: the global batch size (examples).
         per_position: labels are [N, T], one per token, and are cut with the batch (NER).
+
+    Raises:
+        ValueError: with `input_context`, batch_size not divisible by the replicas in sync.
     """
     mask = np.asarray(features["input_mask"])
     n = len(mask)
@@ -309,19 +348,49 @@ def train_batches(
         ({k: np.asarray(v)[order] for k, v in features.items()}, labels_in_order)
     )
     ds = ds.batch(batch_size).skip(skip)
+    if take is not None:
+        ds = ds.take(take)
     multiple = max(1, pad_to_multiple_of)
+    buckets = length_buckets(mask.shape[-1], multiple) if static_shapes else None
 
     def trim(x, y):
         if not per_position:
-            return trim_to_longest(x, multiple=multiple, minimum=2), y
-        cut = trim_to_longest({**x, "labels": y}, multiple=multiple, minimum=2)
-        return {k: v for k, v in cut.items() if k != "labels"}, cut["labels"]
+            x = trim_to_longest(x, multiple=multiple, minimum=2, buckets=buckets)
+        else:
+            cut = trim_to_longest({**x, "labels": y}, multiple=multiple, minimum=2, buckets=buckets)
+            x, y = {k: v for k, v in cut.items() if k != "labels"}, cut["labels"]
+        if not static_shapes:
+            return x, y
+        (x, y), weights = fill_batch((x, y), batch_size)
+        return x, y, weights
 
     options = tf.data.Options()
     options.deterministic = True
     # Every worker sees the full, identically ordered set and keeps its share of each batch.
     options.experimental_distribute.auto_shard_policy = tf.data.experimental.AutoShardPolicy.DATA
-    return ds.map(trim).with_options(options).prefetch(2)
+    ds = ds.map(trim)
+    if input_context is not None:
+        per_replica = input_context.get_per_replica_batch_size(batch_size)
+        rows = batch_size // input_context.num_input_pipelines
+        first = input_context.input_pipeline_id * rows
+
+        def share(*batch):
+            return tf.nest.map_structure(lambda v: v[first : first + rows], batch)
+
+        ds = ds.map(share).rebatch(per_replica, drop_remainder=True)
+    return ds.with_options(options).prefetch(2)
+
+
+def fit_batches(strategy, static_shapes: bool, **kwargs):
+    """What `fit` trains on for one epoch: `train_batches(**kwargs)`; with static shapes the
+    same batches built once per input pipeline by `strategy.distribute_datasets_from_function`
+    (each pipeline keeps its share of every global batch; Keras `fit` takes the distributed
+    dataset as it is, without distributing it again)."""
+    if not static_shapes:
+        return train_batches(**kwargs)
+    return strategy.distribute_datasets_from_function(
+        lambda context: train_batches(**kwargs, static_shapes=True, input_context=context)
+    )
 
 
 class TimeBudget(keras.callbacks.Callback):
@@ -358,7 +427,8 @@ def prepare(family: Family, args: TrainingArgs) -> Prepared:
     Raises:
         ValueError / FileNotFoundError: naming the flag, file or row.
     """
-    out = pathlib.Path(args.output_dir)
+    check_paths_reachable(args)  # an unreachable URI: one line, before anything is read or written
+    out = args.output_dir
     set_mixed_precision(args.mixed_precision)
     strategy = get_strategy(args.strategy, tpu=args.tpu)
     resolved, preprocessor = family.source(args)
@@ -416,16 +486,14 @@ def _compile(family, task, args, prepared, schedule) -> float:
     return learning_rate
 
 
-def train_one(
-    family: Family, args: TrainingArgs, prepared: Prepared, seed: int, run_dir: pathlib.Path
-):
+def train_one(family: Family, args: TrainingArgs, prepared: Prepared, seed: int, run_dir: str):
     """One run with one seed in `run_dir`; returns (its record for metrics.json, the task with
     the kept weights)."""
     keras.utils.set_random_seed(seed)
     strategy = prepared.strategy
     chief, task_id = is_chief(strategy)
     if chief:
-        run_dir.mkdir(parents=True, exist_ok=True)
+        fileio.makedirs(run_dir)
     with strategy.scope():
         task = family.build_task(args, prepared.data, prepared.preprocessor)
     features, labels = family.train_arrays(task, prepared.data)
@@ -449,7 +517,7 @@ def train_one(
         prepared.write_config(args)
     build_for_training(task, strategy, first)
     checkpoint, cbs = callbacks_lib.standard_callbacks(
-        run_dir if chief else run_dir / f"worker_{task_id}",
+        run_dir,  # every worker resumes from the chief's checkpoints (shared storage); only it writes
         save_freq=args.save_checkpoints_steps,
         is_chief=chief,
     )
@@ -462,8 +530,8 @@ def train_one(
             callbacks_lib.EvaluationCallback(
                 evaluate,
                 monitor,
-                run_dir / "best.weights.h5",
-                run_dir / "metrics_state.json",
+                fileio.join(run_dir, "best.weights.h5"),
+                fileio.join(run_dir, "metrics_state.json"),
                 args.early_stopping_patience,
                 is_chief=chief,
                 evaluations_per_epoch=args.evaluations_per_epoch,
@@ -475,17 +543,20 @@ def train_one(
 
     def make_train(epoch, skip):
         left = schedule.total_batches - epoch * schedule.steps_per_epoch - skip
-        return train_batches(
-            features,
-            labels,
-            args.train_batch_size,
-            seed,
-            epoch,
-            skip,
-            args.group_by_length,
-            args.pad_to_multiple_of,
-            family.labels_per_position,
-        ).take(min(schedule.steps_per_epoch - skip, left))
+        return fit_batches(
+            strategy,
+            uses_static_shapes(args),
+            features=features,
+            labels=labels,
+            batch_size=args.train_batch_size,
+            seed=seed,
+            epoch=epoch,
+            skip=skip,
+            group_by_length=args.group_by_length,
+            pad_to_multiple_of=args.pad_to_multiple_of,
+            per_position=family.labels_per_position,
+            take=min(schedule.steps_per_epoch - skip, left),
+        )
 
     start = time.monotonic()
     steps = resumable_fit(
@@ -596,12 +667,12 @@ def run(family: Family, args: TrainingArgs, prepared: Prepared | None = None) ->
     prepared = prepared or prepare(family, args)
     out, chief = prepared.out, is_chief(prepared.strategy)[0]
     if chief:
-        out.mkdir(parents=True, exist_ok=True)
+        fileio.makedirs(out)
     if not family.trains(prepared.data):
         return _predict_only(family, args, prepared)
     runs, tasks = [], []
     for r in range(args.num_restarts):
-        run_dir = out if args.num_restarts == 1 else out / f"run_{r}"
+        run_dir = out if args.num_restarts == 1 else fileio.join(out, f"run_{r}")
         record, task = train_one(family, args, prepared, args.seed + r, run_dir)
         runs.append(record)
         tasks.append(task)
@@ -613,23 +684,22 @@ def run(family: Family, args: TrainingArgs, prepared: Prepared | None = None) ->
     }
     if chief:
         if args.num_restarts > 1:
-            shutil.copyfile(
-                out / f"run_{summary['best_run']}" / "best_model.keras", out / "best_model.keras"
-            )
+            best = fileio.join(out, f"run_{summary['best_run']}", "best_model.keras")
+            fileio.write_bytes(fileio.join(out, "best_model.keras"), fileio.read_bytes(best))
         crash_point("metrics_write")
-        callbacks_lib.write_json_atomic(out / "metrics.json", summary)
+        callbacks_lib.write_json_atomic(fileio.join(out, "metrics.json"), summary)
     summary["task"] = task
     if args.export_dir and chief:
         summary["export_path"] = export_once(family, args, task, summary)
     return summary
 
 
-def _extra_dir(prepared: Prepared) -> pathlib.Path:
+def _extra_dir(prepared: Prepared) -> str:
     """Where the family's extra outputs go: output_dir on the chief; a worker's own
     `worker_<i>` under it elsewhere (no two processes write one file)."""
     chief, task_id = is_chief(prepared.strategy)
-    path = prepared.out if chief else prepared.out / f"worker_{task_id}"
-    path.mkdir(parents=True, exist_ok=True)
+    path = prepared.out if chief else fileio.join(prepared.out, f"worker_{task_id}")
+    fileio.makedirs(path)
     return path
 
 
@@ -650,8 +720,8 @@ def _predict_only(family: Family, args: TrainingArgs, prepared: Prepared) -> dic
     }
     if chief:
         prepared.write_config(args)
-        task.save(prepared.out / "best_model.keras")
-        callbacks_lib.write_json_atomic(prepared.out / "metrics.json", summary)
+        save_keras_file(task, fileio.join(prepared.out, "best_model.keras"))
+        callbacks_lib.write_json_atomic(fileio.join(prepared.out, "metrics.json"), summary)
     summary["task"] = task
     if args.export_dir and chief:
         summary["export_path"] = export_once(family, args, task, summary)
@@ -663,7 +733,7 @@ def export_once(family: Family, args: TrainingArgs, task, summary: dict) -> str:
     of a finished or killed run must not publish a second copy)."""
     from keras_bert.saved_model import exporter
 
-    name = args.model_name or family.model_name_of(summary) or pathlib.Path(args.output_dir).name
+    name = args.model_name or family.model_name_of(summary) or directory_name(args.output_dir)
     existing = exporter.find_export(
         args.export_dir, name, exporter.weights_fingerprint(task), litert=args.litert
     )
