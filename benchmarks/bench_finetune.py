@@ -65,22 +65,7 @@ flags.DEFINE_string("label", "", "Extra words for the RESULTS.md title.")
 LR = 2e-5
 
 
-def featurize(texts, seq_length):
-    from keras_bert.checkpoints import resolve_vocab_file
-    from keras_bert.tokenization import FullTokenizer, pack_inputs
-
-    tok = FullTokenizer(resolve_vocab_file(common.PRESET), do_lower_case=True)
-    rows = [
-        pack_inputs(
-            tok.convert_tokens_to_ids(tok.tokenize(t)),
-            None,
-            max_seq_length=seq_length,
-            cls_id=101,
-            sep_id=102,
-        )
-        for t in texts
-    ]
-    return {k: np.array([r[k] for r in rows], np.int32) for k in rows[0]}
+featurize = common.featurize  # also used by benchmarks/device_check.py
 
 
 def _jit():

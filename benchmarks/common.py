@@ -484,6 +484,26 @@ def random_batch(batch_size: int, seq_length: int, seed: int = 0) -> dict:
     }
 
 
+def featurize(texts: Sequence[str], seq_length: int) -> dict:
+    """int32 features [len(texts), seq_length] of single sentences, tokenized by our FullTokenizer
+    with the vocabulary of `PRESET` (lower-cased) and padded to `seq_length` tokens."""
+    from keras_bert.checkpoints import resolve_vocab_file
+    from keras_bert.tokenization import FullTokenizer, pack_inputs
+
+    tok = FullTokenizer(resolve_vocab_file(PRESET), do_lower_case=True)
+    rows = [
+        pack_inputs(
+            tok.convert_tokens_to_ids(tok.tokenize(t)),
+            None,
+            max_seq_length=seq_length,
+            cls_id=101,
+            sep_id=102,
+        )
+        for t in texts
+    ]
+    return {k: np.array([r[k] for r in rows], np.int32) for k in rows[0]}
+
+
 def sst2_sentences(split: str, limit: int | None = None):
     from keras_bert.data.glue import read_glue
 

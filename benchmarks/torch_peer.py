@@ -7,7 +7,10 @@ process that idles on a pipe while TensorFlow runs and vice versa; the parent st
 repetitions. Each command is timed inside the child; the parent reports that duration.
 
 Every load command may carry "threads": N (torch.set_num_threads before each run; 0 or absent =
-PyTorch's default, one per core).
+PyTorch's default, one per core). "encoder" and "classifier" may carry "device": "cuda" (model,
+inputs and autocast on the GPU; a run ends by reading one number back, which waits for the GPU;
+default "cpu") and "config": {transformers.BertConfig arguments} (a randomly initialised model of
+that shape instead of the checkpoint: the tiny sizes of benchmarks/device_check.py --dry_run).
 
 Protocol (one JSON object per line, both ways):
   {"cmd": "encoder", "bf16": bool, "batch": B, "seq": T}  -> {"ok": true}   (loads, builds input)
@@ -31,12 +34,22 @@ def main():
     model_dir = sys.argv[1]
     default_threads = torch.get_num_threads()
 
+    def bert(cls, msg, **kwargs):
+        """`cls` from the checkpoint, or randomly initialised from msg["config"], on its device."""
+        if msg.get("config"):
+            model = cls(transformers.BertConfig(**msg["config"], **kwargs))
+        else:
+            model = cls.from_pretrained(model_dir, **kwargs)
+        return model.to(msg.get("device", "cpu"))
+
     def load(msg):
         cmd = msg["cmd"]
         if cmd == "encoder":
-            model = transformers.BertModel.from_pretrained(model_dir).eval()
+            model = bert(transformers.BertModel, msg).eval()
+            device = msg.get("device", "cpu")
             rng = np.random.default_rng(msg.get("seed", 0))
-            ids = torch.from_numpy(rng.integers(1000, 30000, (msg["batch"], msg["seq"]))).long()
+            ids = torch.from_numpy(rng.integers(1000, 30000, (msg["batch"], msg["seq"])))
+            ids = ids.long().to(device)
             feats = {
                 "input_ids": ids,
                 "attention_mask": torch.ones_like(ids),
@@ -44,9 +57,12 @@ def main():
             }
             bf16 = msg["bf16"]
 
-            def job(model=model, feats=feats, bf16=bf16):
-                with torch.inference_mode(), torch.autocast("cpu", torch.bfloat16, enabled=bf16):
-                    return model(**feats).last_hidden_state.float().numpy()
+            def job(model=model, feats=feats, bf16=bf16, device=device):
+                with torch.inference_mode(), torch.autocast(device, torch.bfloat16, enabled=bf16):
+                    out = model(**feats).last_hidden_state
+                    if device != "cpu":  # wait for the GPU without copying [B, T, H] back
+                        return out.float().sum().item()
+                    return out.float().numpy()
         elif cmd == "matmul":
             rng = np.random.default_rng(0)
             dtype = torch.bfloat16 if msg["bf16"] else torch.float32
@@ -59,21 +75,22 @@ def main():
                 return torch.matmul(a, b)[0, 0].item()
         elif cmd == "classifier":
             torch.manual_seed(0)
-            model = transformers.BertForSequenceClassification.from_pretrained(
-                model_dir, num_labels=2
-            ).train()
+            model = bert(transformers.BertForSequenceClassification, msg, num_labels=2).train()
+            device = msg.get("device", "cpu")
             opt = torch.optim.AdamW(model.parameters(), lr=msg["lr"], weight_decay=0.01, eps=1e-6)
             feats = {
-                "input_ids": torch.tensor(msg["ids"]).long(),
-                "attention_mask": torch.tensor(msg["mask"]).long(),
-                "token_type_ids": torch.zeros(len(msg["ids"]), len(msg["ids"][0])).long(),
+                "input_ids": torch.tensor(msg["ids"]).long().to(device),
+                "attention_mask": torch.tensor(msg["mask"]).long().to(device),
+                "token_type_ids": torch.zeros(len(msg["ids"]), len(msg["ids"][0]))
+                .long()
+                .to(device),
             }
-            labels = torch.tensor(msg["labels"]).long()
+            labels = torch.tensor(msg["labels"]).long().to(device)
             bf16 = msg["bf16"]
 
-            def job(model=model, opt=opt, feats=feats, labels=labels, bf16=bf16):
+            def job(model=model, opt=opt, feats=feats, labels=labels, bf16=bf16, device=device):
                 opt.zero_grad(set_to_none=True)
-                with torch.autocast("cpu", torch.bfloat16, enabled=bf16):
+                with torch.autocast(device, torch.bfloat16, enabled=bf16):
                     loss = model(**feats, labels=labels).loss
                 loss.backward()
                 torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
