@@ -8,6 +8,7 @@ without a traceback or the flag help (absl's `UsageError` prints the whole modul
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import sys
 from typing import NoReturn
@@ -17,12 +18,48 @@ USAGE_EXIT_CODE = 2
 
 def fail_usage(message: str) -> NoReturn:
     """Writes `<program>: error: <message>` to stderr and exits with status 2."""
+    # The program's own file name (not a user path).
     program = os.path.basename(sys.argv[0]) if sys.argv and sys.argv[0] else "keras_bert"
     if program == "__main__.py":
         program = os.path.basename(os.path.dirname(os.path.abspath(sys.argv[0])))
     sys.stderr.write(f"{program}: error: {' '.join(str(message).split())}\n")
     sys.stderr.flush()
     sys.exit(USAGE_EXIT_CODE)
+
+
+def check_paths_reachable(values) -> None:
+    """Fails fast on a URI whose file system cannot be reached, before anything reads or writes.
+
+    Args:
+        values: flag name -> value (or a dataclass of settings, e.g. a recipe's Args). Every str
+            value holding `://` (each item of a comma-separated one, such as --input_file
+            patterns) is probed with `keras_bert.fileio.check_reachable`; local paths are not.
+
+    Raises:
+        keras_bert.fileio.UnreachablePathError (a FileNotFoundError): "cannot reach --<flag>
+            <URI as typed>: <cause>", one line; `run_recipe` ends the program with it (exit 2).
+    """
+    from keras_bert import fileio
+
+    if dataclasses.is_dataclass(values):
+        values = {f.name: getattr(values, f.name) for f in dataclasses.fields(values)}
+    for name, value in values.items():
+        if not isinstance(value, str):
+            continue
+        for item in value.split(","):
+            if "://" in item:
+                fileio.check_reachable(item.strip(), f"--{name}")
+
+
+def require_reachable_flags(*names: str) -> None:
+    """`check_paths_reachable` of the named absl flags' values; an unreachable URI ends the
+    program as a usage error (`fail_usage`: one line naming the flag and the URI, exit 2)."""
+    from absl import flags
+
+    try:
+        check_paths_reachable({name: flags.FLAGS[name].value for name in names})
+    except FileNotFoundError as e:
+        fail_usage(str(e))
 
 
 def print_result(headline: dict, output_dir) -> None:
@@ -51,7 +88,7 @@ def run_recipe(family) -> None:
     Bad flags or data (whatever `driver.prepare` raises as ValueError / FileNotFoundError) end
     the program as a usage error (`fail_usage`), before anything is trained or written.
     """
-    from absl import app
+    from absl import app, flags
 
     from keras_bert.training import args as args_lib
     from keras_bert.training import driver
@@ -62,6 +99,10 @@ def run_recipe(family) -> None:
         if len(argv) > 1:
             fail_usage(f"unexpected arguments: {' '.join(argv[1:])}")
         try:
+            # Before the flags are checked: a check may already read a file (SQuAD's files).
+            check_paths_reachable(
+                {f.name: flags.FLAGS[f.name].value for f in dataclasses.fields(family.Args)}
+            )
             args = args_lib.from_flags(family.Args)
             prepared = driver.prepare(family, args)
         except (ValueError, FileNotFoundError) as e:  # bad flags or data: one line, exit code 2

@@ -15,13 +15,10 @@ variables with their reasons).
 `keras_bert.checkpoints.save_encoder`); `conversion.json` is written beside it in every case.
 """
 
-import json
-import os
-
 from absl import app, flags
 
-from keras_bert import checkpoints
-from keras_bert.cli import fail_usage
+from keras_bert import checkpoints, fileio
+from keras_bert.cli import fail_usage, require_reachable_flags
 
 FLAGS = flags.FLAGS
 flags.DEFINE_string("init_checkpoint", None, "Preset name, checkpoint directory or prefix.")
@@ -51,6 +48,7 @@ flags.mark_flags_as_required(["init_checkpoint", "output_dir"])
 
 def main(argv):
     del argv
+    require_reachable_flags("init_checkpoint", "output_dir", "vocab_file")
     try:
         encoder = checkpoints.load_encoder(
             FLAGS.init_checkpoint, hidden_activation=FLAGS.hidden_activation
@@ -91,8 +89,7 @@ def main(argv):
         )
     else:
         report["format"] = fmt
-    with open(os.path.join(FLAGS.output_dir, "conversion.json"), "w", encoding="utf-8") as f:
-        json.dump(report, f, indent=2, sort_keys=True)
+    fileio.write_json(fileio.join(FLAGS.output_dir, "conversion.json"), report)
     print(
         f"wrote {FLAGS.output_dir} ({report['format']}, "
         f"{len(report.get('used', {})) or len(encoder.weights)} variables)"

@@ -18,7 +18,8 @@ from absl import app, flags
 from keras_bert.data import pretraining_data as pd
 from keras_bert.data.file_patterns import expand_file_patterns
 from keras_bert.tokenization import FullTokenizer
-from keras_bert.cli import fail_usage
+from keras_bert import fileio
+from keras_bert.cli import fail_usage, require_reachable_flags
 
 FLAGS = flags.FLAGS
 flags.DEFINE_string("input_file", None, "Input text file(s): comma-separated paths or globs.")
@@ -49,6 +50,7 @@ def main(argv):
     del argv
 
     start = time.time()
+    require_reachable_flags("input_file", "output_file", "vocab_file")
     try:
         input_files = expand_file_patterns(FLAGS.input_file)
     except FileNotFoundError as e:  # a usage error: one line, exit code 2
@@ -88,7 +90,7 @@ def main(argv):
         FLAGS.max_predictions_per_seq,
     )
     summary = pd.summarize_instances(instances, num_documents=len(documents))
-    summary["shards"] = dict(zip((os.path.basename(p) for p in output_files), counts))
+    summary["shards"] = dict(zip((fileio.basename(p) for p in output_files), counts))
     config = {
         name: FLAGS[name].value
         for name in (

@@ -8,7 +8,6 @@ Writes `<vocab_file>.config.json` beside it (flags, size, seconds).
       --vocab_file=out/vocab.txt --vocab_size=8000 --do_lower_case
 """
 
-import json
 import time
 
 from absl import app, flags
@@ -16,7 +15,8 @@ from absl import app, flags
 from keras_bert.data import pretraining_data as pd
 from keras_bert.data.file_patterns import expand_file_patterns
 from keras_bert.data import vocab_builder
-from keras_bert.cli import fail_usage
+from keras_bert import fileio
+from keras_bert.cli import fail_usage, require_reachable_flags
 
 FLAGS = flags.FLAGS
 flags.DEFINE_string("input_file", None, "Input text file(s): comma-separated paths or globs.")
@@ -39,6 +39,7 @@ flags.mark_flags_as_required(["input_file", "vocab_file"])
 def main(argv):
     del argv
     start = time.time()
+    require_reachable_flags("input_file", "vocab_file")
     try:
         files = expand_file_patterns(FLAGS.input_file)
     except FileNotFoundError as e:  # a usage error: one line, exit code 2
@@ -71,8 +72,7 @@ def main(argv):
         "lines": len(lines),
         "seconds": round(time.time() - start, 2),
     }
-    with open(FLAGS.vocab_file + ".config.json", "w", encoding="utf-8") as f:
-        json.dump(record, f, indent=2)
+    fileio.write_json(FLAGS.vocab_file + ".config.json", record)
     print(f"wrote {len(vocab)} tokens to {FLAGS.vocab_file} in {record['seconds']} s")
 
 

@@ -15,7 +15,7 @@ from absl import app, flags
 
 from keras_bert.evaluation import comparison, evidence_pack, predictors
 from keras_bert.evaluation import report_sections, report_writer
-from keras_bert.cli import fail_usage
+from keras_bert.cli import fail_usage, require_reachable_flags
 
 F = flags
 F.DEFINE_string(
@@ -79,6 +79,7 @@ def main(argv):
         fail_usage(f"--machine_cost_per_hour must be >= 0, got {FLAGS.machine_cost_per_hour}")
     if FLAGS.bootstrap_samples < 1:
         fail_usage(f"--bootstrap_samples must be >= 1, got {FLAGS.bootstrap_samples}")
+    require_reachable_flags("model", "compare", "data", "output_dir")
     first = open_model(FLAGS.model, FLAGS.server_model_name)
     second = None
     if FLAGS.compare:  # checked before any prediction

@@ -8,16 +8,16 @@ One example per input line ("A ||| B" for a pair); one JSON object per line out 
 keras_bert/features.py). See docs/ner_swag_features.md.
 """
 
+import io
 import json
-import pathlib
 
 from absl import app, flags
 
-from keras_bert import features
+from keras_bert import features, fileio
 from keras_bert.config import check_max_seq_length
 from keras_bert.tokenization.bert_preprocessor import BertPreprocessor
 from keras_bert.training import model_setup
-from keras_bert.cli import fail_usage
+from keras_bert.cli import fail_usage, require_reachable_flags
 
 F = flags
 F.DEFINE_string("input_file", None, "UTF-8 text, one example per line ('A ||| B' for pairs).")
@@ -46,7 +46,8 @@ def main(argv):
     del argv
     if FLAGS.batch_size < 1:
         fail_usage(f"--batch_size must be >= 1, got {FLAGS.batch_size}")
-    if not pathlib.Path(FLAGS.input_file).is_file():
+    require_reachable_flags("input_file", "output_file", "init_checkpoint", "vocab_file")
+    if not fileio.isfile(FLAGS.input_file):
         fail_usage(f"--input_file={FLAGS.input_file} is not a file")
     source = _Source()
     try:
@@ -59,13 +60,16 @@ def main(argv):
         layers = features.parse_layers(FLAGS.layers, encoder.bert_config.num_layers)
     except (ValueError, FileNotFoundError) as e:  # bad flags or checkpoint: exit code 2
         fail_usage(str(e))
-    with open(FLAGS.input_file, encoding="utf-8") as f:
+    with io.StringIO(fileio.read_text(FLAGS.input_file), newline=None) as f:
         texts = [line.rstrip("\n") for line in f]  # every line is an example (linex_index)
-    with open(FLAGS.output_file, "w", encoding="utf-8") as out:
+    # Streamed under a temporary name, visible under --output_file only when complete.
+    written = fileio.writing_path(FLAGS.output_file)
+    with fileio.open_file(written, "w") as out:
         for index, (tokens, values) in enumerate(
             features.extract_features(encoder, preprocessor, texts, layers, FLAGS.batch_size)
         ):
             out.write(json.dumps(features.feature_json(index, tokens, values)) + "\n")
+    fileio.commit_write(written, FLAGS.output_file)
     print(f"wrote {len(texts)} examples to {FLAGS.output_file}")
 
 

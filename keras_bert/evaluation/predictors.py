@@ -26,18 +26,19 @@ network) after one untimed warmup batch, so tracing and connection set-up are no
 from __future__ import annotations
 
 import dataclasses
-import json
-import pathlib
+import os
 import time
 
 import numpy as np
 import tensorflow as tf
 
+from keras_bert import fileio
 from keras_bert.progress import progress_bar
 from keras_bert.tasks.loading import load_task
 
 TEXT_INPUT, TEXT_B_INPUT = "text", "text_b"
-EXPORT_CONFIG = pathlib.Path("assets") / "export_config.json"
+EXPORT_CONFIG = "assets/export_config.json"  # relative to a version directory
+VOCAB_ASSET = "assets/vocab.txt"
 
 
 @dataclasses.dataclass
@@ -133,9 +134,9 @@ class TaskPredictor(Predictor):
     """
 
     def __init__(self, task_or_path, name: str | None = None):
-        if isinstance(task_or_path, (str, pathlib.Path)):
+        if isinstance(task_or_path, (str, os.PathLike)):
             task = load_task(task_or_path)
-            default_name = pathlib.Path(task_or_path).name
+            default_name = fileio.basename(os.fspath(task_or_path))
         else:
             task, default_name = task_or_path, task_or_path.name
         preprocessor = task.require_preprocessor("evaluation")
@@ -165,19 +166,16 @@ def read_export_info(version_dir, name: str | None = None) -> ModelInfo:
     Raises:
         FileNotFoundError: the directory lacks assets/export_config.json or assets/vocab.txt.
     """
-    version_dir = pathlib.Path(version_dir)
-    config_path = version_dir / EXPORT_CONFIG
-    vocab_path = version_dir / "assets" / "vocab.txt"
-    for p in (config_path, vocab_path):
-        if not p.is_file():
+    version_dir = os.fspath(version_dir)
+    for relative in (EXPORT_CONFIG, VOCAB_ASSET):
+        if not fileio.isfile(fileio.join(version_dir, relative)):
             raise FileNotFoundError(
-                f"{version_dir}: not a keras_bert SavedModel version directory "
-                f"({p.relative_to(version_dir)} missing)"
+                f"{version_dir}: not a keras_bert SavedModel version directory ({relative} missing)"
             )
-    config = json.loads(config_path.read_text())
-    vocabulary = vocab_path.read_text(encoding="utf-8").split("\n")[:-1]
+    config = fileio.read_json(fileio.join(version_dir, EXPORT_CONFIG))
+    vocabulary = fileio.read_text(fileio.join(version_dir, VOCAB_ASSET)).split("\n")[:-1]
     return ModelInfo(
-        name or config.get("model_name") or version_dir.parent.name,
+        name or config.get("model_name") or fileio.basename(fileio.parent(version_dir)),
         config["task_type"],
         list(config.get("label_names") or []),
         bool(config.get("is_pair")),
@@ -196,10 +194,10 @@ class SavedModelPredictor(Predictor):
 
     def __init__(self, version_dir, name: str | None = None):
         self.info = read_export_info(version_dir, name)
-        config = json.loads((pathlib.Path(version_dir) / EXPORT_CONFIG).read_text())
+        config = fileio.read_json(fileio.join(os.fspath(version_dir), EXPORT_CONFIG))
         if config.get("requires_tensorflow_text"):
             import tensorflow_text  # noqa: F401  (registers the custom ops the graph needs)
-        self.loaded = tf.saved_model.load(str(version_dir))
+        self.loaded = tf.saved_model.load(os.fspath(version_dir))
         self.signature = self.loaded.signatures["serving_default"]
         self.path = "in-process SavedModel"
 
@@ -265,10 +263,10 @@ def open_predictor(
     Raises:
         FileNotFoundError: `model` is none of the above.
     """
-    path = pathlib.Path(model)
-    if not path.exists():
+    path = os.fspath(model)
+    if not fileio.exists(path):
         raise FileNotFoundError(f"--model {model}: no such file or directory")
-    is_saved_model = (path / "saved_model.pb").is_file()
+    is_saved_model = fileio.isfile(fileio.join(path, "saved_model.pb"))
     if server:
         info = read_export_info(path, name) if is_saved_model else TaskPredictor(path, name).info
         return GrpcPredictor(server, info, model_name=server_model_name)

@@ -18,10 +18,12 @@ import html
 import io
 import json
 import math
-import pathlib
+import os
 
 import numpy as np
 from matplotlib.figure import Figure as MplFigure
+
+from keras_bert import fileio
 
 DIGITS = 4
 CSS = """body{font-family:system-ui,sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;color:#222}
@@ -215,21 +217,26 @@ def json_ready(value):
 def write_report(output_dir, title: str, metrics: dict, blocks: list) -> dict:
     """Writes metrics.json, report.md, report.html and every figure's PNG to `output_dir`.
 
+    `output_dir` may be any `keras_bert.fileio` URI. Each file is written whole-or-nothing,
+    metrics.json (what tools read) last.
+
     Returns:
-        dict name -> pathlib.Path of the written files.
+        dict name -> path (str) of the written files.
     """
-    out = pathlib.Path(output_dir)
-    out.mkdir(parents=True, exist_ok=True)
+    out = os.fspath(output_dir)
+    fileio.makedirs(out)
     paths = {
-        "metrics": out / "metrics.json",
-        "markdown": out / "report.md",
-        "html": out / "report.html",
+        "metrics": fileio.join(out, "metrics.json"),
+        "markdown": fileio.join(out, "report.md"),
+        "html": fileio.join(out, "report.html"),
     }
-    paths["metrics"].write_text(json.dumps(json_ready(metrics), indent=2, allow_nan=False) + "\n")
     for block in blocks:
         if isinstance(block, Figure):
-            (out / block.filename).write_bytes(block.png)
-            paths[block.filename] = out / block.filename
-    paths["markdown"].write_text(to_markdown(title, blocks), encoding="utf-8")
-    paths["html"].write_text(to_html(title, blocks), encoding="utf-8")
+            paths[block.filename] = fileio.join(out, block.filename)
+            fileio.write_bytes(paths[block.filename], block.png)
+    fileio.write_text(paths["markdown"], to_markdown(title, blocks))
+    fileio.write_text(paths["html"], to_html(title, blocks))
+    fileio.write_text(
+        paths["metrics"], json.dumps(json_ready(metrics), indent=2, allow_nan=False) + "\n"
+    )
     return paths

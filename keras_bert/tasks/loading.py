@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import json
 import logging
-import pathlib
+import os
 
 import keras
 
+from keras_bert import fileio
 from keras_bert.tasks.task import Task
 from keras_bert.tokenization.bert_preprocessor import BertPreprocessor
 
@@ -16,20 +16,20 @@ logger = logging.getLogger(__name__)
 BEST_MODEL = "best_model.keras"
 
 
-def find_task_file(path) -> pathlib.Path:
+def find_task_file(path) -> str:
     """The `.keras` file of `path`: the file itself, or a directory's `best_model.keras` (else its
     only `.keras` file).
 
     Raises:
         FileNotFoundError: no such file or directory, or a directory with no or several candidates.
     """
-    path = pathlib.Path(path)
-    if path.is_file() and path.suffix == ".keras":
+    path = os.fspath(path)
+    if path.endswith(".keras") and fileio.isfile(path):
         return path
-    if path.is_dir():
-        if (path / BEST_MODEL).is_file():
-            return path / BEST_MODEL
-        candidates = sorted(path.glob("*.keras"))
+    if fileio.isdir(path):
+        if fileio.isfile(fileio.join(path, BEST_MODEL)):
+            return fileio.join(path, BEST_MODEL)
+        candidates = [p for p in fileio.glob(fileio.join(path, "*.keras")) if fileio.isfile(p)]
         if len(candidates) == 1:
             return candidates[0]
         raise FileNotFoundError(
@@ -39,15 +39,16 @@ def find_task_file(path) -> pathlib.Path:
     raise FileNotFoundError(f"{path}: not a .keras file or a directory holding one")
 
 
-def _attach_legacy_preprocessor(task: Task, run_dir: pathlib.Path) -> None:
+def _attach_legacy_preprocessor(task: Task, run_dir: str) -> None:
     """Runs written before the Task API kept the preprocessor settings in config.json and the
     pair flag in labels.json; rebuild the preprocessor from them (the vocab file must exist)."""
-    config_path, labels_path = run_dir / "config.json", run_dir / "labels.json"
-    if not config_path.is_file():
+    config_path = fileio.join(run_dir, "config.json")
+    labels_path = fileio.join(run_dir, "labels.json")
+    if not fileio.isfile(config_path):
         return
-    config = json.loads(config_path.read_text())
-    labels = json.loads(labels_path.read_text()) if labels_path.is_file() else {}
-    if not config.get("vocab_file") or not pathlib.Path(config["vocab_file"]).is_file():
+    config = fileio.read_json(config_path)
+    labels = fileio.read_json(labels_path) if fileio.isfile(labels_path) else {}
+    if not config.get("vocab_file") or not fileio.isfile(config["vocab_file"]):
         return
     task.is_pair = bool(labels.get("is_pair", False))
     task.preprocessor = BertPreprocessor(
@@ -81,5 +82,5 @@ def load_task(path, compile: bool = False) -> Task:
             "(keras_bert.tasks.Task)"
         )
     if model.preprocessor is None:
-        _attach_legacy_preprocessor(model, keras_file.parent)
+        _attach_legacy_preprocessor(model, fileio.parent(keras_file))
     return model

@@ -229,7 +229,8 @@ class Task(keras.Model):
         """Writes `export_base/<model_name>/<version>/` (SPEC section 7), atomically.
 
         Args:
-            export_base: directory holding one sub-directory per model name (created if missing).
+            export_base: directory (any `keras_bert.fileio` URI) holding one sub-directory per
+                model name (created if missing).
             model_name: str, the name servers serve it under; a plain directory name.
             version: positive int, or None for the next free integer version.
             dtype: None (as trained), "float32" or "bfloat16" (variables stored in bfloat16).
@@ -241,7 +242,8 @@ class Task(keras.Model):
                 `serving.server --prefer_tflite_model` serves; see docs/export.md.
 
         Returns:
-            pathlib.Path of the published version directory.
+            str, the published version directory (`export_base/<model_name>/<version>`, a URI
+            kept as typed).
 
         Raises:
             ValueError: no preprocessor, bad model_name / version / dtype / tokenizer / litert,

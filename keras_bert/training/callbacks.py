@@ -9,43 +9,38 @@ uninterrupted one. `ResumableCheckpoint` stores the exact global batch count nex
 
 from __future__ import annotations
 
-import json
 import os
-import pathlib
 import sys
 import time
 
 import keras
 import numpy as np
 
+from keras_bert import fileio
+from keras_bert.checkpoints.keras_format import save_weights_file
 from keras_bert.faults import crash_point
 from keras_bert.training.optimizer import averaged_weights
 from keras_bert.training.selection import is_better
 
 
-def write_json_atomic(path: pathlib.Path, obj) -> None:
-    path = pathlib.Path(path)
-    tmp = path.with_name(path.name + ".tmp")
-    with open(tmp, "w") as f:
-        json.dump(obj, f, indent=2, sort_keys=True)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
+def write_json_atomic(path: str, obj) -> None:
+    """`fileio.write_json`: `path` (any URI) holds the old JSON or all of the new, never part."""
+    fileio.write_json(os.fspath(path), obj)
 
 
 class ResumableCheckpoint(keras.callbacks.Callback):
     """Save model + optimizer weights every `save_freq` batches and at each epoch end.
 
     Files in `directory`: `ckpt-<step>.weights.h5` (the last `keep`) and `checkpoint.json`
-    ({"step": global batches trained, "weights": file name}); both are written to a temporary
-    name and renamed, so a kill at any moment leaves the previous checkpoint intact. When the run
+    ({"step": global batches trained, "weights": file name}); both are written whole-or-nothing
+    (`keras_bert.fileio`), so a kill at any moment leaves the previous checkpoint intact. When the run
     is over and its result kept elsewhere, `finalize()` records the last step with
     `"weights": null, "complete": true` and deletes the step checkpoints (hundreds of MB for a
     BERT with its optimizer state); `restore` then sets the step without loading anything
     (`complete` says so), so a rerun trains nothing.
 
     Args:
-        directory: str or Path, created if missing.
+        directory: str (any `keras_bert.fileio` URI) or path-like, created if missing.
         save_freq: int > 0, batches between checkpoints; None = only at epoch ends.
         keep: int >= 1, checkpoints kept on disk.
         is_chief: only the chief writes (multi-worker: other workers save nothing).
@@ -57,7 +52,7 @@ class ResumableCheckpoint(keras.callbacks.Callback):
         super().__init__()
         if save_freq is not None and save_freq < 1:
             raise ValueError(f"save_freq must be >= 1 batches or None, got {save_freq}")
-        self.directory = pathlib.Path(directory)
+        self.directory = os.fspath(directory)
         self.save_freq = save_freq
         self.keep = max(1, int(keep))
         self.is_chief = is_chief
@@ -66,15 +61,14 @@ class ResumableCheckpoint(keras.callbacks.Callback):
         self._last_saved = -1
 
     @property
-    def state_path(self) -> pathlib.Path:
-        return self.directory / "checkpoint.json"
+    def state_path(self) -> str:
+        return fileio.join(self.directory, "checkpoint.json")
 
     def latest(self) -> dict | None:
         """The newest complete checkpoint's {"step", "weights"} or None."""
-        if not self.state_path.exists():
+        if not fileio.exists(self.state_path):
             return None
-        with open(self.state_path) as f:
-            return json.load(f)
+        return fileio.read_json(self.state_path)
 
     def restore(self, model) -> int:
         """Load the newest checkpoint into the (built, compiled) model; returns its step (0 if none)."""
@@ -87,23 +81,24 @@ class ResumableCheckpoint(keras.callbacks.Callback):
             return self.step
         if model.optimizer is not None and not model.optimizer.built:
             model.optimizer.build(model.trainable_variables)
-        model.load_weights(self.directory / state["weights"])
+        model.load_weights(fileio.join(self.directory, state["weights"]))
         self.step = self._last_saved = self.restored_step = int(state["step"])
         return self.step
 
     def save(self) -> None:
         if not self.is_chief or self.step == self._last_saved:
             return
-        self.directory.mkdir(parents=True, exist_ok=True)
+        fileio.makedirs(self.directory)
         name = f"ckpt-{self.step}.weights.h5"
-        tmp = self.directory / "partial.weights.h5"
-        self.model.save_weights(tmp, overwrite=True)
-        os.replace(tmp, self.directory / name)
+        save_weights_file(self.model, fileio.join(self.directory, name))
         write_json_atomic(self.state_path, {"step": self.step, "weights": name})
         self._last_saved = self.step
-        old = sorted(self.directory.glob("ckpt-*.weights.h5"), key=lambda p: int(p.name[5:-11]))
+        old = sorted(
+            fileio.glob(fileio.join(self.directory, "ckpt-*.weights.h5")),
+            key=lambda p: int(fileio.basename(p)[5:-11]),
+        )
         for path in old[: -self.keep]:
-            path.unlink(missing_ok=True)
+            fileio.remove(path)
 
     @property
     def complete(self) -> bool:
@@ -121,8 +116,8 @@ class ResumableCheckpoint(keras.callbacks.Callback):
             return
         write_json_atomic(self.state_path, {"step": self.step, "weights": None, "complete": True})
         crash_point("checkpoints_finalized")
-        for path in self.directory.glob("*.weights.h5"):
-            path.unlink(missing_ok=True)
+        for path in fileio.glob(fileio.join(self.directory, "*.weights.h5")):
+            fileio.remove(path)
 
     def on_train_batch_end(self, batch, logs=None):
         self.step += 1
@@ -187,7 +182,7 @@ class EvaluationCallback(keras.callbacks.Callback):
         self.eval_fn = eval_fn
         self.monitor = monitor
         self.best_weights_path = best_weights_path
-        self.state_file = pathlib.Path(state_file) if state_file else None
+        self.state_file = os.fspath(state_file) if state_file else None
         self.patience = patience
         self.is_chief = is_chief
         self.inner_points = (
@@ -202,9 +197,8 @@ class EvaluationCallback(keras.callbacks.Callback):
         self.step_fn = step_fn
         self.steps_per_epoch = steps_per_epoch
         self.state = {"epochs": [], "best": None}
-        if self.state_file is not None and self.state_file.exists():
-            with open(self.state_file) as f:
-                self.state = json.load(f)
+        if self.state_file is not None and fileio.exists(self.state_file):
+            self.state = fileio.read_json(self.state_file)
 
     @property
     def should_stop(self) -> bool:
@@ -289,13 +283,11 @@ class EvaluationCallback(keras.callbacks.Callback):
         ):
             self.state["best"] = dict(entry)
             if self.is_chief and self.best_weights_path is not None:
-                path = pathlib.Path(self.best_weights_path)
-                tmp = path.with_name("partial." + path.name)
-                self.model.save_weights(tmp, overwrite=True)
-                os.replace(tmp, path)  # a kill leaves the previous best intact
+                # Whole-or-nothing: a kill leaves the previous best intact.
+                save_weights_file(self.model, self.best_weights_path)
                 crash_point("best_saved")
         if self.is_chief and self.state_file is not None:
-            self.state_file.parent.mkdir(parents=True, exist_ok=True)
+            fileio.makedirs(fileio.parent(self.state_file))
             write_json_atomic(self.state_file, self.state)
 
 
@@ -425,15 +417,15 @@ def standard_callbacks(
         plus a `TensorBoard` writing `<output_dir>/logs` (chief only). Keras adds the progress bar
         itself (`verbose=1`).
     """
-    output_dir = pathlib.Path(output_dir)
+    output_dir = os.fspath(output_dir)
     checkpoint = ResumableCheckpoint(
-        output_dir / "checkpoints", save_freq, keep_checkpoints, is_chief
+        fileio.join(output_dir, "checkpoints"), save_freq, keep_checkpoints, is_chief
     )
     callbacks = [checkpoint]
     if tensorboard and is_chief:
         callbacks.append(
             keras.callbacks.TensorBoard(
-                str(output_dir / "logs"), update_freq=tensorboard_update_freq
+                fileio.join(output_dir, "logs"), update_freq=tensorboard_update_freq
             )
         )
     return checkpoint, callbacks

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
-import pathlib
+import os
 from typing import Callable
 
 import tensorflow as tf
 
+from keras_bert import fileio
+from keras_bert.checkpoints.keras_format import save_keras_file
 from keras_bert.training.callbacks import EvaluationCallback, ProgressLogger, ResumableCheckpoint
 from keras_bert.training.preemption import PreemptionWatcher, watch_preemption
 
@@ -112,15 +114,16 @@ def keep_best_model(task, checkpoint: ResumableCheckpoint, run_dir, is_chief: bo
     kill at any moment: best_model.keras is written while best.weights.h5 and the checkpoints
     still exist; then `checkpoint.finalize()` records completion; only then are they deleted.
     """
-    run_dir = pathlib.Path(run_dir)
-    best_weights, best_model = run_dir / "best.weights.h5", run_dir / "best_model.keras"
+    run_dir = os.fspath(run_dir)
+    best_weights = fileio.join(run_dir, "best.weights.h5")
+    best_model = fileio.join(run_dir, "best_model.keras")
     if checkpoint.complete:
         task.load_weights(best_model)
     else:
-        if best_weights.exists():
+        if fileio.exists(best_weights):
             task.load_weights(best_weights)
         if is_chief:
-            task.save(best_model)
+            save_keras_file(task, best_model)  # whole-or-nothing, on any URI
     if is_chief:
         checkpoint.finalize()
-        best_weights.unlink(missing_ok=True)
+        fileio.remove(best_weights)

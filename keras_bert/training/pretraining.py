@@ -14,12 +14,13 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import os
 import time
 
 import keras
 
+from keras_bert import fileio
 from keras_bert.checkpoints.keras_format import save_encoder
+from keras_bert.cli import check_paths_reachable
 from keras_bert.checkpoints.loader import load_encoder
 from keras_bert.config import BertConfig, check_max_seq_length
 from keras_bert.data.file_patterns import expand_file_patterns
@@ -159,8 +160,10 @@ def _history_callback(path: str, checkpoint, start: float):
             "seconds": round(time.time() - start, 1),
             **{k: float(v) for k, v in logs.items() if k != "learning_rate"},
         }
-        with open(path, "a") as f:
-            f.write(json.dumps(record) + "\n")
+        # Appended by a whole rewrite: an object store cannot append, and a reader never sees
+        # a half line.
+        old = fileio.read_text(path) if fileio.exists(path) else ""
+        fileio.write_text(path, old + json.dumps(record) + "\n")
 
     return keras.callbacks.LambdaCallback(on_epoch_end=append)
 
@@ -199,8 +202,9 @@ def run_pretraining(config: PretrainConfig) -> dict:
         ValueError: see `build_pretrainer`; an output_dir holding a run with other settings.
     """
     start = time.time()
+    check_paths_reachable(config)  # an unreachable URI: one line, before anything is written
     shards = expand_file_patterns(config.input_file, what="pretraining shard")
-    os.makedirs(config.output_dir, exist_ok=True)
+    fileio.makedirs(config.output_dir)
     keras.utils.set_random_seed(config.random_seed)
     precision = set_mixed_precision(config.mixed_precision)
     strategy = get_strategy(config.strategy, config.tpu)
@@ -223,11 +227,11 @@ def run_pretraining(config: PretrainConfig) -> dict:
         record
     )  # what every checkpointed step was trained with
     num_records = sum(verify_shards(shards))  # a damaged shard fails here, by name
-    write_json_atomic(os.path.join(config.output_dir, "config.json"), record)
+    write_json_atomic(fileio.join(config.output_dir, "config.json"), record)
     checkpoint, callbacks = standard_callbacks(
         config.output_dir, tensorboard_update_freq=config.save_checkpoints_steps
     )
-    history_path = os.path.join(config.output_dir, "history.jsonl")
+    history_path = fileio.join(config.output_dir, "history.jsonl")
     callbacks.append(_history_callback(history_path, checkpoint, start))
     resumed_from = checkpoint.restore(model)
     epochs = -(-config.num_train_steps // config.save_checkpoints_steps)
@@ -243,12 +247,11 @@ def run_pretraining(config: PretrainConfig) -> dict:
     )
     encoder_dir = save_encoder(
         model.encoder,
-        os.path.join(config.output_dir, "encoder"),
+        fileio.join(config.output_dir, "encoder"),
         config.vocab_file,
         config.do_lower_case,
     )
-    with open(history_path) as f:
-        history = [json.loads(line) for line in f]
+    history = [json.loads(line) for line in fileio.read_text(history_path).splitlines()]
     metrics = {
         "steps": steps,
         "resumed_from_step": resumed_from,
@@ -259,5 +262,5 @@ def run_pretraining(config: PretrainConfig) -> dict:
         "history": history,
         "encoder_dir": encoder_dir,
     }
-    write_json_atomic(os.path.join(config.output_dir, "metrics.json"), metrics)
+    write_json_atomic(fileio.join(config.output_dir, "metrics.json"), metrics)
     return metrics

@@ -14,12 +14,14 @@ everything else counts, so a newly added flag is checked unless it is declared h
 from __future__ import annotations
 
 import json
-import pathlib
+import os
 from typing import Callable
+
+from keras_bert import fileio
 
 
 def check_resume_settings(
-    out: pathlib.Path,
+    out: str,
     settings: dict,
     *,
     ignored=frozenset(),
@@ -31,7 +33,7 @@ def check_resume_settings(
     Call it before the run writes anything to `out` (config.json above all).
 
     Args:
-        out: the output directory.
+        out: the output directory (any `keras_bert.fileio` URI).
         settings: this run's settings, a flat dict name -> JSON value, as `view` makes them from
             the config.json this run will write.
         ignored: names of settings that do not change what the directory's files mean (the
@@ -49,10 +51,10 @@ def check_resume_settings(
             run): <name> <recorded> -> <new>, ...; use a new --output_dir, or rerun with the
             recorded values".
     """
-    path = pathlib.Path(out) / "config.json"
-    if not path.is_file():
+    path = fileio.join(os.fspath(out), "config.json")
+    if not fileio.isfile(path):
         return None
-    recorded = (view or (lambda d: d))(json.loads(path.read_text()))
+    recorded = (view or (lambda d: d))(fileio.read_json(path))
     previous = (defaults or {}) | recorded
     new = json.loads(json.dumps(settings))  # tuples as the JSON lists they were recorded as
     changed = [

@@ -50,5 +50,6 @@ def test_markdown_and_html_show_the_same_numbers(tmp_path):
     assert '<tr class="flag"><td class="text">s0</td>' in page and "a &lt;b&gt; &amp; c" in page
     assert 'src="data:image/png;base64,iVBORw0KGgpmYWtl"' in page
     paths = rw.write_report(tmp_path, "T", metrics, blocks)
-    assert json.loads(paths["metrics"].read_text()) == metrics
+    assert paths["metrics"] == str(tmp_path / "metrics.json")
+    assert json.loads((tmp_path / "metrics.json").read_text()) == metrics
     assert (tmp_path / "p.png").read_bytes().startswith(b"\x89PNG")

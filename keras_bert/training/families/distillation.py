@@ -13,10 +13,10 @@ agreement with the teacher on dev and on the first training examples.
 from __future__ import annotations
 
 import dataclasses
-import pathlib
 
 import numpy as np
 
+from keras_bert import fileio
 from keras_bert.data import glue, text_files
 from keras_bert.data.labels import label_ids
 from keras_bert.evaluation import metrics as metrics_lib
@@ -65,7 +65,7 @@ class DistillArgs(TrainingArgs):
             raise ValueError("give --task_name (GLUE) or both --train_file and --dev_file")
         if self.student_preset and (self.student_layers or self.layer_map):
             raise ValueError("--student_preset excludes --student_layers / --layer_map")
-        if not pathlib.Path(self.teacher).exists():
+        if not fileio.exists(self.teacher):
             raise ValueError(f"--teacher {self.teacher}: no such file or directory")
 
 

@@ -17,6 +17,7 @@ from keras_bert.evaluation.ner import entity_scores
 from keras_bert.tasks.token_classifier import FEATURE_MODES, TokenClassifier
 from keras_bert.training import model_setup
 from keras_bert.training.args import AT_LEAST_ONE, FinetuneArgs, arg, args_dataclass
+from keras_bert import fileio
 from keras_bert.training.callbacks import write_json_atomic
 from keras_bert.training.driver import Family
 
@@ -106,7 +107,8 @@ class Ner(Family):
 
     def finish(self, args, data, task, out) -> dict:
         write_json_atomic(
-            out / "labels.json", {"task_type": task.task_type, "labels": task.label_names}
+            fileio.join(out, "labels.json"),
+            {"task_type": task.task_type, "labels": task.label_names},
         )
         return {
             "dev": ner_scores(task, data.dev, args.eval_batch_size),

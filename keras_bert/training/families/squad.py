@@ -16,7 +16,6 @@ then a dev set, no longer a held-out one.
 from __future__ import annotations
 
 import dataclasses
-import pathlib
 import time
 
 from keras_bert.config import INPUT_NAMES
@@ -25,6 +24,7 @@ from keras_bert.evaluation import squad as squad_eval
 from keras_bert.tasks.span_question_answerer import SpanQuestionAnswerer
 from keras_bert.training import model_setup
 from keras_bert.training.args import AT_LEAST_ONE, FinetuneArgs, Rule, arg, args_dataclass
+from keras_bert import fileio
 from keras_bert.training.callbacks import write_json_atomic
 from keras_bert.training.driver import Family
 
@@ -59,7 +59,7 @@ class SquadArgs(FinetuneArgs):
             raise ValueError("give --train_file, --predict_file or both")
         for name in ("train_file", "predict_file"):
             path = getattr(self, name)
-            if path and not pathlib.Path(path).is_file():
+            if path and not fileio.isfile(path):
                 raise ValueError(f"--{name}={path}: no such file")
         try:
             squad.check_lengths(self.max_seq_length, self.doc_stride, self.max_query_length)
@@ -89,7 +89,7 @@ def load_examples(args: SquadArgs) -> tuple[list, list]:
     return train[: args.max_train_examples], predict[: args.max_eval_examples]
 
 
-def predict_and_score(task, args, data: SquadData, out: pathlib.Path | None = None) -> dict:
+def predict_and_score(task, args, data: SquadData, out: str | None = None) -> dict:
     """The official metrics of `task` on the prediction examples, with timings; with `out`,
     also writes predictions.json, nbest_predictions.json and null_odds.json there."""
     start = time.perf_counter()
@@ -101,11 +101,15 @@ def predict_and_score(task, args, data: SquadData, out: pathlib.Path | None = No
     )
     seconds = time.perf_counter() - start
     if out is not None:
-        write_json_atomic(out / "predictions.json", {q: a["text"] for q, a in answers.items()})
         write_json_atomic(
-            out / "nbest_predictions.json", {q: a["nbest"] for q, a in answers.items()}
+            fileio.join(out, "predictions.json"), {q: a["text"] for q, a in answers.items()}
         )
-        write_json_atomic(out / "null_odds.json", {q: a["null_odds"] for q, a in answers.items()})
+        write_json_atomic(
+            fileio.join(out, "nbest_predictions.json"), {q: a["nbest"] for q, a in answers.items()}
+        )
+        write_json_atomic(
+            fileio.join(out, "null_odds.json"), {q: a["null_odds"] for q, a in answers.items()}
+        )
     metrics = squad_eval.evaluate(
         squad_eval.dataset_of(data.predict), answers, args.version_2_with_negative
     )
