@@ -11,7 +11,6 @@ task itself (`keras_bert.load_task`); the layout and signatures are `keras_bert.
 from __future__ import annotations
 
 import dataclasses
-import pathlib
 
 from keras_bert.config import check_max_seq_length
 from keras_bert.tasks.loading import load_task
@@ -96,8 +95,9 @@ def export_saved_task(
     dtype=None,
     overrides: Overrides | None = None,
     litert: str | None = None,
-) -> pathlib.Path:
-    """Loads the task in `model_dir` and exports it; returns the version directory.
+) -> str:
+    """Loads the task in `model_dir` and exports it; returns the version directory (a str; both
+    paths may be any URI `keras_bert.fileio` handles).
 
     Raises:
         FileNotFoundError: no task in model_dir; TypeError: not a keras_bert task; ValueError:

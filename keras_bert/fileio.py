@@ -26,10 +26,13 @@ and others answer "File system scheme ... not implemented" until a plugin regist
 from __future__ import annotations
 
 import concurrent.futures
+import contextlib
 import errno
 import json
 import os
 import posixpath
+import shutil
+import tempfile
 import uuid
 from typing import Any, Iterator
 
@@ -110,7 +113,17 @@ def isfile(path: str) -> bool:
 
 def listdir(path: str) -> list[str]:
     """Names in a directory, sorted, without trailing slashes (object stores add them)."""
-    return sorted(name.rstrip("/") for name in tf.io.gfile.listdir(os.fspath(path)))
+    path = os.fspath(path)
+    names = sorted(name.rstrip("/") for name in tf.io.gfile.listdir(path))
+    return _real_children(path, names)
+
+
+def _real_children(path: str, names: list[str]) -> list[str]:
+    """`names` without the phantoms of TensorFlow's `ram://` file system, which lists children by
+    string prefix: `ram://d/assets` "holds" `.extra` when `ram://d/assets.extra/x` exists."""
+    if scheme(path) != "ram":
+        return names
+    return [name for name in names if tf.io.gfile.exists(posixpath.join(path, name))]
 
 
 def glob(pattern: str) -> list[str]:
@@ -119,7 +132,9 @@ def glob(pattern: str) -> list[str]:
 
 
 def walk(top: str) -> Iterator[tuple[str, list[str], list[str]]]:
-    yield from tf.io.gfile.walk(os.fspath(top))
+    """(directory, sub-directory names, file names) for `top` and each directory below it."""
+    for root, dirs, files in tf.io.gfile.walk(os.fspath(top)):
+        yield root, dirs, _real_children(root, files)
 
 
 def makedirs(path: str) -> None:
@@ -136,8 +151,14 @@ def remove(path: str) -> None:
 
 def rmtree(path: str) -> None:
     """Deletes a directory tree; a missing one is not an error."""
-    if tf.io.gfile.exists(os.fspath(path)):
-        tf.io.gfile.rmtree(os.fspath(path))
+    path = os.fspath(path)
+    if not tf.io.gfile.exists(path):
+        return
+    try:
+        tf.io.gfile.rmtree(path)
+    except tf.errors.NotFoundError:
+        if tf.io.gfile.exists(path):  # `ram://` fails on its phantom children once all is gone
+            raise
 
 
 def rename(src: str, dst: str, overwrite: bool = False) -> None:
@@ -152,13 +173,30 @@ def size(path: str) -> int:
     return tf.io.gfile.stat(os.fspath(path)).length
 
 
-def read_text(path: str, encoding: str = "utf-8", errors: str = "strict") -> str:
-    """The whole file decoded (`encoding="utf-8-sig"` drops a BOM); no newline translation.
+def stat(path: str):
+    """`length` (bytes), `mtime_nsec` and `is_directory` of a path (tf.io.gfile's FileStatistics).
 
     Raises:
-        FileNotFoundError: as `read_bytes`.
+        tf.errors.NotFoundError: no such path.
     """
-    return read_bytes(path).decode(encoding, errors)
+    return tf.io.gfile.stat(os.fspath(path))
+
+
+def absolute(path: str) -> str:
+    """A local path made absolute (against the working directory); a URI as typed."""
+    path = os.fspath(path)
+    return os.path.abspath(path) if scheme(path) == "" else path
+
+
+@contextlib.contextmanager
+def local_temp_dir(prefix: str = "keras_bert_") -> Iterator[str]:
+    """A private local scratch directory, deleted on exit: for a tool that only writes local files
+    (the LiteRT converter), whose result is then copied to the user's path."""
+    path = tempfile.mkdtemp(prefix=prefix)
+    try:
+        yield path
+    finally:
+        shutil.rmtree(path, ignore_errors=True)
 
 
 def read_bytes(path: str) -> bytes:
@@ -172,6 +210,15 @@ def read_bytes(path: str) -> bytes:
             return f.read()
     except tf.errors.NotFoundError:
         raise FileNotFoundError(errno.ENOENT, "No such file", os.fspath(path)) from None
+
+
+def read_text(path: str, encoding: str = "utf-8", errors: str = "strict") -> str:
+    """The whole file decoded (`encoding="utf-8-sig"` drops a BOM); no newline translation.
+
+    Raises:
+        FileNotFoundError: as `read_bytes`.
+    """
+    return read_bytes(path).decode(encoding, errors)
 
 
 def read_json(path: str) -> Any:

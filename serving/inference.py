@@ -5,7 +5,6 @@ share validation, batching, status codes and metrics.
 """
 
 import logging
-import os
 import threading
 import time
 
@@ -25,12 +24,13 @@ from tensorflow_serving.apis import (
     regression_pb2,
 )
 
+from keras_bert import fileio
 from serving import errors, tensors
 from serving.batching import BatchScheduler
 from serving.servable import CLASSIFY_METHOD, REGRESS_METHOD
 
 DEFAULT_SIGNATURE = "serving_default"
-WARMUP_FILE = os.path.join("assets.extra", "tf_serving_warmup_requests")
+WARMUP_FILE = ("assets.extra", "tf_serving_warmup_requests")  # under the version directory
 _LOG = logging.getLogger("serving")
 
 
@@ -372,8 +372,8 @@ class InferenceService:
     def warmup(self, servable):
         """Replays assets.extra/tf_serving_warmup_requests (PredictionLog TFRecords) before a version
         serves, as TF Serving does; an error fails the load. Returns the number replayed."""
-        path = os.path.join(servable.path, WARMUP_FILE)
-        if not os.path.exists(path):
+        path = fileio.join(servable.path, *WARMUP_FILE)
+        if not fileio.exists(path):
             return 0
         count = 0
         for record in tf.data.TFRecordDataset(path).as_numpy_iterator():

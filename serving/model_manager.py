@@ -1,13 +1,30 @@
-"""Model management: version directories polled on disk, version policies, labels, safe unloading.
+"""Model management: version directories polled on a file system, version policies, labels, safe
+unloading.
 
 Behaviour (as `tensorflow_model_server` with its default availability-preserving policy):
-- `<base_path>/<int>/` directories are versions; other names (`2.tmp`, `.partial`) are ignored, so a
-  copy followed by an atomic rename is the safe way to publish a version.
+- A base path is any URI `keras_bert.fileio` handles (local, `gs://`, `hdfs://`, `s3://` with its
+  plugin, `ram://`), kept as typed. `<base_path>/<int>/` directories are versions; other names
+  (`2.tmp`, `.partial`, the hidden staging directories of our exporter) are ignored.
+- When a version is ready to load (the rule of `scan_versions`): on a file system whose directory
+  rename is atomic (local, HDFS) at once, as TF Serving does; elsewhere (`gs://`, `s3://`,
+  `ram://`, where a directory is published by copying its files) when it holds
+  `fileio.COMPLETE_MARKER` (written last by our exporter, `fileio.publish_dir`), or, for a
+  directory another tool wrote (no `assets/export_config.json`, such as TensorFlow's own
+  `tf.saved_model.save` to `gs://`), once `saved_model.pb` is readable (TF Serving's rule: TF
+  writes it after the variables). A version of ours without the marker is a publish in
+  progress: it is not loaded (nor counted by the version policy) until the marker appears.
 - The version policy (`latest {num_versions}` default 1, `all`, `specific {versions}`) picks the
   aspired versions; each is loaded (and its warmup requests replayed) before it serves.
-- A version that fails to load is reported in GetModelStatus (state END + error) and retried only when
-  its files change; it never replaces a serving version: previously loaded versions keep serving
-  until enough aspired versions are AVAILABLE.
+- A version that fails to load is reported in GetModelStatus (state END + error) and retried
+  `max_num_load_retries` times, `load_retry_interval_s` apart (TF Serving's
+  `--max_num_load_retries`, `--load_retry_interval_micros`); after that only when its files
+  change (our extension: a copy that completes is picked up). It never replaces a serving
+  version: previously loaded versions keep serving until enough aspired versions are AVAILABLE.
+- A base path that cannot be reached (an unregistered scheme, no credentials, a file system that
+  does not answer within `reach_timeout_s`) is logged and shown in GetModelStatus (a version 0
+  entry, state START, error UNAVAILABLE "cannot reach model base path <URI as typed>: <cause>");
+  the server keeps running and serving the versions it has, and the model's versions are loaded
+  at the first poll that can read the path.
 - A removed version stops taking new requests at once and is unloaded when its in-flight requests
   finish (reference counting).
 - `reload(configs)` (ModelService/HandleReloadConfigRequest) replaces the served set as TF Serving's
@@ -17,19 +34,29 @@ Behaviour (as `tensorflow_model_server` with its default availability-preserving
   AVAILABLE version.
 """
 
+import concurrent.futures
 import contextlib
+import dataclasses
 import logging
-import os
 import threading
+import time
 
 import grpc
+import tensorflow as tf
 from tensorflow_serving.apis import get_model_status_pb2
 
+from keras_bert import fileio
 from serving import errors
 from serving.servable import explain_load_error, load_servable
 
 State = get_model_status_pb2.ModelVersionStatus.State
 _LOG = logging.getLogger("serving")
+# Written into every version by our exporter (keras_bert.saved_model.exporter.CONFIG_FILENAME):
+# such a version is published with fileio.publish_dir and complete once it holds the marker.
+EXPORTER_CONFIG = ("assets", "export_config.json")
+MAX_NUM_LOAD_RETRIES = 5  # tensorflow_model_server's defaults
+LOAD_RETRY_INTERVAL_S = 60.0
+REACH_TIMEOUT_S = 30.0
 
 
 class _Version:
@@ -39,7 +66,9 @@ class _Version:
         self.error = None  # (grpc.StatusCode, message)
         self.servable = None
         self.refcount = 0
-        self.fingerprint = None
+        self.fingerprint = None  # of the files the last load attempt read
+        self.failures = 0  # failed loads since the files last changed
+        self.retry_at = None  # time.monotonic() of the next retry; None: none scheduled
 
 
 class _Model:
@@ -48,45 +77,103 @@ class _Model:
         self.labels = dict(config.version_labels)
         self.versions = {}  # int -> _Version
         self.warning = None  # last "no versions" warning logged (logged again only when it changes)
+        self.unreachable = None  # "cannot reach model base path ...", while it cannot be read
+        self.scan = None  # the last Scan of the base path
+        self.listing = None  # the Future of a listing still in flight (a file system not answering)
+        self.pending_logged = set()  # versions logged as "publish in progress"
 
 
 def _fingerprint(path):
+    """(relative name, size, mtime) of every file under a version directory."""
     items = []
-    for root, _, files in os.walk(path):
+    for root, _, files in fileio.walk(path):
+        rel_root = root[len(path) :].strip("/")
         for name in files:
-            full = os.path.join(root, name)
             try:
-                st = os.stat(full)
-            except OSError:
+                st = fileio.stat(fileio.join(root, name))
+            except (tf.errors.OpError, OSError):
                 continue
-            items.append((os.path.relpath(full, path), st.st_size, st.st_mtime_ns))
+            items.append((f"{rel_root}/{name}" if rel_root else name, st.length, st.mtime_nsec))
     return tuple(sorted(items))
 
 
-def _list_versions(base_path):
+@dataclasses.dataclass(frozen=True)
+class Scan:
+    """What a poll found under a base path.
+
+    ready: version numbers that may be loaded. pending: version directories of our exporter still
+    being published (no COMPLETE_MARKER yet). exists: whether the base path exists. hint: a note
+    for the "no versions" warning ("" when none).
+    """
+
+    ready: frozenset = frozenset()
+    pending: frozenset = frozenset()
+    exists: bool = True
+    hint: str = ""
+
+
+def version_ready(version_dir, atomic_rename):
+    """Whether a version directory may be loaded (the rule in the module docstring)."""
+    if atomic_rename or fileio.is_complete(version_dir):
+        return True
+    if fileio.exists(fileio.join(version_dir, *EXPORTER_CONFIG)):
+        return False  # ours, still being copied: saved_model.pb then the marker come last
+    return fileio.exists(fileio.join(version_dir, "saved_model.pb"))
+
+
+def scan_versions(base_path, known_ready=frozenset()):
+    """Lists the integer version directories under `base_path` (any URI) and sorts them into ready
+    and pending (`version_ready`); versions in `known_ready` are not checked again.
+
+    Raises:
+        fileio.UnreachablePathError: the file system refused (an unregistered scheme, no access):
+            "cannot reach model base path <base_path>: <cause>".
+    """
     try:
-        names = os.listdir(base_path)
-    except OSError:
-        return set()
-    return {int(n) for n in names if n.isdigit() and os.path.isdir(os.path.join(base_path, n))}
+        if not fileio.exists(base_path):
+            return Scan(exists=False)
+        names = fileio.listdir(base_path)
+    except tf.errors.NotFoundError:
+        return Scan()  # a file, or removed since: no versions
+    except (tf.errors.OpError, OSError) as e:
+        cause = " ".join((getattr(e, "message", None) or str(e)).split())[:300]
+        raise fileio.UnreachablePathError(
+            f"cannot reach model base path {base_path}: {cause}"
+        ) from None
+    atomic = fileio.scheme(base_path) in fileio.ATOMIC_RENAME_SCHEMES
+    ready, pending = set(), set()
+    for name in names:
+        if not name.isdigit() or int(name) < 1:
+            continue
+        version_dir = fileio.join(base_path, name)
+        if int(name) in known_ready:
+            ready.add(int(name))
+        elif fileio.isdir(version_dir):
+            (ready if version_ready(version_dir, atomic) else pending).add(int(name))
+    hint = "" if ready or pending else _version_dir_hint(base_path)
+    return Scan(frozenset(ready), frozenset(pending), True, hint)
 
 
-def no_versions_warning(name, base_path, on_disk):
+def _version_dir_hint(base_path):
+    trimmed = base_path.rstrip("/") or base_path
+    if fileio.basename(trimmed).isdigit() and fileio.isfile(fileio.join(trimmed, "saved_model.pb")):
+        return (
+            "; did you point --model_base_path at a version directory? use its parent "
+            f"{fileio.parent(trimmed)}"
+        )
+    return ""
+
+
+def no_versions_warning(name, base_path, scan):
     """The WARNING for a base path with no version directory (as tensorflow_model_server logs
-    it), with a hint when `base_path` is itself a version directory; None when versions exist."""
-    if on_disk:
+    it), with a hint when `base_path` is itself a version directory; None when versions exist
+    (ready or being published)."""
+    if scan.ready or scan.pending:
         return None
     message = f"No versions of servable {name} found under base path {base_path}"
-    if not os.path.exists(base_path):
-        message += " (the path does not exist)"
-    elif os.path.basename(os.path.normpath(base_path)).isdigit() and os.path.isfile(
-        os.path.join(base_path, "saved_model.pb")
-    ):
-        message += (
-            "; did you point --model_base_path at a version directory? use its parent "
-            f"{os.path.dirname(os.path.normpath(base_path))}"
-        )
-    return message
+    if not scan.exists:
+        return message + " (the path does not exist)"
+    return message + scan.hint
 
 
 def check_configs(model_configs):
@@ -128,6 +215,12 @@ class ModelManager:
         on_change: callable() after each poll (health status update).
         prefer_tflite_model: serve a version's `model.tflite` (LiteRT) when it has one.
         litert_threads: LiteRT interpreter threads (0 = one per CPU).
+        max_num_load_retries: int >= 0; retries of a failed load before giving up (until the
+            version's files change).
+        load_retry_interval_s: float; seconds between those retries.
+        reach_timeout_s: float; how long a listing of a base path may take before the path is
+            reported unreachable (the listing goes on in the background; no second one starts
+            while it hangs).
     """
 
     def __init__(
@@ -138,8 +231,16 @@ class ModelManager:
         on_change=None,
         prefer_tflite_model=False,
         litert_threads=0,
+        max_num_load_retries=MAX_NUM_LOAD_RETRIES,
+        load_retry_interval_s=LOAD_RETRY_INTERVAL_S,
+        reach_timeout_s=REACH_TIMEOUT_S,
     ):
         check_configs(model_configs)
+        if max_num_load_retries < 0 or load_retry_interval_s < 0:
+            raise ValueError(
+                f"max_num_load_retries={max_num_load_retries} and load_retry_interval_s="
+                f"{load_retry_interval_s} must be >= 0"
+            )
         self._models = {c.name: _Model(c) for c in model_configs}
         self._poll_lock = threading.Lock()  # one poll (or reload) at a time
         self._poll_seconds = poll_seconds
@@ -147,21 +248,29 @@ class ModelManager:
         self._on_change = on_change
         self._prefer_tflite_model = prefer_tflite_model
         self._litert_threads = litert_threads
+        self._max_retries = max_num_load_retries
+        self._retry_interval = load_retry_interval_s
+        self._reach_timeout = reach_timeout_s
+        self._lister = concurrent.futures.ThreadPoolExecutor(4, thread_name_prefix="base-path")
         self._lock = threading.Condition()
         self._stop = threading.Event()
+        self._wake = threading.Event()  # set by stop() and when a retry is scheduled
         self._thread = None
 
     # ---------------------------------------------------------------- polling
     def start(self):
+        """Polls once (loading what is there), then polls every `poll_seconds` (0: never again)
+        and retries failed loads when due, on a background thread."""
         self.poll_once()
-        if self._poll_seconds > 0:
-            self._thread = threading.Thread(target=self._loop, name="model-poller", daemon=True)
-            self._thread.start()
+        self._thread = threading.Thread(target=self._loop, name="model-poller", daemon=True)
+        self._thread.start()
 
     def stop(self):
         self._stop.set()
+        self._wake.set()
         if self._thread:
             self._thread.join(timeout=30)
+        self._lister.shutdown(wait=False, cancel_futures=True)
         with self._lock:
             for model in self._models.values():
                 for v in model.versions.values():
@@ -169,10 +278,31 @@ class ModelManager:
                         v.servable.close()
                         v.servable = None
 
+    def _next_retry(self):
+        with self._lock:
+            times = [
+                v.retry_at
+                for m in self._models.values()
+                for v in m.versions.values()
+                if v.retry_at is not None
+            ]
+        return min(times, default=None)
+
     def _loop(self):
-        while not self._stop.wait(self._poll_seconds):
+        next_poll = time.monotonic() + self._poll_seconds if self._poll_seconds > 0 else None
+        while not self._stop.is_set():
+            due = [t for t in (next_poll, self._next_retry()) if t is not None]
+            self._wake.wait(max(0.0, min(due) - time.monotonic()) if due else None)
+            self._wake.clear()
+            if self._stop.is_set():
+                return
             try:
-                self.poll_once()
+                if next_poll is not None and time.monotonic() >= next_poll:
+                    self.poll_once()
+                    next_poll = time.monotonic() + self._poll_seconds
+                else:
+                    with self._poll_lock:  # retries due: the last listing, not a new one
+                        self._poll_all(rescan=False)
             except Exception:
                 _LOG.exception("file system poll failed")
 
@@ -180,9 +310,9 @@ class ModelManager:
         with self._poll_lock:
             self._poll_all()
 
-    def _poll_all(self):
+    def _poll_all(self, rescan=True):
         for model in list(self._models.values()):
-            self._poll_model(model)
+            self._poll_model(model, rescan)
         if self._on_change:
             self._on_change()
 
@@ -254,27 +384,82 @@ class ModelManager:
             for config in model_configs:
                 self._models[config.name].labels = dict(config.version_labels)
 
-    def _poll_model(self, model):
+    def _scan(self, model):
+        """`scan_versions` of the model's base path in a worker thread, waiting at most
+        `reach_timeout_s`; a listing still hanging from an earlier poll is not waited for again.
+
+        Returns the Scan, or None when the path cannot be reached (then `model.unreachable` says
+        why; logged when it first says so).
+        """
         base = model.config.base_path
-        on_disk = _list_versions(base)
-        warning = no_versions_warning(model.config.name, base, on_disk)
+        error = None
+        if model.listing is not None and not model.listing.done():
+            error = model.unreachable  # still no answer: do not start a second listing
+        else:
+            known = model.scan.ready if model.scan else frozenset()
+            model.listing = self._lister.submit(scan_versions, base, known)
+            try:
+                scan = model.listing.result(timeout=self._reach_timeout)
+                model.listing = None
+            except concurrent.futures.TimeoutError:
+                error = (
+                    f"cannot reach model base path {base}: no answer from its file system in "
+                    f"{self._reach_timeout:g} s"
+                )
+            except fileio.UnreachablePathError as e:
+                model.listing, error = None, str(e)
+        if error is not None:
+            if error != model.unreachable:
+                _LOG.error("model %s: %s", model.config.name, error)
+            model.unreachable = error
+            return None
+        if model.unreachable is not None:
+            _LOG.info("model %s: base path %s is readable again", model.config.name, base)
+            model.unreachable = None
+        return scan
+
+    def _log_changes(self, model, scan):
+        warning = no_versions_warning(model.config.name, model.config.base_path, scan)
         if warning != model.warning:  # at start and when it changes, not on every poll
             if warning:
                 _LOG.warning("%s", warning)
             model.warning = warning
+        for version in sorted(scan.pending - model.pending_logged):
+            _LOG.info(
+                "%s version %d under %s has no %s yet (a publish in progress): not loading it yet",
+                model.config.name,
+                version,
+                model.config.base_path,
+                fileio.COMPLETE_MARKER,
+            )
+        model.pending_logged = set(scan.pending)
+
+    def _poll_model(self, model, rescan=True):
+        if rescan or model.scan is None:
+            scan = self._scan(model)
+            if scan is None:
+                return  # unreachable: keep serving what is loaded, try again at the next poll
+            model.scan = scan
+            self._log_changes(model, scan)
+        base, on_disk = model.config.base_path, set(model.scan.ready)
         aspired = aspired_versions(model.config.model_version_policy, on_disk)
         for version in sorted(aspired, reverse=True):
             if self._stop.is_set():
                 return
-            path = os.path.join(base, str(version))
-            fingerprint = _fingerprint(path)
+            path = fileio.join(base, str(version))
             with self._lock:
                 v = model.versions.setdefault(version, _Version(version))
                 if v.state in (State.AVAILABLE, State.LOADING, State.UNLOADING):
                     continue
-                if v.error is not None and v.fingerprint == fingerprint:
-                    continue  # failed before and unchanged on disk: do not retry
-                v.state, v.error, v.fingerprint = State.LOADING, None, fingerprint
+                failed = v.error is not None
+                due = v.retry_at is not None and time.monotonic() >= v.retry_at
+            fingerprint = _fingerprint(path)
+            if failed and not due and fingerprint == v.fingerprint:
+                continue  # failed, no retry due and unchanged on disk: not now
+            with self._lock:
+                if failed and fingerprint != v.fingerprint:
+                    v.failures = 0  # new files: a fresh set of retries
+                v.state, v.fingerprint, v.retry_at = State.LOADING, fingerprint, None
             self._load(model, v, path)
         with self._lock:
             available = [n for n, v in model.versions.items() if v.state == State.AVAILABLE]
@@ -287,6 +472,7 @@ class ModelManager:
             for n, v in list(model.versions.items()):
                 if n in aspired or n in keep:
                     continue
+                v.retry_at = None
                 if v.state == State.AVAILABLE:
                     _LOG.info("unloading %s version %d", model.config.name, n)
                     v.state = State.UNLOADING
@@ -309,15 +495,37 @@ class ModelManager:
                 servable.close()  # stops batch schedulers started by a failed warmup
             code = e.code if isinstance(e, errors.ServingError) else grpc.StatusCode.UNKNOWN
             message = e.message if isinstance(e, errors.ServingError) else explain_load_error(e)
-            _LOG.error("failed to load %s version %d: %s", name, v.version, message)
             with self._lock:
+                v.failures += 1
+                retry = v.failures <= self._max_retries
                 v.state, v.error = (
                     State.END,
                     (code, f"Failed to load {name} version {v.version}: {message}"),
                 )
+                v.retry_at = time.monotonic() + self._retry_interval if retry else None
+            if retry:
+                _LOG.error(
+                    "failed to load %s version %d: %s; retry %d of %d in %g s",
+                    name,
+                    v.version,
+                    message,
+                    v.failures,
+                    self._max_retries,
+                    self._retry_interval,
+                )
+                self._wake.set()
+            else:
+                _LOG.error(
+                    "failed to load %s version %d: %s; giving up after %d retries (until its "
+                    "files change)",
+                    name,
+                    v.version,
+                    message,
+                    self._max_retries,
+                )
             return
         with self._lock:
-            v.servable, v.state = servable, State.AVAILABLE
+            v.servable, v.state, v.error, v.failures = servable, State.AVAILABLE, None, 0
         _LOG.info("serving %s version %d", name, v.version)
 
     def _maybe_finalize(self, v):
@@ -381,7 +589,9 @@ class ModelManager:
                 self._maybe_finalize(v)
 
     def status(self, name, version=None):
-        """ModelVersionStatus protos for `name` (one version if given), newest first."""
+        """ModelVersionStatus protos for `name` (one version if given), newest first; while the
+        base path cannot be reached, a last entry for version 0: state START, error UNAVAILABLE
+        with the message naming the path."""
         with self._lock:
             model = self._model(name)
             versions = model.versions
@@ -397,6 +607,11 @@ class ModelManager:
                 if v.error is not None:
                     status.status.error_code = v.error[0].value[0]
                     status.status.error_message = v.error[1]
+                result.append(status)
+            if model.unreachable is not None and version is None:  # last: version 0
+                status = get_model_status_pb2.ModelVersionStatus(version=0, state=State.START)
+                status.status.error_code = grpc.StatusCode.UNAVAILABLE.value[0]
+                status.status.error_message = model.unreachable
                 result.append(status)
             if not result and version is None:
                 raise errors.not_found(

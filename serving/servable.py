@@ -20,6 +20,7 @@ import numpy as np
 import tensorflow as tf
 from tensorflow.core.protobuf import meta_graph_pb2, saved_model_pb2
 
+from keras_bert import fileio
 from serving import errors
 
 PREDICT_METHOD = "tensorflow/serving/predict"
@@ -57,7 +58,8 @@ def _spec(alias, tensor_info) -> TensorSpec:
 
 
 def read_signatures(path: str) -> dict:
-    """Reads the `serve` MetaGraphDef's SignatureDefs from `path`/saved_model.pb.
+    """Reads the `serve` MetaGraphDef's SignatureDefs from `path`/saved_model.pb (`path`: any URI
+    `keras_bert.fileio` handles).
 
     Returns:
         dict signature key -> Signature (the `__saved_model_init_op` entry left out).
@@ -66,8 +68,7 @@ def read_signatures(path: str) -> dict:
         ValueError: no MetaGraphDef tagged `serve`.
     """
     saved_model = saved_model_pb2.SavedModel()
-    with open(os.path.join(path, "saved_model.pb"), "rb") as f:
-        saved_model.ParseFromString(f.read())
+    saved_model.ParseFromString(fileio.read_bytes(fileio.join(path, "saved_model.pb")))
     for meta_graph in saved_model.meta_graphs:
         if "serve" in meta_graph.meta_info_def.tags:
             break
@@ -108,7 +109,8 @@ class Servable:
     """A loaded SavedModel version.
 
     Args:
-        name: model name. version: int version number. path: the version directory.
+        name: model name. version: int version number. path: the version directory (any URI
+            `keras_bert.fileio` handles, as typed).
     Raises (from __init__):
         any load error; callers turn it into a status with `explain_load_error`.
     """
@@ -131,7 +133,7 @@ class Servable:
             for key in self.signatures
             if key in self._loaded.signatures
         }
-        if os.path.exists(os.path.join(self.path, TFLITE_FILENAME)):
+        if fileio.exists(fileio.join(self.path, TFLITE_FILENAME)):
             _LOG.info(
                 "%s version %d also holds %s; serving the SavedModel (start the server with "
                 "--prefer_tflite_model to serve the LiteRT file instead)",
@@ -217,6 +219,9 @@ class LiteRtServable(Servable):
 
     def __init__(self, name: str, version: int, path: str, num_threads: int = 0):
         self._num_threads = num_threads or len(os.sched_getaffinity(0))
+        # Read once: the interpreter takes the bytes, so a version on any file system works and a
+        # replacement interpreter does not read the file again.
+        self._model_content = fileio.read_bytes(fileio.join(path, TFLITE_FILENAME))
         super().__init__(name, version, path)
 
     def _load(self):
@@ -290,9 +295,7 @@ class LiteRtServable(Servable):
     def _new_interpreter(self):
         from ai_edge_litert.interpreter import Interpreter
 
-        interpreter = Interpreter(
-            model_path=os.path.join(self.path, TFLITE_FILENAME), num_threads=self._num_threads
-        )
+        interpreter = Interpreter(model_content=self._model_content, num_threads=self._num_threads)
         self._functions = {
             key: interpreter.get_signature_runner(key) for key in interpreter.get_signature_list()
         }
@@ -331,6 +334,6 @@ def load_servable(
 ) -> Servable:
     """The servable for a version directory: its `model.tflite` through LiteRT when
     `prefer_tflite_model` and the file exists, else its SavedModel."""
-    if prefer_tflite_model and os.path.exists(os.path.join(path, TFLITE_FILENAME)):
+    if prefer_tflite_model and fileio.exists(fileio.join(path, TFLITE_FILENAME)):
         return LiteRtServable(name, version, path, num_threads)
     return Servable(name, version, path)

@@ -20,7 +20,6 @@ import concurrent.futures
 import dataclasses
 import importlib
 import logging
-import os
 import signal
 import sys
 import threading
@@ -33,10 +32,17 @@ from grpc_reflection.v1alpha import reflection
 from tensorflow_serving.apis import model_service_pb2_grpc, prediction_service_pb2_grpc
 from tensorflow_serving.config import model_server_config_pb2
 
-from serving import batching, grpc_service, service_protos, tensors
+from keras_bert import fileio
+from serving import batching, errors, grpc_service, service_protos, tensors
 from serving.inference import InferenceService
 from serving.metrics import Metrics
-from serving.model_manager import ModelManager, check_configs
+from serving.model_manager import (
+    LOAD_RETRY_INTERVAL_S,
+    MAX_NUM_LOAD_RETRIES,
+    REACH_TIMEOUT_S,
+    ModelManager,
+    check_configs,
+)
 from serving.rest import RestApi, RestServer
 
 _LOG = logging.getLogger("serving")
@@ -45,12 +51,36 @@ flags.DEFINE_integer("port", 8500, "Port for the gRPC API.")
 flags.DEFINE_integer("rest_api_port", 8501, "Port for the REST API; 0 disables it.")
 flags.DEFINE_string("host", "127.0.0.1", "Address to bind (0.0.0.0 for all interfaces).")
 flags.DEFINE_string("model_name", "default", "Name of the model (with --model_base_path).")
-flags.DEFINE_string("model_base_path", "", "Directory holding integer version subdirectories.")
+flags.DEFINE_string(
+    "model_base_path",
+    "",
+    "Directory holding integer version subdirectories: a local path or any URI "
+    "tf.io.gfile handles (gs://, hdfs://, s3:// with its plugin, ram://).",
+)
 flags.DEFINE_string(
     "model_config_file",
     "",
     "Text-format ModelServerConfig (several models, version "
-    "policies, labels); overrides --model_name/--model_base_path.",
+    "policies, labels), a local path or a URI; overrides --model_name/--model_base_path.",
+)
+flags.DEFINE_float(
+    "model_config_file_poll_wait_seconds",
+    0,
+    "Seconds between reads of --model_config_file; a changed config is applied as "
+    "HandleReloadConfigRequest applies it. 0 reads it once at start.",
+    lower_bound=0,
+)
+flags.DEFINE_integer(
+    "max_num_load_retries",
+    MAX_NUM_LOAD_RETRIES,
+    "Retries of a version whose load failed, before giving up on it (until its files change).",
+    lower_bound=0,
+)
+flags.DEFINE_integer(
+    "load_retry_interval_micros",
+    int(LOAD_RETRY_INTERVAL_S * 1e6),
+    "Microseconds between those retries.",
+    lower_bound=0,
 )
 flags.DEFINE_float(
     "file_system_poll_wait_seconds",
@@ -116,25 +146,41 @@ flags.DEFINE_list(
 )
 
 
+def _resolve(base_path, config_dir):
+    """A config's base_path: a URI or an absolute path as written, a relative one under the
+    directory of the config file (as TF Serving resolves it)."""
+    if fileio.scheme(base_path) or base_path.startswith("/"):
+        return base_path
+    return fileio.join(config_dir, base_path)
+
+
 def model_configs(model_name="default", model_base_path="", model_config_file=""):
-    """ModelConfig protos from a config file or a single name + base path. Raises ValueError."""
+    """ModelConfig protos from a config file or a single name + base path (local paths made
+    absolute; URIs kept as typed).
+
+    Raises:
+        ValueError: no model given, or a config without entries / with bad entries.
+        OSError (fileio.UnreachablePathError, FileNotFoundError): an unreadable config file.
+        text_format.ParseError: not a text-format ModelServerConfig.
+    """
     if model_config_file:
-        with open(model_config_file) as f:
-            config = text_format.Parse(f.read(), model_server_config_pb2.ModelServerConfig())
+        fileio.check_reachable(model_config_file, "model config file", REACH_TIMEOUT_S)
+        config = text_format.Parse(
+            fileio.read_text(model_config_file), model_server_config_pb2.ModelServerConfig()
+        )
         configs = list(config.model_config_list.config)
         if not configs:
             raise ValueError(f"{model_config_file}: model_config_list has no config entries")
-        base = os.path.dirname(os.path.abspath(model_config_file))
+        config_dir = fileio.parent(fileio.absolute(model_config_file))
         check_configs(configs)
         for c in configs:
-            if not os.path.isabs(c.base_path):
-                c.base_path = os.path.join(base, c.base_path)
+            c.base_path = _resolve(c.base_path, config_dir)
         return configs
     if not model_base_path:
         raise ValueError("give --model_base_path (with --model_name) or --model_config_file")
     return [
         model_server_config_pb2.ModelConfig(
-            name=model_name, base_path=os.path.abspath(model_base_path), model_platform="tensorflow"
+            name=model_name, base_path=fileio.absolute(model_base_path), model_platform="tensorflow"
         )
     ]
 
@@ -176,7 +222,12 @@ class ModelServer:
     Args:
         configs: ModelConfig protos. host/port/rest_api_port: bind address (rest 0 = off).
         poll_seconds, batching (BatchingOptions or None), limits (tensors.Limits), max_request_bytes,
-        grpc_max_threads: see the flags.
+        grpc_max_threads, max_num_load_retries: see the flags. load_retry_interval_s: float
+        seconds (--load_retry_interval_micros / 1e6).
+        config_file: the --model_config_file `configs` came from, re-read every
+            `config_poll_seconds` (0: never) and applied with `ModelManager.reload` when it
+            changed; a file that cannot be read or parsed is logged and the served set kept.
+        reach_timeout_s: see `ModelManager`.
     """
 
     def __init__(
@@ -192,8 +243,17 @@ class ModelServer:
         grpc_max_threads=16,
         prefer_tflite_model=False,
         litert_threads=0,
+        max_num_load_retries=MAX_NUM_LOAD_RETRIES,
+        load_retry_interval_s=LOAD_RETRY_INTERVAL_S,
+        config_file="",
+        config_poll_seconds=0.0,
+        reach_timeout_s=REACH_TIMEOUT_S,
     ):
         self.metrics = Metrics()
+        self._config_file, self._config_poll_seconds = config_file, config_poll_seconds
+        self._applied_config = [c.SerializeToString(deterministic=True) for c in configs]
+        self._config_stop = threading.Event()
+        self._config_thread = None
         self.health = health.HealthServicer()
         self.manager = ModelManager(
             configs,
@@ -202,6 +262,9 @@ class ModelServer:
             on_change=self._update_health,
             prefer_tflite_model=prefer_tflite_model,
             litert_threads=litert_threads,
+            max_num_load_retries=max_num_load_retries,
+            load_retry_interval_s=load_retry_interval_s,
+            reach_timeout_s=reach_timeout_s,
         )
         self.service = InferenceService(self.manager, limits, batching_options, self.metrics)
         options = [
@@ -252,9 +315,40 @@ class ModelServer:
         if self.rest:
             self.rest.start()
         self.manager.start()
+        if self._config_file and self._config_poll_seconds > 0:
+            self._config_thread = threading.Thread(
+                target=self._poll_config, name="config-poller", daemon=True
+            )
+            self._config_thread.start()
         return self
 
+    def _poll_config(self):
+        while not self._config_stop.wait(self._config_poll_seconds):
+            self.reload_config_file()
+
+    def reload_config_file(self):
+        """Reads --model_config_file again and applies it if it changed (`ModelManager.reload`).
+        Returns True when a changed config was applied; errors are logged, never raised."""
+        try:
+            configs = model_configs(model_config_file=self._config_file)
+        except (ValueError, OSError, text_format.ParseError, errors.ServingError) as e:
+            _LOG.error("could not read model config file %s: %s", self._config_file, e)
+            return False
+        serialized = [c.SerializeToString(deterministic=True) for c in configs]
+        if serialized == self._applied_config:
+            return False
+        self._applied_config = serialized
+        _LOG.info("model config file %s changed: applying it", self._config_file)
+        try:
+            self.manager.reload(configs)
+        except errors.ServingError as e:
+            _LOG.error("model config file %s: %s", self._config_file, e.message)
+        return True
+
     def stop(self, grace=5.0):
+        self._config_stop.set()
+        if self._config_thread:
+            self._config_thread.join(timeout=30)
         self.health.enter_graceful_shutdown()
         if self.rest:
             self.rest.stop()
@@ -279,8 +373,9 @@ def main(argv):
         if _FLAGS.enable_batching:
             batching_options = batching.BatchingOptions()
             if _FLAGS.batching_parameters_file:
-                with open(_FLAGS.batching_parameters_file) as f:
-                    batching_options = batching.parse_batching_parameters(f.read())
+                batching_options = batching.parse_batching_parameters(
+                    fileio.read_text(_FLAGS.batching_parameters_file)
+                )
             if _FLAGS.enable_large_batch_splitting:
                 batching_options = dataclasses.replace(
                     batching_options, enable_large_batch_splitting=True
@@ -304,6 +399,10 @@ def main(argv):
         grpc_max_threads=_FLAGS.grpc_max_threads,
         prefer_tflite_model=_FLAGS.prefer_tflite_model,
         litert_threads=_FLAGS.tensorflow_intra_op_parallelism,
+        max_num_load_retries=_FLAGS.max_num_load_retries,
+        load_retry_interval_s=_FLAGS.load_retry_interval_micros / 1e6,
+        config_file=_FLAGS.model_config_file,
+        config_poll_seconds=_FLAGS.model_config_file_poll_wait_seconds,
     )
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())

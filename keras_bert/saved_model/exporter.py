@@ -12,8 +12,12 @@ Layout written (what `tensorflow_model_server --model_base_path=EXPORT_BASE/<mod
         model.tflite                          with `litert=`: the `encoded` signature for LiteRT
                                               (keras_bert.saved_model.litert)
 
-Everything is written under `EXPORT_BASE/<model_name>/.tmp-<version>-<random>/` and renamed into
-place (`versioning.publish`): a crash leaves at most a hidden temporary directory.
+`EXPORT_BASE` is any URI `keras_bert.fileio` handles (local, `gs://`, `ram://`, ...). Everything
+is written into a hidden staging directory beside the version (`fileio.staging_dir`) and published
+as `<version>/` with `fileio.publish_dir` (`versioning.publish`): one rename on a local disk, or a
+copy with saved_model.pb and `fileio.COMPLETE_MARKER` last on an object store. A crash leaves at
+most a hidden staging directory, which the next export from the same host removes once its
+writer is gone (`remove_stale_temporaries`).
 """
 
 from __future__ import annotations
@@ -23,13 +27,12 @@ import hashlib
 import json
 import logging
 import os
-import pathlib
-import shutil
-import tempfile
+import socket
 
 import numpy as np
 import tensorflow as tf
 
+from keras_bert import fileio
 from keras_bert.config import check_max_seq_length
 from keras_bert.faults import crash_point
 from keras_bert.saved_model import litert as litert_lib
@@ -41,6 +44,10 @@ from keras_bert.tokenization.bert_preprocessor import TOKENIZERS, BertPreprocess
 logger = logging.getLogger(__name__)
 
 CONFIG_FILENAME = "export_config.json"
+# In a staging directory while it is written: {"host", "pid"} of the exporting process.
+WRITER_FILENAME = ".keras_bert_writer"
+# In a staging directory: the asset files `tf.saved_model.save` copies into assets/.
+_SOURCES_DIRNAME = ".asset_sources"
 EXPORT_DTYPES = ("float32", "bfloat16")
 DEFAULT_WARMUP_TEXTS = (
     ("a gripping , beautifully acted film .", "the film is gripping and well acted ."),
@@ -50,7 +57,8 @@ DEFAULT_WARMUP_TEXTS = (
 
 def check_model_name_and_version(model_name, version) -> None:
     """Raises ValueError for a model_name that is not a plain directory name or a bad version."""
-    if not model_name or os.sep in str(model_name) or str(model_name).startswith("."):
+    name = str(model_name or "")
+    if not name or "/" in name or "\\" in name or name.startswith("."):
         raise ValueError(f"model_name must be a plain directory name, got {model_name!r}")
     if version is not None and (
         isinstance(version, bool) or int(version) != version or int(version) < 1
@@ -109,21 +117,21 @@ def weights_fingerprint(task) -> str:
     return digest.hexdigest()
 
 
-def find_export(export_base, model_name, fingerprint: str, litert=None) -> pathlib.Path | None:
+def find_export(export_base, model_name, fingerprint: str, litert=None) -> str | None:
     """The existing version of `export_base/model_name` whose weights have `fingerprint` and whose
     LiteRT file is the `litert` asked for (None: none), if any (lets a resumed recipe skip an
-    export it already published)."""
-    model_dir = pathlib.Path(export_base) / model_name
+    export it already published). Returns its directory (a str, as `export_task`)."""
+    model_dir = fileio.join(str(export_base), model_name)
     for version in versioning.existing_versions(model_dir):
-        config = model_dir / str(version) / "assets" / CONFIG_FILENAME
+        version_dir = fileio.join(model_dir, str(version))
         try:
-            stored = json.loads(config.read_text())
+            stored = fileio.read_json(fileio.join(version_dir, "assets", CONFIG_FILENAME))
             if (
                 stored.get("weights_sha256") == fingerprint
                 and (stored.get("litert") or {}).get("quantize") == litert
             ):
-                return model_dir / str(version)
-        except (OSError, ValueError):
+                return version_dir
+        except (OSError, ValueError, tf.errors.OpError):
             continue
     return None
 
@@ -144,58 +152,70 @@ def export_config(task, module, model_name, tokenizer, extra_config=None) -> dic
     }
 
 
-def _write_assets(staging: pathlib.Path, task, preprocessor, config: dict) -> dict:
-    """Writes vocab / labels / config files to `staging`; returns name -> tf.saved_model.Asset."""
-    (staging / "vocab.txt").write_text(
-        "".join(f"{t}\n" for t in preprocessor.vocabulary), encoding="utf-8"
-    )
-    (staging / CONFIG_FILENAME).write_text(json.dumps(config, indent=2, sort_keys=True))
-    assets = {
-        "vocab_file": tf.saved_model.Asset(str(staging / "vocab.txt")),
-        "config_file": tf.saved_model.Asset(str(staging / CONFIG_FILENAME)),
+def _write_assets(sources: str, task, preprocessor, config: dict) -> dict:
+    """Writes vocab / labels / config files to `sources`; returns name -> tf.saved_model.Asset
+    (`tf.saved_model.save` copies each into the SavedModel's assets/)."""
+    fileio.makedirs(sources)
+    files = {
+        "vocab_file": ("vocab.txt", "".join(f"{t}\n" for t in preprocessor.vocabulary)),
+        "config_file": (CONFIG_FILENAME, json.dumps(config, indent=2, sort_keys=True)),
     }
     if task.label_names:
-        (staging / "labels.txt").write_text(
-            "".join(f"{x}\n" for x in task.label_names), encoding="utf-8"
-        )
-        assets["labels_file"] = tf.saved_model.Asset(str(staging / "labels.txt"))
+        files["labels_file"] = ("labels.txt", "".join(f"{x}\n" for x in task.label_names))
+    assets = {}
+    for key, (name, text) in files.items():
+        path = fileio.join(sources, name)
+        fileio.write_text(path, text)
+        assets[key] = tf.saved_model.Asset(path)
     return assets
 
 
-def _private_dir(prefix: str, parent=None) -> pathlib.Path:
-    """mkdtemp with the permissions the umask allows (a server running as another user reads the
-    published version; mkdtemp alone makes 0700 directories)."""
-    path = pathlib.Path(tempfile.mkdtemp(prefix=prefix, dir=parent))
-    umask = os.umask(0)
-    os.umask(umask)
-    os.chmod(path, 0o777 & ~umask)
-    return path
+def _claim(staged: str) -> None:
+    """Records this process as the writer of `staged` (see `remove_stale_temporaries`)."""
+    fileio.write_json(
+        fileio.join(staged, WRITER_FILENAME), {"host": socket.gethostname(), "pid": os.getpid()}
+    )
 
 
-def remove_stale_temporaries(model_dir: pathlib.Path) -> list[str]:
-    """Removes `.tmp-<version>-<pid>-*` directories whose writing process is gone (an export
-    killed before its rename); a live writer's directory, or any other name, is left alone.
-    Returns the names removed."""
+def _process_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # alive, another user's
+    return True
+
+
+def remove_stale_temporaries(model_dir: str) -> list[str]:
+    """Removes the staging directories under `model_dir` whose writer (`WRITER_FILENAME`) was a
+    process on this host that is gone (an export killed before it published). A live writer's
+    directory, one written from another host, and any other name are left alone.
+
+    Returns:
+        list of str: the names removed.
+    """
     removed = []
-    for path in model_dir.glob(".tmp-*-*-*"):
-        parts = path.name.split("-")
-        if len(parts) < 4 or not parts[2].isdigit() or int(parts[2]) == os.getpid():
+    for name in fileio.listdir(model_dir):
+        if not name.startswith("."):
             continue
+        staged = fileio.join(model_dir, name)
         try:
-            os.kill(int(parts[2]), 0)
-            continue  # its writer is alive
-        except ProcessLookupError:
-            shutil.rmtree(path, ignore_errors=True)
-            removed.append(path.name)
-        except PermissionError:
-            continue  # alive, another user's
+            writer = fileio.read_json(fileio.join(staged, WRITER_FILENAME))
+            host, pid = writer["host"], int(writer["pid"])
+        except (OSError, ValueError, KeyError, TypeError, tf.errors.OpError):
+            continue  # not a staging directory of ours, or one being published
+        if host != socket.gethostname() or pid == os.getpid() or _process_alive(pid):
+            continue
+        fileio.rmtree(staged)
+        removed.append(name)
     return removed
 
 
-def _publish(tmp_dir, model_dir: pathlib.Path, chosen: int, version) -> pathlib.Path:
+def _publish(staged: str, model_dir: str, chosen: int, version) -> str:
     while True:
         try:
-            return versioning.publish(tmp_dir, model_dir, chosen)
+            return versioning.publish(staged, model_dir, chosen)
         except FileExistsError:
             if version is not None:
                 raise
@@ -207,14 +227,16 @@ def _warmup_signature(log) -> str:
     return getattr(log, log.WhichOneof("log_type")).request.model_spec.signature_name
 
 
-def _litert_flatbuffer(task, preprocessor, staging, quantize) -> bytes:
+def _litert_flatbuffer(task, preprocessor, quantize) -> bytes:
     """model.tflite's bytes: the `encoded` signature of a float32 copy of the task (a task under a
     16-bit policy, such as mixed_bfloat16 training or a bfloat16 export, is copied to float32:
-    LiteRT's kernels, XNNPACK's among them, take no bfloat16)."""
+    LiteRT's kernels, XNNPACK's among them, take no bfloat16). The converter reads a local
+    SavedModel: it is written to a local scratch directory, whatever the export's URI."""
     module = with_dtype(task, "float32").serving_module(preprocessor)
-    return litert_lib.convert_signature(
-        module.signatures()["encoded"], staging, quantize, signature_key="encoded"
-    )
+    with fileio.local_temp_dir("keras_bert_litert_") as scratch:
+        return litert_lib.convert_signature(
+            module.signatures()["encoded"], scratch, quantize, signature_key="encoded"
+        )
 
 
 def export_task(
@@ -227,7 +249,7 @@ def export_task(
     warmup_texts=None,
     extra_config=None,
     litert=None,
-) -> pathlib.Path:
+) -> str:
     """Exports `task` as `export_base/<model_name>/<version>/`; see `Task.export` for the args.
 
     With `litert` ("float32" or "int8") the version also holds `model.tflite` (the `encoded`
@@ -235,13 +257,15 @@ def export_task(
     only, so that a server preferring the LiteRT file can replay all of them.
 
     Returns:
-        pathlib.Path of the published version directory.
+        str: the published version directory, `export_base/<model_name>/<version>` joined as
+            `fileio.join` does (a URI kept as typed).
 
     Raises:
         ValueError: bad model_name / version / dtype / tokenizer / litert, a max_seq_length
             beyond the encoder's position table, or a model LiteRT cannot convert (no version
             directory is written).
         FileExistsError: an explicit `version` that exists (never overwritten).
+        fileio.UnreachablePathError: `export_base` on a file system that cannot be reached.
     """
     check_model_name_and_version(model_name, version)
     preprocessor = preprocessor_for(task, tokenizer)
@@ -254,39 +278,59 @@ def export_task(
         extra_config = {**(extra_config or {}), "litert": litert_lib.config_entry(litert)}
     if dtype is not None:
         task = with_dtype(task, dtype)
-    model_dir = pathlib.Path(export_base) / model_name
-    model_dir.mkdir(parents=True, exist_ok=True)
+    model_dir = fileio.join(str(export_base), model_name)
+    fileio.check_reachable(model_dir, "export base")
+    fileio.makedirs(model_dir)
     chosen = int(version) if version is not None else versioning.next_version(model_dir)
-    if (model_dir / str(chosen)).exists():
+    if fileio.exists(fileio.join(model_dir, str(chosen))):
         raise FileExistsError(
-            f"version {chosen} already exists at {model_dir / str(chosen)}; "
+            f"version {chosen} already exists at {fileio.join(model_dir, str(chosen))}; "
             "exported versions are never overwritten"
         )
     for name in remove_stale_temporaries(model_dir):
-        logger.info("removed %s, left by an export that was killed", model_dir / name)
-    staging = _private_dir("keras_bert_assets_")
-    tmp_dir = _private_dir(f".tmp-{chosen}-{os.getpid()}-", model_dir)
+        logger.info("removed %s, left by an export that was killed", fileio.join(model_dir, name))
+    staged = fileio.staging_dir(fileio.join(model_dir, str(chosen)))
     with quiet_harmless_export_logs():
         try:
-            module = task.serving_module(preprocessor)
-            config = export_config(task, module, model_name, tokenizer, extra_config)
-            module.attach_assets(_write_assets(staging, task, preprocessor, config))
-            tf.saved_model.save(module, str(tmp_dir), signatures=module.signatures())
-            versioning.set_method_names(tmp_dir, module.method_names())
-            logs = module.warmup_logs(model_name, list(warmup_texts or DEFAULT_WARMUP_TEXTS))
-            if litert is not None:
-                (tmp_dir / litert_lib.TFLITE_FILENAME).write_bytes(
-                    _litert_flatbuffer(task, preprocessor, staging, litert)
-                )
-                logs = [log for log in logs if _warmup_signature(log) in litert_lib.SIGNATURES]
-            warmup.write_warmup_requests(tmp_dir, logs)
+            _claim(staged)
+            _write_version(
+                staged,
+                task,
+                preprocessor,
+                model_name,
+                tokenizer,
+                extra_config,
+                litert,
+                warmup_texts,
+            )
+            fileio.remove(fileio.join(staged, WRITER_FILENAME))
             crash_point("export_publish")
-            target = _publish(tmp_dir, model_dir, chosen, version)
-            logger.info("exported %s version %s to %s", model_name, target.name, target)
+            target = _publish(staged, model_dir, chosen, version)
+            logger.info("exported %s version %s to %s", model_name, fileio.basename(target), target)
             return target
         finally:
-            shutil.rmtree(tmp_dir, ignore_errors=True)
-            shutil.rmtree(staging, ignore_errors=True)
+            fileio.rmtree(staged)
+
+
+def _write_version(
+    staged, task, preprocessor, model_name, tokenizer, extra_config, litert, warmup_texts
+) -> None:
+    """Writes the whole version into the staging directory `staged` (any URI)."""
+    module = task.serving_module(preprocessor)
+    config = export_config(task, module, model_name, tokenizer, extra_config)
+    sources = fileio.join(staged, _SOURCES_DIRNAME)
+    module.attach_assets(_write_assets(sources, task, preprocessor, config))
+    tf.saved_model.save(module, staged, signatures=module.signatures())
+    fileio.rmtree(sources)  # copied into assets/
+    versioning.set_method_names(staged, module.method_names())
+    logs = module.warmup_logs(model_name, list(warmup_texts or DEFAULT_WARMUP_TEXTS))
+    if litert is not None:
+        fileio.write_bytes(
+            fileio.join(staged, litert_lib.TFLITE_FILENAME),
+            _litert_flatbuffer(task, preprocessor, litert),
+        )
+        logs = [log for log in logs if _warmup_signature(log) in litert_lib.SIGNATURES]
+    warmup.write_warmup_requests(staged, logs)
 
 
 __all__ = [

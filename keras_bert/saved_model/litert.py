@@ -28,9 +28,9 @@ than 0 / 1 are refused by `serving.server`, not by the flatbuffer (docs/export.m
 
 from __future__ import annotations
 
-import pathlib
-
 import tensorflow as tf
+
+from keras_bert import fileio
 
 TFLITE_FILENAME = "model.tflite"  # the name tensorflow_model_server --prefer_tflite_model loads
 QUANTIZATIONS = ("float32", "int8")
@@ -71,7 +71,8 @@ def convert_signature(
     Args:
         function: a `tf.types.experimental.ConcreteFunction` with named TensorSpec inputs and
             a dict output.
-        staging_dir: an existing, writable directory (a sub-directory is written there).
+        staging_dir: an existing, writable local directory (a sub-directory is written there:
+            the converter reads a local SavedModel; `fileio.local_temp_dir` makes one).
         quantize: "float32" (weights as stored, float32 compute) or "int8" (dynamic range).
         signature_key: the key the signature gets in the flatbuffer.
 
@@ -94,9 +95,9 @@ def convert_signature(
         lambda *args: tf.nest.pack_sequence_as(function.structured_outputs, frozen(*args)),
         input_signature=specs,
     ).get_concrete_function()
-    path = pathlib.Path(staging_dir) / f"frozen_{signature_key}"
-    tf.saved_model.save(module, str(path), signatures={signature_key: module.signature})
-    converter = tf.lite.TFLiteConverter.from_saved_model(str(path), signature_keys=[signature_key])
+    path = fileio.join(str(staging_dir), f"frozen_{signature_key}")
+    tf.saved_model.save(module, path, signatures={signature_key: module.signature})
+    converter = tf.lite.TFLiteConverter.from_saved_model(path, signature_keys=[signature_key])
     return _convert(_converter_for(converter, quantize), f"signature {signature_key!r}")
 
 

@@ -1,60 +1,68 @@
-"""Versioned SavedModel layout for TensorFlow Serving (SPEC section 7).
+"""Versioned SavedModel layout for TensorFlow Serving (SPEC sections 6a and 7).
 
 `EXPORT_BASE/<model_name>/<version>/` with positive integer versions, as
-`tensorflow_model_server --model_base_path=EXPORT_BASE/<model_name>` polls them. A version is
-written under a hidden temporary name and renamed into place with one `os.rename` (atomic on a
-POSIX file system), so a crash never leaves a half-written version; an existing version is never
-overwritten (`FileExistsError`).
+`tensorflow_model_server --model_base_path=EXPORT_BASE/<model_name>` polls them. `EXPORT_BASE` is
+any URI `keras_bert.fileio` handles (a local directory, `gs://`, `ram://`, ...). A version is built
+in a hidden staging directory (`fileio.staging_dir`: a name that is not an integer, so servers
+ignore it) and published with `fileio.publish_dir`: one rename on a local disk or HDFS; on an
+object store or `ram://` a copy with `saved_model.pb` and then `fileio.COMPLETE_MARKER` last. So
+a version directory is never complete-looking while half-written, and an existing version is
+never overwritten (`FileExistsError`).
 """
 
 from __future__ import annotations
 
 import logging
-import os
-import pathlib
 
+import tensorflow as tf
 from tensorflow.core.protobuf import saved_model_pb2
+
+from keras_bert import fileio
 
 logger = logging.getLogger(__name__)
 
 
-def existing_versions(model_dir: str | os.PathLike) -> list[int]:
-    """Integer version directories under `model_dir`, ascending (other names are ignored)."""
-    path = pathlib.Path(model_dir)
-    if not path.is_dir():
+def existing_versions(model_dir: str) -> list[int]:
+    """Integer version directories under `model_dir`, ascending (other names, hidden staging
+    directories among them, are ignored; a missing `model_dir` has none)."""
+    model_dir = str(model_dir)
+    if not fileio.isdir(model_dir):
         return []
     return sorted(
-        int(p.name) for p in path.iterdir() if p.is_dir() and p.name.isdigit() and int(p.name) > 0
+        int(name)
+        for name in fileio.listdir(model_dir)
+        if name.isdigit() and int(name) > 0 and fileio.isdir(fileio.join(model_dir, name))
     )
 
 
-def next_version(model_dir: str | os.PathLike) -> int:
+def next_version(model_dir: str) -> int:
     """1 + the largest existing integer version under `model_dir` (1 when there is none)."""
     versions = existing_versions(model_dir)
     return versions[-1] + 1 if versions else 1
 
 
-def publish(tmp_dir: str | os.PathLike, model_dir: str | os.PathLike, version: int) -> pathlib.Path:
-    """Atomically renames a complete export `tmp_dir` to `model_dir/<version>`.
+def publish(staged: str, model_dir: str, version: int) -> str:
+    """Publishes a complete export `staged` (from `fileio.staging_dir`) as `model_dir/<version>`.
+
+    Returns:
+        str: the version directory, `fileio.join(model_dir, str(version))`.
 
     Raises:
         FileExistsError: if `model_dir/<version>` exists (it is left untouched).
     """
-    target = pathlib.Path(model_dir) / str(int(version))
-    if target.exists():
+    target = fileio.join(str(model_dir), str(int(version)))
+    if fileio.exists(target):
         raise FileExistsError(
             f"version {version} already exists at {target}; exported versions are never overwritten"
         )
     try:
-        os.rename(tmp_dir, target)  # fails on an existing non-empty dir (a racing writer)
-    except OSError as e:
-        if target.exists():
-            raise FileExistsError(f"version {version} appeared at {target} while exporting") from e
-        raise
+        fileio.publish_dir(str(staged), target)
+    except (FileExistsError, tf.errors.AlreadyExistsError) as e:  # a racing writer took it
+        raise FileExistsError(f"version {version} appeared at {target} while exporting") from e
     return target
 
 
-def set_method_names(export_dir: str | os.PathLike, method_names: dict) -> None:
+def set_method_names(export_dir: str, method_names: dict) -> None:
     """Rewrites `signature_def[key].method_name` in `export_dir/saved_model.pb`.
 
     TF2's `tf.saved_model.save` writes `tensorflow/serving/predict` for every signature; the
@@ -65,8 +73,9 @@ def set_method_names(export_dir: str | os.PathLike, method_names: dict) -> None:
     Raises:
         KeyError: naming a signature key that is not in the SavedModel.
     """
-    path = pathlib.Path(export_dir) / "saved_model.pb"
-    saved_model = saved_model_pb2.SavedModel.FromString(path.read_bytes())
+    export_dir = str(export_dir)
+    path = fileio.join(export_dir, "saved_model.pb")
+    saved_model = saved_model_pb2.SavedModel.FromString(fileio.read_bytes(path))
     for meta_graph in saved_model.meta_graphs:
         for key, method in method_names.items():
             if key not in meta_graph.signature_def:
@@ -74,13 +83,13 @@ def set_method_names(export_dir: str | os.PathLike, method_names: dict) -> None:
                     f"signature {key!r} not in {path}; has {sorted(meta_graph.signature_def)}"
                 )
             meta_graph.signature_def[key].method_name = method
-    path.write_bytes(saved_model.SerializeToString(deterministic=True))
-    fingerprint = pathlib.Path(export_dir) / "fingerprint.pb"
+    fileio.write_bytes(path, saved_model.SerializeToString(deterministic=True))
+    fingerprint = fileio.join(export_dir, "fingerprint.pb")
     try:  # private TF API; the fingerprint is optional, a stale one is not
         from tensorflow.python.saved_model import fingerprinting_utils
 
-        fingerprint.unlink(missing_ok=True)
-        fingerprinting_utils.write_fingerprint(str(export_dir))
+        fileio.remove(fingerprint)
+        fingerprinting_utils.write_fingerprint(export_dir)
     except Exception as e:
         logger.warning("could not rewrite %s (%s); removed it", fingerprint, e)
-        fingerprint.unlink(missing_ok=True)
+        fileio.remove(fingerprint)

@@ -8,8 +8,6 @@ records with the helpers here.
 
 from __future__ import annotations
 
-import pathlib
-
 import numpy as np
 import tensorflow as tf
 from tensorflow_serving.apis import (
@@ -19,6 +17,8 @@ from tensorflow_serving.apis import (
     prediction_log_pb2,
     regression_pb2,
 )
+
+from keras_bert import fileio
 
 WARMUP_FILENAME = "tf_serving_warmup_requests"
 
@@ -69,11 +69,13 @@ def example_log(model_name: str, signature_name: str, examples: list, kind: str)
     raise ValueError(f"kind must be 'classify' or 'regress', got {kind!r}")
 
 
-def write_warmup_requests(export_dir, logs) -> pathlib.Path:
-    """Writes `export_dir/assets.extra/tf_serving_warmup_requests` (TFRecord of PredictionLog)."""
-    path = pathlib.Path(export_dir) / "assets.extra" / WARMUP_FILENAME
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with tf.io.TFRecordWriter(str(path)) as writer:
+def write_warmup_requests(export_dir: str, logs) -> str:
+    """Writes `export_dir/assets.extra/tf_serving_warmup_requests` (TFRecord of PredictionLog);
+    `export_dir` is any URI (an export's staging directory: the file is written in place).
+    Returns the file's path."""
+    path = fileio.join(str(export_dir), "assets.extra", WARMUP_FILENAME)
+    fileio.makedirs(fileio.parent(path))
+    with tf.io.TFRecordWriter(path) as writer:
         for log in logs:
             writer.write(log.SerializeToString())
     return path

@@ -157,9 +157,9 @@ def exports(tmp_path_factory, uncased_vocab):
     for d in ("3", ".tmp-5-crashed", "latest"):
         (base / "cls" / d).mkdir(parents=True)
     cls_model = tiny_classifier(3, LABELS3, "own_sentiment", seed=1, vocab_file=uncased_vocab)
-    cls_dir = cls_model.export(base, "cls", warmup_texts=WARMUP)
+    cls_dir = pathlib.Path(cls_model.export(base, "cls", warmup_texts=WARMUP))
     reg_model = tiny_classifier(1, None, "stsb", seed=2, vocab_file=uncased_vocab, is_pair=True)
-    reg_dir = reg_model.export(base, "reg", version=7, warmup_texts=WARMUP)
+    reg_dir = pathlib.Path(reg_model.export(base, "reg", version=7, warmup_texts=WARMUP))
     cli_out, _ = cli.communicate(timeout=600)
     assert cli.returncode == 0, cli_out[-3000:]
     cli_dir = base / "rte" / "1"

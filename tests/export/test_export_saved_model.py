@@ -278,6 +278,7 @@ def test_layout_versions_and_assets(exports, uncased_vocab):
     assert sorted(p.name for p in (base / "rte").iterdir()) == ["1"]
     version = exports["dirs"]["cls"]
     assert {p.name for p in version.iterdir()} == {
+        ".keras_bert_complete",  # fileio.COMPLETE_MARKER: published whole
         "saved_model.pb",
         "fingerprint.pb",
         "variables",
@@ -324,7 +325,7 @@ def test_next_version_and_publish(tmp_path):
     assert versioning.next_version(model_dir) == 11
     tmp = model_dir / ".tmp-11-abc"
     (tmp / "saved_model.pb").write_text("x")
-    assert versioning.publish(tmp, model_dir, 11) == model_dir / "11"
+    assert versioning.publish(str(tmp), str(model_dir), 11) == str(model_dir / "11")
     assert (model_dir / "11" / "saved_model.pb").read_text() == "x" and not tmp.exists()
     other = model_dir / ".tmp-other"
     (other / "saved_model.pb").mkdir(parents=True)

@@ -1,6 +1,7 @@
 """An export prints nothing TensorFlow says about its own bookkeeping, and everything else."""
 
 import logging
+import pathlib
 
 import pytest
 
@@ -76,7 +77,7 @@ def test_export_with_litert_logs_neither_message(tmp_path, caplog, uncased_vocab
     absl_logging.set_verbosity(absl_logging.INFO)  # as the recipes and `python -m export` run
     try:
         with caplog.at_level(logging.INFO):
-            path = task.export(tmp_path, "m", litert="float32")
+            path = pathlib.Path(task.export(tmp_path, "m", litert="float32"))
     finally:
         absl_logging.set_verbosity(verbosity)
     messages = [r.getMessage() for r in caplog.records]

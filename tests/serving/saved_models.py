@@ -15,8 +15,6 @@ Regressor signatures:
     regression(inputs [B] serialized tf.Example)  (tensorflow/serving/regress) -> outputs [B] float32
 """
 
-import os
-
 import numpy as np
 import tensorflow as tf
 from tensorflow.core.protobuf import saved_model_pb2
@@ -106,22 +104,21 @@ class _Regressor(tf.Module):
 def _set_method_names(path, methods):
     """tf.saved_model.save writes every signature as tensorflow/serving/predict; Classify/Regress need
     their own method names, so set them in saved_model.pb (what TF2 exporters for TF Serving do)."""
-    pb = os.path.join(path, "saved_model.pb")
+    pb = f"{path}/saved_model.pb"  # `path` may be a URI (ram://): tf.io.gfile, not open()
     proto = saved_model_pb2.SavedModel()
-    with open(pb, "rb") as f:
+    with tf.io.gfile.GFile(pb, "rb") as f:
         proto.ParseFromString(f.read())
     for key, method in methods.items():
         proto.meta_graphs[0].signature_def[key].method_name = method
-    with open(pb, "wb") as f:
+    tf.io.gfile.remove(pb)  # ram:// appends to an existing file opened for writing
+    with tf.io.gfile.GFile(pb, "wb") as f:
         f.write(proto.SerializeToString())
 
 
 def write_warmup(path, requests):
     """assets.extra/tf_serving_warmup_requests: PredictionLog records, one per PredictRequest."""
-    os.makedirs(os.path.join(path, "assets.extra"), exist_ok=True)
-    with tf.io.TFRecordWriter(
-        os.path.join(path, "assets.extra", "tf_serving_warmup_requests")
-    ) as w:
+    tf.io.gfile.makedirs(f"{path}/assets.extra")
+    with tf.io.TFRecordWriter(f"{path}/assets.extra/tf_serving_warmup_requests") as w:
         for request in requests:
             w.write(
                 prediction_log_pb2.PredictionLog(

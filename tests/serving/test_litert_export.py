@@ -74,7 +74,7 @@ def litert_exports(tmp_path_factory, uncased_vocab):
     for w in model.weights:
         w.assign(rng.normal(0.0, 0.5, w.shape).astype("float32"))
     base = tmp_path_factory.mktemp("litert")
-    paths = {q: model.export(base, "sst3", litert=q) for q in ("float32", "int8")}
+    paths = {q: pathlib.Path(model.export(base, "sst3", litert=q)) for q in ("float32", "int8")}
     packed = preprocessor(tf.constant(SENTENCES))
     ids = {
         k: np.asarray(packed[k], np.int32)
@@ -494,7 +494,9 @@ def test_find_export_matches_the_litert_file(litert_exports):
     fingerprint = json.loads((paths["int8"] / "assets" / "export_config.json").read_text())[
         "weights_sha256"
     ]
-    assert exporter.find_export(base, "sst3", fingerprint, litert="float32") == paths["float32"]
-    assert exporter.find_export(base, "sst3", fingerprint, litert="int8") == paths["int8"]
+    assert exporter.find_export(base, "sst3", fingerprint, litert="float32") == str(
+        paths["float32"]
+    )
+    assert exporter.find_export(base, "sst3", fingerprint, litert="int8") == str(paths["int8"])
     assert exporter.find_export(base, "sst3", fingerprint) is None  # none without model.tflite
     assert exporter.find_export(base, "sst3", "0" * 64, litert="int8") is None
