@@ -1,0 +1,72 @@
+"""`python -m export` to a URI: `ram://` (TensorFlow's in-memory file system, which is published
+by copying, as `gs://` is) holds a complete version and nothing else.
+
+`ram://` lives in one process, so the command runs in a child process that then reads the file
+system it wrote: `runpy` runs the `export` module as `python -m export` does, with its flags.
+"""
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from tests.conftest import REPO_ROOT
+
+_RUN_AND_LIST = """
+import json, runpy, sys
+sys.argv = ["export", *sys.argv[1:]]
+try:
+    runpy.run_module("export", run_name="__main__", alter_sys=True)
+except SystemExit as e:
+    if e.code:
+        raise
+from keras_bert import fileio
+model_dir = "ram://exports/sst2"
+version = fileio.join(model_dir, "1")
+print(json.dumps({
+    "model_dir": fileio.listdir(model_dir),
+    "version": fileio.listdir(version),
+    "assets": fileio.listdir(fileio.join(version, "assets")),
+    "complete": fileio.is_complete(version),
+    "config": fileio.read_json(fileio.join(version, "assets", "export_config.json")),
+}))
+"""
+
+
+@pytest.mark.slow
+def test_python_m_export_to_ram_publishes_a_complete_version(tmp_path, uncased_vocab):
+    from tests.export.conftest import tiny_classifier
+
+    model = tiny_classifier(2, ["no", "yes"], "sst2", seed=1, vocab_file=uncased_vocab)
+    model.save(tmp_path / "task.keras")
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            _RUN_AND_LIST,
+            f"--model_dir={tmp_path / 'task.keras'}",
+            "--export_base=ram://exports",
+            "--model_name=sst2",
+        ],
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert out.returncode == 0, out.stderr[-3000:]
+    printed_path, listing = out.stdout.strip().splitlines()[-2:]
+    assert printed_path == "ram://exports/sst2/1"
+    got = json.loads(listing)
+    assert got["model_dir"] == ["1"]  # no staging directory left beside it
+    assert got["version"] == [
+        ".keras_bert_complete",
+        "assets",
+        "assets.extra",
+        "fingerprint.pb",
+        "saved_model.pb",
+        "variables",
+    ]
+    assert got["assets"] == ["export_config.json", "labels.txt", "vocab.txt"]
+    assert got["complete"] is True
+    assert (got["config"]["model_name"], got["config"]["label_names"]) == ("sst2", ["no", "yes"])
