@@ -38,7 +38,7 @@ def models(tmp_path_factory, uncased_vocab):
     a = tiny_classifier(uncased_vocab, seed=1)
     (base / "run_a").mkdir()
     a.save(base / "run_a" / "best_model.keras")
-    exported = a.export(base / "export", "tiny_a")
+    exported = pathlib.Path(a.export(base / "export", "tiny_a"))  # export returns a str
     b = tiny_classifier(uncased_vocab, seed=5, num_layers=1)
     b.save(base / "b.keras")
     data = write_jsonl(base / "heldout.jsonl", heldout_rows())
