@@ -10,6 +10,12 @@ Flags keep tensorflow_model_server's names (`--tensorflow_intra_op_parallelism` 
 --max_request_bytes, --max_request_batch_size, --max_text_length, --text_inputs,
 --custom_op_modules) are documented below and in docs/deployment.md. Serves any SavedModel from its signatures alone.
 
+Base paths and the config file may be local paths or any URI `tf.io.gfile` handles (`gs://`,
+`hdfs://`, `s3://` with its plugin, `ram://`), read through `keras_bert.fileio`: which version
+directories load when, failed loads (`--max_num_load_retries`, `--load_retry_interval_micros`) and
+base paths that cannot be reached are described in `serving.model_manager`;
+`--model_config_file_poll_wait_seconds` re-reads the config file and applies a changed one.
+
 `--prefer_tflite_model` (tensorflow_model_server's flag): a version directory holding `model.tflite`
 (`python -m export --tflite` or `--quantize=int8`) is served from that file by the LiteRT
 interpreter, with the flatbuffer's signatures only (`encoded` for our exports);
