@@ -214,10 +214,10 @@ class TrainingArgs(RuntimeArgs):
     eval_batch_size: int = arg(64, "Evaluation / prediction batch size.", rule=AT_LEAST_ONE)
     pad_to_multiple_of: int = arg(
         8,
-        "Dynamic padding: cut each batch to its longest row rounded "
-        "up to a multiple of this many tokens (0: pad every batch to "
-        "--max_seq_length).",
-        rule=Rule(NOT_NEGATIVE.check, ">= 0 (0: pad to max_seq_length)"),
+        "Dynamic padding: cut each batch to its longest row rounded up to a multiple of this "
+        "many tokens (0: no rounding); under --strategy=tpu or --jit_compile, up to the next of "
+        "four fixed lengths (docs/finetuning.md).",
+        rule=NOT_NEGATIVE,
     )
     group_by_length: bool = arg(
         True,

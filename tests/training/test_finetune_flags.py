@@ -47,7 +47,7 @@ def _cfg(tmp_path, vocab, **kw):
         (
             "pad_to_multiple_of",
             -8,
-            "--pad_to_multiple_of must be >= 0 (0: pad to max_seq_length), got -8",
+            "--pad_to_multiple_of must be >= 0, got -8",
         ),
         ("dropout_rate", 1.0, "--dropout_rate must be in [0, 1), got 1.0"),
         ("min_train_steps", -1, "--min_train_steps must be >= 0, got -1"),
