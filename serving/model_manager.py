@@ -176,6 +176,22 @@ def no_versions_warning(name, base_path, scan):
     return message + scan.hint
 
 
+def _in_daemon_thread(fn, *args):
+    """A Future of `fn(*args)` run on a daemon thread: a file system that never answers holds
+    that thread, not the poller, nor the process at exit (an executor's threads are joined)."""
+    future = concurrent.futures.Future()
+
+    def run():
+        if future.set_running_or_notify_cancel():
+            try:
+                future.set_result(fn(*args))
+            except BaseException as e:
+                future.set_exception(e)
+
+    threading.Thread(target=run, name="base-path-listing", daemon=True).start()
+    return future
+
+
 def check_configs(model_configs):
     """Raises ValueError unless names are unique and non-empty, each has a base_path and the
     platform is TensorFlow."""
@@ -251,7 +267,6 @@ class ModelManager:
         self._max_retries = max_num_load_retries
         self._retry_interval = load_retry_interval_s
         self._reach_timeout = reach_timeout_s
-        self._lister = concurrent.futures.ThreadPoolExecutor(4, thread_name_prefix="base-path")
         self._lock = threading.Condition()
         self._stop = threading.Event()
         self._wake = threading.Event()  # set by stop() and when a retry is scheduled
@@ -270,7 +285,6 @@ class ModelManager:
         self._wake.set()
         if self._thread:
             self._thread.join(timeout=30)
-        self._lister.shutdown(wait=False, cancel_futures=True)
         with self._lock:
             for model in self._models.values():
                 for v in model.versions.values():
@@ -350,6 +364,8 @@ class ModelManager:
             for name, config in wanted.items():
                 if name in self._models:
                     labels = self._models[name].labels
+                    if config.base_path != self._models[name].config.base_path:
+                        self._models[name].scan = None  # nothing known of the new path yet
                     self._models[name].config = config
                     self._models[name].labels = labels  # replaced once the versions are loaded
                 else:
@@ -397,7 +413,7 @@ class ModelManager:
             error = model.unreachable  # still no answer: do not start a second listing
         else:
             known = model.scan.ready if model.scan else frozenset()
-            model.listing = self._lister.submit(scan_versions, base, known)
+            model.listing = _in_daemon_thread(scan_versions, base, known)
             try:
                 scan = model.listing.result(timeout=self._reach_timeout)
                 model.listing = None
