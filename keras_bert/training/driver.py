@@ -27,9 +27,11 @@ or `output_dir/run_<i>` with restarts): `checkpoints/`, `logs/` (TensorBoard),
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import logging
 import statistics
+import tempfile
 import time
 
 import keras
@@ -43,6 +45,7 @@ from keras_bert.data.dynamic_padding import (
     trim_to_longest,
 )
 from keras_bert.faults import crash_point
+from keras_bert.tasks.token_classifier import IGNORE_LABEL
 from keras_bert.tokenization.bert_preprocessor import BertPreprocessor
 from keras_bert.training import callbacks as callbacks_lib
 from keras_bert.training import model_setup, resume_check
@@ -362,6 +365,8 @@ def train_batches(
         if not static_shapes:
             return x, y
         (x, y), weights = fill_batch((x, y), batch_size)
+        if per_position:  # filler rows' tokens ignored, as padding is (not averaged in as label 0)
+            y = tf.where(weights[:, None] > 0, y, tf.cast(IGNORE_LABEL, y.dtype))
         return x, y, weights
 
     options = tf.data.Options()
@@ -678,10 +683,8 @@ def run(family: Family, args: TrainingArgs, prepared: Prepared | None = None) ->
         tasks.append(task)
     summary = summarize_runs(family.monitor_of(prepared.data), runs)
     task = tasks[summary["best_run"]]
-    summary |= {
-        "family": family.name,
-        **family.finish(args, prepared.data, task, _extra_dir(prepared)),
-    }
+    with _extra_dir(prepared) as extra:
+        summary |= {"family": family.name, **family.finish(args, prepared.data, task, extra)}
     if chief:
         if args.num_restarts > 1:
             best = fileio.join(out, f"run_{summary['best_run']}", "best_model.keras")
@@ -694,13 +697,17 @@ def run(family: Family, args: TrainingArgs, prepared: Prepared | None = None) ->
     return summary
 
 
-def _extra_dir(prepared: Prepared) -> str:
-    """Where the family's extra outputs go: output_dir on the chief; a worker's own
-    `worker_<i>` under it elsewhere (no two processes write one file)."""
-    chief, task_id = is_chief(prepared.strategy)
-    path = prepared.out if chief else fileio.join(prepared.out, f"worker_{task_id}")
-    fileio.makedirs(path)
-    return path
+@contextlib.contextmanager
+def _extra_dir(prepared: Prepared):
+    """Where the family's extra outputs go: output_dir on the chief; elsewhere a local temporary
+    directory deleted afterwards (a worker computes them too, but only the chief's are kept and no
+    two processes write one file)."""
+    if is_chief(prepared.strategy)[0]:
+        fileio.makedirs(prepared.out)
+        yield prepared.out
+        return
+    with tempfile.TemporaryDirectory(prefix="keras_bert_worker_") as path:
+        yield path
 
 
 def _predict_only(family: Family, args: TrainingArgs, prepared: Prepared) -> dict:
@@ -711,13 +718,9 @@ def _predict_only(family: Family, args: TrainingArgs, prepared: Prepared) -> dic
     with prepared.strategy.scope():
         task = family.build_task(args, prepared.data, prepared.preprocessor)
         task.build_for_export()
-    summary = {
-        "monitor": family.monitor_of(prepared.data),
-        "runs": [],
-        "best": None,
-        "family": family.name,
-        **family.finish(args, prepared.data, task, _extra_dir(prepared)),
-    }
+    summary = {"monitor": family.monitor_of(prepared.data), "runs": [], "best": None}
+    with _extra_dir(prepared) as extra:
+        summary |= {"family": family.name, **family.finish(args, prepared.data, task, extra)}
     if chief:
         prepared.write_config(args)
         save_keras_file(task, fileio.join(prepared.out, "best_model.keras"))

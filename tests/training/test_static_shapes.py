@@ -87,7 +87,7 @@ def test_last_batch_is_filled_with_zero_weight_rows_and_lengths_are_buckets():
     assert len(again) == 1 and again[0][1].numpy().tolist() == batches[1][1].numpy().tolist()
 
 
-def test_per_position_labels_take_the_bucket_and_filler_rows_of_zeros():
+def test_per_position_labels_take_the_bucket_and_filler_rows_are_ignored():
     lengths = [7, 2, 5]
     features, _ = _rows(lengths, 8)
     labels = features["input_word_ids"] * 2  # one label per token (NER)
@@ -108,7 +108,7 @@ def test_per_position_labels_take_the_bucket_and_filler_rows_of_zeros():
     assert x["input_word_ids"].shape == y.shape == (2, 8) and w.numpy().tolist() == [1.0, 1.0]
     assert x2["input_word_ids"].shape == y2.shape == (2, 2) and w2.numpy().tolist() == [1.0, 0.0]
     np.testing.assert_array_equal(y.numpy(), x["input_word_ids"].numpy() * 2)
-    np.testing.assert_array_equal(y2.numpy(), [[22, 22], [0, 0]])
+    np.testing.assert_array_equal(y2.numpy(), [[22, 22], [-100, -100]])  # IGNORE_LABEL
 
 
 def test_each_input_pipeline_keeps_its_half_of_every_global_batch():
