@@ -303,8 +303,8 @@ def export_task(
                 litert,
                 warmup_texts,
             )
-            fileio.remove(fileio.join(staged, WRITER_FILENAME))
             crash_point("export_publish")
+            fileio.remove(fileio.join(staged, WRITER_FILENAME))  # not published with it
             target = _publish(staged, model_dir, chosen, version)
             logger.info("exported %s version %s to %s", model_name, fileio.basename(target), target)
             return target

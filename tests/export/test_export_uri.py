@@ -70,3 +70,39 @@ def test_python_m_export_to_ram_publishes_a_complete_version(tmp_path, uncased_v
     assert got["assets"] == ["export_config.json", "labels.txt", "vocab.txt"]
     assert got["complete"] is True
     assert (got["config"]["model_name"], got["config"]["label_names"]) == ("sst2", ["no", "yes"])
+
+
+@pytest.mark.slow
+def test_staging_dir_of_a_killed_export_is_removed_by_the_next(tmp_path, uncased_vocab):
+    """SIGKILL after the version is written, before it is published: a hidden staging directory
+    is left; the next export from this host removes it (its writer is gone) and takes version 1."""
+    import os
+    import signal
+
+    from tests.export.conftest import tiny_classifier
+
+    tiny_classifier(2, ["no", "yes"], "sst2", seed=1, vocab_file=uncased_vocab).save(
+        tmp_path / "task.keras"
+    )
+    command = [
+        sys.executable,
+        "-m",
+        "export",
+        f"--model_dir={tmp_path / 'task.keras'}",
+        f"--export_base={tmp_path / 'models'}",
+        "--model_name=sst2",
+    ]
+    killed = subprocess.run(
+        command,
+        cwd=REPO_ROOT,
+        env=dict(os.environ, KERAS_BERT_CRASH_AT="export_publish"),
+        capture_output=True,
+        timeout=300,
+    )
+    assert killed.returncode == -signal.SIGKILL
+    (staged,) = os.listdir(tmp_path / "models" / "sst2")
+    assert staged.startswith(".1.tmp-")
+    out = subprocess.run(command, cwd=REPO_ROOT, capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert out.stdout.strip().splitlines()[-1] == str(tmp_path / "models" / "sst2" / "1")
+    assert os.listdir(tmp_path / "models" / "sst2") == ["1"]
