@@ -10,7 +10,7 @@ import tensorflow as tf
 from keras_bert import fileio
 from keras_bert.checkpoints.keras_format import save_keras_file
 from keras_bert.training.callbacks import EvaluationCallback, ProgressLogger, ResumableCheckpoint
-from keras_bert.training.preemption import PreemptionWatcher, watch_preemption
+from keras_bert.training.preemption import PreemptionWatcher, check_same_step, watch_preemption
 
 
 def resumable_fit(
@@ -51,6 +51,7 @@ def resumable_fit(
     watcher = PreemptionWatcher(checkpoint, getattr(model, "distribute_strategy", None))
     callbacks.insert(callbacks.index(checkpoint) + 1, watcher)
     step = checkpoint.restore(model)
+    check_same_step(getattr(model, "distribute_strategy", None), step, str(checkpoint.directory))
     evaluators = [c for c in callbacks if isinstance(c, EvaluationCallback)]
     total_steps = (
         epochs * steps_per_epoch

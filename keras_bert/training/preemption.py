@@ -11,7 +11,7 @@ command resumes from that checkpoint, and an evaluation due at that step is take
 (`EvaluationCallback.evaluate_if_due`), so the run ends as an uninterrupted one.
 
 Multi-worker (`MultiWorkerMirroredStrategy`): the signal may reach one worker only. At every batch
-end the workers agree with one all-reduce (MAX) of their "signal seen" flag, so all of them stop
+end the workers agree with one all-reduce (a sum) of their "signal seen" flags, so all of them stop
 after the same batch and the chief saves that step; training collectives never wait on a worker
 that left. A second SIGTERM ends the process at once (the default action).
 """
@@ -83,11 +83,50 @@ def _workers(strategy) -> int:
 
 def agreed(strategy, seen: bool) -> bool:
     """Whether any worker saw the signal: the flag itself in one process; across the workers of
-    a multi-worker strategy, the MAX of every worker's flag (all call this at the same batch)."""
+    a multi-worker strategy, whether any worker's flag is set (all call this at the same batch)."""
     if strategy is None or _workers(strategy) <= 1:
         return seen
-    flags = strategy.run(lambda: tf.constant(1 if seen else 0, tf.int32))
-    return bool(strategy.reduce(tf.distribute.ReduceOp.MAX, flags, axis=None).numpy())
+    return _sum_over_workers(strategy, [1.0 if seen else 0.0])[0] > 0
+
+
+_SUMS: dict = {}  # strategy id -> its compiled all-reduce (eager collectives are slow)
+
+
+def _sum_over_workers(strategy, values: list[float]) -> list[float]:
+    """Each value summed over the workers; every worker gets the same sums (tf.distribute reduces
+    only by SUM and MEAN). A worker's value counts once whatever its number of local replicas."""
+    if id(strategy) not in _SUMS:
+        local = float(getattr(strategy.extended, "_num_devices_per_worker", 1))
+
+        @tf.function
+        def summed(x):
+            per_replica = strategy.run(lambda v: v / local, args=(x,))
+            return strategy.reduce(tf.distribute.ReduceOp.SUM, per_replica, axis=None)
+
+        _SUMS[id(strategy)] = summed
+    return [float(v) for v in _SUMS[id(strategy)](tf.constant(values, tf.float64)).numpy()]
+
+
+def check_same_step(strategy, step: int, where: str) -> None:
+    """Multi-worker: every worker must resume from the same step (the chief's checkpoint, read
+    from storage all of them see); a worker that found another step would wait in a collective
+    for ever, so this fails at once instead.
+
+    Raises:
+        ValueError: the workers restored different steps, naming `where`.
+    """
+    if strategy is None or _workers(strategy) <= 1:
+        return
+    # All n steps are equal exactly when n * sum(s^2) == sum(s)^2 (every worker sees the same sums).
+    total, squares = _sum_over_workers(strategy, [float(step), float(step) ** 2])
+    n = _workers(strategy)
+    if n * squares != total**2:
+        raise ValueError(
+            f"the workers found checkpoints of different steps (this one: {step}; mean over the "
+            f"{n} workers: {total / n:g}) in {where}: a "
+            "multi-worker run needs --output_dir on storage every worker reads and writes the "
+            "same (e.g. gs://...), not a local disk per host"
+        )
 
 
 class PreemptionWatcher(keras.callbacks.Callback):
