@@ -24,7 +24,7 @@ from tensorflow_serving.apis import (
     regression_pb2,
 )
 
-from keras_bert import fileio
+from serving.storage import fileio
 from serving import errors, tensors
 from serving.batching import BatchScheduler
 from serving.servable import CLASSIFY_METHOD, REGRESS_METHOD

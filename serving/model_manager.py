@@ -45,7 +45,7 @@ import grpc
 import tensorflow as tf
 from tensorflow_serving.apis import get_model_status_pb2
 
-from keras_bert import fileio
+from serving.storage import fileio
 from serving import errors
 from serving.servable import explain_load_error, load_servable
 

@@ -20,7 +20,7 @@ import numpy as np
 import tensorflow as tf
 from tensorflow.core.protobuf import meta_graph_pb2, saved_model_pb2
 
-from keras_bert import fileio
+from serving.storage import fileio
 from serving import errors
 
 PREDICT_METHOD = "tensorflow/serving/predict"
@@ -219,9 +219,6 @@ class LiteRtServable(Servable):
 
     def __init__(self, name: str, version: int, path: str, num_threads: int = 0):
         self._num_threads = num_threads or len(os.sched_getaffinity(0))
-        # Read once: the interpreter takes the bytes, so a version on any file system works and a
-        # replacement interpreter does not read the file again.
-        self._model_content = fileio.read_bytes(fileio.join(path, TFLITE_FILENAME))
         super().__init__(name, version, path)
 
     def _load(self):
@@ -295,7 +292,10 @@ class LiteRtServable(Servable):
     def _new_interpreter(self):
         from ai_edge_litert.interpreter import Interpreter
 
-        interpreter = Interpreter(model_content=self._model_content, num_threads=self._num_threads)
+        # The bytes, read through fileio: a version on any file system (the interpreter's
+        # model_path takes local files only).
+        content = fileio.read_bytes(fileio.join(self.path, TFLITE_FILENAME))
+        interpreter = Interpreter(model_content=content, num_threads=self._num_threads)
         self._functions = {
             key: interpreter.get_signature_runner(key) for key in interpreter.get_signature_list()
         }

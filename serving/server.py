@@ -38,7 +38,7 @@ from grpc_reflection.v1alpha import reflection
 from tensorflow_serving.apis import model_service_pb2_grpc, prediction_service_pb2_grpc
 from tensorflow_serving.config import model_server_config_pb2
 
-from keras_bert import fileio
+from serving.storage import fileio
 from serving import batching, errors, grpc_service, service_protos, tensors
 from serving.inference import InferenceService
 from serving.metrics import Metrics

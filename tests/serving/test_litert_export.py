@@ -430,7 +430,7 @@ def test_litert_servable_reload_failure_after_a_failed_call(litert_exports, tmp_
             assert info.value.code == grpc.StatusCode.UNAVAILABLE
             assert info.value.message == (
                 'Model "m" version 1: the LiteRT interpreter could not be reloaded after a failed '
-                "call (ValueError); retry later"
+                "call (FileNotFoundError); retry later"
             )
         (path / "moved.tflite").rename(path / "model.tflite")
         assert_same_answer(servable_answer(servable, GOOD), fresh["good"])
