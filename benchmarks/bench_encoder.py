@@ -259,23 +259,9 @@ def check_predictions(encoders, probe_train: int, seq_length: int) -> dict:
     """bfloat16 vs float32 predictions of a logistic probe on our mean-pooled embeddings."""
     import tensorflow as tf
     from sklearn.linear_model import LogisticRegression
-    from keras_bert.checkpoints import resolve_vocab_file
-    from keras_bert.tokenization import FullTokenizer, pack_inputs
-
-    tok = FullTokenizer(resolve_vocab_file(common.PRESET), do_lower_case=True)
 
     def featurize(texts):
-        rows = [
-            pack_inputs(
-                tok.convert_tokens_to_ids(tok.tokenize(t)),
-                None,
-                max_seq_length=seq_length,
-                cls_id=101,
-                sep_id=102,
-            )
-            for t in texts
-        ]
-        return {k: np.array([r[k] for r in rows], np.int32) for k in rows[0]}
+        return common.featurize(texts, seq_length)
 
     def embed(encoder, feats, batch=64):
         fn = tf.function(
