@@ -496,7 +496,7 @@ def test_bfloat16_export_stores_bfloat16_variables_and_keeps_predictions(tmp_pat
     ):
         with_dtype(model, "int8")
     assert with_dtype(model, "float32") is model
-    path = model.export(tmp_path, "cls", dtype="bfloat16")
+    path = pathlib.Path(model.export(tmp_path, "cls", dtype="bfloat16"))
     assert (
         json.loads((path / "assets" / "export_config.json").read_text())["dtype_policy"]
         == "bfloat16"
