@@ -1,9 +1,12 @@
 """Creates BERT pretraining TFRecords (masked LM + next sentence) from a text corpus.
 
 Flags and semantics of google-research/bert `create_pretraining_data.py`; the algorithm and its
-documented deviations live in `keras_bert.data.pretraining_data`. Writes the records and
-`<first --output_file>.summary.json` (resolved flags + instances, tokens, masked fraction, 80/10/10
-split, NSP positive rate, seconds).
+documented deviations live in `keras_bert.data.pretraining_data`. Runs as an Apache Beam pipeline
+(`keras_bert.data.pretraining_beam`): on this machine with the DirectRunner (`--num_workers`
+processes), on Dataflow, Flink or Spark with `--runner` and `--beam_pipeline_options`
+(docs/beam.md). The records do not depend on the runner, the worker count or the input order.
+Writes the records and `<first --output_file>.summary.json` (resolved flags + documents,
+instances, tokens, masked fraction, 80/10/10 split, NSP positive rate, records per shard), last.
 
     python recipes/create_pretraining_data.py --input_file=wiki.test.raw --input_format=wikitext \
       --output_file=out/wiki.tfrecord --num_shards=4 --vocab_file=vocab.txt --do_lower_case \
@@ -15,11 +18,10 @@ import time
 
 from absl import app, flags
 
+from keras_bert import beam as beam_flags
+from keras_bert.cli import fail_usage, require_reachable_flags
 from keras_bert.data import pretraining_data as pd
 from keras_bert.data.file_patterns import expand_file_patterns
-from keras_bert.tokenization import FullTokenizer
-from keras_bert import fileio
-from keras_bert.cli import fail_usage, require_reachable_flags
 
 FLAGS = flags.FLAGS
 flags.DEFINE_string("input_file", None, "Input text file(s): comma-separated paths or globs.")
@@ -41,84 +43,84 @@ flags.DEFINE_integer("random_seed", 12345, "Random seed; same seed and inputs = 
 flags.DEFINE_integer("dupe_factor", 10, "Passes over the data, each with different masks.")
 flags.DEFINE_float("masked_lm_prob", 0.15, "Fraction of candidate tokens to predict.")
 flags.DEFINE_float("short_seq_prob", 0.1, "Probability of a shorter target sequence length.")
-flags.DEFINE_integer("num_workers", min(4, os.cpu_count() or 1), "Tokenizer processes.")
-flags.DEFINE_bool("progress", True, "Show progress bars.")
+flags.DEFINE_integer(
+    "num_document_groups",
+    1,
+    "Random next segments come from documents of the same group (documents are grouped by a "
+    "hash of their content). 1 = the whole corpus, google-research/bert's rule; more groups "
+    "spread instance creation over workers (each group is held by one worker).",
+)
+flags.DEFINE_bool(
+    "progress",
+    True,
+    "Log progress (documents tokenized, instances per group); Beam's own logs stay at warnings.",
+)
+beam_flags.define_flags(default_num_workers=min(4, os.cpu_count() or 1))
 flags.mark_flags_as_required(["input_file", "output_file", "vocab_file"])
+
+CONFIG_FLAGS = (
+    "input_file",
+    "input_format",
+    "output_file",
+    "num_shards",
+    "vocab_file",
+    "do_lower_case",
+    "do_whole_word_mask",
+    "max_seq_length",
+    "max_predictions_per_seq",
+    "random_seed",
+    "dupe_factor",
+    "masked_lm_prob",
+    "short_seq_prob",
+    "num_document_groups",
+)
 
 
 def main(argv):
     del argv
+    import logging
+
+    from keras_bert.data import pretraining_beam
+
+    logging.getLogger("apache_beam").setLevel(logging.WARNING)
+    logging.getLogger(pretraining_beam.__name__).setLevel(
+        logging.INFO if FLAGS.progress else logging.WARNING
+    )
 
     start = time.time()
     require_reachable_flags("input_file", "output_file", "vocab_file")
     try:
         input_files = expand_file_patterns(FLAGS.input_file)
-    except FileNotFoundError as e:  # a usage error: one line, exit code 2
+        output_files = pd.shard_paths(FLAGS.output_file, FLAGS.num_shards)
+        options = beam_flags.pipeline_options_from_flags()
+        settings = pretraining_beam.PretrainingDataSettings(
+            vocab_file=FLAGS.vocab_file,
+            do_lower_case=FLAGS.do_lower_case,
+            input_format=FLAGS.input_format,
+            max_seq_length=FLAGS.max_seq_length,
+            max_predictions_per_seq=FLAGS.max_predictions_per_seq,
+            random_seed=FLAGS.random_seed,
+            dupe_factor=FLAGS.dupe_factor,
+            masked_lm_prob=FLAGS.masked_lm_prob,
+            short_seq_prob=FLAGS.short_seq_prob,
+            do_whole_word_mask=FLAGS.do_whole_word_mask,
+            num_document_groups=FLAGS.num_document_groups,
+        )
+        settings.check()
+    except (FileNotFoundError, ValueError) as e:  # a usage error: one line, exit code 2
         fail_usage(str(e))
-    tokenizer = FullTokenizer(FLAGS.vocab_file, do_lower_case=FLAGS.do_lower_case)
-    if FLAGS.max_seq_length < 5:
-        fail_usage(
-            f"--max_seq_length={FLAGS.max_seq_length} must be >= 5 for pretraining "
-            "instances (two non-empty segments and three special tokens)"
-        )
-    documents = pd.tokenize_corpus(
-        input_files,
-        FLAGS.vocab_file,
-        FLAGS.do_lower_case,
-        FLAGS.input_format,
-        FLAGS.num_workers,
-        FLAGS.progress,
-    )
-    instances = pd.create_training_instances(
-        documents,
-        list(tokenizer.vocab.keys()),
-        FLAGS.max_seq_length,
-        FLAGS.dupe_factor,
-        FLAGS.short_seq_prob,
-        FLAGS.masked_lm_prob,
-        FLAGS.max_predictions_per_seq,
-        FLAGS.do_whole_word_mask,
-        FLAGS.random_seed,
-        FLAGS.progress,
-    )
-    output_files = pd.shard_paths(FLAGS.output_file, FLAGS.num_shards)
-    counts = pd.write_instances(
-        instances,
-        tokenizer.vocab,
-        output_files,
-        FLAGS.max_seq_length,
-        FLAGS.max_predictions_per_seq,
-    )
-    summary = pd.summarize_instances(instances, num_documents=len(documents))
-    summary["shards"] = dict(zip((fileio.basename(p) for p in output_files), counts))
-    config = {
-        name: FLAGS[name].value
-        for name in (
-            "input_file",
-            "input_format",
-            "output_file",
-            "num_shards",
-            "vocab_file",
-            "do_lower_case",
-            "do_whole_word_mask",
-            "max_seq_length",
-            "max_predictions_per_seq",
-            "random_seed",
-            "dupe_factor",
-            "masked_lm_prob",
-            "short_seq_prob",
-        )
-    }
-    # Seconds are kept out of the summary so that a rerun writes identical bytes.
     # Named after --output_file, not a shard, so that the shard glob "<output_file>-*" skips it.
-    pd.write_summary(
-        {"config": config, "summary": summary},
-        FLAGS.output_file.split(",")[0].strip() + ".summary.json",
+    summary_path = FLAGS.output_file.split(",")[0].strip() + ".summary.json"
+    # The runner's own settings (--runner, --num_workers, ...) change no byte: not in the config.
+    config = {name: FLAGS[name].value for name in CONFIG_FLAGS}
+    summary = pretraining_beam.run(
+        input_files, output_files, settings, summary_path, config, options
     )
     print(
-        f"wrote {summary['instances']} instances to {len(output_files)} file(s) in "
-        f"{time.time() - start:.1f} s; masked fraction {summary['masked_fraction']:.4f}, "
-        f"split {summary['mask_split']}, NSP positive rate {summary['nsp_positive_rate']:.4f}"
+        f"wrote {summary['instances']} instances from {summary['documents']} documents to "
+        f"{len(output_files)} file(s) in {time.time() - start:.1f} s ({FLAGS.runner}); masked "
+        f"fraction {summary['masked_fraction']:.4f}, split {summary['mask_split']}, NSP positive "
+        f"rate {summary['nsp_positive_rate']:.4f}"
     )
 
 

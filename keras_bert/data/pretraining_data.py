@@ -1,8 +1,10 @@
 """Pretraining instances for BERT's masked LM + next-sentence tasks, written as TFRecords.
 
 A port of google-research/bert `create_pretraining_data.py` (BERT paper, section 3.1 and
-appendix A.2) with the same flags and sampling, made deterministic for a seed, parallel in the
-tokenization step, and instrumented with a summary. Deliberate differences from the reference
+appendix A.2) with the same flags and sampling, made deterministic for a seed whatever the input
+order or the number of workers (every random draw of a document derives from the seed and the
+document's content: `create_group_instances`), run as an Apache Beam pipeline by the recipe
+(`keras_bert.data.pretraining_beam`), and instrumented with a summary. Deliberate differences from the reference
 (each fixes a known fault, see PITFALLS.md "Pretraining data"):
 
 * number to predict = `min(max_predictions_per_seq, max(1, round(n * masked_lm_prob)))` with
@@ -30,10 +32,9 @@ the end of a document, so the positive rate stays close to 0.5.
 from __future__ import annotations
 
 import collections
-import concurrent.futures
 import dataclasses
+import hashlib
 import io
-import multiprocessing
 import random
 import re
 from typing import Iterable, Sequence
@@ -124,22 +125,10 @@ def read_raw_documents(path: str, input_format: str = "text") -> list[list[str]]
     return [d for d in documents if d]
 
 
-_WORKER_TOKENIZE = None
-
-
-def _init_worker(vocab_file: str, do_lower_case: bool) -> None:
-    global _WORKER_TOKENIZE
-    _WORKER_TOKENIZE = FullTokenizer(vocab_file, do_lower_case=do_lower_case).tokenize
-
-
-def _tokenize_documents(raw_documents: list[list[str]], tokenize=None) -> list[list[list[str]]]:
-    tokenize = tokenize or _WORKER_TOKENIZE
-    out = []
-    for doc in raw_documents:
-        sentences = [t for t in (tokenize(s) for s in doc) if t]
-        if sentences:
-            out.append(sentences)
-    return out
+def tokenize_document(raw_document: Sequence[str], tokenize) -> list[list[str]]:
+    """A raw document (sentence strings) -> its WordPiece-tokenized sentences; sentences that
+    tokenize to nothing are dropped (an empty list means the document is dropped)."""
+    return [t for t in (tokenize(s) for s in raw_document) if t]
 
 
 def tokenize_corpus(
@@ -147,46 +136,25 @@ def tokenize_corpus(
     vocab_file: str,
     do_lower_case: bool,
     input_format: str = "text",
-    num_workers: int = 1,
-    show_progress: bool = True,
+    show_progress: bool = False,
 ) -> list[list[list[str]]]:
-    """Reads and tokenizes every file into documents of WordPiece-tokenized sentences.
-
-    Documents are tokenized in chunks by `num_workers` processes (spawned, each building its own
-    `FullTokenizer`); results keep the input order, so the output does not depend on
-    `num_workers`. Progress is shown with tqdm (documents).
+    """Reads and tokenizes every file into documents of WordPiece-tokenized sentences, in this
+    process (the recipe runs the same per-document code on Apache Beam:
+    `keras_bert.data.pretraining_beam`).
 
     Returns:
         list of documents; a document is a list of sentences; a sentence a list of str pieces.
         Documents or sentences that tokenize to nothing are dropped.
     """
+    tokenize = FullTokenizer(vocab_file, do_lower_case=do_lower_case).tokenize
     raw = [doc for path in input_files for doc in read_raw_documents(path, input_format)]
-    chunk = 64
-    chunks = [raw[i : i + chunk] for i in range(0, len(raw), chunk)]
-    bar = progress_bar(
-        total=len(raw), desc="tokenizing documents", unit="doc", disable=not show_progress
-    )
-    documents: list[list[list[str]]] = []
-    if num_workers <= 1:
-        _init_worker(vocab_file, do_lower_case)
-        results = map(_tokenize_documents, chunks)
-        pool = None
-    else:
-        pool = concurrent.futures.ProcessPoolExecutor(
-            num_workers,
-            mp_context=multiprocessing.get_context("spawn"),
-            initializer=_init_worker,
-            initargs=(vocab_file, do_lower_case),
-        )
-        results = pool.map(_tokenize_documents, chunks)
-    try:
-        for raw_chunk, tokenized in zip(chunks, results):
-            documents.extend(tokenized)
-            bar.update(len(raw_chunk))
-    finally:
-        bar.close()
-        if pool is not None:
-            pool.shutdown()
+    documents = []
+    for doc in progress_bar(
+        raw, desc="tokenizing documents", unit="doc", disable=not show_progress
+    ):
+        sentences = tokenize_document(doc, tokenize)
+        if sentences:
+            documents.append(sentences)
     return documents
 
 
@@ -330,6 +298,106 @@ def create_instances_from_document(
     return instances
 
 
+def check_instance_settings(
+    max_seq_length: int, masked_lm_prob: float, max_predictions_per_seq: int
+) -> None:
+    """The settings' one check (the recipe, the library and the Beam pipeline call it).
+
+    Raises:
+        ValueError: naming the setting out of range.
+    """
+    check_max_seq_length(max_seq_length, is_pair=True)  # the one rule, then this recipe's own:
+    if max_seq_length < 5:  # [CLS] A [SEP] B [SEP] with at least one token in each segment
+        raise ValueError(
+            f"max_seq_length={max_seq_length} must be >= 5 for pretraining instances "
+            "(two non-empty segments and three special tokens)"
+        )
+    if not 0.0 < masked_lm_prob <= 1.0:
+        raise ValueError(f"masked_lm_prob={masked_lm_prob} must be in (0, 1]")
+    if max_predictions_per_seq < 1:
+        raise ValueError(f"max_predictions_per_seq={max_predictions_per_seq} must be >= 1")
+
+
+def document_key(document: Sequence[Sequence[str]]) -> str:
+    """A tokenized document's identity: the SHA-256 of its pieces (hex). Everything random about
+    a document derives from it and the seed, never from its position in the input."""
+    h = hashlib.sha256()
+    for sentence in document:
+        h.update("\x1f".join(sentence).encode("utf-8"))
+        h.update(b"\x1e")
+    return h.hexdigest()
+
+
+def document_group(key: str, num_groups: int) -> int:
+    """The group (0 .. num_groups - 1) a document belongs to; its random next segments come from
+    documents of the same group."""
+    return int(key[:16], 16) % num_groups
+
+
+def instance_key(random_seed: int, dupe: int, key: str, index: int) -> str:
+    """The sort key of a document's `index`-th instance in pass `dupe`: a hash, so that sorting by
+    it shuffles instances the same way on every runner."""
+    return hashlib.sha256(f"{random_seed}:{dupe}:{key}:{index}".encode()).hexdigest()
+
+
+def shard_of(key: str, num_shards: int) -> int:
+    """The output shard of an instance with sort key `key`."""
+    return int(key[16:32], 16) % num_shards
+
+
+def create_group_instances(
+    keyed_documents: Iterable[tuple[str, list]],
+    vocab_words: Sequence[str],
+    max_seq_length: int = 128,
+    dupe_factor: int = 10,
+    short_seq_prob: float = 0.1,
+    masked_lm_prob: float = 0.15,
+    max_predictions_per_seq: int = 20,
+    do_whole_word_mask: bool = False,
+    random_seed: int = 12345,
+) -> list[tuple[str, TrainingInstance]]:
+    """Instances of one document group, each with its sort key (`instance_key`).
+
+    Each document's instances in pass `dupe` use their own random stream, seeded by
+    `random_seed`, `dupe` and the document's key, and draw random next segments from the group
+    sorted by key: the result depends on the group's documents, never on their order or on how
+    the work was split.
+
+    Args:
+        keyed_documents: (document_key(doc), doc) pairs of the group, in any order.
+
+    Raises:
+        ValueError: fewer than two documents (a random next segment needs another document).
+    """
+    group = sorted(keyed_documents, key=lambda kd: kd[0])
+    if len(group) < 2:
+        raise ValueError(
+            f"need at least 2 documents per group for next-sentence prediction, got {len(group)}"
+            " (fewer --num_document_groups, or more input)"
+        )
+    documents = [doc for _, doc in group]
+    out = []
+    for dupe in range(dupe_factor):
+        for index, (key, _) in enumerate(group):
+            rng = random.Random(f"{random_seed}:{dupe}:{key}")
+            made = create_instances_from_document(
+                documents,
+                index,
+                max_seq_length,
+                short_seq_prob,
+                masked_lm_prob,
+                max_predictions_per_seq,
+                vocab_words,
+                rng,
+                do_whole_word_mask,
+            )
+            out.extend(
+                (instance_key(random_seed, dupe, key, j), instance)
+                for j, instance in enumerate(made)
+            )
+    return out
+
+
 def create_training_instances(
     documents: list,
     vocab_words: Sequence[str],
@@ -341,65 +409,58 @@ def create_training_instances(
     do_whole_word_mask: bool = False,
     random_seed: int = 12345,
     show_progress: bool = False,
+    num_document_groups: int = 1,
 ) -> list[TrainingInstance]:
     """Creates shuffled instances from tokenized documents, `dupe_factor` passes with fresh masks.
+
+    In memory, the same code as the Beam pipeline (`keras_bert.data.pretraining_beam`): documents
+    grouped by `document_group`, each group's instances made by `create_group_instances`, all
+    sorted by their keys. The Beam pipeline's shards hold exactly these instances.
 
     Args:
         documents: list of documents (list of sentences, each a non-empty list of str pieces).
         vocab_words: the vocabulary in id order (random replacements are drawn from it).
         max_seq_length: int >= 5. Tokens per instance including [CLS] and two [SEP].
         masked_lm_prob: float in (0, 1]. Fraction of candidates to predict.
+        num_document_groups: int >= 1. Random next segments come from the same group.
 
     Returns:
-        list of TrainingInstance, in an order fixed by `random_seed`.
+        list of TrainingInstance, in an order fixed by `random_seed` and the documents' content.
 
     Raises:
-        ValueError: fewer than two documents (a random next segment needs another document) or
-            out-of-range arguments.
+        ValueError: a group of fewer than two documents or out-of-range arguments.
     """
     if len(documents) < 2:
         raise ValueError(
             f"need at least 2 documents for next-sentence prediction, got {len(documents)}"
         )
-    check_max_seq_length(max_seq_length, is_pair=True)  # the one rule, then this recipe's own:
-    if max_seq_length < 5:  # [CLS] A [SEP] B [SEP] with at least one token in each segment
-        raise ValueError(
-            f"max_seq_length={max_seq_length} must be >= 5 for pretraining instances "
-            "(two non-empty segments and three special tokens)"
-        )
-    if not 0.0 < masked_lm_prob <= 1.0:
-        raise ValueError(f"masked_lm_prob={masked_lm_prob} must be in (0, 1]")
-    if max_predictions_per_seq < 1:
-        raise ValueError(f"max_predictions_per_seq={max_predictions_per_seq} must be >= 1")
-    rng = random.Random(random_seed)
-    documents = list(documents)
-    rng.shuffle(documents)
-    instances = []
+    check_instance_settings(max_seq_length, masked_lm_prob, max_predictions_per_seq)
+    groups: dict[int, list] = collections.defaultdict(list)
+    for document in documents:
+        key = document_key(document)
+        groups[document_group(key, num_document_groups)].append((key, document))
+    keyed = []
     bar = progress_bar(
-        total=dupe_factor * len(documents),
-        desc="creating instances",
-        unit="doc",
-        disable=not show_progress,
+        total=len(groups), desc="creating instances", unit="group", disable=not show_progress
     )
-    for _ in range(dupe_factor):
-        for document_index in range(len(documents)):
-            instances.extend(
-                create_instances_from_document(
-                    documents,
-                    document_index,
-                    max_seq_length,
-                    short_seq_prob,
-                    masked_lm_prob,
-                    max_predictions_per_seq,
-                    vocab_words,
-                    rng,
-                    do_whole_word_mask,
-                )
+    for group in groups.values():
+        keyed.extend(
+            create_group_instances(
+                group,
+                vocab_words,
+                max_seq_length,
+                dupe_factor,
+                short_seq_prob,
+                masked_lm_prob,
+                max_predictions_per_seq,
+                do_whole_word_mask,
+                random_seed,
             )
-            bar.update(1)
+        )
+        bar.update(1)
     bar.close()
-    rng.shuffle(instances)
-    return instances
+    keyed.sort(key=lambda ki: ki[0])
+    return [instance for _, instance in keyed]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -477,6 +538,45 @@ def shard_paths(output_file: str, num_shards: int = 1) -> list[str]:
     return paths
 
 
+def write_shard(
+    path: str,
+    instances: Iterable[TrainingInstance],
+    vocab: dict,
+    max_seq_length: int,
+    max_predictions_per_seq: int,
+) -> int:
+    """Writes instances, in order, as one TFRecord file (uncompressed, byte-deterministic:
+    Examples are serialized with `deterministic=True`, since protobuf map order otherwise varies
+    between processes). The file appears under its name only when complete
+    (`fileio.writing_path`); a failed write leaves nothing.
+
+    Returns:
+        int: records written.
+    """
+    import tensorflow as tf
+
+    if fileio.parent(path):
+        fileio.makedirs(fileio.parent(path))
+    written = fileio.writing_path(path)
+    count = 0
+    complete = False
+    try:
+        with tf.io.TFRecordWriter(written) as writer:
+            for instance in instances:
+                features = instance_to_features(
+                    instance, vocab, max_seq_length, max_predictions_per_seq
+                )
+                writer.write(features_to_example(features).SerializeToString(deterministic=True))
+                count += 1
+        complete = True
+    finally:
+        if complete:
+            fileio.commit_write(written, path)
+        elif written != path and fileio.exists(written):
+            fileio.remove(written)
+    return count
+
+
 def write_instances(
     instances: Sequence[TrainingInstance],
     vocab: dict,
@@ -484,42 +584,47 @@ def write_instances(
     max_seq_length: int,
     max_predictions_per_seq: int,
 ) -> list[int]:
-    """Writes instances round-robin into the TFRecord files (uncompressed, byte-deterministic:
-    Examples are serialized with `deterministic=True`, since protobuf map order otherwise varies
-    between processes).
+    """Writes instances round-robin into the TFRecord files (`write_shard` each).
 
     Returns:
         list of int: records written per file.
     """
-    import tensorflow as tf
+    n = len(output_files)
+    return [
+        write_shard(path, instances[i::n], vocab, max_seq_length, max_predictions_per_seq)
+        for i, path in enumerate(output_files)
+    ]
 
-    for path in output_files:
-        if fileio.parent(path):
-            fileio.makedirs(fileio.parent(path))
-    # Each file appears under its name only when complete (fileio.writing_path).
-    written = [fileio.writing_path(p) for p in output_files]
-    writers = [tf.io.TFRecordWriter(p) for p in written]
-    counts = [0] * len(writers)
-    complete = False
-    try:
-        for k, instance in enumerate(instances):
-            features = instance_to_features(
-                instance, vocab, max_seq_length, max_predictions_per_seq
-            )
-            writers[k % len(writers)].write(
-                features_to_example(features).SerializeToString(deterministic=True)
-            )
-            counts[k % len(writers)] += 1
-        complete = True
-    finally:
-        for w in writers:
-            w.close()
-        for tmp, path in zip(written, output_files):
-            if complete:
-                fileio.commit_write(tmp, path)
-            elif tmp != path:
-                fileio.remove(tmp)
-    return counts
+
+def instance_stats(instance: TrainingInstance) -> collections.Counter:
+    """One instance's counts; sums of these make a summary (`summary_from_stats`)."""
+    stats = collections.Counter(
+        instances=1,
+        tokens=len(instance.tokens),
+        candidate_tokens=sum(1 for s in _specials(instance) if not s),
+        positives=int(instance.is_random_next),
+    )
+    stats.update(f"mask:{kind}" for kind in instance.mask_kinds)
+    return stats
+
+
+def summary_from_stats(stats: collections.Counter, num_documents: int | None = None) -> dict:
+    """Summed `instance_stats` -> the summary dict (`summarize_instances`)."""
+    n, tokens, cands = stats["instances"], stats["tokens"], stats["candidate_tokens"]
+    masked = sum(stats[f"mask:{k}"] for k in MASK_KINDS)
+    out = {
+        "instances": n,
+        "tokens": tokens,
+        "candidate_tokens": cands,
+        "masked_tokens": masked,
+        "masked_fraction": masked / cands if cands else 0.0,
+        "mask_split": {k: (stats[f"mask:{k}"] / masked if masked else 0.0) for k in MASK_KINDS},
+        "nsp_positive_rate": stats["positives"] / n if n else 0.0,
+        "mean_tokens_per_instance": tokens / n if n else 0.0,
+    }
+    if num_documents is not None:
+        out["documents"] = num_documents
+    return out
 
 
 def summarize_instances(
@@ -532,29 +637,10 @@ def summarize_instances(
     fractions of masked tokens; nsp_positive_rate = fraction with label 1 (random next);
     mean_tokens_per_instance; documents (if given).
     """
-    n = tokens = cands = 0
-    kinds = collections.Counter()
-    positives = 0
-    for inst in instances:
-        n += 1
-        tokens += len(inst.tokens)
-        cands += sum(1 for t, s in zip(inst.tokens, _specials(inst)) if not s)
-        kinds.update(inst.mask_kinds)
-        positives += int(inst.is_random_next)
-    masked = sum(kinds.values())
-    out = {
-        "instances": n,
-        "tokens": tokens,
-        "candidate_tokens": cands,
-        "masked_tokens": masked,
-        "masked_fraction": masked / cands if cands else 0.0,
-        "mask_split": {k: (kinds[k] / masked if masked else 0.0) for k in MASK_KINDS},
-        "nsp_positive_rate": positives / n if n else 0.0,
-        "mean_tokens_per_instance": tokens / n if n else 0.0,
-    }
-    if num_documents is not None:
-        out["documents"] = num_documents
-    return out
+    stats = collections.Counter()
+    for instance in instances:
+        stats.update(instance_stats(instance))
+    return summary_from_stats(stats, num_documents)
 
 
 def _specials(inst: TrainingInstance) -> list[bool]:

@@ -36,6 +36,11 @@ def wiki_slice(tmp_path_factory, data_dir):
     ]
     path = tmp_path_factory.mktemp("wiki") / "slice.raw"
     path.write_text("\n".join(lines[: titles[8]]) + "\n", encoding="utf-8")
+    # The same articles in two files, the later four first: another input order.
+    (path.parent / "later.raw").write_text(
+        "\n".join(lines[titles[4] : titles[8]]) + "\n", encoding="utf-8"
+    )
+    (path.parent / "earlier.raw").write_text("\n".join(lines[: titles[4]]) + "\n", encoding="utf-8")
     return path
 
 
@@ -61,11 +66,17 @@ def test_vocab_then_data_deterministic_across_workers(wiki_slice, tmp_path):
     ] == len(tokens)
 
     outputs = {}
+    # Two Beam DirectRunner worker processes on the slice as one file; one worker, in this
+    # process, on the same articles as two files in the other order.
+    inputs = {
+        2: f"{wiki_slice}",
+        1: f"{wiki_slice.parent / 'later.raw'},{wiki_slice.parent / 'earlier.raw'}",
+    }
     for workers in (2, 1):
         out = tmp_path / f"w{workers}" / "data.tfrecord"
         _run(
             "recipes.create_pretraining_data",
-            f"--input_file={wiki_slice}",
+            f"--input_file={inputs[workers]}",
             "--input_format=wikitext",
             f"--output_file={out}",
             "--num_shards=3",
@@ -82,10 +93,19 @@ def test_vocab_then_data_deterministic_across_workers(wiki_slice, tmp_path):
         )
         outputs[workers] = {f.name: f.read_bytes() for f in files}
     reports = [json.loads(outputs[w].pop("data.tfrecord.summary.json")) for w in (1, 2)]
-    assert outputs[1] == outputs[2]  # byte-identical records for a seed, whatever the parallelism
+    # byte-identical records for a seed, whatever the parallelism and the input order
+    assert outputs[1] == outputs[2]
     assert reports[0]["summary"] == reports[1]["summary"]
     report = reports[0]
     s = report["summary"]
+    import tensorflow as tf
+
+    records = {
+        name: sum(1 for _ in tf.data.TFRecordDataset(str(tmp_path / "w1" / name)))
+        for name in s["shards"]
+    }
+    assert records == s["shards"] and all(n > 0 for n in records.values())
+    assert s["documents"] == 8
     assert report["config"]["do_whole_word_mask"] is True and report["config"]["random_seed"] == 9
     assert s["instances"] == sum(s["shards"].values()) > 300
     assert abs(s["masked_fraction"] - 0.15) < 0.01  # whole words may undershoot a little

@@ -1,0 +1,116 @@
+"""What the Apache Beam pipelines (pretraining data, batch prediction) share: their flags and how
+they become Beam `PipelineOptions`.
+
+Every pipeline runs on the runner given by `--runner` (`DirectRunner` by default: in process, or
+`--num_workers` local processes) and takes any other Beam pipeline option as
+`--beam_pipeline_options="key=value,key=value"`, the convention of tensorflow-datasets: for
+example `project=my-project,region=us-central1,temp_location=gs://my-bucket/tmp` for Dataflow,
+`flink_master=host:8081` for Flink. docs/beam.md has the commands per runner.
+
+A value the user gave is never overridden: `--num_workers` maps to the DirectRunner's
+`direct_num_workers` (and `direct_running_mode=multi_processing` when above 1) only when
+`--beam_pipeline_options` does not set those itself; both given and different is a usage error.
+"""
+
+from __future__ import annotations
+
+from typing import Iterable
+
+DEFAULT_RUNNER = "DirectRunner"
+
+
+def define_flags(default_num_workers: int = 1) -> None:
+    """Defines --runner, --beam_pipeline_options and --num_workers on absl's FLAGS."""
+    from absl import flags
+
+    flags.DEFINE_string(
+        "runner",
+        DEFAULT_RUNNER,
+        "Apache Beam runner: DirectRunner (this machine), DataflowRunner, FlinkRunner, "
+        "SparkRunner, PortableRunner (docs/beam.md).",
+    )
+    flags.DEFINE_string(
+        "beam_pipeline_options",
+        "",
+        'Other Beam pipeline options as "key=value,key=value" (for example '
+        '"project=p,region=r,temp_location=gs://b/tmp" for Dataflow).',
+    )
+    flags.DEFINE_integer(
+        "num_workers",
+        default_num_workers,
+        "DirectRunner only: worker processes (direct_num_workers; 1 = in this process).",
+    )
+
+
+def parse_option_pairs(text: str) -> dict[str, str]:
+    """`"a=1,b=x"` -> {"a": "1", "b": "x"}; a leading `--` on a key is allowed.
+
+    Raises:
+        ValueError: an item without `=` or with an empty key, naming the item.
+    """
+    out: dict[str, str] = {}
+    for item in (text or "").split(","):
+        item = item.strip()
+        if not item:
+            continue
+        key, sep, value = item.partition("=")
+        key = key.strip().lstrip("-")
+        if not sep or not key:
+            raise ValueError(
+                f"--beam_pipeline_options item {item!r} is not key=value "
+                '(give "key=value,key=value")'
+            )
+        out[key] = value.strip()
+    return out
+
+
+def pipeline_args(
+    runner: str, beam_pipeline_options: str, num_workers: int, num_workers_given: bool
+) -> list[str]:
+    """The command-line arguments of Beam's PipelineOptions for these flags.
+
+    Raises:
+        ValueError: a malformed --beam_pipeline_options, num_workers < 1, or --num_workers given
+            beside a different direct_num_workers.
+    """
+    options = parse_option_pairs(beam_pipeline_options)
+    if num_workers < 1:
+        raise ValueError(f"--num_workers={num_workers} must be >= 1")
+    if "runner" in options and options["runner"] != runner:
+        raise ValueError(
+            f"--runner={runner} and runner={options['runner']} in --beam_pipeline_options "
+            "disagree: give the runner once"
+        )
+    options.pop("runner", None)
+    if runner == DEFAULT_RUNNER:
+        if "direct_num_workers" in options:
+            if num_workers_given and int(options["direct_num_workers"]) != num_workers:
+                raise ValueError(
+                    f"--num_workers={num_workers} and direct_num_workers="
+                    f"{options['direct_num_workers']} in --beam_pipeline_options disagree"
+                )
+            num_workers = int(options["direct_num_workers"])
+        options["direct_num_workers"] = str(num_workers)
+        if num_workers > 1:
+            options.setdefault("direct_running_mode", "multi_processing")
+    return [f"--runner={runner}"] + [f"--{k}={v}" for k, v in options.items()]
+
+
+def pipeline_options_from_flags():
+    """Beam `PipelineOptions` from the absl flags defined by `define_flags` (after parsing)."""
+    from absl import flags
+    from apache_beam.options.pipeline_options import PipelineOptions
+
+    f = flags.FLAGS
+    return PipelineOptions(
+        pipeline_args(
+            f.runner, f.beam_pipeline_options, f.num_workers, f["num_workers"].present > 0
+        )
+    )
+
+
+def pipeline_options(args: Iterable[str] = ()):
+    """Beam `PipelineOptions` from command-line style arguments (library callers and tests)."""
+    from apache_beam.options.pipeline_options import PipelineOptions
+
+    return PipelineOptions(list(args))
