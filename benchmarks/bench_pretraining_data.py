@@ -1,144 +1,159 @@
-"""Item 6 of issue 7: pretraining data creation rate (instances/s), by stage.
+"""Pretraining data: the Beam pipeline against the retired single-machine path, side by side.
 
-Runs `keras_bert.data.pretraining_data` (the library behind recipes/create_pretraining_data.py)
-on WikiText-2 raw test (`wikitext/wikitext-2-raw/wiki.test.raw` of the shipped data), uncased
-BERT vocab: tokenization with 1 and with --workers processes (alternating), then instance creation
-(NSP pairs + masking, --dupe_factor passes) and TFRecord writing. Medians over --repetitions.
+Runs recipes/create_pretraining_data.py end to end as command lines (process start-up, reading,
+tokenizing, instance creation, writing) on the same WikiText input, vocabulary and flags:
 
-    python -m benchmarks.bench_pretraining_data [--repetitions=2] [--dupe_factor=2]
+- `beam DirectRunner, N workers`: this checkout, `--num_workers=N` (Beam's multi-processing
+  DirectRunner) and `--num_workers=1` (in process);
+- `retired multiprocessing, N workers`: the recipe as it was at `--retired_commit` (tokenizing in
+  N spawned processes, one seeded random stream for the corpus), checked out into a temporary
+  git worktree.
+
+Contenders alternate within each round; medians over --repetitions; documents/s is the corpus's
+documents over the median wall time.
+
+    python -m benchmarks.bench_pretraining_data [--copies=8] [--repetitions=3]
 """
 
 import os
 import pathlib
+import subprocess
+import sys
 import tempfile
-import time
 
 from absl import app, flags
 
 from benchmarks import common
 
+REPO = pathlib.Path(__file__).resolve().parents[1]
 FLAGS = flags.FLAGS
-flags.DEFINE_integer("repetitions", 2, "Rounds (medians).")
+flags.DEFINE_integer("repetitions", 3, "Rounds (medians).")
 flags.DEFINE_integer("dupe_factor", 2, "Passes over the corpus with fresh masks.")
-flags.DEFINE_integer("max_seq_length", 128, "Tokens per instance.")
-flags.DEFINE_integer("workers", 2, "Tokenizer processes of the parallel contender.")
+flags.DEFINE_integer("workers", 2, "Worker processes of both parallel contenders.")
+flags.DEFINE_integer(
+    "copies",
+    8,
+    "The corpus: the shipped WikiText-2 files (raw test and valid tokens), this many times, "
+    "each copy's documents made distinct by one added sentence naming the copy.",
+)
+flags.DEFINE_string(
+    "retired_commit",
+    "385f283",
+    "The last commit whose create_pretraining_data tokenized with Python multiprocessing.",
+)
 flags.DEFINE_bool("append", True, "Append the table to benchmarks/RESULTS.md.")
+
+
+def _recipe_command(root: pathlib.Path, args: list[str]) -> callable:
+    env = dict(os.environ, PYTHONPATH=str(root), TF_CPP_MIN_LOG_LEVEL="2")
+
+    def run():
+        proc = subprocess.run(
+            [sys.executable, str(root / "recipes" / "create_pretraining_data.py"), *args],
+            cwd=root,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=3600,
+        )
+        if proc.returncode:
+            raise RuntimeError(f"{root}: exit {proc.returncode}\n{proc.stderr[-3000:]}")
+
+    return run
+
+
+def _corpus(sources, copies: int) -> str:
+    """The WikiText files `copies` times; each document of copy c gains the paragraph
+    "Copy c ." after its title, so that no two documents are equal."""
+    out = []
+    for c in range(copies):
+        for source in sources:
+            for line in source.read_text(encoding="utf-8").splitlines():
+                out.append(line)
+                if line.startswith(" = ") and not line.startswith(" = = "):
+                    out.append(f" Copy {c} . ")
+    return "\n".join(out) + "\n"
 
 
 def main(argv):
     del argv
-    from keras_bert.data import pretraining_data as pd
-    from keras_bert.tokenization import FullTokenizer
+    import json
 
-    desc = common.machine_description()
+    desc = common.machine_description(["apache_beam"])
     data_dir = pathlib.Path(
-        os.environ.get(
-            "KERAS_BERT_DATA_DIR", pathlib.Path(__file__).resolve().parents[2] / "shared" / "data"
-        )
-    )
-    corpus = str(data_dir / "wikitext" / "wikitext-2-raw" / "wiki.test.raw")
-    vocab_file = str(data_dir / "vocab" / "bert-base-uncased-vocab.txt")
-    tokenizer = FullTokenizer(vocab_file, do_lower_case=True)
-    vocab_words = list(tokenizer.vocab.keys())
-
-    holder = {}
-
-    def tokenize(workers):
-        def run():
-            holder["documents"] = pd.tokenize_corpus(
-                [corpus], vocab_file, True, "wikitext", workers, show_progress=False
-            )
-
-        return run
-
-    tok_times = common.alternate(
-        {
-            "tokenize, 1 process": tokenize(1),
-            f"tokenize, {FLAGS.workers} processes": tokenize(FLAGS.workers),
-        },
-        FLAGS.repetitions,
-        warmup=0,
-    )
-    documents = holder["documents"]
-    num_sentences = sum(len(d) for d in documents)
-    num_pieces = sum(len(s) for d in documents for s in d)
-
-    create_t, write_t, n_inst = [], [], 0
+        os.environ.get("KERAS_BERT_DATA_DIR", REPO.parent / "shared" / "data")
+    ).resolve()
+    sources = [
+        data_dir / "wikitext" / "wikitext-2-raw" / "wiki.test.raw",
+        data_dir / "wikitext" / "wikitext-2" / "wiki.valid.tokens",
+    ]
+    vocab_file = data_dir / "vocab" / "bert-base-uncased-vocab.txt"
     with tempfile.TemporaryDirectory(prefix="bench_ptd_") as tmp:
-        for r in range(FLAGS.repetitions):
-            start = time.perf_counter()
-            instances = pd.create_training_instances(
-                documents,
-                vocab_words,
-                FLAGS.max_seq_length,
-                FLAGS.dupe_factor,
-                0.1,
-                0.15,
-                20,
-                False,
-                12345 + r,
-            )
-            create_t.append(time.perf_counter() - start)
-            n_inst = len(instances)
-            start = time.perf_counter()
-            pd.write_instances(
-                instances,
-                tokenizer.vocab,
-                pd.shard_paths(os.path.join(tmp, f"r{r}.tfrecord"), 2),
-                FLAGS.max_seq_length,
-                20,
-            )
-            write_t.append(time.perf_counter() - start)
-            print(
-                f"  round {r + 1}: {n_inst} instances, create {create_t[-1]:.1f} s, "
-                f"write {write_t[-1]:.1f} s",
-                flush=True,
-            )
+        tmp = pathlib.Path(tmp)
+        corpus = tmp / "corpus.raw"
+        corpus.write_text(_corpus(sources, FLAGS.copies), encoding="utf-8")
+        retired = tmp / "retired"
+        subprocess.run(
+            ["git", "worktree", "add", "--detach", str(retired), FLAGS.retired_commit],
+            cwd=REPO,
+            check=True,
+            capture_output=True,
+        )
+        try:
 
-    rows = []
-    for name, ts in tok_times.items():
-        rows.append(
-            (
-                name,
-                f"{common.median(ts):.1f}",
-                f"{len(documents) / common.median(ts):,.0f} "
-                f"documents/s, {num_pieces / common.median(ts):,.0f} pieces/s",
+            def args(name, workers):
+                return [
+                    f"--input_file={corpus}",
+                    "--input_format=wikitext",
+                    f"--output_file={tmp / 'out' / name / 'data.tfrecord'}",
+                    "--num_shards=2",
+                    f"--vocab_file={vocab_file}",
+                    f"--dupe_factor={FLAGS.dupe_factor}",
+                    f"--num_workers={workers}",
+                    "--noprogress",
+                ]
+
+            w = FLAGS.workers
+            contenders = {
+                f"retired multiprocessing, {w} workers": _recipe_command(
+                    retired, args("retired", w)
+                ),
+                f"beam DirectRunner, {w} workers": _recipe_command(REPO, args("beam", w)),
+                "beam DirectRunner, in process": _recipe_command(REPO, args("beam1", 1)),
+            }
+            times = common.alternate(contenders, FLAGS.repetitions, warmup=0)
+            summaries = {
+                name: json.loads((tmp / "out" / name / "data.tfrecord.summary.json").read_text())
+                for name in ("retired", "beam", "beam1")
+            }
+        finally:
+            subprocess.run(
+                ["git", "worktree", "remove", "--force", str(retired)], cwd=REPO, check=False
             )
-        )
-    rows.append(
-        (
-            f"create instances (dupe_factor {FLAGS.dupe_factor})",
-            f"{common.median(create_t):.1f}",
-            f"{n_inst / common.median(create_t):,.0f} instances/s",
-        )
+    documents = summaries["beam"]["summary"]["documents"]
+    corpus_mb = sum(p.stat().st_size for p in sources) * FLAGS.copies / 1e6
+    retired_median = common.median(times[f"retired multiprocessing, {w} workers"])
+    rows = []
+    for name, ts in times.items():
+        m = common.median(ts)
+        rows.append((name, f"{m:.1f}", f"{documents / m:,.1f}", common.ratio(retired_median, m)))
+    table = common.markdown_table(
+        ["contender", "median s", "documents/s", "vs retired (documents/s ratio)"], rows
     )
-    rows.append(
-        (
-            "write TFRecords (2 shards)",
-            f"{common.median(write_t):.1f}",
-            f"{n_inst / common.median(write_t):,.0f} instances/s",
-        )
-    )
-    best_tok = min(common.median(ts) for ts in tok_times.values())
-    total = best_tok + common.median(create_t) + common.median(write_t)
-    rows.append(
-        (
-            "end to end (best tokenizer setting)",
-            f"{total:.1f}",
-            f"{n_inst / total:,.0f} instances/s",
-        )
-    )
-    table = common.markdown_table(["stage", "median s", "rate"], rows)
     body = (
-        table + f"\n\n- WikiText-2 raw test: {len(documents)} documents, {num_sentences} "
-        f"sentences, {num_pieces} word pieces; {n_inst} instances of max_seq_length "
-        f"{FLAGS.max_seq_length}, max_predictions_per_seq 20, masked_lm_prob 0.15; "
-        f"{FLAGS.repetitions} rounds, medians."
+        table + f"\n\n- WikiText-2 raw test + valid, {FLAGS.copies} copies: {documents} "
+        f"documents, {corpus_mb:.1f} MB; instances: "
+        f"{summaries['beam']['summary']['instances']} (Beam) and "
+        f"{summaries['retired']['summary']['instances']} (retired; another random stream, so "
+        f"a slightly different count); dupe_factor {FLAGS.dupe_factor}, max_seq_length 128, "
+        f"uncased BERT vocabulary, 2 shards. Whole command lines, start-up included; "
+        f"{FLAGS.repetitions} rounds alternating, medians. The retired path is commit "
+        f"{FLAGS.retired_commit}."
     )
     print(body)
     if FLAGS.append:
         common.append_results(
-            "Pretraining data creation (bench_pretraining_data)",
+            "Pretraining data on Beam (bench_pretraining_data)",
             body,
             desc,
             load_after=common.load_average(),

@@ -53,6 +53,7 @@ CJK_RANGES = (
     (0xF900, 0xFAFF),
     (0x2F800, 0x2FA1F),
 )
+CJK_LOWEST = min(lo for lo, _ in CJK_RANGES)
 
 
 def convert_to_unicode(text) -> str:
@@ -122,6 +123,8 @@ def is_punctuation(char: str) -> bool:
 
 def is_cjk_ideograph(cp: int) -> bool:
     """Whether code point `cp` is in a CJK Unified Ideographs block (reference `_is_chinese_char`)."""
+    if cp < CJK_LOWEST:  # most text: one comparison
+        return False
     return any(lo <= cp <= hi for lo, hi in CJK_RANGES)
 
 
@@ -273,6 +276,8 @@ class BasicTokenizer:
 
     @staticmethod
     def _tokenize_chinese_chars(text: str) -> str:
+        if text.isascii():  # no ideograph to space out
+            return text
         output = []
         for char in text:
             if is_cjk_ideograph(ord(char)):
