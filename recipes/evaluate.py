@@ -3,17 +3,21 @@
     python recipes/evaluate.py --model=runs/sst2 --data=dev.tsv --text_column=sentence \
         --label_column=label --output_dir=eval/sst2 [--slice_column=source] [--batch_size=32] \
         [--server=localhost:8500] [--machine_cost_per_hour=1.20] [--compare=models/student/1]
+    python recipes/evaluate.py --predictions=preds/sst2 --data=dev.tsv --output_dir=eval/sst2
 
 --model (and --compare) is a SavedModel version directory (`<base>/<name>/<version>`), a saved task
 (`.keras`) or a fine-tuning --output_dir. --server sends the predictions over gRPC to a running
 server (ours or TensorFlow Serving) that serves --model; --server_model_name names it there.
+--predictions scores a batch prediction's output (recipes/batch_predict.py) instead of running a
+model: the same metrics, joined to --data by the key column it recorded (or row order); latency
+and cost are not measured then (docs/batch_prediction.md).
 Writes metrics.json, report.md, report.html (self-contained) and PNG plots to --output_dir.
 See docs/evaluation.md.
 """
 
 from absl import app, flags
 
-from keras_bert.evaluation import comparison, evidence_pack, predictors
+from keras_bert.evaluation import comparison, evidence_pack, predictors, recorded_predictions
 from keras_bert.evaluation import report_sections, report_writer
 from keras_bert.cli import fail_usage, require_reachable_flags
 
@@ -23,6 +27,11 @@ F.DEFINE_string(
 )
 F.DEFINE_string(
     "compare", None, "A second model (same forms as --model) compared on the same data."
+)
+F.DEFINE_string(
+    "predictions",
+    None,
+    "A batch prediction's output dir (recipes/batch_predict.py), scored instead of --model.",
 )
 F.DEFINE_string("data", None, "Held-out labelled file: .csv, .tsv or .jsonl.")
 F.DEFINE_string("text_column", "text", "Text column (JSON key).")
@@ -42,7 +51,7 @@ F.DEFINE_integer(
 )
 F.DEFINE_integer("seed", 0, "Bootstrap seed.")
 F.DEFINE_boolean("progress", True, "Show a progress bar.")
-F.mark_flags_as_required(["model", "data", "output_dir"])
+F.mark_flags_as_required(["data", "output_dir"])
 FLAGS = F.FLAGS
 
 
@@ -53,22 +62,51 @@ def open_model(path, server_model_name):
         fail_usage(str(e))
 
 
-def evaluate_one(predictor):
-    """Reads --data for `predictor` and evaluates it; returns (EvalData, result)."""
+def read_data(info, text_column, text_b_column):
     try:
-        data = evidence_pack.read_eval_data(
+        return evidence_pack.read_eval_data(
             FLAGS.data,
-            predictor.info,
-            FLAGS.text_column,
-            FLAGS.text_b_column,
+            info,
+            text_column,
+            text_b_column,
             FLAGS.label_column,
             FLAGS.slice_column,
         )
     except evidence_pack.DataError as e:
         fail_usage(str(e))
+
+
+def evaluate_one(predictor):
+    """Reads --data for `predictor` and evaluates it; returns (EvalData, result)."""
+    data = read_data(predictor.info, FLAGS.text_column, FLAGS.text_b_column)
     return data, evidence_pack.evaluate(
         predictor, data, FLAGS.batch_size, FLAGS.machine_cost_per_hour, FLAGS.progress
     )
+
+
+def evaluate_recorded():
+    """--predictions: the result of a batch prediction's recorded outputs on --data. The text
+    columns default to the ones the batch prediction read."""
+    for name in ("model", "compare", "server"):
+        if FLAGS[name].value:
+            fail_usage(f"--{name} does not apply to --predictions (nothing is run)")
+    try:
+        recorded = recorded_predictions.read(FLAGS.predictions)
+        config = recorded.summary["config"]
+        text_column = FLAGS.text_column if FLAGS["text_column"].present else config["text_column"]
+        text_b_column = FLAGS.text_b_column or config.get("text_b_column")
+        data = read_data(recorded.info, text_column, text_b_column)
+        outputs = recorded_predictions.aligned_outputs(recorded, FLAGS.data, len(data.examples))
+        result = evidence_pack.evaluate_outputs(recorded.info, recorded.path, data, outputs)
+    except (FileNotFoundError, ValueError) as e:  # DataError is a ValueError
+        fail_usage(str(e))
+    result["latency"] = {
+        "measured": False,
+        "path": recorded.path,
+        "reason": "scored from recorded batch predictions; run evaluate.py --model for latency "
+        "and cost",
+    }
+    return result
 
 
 def main(argv):
@@ -79,7 +117,14 @@ def main(argv):
         fail_usage(f"--machine_cost_per_hour must be >= 0, got {FLAGS.machine_cost_per_hour}")
     if FLAGS.bootstrap_samples < 1:
         fail_usage(f"--bootstrap_samples must be >= 1, got {FLAGS.bootstrap_samples}")
-    require_reachable_flags("model", "compare", "data", "output_dir")
+    require_reachable_flags("model", "compare", "predictions", "data", "output_dir")
+    if FLAGS.predictions:
+        metrics = evaluate_recorded()
+        metrics.pop("predicted")
+        write(metrics, *report_sections.evaluation_report(metrics))
+        return
+    if not FLAGS.model:
+        fail_usage("give --model (a model to run) or --predictions (a batch prediction's output)")
     first = open_model(FLAGS.model, FLAGS.server_model_name)
     second = None
     if FLAGS.compare:  # checked before any prediction
@@ -101,6 +146,10 @@ def main(argv):
         result.pop("predicted")
         metrics = result
         title, blocks = report_sections.evaluation_report(metrics)
+    write(metrics, title, blocks)
+
+
+def write(metrics, title, blocks):
     paths = report_writer.write_report(FLAGS.output_dir, title, metrics, blocks)
     print(f"headline: {report_writer.json_ready(metrics['headline'])}")
     print(f"wrote {', '.join(str(p) for p in paths.values())}")

@@ -188,17 +188,37 @@ def evaluate(
     Raises:
         ValueError: a task type without an evaluator.
     """
-    info = predictor.info
+    check_evaluator(predictor.info)
+    outputs, seconds, sizes = predictor.run(data.texts, data.texts_b, batch_size, progress)
+    result = evaluate_outputs(predictor.info, predictor.path, data, outputs)
+    result["latency"] = latency_summary(
+        seconds, sizes, batch_size, predictor.path, machine_cost_per_hour
+    )
+    return result
+
+
+def check_evaluator(info) -> None:
+    """Raises ValueError for a task type without an evaluator."""
     if info.task_type not in EVALUATORS:
         raise ValueError(
             f"no evaluator for task type {info.task_type!r}; known: {sorted(EVALUATORS)}"
         )
-    outputs, seconds, sizes = predictor.run(data.texts, data.texts_b, batch_size, progress)
+
+
+def evaluate_outputs(info, path: str, data: EvalData, outputs: dict) -> dict:
+    """`evaluate` of predictions already made (`outputs`: the signature's outputs, rows in the
+    order of `data`), without "latency": e.g. a batch prediction's output
+    (`recorded_predictions`), where nothing was timed here.
+
+    Raises:
+        ValueError: a task type without an evaluator.
+    """
+    check_evaluator(info)
     result = EVALUATORS[info.task_type](data, outputs, info)
     return {
         "model": {
             "name": info.name,
-            "path": predictor.path,
+            "path": path,
             "task_type": info.task_type,
             "label_names": list(info.label_names),
             "max_seq_length": info.max_seq_length,
@@ -210,7 +230,4 @@ def evaluate(
             "slice_column": data.slice_column,
         },
         **result,
-        "latency": latency_summary(
-            seconds, sizes, batch_size, predictor.path, machine_cost_per_hour
-        ),
     }

@@ -151,6 +151,8 @@ def failure_blocks(m: dict) -> list:
 
 def latency_blocks(m: dict) -> list:
     lat = m["latency"]
+    if not lat.get("measured", True):  # scored from recorded predictions: nothing was timed
+        return [("h2", "Latency and cost"), f"Not measured: {lat['reason']}"]
     rows = [[label, Num(f"latency.{key}", lat[key])] for key, label in LATENCY_FIELDS]
     price = lat["machine_cost_per_hour"]
     return [

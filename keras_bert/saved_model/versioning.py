@@ -93,3 +93,23 @@ def set_method_names(export_dir: str, method_names: dict) -> None:
     except Exception as e:
         logger.warning("could not rewrite %s (%s); removed it", fingerprint, e)
         fileio.remove(fingerprint)
+
+
+def newest_complete_version(model_dir: str) -> int | None:
+    """The largest integer version under `model_dir` that is complete, or None.
+
+    The rule `serving.model_manager` serves by: a version holds `saved_model.pb`; on a file
+    system without an atomic directory rename (object stores, `ram://`) a version of ours (with
+    assets/export_config.json) also needs `fileio.COMPLETE_MARKER`, written last by
+    `fileio.publish_dir` (without it, it is still being copied).
+    """
+    model_dir = str(model_dir)
+    atomic = fileio.scheme(model_dir) in fileio.ATOMIC_RENAME_SCHEMES
+    for version in reversed(existing_versions(model_dir)):
+        version_dir = fileio.join(model_dir, str(version))
+        if not fileio.isfile(fileio.join(version_dir, "saved_model.pb")):
+            continue
+        ours = fileio.exists(fileio.join(version_dir, "assets", "export_config.json"))
+        if atomic or not ours or fileio.is_complete(version_dir):
+            return version
+    return None
