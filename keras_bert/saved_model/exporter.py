@@ -37,6 +37,7 @@ from keras_bert.config import check_max_seq_length
 from keras_bert.faults import crash_point
 from keras_bert.saved_model import litert as litert_lib
 from keras_bert.saved_model import versioning, warmup
+from keras_bert.saved_model.xla_marks import check_no_must_compile
 from keras_bert.saved_model.harmless_logs import quiet_harmless_export_logs
 from keras_bert.saved_model.serving_module import INPUT_NAMES
 from keras_bert.tokenization.bert_preprocessor import TOKENIZERS, BertPreprocessor
@@ -262,8 +263,9 @@ def export_task(
 
     Raises:
         ValueError: bad model_name / version / dtype / tokenizer / litert, a max_seq_length
-            beyond the encoder's position table, or a model LiteRT cannot convert (no version
-            directory is written).
+            beyond the encoder's position table, a model LiteRT cannot convert, or a traced
+            call holding a must-compile (XLA) function (`xla_marks`; no version directory is
+            written).
         FileExistsError: an explicit `version` that exists (never overwritten).
         fileio.UnreachablePathError: `export_base` on a file system that cannot be reached.
     """
@@ -320,7 +322,9 @@ def _write_version(
     config = export_config(task, module, model_name, tokenizer, extra_config)
     sources = fileio.join(staged, _SOURCES_DIRNAME)
     module.attach_assets(_write_assets(sources, task, preprocessor, config))
-    tf.saved_model.save(module, staged, signatures=module.signatures())
+    signatures = module.signatures()
+    check_no_must_compile(signatures)  # stock TF Serving cannot run XLA-marked functions
+    tf.saved_model.save(module, staged, signatures=signatures)
     fileio.rmtree(sources)  # copied into assets/
     versioning.set_method_names(staged, module.method_names())
     logs = module.warmup_logs(model_name, list(warmup_texts or DEFAULT_WARMUP_TEXTS))
