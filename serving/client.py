@@ -6,7 +6,9 @@
     python -m serving.client --server=localhost:8500 --model_name=sst2 --status   # exit 0 iff AVAILABLE
 
 Uses the official tensorflow-serving-api stubs (gRPC) or the REST API, so it works against this
-project's server and stock tensorflow_model_server alike. Calls the `serving_default` signature
+project's server and stock tensorflow_model_server alike. It does not import TensorFlow: the protos
+come through `serving.protos` and tensors are written and read by `serving.tensor_protos`, so a
+call costs about what the gRPC call costs (benchmarks/RESULTS.md, "Serving client start-up"). Calls the `serving_default` signature
 (inputs `text` [B] and `text_b` [B] tf.string) and prints `labels` + `probabilities` (classification)
 or `scores` (regression).
 """
@@ -19,9 +21,10 @@ import urllib.request
 
 import grpc
 import numpy as np
-import tensorflow as tf
 from absl import app, flags
-from tensorflow_serving.apis import (
+
+from serving import tensor_protos
+from serving.protos import (
     get_model_status_pb2,
     model_service_pb2_grpc,
     predict_pb2,
@@ -98,14 +101,14 @@ def predict_text(
     if version:
         request.model_spec.version.value = int(version)
     for name, values in inputs.items():
-        request.inputs[name].CopyFrom(tf.make_tensor_proto(values, dtype=tf.string))
+        request.inputs[name].CopyFrom(tensor_protos.to_proto(np.array(values, dtype=object)))
     with grpc.insecure_channel(server) as channel:
         stub = prediction_service_pb2_grpc.PredictionServiceStub(channel)
         try:
             response = stub.Predict(request, timeout=timeout)
         except grpc.RpcError as e:
             raise ClientError(e.code().name, e.details()) from None
-    return {k: tf.make_ndarray(v) for k, v in response.outputs.items()}
+    return {k: tensor_protos.to_numpy(v) for k, v in response.outputs.items()}
 
 
 def _predict_rest(server, model_name, inputs, signature_name, version, timeout):

@@ -16,9 +16,8 @@ import dataclasses
 
 import numpy as np
 import tensorflow as tf
-from tensorflow.core.framework import tensor_pb2, tensor_shape_pb2
 
-from serving import errors
+from serving import errors, tensor_protos
 
 DEFAULT_TEXT_INPUTS = ("text", "text_b")
 
@@ -33,48 +32,20 @@ class Limits:
     text_inputs: tuple = DEFAULT_TEXT_INPUTS
 
 
-# Numeric dtypes whose TensorProto can carry the raw bytes in `tensor_content` (host byte order,
-# as tf.make_tensor_proto writes them): read and written directly, about 4x faster than
-# tf.make_ndarray / tf.make_tensor_proto for the small tensors of a batch-1 request.
-_RAW_DTYPES = {
-    tf.as_dtype(d).as_datatype_enum: np.dtype(d)
-    for d in (
-        np.float32,
-        np.float64,
-        np.float16,
-        np.int8,
-        np.int16,
-        np.int32,
-        np.int64,
-        np.uint8,
-        np.uint16,
-        np.uint32,
-        np.uint64,
-        np.bool_,
-    )
-}
-_RAW_ENUMS = {
-    dtype: enum
-    for enum, dtype in _RAW_DTYPES.items()  # tf writes these two as values
-    if dtype not in (np.dtype(np.bool_), np.dtype(np.uint16))
-}
-
-
 def to_numpy(proto, alias: str) -> np.ndarray:
     """TensorProto -> numpy (strings as an object array of bytes).
+
+    Numeric tensors in `tensor_content` are read directly (`tensor_protos.raw_to_numpy`, about
+    4x faster than tf.make_ndarray for the small tensors of a batch-1 request); the rest by
+    tf.make_ndarray.
 
     Raises:
         ServingError INVALID_ARGUMENT naming `alias` when the proto is malformed (for example
         `tensor_content` of the wrong size for its shape).
     """
-    dtype = _RAW_DTYPES.get(proto.dtype)
-    if dtype is not None and proto.tensor_content and not proto.tensor_shape.unknown_rank:
-        shape = [d.size for d in proto.tensor_shape.dim]
-        if (
-            len(proto.tensor_content) == int(np.prod(shape)) * dtype.itemsize
-            and min(shape, default=0) >= 0
-        ):
-            return np.frombuffer(proto.tensor_content, dtype).reshape(shape).copy()
+    array = tensor_protos.raw_to_numpy(proto)
+    if array is not None:
+        return array
     try:
         return tf.make_ndarray(proto)
     except Exception as e:
@@ -82,16 +53,11 @@ def to_numpy(proto, alias: str) -> np.ndarray:
 
 
 def to_proto(array):
-    """numpy (or anything np.asarray takes) -> TensorProto, equal to tf.make_tensor_proto's."""
+    """numpy (or anything np.asarray takes) -> TensorProto, equal to tf.make_tensor_proto's
+    (numeric arrays of more than one element written directly: `tensor_protos.raw_to_proto`)."""
     array = np.asarray(array)
-    enum = _RAW_ENUMS.get(array.dtype)
-    if enum is None or not array.dtype.isnative or array.size == 1:  # one value: a *_val field
-        return tf.make_tensor_proto(array)
-    proto = tensor_pb2.TensorProto(dtype=enum, tensor_content=array.tobytes())
-    proto.tensor_shape.dim.extend(
-        tensor_shape_pb2.TensorShapeProto.Dim(size=n) for n in array.shape
-    )
-    return proto
+    proto = tensor_protos.raw_to_proto(array)
+    return proto if proto is not None else tf.make_tensor_proto(array)
 
 
 def _dtype_name(array):

@@ -1,5 +1,6 @@
 """serving.client: predict_text over gRPC and REST, and the command line."""
 
+import json
 import subprocess
 import sys
 
@@ -113,3 +114,62 @@ def test_command_line_prints_label_and_probabilities(shared_server, reference):
             proc.kill()
         assert proc.returncode == 0, err[-2000:]
         assert out.strip().splitlines() == want_lines
+
+
+# A client call in a fresh process: predict_text and model_status, then which TensorFlow modules
+# it imported; with "then_tensorflow", TensorFlow imported afterwards loads and calls the model.
+_FRESH_CLIENT = """
+import json, sys
+from serving import client
+target, texts, texts_b, model_dir = sys.argv[1], json.loads(sys.argv[2]), json.loads(sys.argv[3]), sys.argv[4]
+out = client.predict_text(target, "clf", texts, texts_b)
+result = {
+    "imported": sorted(m for m in ("tensorflow", "tensorflow.python") if m in sys.modules),
+    "probabilities": out["probabilities"].tolist(),
+    "labels": [x.decode() for x in out["labels"]],
+    "status": client.model_status(target, "clf"),
+}
+if len(sys.argv) > 5:
+    import tensorflow as tf
+    fn = tf.saved_model.load(model_dir).signatures["serving_default"]
+    local = fn(text=tf.constant(texts), text_b=tf.constant(texts_b))
+    result["in_process"] = local["probabilities"].numpy().tolist()
+print(json.dumps(result))
+"""
+
+
+def _fresh_client(shared_server, model_base, *extra):
+    run = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            _FRESH_CLIENT,
+            shared_server.grpc_target,
+            json.dumps(TEXTS),
+            json.dumps(TEXTS_B),
+            str(model_base / "clf" / "1"),
+            *extra,
+        ],
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert run.returncode == 0, run.stderr[-3000:]
+    return json.loads(run.stdout.strip().splitlines()[-1])
+
+
+def test_a_client_call_does_not_import_tensorflow(shared_server, model_base, reference):
+    got = _fresh_client(shared_server, model_base)
+    assert got["imported"] == []  # neither the package nor its runtime (tensorflow.python)
+    want = reference("clf", text=TEXTS, text_b=TEXTS_B)
+    np.testing.assert_array_equal(np.float32(got["probabilities"]), want["probabilities"])
+    assert got["labels"] == [x.decode() for x in want["labels"]]
+    assert got["status"] == [[1, "AVAILABLE", ""]]
+
+
+@pytest.mark.slow
+def test_tensorflow_imported_after_a_client_call_still_works(shared_server, model_base):
+    got = _fresh_client(shared_server, model_base, "then_tensorflow")
+    assert got["imported"] == []
+    np.testing.assert_array_equal(np.float32(got["probabilities"]), np.float32(got["in_process"]))

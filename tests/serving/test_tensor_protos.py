@@ -1,11 +1,11 @@
-"""serving.tensors' direct TensorProto <-> numpy conversions against TensorFlow's own."""
+"""serving.tensors' and serving.tensor_protos' direct TensorProto <-> numpy conversions against TensorFlow's own."""
 
 import numpy as np
 import pytest
 import tensorflow as tf
 from tensorflow.core.framework import tensor_pb2
 
-from serving import errors, tensors
+from serving import errors, tensor_protos, tensors
 
 DTYPES = (
     np.float32,
@@ -54,3 +54,53 @@ def test_strings_and_bad_content_take_tensorflows_path():
         errors.ServingError, match="input 'input_word_ids' is not a valid TensorProto"
     ):
         tensors.to_numpy(proto, "input_word_ids")
+
+
+# ---- serving.tensor_protos: the TensorFlow-free conversions the client uses ---------------------
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
+def test_tensorflow_free_protos_equal_tensorflows_both_ways(dtype):
+    for shape in SHAPES:
+        signed = np.dtype(dtype).kind in "if"
+        array = (np.arange(int(np.prod(shape))).reshape(shape) % 3 - signed).astype(dtype)
+        theirs = tf.make_tensor_proto(array)
+        assert tensor_protos.to_proto(array) == theirs, shape
+        values = tf.make_tensor_proto(array.tolist(), dtype=tf.as_dtype(dtype), shape=shape)
+        for proto in (theirs, values):
+            back = tensor_protos.to_numpy(proto)
+            assert back.dtype == array.dtype and back.shape == shape
+            np.testing.assert_array_equal(back, array)
+            np.testing.assert_array_equal(back, tf.make_ndarray(proto))
+
+
+def test_tensorflow_free_strings_and_short_value_fields_read_as_tensorflow_reads_them():
+    text = np.array([["caf\u00e9", ""], ["a", "b c"]])  # numpy "U": written as UTF-8
+    proto = tensor_protos.to_proto(text)
+    assert proto == tf.make_tensor_proto(text)
+    want = np.array([[b"caf\xc3\xa9", b""], [b"a", b"b c"]], dtype=object)
+    got = tensor_protos.to_numpy(proto)
+    assert got.dtype == object and got.shape == (2, 2)
+    np.testing.assert_array_equal(got, want)
+    np.testing.assert_array_equal(got, tf.make_ndarray(proto))
+    # A value field shorter than the shape: TensorFlow repeats the last value (none: zeros).
+    for dtype, values in ((tf.float32, [1.5, 2.5]), (tf.int64, []), (tf.string, [b"x"])):
+        short = tensor_pb2.TensorProto(dtype=dtype.as_datatype_enum)
+        short.tensor_shape.dim.add(size=4)
+        field = {tf.float32: "float_val", tf.int64: "int64_val", tf.string: "string_val"}[dtype]
+        getattr(short, field).extend(values)
+        got, want = tensor_protos.to_numpy(short), tf.make_ndarray(short)
+        assert got.dtype == want.dtype and got.tolist() == want.tolist(), dtype
+
+
+def test_tensorflow_free_errors_name_the_problem():
+    bad = tensor_pb2.TensorProto(dtype=tf.int32.as_datatype_enum, tensor_content=b"\x01\x00\x00")
+    bad.tensor_shape.dim.add(size=1)
+    with pytest.raises(ValueError, match="tensor_content holds 3 bytes; shape \\[1\\] of int32"):
+        tensor_protos.to_numpy(bad)
+    with pytest.raises(ValueError, match="no numpy value for TensorProto dtype DT_COMPLEX64"):
+        tensor_protos.to_numpy(tf.make_tensor_proto(np.array([1j], np.complex64)))
+    with pytest.raises(ValueError, match="no TensorProto dtype for numpy dtype complex64"):
+        tensor_protos.to_proto(np.array([1j], np.complex64))
+    with pytest.raises(ValueError, match="cannot write int into a string tensor"):
+        tensor_protos.to_proto(np.array([b"a", 3], dtype=object))
