@@ -15,10 +15,12 @@ Writes metrics.json, report.md, report.html (self-contained) and PNG plots to --
 See docs/evaluation.md.
 """
 
+import sys
+
 from absl import app, flags
 
 from keras_bert.evaluation import comparison, evidence_pack, predictors, recorded_predictions
-from keras_bert.evaluation import report_sections, report_writer
+from keras_bert.evaluation import data_health, provenance, report_sections, report_writer
 from keras_bert.cli import fail_usage, require_reachable_flags
 
 F = flags
@@ -39,6 +41,9 @@ F.DEFINE_string("text_b_column", None, "Second text column (pair tasks).")
 F.DEFINE_string("label_column", "label", "Gold label column: label names or ids of the model.")
 F.DEFINE_string("slice_column", None, "Optional column whose values group the errors.")
 F.DEFINE_string("output_dir", None, "Where the reports go (created).")
+F.DEFINE_string(
+    "train_data", None, "The training file (same text columns): held-out rows found in it."
+)
 F.DEFINE_integer("batch_size", 32, "Examples per prediction request (latency is per batch).")
 F.DEFINE_string("server", None, "host:port of a running gRPC server serving --model.")
 F.DEFINE_string("server_model_name", None, "Model name on --server (default: the export's name).")
@@ -106,7 +111,7 @@ def evaluate_recorded():
         "reason": "scored from recorded batch predictions; run evaluate.py --model for latency "
         "and cost",
     }
-    return result
+    return data, result, recorded.summary["model_dir"]
 
 
 def main(argv):
@@ -117,10 +122,11 @@ def main(argv):
         fail_usage(f"--machine_cost_per_hour must be >= 0, got {FLAGS.machine_cost_per_hour}")
     if FLAGS.bootstrap_samples < 1:
         fail_usage(f"--bootstrap_samples must be >= 1, got {FLAGS.bootstrap_samples}")
-    require_reachable_flags("model", "compare", "predictions", "data", "output_dir")
+    require_reachable_flags("model", "compare", "predictions", "data", "output_dir", "train_data")
     if FLAGS.predictions:
-        metrics = evaluate_recorded()
+        data, metrics, model_dir = evaluate_recorded()
         metrics.pop("predicted")
+        add_pack_records(metrics, data, {"model": model_dir})
         write(metrics, *report_sections.evaluation_report(metrics))
         return
     if not FLAGS.model:
@@ -141,12 +147,26 @@ def main(argv):
             second, data, FLAGS.batch_size, FLAGS.machine_cost_per_hour, FLAGS.progress
         )
         metrics = comparison.compare(data, result, result_b, FLAGS.bootstrap_samples, FLAGS.seed)
+        add_pack_records(metrics, data, {"model": FLAGS.model, "compare": FLAGS.compare})
         title, blocks = comparison.comparison_report(metrics)
     else:
         result.pop("predicted")
         metrics = result
+        add_pack_records(metrics, data, {"model": FLAGS.model})
         title, blocks = report_sections.evaluation_report(metrics)
     write(metrics, title, blocks)
+
+
+def add_pack_records(metrics, data, models):
+    """Adds "leakage" (with --train_data) and "provenance" to the pack's metrics."""
+    if FLAGS.train_data:
+        try:
+            metrics["leakage"] = data_health.train_leakage(
+                FLAGS.train_data, FLAGS.text_column, FLAGS.text_b_column, data.joined_texts
+            )
+        except (ValueError, FileNotFoundError) as e:
+            fail_usage(f"--train_data: {e}")
+    metrics["provenance"] = provenance.pack_provenance(data, models, ["python", *sys.argv])
 
 
 def write(metrics, title, blocks):

@@ -19,6 +19,7 @@ import numpy as np
 import scipy.stats
 from sklearn import metrics as skm
 
+from keras_bert.evaluation import diagnostic_sections as ds
 from keras_bert.evaluation import metrics as glue_metrics
 from keras_bert.evaluation.report_writer import (
     Figure,
@@ -427,5 +428,16 @@ def comparison_report(m: dict) -> tuple[str, list]:
                 "reliability diagram",
             ),
         ]
-    blocks += [*_disagreement_blocks(m, a, b), *_slice_blocks(m), *_latency_blocks(m, a, b)]
+    blocks += [*_disagreement_blocks(m, a, b), *_slice_blocks(m)]
+    for key, name in (("a", a), ("b", b)):
+        blocks += ds.weak_segment_blocks(
+            m[key], f"{key}.", f"Weak segments of {key.upper()}: {name}"
+        )
+    blocks += ds.data_health_blocks(m["a"], "a.", f"Data health (tokenizer of A: {a})")
+    blocks += ds.leakage_blocks(m)
+    for key, name in (("a", a), ("b", b)):
+        blocks += ds.label_issue_blocks(
+            m[key], f"{key}.", f"Suspected label errors by {key.upper()}: {name}"
+        )
+    blocks += [*_latency_blocks(m, a, b), *ds.provenance_blocks(m)]
     return f"Comparison: {a} vs {b}", blocks

@@ -7,8 +7,9 @@ returns everything `report_writer` prints and metrics.json holds.
 Task families plug in through `EVALUATORS`: task_type -> function(data, outputs, info) returning
 a dict with "headline" (metric name -> float), optional report sections ("per_class",
 "confusion_matrix", "calibration", ...), "slices" (`failure_catalogue.slice_table` rows),
-"failures" (rows, worst first) and "predicted" (per-example predictions, for `--compare`; removed
-from metrics.json). Classification and regression are defined here; span QA, NER and multiple
+"failures" (rows, worst first), "predicted" (per-example predictions, for `--compare`; removed
+from metrics.json) and optionally "correct" / "probabilities" (per row, consumed by
+`diagnostics.add_diagnostics`: weak segments, label issues). Classification and regression are defined here; span QA, NER and multiple
 choice add theirs (their metrics and their failure view) next to them.
 """
 
@@ -22,6 +23,7 @@ from keras_bert.data import text_files
 from keras_bert.data.labels import LabelError, label_ids
 from keras_bert.evaluation import classification_report as cr
 from keras_bert.evaluation import failure_catalogue as fc
+from keras_bert.evaluation.diagnostics import add_diagnostics
 from keras_bert.evaluation.latency import latency_summary
 from keras_bert.tokenization.bert_preprocessor import BertPreprocessor
 
@@ -45,6 +47,7 @@ class EvalData:
         slice_column: its name, or None.
         token_lengths: int [N] WordPiece tokens with [CLS]/[SEP] before truncation.
         truncated: bool [N], token_lengths > max_seq_length.
+        unknown: int [N] [UNK] pieces per example (None: not counted).
     """
 
     path: str
@@ -55,6 +58,7 @@ class EvalData:
     slice_column: str | None
     token_lengths: np.ndarray
     truncated: np.ndarray
+    unknown: np.ndarray | None = None
 
     @property
     def texts(self) -> list[str]:
@@ -64,24 +68,50 @@ class EvalData:
     def texts_b(self) -> list[str] | None:
         return None if self.examples[0].text_b is None else [e.text_b for e in self.examples]
 
+    @property
+    def pieces(self) -> np.ndarray:
+        """int [N] WordPiece pieces without [CLS] / [SEP]."""
+        return self.token_lengths - (2 if self.texts_b is None else 3)
+
+    @property
+    def joined_texts(self) -> list[str]:
+        """Each example's text; a pair's two segments joined by a space."""
+        b = self.texts_b
+        return self.texts if b is None else [f"{x} {y}" for x, y in zip(self.texts, b)]
+
 
 def token_counts(vocabulary, do_lower_case, max_seq_length, texts, texts_b=None):
     """(token_lengths int [N], truncated bool [N]) with the model's own WordPiece vocabulary.
 
     Counts include [CLS] and [SEP] (and the second [SEP] of a pair), before truncation.
     """
+    return token_statistics(vocabulary, do_lower_case, max_seq_length, texts, texts_b)[:2]
+
+
+def token_statistics(vocabulary, do_lower_case, max_seq_length, texts, texts_b=None):
+    """`token_counts` and int [N] [UNK] pieces per example (both segments of a pair)."""
     preprocessor = BertPreprocessor(
         vocabulary=vocabulary, do_lower_case=do_lower_case, max_seq_length=max_seq_length
     )
-    lengths = []
+    unk_id = list(vocabulary).index("[UNK]") if "[UNK]" in vocabulary else -1
+    lengths, unknown = [], []
     for start in range(0, len(texts), TOKEN_COUNT_CHUNK):
         stop = start + TOKEN_COUNT_CHUNK
-        n = preprocessor.tokenize(texts[start:stop]).row_lengths().numpy() + 2
+        parts = [preprocessor.tokenize(texts[start:stop])]
         if texts_b is not None:
-            n = n + preprocessor.tokenize(texts_b[start:stop]).row_lengths().numpy() + 1
-        lengths.append(n)
+            parts.append(preprocessor.tokenize(texts_b[start:stop]))
+        lengths.append(sum(p.row_lengths().numpy() for p in parts) + len(parts) + 1)
+        unknown.append(sum(_count_ids(p, unk_id) for p in parts))
     lengths = np.concatenate(lengths).astype(np.int64)
-    return lengths, lengths > max_seq_length
+    return lengths, lengths > max_seq_length, np.concatenate(unknown).astype(np.int64)
+
+
+def _count_ids(ids, wanted: int) -> np.ndarray:
+    """int [B]: how many of each row's ids (an int RaggedTensor [B, (pieces)]) equal `wanted`."""
+    hits = (ids.flat_values.numpy() == wanted).astype(np.int64)
+    return np.bincount(ids.value_rowids().numpy(), hits, minlength=int(ids.nrows())).astype(
+        np.int64
+    )
 
 
 def read_eval_data(
@@ -119,14 +149,16 @@ def read_eval_data(
             raise DataError(str(e)) from None
         gold_names = [info.label_names[i] for i in gold]
     texts_b = None if text_b_column is None else [e.text_b for e in examples]
-    lengths, truncated = token_counts(
+    lengths, truncated, unknown = token_statistics(
         info.vocabulary,
         info.do_lower_case,
         info.max_seq_length,
         [e.text_a for e in examples],
         texts_b,
     )
-    return EvalData(str(path), examples, gold, gold_names, slices, slice_column, lengths, truncated)
+    return EvalData(
+        str(path), examples, gold, gold_names, slices, slice_column, lengths, truncated, unknown
+    )
 
 
 def _slices(data: EvalData, gold_names) -> dict:
@@ -150,6 +182,8 @@ def evaluate_classification(data: EvalData, outputs: dict, info) -> dict:
         data.examples, data.gold_names, predicted_names, probabilities.max(axis=1), extra
     )
     result["predicted"] = predicted
+    result["correct"] = predicted == data.gold  # consumed by diagnostics.add_diagnostics
+    result["probabilities"] = probabilities
     return result
 
 
@@ -215,6 +249,7 @@ def evaluate_outputs(info, path: str, data: EvalData, outputs: dict) -> dict:
     """
     check_evaluator(info)
     result = EVALUATORS[info.task_type](data, outputs, info)
+    add_diagnostics(result, data, info.label_names)
     return {
         "model": {
             "name": info.name,

@@ -7,6 +7,7 @@ cannot disagree. The sections particular to a task family come from `TASK_SECTIO
 
 from __future__ import annotations
 
+from keras_bert.evaluation import diagnostic_sections as ds
 from keras_bert.evaluation.report_writer import (
     Figure,
     Num,
@@ -146,7 +147,13 @@ def failure_blocks(m: dict) -> list:
         if len(failures) > FAILURE_ROWS
         else ""
     )
-    return [("h2", "Failure catalogue"), f"{what}{shown}.", Table(header, rows)]
+    return [
+        ("h2", "Failure catalogue"),
+        *ds.weak_segment_blocks(m),
+        ("h3", "Failures"),
+        f"{what}{shown}.",
+        Table(header, rows),
+    ]
 
 
 def latency_blocks(m: dict) -> list:
@@ -184,7 +191,11 @@ def evaluation_report(m: dict) -> tuple[str, list]:
         intro,
         *headline_blocks(m),
         *sections,
+        *ds.data_health_blocks(m),
+        *ds.leakage_blocks(m),
+        *ds.label_issue_blocks(m),
         *slice_blocks(m),
         *failure_blocks(m),
         *latency_blocks(m),
+        *ds.provenance_blocks(m),
     ]

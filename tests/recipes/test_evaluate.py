@@ -1,6 +1,7 @@
 """recipes/evaluate.py end to end on tiny TextClassifiers: report numbers equal metrics.json, the
 HTML report renders in headless Chromium, usage errors, --compare and the gRPC path."""
 
+import hashlib
 import html.parser
 import json
 import os
@@ -12,6 +13,8 @@ import sys
 import numpy as np
 import pytest
 
+from keras_bert.evaluation import label_issues
+from keras_bert.evaluation.provenance import model_fingerprint
 from keras_bert.evaluation.report_writer import fmt, lookup
 from tests.evaluation.tiny_task import LABELS, TEXTS, heldout_rows, tiny_classifier, write_jsonl
 
@@ -56,9 +59,12 @@ def models(tmp_path_factory, uncased_vocab):
 @pytest.fixture(scope="module")
 def single_report(models, tmp_path_factory):
     out = tmp_path_factory.mktemp("report")
+    train = models["base"] / "train.tsv"  # rows 0 (exact) and 3 (near) of the held-out set
+    train.write_text(f"text\tlabel\n{TEXTS[0]}\tpos\n{TEXTS[3].upper()}!\tpos\nnew\tneg\n")
     proc = run_evaluate(
         f"--model={models['saved_a']}",
         f"--data={models['data']}",
+        f"--train_data={train}",
         "--slice_column=source",
         "--batch_size=5",
         "--machine_cost_per_hour=1.5",
@@ -115,6 +121,31 @@ def test_metrics_json_is_the_models_own_predictions(models, single_report):
     ]
     assert metrics["model"]["path"] == "in-process SavedModel"
     assert metrics["latency"]["num_batches"] == 3 and metrics["latency"]["cost_per_1000"] > 0
+    # Diagnostics, on the same probabilities.
+    expected = label_issues.find_label_issues(gold, models["probs_a"], LABELS)
+    got = metrics["label_issues"]
+    assert len(got) == len(expected) > 0
+    for issue, want in zip(got, expected):
+        assert issue == want | {"score": pytest.approx(want["score"], rel=1e-4)}
+        assert issue["given"] == LABELS[gold[issue["row"]]]
+    overall = metrics["data_health"]["overall"]
+    assert (overall["examples"], overall["truncated"], overall["unk_pieces"]) == (12, 1, 0)
+    assert metrics["weak_segments"] == []  # 12 rows: no segment of >= 10 rows is significant
+    leak = metrics["leakage"]
+    assert (leak["exact"], leak["near"], [r["row"] for r in leak["rows"]]) == (1, 1, [0, 3])
+    prov = metrics["provenance"]
+    data_bytes = models["data"].read_bytes()
+    assert prov["data"] == {
+        "file": str(models["data"]),
+        "sha256": hashlib.sha256(data_bytes).hexdigest(),
+        "rows": 12,
+        "label_distribution": {"neg": 4, "neutral": 4, "pos": 4},
+    }
+    assert prov["models"]["model"] == {"path": str(models["saved_a"])} | model_fingerprint(
+        models["saved_a"]
+    )
+    assert prov["models"]["model"]["kind"] == "SavedModel"
+    assert f"--data={models['data']}" in prov["command"] and "evaluate.py" in prov["command"]
 
 
 def test_report_numbers_equal_metrics_json(single_report):
@@ -132,7 +163,12 @@ def test_report_numbers_equal_metrics_json(single_report):
         else "headline.ece",
         "slices.0.error_rate",
         "failures.0.confidence",
+        "data_health.overall.unk_rate",
+        "data_health.slices.0.truncation_rate",
+        "leakage.exact",
+        "provenance.data.rows",
     } <= set(values)
+    assert "label_issues.0.score" in values or not metrics["label_issues"]
     md = (single_report / "report.md").read_text()
     assert f"| accuracy | {fmt(metrics['headline']['accuracy'])} |" in md
     neg = metrics["per_class"]["neg"]

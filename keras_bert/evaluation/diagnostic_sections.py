@@ -1,0 +1,148 @@
+"""Report sections of the diagnostics (`diagnostics.py`), provenance and leakage, as
+`report_writer` blocks.
+
+Each builder takes the metrics dict holding the section and a key `prefix` ("" in a one-model
+report, "a." / "b." for one model of a comparison), so every printed number is a `Num` whose key
+is its path in metrics.json. A builder returns [] when its section is absent (e.g. no weak
+segments for a regressor).
+"""
+
+from __future__ import annotations
+
+from keras_bert.evaluation import label_issues, weak_segments
+from keras_bert.evaluation.report_writer import Num, Table, fmt
+
+LABEL_ISSUE_ROWS = 50
+SEGMENT_ROWS = 20
+HEALTH_FIELDS = ("examples", "unk_rate", "rows_with_unk", "truncated", "truncation_rate")
+
+
+def _health_row(key: str, rates: dict) -> list:
+    return [Num(f"{key}.{f}", rates[f]) for f in HEALTH_FIELDS]
+
+
+def data_health_blocks(r: dict, prefix: str = "", title: str = "Data health") -> list:
+    if "data_health" not in r:
+        return []
+    h = r["data_health"]
+    rows = [["all", "", *_health_row(f"{prefix}data_health.overall", h["overall"])]]
+    rows += [
+        [s["family"], s["value"], *_health_row(f"{prefix}data_health.slices.{i}", s)]
+        for i, s in enumerate(h["slices"])
+    ]
+    return [
+        ("h2", title),
+        "[UNK] rate: [UNK] WordPiece pieces over all pieces (model's own tokenizer, without "
+        "[CLS]/[SEP]); truncated: longer than max_seq_length, so the model saw only part.",
+        Table(
+            [
+                "slice",
+                "value",
+                "examples",
+                "[UNK] rate",
+                "rows with [UNK]",
+                "truncated",
+                "truncation rate",
+            ],
+            rows,
+        ),
+    ]
+
+
+def weak_segment_blocks(r: dict, prefix: str = "", title: str = "Weak segments") -> list:
+    if "weak_segments" not in r:
+        return []
+    segs = r["weak_segments"]
+    rule = (
+        f"Segments of rows sharing a text property (or its quartile bin) whose accuracy is "
+        f"below the whole set's: one-sided binomial test, Benjamini-Hochberg adjusted p < "
+        f"{weak_segments.ALPHA} over all segments of at least {weak_segments.MIN_SIZE} rows; "
+        f"95% Wilson interval. Worst first."
+    )
+    if not segs:
+        return [("h3", title), f"{rule} None found."]
+    rows = [
+        [
+            s["description"],
+            Num(f"{prefix}weak_segments.{i}.size", s["size"]),
+            Num(f"{prefix}weak_segments.{i}.accuracy", s["accuracy"]),
+            f"[{fmt(s['ci_low'])}, {fmt(s['ci_high'])}]",
+            Num(f"{prefix}weak_segments.{i}.overall", s["overall"]),
+            Num(f"{prefix}weak_segments.{i}.adjusted_p_value", s["adjusted_p_value"]),
+            " / ".join(f"row {e['row']}: {e['text']}" for e in s["examples"]),
+        ]
+        for i, s in enumerate(segs[:SEGMENT_ROWS])
+    ]
+    header = ["segment", "rows", "accuracy", "95% CI", "whole set", "adjusted p", "wrong examples"]
+    return [("h3", title), rule, Table(header, rows, list(range(len(rows))))]
+
+
+def label_issue_blocks(r: dict, prefix: str = "", title: str = "Suspected label errors") -> list:
+    if "label_issues" not in r:
+        return []
+    issues = r["label_issues"]
+    rows = [
+        [
+            Num(f"{prefix}label_issues.{i}.row", x["row"]),
+            x["given"],
+            x["suggested"],
+            Num(f"{prefix}label_issues.{i}.score", x["score"]),
+        ]
+        for i, x in enumerate(issues[:LABEL_ISSUE_ROWS])
+    ]
+    shown = (
+        f" (the first {LABEL_ISSUE_ROWS} shown, all in metrics.json)"
+        if len(issues) > len(rows)
+        else ""
+    )
+    return [
+        ("h2", title),
+        f"{len(issues)} rows suspected by confident learning (cleanlab), most suspect first"
+        f"{shown}; row = 0-based data row, score = probability of the given label. "
+        f"{label_issues.CAVEAT}",
+        Table(["row", "given", "suggested", "score"], rows),
+    ]
+
+
+def leakage_blocks(m: dict) -> list:
+    leak = m.get("leakage")
+    if leak is None:
+        return []
+    rows = [
+        [
+            Num(f"leakage.rows.{i}.row", x["row"]),
+            Num(f"leakage.rows.{i}.train_row", x["train_row"]),
+            x["kind"],
+            x["text"],
+        ]
+        for i, x in enumerate(leak["rows"])
+    ]
+    return [
+        ("h2", "Overlap with the training data"),
+        f"Training file {leak['train_file']} ({leak['train_examples']} rows). Exact: the same "
+        "text; near: the same after lower-casing and dropping punctuation and extra whitespace.",
+        Table(
+            ["exact duplicates", "near duplicates"],
+            [[Num("leakage.exact", leak["exact"]), Num("leakage.near", leak["near"])]],
+        ),
+        *([Table(["held-out row", "training row", "kind", "text"], rows)] if rows else []),
+    ]
+
+
+def provenance_blocks(m: dict) -> list:
+    p = m.get("provenance")
+    if p is None:
+        return []
+    d = p["data"]
+    rows = [
+        ["held-out file", d["file"]],
+        ["SHA-256", d["sha256"]],
+        ["rows", Num("provenance.data.rows", d["rows"])],
+    ]
+    for label, count in (d["label_distribution"] or {}).items():
+        rows.append([f"label {label}", Num(f"provenance.data.label_distribution.{label}", count)])
+    for key, model in p["models"].items():
+        rows.append([f"model {key}", f"{model['path']} ({model['kind']} {model['fingerprint']})"])
+    rows += [[name, version] for name, version in p["versions"].items()]
+    rows.append(["command", p["command"]])
+    return [("h2", "Provenance"), Table(["what", "value"], rows)]
