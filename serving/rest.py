@@ -20,6 +20,8 @@ import http.server
 import json
 import logging
 import re
+import ssl
+import sys
 import threading
 
 import grpc
@@ -158,6 +160,11 @@ def make_handler(api: RestApi, metrics):
         server_version = "keras-bert-serving"
         timeout = 120  # seconds of socket inactivity before a connection is dropped
 
+        def setup(self):
+            super().setup()  # applies `timeout` to the socket, the handshake included
+            if isinstance(self.connection, ssl.SSLSocket):
+                self.connection.do_handshake()
+
         def log_message(self, fmt, *args):  # quiet: one debug line per request
             _LOG.debug("rest %s", fmt % args)
 
@@ -236,12 +243,35 @@ def make_handler(api: RestApi, metrics):
     return Handler
 
 
-class RestServer:
-    """ThreadingHTTPServer on (host, port) serving the REST API in a daemon thread."""
+class _HTTPServer(http.server.ThreadingHTTPServer):
+    daemon_threads = True
 
-    def __init__(self, host, port, api, metrics):
-        self._httpd = http.server.ThreadingHTTPServer((host, port), make_handler(api, metrics))
-        self._httpd.daemon_threads = True
+    def handle_error(self, request, client_address):
+        # A refused TLS handshake (no or untrusted client certificate, a plain-HTTP caller) or a
+        # client that went away is the client's problem: one debug line, not a traceback.
+        error = sys.exc_info()[1]
+        if isinstance(error, (ssl.SSLError, ConnectionError, TimeoutError)):
+            _LOG.debug("rest connection from %s dropped: %s", client_address, error)
+            return
+        super().handle_error(request, client_address)
+
+
+class RestServer:
+    """ThreadingHTTPServer on (host, port) serving the REST API in a daemon thread.
+
+    With `ssl_context` (`serving.ssl_config.rest_ssl_context`, from --ssl_config_file; our
+    extension, TF Serving's REST port is plain HTTP) it speaks HTTPS only. The TLS handshake runs
+    in the connection's own thread (`Handler.setup`), under the handler's socket timeout, so a
+    slow or refused client never holds up the accept loop.
+    """
+
+    def __init__(self, host, port, api, metrics, ssl_context=None):
+        handler = make_handler(api, metrics)
+        self._httpd = _HTTPServer((host, port), handler)
+        if ssl_context is not None:
+            self._httpd.socket = ssl_context.wrap_socket(
+                self._httpd.socket, server_side=True, do_handshake_on_connect=False
+            )
         self._thread = threading.Thread(target=self._httpd.serve_forever, name="rest", daemon=True)
 
     @property

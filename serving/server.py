@@ -16,6 +16,10 @@ directories load when, failed loads (`--max_num_load_retries`, `--load_retry_int
 base paths that cannot be reached are described in `serving.model_manager`;
 `--model_config_file_poll_wait_seconds` re-reads the config file and applies a changed one.
 
+`--ssl_config_file` (tensorflow_model_server's flag): TLS on the gRPC port from a text-format
+`tensorflow.serving.SSLConfig`, mutual TLS with `client_verify`, and HTTPS on the REST port (our
+extension); see `serving.ssl_config`. A file that cannot be used ends the program with one line.
+
 `--prefer_tflite_model` (tensorflow_model_server's flag): a version directory holding `model.tflite`
 (`python -m export --tflite` or `--quantize=int8`) is served from that file by the LiteRT
 interpreter, with the flatbuffer's signatures only (`encoded` for our exports);
@@ -39,7 +43,7 @@ from tensorflow_serving.apis import model_service_pb2_grpc, prediction_service_p
 from tensorflow_serving.config import model_server_config_pb2
 
 from serving.storage import fileio
-from serving import batching, errors, grpc_service, service_protos, tensors
+from serving import batching, errors, grpc_service, service_protos, ssl_config, tensors
 from serving.inference import InferenceService
 from serving.metrics import Metrics
 from serving.model_manager import (
@@ -106,6 +110,13 @@ flags.DEFINE_boolean(
     "name does the same).",
 )
 flags.DEFINE_integer("grpc_max_threads", 16, "gRPC worker threads.")
+flags.DEFINE_string(
+    "ssl_config_file",
+    "",
+    "Text-format tensorflow.serving.SSLConfig (server_key, server_cert, custom_ca: the PEM "
+    "texts; client_verify: mutual TLS), a local path or a URI: TLS on the gRPC port as "
+    "tensorflow_model_server, and (our extension) HTTPS on the REST port.",
+)
 flags.DEFINE_integer(
     "tensorflow_intra_op_parallelism",
     0,
@@ -234,6 +245,8 @@ class ModelServer:
             `config_poll_seconds` (0: never) and applied with `ModelManager.reload` when it
             changed; a file that cannot be read or parsed is logged and the served set kept.
         reach_timeout_s: see `ModelManager`.
+        tls_config: a checked SSLConfig message (`ssl_config.read_ssl_config`) or None (plain text):
+            TLS on the gRPC port (mutual TLS with client_verify) and HTTPS on the REST port.
     """
 
     def __init__(
@@ -254,6 +267,7 @@ class ModelServer:
         config_file="",
         config_poll_seconds=0.0,
         reach_timeout_s=REACH_TIMEOUT_S,
+        tls_config=None,
     ):
         self.metrics = Metrics()
         self._config_file, self._config_poll_seconds = config_file, config_poll_seconds
@@ -293,11 +307,24 @@ class ModelServer:
             (*service_protos.register(), service_protos.HEALTH_SERVICE, reflection.SERVICE_NAME),
             self.grpc_server,
         )
-        self.port = self.grpc_server.add_insecure_port(f"{host}:{port}")
+        if tls_config is None:
+            self.port = self.grpc_server.add_insecure_port(f"{host}:{port}")
+        else:
+            self.port = self.grpc_server.add_secure_port(
+                f"{host}:{port}", ssl_config.grpc_credentials(tls_config)
+            )
         if not self.port:
             raise OSError(f"cannot bind gRPC to {host}:{port}")
         self.rest = (
-            RestServer(host, rest_api_port, RestApi(self.service, max_request_bytes), self.metrics)
+            RestServer(
+                host,
+                rest_api_port,
+                RestApi(self.service, max_request_bytes),
+                self.metrics,
+                ssl_context=(
+                    ssl_config.rest_ssl_context(tls_config) if tls_config is not None else None
+                ),
+            )
             if rest_api_port
             else None
         )
@@ -362,6 +389,15 @@ class ModelServer:
         self.manager.stop()
 
 
+def fail_usage(message: str):
+    """Ends the program as a usage error: `serving.server: error: <message>` on one line of
+    stderr and exit status 2 (the form keras_bert.cli uses; absl's UsageError would print the
+    whole module docstring first)."""
+    sys.stderr.write(f"serving.server: error: {' '.join(str(message).split())}\n")
+    sys.stderr.flush()
+    sys.exit(2)
+
+
 def main(argv):
     del argv
     logging.basicConfig(
@@ -369,6 +405,12 @@ def main(argv):
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
         stream=sys.stderr,
     )
+    tls_config = None
+    if _FLAGS.ssl_config_file:
+        try:
+            tls_config = ssl_config.read_ssl_config(_FLAGS.ssl_config_file)
+        except ssl_config.SSLConfigError as e:
+            fail_usage(str(e))
     set_tensorflow_threads(
         _FLAGS.tensorflow_intra_op_parallelism, _FLAGS.tensorflow_inter_op_parallelism
     )
@@ -409,14 +451,21 @@ def main(argv):
         load_retry_interval_s=_FLAGS.load_retry_interval_micros / 1e6,
         config_file=_FLAGS.model_config_file,
         config_poll_seconds=_FLAGS.model_config_file_poll_wait_seconds,
+        tls_config=tls_config,
     )
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     signal.signal(signal.SIGINT, lambda *_: stop.set())
     server.start()
-    _LOG.info("Running gRPC ModelServer at %s:%d ...", _FLAGS.host, server.port)
+    secure = ""
+    if tls_config is not None:
+        secure = " with TLS" + (
+            " (client certificates required)" if tls_config.client_verify else ""
+        )
+    _LOG.info("Running gRPC ModelServer at %s:%d%s ...", _FLAGS.host, server.port, secure)
     if server.rest:
-        _LOG.info("Exporting HTTP/REST API at %s:%d ...", _FLAGS.host, server.rest.port)
+        scheme = "HTTPS" if tls_config is not None else "HTTP"
+        _LOG.info("Exporting %s/REST API at %s:%d ...", scheme, _FLAGS.host, server.rest.port)
     stop.wait()
     _LOG.info("shutting down")
     server.stop()
