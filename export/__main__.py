@@ -10,6 +10,8 @@ so the three flags above are all that is required. Writes EXPORT_BASE/<model_nam
 docs/export.md) and prints its path. `--tflite` adds `model.tflite` (the `encoded` signature for
 the LiteRT runtime: the fastest batch-1 path on CPUs), `--quantize=int8` makes that file int8
 (dynamic-range quantized weights); `serving.server --prefer_tflite_model` serves it.
+`--require_blessing=REPORT_DIR` refuses (exit 2) unless that evaluation report is BLESSED by a
+release gate for this very --model_dir (same fingerprint; docs/evaluation.md, "Release gate").
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from absl import app, flags
 from keras_bert.cli import fail_usage
 
 from export.export_saved_model import Overrides, export_saved_task
+from keras_bert.evaluation.release_gate import check_blessing
 from keras_bert.saved_model.litert import litert_option
 
 flags.DEFINE_string("model_dir", None, "Fine-tuning output_dir, or a .keras task file.")
@@ -73,6 +76,12 @@ flags.DEFINE_boolean("is_pair", None, "Check only: must equal the task's.")
 flags.DEFINE_enum(
     "task_type", None, ["classification", "regression"], "Check only: must equal the task's."
 )
+flags.DEFINE_string(
+    "require_blessing",
+    None,
+    "An evaluation report dir (recipes/evaluate.py --gate): export only if it is BLESSED, its "
+    "metrics.json unchanged since, and its model fingerprint is --model_dir's.",
+)
 flags.mark_flags_as_required(["model_dir", "export_base", "model_name"])
 FLAGS = flags.FLAGS
 
@@ -87,6 +96,8 @@ def main(argv):
         task_type=FLAGS.task_type,
     )
     try:
+        if FLAGS.require_blessing:
+            check_blessing(FLAGS.require_blessing, FLAGS.model_dir)
         path = export_saved_task(
             FLAGS.model_dir,
             FLAGS.export_base,

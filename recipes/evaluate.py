@@ -20,7 +20,8 @@ import sys
 from absl import app, flags
 
 from keras_bert.evaluation import comparison, evidence_pack, predictors, recorded_predictions
-from keras_bert.evaluation import data_health, provenance, report_sections, report_writer
+from keras_bert.evaluation import data_health, provenance, release_gate, report_sections
+from keras_bert.evaluation import report_writer
 from keras_bert.cli import fail_usage, require_reachable_flags
 
 F = flags
@@ -55,6 +56,10 @@ F.DEFINE_integer(
     "bootstrap_samples", 1000, "Bootstrap resamples for --compare confidence intervals."
 )
 F.DEFINE_integer("seed", 0, "Bootstrap seed.")
+F.DEFINE_string(
+    "gate", None, "Release gate JSON (value / change thresholds): writes BLESSED or NOT_BLESSED."
+)
+F.DEFINE_string("baseline", None, "A previous report dir, for the gate's change thresholds.")
 F.DEFINE_boolean("progress", True, "Show a progress bar.")
 F.mark_flags_as_required(["data", "output_dir"])
 FLAGS = F.FLAGS
@@ -122,11 +127,14 @@ def main(argv):
         fail_usage(f"--machine_cost_per_hour must be >= 0, got {FLAGS.machine_cost_per_hour}")
     if FLAGS.bootstrap_samples < 1:
         fail_usage(f"--bootstrap_samples must be >= 1, got {FLAGS.bootstrap_samples}")
-    require_reachable_flags("model", "compare", "predictions", "data", "output_dir", "train_data")
+    require_reachable_flags(
+        "model", "compare", "predictions", "data", "output_dir", "train_data", "gate", "baseline"
+    )
+    gate = read_gate()
     if FLAGS.predictions:
         data, metrics, model_dir = evaluate_recorded()
         metrics.pop("predicted")
-        add_pack_records(metrics, data, {"model": model_dir})
+        add_pack_records(metrics, data, {"model": model_dir}, gate)
         write(metrics, *report_sections.evaluation_report(metrics))
         return
     if not FLAGS.model:
@@ -152,13 +160,27 @@ def main(argv):
     else:
         result.pop("predicted")
         metrics = result
-        add_pack_records(metrics, data, {"model": FLAGS.model})
+        add_pack_records(metrics, data, {"model": FLAGS.model}, gate)
         title, blocks = report_sections.evaluation_report(metrics)
     write(metrics, title, blocks)
 
 
-def add_pack_records(metrics, data, models):
-    """Adds "leakage" (with --train_data) and "provenance" to the pack's metrics."""
+def read_gate():
+    """(checks, baseline metrics) of --gate / --baseline, or None without --gate."""
+    if not FLAGS.gate:
+        if FLAGS.baseline:
+            fail_usage("--baseline is the reference of a --gate: give --gate too")
+        return None
+    if FLAGS.compare:
+        fail_usage("--gate blesses one model: run it without --compare")
+    try:
+        return release_gate.read_gate(FLAGS.gate, FLAGS.baseline)
+    except release_gate.GateError as e:
+        fail_usage(str(e))
+
+
+def add_pack_records(metrics, data, models, gate=None):
+    """Adds "leakage" (with --train_data), "provenance" and "gate" to the pack's metrics."""
     if FLAGS.train_data:
         try:
             metrics["leakage"] = data_health.train_leakage(
@@ -167,12 +189,24 @@ def add_pack_records(metrics, data, models):
         except (ValueError, FileNotFoundError) as e:
             fail_usage(f"--train_data: {e}")
     metrics["provenance"] = provenance.pack_provenance(data, models, ["python", *sys.argv])
+    if gate is not None:
+        metrics["gate"] = release_gate.evaluate_gate(gate[0], metrics, gate[1])
+        metrics["gate"].update(file=FLAGS.gate, baseline=FLAGS.baseline)
 
 
 def write(metrics, title, blocks):
     paths = report_writer.write_report(FLAGS.output_dir, title, metrics, blocks)
     print(f"headline: {report_writer.json_ready(metrics['headline'])}")
     print(f"wrote {', '.join(str(p) for p in paths.values())}")
+    if "gate" in metrics:
+        record = metrics["gate"]
+        path = release_gate.write_blessing(
+            FLAGS.output_dir, record, metrics["provenance"]["models"]["model"]
+        )
+        if not record["blessed"]:
+            sys.stderr.write(f"NOT_BLESSED ({path}): {release_gate.failed_summary(record)}\n")
+            sys.exit(1)
+        print(f"BLESSED ({path})")
 
 
 if __name__ == "__main__":

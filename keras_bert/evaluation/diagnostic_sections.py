@@ -146,3 +146,29 @@ def provenance_blocks(m: dict) -> list:
     rows += [[name, version] for name, version in p["versions"].items()]
     rows.append(["command", p["command"]])
     return [("h2", "Provenance"), Table(["what", "value"], rows)]
+
+
+def gate_blocks(m: dict) -> list:
+    gate = m.get("gate")
+    if gate is None:
+        return []
+    rows, failed = [], []
+    for i, c in enumerate(gate["checks"]):
+        rows.append(
+            [
+                c["metric"],
+                f"{c['kind']} {fmt(c['threshold'])}",
+                Num(f"gate.checks.{i}.value", c["value"]),
+                Num(f"gate.checks.{i}.baseline", c["baseline"]),
+                Num(f"gate.checks.{i}.change", c["change"]),
+                "pass" if c["pass"] else f"FAIL{': ' + c['reason'] if c['reason'] else ''}",
+            ]
+        )
+        if not c["pass"]:
+            failed.append(i)
+    verdict = "BLESSED" if gate["blessed"] else "NOT_BLESSED"
+    return [
+        ("h2", f"Release gate: {verdict}"),
+        f"Gate {gate['file']}; baseline {gate['baseline'] or 'none'}. change = value - baseline.",
+        Table(["metric", "threshold", "value", "baseline", "change", "result"], rows, failed),
+    ]

@@ -197,5 +197,6 @@ def evaluation_report(m: dict) -> tuple[str, list]:
         *slice_blocks(m),
         *failure_blocks(m),
         *latency_blocks(m),
+        *ds.gate_blocks(m),
         *ds.provenance_blocks(m),
     ]

@@ -354,3 +354,105 @@ def test_evaluate_through_a_grpc_server(models, tmp_path):
         sorted(models["probs_a"].max(1)[errors]),
         rtol=1e-4,
     )
+
+
+def run_export(*args):
+    env = dict(os.environ, PYTHONPATH=str(REPO), TF_CPP_MIN_LOG_LEVEL="3", CUDA_VISIBLE_DEVICES="")
+    return subprocess.run(
+        [sys.executable, "-m", "export", *map(str, args)],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+
+
+def write_gate(path, checks):
+    path.write_text(json.dumps({"checks": checks}))
+    return path
+
+
+def test_failing_gate_is_not_blessed_and_export_refuses(models, single_report, tmp_path):
+    gate = write_gate(
+        tmp_path / "gate.json",
+        [
+            {"metric": "headline.accuracy", "min": 0.0},
+            {"metric": "per_class.*.recall", "max_decrease": 0.0},  # same model: no change
+            {"metric": "latency.p99_ms", "max": 0.001},  # fails: no model is that fast
+        ],
+    )
+    out = tmp_path / "gated"
+    proc = run_evaluate(
+        f"--model={models['saved_a']}",
+        f"--data={models['data']}",
+        f"--gate={gate}",
+        f"--baseline={single_report}",
+        f"--output_dir={out}",
+    )
+    assert proc.returncode == 1, proc.stderr[-3000:]
+    m = json.loads((out / "metrics.json").read_text())
+    record = json.loads((out / "NOT_BLESSED").read_text())
+    assert not (out / "BLESSED").exists() and record["blessed"] is False
+    assert [(c["metric"], c["pass"]) for c in record["checks"]] == [
+        ("headline.accuracy", True),
+        ("per_class.neg.recall", True),
+        ("per_class.neutral.recall", True),
+        ("per_class.pos.recall", True),
+        ("latency.p99_ms", False),
+    ]
+    assert record["checks"][4]["value"] == m["latency"]["p99_ms"]
+    assert record["checks"] == m["gate"]["checks"]
+    assert record["model"] == m["provenance"]["models"]["model"]
+    assert f"NOT_BLESSED ({out / 'NOT_BLESSED'}): latency.p99_ms = " in proc.stderr
+    assert_numbers_equal_metrics(keyed_numbers((out / "report.html").read_text()), m)
+    assert "## Release gate: NOT_BLESSED" in (out / "report.md").read_text()
+    refused = run_export(
+        f"--model_dir={models['run_a']}",
+        f"--export_base={tmp_path / 'exports'}",
+        "--model_name=a",
+        f"--require_blessing={out}",
+    )
+    assert refused.returncode == 2 and f"{out} is NOT_BLESSED: latency.p99_ms = " in refused.stderr
+    assert not (tmp_path / "exports").exists()
+
+
+def test_gate_usage_errors(models, tmp_path):
+    gate = write_gate(tmp_path / "gate.json", [{"metric": "headline.accuracy", "max_decrease": 0}])
+    common = [f"--model={models['run_a']}", f"--data={models['data']}", f"--output_dir={tmp_path}"]
+    proc = run_evaluate(*common, f"--gate={gate}")
+    assert proc.returncode == 2
+    assert "change checks (max_decrease, max_increase): give --baseline=REPORT_DIR" in proc.stderr
+    proc = run_evaluate(*common, f"--baseline={tmp_path}")
+    assert proc.returncode == 2 and "give --gate too" in proc.stderr
+
+
+@pytest.mark.slow
+def test_blessed_task_exports_and_another_model_is_refused(models, tmp_path):
+    gate = write_gate(tmp_path / "gate.json", [{"metric": "headline.accuracy", "min": 0.0}])
+    out = tmp_path / "gated"
+    proc = run_evaluate(
+        f"--model={models['run_a']}",
+        f"--data={models['data']}",
+        f"--gate={gate}",
+        f"--output_dir={out}",
+    )
+    assert proc.returncode == 0 and "BLESSED (" in proc.stdout, proc.stderr[-3000:]
+    record = json.loads((out / "BLESSED").read_text())
+    fp = hashlib.sha256((models["run_a"] / "best_model.keras").read_bytes()).hexdigest()
+    assert record["model"]["fingerprint"] == f"sha256:{fp}"
+    refused = run_export(
+        f"--model_dir={models['b']}",
+        f"--export_base={tmp_path / 'exports'}",
+        "--model_name=b",
+        f"--require_blessing={out}",
+    )
+    assert refused.returncode == 2 and "evaluate the model you export" in refused.stderr
+    done = run_export(
+        f"--model_dir={models['run_a']}",
+        f"--export_base={tmp_path / 'exports'}",
+        "--model_name=a",
+        f"--require_blessing={out}",
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert (tmp_path / "exports" / "a" / "1" / "saved_model.pb").is_file()

@@ -1,0 +1,219 @@
+"""A release gate over an evidence pack: value and change thresholds -> a blessing export can require.
+
+A gate file is JSON:
+
+    {"checks": [
+      {"metric": "headline.macro_f1", "min": 0.85},
+      {"metric": "latency.p99_ms", "max": 30},
+      {"metric": "per_class.*.recall", "max_decrease": 0.02},
+      {"metric": "headline.ece", "max_increase": 0.01}
+    ]}
+
+`metric` is a dotted path in metrics.json; a `*` part stands for every key (or list index) there,
+so `per_class.*.recall` is one check per class. Each check has exactly one threshold: `min` /
+`max` bound the value; `max_decrease` / `max_increase` bound the change against the baseline
+report's value at the same path (value - baseline >= -max_decrease, resp. <= max_increase), in
+the metric's own unit (0.02 = 2 points of a rate). A metric absent from the report (latency of
+recorded predictions) or from the baseline fails its check with the reason.
+
+The record (`gate`) lists every check with its value, baseline, threshold and pass; it is written to
+the report directory as a file named BLESSED (every check passed) or NOT_BLESSED (`write_blessing`),
+holding the record, the model's fingerprint (`provenance.model_fingerprint`) and the SHA-256 of
+metrics.json. `check_blessing` is what `python -m export --require_blessing=REPORT_DIR` asks.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+
+from keras_bert import fileio
+from keras_bert.evaluation.provenance import model_fingerprint
+
+THRESHOLDS = ("min", "max", "max_decrease", "max_increase")
+CHANGE = ("max_decrease", "max_increase")
+BLESSED, NOT_BLESSED = "BLESSED", "NOT_BLESSED"
+
+
+class GateError(ValueError):
+    """A gate file or a blessing that cannot be used (one line naming the problem)."""
+
+
+def parse_gate(text: str, where: str = "gate") -> list[dict]:
+    """The checks of a gate file's text: [{"metric", "kind", "threshold"}].
+
+    Raises:
+        GateError: not JSON, no "checks" list, a check without a metric or without exactly one
+            numeric threshold of THRESHOLDS, or an unknown field.
+    """
+    try:
+        gate = json.loads(text)
+    except json.JSONDecodeError as e:
+        raise GateError(f"{where}: not JSON: {e}") from None
+    if not isinstance(gate, dict) or not isinstance(gate.get("checks"), list) or not gate["checks"]:
+        raise GateError(f'{where}: expected {{"checks": [...]}} with at least one check')
+    checks = []
+    for i, check in enumerate(gate["checks"]):
+        if not isinstance(check, dict) or not isinstance(check.get("metric"), str):
+            raise GateError(f'{where}: check {i} needs "metric" (a dotted metrics.json path)')
+        unknown = set(check) - {"metric", *THRESHOLDS}
+        given = [k for k in THRESHOLDS if k in check]
+        if unknown or len(given) != 1:
+            raise GateError(
+                f"{where}: check {i} ({check['metric']}) needs exactly one of {list(THRESHOLDS)}"
+                + (f"; unknown field(s) {sorted(unknown)}" if unknown else "")
+            )
+        value = check[given[0]]
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise GateError(f"{where}: check {i} ({check['metric']}): {given[0]} must be a number")
+        checks.append({"metric": check["metric"], "kind": given[0], "threshold": float(value)})
+    return checks
+
+
+def needs_baseline(checks) -> bool:
+    return any(c["kind"] in CHANGE for c in checks)
+
+
+def expand(metrics: dict, path: str) -> list[tuple[str, object]]:
+    """(concrete path, value) of every match of a dotted path with `*` parts; [] when none."""
+    found = [("", metrics)]
+    for part in path.split("."):
+        nxt = []
+        for prefix, node in found:
+            keys = (
+                range(len(node))
+                if isinstance(node, list)
+                else list(node)
+                if isinstance(node, dict)
+                else []
+            )
+            for key in keys if part == "*" else [part]:
+                if isinstance(node, list):
+                    if str(key).isdigit() and int(key) < len(node):
+                        nxt.append((f"{prefix}{key}.", node[int(key)]))
+                elif isinstance(node, dict) and str(key) in node:
+                    nxt.append((f"{prefix}{key}.", node[str(key)]))
+        found = nxt
+    return [(p[:-1], v) for p, v in found]
+
+
+def _number(value):
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
+def _judge(kind, threshold, value, base):
+    """(pass, change, reason) of one concrete check."""
+    if value is None:
+        return False, None, "not a number in the report"
+    if kind == "min":
+        return value >= threshold, None, None
+    if kind == "max":
+        return value <= threshold, None, None
+    if base is None:
+        return False, None, "not a number in the baseline"
+    change = value - base
+    ok = change >= -threshold if kind == "max_decrease" else change <= threshold
+    return ok, change, None
+
+
+def evaluate_gate(checks, metrics: dict, baseline: dict | None = None) -> dict:
+    """The gate record: {"blessed", "checks": [{"metric", "kind", "threshold", "value",
+    "baseline", "change", "pass", "reason"}]}; a check matching nothing fails ("not in the
+    report")."""
+    rows = []
+    for check in checks:
+        matches = expand(metrics, check["metric"])
+        if not matches:
+            rows.append(check | _row(None, None, None, False, "not in the report"))
+            continue
+        for path, value in matches:
+            base = None
+            if check["kind"] in CHANGE and baseline is not None:
+                base_matches = expand(baseline, path)
+                base = _number(base_matches[0][1]) if base_matches else None
+            ok, change, reason = _judge(check["kind"], check["threshold"], _number(value), base)
+            rows.append(check | {"metric": path} | _row(_number(value), base, change, ok, reason))
+    return {"blessed": all(r["pass"] for r in rows), "checks": rows}
+
+
+def _row(value, base, change, ok, reason) -> dict:
+    return {"value": value, "baseline": base, "change": change, "pass": bool(ok), "reason": reason}
+
+
+def metrics_sha256(report_dir: str) -> str:
+    return hashlib.sha256(fileio.read_bytes(fileio.join(report_dir, "metrics.json"))).hexdigest()
+
+
+def write_blessing(report_dir: str, record: dict, model: dict) -> str:
+    """Writes BLESSED or NOT_BLESSED (JSON: the record, the model's path and fingerprint, the
+    metrics.json hash) to `report_dir`, removing the other; returns its path. metrics.json must
+    be written first."""
+    name = BLESSED if record["blessed"] else NOT_BLESSED
+    fileio.remove(fileio.join(report_dir, NOT_BLESSED if record["blessed"] else BLESSED))
+    path = fileio.join(report_dir, name)
+    fileio.write_json(path, record | {"model": model, "metrics_sha256": metrics_sha256(report_dir)})
+    return path
+
+
+def failed_summary(record: dict) -> str:
+    failed = [r for r in record["checks"] if not r["pass"]]
+    return "; ".join(
+        f"{r['metric']} {r['reason'] or _shown(r)} ({r['kind']} {r['threshold']:g})" for r in failed
+    )
+
+
+def _shown(r) -> str:
+    if r["change"] is not None:
+        return f"changed by {r['change']:+.4f} from {r['baseline']:.4f}"
+    return f"= {r['value']:.4f}"
+
+
+def check_blessing(report_dir: str, model_path: str) -> dict:
+    """The BLESSED record of `report_dir`, if it blesses the model at `model_path`.
+
+    Raises:
+        GateError: no BLESSED file (NOT_BLESSED: with the failed checks), metrics.json changed
+            since the blessing, or the report measured another model (fingerprints differ).
+    """
+    blessed = fileio.join(report_dir, BLESSED)
+    if not fileio.isfile(blessed):
+        refused = fileio.join(report_dir, NOT_BLESSED)
+        if fileio.isfile(refused):
+            record = fileio.read_json(refused)
+            raise GateError(f"{report_dir} is NOT_BLESSED: {failed_summary(record)}")
+        raise GateError(
+            f"{report_dir} holds no blessing: run recipes/evaluate.py --gate=FILE "
+            f"--output_dir={report_dir} first"
+        )
+    record = fileio.read_json(blessed)
+    if metrics_sha256(report_dir) != record["metrics_sha256"]:
+        raise GateError(f"{report_dir}/metrics.json changed after it was blessed")
+    found = model_fingerprint(model_path)["fingerprint"]
+    if found != record["model"]["fingerprint"]:
+        raise GateError(
+            f"{report_dir} blesses {record['model']['path']} ({record['model']['fingerprint']}), "
+            f"not {model_path} ({found}): evaluate the model you export"
+        )
+    return record
+
+
+def read_gate(gate_path: str, baseline_dir: str | None) -> tuple[list, dict | None]:
+    """(checks, baseline metrics or None) of --gate / --baseline, read before any model runs.
+
+    Raises:
+        GateError: a bad gate file (`parse_gate`), a change check without a baseline, or a
+            baseline directory without metrics.json.
+    """
+    if not fileio.isfile(gate_path):
+        raise GateError(f"--gate {gate_path}: no such file")
+    checks = parse_gate(fileio.read_text(gate_path), f"--gate {gate_path}")
+    if needs_baseline(checks) and not baseline_dir:
+        raise GateError(
+            f"--gate {gate_path} has change checks ({', '.join(CHANGE)}): give --baseline=REPORT_DIR"
+        )
+    if not baseline_dir:
+        return checks, None
+    baseline_file = fileio.join(baseline_dir, "metrics.json")
+    if not fileio.isfile(baseline_file):
+        raise GateError(f"--baseline {baseline_dir}: no metrics.json (not an evaluation report)")
+    return checks, fileio.read_json(baseline_file)
