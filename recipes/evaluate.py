@@ -19,9 +19,11 @@ import sys
 
 from absl import app, flags
 
-from keras_bert.evaluation import comparison, evidence_pack, predictors, recorded_predictions
+from keras_bert.evaluation import behaviour, comparison, evidence_pack, predictors
+from keras_bert.evaluation import recorded_predictions
 from keras_bert.evaluation import data_health, provenance, release_gate, report_sections
 from keras_bert.evaluation import report_writer
+from keras_bert import fileio
 from keras_bert.cli import fail_usage, require_reachable_flags
 
 F = flags
@@ -57,6 +59,12 @@ F.DEFINE_integer(
 )
 F.DEFINE_integer("seed", 0, "Bootstrap seed.")
 F.DEFINE_string(
+    "behaviour_tests", None, "JSONL file of minimum-functionality / directional template tests."
+)
+F.DEFINE_integer(
+    "invariance_rows", 200, "Held-out rows the built-in invariance perturbations run on (0: none)."
+)
+F.DEFINE_string(
     "gate", None, "Release gate JSON (value / change thresholds): writes BLESSED or NOT_BLESSED."
 )
 F.DEFINE_string("baseline", None, "A previous report dir, for the gate's change thresholds.")
@@ -86,18 +94,46 @@ def read_data(info, text_column, text_b_column):
         fail_usage(str(e))
 
 
-def evaluate_one(predictor):
-    """Reads --data for `predictor` and evaluates it; returns (EvalData, result)."""
-    data = read_data(predictor.info, FLAGS.text_column, FLAGS.text_b_column)
-    return data, evidence_pack.evaluate(
+def read_behaviour_tests(info):
+    """--behaviour_tests' tests for a model with `info`'s labels (None without the flag)."""
+    if not FLAGS.behaviour_tests:
+        return None
+    try:
+        text = fileio.read_text(FLAGS.behaviour_tests)
+        return behaviour.read_template_tests(text, info.label_names, FLAGS.behaviour_tests)
+    except (FileNotFoundError, ValueError) as e:
+        fail_usage(f"--behaviour_tests: {e}")
+
+
+def evaluate_one(predictor, data=None, tests=None):
+    """Reads --data for `predictor` (unless given) and evaluates it, with the behavioural tests
+    of a classifier; returns (EvalData, result)."""
+    if data is None:
+        data = read_data(predictor.info, FLAGS.text_column, FLAGS.text_b_column)
+    result = evidence_pack.evaluate(
         predictor, data, FLAGS.batch_size, FLAGS.machine_cost_per_hour, FLAGS.progress
     )
+    if predictor.info.task_type == "classification":
+
+        def predict(texts, texts_b):
+            return predictor.run(texts, texts_b, FLAGS.batch_size, False)[0]["probabilities"]
+
+        result["behaviour"] = behaviour.run_behaviour(
+            predict,
+            data.texts,
+            data.texts_b,
+            predictor.info.label_names,
+            tests,
+            FLAGS.invariance_rows,
+            FLAGS.seed,
+        )
+    return data, result
 
 
 def evaluate_recorded():
     """--predictions: the result of a batch prediction's recorded outputs on --data. The text
     columns default to the ones the batch prediction read."""
-    for name in ("model", "compare", "server"):
+    for name in ("model", "compare", "server", "behaviour_tests"):
         if FLAGS[name].value:
             fail_usage(f"--{name} does not apply to --predictions (nothing is run)")
     try:
@@ -128,7 +164,15 @@ def main(argv):
     if FLAGS.bootstrap_samples < 1:
         fail_usage(f"--bootstrap_samples must be >= 1, got {FLAGS.bootstrap_samples}")
     require_reachable_flags(
-        "model", "compare", "predictions", "data", "output_dir", "train_data", "gate", "baseline"
+        "model",
+        "compare",
+        "predictions",
+        "data",
+        "output_dir",
+        "train_data",
+        "gate",
+        "baseline",
+        "behaviour_tests",
     )
     gate = read_gate()
     if FLAGS.predictions:
@@ -147,14 +191,19 @@ def main(argv):
             comparison.check_comparable(first.info, second.info)
         except ValueError as e:
             fail_usage(str(e))
-    data, result = evaluate_one(first)
+    if FLAGS.invariance_rows < 0:
+        fail_usage(f"--invariance_rows must be >= 0, got {FLAGS.invariance_rows}")
+    tests = read_behaviour_tests(first.info)
+    data, result = evaluate_one(first, None, tests)
     if second is not None:
         # The same EvalData (examples, gold ids, slices by the first model's token counts), so
         # both models are scored on identical examples and slices.
-        result_b = evidence_pack.evaluate(
-            second, data, FLAGS.batch_size, FLAGS.machine_cost_per_hour, FLAGS.progress
-        )
+        result_b = evaluate_one(second, data, tests)[1]
         metrics = comparison.compare(data, result, result_b, FLAGS.bootstrap_samples, FLAGS.seed)
+        if "behaviour" in result:
+            metrics["behaviour"] = behaviour.compare_behaviour(
+                result["behaviour"], result_b["behaviour"]
+            )
         add_pack_records(metrics, data, {"model": FLAGS.model, "compare": FLAGS.compare})
         title, blocks = comparison.comparison_report(metrics)
     else:

@@ -429,6 +429,7 @@ def comparison_report(m: dict) -> tuple[str, list]:
             ),
         ]
     blocks += [*_disagreement_blocks(m, a, b), *_slice_blocks(m)]
+    blocks += ds.behaviour_comparison_blocks(m, a, b)
     for key, name in (("a", a), ("b", b)):
         blocks += ds.weak_segment_blocks(
             m[key], f"{key}.", f"Weak segments of {key.upper()}: {name}"

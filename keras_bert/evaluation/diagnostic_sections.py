@@ -17,17 +17,18 @@ SEGMENT_ROWS = 20
 HEALTH_FIELDS = ("examples", "unk_rate", "rows_with_unk", "truncated", "truncation_rate")
 
 
-def _health_row(key: str, rates: dict) -> list:
-    return [Num(f"{key}.{f}", rates[f]) for f in HEALTH_FIELDS]
+def _nums(key: str, item: dict, fields) -> list:
+    """`Num` cells of item[f] for f in fields, keyed "<key>.<f>"."""
+    return [Num(f"{key}.{f}", item[f]) for f in fields]
 
 
 def data_health_blocks(r: dict, prefix: str = "", title: str = "Data health") -> list:
     if "data_health" not in r:
         return []
     h = r["data_health"]
-    rows = [["all", "", *_health_row(f"{prefix}data_health.overall", h["overall"])]]
+    rows = [["all", "", *_nums(f"{prefix}data_health.overall", h["overall"], HEALTH_FIELDS)]]
     rows += [
-        [s["family"], s["value"], *_health_row(f"{prefix}data_health.slices.{i}", s)]
+        [s["family"], s["value"], *_nums(f"{prefix}data_health.slices.{i}", s, HEALTH_FIELDS)]
         for i, s in enumerate(h["slices"])
     ]
     return [
@@ -142,7 +143,7 @@ def provenance_blocks(m: dict) -> list:
     for label, count in (d["label_distribution"] or {}).items():
         rows.append([f"label {label}", Num(f"provenance.data.label_distribution.{label}", count)])
     for key, model in p["models"].items():
-        rows.append([f"model {key}", f"{model['path']} ({model['kind']} {model['fingerprint']})"])
+        rows.append([f"--{key}", f"{model['path']} ({model['kind']} {model['fingerprint']})"])
     rows += [[name, version] for name, version in p["versions"].items()]
     rows.append(["command", p["command"]])
     return [("h2", "Provenance"), Table(["what", "value"], rows)]
@@ -171,4 +172,57 @@ def gate_blocks(m: dict) -> list:
         ("h2", f"Release gate: {verdict}"),
         f"Gate {gate['file']}; baseline {gate['baseline'] or 'none'}. change = value - baseline.",
         Table(["metric", "threshold", "value", "baseline", "change", "result"], rows, failed),
+    ]
+
+
+def _example_text(e: dict) -> str:
+    if "perturbed" in e and "after" in e and isinstance(e["after"], str):
+        return f"{e['text']} -> {e['perturbed']}: {e['before']} -> {e['after']}"
+    if "perturbed" in e:
+        return f"{e['text']} -> {e['perturbed']}: {fmt(e['before'])} -> {fmt(e['after'])}"
+    return f"{e['text']}: expected {e['expected']}, predicted {e['predicted']}"
+
+
+def behaviour_blocks(r: dict, prefix: str = "", title: str = "Behavioural tests") -> list:
+    if "behaviour" not in r:
+        return []
+    rows = [
+        [
+            t["name"],
+            t["type"],
+            *_nums(f"{prefix}behaviour.{i}", t, ("tested", "failures", "failure_rate")),
+            " / ".join(_example_text(e) for e in t["examples"][:3]),
+        ]
+        for i, t in enumerate(r["behaviour"])
+    ]
+    failing = [i for i, t in enumerate(r["behaviour"]) if t["failures"]]
+    return [
+        ("h2", title),
+        "Invariance (built-in perturbations of held-out texts): a row fails when the predicted "
+        "label changes. mft: the input must get the test's label. dir: the label's probability "
+        "must move the stated way when the phrase is added (docs/evaluation.md).",
+        Table(
+            ["test", "type", "tested", "failures", "failure rate", "failing examples"],
+            rows,
+            failing,
+        ),
+    ]
+
+
+def behaviour_comparison_blocks(m: dict, a: str, b: str) -> list:
+    if "behaviour" not in m:
+        return []
+    rows = [
+        [
+            t["name"],
+            t["type"],
+            *_nums(f"behaviour.{i}", t, ("tested", "failure_rate_a", "failure_rate_b")),
+            t["fails"],
+        ]
+        for i, t in enumerate(m["behaviour"])
+    ]
+    return [
+        ("h2", "Behavioural tests: which model fails which"),
+        "Failure rate per test (same inputs for both); fails: the model(s) with any failure.",
+        Table(["test", "type", "tested", f"A: {a}", f"B: {b}", "fails"], rows),
     ]

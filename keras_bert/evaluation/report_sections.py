@@ -196,6 +196,7 @@ def evaluation_report(m: dict) -> tuple[str, list]:
         *ds.label_issue_blocks(m),
         *slice_blocks(m),
         *failure_blocks(m),
+        *ds.behaviour_blocks(m),
         *latency_blocks(m),
         *ds.gate_blocks(m),
         *ds.provenance_blocks(m),

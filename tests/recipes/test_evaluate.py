@@ -13,7 +13,7 @@ import sys
 import numpy as np
 import pytest
 
-from keras_bert.evaluation import label_issues
+from keras_bert.evaluation import behaviour, label_issues
 from keras_bert.evaluation.provenance import model_fingerprint
 from keras_bert.evaluation.report_writer import fmt, lookup
 from tests.evaluation.tiny_task import LABELS, TEXTS, heldout_rows, tiny_classifier, write_jsonl
@@ -51,20 +51,42 @@ def models(tmp_path_factory, uncased_vocab):
         "b": base / "b.keras",
         "data": data,
         "probs_a": a.predict(TEXTS),
+        "task_a": a,
         "probs_b": b.predict(TEXTS),
         "base": base,
     }
 
 
+BEHAVIOUR_TESTS = [
+    {
+        "name": "praise",
+        "type": "mft",
+        "template": "a {adj} film",
+        "fill": {"adj": ["great", "fine"]},
+        "label": "pos",
+    },
+    {
+        "name": "complaint lowers pos",
+        "type": "dir",
+        "texts": TEXTS[:4],
+        "append": " i hated it",
+        "label": "pos",
+        "direction": "down",
+    },
+]
+
+
 @pytest.fixture(scope="module")
 def single_report(models, tmp_path_factory):
     out = tmp_path_factory.mktemp("report")
+    write_jsonl(models["base"] / "behaviour.jsonl", BEHAVIOUR_TESTS)
     train = models["base"] / "train.tsv"  # rows 0 (exact) and 3 (near) of the held-out set
     train.write_text(f"text\tlabel\n{TEXTS[0]}\tpos\n{TEXTS[3].upper()}!\tpos\nnew\tneg\n")
     proc = run_evaluate(
         f"--model={models['saved_a']}",
         f"--data={models['data']}",
         f"--train_data={train}",
+        f"--behaviour_tests={models['base'] / 'behaviour.jsonl'}",
         "--slice_column=source",
         "--batch_size=5",
         "--machine_cost_per_hour=1.5",
@@ -146,6 +168,23 @@ def test_metrics_json_is_the_models_own_predictions(models, single_report):
     )
     assert prov["models"]["model"]["kind"] == "SavedModel"
     assert f"--data={models['data']}" in prov["command"] and "evaluate.py" in prov["command"]
+    tests = behaviour.read_template_tests("\n".join(json.dumps(t) for t in BEHAVIOUR_TESTS), LABELS)
+    expected = behaviour.run_behaviour(
+        lambda t, tb: models["task_a"].predict(t), TEXTS, None, LABELS, tests
+    )
+    got = metrics["behaviour"]
+    assert [(r["name"], r["type"], r["tested"], r["failures"]) for r in got] == [
+        (r["name"], r["type"], r["tested"], r["failures"]) for r in expected
+    ]
+    assert [r["name"] for r in got] == [
+        "typo",
+        "punctuation",
+        "name swap",
+        "casing",
+        "praise",
+        "complaint lowers pos",
+    ]
+    assert (got[1]["tested"], got[4]["tested"], got[5]["tested"]) == (12, 2, 4)
 
 
 def test_report_numbers_equal_metrics_json(single_report):
@@ -167,6 +206,8 @@ def test_report_numbers_equal_metrics_json(single_report):
         "data_health.slices.0.truncation_rate",
         "leakage.exact",
         "provenance.data.rows",
+        "behaviour.0.failure_rate",
+        "behaviour.5.tested",
     } <= set(values)
     assert "label_issues.0.score" in values or not metrics["label_issues"]
     md = (single_report / "report.md").read_text()
@@ -312,6 +353,15 @@ def test_compare_two_models(models, tmp_path):
     assert d["a_right"] == int(np.sum((pa != pb) & (pa == gold)))
     assert d["b_right"] == int(np.sum((pa != pb) & (pb == gold)))
     assert m["models"]["a"]["path"] == "in-process task (keras)"
+    for row, ra, rb in zip(m["behaviour"], m["a"]["behaviour"], m["b"]["behaviour"]):
+        assert (row["failure_rate_a"], row["failure_rate_b"]) == (
+            ra["failure_rate"],
+            rb["failure_rate"],
+        )
+        fails = {(True, True): "both", (True, False): "A", (False, True): "B"}
+        assert row["fails"] == fails.get((ra["failures"] > 0, rb["failures"] > 0), "neither")
+    assert [r["name"] for r in m["behaviour"]] == ["typo", "punctuation", "name swap", "casing"]
+    assert set(m["provenance"]["models"]) == {"model", "compare"}
     p50 = m["latency"]["p50_ms"]
     assert p50["delta"] == pytest.approx(m["b"]["latency"]["p50_ms"] - m["a"]["latency"]["p50_ms"])
     assert_numbers_equal_metrics(keyed_numbers((out / "report.html").read_text()), m)
