@@ -113,20 +113,11 @@ def evaluate_one(predictor, data=None, tests=None):
     result = evidence_pack.evaluate(
         predictor, data, FLAGS.batch_size, FLAGS.machine_cost_per_hour, FLAGS.progress
     )
-    if predictor.info.task_type == "classification":
-
-        def predict(texts, texts_b):
-            return predictor.run(texts, texts_b, FLAGS.batch_size, False)[0]["probabilities"]
-
-        result["behaviour"] = behaviour.run_behaviour(
-            predict,
-            data.texts,
-            data.texts_b,
-            predictor.info.label_names,
-            tests,
-            FLAGS.invariance_rows,
-            FLAGS.seed,
-        )
+    result["behaviour"] = behaviour.run_predictor(
+        predictor, data, tests, FLAGS.invariance_rows, FLAGS.seed, FLAGS.batch_size
+    )
+    if result["behaviour"] is None:
+        del result["behaviour"]
     return data, result
 
 
@@ -248,14 +239,12 @@ def write(metrics, title, blocks):
     print(f"headline: {report_writer.json_ready(metrics['headline'])}")
     print(f"wrote {', '.join(str(p) for p in paths.values())}")
     if "gate" in metrics:
-        record = metrics["gate"]
-        path = release_gate.write_blessing(
-            FLAGS.output_dir, record, metrics["provenance"]["models"]["model"]
+        verdict = release_gate.write_blessing(
+            FLAGS.output_dir, metrics["gate"], metrics["provenance"]["models"]["model"]
         )
-        if not record["blessed"]:
-            sys.stderr.write(f"NOT_BLESSED ({path}): {release_gate.failed_summary(record)}\n")
-            sys.exit(1)
-        print(f"BLESSED ({path})")
+        if not metrics["gate"]["blessed"]:
+            sys.exit(verdict)  # the message on stderr, exit status 1
+        print(verdict)
 
 
 if __name__ == "__main__":

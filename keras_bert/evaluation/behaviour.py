@@ -250,6 +250,20 @@ def run_behaviour(predict, texts, texts_b, label_names, tests=None, rows=INVARIA
     return results + template_tests(predict, tests or [], label_names)
 
 
+def run_predictor(predictor, data, tests=None, rows=INVARIANCE_ROWS, seed=0, batch_size=32):
+    """`run_behaviour` of a classifier `predictor` (`predictors.Predictor`) on an
+    `evidence_pack.EvalData`; None for a model without class probabilities."""
+    if predictor.info.task_type != "classification":
+        return None
+
+    def predict(texts, texts_b):
+        return predictor.run(texts, texts_b, batch_size, progress=False)[0]["probabilities"]
+
+    return run_behaviour(
+        predict, data.texts, data.texts_b, predictor.info.label_names, tests, rows, seed
+    )
+
+
 def compare_behaviour(a: list[dict], b: list[dict]) -> list[dict]:
     """Per test: both models' failure rates and which fails ("A", "B", "both", "neither")."""
     rows = []

@@ -146,13 +146,16 @@ def metrics_sha256(report_dir: str) -> str:
 
 def write_blessing(report_dir: str, record: dict, model: dict) -> str:
     """Writes BLESSED or NOT_BLESSED (JSON: the record, the model's path and fingerprint, the
-    metrics.json hash) to `report_dir`, removing the other; returns its path. metrics.json must
-    be written first."""
+    metrics.json hash) to `report_dir`, removing the other. metrics.json must be written first.
+
+    Returns:
+        the verdict line: "BLESSED (<path>)" or "NOT_BLESSED (<path>): <failed checks>".
+    """
     name = BLESSED if record["blessed"] else NOT_BLESSED
     fileio.remove(fileio.join(report_dir, NOT_BLESSED if record["blessed"] else BLESSED))
     path = fileio.join(report_dir, name)
     fileio.write_json(path, record | {"model": model, "metrics_sha256": metrics_sha256(report_dir)})
-    return path
+    return f"{name} ({path})" + ("" if record["blessed"] else f": {failed_summary(record)}")
 
 
 def failed_summary(record: dict) -> str:

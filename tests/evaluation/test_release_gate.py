@@ -99,16 +99,16 @@ def blessed_report(tmp_path, report, model_bytes=b"task"):
     (out / "metrics.json").write_text(json.dumps(report))
     record = rg.evaluate_gate(rg.parse_gate(json.dumps(GATE)), report, BASELINE)
     fp = "sha256:" + hashlib.sha256(model_bytes).hexdigest()
-    path = rg.write_blessing(
+    verdict = rg.write_blessing(
         str(out), record, {"path": str(model), "fingerprint": fp, "kind": "saved task"}
     )
-    return out, model, path
+    return out, model, verdict
 
 
 def test_blessing_records_and_export_check(tmp_path):
     good = REPORT | {"per_class": {"neg": {"recall": 0.82}, "pos": {"recall": 0.95}}}
-    out, model, path = blessed_report(tmp_path, good)
-    assert path.endswith("BLESSED") and not (out / "NOT_BLESSED").exists()
+    out, model, verdict = blessed_report(tmp_path, good)
+    assert verdict == f"BLESSED ({out / 'BLESSED'})" and not (out / "NOT_BLESSED").exists()
     record = json.loads((out / "BLESSED").read_text())
     assert record["blessed"] and len(record["checks"]) == 4
     assert (
@@ -123,8 +123,12 @@ def test_blessing_records_and_export_check(tmp_path):
     with pytest.raises(rg.GateError, match="metrics.json changed after it was blessed"):
         rg.check_blessing(str(out), str(model))
     # Re-gated on a failing report: NOT_BLESSED replaces BLESSED, and export is refused.
-    out, model, path = blessed_report(tmp_path, REPORT)
-    assert path.endswith("NOT_BLESSED") and not (out / "BLESSED").exists()
+    out, model, verdict = blessed_report(tmp_path, REPORT)
+    assert verdict == (
+        f"NOT_BLESSED ({out / 'NOT_BLESSED'}): per_class.neg.recall changed by -0.0300 from "
+        "0.8300 (max_decrease 0.02)"
+    )
+    assert not (out / "BLESSED").exists()
     with pytest.raises(
         rg.GateError, match="is NOT_BLESSED: per_class.neg.recall changed by -0.0300"
     ):
