@@ -332,10 +332,14 @@ def test_evaluate_predictions_equals_evaluate_model(export, tmp_path):
     assert b["model"]["path"] == f"batch predictions {tmp_path / 'preds'}"
     assert b["latency"]["measured"] is False and "p50_ms" not in b["latency"]
     assert a["latency"]["p50_ms"] > 0
+    assert "behaviour" in a and "behaviour" not in b  # behavioural tests need a model to run
+    assert f"--predictions={tmp_path / 'preds'}" in b["provenance"]["command"]
     for m in (a, b):
         m["model"].pop("path")
         m.pop("latency")
-    assert_same_metrics(a, b)
+        m.pop("behaviour", None)
+        m["provenance"].pop("command")
+    assert_same_metrics(a, b)  # the same data hash and model fingerprint too
     assert a["data"]["examples"] == 12 and a["confusion_matrix"] != [[0] * 3] * 3
     assert (
         "Not measured: scored from recorded batch predictions"
