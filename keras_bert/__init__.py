@@ -4,12 +4,19 @@ Public API (SPEC section 4a): `BertConfig`, `BertEncoder`, `from_pretrained`, `l
 `tasks` (`Task`, `TextClassifier`, ...), `tokenization`.
 """
 
-from keras_bert import tasks
-from keras_bert import tokenization
-from keras_bert.checkpoints.loader import load_encoder
-from keras_bert.config import PRESETS, BertConfig
-from keras_bert.models.bert_encoder import BertEncoder
-from keras_bert.tasks.loading import load_task
+import warnings
+
+# google-api-core (through tf-models-official) warns at import that grpcio < 1.83 lacks
+# post-quantum TLS. The pinned set holds grpcio 1.81 because apache-beam 2.77 needs protobuf < 7
+# (docs/beam.md); the warning says nothing a user of a recipe can act on.
+warnings.filterwarnings("ignore", message=r".*Post-Quantum Cryptography.*", category=FutureWarning)
+
+from keras_bert import tasks  # noqa: E402
+from keras_bert import tokenization  # noqa: E402
+from keras_bert.checkpoints.loader import load_encoder  # noqa: E402
+from keras_bert.config import PRESETS, BertConfig  # noqa: E402
+from keras_bert.models.bert_encoder import BertEncoder  # noqa: E402
+from keras_bert.tasks.loading import load_task  # noqa: E402
 
 __version__ = "0.1.0"
 
