@@ -27,11 +27,30 @@ from tensorflow_serving.apis import (
 from serving.storage import fileio
 from serving import errors, tensors
 from serving.batching import BatchScheduler
+from serving.model_manager import check_configs
+from serving.request_logger import RequestLogger, check_logging_configs
 from serving.servable import CLASSIFY_METHOD, REGRESS_METHOD
 
 DEFAULT_SIGNATURE = "serving_default"
 WARMUP_FILE = ("assets.extra", "tf_serving_warmup_requests")  # under the version directory
 _LOG = logging.getLogger("serving")
+
+
+def input_examples(input_proto) -> list:
+    """The tf.Examples of a tensorflow.serving.Input: its example_list, or each example of its
+    example_list_with_context merged over the context (the example's features win)."""
+    kind = input_proto.WhichOneof("kind")
+    if kind == "example_list":
+        return list(input_proto.example_list.examples)
+    if kind != "example_list_with_context":
+        return []
+    examples = []
+    for ex in input_proto.example_list_with_context.examples:
+        merged = example_pb2.Example()
+        merged.CopyFrom(input_proto.example_list_with_context.context)
+        merged.MergeFrom(ex)
+        examples.append(merged)
+    return examples
 
 
 def _version_of(spec):
@@ -43,15 +62,17 @@ class InferenceService:
 
     Args:
         manager: ModelManager. limits: tensors.Limits. batching: BatchingOptions or None (off).
-        metrics: metrics.Metrics.
+        metrics: metrics.Metrics. request_log: request_logger.RequestLogger (None: one that logs
+            nothing until `reload` gives it logging configs).
     Every public method takes and returns tensorflow.serving protos and raises errors.ServingError.
     """
 
-    def __init__(self, manager, limits, batching, metrics):
+    def __init__(self, manager, limits, batching, metrics, request_log=None):
         self.manager = manager
         self.limits = limits
         self.batching = batching
         self.metrics = metrics
+        self.request_log = request_log if request_log is not None else RequestLogger(metrics)
         self._schedulers = {}
         self._lock = threading.Lock()
 
@@ -112,6 +133,15 @@ class InferenceService:
                 servable.add_closer(close)
         return scheduler.submit(inputs)
 
+    def logged(self, kind, servable, request, response):
+        """(response, version) of a successful request, after offering it to the request log
+        (`kind`: the PredictionLog field, e.g. "predict_log")."""
+        spec = request.tasks[0].model_spec if kind == "multi_inference_log" else request.model_spec
+        self.request_log.log(
+            kind, servable, request, response, spec.signature_name or DEFAULT_SIGNATURE
+        )
+        return response, servable.version
+
     @staticmethod
     def _response_spec(target, servable, signature_key):
         target.name = servable.name
@@ -122,7 +152,9 @@ class InferenceService:
     def predict(self, request: predict_pb2.PredictRequest) -> predict_pb2.PredictResponse:
         def run():
             with self.acquire(request.model_spec) as servable:
-                return self.predict_on(servable, request), servable.version
+                return self.logged(
+                    "predict_log", servable, request, self.predict_on(servable, request)
+                )
 
         return self.observe("predict", request.model_spec, run)
 
@@ -150,19 +182,7 @@ class InferenceService:
 
     # ------------------------------------------------------------ Classify / Regress
     def _examples(self, input_proto):
-        kind = input_proto.WhichOneof("kind")
-        if kind == "example_list":
-            examples = list(input_proto.example_list.examples)
-        elif kind == "example_list_with_context":
-            context = input_proto.example_list_with_context.context
-            examples = []
-            for ex in input_proto.example_list_with_context.examples:
-                merged = example_pb2.Example()
-                merged.CopyFrom(context)
-                merged.MergeFrom(ex)
-                examples.append(merged)
-        else:
-            examples = []
+        examples = input_examples(input_proto)
         if not examples:
             raise errors.invalid_argument("empty batch: Input is empty (no tf.Example given)")
         if self.limits.max_batch_size and len(examples) > self.limits.max_batch_size:
@@ -239,7 +259,9 @@ class InferenceService:
     def classify(self, request, entrypoint="GRPC"):
         def run():
             with self.acquire(request.model_spec) as servable:
-                return self.classify_on(servable, request), servable.version
+                return self.logged(
+                    "classify_log", servable, request, self.classify_on(servable, request)
+                )
 
         return self.observe("classify", request.model_spec, run, entrypoint)
 
@@ -254,7 +276,9 @@ class InferenceService:
     def regress(self, request, entrypoint="GRPC"):
         def run():
             with self.acquire(request.model_spec) as servable:
-                return self.regress_on(servable, request), servable.version
+                return self.logged(
+                    "regress_log", servable, request, self.regress_on(servable, request)
+                )
 
         return self.observe("regress", request.model_spec, run, entrypoint)
 
@@ -282,7 +306,8 @@ class InferenceService:
             if len(set(keys)) != len(keys):
                 raise errors.invalid_argument(f"Duplicate evaluation of signature: {keys}")
             with self.acquire(spec) as servable:
-                return self.multi_inference_on(servable, request), servable.version
+                response = self.multi_inference_on(servable, request)
+                return self.logged("multi_inference_log", servable, request, response)
 
         return self.observe("multi_inference", spec, run)
 
@@ -361,12 +386,30 @@ class InferenceService:
                     "HandleReloadConfigRequest. Only ModelConfigList is "
                     "currently supported"
                 )
-            self.manager.reload(list(config.model_config_list.config))
+            self.reload(list(config.model_config_list.config))
             response = model_management_pb2.ReloadConfigResponse()
             response.status.error_code = 0
             return response, ""
 
         return self.observe("reload_config", None, run)
+
+    def reload(self, model_configs):
+        """Applies a new model config list: the served models (`ModelManager.reload`) and their
+        request logging (`RequestLogger.update`, applied whatever the outcome of the loads).
+
+        Raises:
+            ServingError: INVALID_ARGUMENT for a bad config (nothing changed); what
+                `ModelManager.reload` raises.
+        """
+        try:
+            check_configs(model_configs)
+            check_logging_configs(model_configs)
+        except ValueError as e:
+            raise errors.invalid_argument(str(e)) from None
+        try:
+            self.manager.reload(model_configs)
+        finally:
+            self.request_log.update(model_configs)
 
     # ------------------------------------------------------------ warmup
     def warmup(self, servable):

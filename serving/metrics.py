@@ -16,6 +16,10 @@ class Metrics:
     - serving_batch_size{model, signature}: rows per model call under --enable_batching (before
       padding); serving_padded_batch_size: after padding to allowed_batch_sizes.
     - serving_warmup_requests_total{model, version}: warmup records replayed at load.
+    - serving_request_log_sampled_total{model}: requests sampled for the request log
+      (serving/request_logger.py); each ends up written (serving_request_log_written_total{model},
+      flushed to its file) or dropped (serving_request_log_dropped_total{model, reason}: queue_full
+      when the writer is behind, write_error when the file system refused).
     `tf` holds stock TF Serving's metrics under their own names (serving/tf_metrics.py); the
     exposition has both.
     """
@@ -54,6 +58,25 @@ class Metrics:
             "serving_warmup_requests",
             "Warmup requests replayed at load time.",
             ["model", "version"],
+            registry=self.registry,
+        )
+
+        self.request_log_sampled = prometheus_client.Counter(
+            "serving_request_log_sampled",
+            "Requests sampled for the request log.",
+            ["model"],
+            registry=self.registry,
+        )
+        self.request_log_written = prometheus_client.Counter(
+            "serving_request_log_written",
+            "Request log records written (flushed) to their file.",
+            ["model"],
+            registry=self.registry,
+        )
+        self.request_log_dropped = prometheus_client.Counter(
+            "serving_request_log_dropped",
+            "Request log records dropped: queue_full (the writer is behind) or write_error.",
+            ["model", "reason"],
             registry=self.registry,
         )
 

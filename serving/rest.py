@@ -130,7 +130,8 @@ class RestApi:
                 row[0] = fmt == json_tensor.ROW
                 for alias, array in arrays.items():
                     request.inputs[alias].CopyFrom(tf.make_tensor_proto(array))
-                return self.service.predict_on(servable, request), servable.version
+                response = self.service.predict_on(servable, request)
+                return self.service.logged("predict_log", servable, request, response)
 
         response = self.service.observe("predict", request.model_spec, run, "REST")
         outputs = {k: tf.make_ndarray(v) for k, v in response.outputs.items()}

@@ -20,6 +20,12 @@ base paths that cannot be reached are described in `serving.model_manager`;
 `tensorflow.serving.SSLConfig`, mutual TLS with `client_verify`, and HTTPS on the REST port (our
 extension); see `serving.ssl_config`. A file that cannot be used ends the program with one line.
 
+`logging_config` in a `--model_config_file` entry (TF Serving's LoggingConfig: sampling_rate,
+filename_prefix) writes sampled requests and their responses as PredictionLog TFRecords, which
+stock tensorflow_model_server cannot do; `--request_log_max_file_bytes` and
+`--request_log_queue_size` (ours) size the files and the queue. See `serving.request_logger`;
+`python -m serving.request_log` turns the files into a warmup file or a table of texts.
+
 `--prefer_tflite_model` (tensorflow_model_server's flag): a version directory holding `model.tflite`
 (`python -m export --tflite` or `--quantize=int8`) is served from that file by the LiteRT
 interpreter, with the flatbuffer's signatures only (`encoded` for our exports);
@@ -44,6 +50,7 @@ from tensorflow_serving.config import model_server_config_pb2
 
 from serving.storage import fileio
 from serving import batching, errors, grpc_service, service_protos, ssl_config, tensors
+from serving import request_logger
 from serving.inference import InferenceService
 from serving.metrics import Metrics
 from serving.model_manager import (
@@ -118,6 +125,20 @@ flags.DEFINE_string(
     "tensorflow_model_server, and (our extension) HTTPS on the REST port.",
 )
 flags.DEFINE_integer(
+    "request_log_max_file_bytes",
+    request_logger.DEFAULT_MAX_FILE_BYTES,
+    "Our extension: bytes after which a request log file (logging_config) is closed and the "
+    "next one started.",
+    lower_bound=1,
+)
+flags.DEFINE_integer(
+    "request_log_queue_size",
+    request_logger.DEFAULT_QUEUE_SIZE,
+    "Our extension: sampled requests (with their responses) held per model for the request "
+    "log's writer; when it is full (a slow disk) new records are dropped and counted.",
+    lower_bound=1,
+)
+flags.DEFINE_integer(
     "tensorflow_intra_op_parallelism",
     0,
     "Threads one TensorFlow op may use (0 = "
@@ -190,8 +211,12 @@ def model_configs(model_name="default", model_base_path="", model_config_file=""
             raise ValueError(f"{model_config_file}: model_config_list has no config entries")
         config_dir = fileio.parent(fileio.absolute(model_config_file))
         check_configs(configs)
+        request_logger.check_logging_configs(configs)
         for c in configs:
             c.base_path = _resolve(c.base_path, config_dir)
+            if c.HasField("logging_config"):
+                collector = c.logging_config.log_collector_config
+                collector.filename_prefix = _resolve(collector.filename_prefix, config_dir)
         return configs
     if not model_base_path:
         raise ValueError("give --model_base_path (with --model_name) or --model_config_file")
@@ -247,6 +272,8 @@ class ModelServer:
         reach_timeout_s: see `ModelManager`.
         tls_config: a checked SSLConfig message (`ssl_config.read_ssl_config`) or None (plain text):
             TLS on the gRPC port (mutual TLS with client_verify) and HTTPS on the REST port.
+        request_log_max_file_bytes, request_log_queue_size: see `request_logger.RequestLogger`
+            (the configs' logging_config entries say what is logged where).
     """
 
     def __init__(
@@ -268,8 +295,14 @@ class ModelServer:
         config_poll_seconds=0.0,
         reach_timeout_s=REACH_TIMEOUT_S,
         tls_config=None,
+        request_log_max_file_bytes=request_logger.DEFAULT_MAX_FILE_BYTES,
+        request_log_queue_size=request_logger.DEFAULT_QUEUE_SIZE,
     ):
         self.metrics = Metrics()
+        self.request_log = request_logger.RequestLogger(
+            self.metrics, request_log_max_file_bytes, request_log_queue_size
+        )
+        self.request_log.update(configs)
         self._config_file, self._config_poll_seconds = config_file, config_poll_seconds
         self._applied_config = [c.SerializeToString(deterministic=True) for c in configs]
         self._config_stop = threading.Event()
@@ -286,7 +319,9 @@ class ModelServer:
             load_retry_interval_s=load_retry_interval_s,
             reach_timeout_s=reach_timeout_s,
         )
-        self.service = InferenceService(self.manager, limits, batching_options, self.metrics)
+        self.service = InferenceService(
+            self.manager, limits, batching_options, self.metrics, self.request_log
+        )
         options = [
             ("grpc.max_receive_message_length", max_request_bytes),
             ("grpc.max_send_message_length", -1),
@@ -373,7 +408,7 @@ class ModelServer:
         self._applied_config = serialized
         _LOG.info("model config file %s changed: applying it", self._config_file)
         try:
-            self.manager.reload(configs)
+            self.service.reload(configs)
         except errors.ServingError as e:
             _LOG.error("model config file %s: %s", self._config_file, e.message)
         return True
@@ -386,6 +421,7 @@ class ModelServer:
         if self.rest:
             self.rest.stop()
         self.grpc_server.stop(grace).wait()
+        self.request_log.stop()
         self.manager.stop()
 
 
@@ -452,6 +488,8 @@ def main(argv):
         config_file=_FLAGS.model_config_file,
         config_poll_seconds=_FLAGS.model_config_file_poll_wait_seconds,
         tls_config=tls_config,
+        request_log_max_file_bytes=_FLAGS.request_log_max_file_bytes,
+        request_log_queue_size=_FLAGS.request_log_queue_size,
     )
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())

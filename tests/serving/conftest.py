@@ -29,9 +29,10 @@ def free_port():
 
 
 class ServerProcess:
-    """`python -m serving.server` with `args`; .grpc_target / .rest_url once started."""
+    """`python -m serving.server` with `args`; .grpc_target / .rest_url once started.
+    `preexec_fn` runs in the child before the server starts (e.g. to set a resource limit)."""
 
-    def __init__(self, args, log_path, rest=True):
+    def __init__(self, args, log_path, rest=True, preexec_fn=None):
         self.port, self.rest_port = free_port(), (free_port() if rest else 0)
         self.log_path = pathlib.Path(log_path)
         cmd = [
@@ -46,7 +47,12 @@ class ServerProcess:
         env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", CUDA_VISIBLE_DEVICES="")
         self._log = open(self.log_path, "wb")
         self.proc = subprocess.Popen(
-            cmd, cwd=REPO_ROOT, stdout=self._log, stderr=subprocess.STDOUT, env=env
+            cmd,
+            cwd=REPO_ROOT,
+            stdout=self._log,
+            stderr=subprocess.STDOUT,
+            env=env,
+            preexec_fn=preexec_fn,
         )
         self.grpc_target = f"127.0.0.1:{self.port}"
         self.rest_url = f"http://127.0.0.1:{self.rest_port}"
