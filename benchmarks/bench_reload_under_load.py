@@ -1,0 +1,458 @@
+"""Item 4 of issue 36: zero-drop reloads, measured under load.
+
+`--clients` closed-loop gRPC clients (threads, one channel each) send Predict to one model of a
+`python -m serving.server` (no version: the newest AVAILABLE one) for at least `--seconds`, while
+a controller, every `--interval_s`, runs the next event of this cycle:
+1. publish: a new version directory appears (copied under a temporary name, then renamed, as
+   `python -m export` publishes); the server (polling every `--poll_s`) loads it and, with the
+   default `latest { num_versions: 1 }` policy, unloads the previous one, whose directory is then
+   deleted (old versions removed);
+2. reload, add: HandleReloadConfigRequest with a config that adds a second model (loaded, warmup
+   included, before the call returns) beside the unchanged first one;
+3. publish again;
+4. reload, remove: the second model is taken out again (it unloads in the background).
+The run goes on until `--seconds` have passed and at least one whole cycle is done.
+
+A swap window is an event's span (publish: from the rename until the new version is AVAILABLE and
+the old one unloaded, read by polling GetModelStatus every 20 ms; reload: the call) plus
+`--window_margin_s`. A request is inside a window when its [send, answer] interval overlaps one.
+Reported: requests, failed requests (any gRPC error: the target is 0) and p50 / p99 latency,
+outside and inside the windows and by event kind, and the ratio of p99 inside to outside (target:
+at most 2x, issue 36). Clients and server share the machine's cores.
+
+The model is a copy of `--model_dir` (a SavedModel version directory, e.g. from
+`python -m export`); without it the MiniLM-L6 classifier (real weights, a fixed random 2-class
+head) is exported once to a temporary directory, as benchmarks/bench_serving.py does. String
+inputs of `serving_default` get a sentence (`text`) or "" (others).
+
+The full run (to be recorded on a quiet machine; appends a section to benchmarks/RESULTS.md):
+
+    python -m benchmarks.bench_reload_under_load --clients=16 --seconds=120 --interval_s=5
+
+The CI-sized run (tests/benchmarks/test_bench_reload_under_load.py, a few seconds, asserts 0
+failed requests) uses a tiny core-op model and `--clients=4 --seconds=1 --interval_s=0.2`.
+"""
+
+from __future__ import annotations
+
+import collections
+import dataclasses
+import pathlib
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+from absl import app, flags
+
+from benchmarks import common
+
+MODEL_NAME, SHADOW_NAME = "bench_reload", "bench_reload_shadow"
+EVENTS = ("publish", "reload: add model", "publish", "reload: remove model")
+STATUS_POLL_S = 0.02
+EVENT_TIMEOUT_S = 300.0
+SENTENCES = [
+    "a gripping, funny film",
+    "the plot never quite comes together, and the second half drags on far too long",
+    "fine",
+    "an uneven but often rewarding piece of work whose best moments stay with you for days",
+]
+
+
+@dataclasses.dataclass
+class Call:
+    start: float  # time.perf_counter() at send
+    end: float  # at the answer (or error)
+    ok: bool
+    version: int  # the version that answered (0 on error)
+
+
+@dataclasses.dataclass
+class Window:
+    kind: str  # one of EVENTS
+    start: float
+    end: float  # the event's end plus the margin
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def export_minilm(base: pathlib.Path) -> pathlib.Path:
+    """The MiniLM-L6 classifier (fixed random head, seed 0) exported under `base`."""
+    import keras  # heavy: only when no --model_dir is given
+    import keras_bert
+    from keras_bert.checkpoints import resolve_vocab_file
+    from keras_bert.tasks import TextClassifier
+    from keras_bert.tokenization import BertPreprocessor
+
+    keras.utils.set_random_seed(0)
+    vocab = resolve_vocab_file(common.PRESET)
+    task = TextClassifier(
+        keras_bert.from_pretrained(common.PRESET),
+        num_classes=2,
+        label_names=["negative", "positive"],
+        task_name="sst2",
+        preprocessor=BertPreprocessor(vocab, do_lower_case=True, max_seq_length=128),
+    )
+    task(common.random_batch(1, 8))
+    return pathlib.Path(task.export(str(base), "minilm"))
+
+
+def publish(source: pathlib.Path, base: pathlib.Path, version: int) -> None:
+    """Copies `source` to `base/.tmp-<version>`, then renames it to `base/<version>` (atomic)."""
+    staged = base / f".tmp-{version}"
+    shutil.copytree(source, staged)
+    staged.rename(base / str(version))
+
+
+def model_config(name: str, base: pathlib.Path):
+    from tensorflow_serving.config import model_server_config_pb2
+
+    config = model_server_config_pb2.ModelConfig(
+        name=name, base_path=str(base), model_platform="tensorflow"
+    )
+    config.model_version_policy.latest.num_versions = 1
+    return config
+
+
+class Server:
+    """`python -m serving.server` on a free port serving MODEL_NAME from `base`."""
+
+    def __init__(self, base: pathlib.Path, work: pathlib.Path, poll_s: float):
+        from google.protobuf import text_format
+        from tensorflow_serving.config import model_server_config_pb2
+
+        config = model_server_config_pb2.ModelServerConfig()
+        config.model_config_list.config.append(model_config(MODEL_NAME, base))
+        (work / "models.config").write_text(text_format.MessageToString(config))
+        self.address = f"127.0.0.1:{free_port()}"
+        self._log = open(work / "server.log", "wb")
+        self.log_path = work / "server.log"
+        self.proc = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "serving.server",
+                f"--port={self.address.rsplit(':', 1)[1]}",
+                "--rest_api_port=0",
+                f"--model_config_file={work / 'models.config'}",
+                f"--file_system_poll_wait_seconds={poll_s}",
+            ],
+            stdout=self._log,
+            stderr=subprocess.STDOUT,
+            cwd=pathlib.Path(__file__).resolve().parents[1],
+        )
+
+    def stop(self):
+        self.proc.terminate()
+        try:
+            self.proc.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait(timeout=60)
+        self._log.close()
+
+
+class Controller:
+    """GetModelStatus / HandleReloadConfigRequest on its own channel."""
+
+    def __init__(self, address: str):
+        import grpc
+        from tensorflow_serving.apis import model_service_pb2_grpc
+
+        self._channel = grpc.insecure_channel(address)
+        self._stub = model_service_pb2_grpc.ModelServiceStub(self._channel)
+
+    def states(self, name: str) -> dict:
+        """version -> state name ({} while the server cannot answer)."""
+        import grpc
+        from tensorflow_serving.apis import get_model_status_pb2
+
+        request = get_model_status_pb2.GetModelStatusRequest()
+        request.model_spec.name = name
+        try:
+            response = self._stub.GetModelStatus(request, timeout=10)
+        except grpc.RpcError:
+            return {}
+        state = get_model_status_pb2.ModelVersionStatus.State
+        return {s.version: state.Name(s.state) for s in response.model_version_status}
+
+    def wait(self, name: str, done, timeout: float = EVENT_TIMEOUT_S, proc=None) -> None:
+        """Polls `states(name)` until `done(states)`; raises RuntimeError after `timeout` s."""
+        deadline = time.monotonic() + timeout
+        while not done(self.states(name)):
+            if time.monotonic() > deadline or (proc is not None and proc.poll() is not None):
+                raise RuntimeError(f"{name}: not done after {timeout:g} s: {self.states(name)}")
+            time.sleep(STATUS_POLL_S)
+
+    def reload(self, configs) -> None:
+        from tensorflow_serving.apis import model_management_pb2
+
+        request = model_management_pb2.ReloadConfigRequest()
+        request.config.model_config_list.config.extend(configs)
+        response = self._stub.HandleReloadConfigRequest(request, timeout=EVENT_TIMEOUT_S)
+        if response.status.error_code:
+            raise RuntimeError(f"reload failed: {response.status.error_message}")
+
+    def close(self):
+        self._channel.close()
+
+
+def string_inputs(address: str) -> list:
+    """The string input names of MODEL_NAME's serving_default signature."""
+    import grpc
+    from tensorflow_serving.apis import (
+        get_model_metadata_pb2,
+        prediction_service_pb2_grpc,
+    )
+
+    request = get_model_metadata_pb2.GetModelMetadataRequest(metadata_field=["signature_def"])
+    request.model_spec.name = MODEL_NAME
+    with grpc.insecure_channel(address) as channel:
+        response = prediction_service_pb2_grpc.PredictionServiceStub(channel).GetModelMetadata(
+            request, timeout=30
+        )
+    signatures = get_model_metadata_pb2.SignatureDefMap()
+    response.metadata["signature_def"].Unpack(signatures)
+    inputs = signatures.signature_def["serving_default"].inputs
+    return sorted(name for name, info in inputs.items() if info.dtype == 7)  # DT_STRING
+
+
+def client(address: str, names: list, k: int, stop: threading.Event, calls: list) -> None:
+    """Predict back to back until `stop`; appends a Call per request (errors included)."""
+    import grpc
+    from tensorflow.core.framework import tensor_pb2, tensor_shape_pb2, types_pb2
+    from tensorflow_serving.apis import predict_pb2, prediction_service_pb2_grpc
+
+    mine = []
+    with grpc.insecure_channel(address) as channel:
+        stub = prediction_service_pb2_grpc.PredictionServiceStub(channel)
+        i = k
+        while not stop.is_set():
+            request = predict_pb2.PredictRequest()
+            request.model_spec.name = MODEL_NAME
+            for name in names:
+                text = SENTENCES[i % len(SENTENCES)] if name == "text" else ""
+                request.inputs[name].CopyFrom(
+                    tensor_pb2.TensorProto(
+                        dtype=types_pb2.DT_STRING,
+                        tensor_shape=tensor_shape_pb2.TensorShapeProto(
+                            dim=[tensor_shape_pb2.TensorShapeProto.Dim(size=1)]
+                        ),
+                        string_val=[text.encode()],
+                    )
+                )
+            i += 1
+            start = time.perf_counter()
+            try:
+                response = stub.Predict(request, timeout=60)
+                mine.append(
+                    Call(start, time.perf_counter(), True, response.model_spec.version.value)
+                )
+            except grpc.RpcError:
+                mine.append(Call(start, time.perf_counter(), False, 0))
+    calls.extend(mine)
+
+
+def run_events(
+    controller: Controller,
+    server: Server,
+    source: pathlib.Path,
+    base: pathlib.Path,
+    shadow_base: pathlib.Path,
+    stop_at: float,
+    interval_s: float,
+    margin_s: float,
+) -> list:
+    """Runs EVENTS in a cycle, `interval_s` apart, until `stop_at` (perf_counter) has passed and
+    one whole cycle is done. Returns the Windows."""
+    windows, version, n = [], 1, 0
+    while n < len(EVENTS) or time.perf_counter() < stop_at:
+        time.sleep(interval_s)
+        kind = EVENTS[n % len(EVENTS)]
+        start = time.perf_counter()
+        if kind == "publish":
+            version += 1
+            publish(source, base, version)
+            controller.wait(
+                MODEL_NAME,
+                lambda s, v=version: s.get(v) == "AVAILABLE" and s.get(v - 1) in (None, "END"),
+                proc=server.proc,
+            )
+            end = time.perf_counter()
+            shutil.rmtree(base / str(version - 1))
+        else:
+            configs = [model_config(MODEL_NAME, base)]
+            if kind == "reload: add model":
+                configs.append(model_config(SHADOW_NAME, shadow_base))
+            controller.reload(configs)
+            end = time.perf_counter()
+        windows.append(Window(kind, start, end + margin_s))
+        n += 1
+    time.sleep(interval_s)  # a last quiet stretch
+    return windows
+
+
+def inside(call: Call, windows: list):
+    """The first window the call's [start, end] overlaps, or None."""
+    return next((w for w in windows if call.start <= w.end and call.end >= w.start), None)
+
+
+def summarize(calls: list, windows: list) -> dict:
+    """{"rows": [(group, requests, failed, p50 ms, p99 ms)], "failed": int, "requests": int,
+    "p99_ratio": p99 inside / p99 outside (None if a side has no successful call),
+    "versions": sorted versions that answered, "events": [kinds done]}."""
+    groups = {"outside swap windows": [], "inside swap windows": []}
+    for kind in dict.fromkeys(EVENTS):
+        groups[f"inside: {kind}"] = []
+    for call in calls:
+        window = inside(call, windows)
+        if window is None:
+            groups["outside swap windows"].append(call)
+        else:
+            groups["inside swap windows"].append(call)
+            groups[f"inside: {window.kind}"].append(call)
+    rows, p99 = [], {}
+    for group, members in groups.items():
+        ok = [c.end - c.start for c in members if c.ok]
+        p50_ms = common.percentile(ok, 50) * 1e3 if ok else None
+        p99[group] = common.percentile(ok, 99) * 1e3 if ok else None
+        failed = sum(not c.ok for c in members)
+        rows.append((group, len(members), failed, p50_ms, p99[group]))
+    out, into = p99["outside swap windows"], p99["inside swap windows"]
+    return {
+        "rows": rows,
+        "requests": len(calls),
+        "failed": sum(not c.ok for c in calls),
+        "p99_ratio": into / out if out and into else None,
+        "versions": sorted({c.version for c in calls if c.ok}),
+        "events": [w.kind for w in windows],
+    }
+
+
+def run_benchmark(
+    model_dir: pathlib.Path,
+    clients: int,
+    seconds: float,
+    interval_s: float,
+    poll_s: float,
+    margin_s: float,
+    work: pathlib.Path,
+) -> dict:
+    """The whole measurement in `work` (a fresh directory); returns `summarize`'s dict."""
+    base, shadow_base = work / "models" / MODEL_NAME, work / "models" / SHADOW_NAME
+    base.mkdir(parents=True)
+    shadow_base.mkdir(parents=True)
+    publish(model_dir, base, 1)
+    publish(model_dir, shadow_base, 1)
+    server = Server(base, work, poll_s)
+    controller = Controller(server.address)
+    stop, calls, threads = threading.Event(), [], []
+    try:
+        controller.wait(MODEL_NAME, lambda s: s.get(1) == "AVAILABLE", proc=server.proc)
+        names = string_inputs(server.address)
+        for k in range(clients):
+            thread = threading.Thread(
+                target=client, args=(server.address, names, k, stop, calls), daemon=True
+            )
+            thread.start()
+            threads.append(thread)
+        time.sleep(1.0)  # warm-up: channels, first calls
+        begin = time.perf_counter()
+        windows = run_events(
+            controller,
+            server,
+            model_dir,
+            base,
+            shadow_base,
+            begin + seconds,
+            interval_s,
+            margin_s,
+        )
+    except RuntimeError as e:
+        raise RuntimeError(f"{e}\nserver log:\n{server.log_path.read_text()[-3000:]}") from None
+    finally:
+        stop.set()
+        for thread in threads:
+            thread.join(timeout=120)
+        controller.close()
+        server.stop()
+    return summarize([c for c in calls if c.start >= begin], windows)
+
+
+def report(result: dict) -> str:
+    table = common.markdown_table(
+        ["requests", "count", "failed", "p50 ms", "p99 ms"],
+        [
+            (g, n, f, "n/a" if p50 is None else p50, "n/a" if p99 is None else p99)
+            for g, n, f, p50, p99 in result["rows"]
+        ],
+    )
+    ratio = result["p99_ratio"]
+    counts = collections.Counter(result["events"])
+    events = ", ".join(f"{n} {kind}" for kind, n in counts.items())
+    return (
+        f"{table}\n\nFailed requests: {result['failed']} of {result['requests']} (target 0). "
+        f"p99 inside / outside swap windows: {'n/a' if ratio is None else f'{ratio:.2f}x'} "
+        f"(target at most 2x). Events: {events}. Versions that answered: "
+        f"{result['versions']}.\n"
+    )
+
+
+FLAGS = flags.FLAGS
+
+
+def define_flags():
+    flags.DEFINE_string(
+        "model_dir", None, "SavedModel version dir to serve (default: export MiniLM-L6)."
+    )
+    flags.DEFINE_integer("clients", 16, "Closed-loop gRPC clients (threads).", lower_bound=1)
+    flags.DEFINE_float("seconds", 120.0, "Least measured duration (after 1 s of warm-up).")
+    flags.DEFINE_float("interval_s", 5.0, "Quiet seconds before each event.", lower_bound=0)
+    flags.DEFINE_float("poll_s", 0.5, "The server's --file_system_poll_wait_seconds.")
+    flags.DEFINE_float(
+        "window_margin_s", 0.5, "Seconds a swap window lasts after its event.", lower_bound=0
+    )
+    flags.DEFINE_bool("append", True, "Append the table to benchmarks/RESULTS.md.")
+
+
+def main(argv):
+    del argv
+    desc = common.machine_description(["grpcio", "tensorflow"])
+    with tempfile.TemporaryDirectory() as tmp:
+        tmp = pathlib.Path(tmp)
+        model_dir = (
+            pathlib.Path(FLAGS.model_dir) if FLAGS.model_dir else export_minilm(tmp / "export")
+        )
+        result = run_benchmark(
+            model_dir,
+            FLAGS.clients,
+            FLAGS.seconds,
+            FLAGS.interval_s,
+            FLAGS.poll_s,
+            FLAGS.window_margin_s,
+            tmp / "run",
+        )
+    body = report(result) + (
+        f"\n{FLAGS.clients} clients, at least {FLAGS.seconds:g} s, an event every "
+        f"{FLAGS.interval_s:g} s, server poll {FLAGS.poll_s:g} s, window margin "
+        f"{FLAGS.window_margin_s:g} s; model: "
+        f"{'MiniLM-L6 classifier' if not FLAGS.model_dir else pathlib.Path(FLAGS.model_dir).name}.\n"
+    )
+    print(body)
+    if FLAGS.append:
+        common.append_results(
+            "Reload under load (issue 36, item 4)", body, desc, load_after=common.load_average()
+        )
+    return 1 if result["failed"] else 0
+
+
+if __name__ == "__main__":
+    define_flags()
+    app.run(main)
