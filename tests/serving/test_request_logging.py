@@ -407,6 +407,25 @@ def test_enospc_drops_records_and_a_later_file_is_tried(tmp_path, monkeypatch):
     assert len(opened) == 2 and opened[0] != opened[1]  # a failed file is closed, the next is new
 
 
+def test_a_reloaded_logging_config_applies_at_once(tmp_path):
+    metrics = Metrics()
+    logger = request_logger.RequestLogger(metrics)
+    logger.update([_config(tmp_path / "a")])
+    _log(logger, "to a")
+    logger.update([_config(tmp_path / "a", rate=0.0)])  # same prefix: same writer, new rate
+    _log(logger, "not sampled")
+    logger.update([_config(tmp_path / "b")])  # a new prefix: a new writer; a's ends
+    _log(logger, "to b")
+    logger.update([])  # logging removed
+    _log(logger, "no logger")
+    assert _settled(metrics, 2) == 2
+    logger.stop()
+    assert _count(metrics, "serving_request_log_sampled_total", model="m") == 2
+    for prefix, want in (("a", b"to a"), ("b", b"to b")):
+        logs, _ = request_log.read_logs(request_log.log_files(str(tmp_path / prefix)))
+        assert [tf.make_ndarray(x.predict_log.request.inputs["text"])[0] for x in logs] == [want]
+
+
 def test_bad_logging_configs_are_refused():
     with pytest.raises(ValueError, match="sampling_rate must be in"):
         request_logger.check_logging_configs([_config("p", rate=1.5)])
