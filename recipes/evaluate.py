@@ -38,7 +38,12 @@ F.DEFINE_string(
     None,
     "A batch prediction's output dir (recipes/batch_predict.py), scored instead of --model.",
 )
-F.DEFINE_string("data", None, "Held-out labelled file: .csv, .tsv or .jsonl.")
+F.DEFINE_string(
+    "data",
+    None,
+    "Held-out labelled file: .csv, .tsv or .jsonl (classification, regression); a CoNLL file "
+    "(NER), SQuAD JSON (span QA) or SWAG CSV (multiple choice): the model's family decides.",
+)
 F.DEFINE_string("text_column", "text", "Text column (JSON key).")
 F.DEFINE_string("text_b_column", None, "Second text column (pair tasks).")
 F.DEFINE_string("label_column", "label", "Gold label column: label names or ids of the model.")
@@ -82,6 +87,8 @@ def open_model(path, server_model_name):
 
 def read_data(info, text_column, text_b_column):
     try:
+        if info.task_type in evidence_pack.READERS:  # CoNLL, SQuAD JSON, SWAG CSV
+            return evidence_pack.READERS[info.task_type](FLAGS.data, info, FLAGS.slice_column)
         return evidence_pack.read_eval_data(
             FLAGS.data,
             info,
@@ -222,10 +229,17 @@ def read_gate():
 def add_pack_records(metrics, data, models, gate=None):
     """Adds "leakage" (with --train_data), "provenance" and "gate" to the pack's metrics."""
     if FLAGS.train_data:
+        task_type = (metrics.get("model") or metrics["models"]["a"])["task_type"]
         try:
-            metrics["leakage"] = data_health.train_leakage(
-                FLAGS.train_data, FLAGS.text_column, FLAGS.text_b_column, data.joined_texts
-            )
+            if task_type in evidence_pack.TRAIN_TEXTS:  # the family's own training format
+                texts = evidence_pack.TRAIN_TEXTS[task_type](FLAGS.train_data)
+                metrics["leakage"] = {"train_file": FLAGS.train_data} | data_health.leakage(
+                    texts, data.joined_texts
+                )
+            else:
+                metrics["leakage"] = data_health.train_leakage(
+                    FLAGS.train_data, FLAGS.text_column, FLAGS.text_b_column, data.joined_texts
+                )
         except (ValueError, FileNotFoundError) as e:
             fail_usage(f"--train_data: {e}")
     metrics["provenance"] = provenance.pack_provenance(data, models, ["python", *sys.argv])

@@ -38,6 +38,9 @@ CONFIDENCE = 0.95
 # Fewest finite resample statistics an interval is computed from: 40 = 1 / 0.025, so each 2.5% tail
 # of the 95% interval rests on at least one resample.
 MIN_VALID_RESAMPLES = 40
+# Settings two models of a family must share to be scored on one file (SQuAD v1.1 vs v2.0 read
+# the file differently; multiple choice: the endings per row).
+COMPARABLE_SETTINGS = ("version_2_with_negative", "num_choices")
 
 
 def check_comparable(a, b) -> None:
@@ -53,6 +56,12 @@ def check_comparable(a, b) -> None:
         )
     if a.is_pair != b.is_pair:
         raise ValueError(f"{a.name} and {b.name} differ in taking one text or a pair")
+    for key in COMPARABLE_SETTINGS:
+        if a.settings.get(key) != b.settings.get(key):
+            raise ValueError(
+                f"the models differ in {key}: {a.name} {a.settings.get(key)}, "
+                f"{b.name} {b.settings.get(key)}"
+            )
 
 
 def _from_confusion(cm: np.ndarray) -> dict:
@@ -168,6 +177,83 @@ def regression_bootstrap(gold, scores_a, scores_b, samples=1000, seed=0) -> dict
     }
 
 
+def count_bootstrap(counts_a, counts_b, metrics_of, samples=1000, seed=0) -> dict:
+    """Like `classification_bootstrap` for a metric computed from per-example counts.
+
+    Args:
+        counts_a, counts_b: float or int [N, K], additive per-example counts of each model (NER:
+            entities right, predicted, gold; SQuAD: exact, F1; multiple choice: right).
+        metrics_of: function(sums [..., K]) -> {metric: array [...]}, the metrics of summed
+            counts (and the number of examples summed, passed as a last column).
+    """
+    counts_a, counts_b = (np.asarray(x, np.float64) for x in (counts_a, counts_b))
+    n = len(counts_a)
+    ones = np.ones((n, 1))
+    counts_a, counts_b = np.hstack([counts_a, ones]), np.hstack([counts_b, ones])
+    rng = np.random.default_rng(seed)
+    point_a, point_b = metrics_of(counts_a.sum(0)), metrics_of(counts_b.sum(0))
+    deltas = {k: [] for k in point_a}
+    for start in range(0, samples, 100):
+        idx = rng.integers(0, n, size=(min(100, samples - start), n))
+        ma, mb = metrics_of(counts_a[idx].sum(1)), metrics_of(counts_b[idx].sum(1))
+        for k in deltas:
+            deltas[k].append(mb[k] - ma[k])
+    return {
+        k: _delta_row(float(point_a[k]), float(point_b[k]), np.concatenate(deltas[k]))
+        for k in point_a
+    }
+
+
+def outcome_disagreements(data, pa: dict, pb: dict) -> dict:
+    """`disagreements` of two task-family predictions (`predicted` dicts with per-example "shown"
+    text, "gold_shown" and "correct" bool [N]): the examples whose shown predictions differ."""
+    rows = []
+    for i, (a, b) in enumerate(zip(pa["shown"], pb["shown"])):
+        if a == b:
+            continue
+        right = "a" if pa["correct"][i] else "b" if pb["correct"][i] else "neither"
+        e = data.examples[i]
+        rows.append(
+            {
+                "guid": e.guid,
+                "text": e.text_a,
+                "text_b": e.text_b,
+                "gold": pa["gold_shown"][i],
+                "a": a,
+                "b": b,
+                "right": right,
+            }
+        )
+    return _disagreement_summary(rows)
+
+
+def _disagreement_summary(rows: list) -> dict:
+    count = {k: sum(r["right"] == k for r in rows) for k in ("a", "b", "neither")}
+    return {
+        "count": len(rows),
+        "a_right": count["a"],
+        "b_right": count["b"],
+        "neither_right": count["neither"],
+        "examples": rows,
+    }
+
+
+def per_type_deltas(result_a, result_b) -> dict:
+    """Per entity type: precision / recall / F1 of both models and B - A (0 where a type is absent
+    from one model's report), with the gold support."""
+    empty = {"precision": 0.0, "recall": 0.0, "f1": 0.0, "support": 0}
+    a_types, b_types = result_a["per_type"], result_b["per_type"]
+    out = {}
+    for n in sorted(set(a_types) | set(b_types)):
+        va, vb = a_types.get(n, empty), b_types.get(n, empty)
+        out[n] = {
+            f"{f}_{k}": v
+            for f in ("precision", "recall", "f1")
+            for k, v in (("a", va[f]), ("b", vb[f]), ("delta", vb[f] - va[f]))
+        } | {"support": max(va["support"], vb["support"])}
+    return out
+
+
 def disagreements(data, pa, pb, label_names) -> dict:
     """Examples where the two predicted label ids (int [N] each) differ, and which model was right.
 
@@ -191,14 +277,7 @@ def disagreements(data, pa, pb, label_names) -> dict:
                 "right": right,
             }
         )
-    count = {k: sum(r["right"] == k for r in rows) for k in ("a", "b", "neither")}
-    return {
-        "count": len(rows),
-        "a_right": count["a"],
-        "b_right": count["b"],
-        "neither_right": count["neither"],
-        "examples": rows,
-    }
+    return _disagreement_summary(rows)
 
 
 def slice_deltas(result_a, result_b) -> list[dict]:
@@ -241,9 +320,15 @@ def compare(data, result_a, result_b, samples=1000, seed=0) -> dict:
             | {"support": result_a["per_class"][n]["support"]}
             for n in names
         }
+    elif isinstance(pa, dict):  # span QA, NER, multiple choice: per-example counts
+        headline = count_bootstrap(pa["counts"], pb["counts"], pa["metrics_of"], samples, seed)
+        per_class = per_type_deltas(result_a, result_b) if "per_type" in result_a else None
     else:
         headline, per_class = regression_bootstrap(data.gold, pa, pb, samples, seed), None
-    disagree = disagreements(data, pa, pb, names) if per_class else None
+    if isinstance(pa, dict):
+        disagree = outcome_disagreements(data, pa, pb)
+    else:
+        disagree = disagreements(data, pa, pb, names) if per_class else None
     la, lb = result_a["latency"], result_b["latency"]
     latency = {
         k: {
@@ -407,7 +492,7 @@ def comparison_report(m: dict) -> tuple[str, list]:
         *_headline_blocks(m, a, b),
         *_per_class_blocks(m, a, b),
     ]
-    if m["per_class"]:
+    if m["models"]["a"]["task_type"] == "classification":
         names = m["models"]["a"]["label_names"]
         blocks += [
             Figure(

@@ -22,6 +22,7 @@ import unicodedata
 import numpy as np
 
 from keras_bert.data import text_files
+from keras_bert.evaluation import failure_catalogue as fc
 
 LEAK_ROWS = 100  # listed in metrics.json; all are counted
 
@@ -58,14 +59,10 @@ def health(pieces, unknown, truncated, columns: dict) -> dict:
     """
     pieces, unknown = np.asarray(pieces), np.asarray(unknown)
     truncated = np.asarray(truncated, bool)
-    slices = []
-    for family, values in columns.items():
-        values = np.asarray(values, object)
-        for value in sorted(set(values.tolist())):
-            m = values == value
-            slices.append(
-                {"family": family, "value": value} | rates(pieces[m], unknown[m], truncated[m])
-            )
+    slices = [
+        {"family": family, "value": value} | rates(pieces[m], unknown[m], truncated[m])
+        for family, value, m in fc.slice_members(columns)
+    ]
     return {"overall": rates(pieces, unknown, truncated), "slices": slices}
 
 

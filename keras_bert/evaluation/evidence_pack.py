@@ -9,13 +9,14 @@ a dict with "headline" (metric name -> float), optional report sections ("per_cl
 "confusion_matrix", "calibration", ...), "slices" (`failure_catalogue.slice_table` rows),
 "failures" (rows, worst first), "predicted" (per-example predictions, for `--compare`; removed
 from metrics.json) and optionally "correct" / "probabilities" (per row, consumed by
-`diagnostics.add_diagnostics`: weak segments, label issues). Classification and regression are defined here; span QA, NER and multiple
-choice add theirs (their metrics and their failure view) next to them.
+`diagnostics.add_diagnostics`: weak segments, label issues). Classification and regression are
+defined here; NER (`ner_pack`) in their modules, each with the reader of its training format
+(`READERS`). Their "predicted" is a dict: per-example "counts" [N, K] and "metrics_of" (the
+paired bootstrap of `comparison.count_bootstrap`), "shown" / "gold_shown" / "correct" (where two
+models disagree).
 """
 
 from __future__ import annotations
-
-import dataclasses
 
 import numpy as np
 
@@ -23,95 +24,15 @@ from keras_bert.data import text_files
 from keras_bert.data.labels import LabelError, label_ids
 from keras_bert.evaluation import classification_report as cr
 from keras_bert.evaluation import failure_catalogue as fc
+from keras_bert.evaluation import ner_pack
 from keras_bert.evaluation.diagnostics import add_diagnostics
+from keras_bert.evaluation.eval_data import (  # noqa: F401  (DataError, EvalData: re-exported)
+    DataError,
+    EvalData,
+    token_counts,
+    token_statistics,
+)
 from keras_bert.evaluation.latency import latency_summary
-from keras_bert.tokenization.bert_preprocessor import BertPreprocessor
-
-TOKEN_COUNT_CHUNK = 1024
-
-
-class DataError(ValueError):
-    """The held-out file does not fit the model (unknown label, missing column, empty file)."""
-
-
-@dataclasses.dataclass
-class EvalData:
-    """A labelled held-out set ready for a model.
-
-    Attributes:
-        path: str, the file.
-        examples: list of InputExample.
-        gold: int64 [N] label ids (classification) or float64 [N] scores (regression).
-        gold_names: list of N str (classification) or None.
-        slice_values: list of N str from the user's slice column, or None.
-        slice_column: its name, or None.
-        token_lengths: int [N] WordPiece tokens with [CLS]/[SEP] before truncation.
-        truncated: bool [N], token_lengths > max_seq_length.
-        unknown: int [N] [UNK] pieces per example (None: not counted).
-    """
-
-    path: str
-    examples: list
-    gold: np.ndarray
-    gold_names: list | None
-    slice_values: list | None
-    slice_column: str | None
-    token_lengths: np.ndarray
-    truncated: np.ndarray
-    unknown: np.ndarray | None = None
-
-    @property
-    def texts(self) -> list[str]:
-        return [e.text_a for e in self.examples]
-
-    @property
-    def texts_b(self) -> list[str] | None:
-        return None if self.examples[0].text_b is None else [e.text_b for e in self.examples]
-
-    @property
-    def pieces(self) -> np.ndarray:
-        """int [N] WordPiece pieces without [CLS] / [SEP]."""
-        return self.token_lengths - (2 if self.texts_b is None else 3)
-
-    @property
-    def joined_texts(self) -> list[str]:
-        """Each example's text; a pair's two segments joined by a space."""
-        b = self.texts_b
-        return self.texts if b is None else [f"{x} {y}" for x, y in zip(self.texts, b)]
-
-
-def token_counts(vocabulary, do_lower_case, max_seq_length, texts, texts_b=None):
-    """(token_lengths int [N], truncated bool [N]) with the model's own WordPiece vocabulary.
-
-    Counts include [CLS] and [SEP] (and the second [SEP] of a pair), before truncation.
-    """
-    return token_statistics(vocabulary, do_lower_case, max_seq_length, texts, texts_b)[:2]
-
-
-def token_statistics(vocabulary, do_lower_case, max_seq_length, texts, texts_b=None):
-    """`token_counts` and int [N] [UNK] pieces per example (both segments of a pair)."""
-    preprocessor = BertPreprocessor(
-        vocabulary=vocabulary, do_lower_case=do_lower_case, max_seq_length=max_seq_length
-    )
-    unk_id = list(vocabulary).index("[UNK]") if "[UNK]" in vocabulary else -1
-    lengths, unknown = [], []
-    for start in range(0, len(texts), TOKEN_COUNT_CHUNK):
-        stop = start + TOKEN_COUNT_CHUNK
-        parts = [preprocessor.tokenize(texts[start:stop])]
-        if texts_b is not None:
-            parts.append(preprocessor.tokenize(texts_b[start:stop]))
-        lengths.append(sum(p.row_lengths().numpy() for p in parts) + len(parts) + 1)
-        unknown.append(sum(_count_ids(p, unk_id) for p in parts))
-    lengths = np.concatenate(lengths).astype(np.int64)
-    return lengths, lengths > max_seq_length, np.concatenate(unknown).astype(np.int64)
-
-
-def _count_ids(ids, wanted: int) -> np.ndarray:
-    """int [B]: how many of each row's ids (an int RaggedTensor [B, (pieces)]) equal `wanted`."""
-    hits = (ids.flat_values.numpy() == wanted).astype(np.int64)
-    return np.bincount(ids.value_rowids().numpy(), hits, minlength=int(ids.nrows())).astype(
-        np.int64
-    )
 
 
 def read_eval_data(
@@ -202,7 +123,21 @@ def evaluate_regression(data: EvalData, outputs: dict, info) -> dict:
     return result
 
 
-EVALUATORS = {"classification": evaluate_classification, "regression": evaluate_regression}
+EVALUATORS = {
+    "classification": evaluate_classification,
+    "regression": evaluate_regression,
+    "token_classification": ner_pack.evaluate_ner,
+}
+# task_type -> function(path, info, slice_column) -> EvalData, for the families whose held-out
+# file is not a text table (the training readers' formats: CoNLL, SQuAD JSON, SWAG CSV).
+READERS = {
+    "token_classification": ner_pack.read_ner_data,
+}
+# task_type -> function(path) -> list of str: a training file's texts in that format, joined as
+# `EvalData.joined_texts` (train / held-out leakage).
+TRAIN_TEXTS = {
+    "token_classification": ner_pack.train_texts,
+}
 
 
 def evaluate(
@@ -223,7 +158,9 @@ def evaluate(
         ValueError: a task type without an evaluator.
     """
     check_evaluator(predictor.info)
-    outputs, seconds, sizes = predictor.run(data.texts, data.texts_b, batch_size, progress)
+    outputs, seconds, sizes = predictor.run_inputs(
+        data.model_inputs(predictor.info.is_pair), batch_size, progress
+    )
     result = evaluate_outputs(predictor.info, predictor.path, data, outputs)
     result["latency"] = latency_summary(
         seconds, sizes, batch_size, predictor.path, machine_cost_per_hour

@@ -83,24 +83,32 @@ def slice_table(
     """
     error = np.asarray(error, np.float64)
     overall = float(error.mean())
-    rows = []
+    by_family = {family: [] for family in columns}
+    for family, value, member in slice_members(columns):
+        count = int(member.sum())
+        rate = float(error[member].mean())
+        row = {"family": family, "value": value, "count": count, "error_rate": rate}
+        if regression:
+            row["flagged"] = bool(count >= min_support and rate >= 2 * overall > 0)
+        else:
+            errors = int(error[member].sum())
+            flagged, p = is_flagged(errors, count, overall, min_support, alpha)
+            row.update(errors=errors, p_value=p, flagged=flagged)
+        by_family[family].append(row)
+    return [
+        row
+        for rows in by_family.values()
+        for row in sorted(rows, key=lambda r: (-r["error_rate"], r["value"]))
+    ]
+
+
+def slice_members(columns: dict):
+    """Yields (family, value, bool mask [N]) for every slice of `columns` (`slice_columns`),
+    families in order, values sorted."""
     for family, values in columns.items():
         values = np.asarray(values, object)
-        family_rows = []
         for value in sorted(set(values.tolist())):
-            member = values == value
-            count = int(member.sum())
-            rate = float(error[member].mean())
-            row = {"family": family, "value": value, "count": count, "error_rate": rate}
-            if regression:
-                row["flagged"] = bool(count >= min_support and rate >= 2 * overall > 0)
-            else:
-                errors = int(error[member].sum())
-                flagged, p = is_flagged(errors, count, overall, min_support, alpha)
-                row.update(errors=errors, p_value=p, flagged=flagged)
-            family_rows.append(row)
-        rows += sorted(family_rows, key=lambda r: (-r["error_rate"], r["value"]))
-    return rows
+            yield family, value, values == value
 
 
 def catalogue(examples, gold_names, predicted_names, confidence, extra=None) -> list[dict]:
@@ -148,3 +156,31 @@ def regression_catalogue(examples, gold, scores, extra=None, limit: int = 100) -
         }
         for i in order
     ]
+
+
+def outcome(columns, correct, failures, counts, metrics_of, shown, gold_shown) -> dict:
+    """The per-example part of a span QA / NER / multiple-choice result (`evidence_pack`).
+
+    Args:
+        columns: `slice_columns` (plus the family's own), correct: bool [N] (an error is not
+            correct), failures: the catalogue rows, counts: float [N, K] additive per-example
+            counts, metrics_of: sums [..., K + 1] (the last: examples) -> {metric: value}, shown /
+            gold_shown: N str, each example's prediction and gold as shown to a reader.
+
+    Returns:
+        {"slices", "failures", "correct" (for `diagnostics.add_diagnostics`), "predicted" (for
+        `comparison.compare`: counts, metrics_of, correct, shown, gold_shown)}.
+    """
+    correct = np.asarray(correct, bool)
+    return {
+        "slices": slice_table(columns, ~correct),
+        "failures": failures,
+        "correct": correct,
+        "predicted": {
+            "counts": np.asarray(counts, np.float64),
+            "metrics_of": metrics_of,
+            "correct": correct,
+            "shown": list(shown),
+            "gold_shown": list(gold_shown),
+        },
+    }

@@ -13,13 +13,16 @@ predictor              what it runs
 =====================  ==================================================================
 
 Every predictor exposes `info` (a `ModelInfo`: task type, label names, pair flag, vocabulary and
-`max_seq_length`, used for token-length slices) and `predict_batch(texts, texts_b)`, which returns
-the signature outputs of the task family as a dict of numpy arrays. For classifiers and regressors
-that is `classifier_signatures`' `serving_default`: `probabilities` float32 [B, C] (classification)
-or `scores` float32 [B] (regression). Other task families (span QA, NER, multiple choice) add their
-own outputs; an evaluator for their `task_type` reads them (see `evidence_pack.EVALUATORS`).
+`max_seq_length`, used for token-length slices) and `predict_inputs(inputs)`, which calls the
+model's `serving_default` on named inputs and returns its outputs as a dict of numpy arrays
+(`predict_batch(texts, texts_b)` for the text signature). For classifiers and regressors that is
+`classifier_signatures`' `serving_default`: `probabilities` float32 [B, C] (classification) or
+`scores` float32 [B] (regression). The other task families take and give their own signature's
+tensors: NER `text` -> `tags` [B, W]; span QA `question`, `context` -> `answer_text`, `score`;
+multiple choice `context` [B], `endings` [B, C] -> `probabilities`, `choice`; an evaluator for
+their `task_type` reads them (see `evidence_pack.EVALUATORS`).
 
-`run(...)` times every batch (wall seconds, end to end including tokenization and, for gRPC, the
+`run(...)` / `run_inputs(...)` time every batch (wall seconds, end to end including tokenization and, for gRPC, the
 network) after one untimed warmup batch, so tracing and connection set-up are not counted.
 """
 
@@ -53,6 +56,9 @@ class ModelInfo:
         vocabulary: list of str (id = index), for counting WordPiece tokens.
         do_lower_case: bool.
         max_seq_length: int, tokens per example including [CLS]/[SEP].
+        settings: dict, the rest of the task's export metadata (assets/export_config.json or
+            `task.export_metadata()`): e.g. SQuAD's `version_2_with_negative` and
+            `null_score_diff_threshold`, multiple choice's `num_choices`.
     """
 
     name: str
@@ -62,62 +68,106 @@ class ModelInfo:
     vocabulary: list
     do_lower_case: bool
     max_seq_length: int
+    settings: dict = dataclasses.field(default_factory=dict)
 
 
 class Predictor:
-    """Base: subclasses set `self.info` and define `predict_batch`."""
+    """Base: subclasses set `self.info` and define `predict_inputs`."""
 
     info: ModelInfo
     path: str = "in-process"
 
-    def predict_batch(self, texts: list[str], texts_b: list[str] | None) -> dict:
+    def predict_inputs(self, inputs: dict) -> dict:
+        """`serving_default` on named inputs (name -> numpy array [B, ...]); numpy outputs."""
         raise NotImplementedError
 
+    def predict_batch(self, texts: list[str], texts_b: list[str] | None) -> dict:
+        return self.predict_inputs(_text_inputs(texts, texts_b, self.info.is_pair))
+
     def run(self, texts, texts_b=None, batch_size: int = 32, progress: bool = True):
-        """All examples in batches of `batch_size`.
+        """`run_inputs` of the text signature ("text", and "text_b" for a pair task)."""
+        if not texts:
+            raise ValueError("no texts to predict")
+        return self.run_inputs(
+            _text_inputs(texts, texts_b, self.info.is_pair), batch_size, progress
+        )
+
+    def run_inputs(self, inputs: dict, batch_size: int = 32, progress: bool = True):
+        """All rows of `inputs` (signature input name -> list or array of N rows) in batches of
+        `batch_size`.
 
         Returns:
             (outputs, seconds, sizes): dict of numpy arrays concatenated over batches (rows in
-            input order), float64 [num_batches] wall seconds per batch, int [num_batches] rows.
+            input order; an output whose second axis varies by batch, e.g. NER's tags [B, W], is
+            padded to the widest with "" / 0), float64 [num_batches] wall seconds per batch, int
+            [num_batches] rows.
 
         Raises:
-            ValueError: batch_size < 1, or no texts.
+            ValueError: batch_size < 1, or no rows.
         """
         if int(batch_size) < 1:
             raise ValueError(f"batch_size must be >= 1, got {batch_size}")
-        if not texts:
+        inputs = {k: np.asarray(v, object if _is_text(v) else None) for k, v in inputs.items()}
+        rows = len(next(iter(inputs.values()))) if inputs else 0
+        if not rows:
             raise ValueError("no texts to predict")
-        self.predict_batch(texts[:batch_size], None if texts_b is None else texts_b[:batch_size])
+        self.predict_inputs({k: v[:batch_size] for k, v in inputs.items()})  # warmup, untimed
         parts, seconds, sizes = [], [], []
-        starts = range(0, len(texts), batch_size)
+        starts = range(0, rows, batch_size)
         for start in progress_bar(
             starts,
             desc=f"predict {self.info.name}",
             unit="batch",
             disable=not progress or len(starts) < 10,
         ):
-            stop = start + batch_size
+            batch = {k: v[start : start + batch_size] for k, v in inputs.items()}
             t0 = time.perf_counter()
-            out = self.predict_batch(
-                texts[start:stop], None if texts_b is None else texts_b[start:stop]
-            )
+            out = self.predict_inputs(batch)
             seconds.append(time.perf_counter() - t0)
-            sizes.append(len(texts[start:stop]))
+            sizes.append(len(next(iter(batch.values()))))
             parts.append(out)
-        outputs = {k: np.concatenate([p[k] for p in parts], axis=0) for k in parts[0]}
+        outputs = {k: _concatenate([p[k] for p in parts]) for k in parts[0]}
         return outputs, np.asarray(seconds, np.float64), np.asarray(sizes, np.int64)
+
+
+def _is_text(values) -> bool:
+    first = np.asarray(values, object).reshape(-1)[:1]
+    return bool(len(first)) and isinstance(first[0], (str, bytes))
+
+
+def _concatenate(parts: list) -> np.ndarray:
+    """Batches [B_i, W_i, ...] -> [sum B_i, max W_i, ...], padded with "" (strings) or 0."""
+    if parts[0].ndim < 2 or len({p.shape[1:] for p in parts}) == 1:
+        return np.concatenate(parts, axis=0)
+    width = max(p.shape[1] for p in parts)
+    fill = b"" if parts[0].dtype.kind in "OSU" else 0
+    padded = [
+        np.pad(p, [(0, 0), (0, width - p.shape[1])] + [(0, 0)] * (p.ndim - 2), constant_values=fill)
+        for p in parts
+    ]
+    return np.concatenate(padded, axis=0)
 
 
 def _numpy_outputs(result: dict) -> dict:
     return {k: np.asarray(v.numpy() if hasattr(v, "numpy") else v) for k, v in result.items()}
 
 
+def _tensors(inputs: dict) -> dict:
+    """numpy / list inputs -> tf tensors (text as tf.string)."""
+    return {
+        k: tf.constant(
+            np.asarray(v).tolist() if _is_text(v) else v, tf.string if _is_text(v) else None
+        )
+        for k, v in inputs.items()
+    }
+
+
 def _text_inputs(texts, texts_b, is_pair) -> dict:
-    inputs = {TEXT_INPUT: tf.constant(texts, tf.string)}
+    inputs = {TEXT_INPUT: np.asarray(list(texts), object)}
     if is_pair:
         if texts_b is None:
             raise ValueError("this model is a pair task: give the second text column")
-        inputs[TEXT_B_INPUT] = tf.constant(texts_b, tf.string)
+        inputs[TEXT_B_INPUT] = np.asarray(list(texts_b), object)
     return inputs
 
 
@@ -153,11 +203,12 @@ class TaskPredictor(Predictor):
             list(preprocessor.vocabulary),
             preprocessor.do_lower_case,
             preprocessor.max_seq_length,
+            task.export_metadata(),
         )
         self.path = "in-process task (keras)"
 
-    def predict_batch(self, texts, texts_b=None):
-        return _numpy_outputs(self.signature(**_text_inputs(texts, texts_b, self.info.is_pair)))
+    def predict_inputs(self, inputs):
+        return _numpy_outputs(self.signature(**_tensors(inputs)))
 
 
 def read_export_info(version_dir, name: str | None = None) -> ModelInfo:
@@ -182,6 +233,7 @@ def read_export_info(version_dir, name: str | None = None) -> ModelInfo:
         vocabulary,
         bool(config["do_lower_case"]),
         int(config["max_seq_length"]),
+        config,
     )
 
 
@@ -201,8 +253,8 @@ class SavedModelPredictor(Predictor):
         self.signature = self.loaded.signatures["serving_default"]
         self.path = "in-process SavedModel"
 
-    def predict_batch(self, texts, texts_b=None):
-        return _numpy_outputs(self.signature(**_text_inputs(texts, texts_b, self.info.is_pair)))
+    def predict_inputs(self, inputs):
+        return _numpy_outputs(self.signature(**_tensors(inputs)))
 
 
 class GrpcPredictor(Predictor):
@@ -234,13 +286,13 @@ class GrpcPredictor(Predictor):
         self.stub = prediction_service_pb2_grpc.PredictionServiceStub(self.channel)
         self.path = f"gRPC {target} (model {self.model_name})"
 
-    def predict_batch(self, texts, texts_b=None):
+    def predict_inputs(self, inputs):
         from tensorflow_serving.apis import predict_pb2
 
         request = predict_pb2.PredictRequest()
         request.model_spec.name = self.model_name
         request.model_spec.signature_name = "serving_default"
-        for key, value in _text_inputs(texts, texts_b, self.info.is_pair).items():
+        for key, value in _tensors(inputs).items():
             request.inputs[key].CopyFrom(tf.make_tensor_proto(value.numpy()))
         response = self.stub.Predict(request, timeout=self.timeout_s)
         return {k: tf.make_ndarray(v) for k, v in response.outputs.items()}

@@ -8,6 +8,7 @@ cannot disagree. The sections particular to a task family come from `TASK_SECTIO
 from __future__ import annotations
 
 from keras_bert.evaluation import diagnostic_sections as ds
+from keras_bert.evaluation import ner_pack
 from keras_bert.evaluation.report_writer import (
     Figure,
     Num,
@@ -118,8 +119,33 @@ def slice_blocks(m: dict) -> list:
     ]
 
 
+def failure_table(m: dict, columns) -> tuple[list, list]:
+    """(header, rows) of the first FAILURE_ROWS failures; `columns`: (header, failure field, is
+    a number: shown as a `Num` keyed failures.<i>.<field>)."""
+    rows = [
+        [Num(f"failures.{i}.{key}", f[key]) if number else f[key] for _, key, number in columns]
+        for i, f in enumerate(m["failures"][:FAILURE_ROWS])
+    ]
+    return [header for header, _, _ in columns], rows
+
+
 def failure_blocks(m: dict) -> list:
     failures = m["failures"]
+    if m["model"]["task_type"] in FAILURE_COLUMNS:
+        header, rows = failure_table(m, FAILURE_COLUMNS[m["model"]["task_type"]])
+        return [
+            ("h2", "Failure catalogue"),
+            *ds.weak_segment_blocks(m),
+            ("h3", "Failures"),
+            f"{len(failures)} examples with an error, the worst first"
+            + (
+                f"; the first {len(rows)} shown, all in metrics.json"
+                if len(rows) < len(failures)
+                else ""
+            )
+            + ".",
+            Table(header, rows),
+        ]
     regression = m["model"]["task_type"] == "regression"
     pair = any(f["text_b"] is not None for f in failures)
     score = "abs_error" if regression else "confidence"
@@ -173,7 +199,16 @@ def latency_blocks(m: dict) -> list:
 # task_type -> the sections of that family between the headline and the slices; a new task
 # family (span QA, NER, multiple choice) adds its own here, next to its evaluator in
 # evidence_pack.EVALUATORS.
-TASK_SECTIONS = {"classification": (per_class_blocks, calibration_blocks), "regression": ()}
+TASK_SECTIONS = {
+    "classification": (per_class_blocks, calibration_blocks),
+    "regression": (),
+    "token_classification": (ner_pack.ner_blocks,),
+}
+# task_type -> the columns of its failure table (`failure_table`; default: the classification /
+# regression table of `failure_blocks`).
+FAILURE_COLUMNS = {
+    "token_classification": ner_pack.FAILURE_COLUMNS,
+}
 
 
 def evaluation_report(m: dict) -> tuple[str, list]:

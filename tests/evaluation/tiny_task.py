@@ -22,6 +22,28 @@ TEXTS = [
 ]
 
 
+def tiny_encoder(num_layers=2, hidden_size=16):
+    """A BertEncoder over the real 30522-piece vocabulary, tiny elsewhere."""
+    from keras_bert import BertEncoder
+
+    return BertEncoder(
+        vocab_size=30522,
+        hidden_size=hidden_size,
+        num_layers=num_layers,
+        num_heads=2,
+        intermediate_size=24,
+        max_sequence_length=32,
+    )
+
+
+def randomized(task, seed, stddev):
+    """`task` with every weight drawn from N(0, stddev), so outputs differ per input."""
+    rng = np.random.default_rng(seed)
+    for w in task.weights:
+        w.assign(rng.normal(0.0, stddev, w.shape).astype("float32"))
+    return task
+
+
 def tiny_classifier(
     vocab_file,
     seed=0,
@@ -32,30 +54,18 @@ def tiny_classifier(
     is_pair=False,
 ):
     """TextClassifier on a small encoder with N(0, 0.3) weights, so outputs differ per text."""
-    from keras_bert import BertEncoder
     from keras_bert.tasks import TextClassifier
     from keras_bert.tokenization import BertPreprocessor
 
-    encoder = BertEncoder(
-        vocab_size=30522,
-        hidden_size=hidden_size,
-        num_layers=num_layers,
-        num_heads=2,
-        intermediate_size=24,
-        max_sequence_length=32,
-    )
     task = TextClassifier(
-        encoder,
+        tiny_encoder(num_layers, hidden_size),
         num_classes,
         label_names=label_names,
         is_pair=is_pair,
         preprocessor=BertPreprocessor(vocab_file, max_seq_length=MAX_SEQ_LENGTH),
     )
     task.build()
-    rng = np.random.default_rng(seed)
-    for w in task.weights:
-        w.assign(rng.normal(0.0, 0.3, w.shape).astype("float32"))
-    return task
+    return randomized(task, seed, 0.3)
 
 
 def write_jsonl(path, rows):
@@ -69,3 +79,72 @@ def heldout_rows(labels=LABELS):
         {"text": t, "label": labels[i % len(labels)], "source": "web" if i % 2 else "app"}
         for i, t in enumerate(TEXTS)
     ]
+
+
+NER_TAGS = ["O", "B-LOC", "I-LOC", "B-ORG", "I-ORG", "B-PER", "I-PER"]
+# CoNLL-2003 layout (word POS chunk NER), IOB1 in the second document, one long sentence that
+# the tagger windows (max_seq_length 16).
+CONLL = """-DOCSTART- -X- -X- O
+
+EU NNP B-NP B-ORG
+rejects VBZ B-VP O
+German JJ B-NP O
+call NN I-NP O
+. . O O
+
+Peter NNP B-NP B-PER
+Blackburn NNP I-NP I-PER
+
+John NNP B-NP B-PER
+lives VBZ B-VP O
+in IN B-PP O
+New NNP B-NP B-LOC
+York NNP I-NP I-LOC
+. . O O
+
+-DOCSTART- -X- -X- O
+
+the DT B-NP O
+united NNP I-NP I-ORG
+nations NNP I-NP I-ORG
+met VBD B-VP O
+in IN B-PP O
+paris NNP B-NP I-LOC
+and CC O O
+london NNP B-NP I-LOC
+with IN B-PP O
+mary NNP B-NP I-PER
+smith NNP I-NP I-PER
+and CC O O
+the DT B-NP O
+world NNP I-NP I-ORG
+bank NNP I-NP I-ORG
+on IN B-PP O
+a DT B-NP O
+long JJ I-NP O
+rainy JJ I-NP O
+day NN I-NP O
+. . O O
+
+a DT B-NP O
+dog NN I-NP O
+
+Anna NNP B-NP B-PER
+went VBD B-VP O
+to TO B-PP O
+Berlin NNP B-NP B-LOC
+"""
+
+
+def tiny_tagger(vocab_file, seed=0, num_layers=1):
+    """TokenClassifier over NER_TAGS on a small encoder with N(0, 0.5) weights (varied tags)."""
+    from keras_bert.tasks import TokenClassifier
+    from keras_bert.tokenization import BertPreprocessor
+
+    task = TokenClassifier(
+        tiny_encoder(num_layers),
+        NER_TAGS,
+        preprocessor=BertPreprocessor(vocab_file, max_seq_length=MAX_SEQ_LENGTH),
+    )
+    task.build_for_export()
+    return randomized(task, seed, 0.5)

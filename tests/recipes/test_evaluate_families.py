@@ -1,0 +1,63 @@
+"""recipes/evaluate.py on the other task families: the model (an export or a saved task) tells the
+recipe its family, the data file is the training reader's format, and one --compare run holds both
+models' packs, whose headline metrics equal the reference scorer on each model's own predictions."""
+
+import json
+
+import numpy as np
+import pytest
+from seqeval import metrics as sm
+
+from keras_bert.data.conll import read_conll
+from tests.evaluation.tiny_task import CONLL, tiny_tagger
+from tests.recipes.test_evaluate import assert_numbers_equal_metrics, keyed_numbers, run_evaluate
+
+
+def check_comparison(out, headline_keys):
+    """The comparison's report numbers equal its metrics.json; returns the metrics."""
+    metrics = json.loads((out / "metrics.json").read_text())
+    assert_numbers_equal_metrics(keyed_numbers((out / "report.html").read_text()), metrics)
+    for key in headline_keys:
+        row = metrics["headline"][key]
+        assert row["a"] == pytest.approx(metrics["a"]["headline"][key])
+        assert row["b"] == pytest.approx(metrics["b"]["headline"][key])
+        assert row["delta"] == pytest.approx(row["b"] - row["a"])
+        assert row["ci_low"] <= row["ci_high"] and row["dropped_resamples"] == 0
+    assert metrics["latency"]["p50_ms"]["a"] > 0 and metrics["latency"]["p50_ms"]["b"] > 0
+    assert metrics["provenance"]["data"]["rows"] == metrics["data"]["examples"]
+    return metrics
+
+
+def test_ner_export_against_saved_task(tmp_path, uncased_vocab):
+    a, b = tiny_tagger(uncased_vocab, seed=2), tiny_tagger(uncased_vocab, seed=4)
+    export = a.export(tmp_path / "export", "tagger")
+    b.save(tmp_path / "b.keras")
+    data, train = tmp_path / "test.txt", tmp_path / "train.txt"
+    data.write_text(CONLL)
+    train.write_text("Peter NNP B-NP B-PER\nBlackburn NNP I-NP I-PER\n\nnew NN O O\n")
+    out = tmp_path / "report"
+    proc = run_evaluate(
+        f"--model={export}",
+        f"--compare={tmp_path / 'b.keras'}",
+        f"--data={data}",
+        f"--train_data={train}",
+        "--batch_size=4",
+        f"--output_dir={out}",
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    metrics = check_comparison(out, ("f1", "precision", "recall"))
+    sentences = read_conll(data)
+    gold = [list(s.tags) for s in sentences]
+    for key, task in (("a", a), ("b", b)):
+        own = task.predict_word_lists([list(s.words) for s in sentences])
+        assert metrics[key]["headline"]["f1"] == pytest.approx(sm.f1_score(gold, own))
+        assert metrics[key]["headline"]["recall"] == pytest.approx(sm.recall_score(gold, own))
+        assert metrics[key]["model"]["task_type"] == "token_classification"
+    assert metrics["models"]["a"]["path"] == "in-process SavedModel"
+    assert metrics["leakage"]["exact"] == 1 and metrics["leakage"]["rows"][0]["row"] == 1
+    assert "by_sentence_length" in metrics["a"] and "entity_errors" in metrics["b"]
+    disagree = metrics["disagreements"]
+    assert disagree["count"] == sum(r["a"] != r["b"] for r in disagree["examples"]) and disagree[
+        "count"
+    ] <= len(sentences)
+    assert np.isfinite(metrics["headline"]["f1"]["delta"])
