@@ -56,6 +56,30 @@ def evaluate_v1(dataset: list, predictions: dict) -> dict:
     return {"exact_match": 100.0 * raw["exact_match"], "f1": 100.0 * raw["final_f1"]}
 
 
+def _v2_scores(dataset: list, predictions: dict) -> dict:
+    """The v2.0 evaluator's exact / f1 / total and HasAns / NoAns splits of answer texts."""
+    scored = squad_evaluate_v2_0.evaluate(dataset, predictions)
+    return {
+        k: v
+        for k, v in scored.items()
+        if k.split("_")[0] in ("exact", "f1", "total", "HasAns", "NoAns")
+    }
+
+
+def official_scores(dataset: list, predictions: dict, version_2_with_negative: bool) -> dict:
+    """Official metrics of answer texts (qas_id -> text, "" = no answer), in percent.
+
+    Returns:
+        {"exact_match", "f1"} (v1.1 `evaluate_v1`); v2.0 adds the evaluator's "total",
+        "HasAns_exact", "HasAns_f1", "HasAns_total", "NoAns_..." (those present) for the
+        predictions as given (no threshold sweep: that needs `evaluate_v2`'s null odds).
+    """
+    if not version_2_with_negative:
+        return evaluate_v1(dataset, predictions)
+    scored = _v2_scores(dataset, predictions)
+    return {"exact_match": scored.pop("exact"), "f1": scored.pop("f1")} | scored
+
+
 def evaluate_v2(dataset: list, answers: dict) -> dict:
     """SQuAD v2.0 official metrics of thresholded predictions, plus the threshold sweep.
 
@@ -71,13 +95,7 @@ def evaluate_v2(dataset: list, answers: dict) -> dict:
         null-score-difference threshold found by the official sweep (predict "" when
         null_odds > thresh).
     """
-    predictions = {q: a["text"] for q, a in answers.items()}
-    scored = squad_evaluate_v2_0.evaluate(dataset, predictions)
-    out = {
-        k: v
-        for k, v in scored.items()
-        if k.split("_")[0] in ("exact", "f1", "total", "HasAns", "NoAns")
-    }
+    out = _v2_scores(dataset, {q: a["text"] for q, a in answers.items()})
     non_null = {q: a["best_non_null_text"] for q, a in answers.items()}
     null_odds = {q: float(a["null_odds"]) for q, a in answers.items()}
     sweep = squad_evaluate_v2_0.evaluate(dataset, non_null, na_probs=null_odds)
@@ -99,4 +117,11 @@ def evaluate(dataset: list, answers: dict, version_2_with_negative: bool) -> dic
     return evaluate_v1(dataset, {q: a["text"] for q, a in answers.items()})
 
 
-__all__ = ["dataset_of", "evaluate", "evaluate_v1", "evaluate_v2", "with_threshold"]
+__all__ = [
+    "dataset_of",
+    "evaluate",
+    "evaluate_v1",
+    "evaluate_v2",
+    "official_scores",
+    "with_threshold",
+]

@@ -148,3 +148,63 @@ def tiny_tagger(vocab_file, seed=0, num_layers=1):
     )
     task.build_for_export()
     return randomized(task, seed, 0.5)
+
+
+SQUAD_ARTICLES = [
+    (
+        "Ada",
+        "Ada Lovelace wrote the first program in 1843 for the analytical engine of Charles "
+        "Babbage in London .",
+        [
+            ("who wrote the first program ?", "Ada Lovelace"),
+            ("when was the first program written ?", "1843"),
+            ("where did babbage work ?", "London"),
+            ("which engine was it for ?", "the analytical engine of Charles Babbage"),
+            ("how old was ada then ?", None),
+        ],
+    ),
+    (
+        "Paris",
+        "Paris is the capital of France and its largest city , on the river Seine .",
+        [
+            ("what is the capital of france ?", "Paris"),
+            ("which river runs through paris ?", "the river Seine"),
+            ("why is paris famous ?", None),
+        ],
+    ),
+]
+
+
+def squad_json(version_2=True) -> dict:
+    """SQUAD_ARTICLES as a SQuAD JSON object (v1.1: the unanswerable questions left out)."""
+    data = []
+    for title, context, questions in SQUAD_ARTICLES:
+        qas = []
+        for i, (question, answer) in enumerate(questions):
+            if answer is None and not version_2:
+                continue
+            qa = {"id": f"{title}-{i}", "question": question, "answers": []}
+            if answer is not None:
+                qa["answers"] = [{"text": answer, "answer_start": context.index(answer)}]
+            if version_2:
+                qa["is_impossible"] = answer is None
+            qas.append(qa)
+        data.append({"title": title, "paragraphs": [{"context": context, "qas": qas}]})
+    return {"version": "v2.0" if version_2 else "1.1", "data": data}
+
+
+def tiny_reader(vocab_file, seed=0, version_2=True, num_layers=1):
+    """SpanQuestionAnswerer (max_seq_length 32, windows of the context) with N(0, 0.5) weights."""
+    from keras_bert.tasks import SpanQuestionAnswerer
+    from keras_bert.tokenization import BertPreprocessor
+
+    task = SpanQuestionAnswerer(
+        tiny_encoder(num_layers),
+        BertPreprocessor(vocab_file, max_seq_length=32),
+        version_2_with_negative=version_2,
+        doc_stride=8,
+        max_query_length=10,
+        max_answer_length=8,
+    )
+    task.build_for_export()
+    return randomized(task, seed, 0.5)

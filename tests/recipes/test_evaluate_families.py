@@ -6,10 +6,16 @@ import json
 
 import numpy as np
 import pytest
+from official.nlp.tools import squad_evaluate_v2_0
 from seqeval import metrics as sm
 
 from keras_bert.data.conll import read_conll
-from tests.evaluation.tiny_task import CONLL, tiny_tagger
+from tests.evaluation.tiny_task import (
+    CONLL,
+    squad_json,
+    tiny_reader,
+    tiny_tagger,
+)
 from tests.recipes.test_evaluate import assert_numbers_equal_metrics, keyed_numbers, run_evaluate
 
 
@@ -61,3 +67,38 @@ def test_ner_export_against_saved_task(tmp_path, uncased_vocab):
         "count"
     ] <= len(sentences)
     assert np.isfinite(metrics["headline"]["f1"]["delta"])
+
+
+def test_squad_v2_run_dir_against_saved_task(tmp_path, uncased_vocab):
+    a = tiny_reader(uncased_vocab, seed=3)
+    b = tiny_reader(uncased_vocab, seed=6)
+    (tmp_path / "run_a").mkdir()
+    a.save(tmp_path / "run_a" / "best_model.keras")  # a fine-tuning output_dir
+    b.save(tmp_path / "b.keras")
+    raw = squad_json(version_2=True)
+    data = tmp_path / "dev.json"
+    data.write_text(json.dumps(raw))
+    out = tmp_path / "report"
+    proc = run_evaluate(
+        f"--model={tmp_path / 'run_a'}",
+        f"--compare={tmp_path / 'b.keras'}",
+        f"--data={data}",
+        "--batch_size=4",
+        f"--output_dir={out}",
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    metrics = check_comparison(out, ("exact_match", "f1"))
+    qas = [(qa, p["context"]) for x in raw["data"] for p in x["paragraphs"] for qa in p["qas"]]
+    for key, task in (("a", a), ("b", b)):
+        own = task.predict_texts([qa["question"] for qa, _ in qas], [c for _, c in qas])
+        official = squad_evaluate_v2_0.evaluate(
+            raw["data"], {qa["id"]: o["answer_text"] for (qa, _), o in zip(qas, own)}
+        )
+        assert metrics[key]["headline"]["exact_match"] == pytest.approx(official["exact"])
+        assert metrics[key]["headline"]["f1"] == pytest.approx(official["f1"])
+        assert metrics[key]["squad"]["NoAns_total"] == 2
+    assert {s["family"] for s in metrics["slices"]} >= {"question word", "answer length (words)"}
+    assert metrics["provenance"]["data"]["label_distribution"] == {
+        "answerable": 6,
+        "unanswerable": 2,
+    }
