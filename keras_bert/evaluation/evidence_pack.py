@@ -10,8 +10,8 @@ a dict with "headline" (metric name -> float), optional report sections ("per_cl
 "failures" (rows, worst first), "predicted" (per-example predictions, for `--compare`; removed
 from metrics.json) and optionally "correct" / "probabilities" (per row, consumed by
 `diagnostics.add_diagnostics`: weak segments, label issues). Classification and regression are
-defined here; NER (`ner_pack`) and span QA
-(`span_qa_pack`) in their modules, each with the reader of its training format
+defined here; NER (`ner_pack`), span QA (`span_qa_pack`) and multiple choice
+(`multiple_choice_pack`) in their modules, each with the reader of its training format
 (`READERS`). Their "predicted" is a dict: per-example "counts" [N, K] and "metrics_of" (the
 paired bootstrap of `comparison.count_bootstrap`), "shown" / "gold_shown" / "correct" (where two
 models disagree).
@@ -25,7 +25,7 @@ from keras_bert.data import text_files
 from keras_bert.data.labels import LabelError, label_ids
 from keras_bert.evaluation import classification_report as cr
 from keras_bert.evaluation import failure_catalogue as fc
-from keras_bert.evaluation import ner_pack, span_qa_pack
+from keras_bert.evaluation import multiple_choice_pack, ner_pack, span_qa_pack
 from keras_bert.evaluation.diagnostics import add_diagnostics
 from keras_bert.evaluation.eval_data import (  # noqa: F401  (DataError, EvalData: re-exported)
     DataError,
@@ -129,18 +129,21 @@ EVALUATORS = {
     "regression": evaluate_regression,
     "token_classification": ner_pack.evaluate_ner,
     "span_question_answering": span_qa_pack.evaluate_span_qa,
+    "multiple_choice": multiple_choice_pack.evaluate_multiple_choice,
 }
 # task_type -> function(path, info, slice_column) -> EvalData, for the families whose held-out
 # file is not a text table (the training readers' formats: CoNLL, SQuAD JSON, SWAG CSV).
 READERS = {
     "token_classification": ner_pack.read_ner_data,
     "span_question_answering": span_qa_pack.read_squad_data,
+    "multiple_choice": multiple_choice_pack.read_swag_data,
 }
 # task_type -> function(path) -> list of str: a training file's texts in that format, joined as
 # `EvalData.joined_texts` (train / held-out leakage).
 TRAIN_TEXTS = {
     "token_classification": ner_pack.train_texts,
     "span_question_answering": span_qa_pack.train_texts,
+    "multiple_choice": multiple_choice_pack.train_texts,
 }
 
 

@@ -8,7 +8,7 @@ cannot disagree. The sections particular to a task family come from `TASK_SECTIO
 from __future__ import annotations
 
 from keras_bert.evaluation import diagnostic_sections as ds
-from keras_bert.evaluation import ner_pack, span_qa_pack
+from keras_bert.evaluation import multiple_choice_pack, ner_pack, span_qa_pack
 from keras_bert.evaluation.report_writer import (
     Figure,
     Num,
@@ -204,12 +204,14 @@ TASK_SECTIONS = {
     "regression": (),
     "token_classification": (ner_pack.ner_blocks,),
     "span_question_answering": (span_qa_pack.span_qa_blocks,),
+    "multiple_choice": (multiple_choice_pack.multiple_choice_blocks,),
 }
 # task_type -> the columns of its failure table (`failure_table`; default: the classification /
 # regression table of `failure_blocks`).
 FAILURE_COLUMNS = {
     "token_classification": ner_pack.FAILURE_COLUMNS,
     "span_question_answering": span_qa_pack.FAILURE_COLUMNS,
+    "multiple_choice": multiple_choice_pack.FAILURE_COLUMNS,
 }
 
 

@@ -208,3 +208,27 @@ def tiny_reader(vocab_file, seed=0, version_2=True, num_layers=1):
     )
     task.build_for_export()
     return randomized(task, seed, 0.5)
+
+
+SWAG_CSV = """,video-id,fold-ind,startphrase,sent1,sent2,gold-source,ending0,ending1,ending2,ending3,label
+0,v1,1,x,A man is sitting on a roof.,He,gold,starts pulling up roofing.,is ripping tiles off.,is holding a cube.,is using a crowbar.,0
+1,v2,2,x,A woman walks into the kitchen.,She,gen,opens the fridge.,flies to the moon.,eats the table.,sings to a cat.,0
+2,v3,3,x,The dog runs after the ball.,It,gold,catches it in its mouth.,reads a newspaper.,drives a car away.,paints the fence blue.,0
+3,v4,4,x,Two kids play football in the park.,One,gen,cooks dinner for everyone.,kicks the ball hard.,writes a long letter.,swims across the sea.,1
+4,v5,5,x,A chef chops onions.,He,gold,puts them in a pan.,throws the knife away.,starts to cry loudly.,leaves the restaurant.,0
+5,v6,6,x,Someone opens an umbrella.,It,gen,starts to rain heavily outside today.,is sunny.,is night.,is cold.,0
+"""
+
+
+def tiny_chooser(vocab_file, seed=0, num_layers=1):
+    """MultipleChoice over 4 choices (max_seq_length 16) with N(0, 0.5) weights."""
+    from keras_bert.tasks import MultipleChoice
+    from keras_bert.tokenization import BertPreprocessor
+
+    task = MultipleChoice(
+        tiny_encoder(num_layers),
+        num_choices=4,
+        preprocessor=BertPreprocessor(vocab_file, max_seq_length=MAX_SEQ_LENGTH),
+    )
+    task.build_for_export()
+    return randomized(task, seed, 0.5)

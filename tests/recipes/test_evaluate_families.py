@@ -10,9 +10,12 @@ from official.nlp.tools import squad_evaluate_v2_0
 from seqeval import metrics as sm
 
 from keras_bert.data.conll import read_conll
+from keras_bert.data.swag import read_swag
 from tests.evaluation.tiny_task import (
     CONLL,
+    SWAG_CSV,
     squad_json,
+    tiny_chooser,
     tiny_reader,
     tiny_tagger,
 )
@@ -102,3 +105,34 @@ def test_squad_v2_run_dir_against_saved_task(tmp_path, uncased_vocab):
         "answerable": 6,
         "unanswerable": 2,
     }
+
+
+def test_swag_saved_tasks_compared(tmp_path, uncased_vocab):
+    a, b = tiny_chooser(uncased_vocab, seed=5), tiny_chooser(uncased_vocab, seed=7)
+    a.save(tmp_path / "a.keras")
+    b.save(tmp_path / "b.keras")
+    data = tmp_path / "val.csv"
+    data.write_text(SWAG_CSV)
+    out = tmp_path / "report"
+    proc = run_evaluate(
+        f"--model={tmp_path / 'a.keras'}",
+        f"--compare={tmp_path / 'b.keras'}",
+        f"--data={data}",
+        "--slice_column=gold-source",
+        "--bootstrap_samples=200",
+        f"--output_dir={out}",
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    metrics = check_comparison(out, ("accuracy",))
+    examples = read_swag(data)
+    gold = np.asarray([e.label for e in examples])
+    inputs = ([e.context for e in examples], [e.second_segments() for e in examples])
+    chosen = {key: task.predict(inputs).argmax(1) for key, task in (("a", a), ("b", b))}
+    for key in ("a", "b"):
+        assert metrics[key]["headline"]["accuracy"] == pytest.approx(np.mean(chosen[key] == gold))
+    differ = np.flatnonzero(chosen["a"] != chosen["b"])
+    assert metrics["disagreements"]["count"] == len(differ)
+    assert [r["guid"] for r in metrics["disagreements"]["examples"]] == [
+        examples[i].example_id for i in differ
+    ]
+    assert metrics["provenance"]["data"]["label_distribution"] == {"0": 5, "1": 1}
