@@ -405,8 +405,11 @@ def _per_class_blocks(m, a, b) -> list:
     ]
     names = list(m["per_class"])
     f1 = {name: [m["per_class"][n][f"f1_{k}"] for n in names] for name, k in ((a, "a"), (b, "b"))}
+    entity_types = m["models"]["a"]["task_type"] == "token_classification"
+    if entity_types:
+        header[0] = "entity type"
     return [
-        ("h2", "Per-class deltas"),
+        ("h2", "Per-entity-type deltas (seqeval)" if entity_types else "Per-class deltas"),
         Table(header, rows),
         Figure("per_class_f1.png", bar_figure(names, f1, "F1"), "per-class F1"),
     ]

@@ -19,7 +19,14 @@ from tests.evaluation.tiny_task import (
     tiny_reader,
     tiny_tagger,
 )
-from tests.recipes.test_evaluate import assert_numbers_equal_metrics, keyed_numbers, run_evaluate
+from tests.recipes.test_evaluate import (
+    CHROMIUM,
+    PROBE,
+    assert_numbers_equal_metrics,
+    chromium,
+    keyed_numbers,
+    run_evaluate,
+)
 
 
 def check_comparison(out, headline_keys):
@@ -35,6 +42,26 @@ def check_comparison(out, headline_keys):
     assert metrics["latency"]["p50_ms"]["a"] > 0 and metrics["latency"]["p50_ms"]["b"] > 0
     assert metrics["provenance"]["data"]["rows"] == metrics["data"]["examples"]
     return metrics
+
+
+def check_in_chromium(out, tmp_path, images):
+    """report.html in headless Chromium: no console message, `images` non-blank plots, the DOM's
+    numbers equal to metrics.json (skipped where Chromium is missing, as in test_evaluate)."""
+    if CHROMIUM is None:
+        return
+    probed = tmp_path / "probed.html"
+    probed.write_text((out / "report.html").read_text().replace("</body>", PROBE + "</body>"))
+    proc = chromium(probed.as_uri(), tmp_path / "profile")
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert [line for line in proc.stderr.splitlines() if ":CONSOLE" in line] == []
+    assert 'data-probe="done"' in proc.stdout
+    rendered = [r.split('data-rendered="')[1].split('"')[0] for r in proc.stdout.split("<img")[1:]]
+    assert len(rendered) == images
+    for r in rendered:
+        complete, width, height, ink = r.split()
+        assert complete == "true" and int(width) > 100 and int(height) > 100 and int(ink) > 1000, r
+    metrics = json.loads((out / "metrics.json").read_text())
+    assert_numbers_equal_metrics(keyed_numbers(proc.stdout), metrics)
 
 
 def test_ner_export_against_saved_task(tmp_path, uncased_vocab):
@@ -70,6 +97,7 @@ def test_ner_export_against_saved_task(tmp_path, uncased_vocab):
         "count"
     ] <= len(sentences)
     assert np.isfinite(metrics["headline"]["f1"]["delta"])
+    check_in_chromium(out, tmp_path, images=1)  # the per-type F1 bar chart
 
 
 def test_squad_v2_run_dir_against_saved_task(tmp_path, uncased_vocab):
