@@ -253,6 +253,35 @@ def write_bytes(path: str, data: bytes) -> None:
     rename(tmp, path, overwrite=True)
 
 
+@contextlib.contextmanager
+def writing_local_file(path: str, suffix: str = "") -> Iterator[str]:
+    """Yields a local file name for a writer that only takes local files (h5py, `model.save`);
+    on leaving the block, that file becomes `path` (any URI) whole-or-nothing.
+
+    A plain local `path`: the file (named with `suffix`, for writers that check it) is written in
+    a hidden temporary directory beside it, flushed to disk, then renamed: nothing is copied. Any
+    other URI: written in a private local directory, then `write_bytes(path, ...)`. On an error
+    the partial file is removed and `path` keeps its old content.
+    """
+    path = os.fspath(path)
+    if scheme(path) != "":
+        with local_temp_dir(prefix="keras_bert_write_") as local_dir:
+            local = join(local_dir, "file" + suffix)
+            yield local
+            write_bytes(path, read_bytes(local))
+        return
+    tmp_dir = _temporary_name(path)  # a hidden directory: no glob of the target's kind sees it
+    os.makedirs(tmp_dir)
+    tmp = os.path.join(tmp_dir, "file" + suffix)
+    try:
+        yield tmp
+        with open(tmp, "rb+") as f:
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    finally:
+        shutil.rmtree(tmp_dir, ignore_errors=True)
+
+
 def writing_path(path: str) -> str:
     """Where a streamed writer (`tf.io.TFRecordWriter`, h5py on a local copy) writes the file
     that `commit_write` then moves to `path`: a hidden temporary name beside it, or `path`

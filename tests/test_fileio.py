@@ -47,6 +47,25 @@ def test_write_read_and_publish_a_directory(base, tmp_path):
         fileio.publish_dir(fileio.staging_dir(final), final)
 
 
+@pytest.mark.parametrize("base", ["ram://fileio_local_writer", None])
+def test_a_local_only_writer_publishes_whole_or_nothing(base, tmp_path):
+    base = base or str(tmp_path)
+    fileio.makedirs(base)
+    target = fileio.join(base, "best.weights.h5")
+    with fileio.writing_local_file(target, ".weights.h5") as local:
+        assert local.endswith("/file.weights.h5") and not fileio.exists(target)
+        with open(local, "wb") as f:  # the writer: a local file only
+            f.write(b"new weights")
+    assert fileio.read_bytes(target) == b"new weights"
+    with pytest.raises(RuntimeError, match="writer failed"):
+        with fileio.writing_local_file(target, ".weights.h5") as local:
+            with open(local, "wb") as f:
+                f.write(b"half")
+            raise RuntimeError("writer failed")
+    assert fileio.read_bytes(target) == b"new weights"  # the old content, whole
+    assert fileio.listdir(base) == ["best.weights.h5"]  # no temporary file or directory left
+
+
 def test_an_unregistered_scheme_fails_in_one_line_naming_the_uri():
     with pytest.raises(fileio.UnreachablePathError) as e:
         fileio.check_reachable("s3://bucket/glue/sst2", "data dir")

@@ -12,7 +12,6 @@ Directory layout (what the pretraining and fine-tuning recipes write, and `load_
 from __future__ import annotations
 
 import os
-import tempfile
 
 import keras
 
@@ -30,12 +29,10 @@ VOCAB_FILE = "vocab.txt"
 
 
 def _save_whole(save, path, suffix: str) -> None:
-    """Runs `save(local_path)` into a private local file, then writes its bytes to `path` (any
-    URI) whole-or-nothing: a reader never sees a half-written file under its final name."""
-    with tempfile.TemporaryDirectory(prefix="keras_bert_save_") as local_dir:
-        local = fileio.join(local_dir, "model" + suffix)
+    """Runs `save(local_path)` and publishes the file as `path` (any URI) whole-or-nothing: a
+    reader never sees a half-written file under its final name (`fileio.writing_local_file`)."""
+    with fileio.writing_local_file(path, suffix) as local:
         save(local)
-        fileio.write_bytes(path, fileio.read_bytes(local))
 
 
 def save_weights_file(model, path) -> None:
