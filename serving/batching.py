@@ -19,11 +19,24 @@ its outputs concatenated in order, so the answer equals the unsplit one row for 
 Serving, with `max_execution_batch_size` set, `max_batch_size` bounds the request and
 `max_execution_batch_size` each call; without it (our extension) each call takes `max_batch_size`
 rows and requests are bounded by `--max_request_batch_size` only.
+
+Length buckets (our extension: `length_buckets` in the batching parameters file, e.g.
+`length_buckets: 16 length_buckets: 32 length_buckets: 64`). A text signature tokenizes inside the
+SavedModel and pads the whole call to its longest row, so in a merged call a short sentence pays for
+the longest one. With buckets, a request with string inputs (text, or serialized tf.Examples) goes
+into the first bucket whose boundary holds its estimated length in tokens (`length_estimate`;
+beyond the last boundary: one more bucket), and requests merge only within a bucket, so each call
+is padded to about its bucket, not to the longest request in the queue. Requests without string
+inputs (`encoded` ids) already merge only with requests of the same padded length (the client's
+`seq_length`), with or without buckets: the server never cuts a client's padding, since per-token
+outputs have that length. Grouping changes only which requests share a call, never a row's answer.
 """
 
+import bisect
 import collections
 import dataclasses
 import os
+import re
 import threading
 import time
 
@@ -38,6 +51,9 @@ from google.protobuf import (
 )
 
 from serving import errors
+
+
+LENGTH_BUCKETS_FIELD_NUMBER = 1000
 
 
 def _batching_parameters_class():
@@ -66,13 +82,17 @@ def _batching_parameters_class():
         ("max_execution_batch_size", ".google.protobuf.Int64Value"),
         ("batch_padding_policy", ".google.protobuf.StringValue"),
     ]
-    for number, (name, kind) in enumerate(fields, start=1):
+    numbered = list(enumerate(fields, start=1))
+    # Ours, not TF Serving's (so stock tensorflow_model_server refuses a file that sets it): a
+    # field number far above TF Serving's, so no future field of theirs can collide with it.
+    numbered.append((LENGTH_BUCKETS_FIELD_NUMBER, ("length_buckets", F.TYPE_INT64)))
+    for number, (name, kind) in numbered:
         f = msg.field.add(name=name, number=number, label=F.LABEL_OPTIONAL)
         if isinstance(kind, str):
             f.type, f.type_name = F.TYPE_MESSAGE, kind
         else:
             f.type = kind
-            if name == "allowed_batch_sizes":
+            if name in ("allowed_batch_sizes", "length_buckets"):
                 f.label = F.LABEL_REPEATED
     pool.Add(fdp)
     return message_factory.GetMessageClass(
@@ -95,6 +115,7 @@ class BatchingOptions:
     enable_large_batch_splitting: bool = False
     max_execution_batch_size: int = 0  # 0: max_batch_size
     thread_pool_name: str = "batch_threads"  # label of TF Serving's queuing_latency metric
+    length_buckets: tuple = ()  # ours: bucket boundaries in estimated tokens; () = no buckets
 
     def __post_init__(self):
         if self.max_batch_size < 1 or self.num_batch_threads < 1 or self.max_enqueued_batches < 1:
@@ -113,6 +134,9 @@ class BatchingOptions:
                 f"{'max_execution_batch_size' if self.max_execution_batch_size else 'max_batch_size'}"
                 f"={call}"
             )
+        buckets = list(self.length_buckets)
+        if buckets and (buckets != sorted(set(buckets)) or buckets[0] < 1):
+            raise ValueError(f"length_buckets {buckets} must be increasing and positive")
 
     @property
     def execution_batch_size(self) -> int:
@@ -148,7 +172,41 @@ def parse_batching_parameters(text: str) -> BatchingOptions:
         kwargs["enable_large_batch_splitting"] = proto.enable_large_batch_splitting.value
     if proto.allowed_batch_sizes:
         kwargs["allowed_batch_sizes"] = tuple(int(x) for x in proto.allowed_batch_sizes)
+    if proto.length_buckets:
+        kwargs["length_buckets"] = tuple(int(x) for x in proto.length_buckets)
     return BatchingOptions(**kwargs)
+
+
+# What BERT's BasicTokenizer splits a text into before WordPiece: runs of word characters, and
+# each other non-space character (punctuation) alone.
+_PIECE = re.compile(r"\w+|[^\w\s]")
+
+
+def length_estimate(inputs: dict) -> int | None:
+    """Estimated tokens of the longest row of a request with string inputs; None without any.
+
+    A row's estimate is what BERT packs: [CLS], then for each string input the pieces of its
+    longest element in that row (words and punctuation marks, `_PIECE`) and one [SEP]. It is a
+    lower bound of the WordPiece length (a word may become several word pieces), good enough to
+    group requests: it decides only which requests share a model call, never what a row returns.
+
+    Args:
+        inputs: dict name -> numpy array, dim 0 = batch; string inputs hold bytes (object dtype).
+    """
+    texts = [v for v in inputs.values() if v.dtype == object or v.dtype.kind in "SU"]
+    if not texts:
+        return None
+    longest = 0
+    for row in range(texts[0].shape[0]):
+        tokens = 1
+        for value in texts:
+            pieces = 0
+            for element in np.ravel(value[row]):
+                text = element.decode("utf-8", "replace") if isinstance(element, bytes) else element
+                pieces = max(pieces, len(_PIECE.findall(str(text))))
+            tokens += pieces + 1
+        longest = max(longest, tokens)
+    return longest
 
 
 class _Task:
@@ -159,8 +217,14 @@ class _Task:
         self.result = self.error = None
 
 
-def _key(inputs):
-    return tuple((k, v.dtype.str, v.shape[1:]) for k, v in sorted(inputs.items()))
+def _key(inputs, length_buckets=()):
+    """Tasks merge only when their keys are equal: the same non-batch shapes and dtypes and, with
+    `length_buckets`, the same bucket (index of the first boundary >= the length estimate)."""
+    shapes = tuple((k, v.dtype.str, v.shape[1:]) for k, v in sorted(inputs.items()))
+    if not length_buckets:
+        return shapes
+    estimate = length_estimate(inputs)
+    return shapes, None if estimate is None else bisect.bisect_left(length_buckets, estimate)
 
 
 class BatchScheduler:
@@ -179,6 +243,7 @@ class BatchScheduler:
         self._queued_rows = 0
         self._cond = threading.Condition()
         self._stopped = False
+        self._collecting = set()  # keys a batch thread is collecting a batch for
         self._threads = [
             threading.Thread(target=self._worker, daemon=True, name=f"batch-{i}")
             for i in range(options.num_batch_threads)
@@ -205,18 +270,16 @@ class BatchScheduler:
                     else " or enable large batch splitting"
                 )
             )
-        tasks = (
+        pieces = (
             [
-                _Task(
-                    {k: v[start : start + call] for k, v in inputs.items()},
-                    min(call, size - start),
-                    _key(inputs),
-                )
+                {k: v[start : start + call] for k, v in inputs.items()}
                 for start in range(0, size, call)
             ]
             if size > call
-            else [_Task(inputs, size, _key(inputs))]
+            else [inputs]
         )
+        buckets = options.length_buckets
+        tasks = [_Task(p, next(iter(p.values())).shape[0], _key(p, buckets)) for p in pieces]
         with self._cond:
             if self._stopped:
                 raise errors.unavailable("the model version is being unloaded; retry")
@@ -242,9 +305,14 @@ class BatchScheduler:
             self._stopped = True
             self._cond.notify_all()
 
-    def _take_batch(self):
-        # Called with the lock held and a non-empty queue.
-        first = self._queue[0]
+    def _next_task(self):
+        """With the lock held: the oldest queued task whose key no other batch thread is
+        collecting (so with several threads, several buckets or shapes fill at once), or None."""
+        return next((t for t in self._queue if t.key not in self._collecting), None)
+
+    def _take_batch(self, first):
+        # Called with the lock held; `first` is queued and its key is now this thread's alone.
+        self._collecting.add(first.key)
         timeout = self._options.batch_timeout_micros / 1e6
         while not self._stopped:
             rows = sum(t.size for t in self._queue if t.key == first.key)
@@ -261,16 +329,20 @@ class BatchScheduler:
                 rest.append(task)
         self._queue = rest
         self._queued_rows -= rows
+        self._collecting.discard(first.key)
+        self._cond.notify_all()  # tasks of this key left behind are free for any thread now
         return batch
 
     def _worker(self):
         while True:
             with self._cond:
-                while not self._queue and not self._stopped:
+                first = self._next_task()
+                while first is None and not self._stopped:
                     self._cond.wait()
-                if not self._queue:
+                    first = self._next_task()
+                if first is None:  # stopped; whatever is queued belongs to a collecting thread
                     return
-                batch = self._take_batch()
+                batch = self._take_batch(first)
             if batch:
                 self._process(batch)
 
