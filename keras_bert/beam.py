@@ -14,31 +14,38 @@ A value the user gave is never overridden: `--num_workers` maps to the DirectRun
 
 from __future__ import annotations
 
+import sys
 from typing import Iterable
 
 DEFAULT_RUNNER = "DirectRunner"
 
 
 def define_flags(default_num_workers: int = 1) -> None:
-    """Defines --runner, --beam_pipeline_options and --num_workers on absl's FLAGS."""
+    """Defines --runner, --beam_pipeline_options and --num_workers on absl's FLAGS, listed by the
+    calling recipe's `--help`."""
     from absl import flags
+
+    mine = {"module_name": sys.argv[0]}
 
     flags.DEFINE_string(
         "runner",
         DEFAULT_RUNNER,
         "Apache Beam runner: DirectRunner (this machine), DataflowRunner, FlinkRunner, "
         "SparkRunner, PortableRunner (docs/beam.md).",
+        **mine,
     )
     flags.DEFINE_string(
         "beam_pipeline_options",
         "",
         'Other Beam pipeline options as "key=value,key=value" (for example '
         '"project=p,region=r,temp_location=gs://b/tmp" for Dataflow).',
+        **mine,
     )
     flags.DEFINE_integer(
         "num_workers",
         default_num_workers,
         "DirectRunner only: worker processes (direct_num_workers; 1 = in this process).",
+        **mine,
     )
 
 

@@ -27,6 +27,26 @@ def fail_usage(message: str) -> NoReturn:
     sys.exit(USAGE_EXIT_CODE)
 
 
+def define_corpus_flags() -> None:
+    """`--input_file` and `--input_format`: the text corpus of the recipes that read one
+    (create_vocab, create_pretraining_data), read by `pretraining_data.read_raw_documents`."""
+    from absl import flags
+
+    mine = {"module_name": sys.argv[0]}  # listed by the calling recipe's --help
+    flags.DEFINE_string(
+        "input_file", None, "Input text file(s): comma-separated paths or globs.", **mine
+    )
+    flags.DEFINE_enum(
+        "input_format",
+        "text",
+        ["text", "wikitext"],
+        "text: one sentence per line, blank line between documents. wikitext: ' = Title = ' "
+        "lines start documents, ' = = Section = = ' lines are dropped, paragraphs are split "
+        "into sentences and their @-@ escapes undone.",
+        **mine,
+    )
+
+
 def check_paths_reachable(values) -> None:
     """Fails fast on a URI whose file system cannot be reached, before anything reads or writes.
 

@@ -19,19 +19,12 @@ import time
 from absl import app, flags
 
 from keras_bert import beam as beam_flags
-from keras_bert.cli import fail_usage, require_reachable_flags
+from keras_bert.cli import define_corpus_flags, fail_usage, require_reachable_flags
 from keras_bert.data import pretraining_data as pd
 from keras_bert.data.file_patterns import expand_file_patterns
 
 FLAGS = flags.FLAGS
-flags.DEFINE_string("input_file", None, "Input text file(s): comma-separated paths or globs.")
-flags.DEFINE_enum(
-    "input_format",
-    "text",
-    ["text", "wikitext"],
-    "text: one sentence per line, blank line between documents. wikitext: ' = Title = ' "
-    "lines start documents, paragraphs are split into sentences.",
-)
+define_corpus_flags()
 flags.DEFINE_string("output_file", None, "Output TFRecord file(s), comma-separated.")
 flags.DEFINE_integer("num_shards", 1, "Split a single --output_file into this many shards.")
 flags.DEFINE_string("vocab_file", None, "WordPiece vocab.txt.")

@@ -16,16 +16,10 @@ from keras_bert.data import pretraining_data as pd
 from keras_bert.data.file_patterns import expand_file_patterns
 from keras_bert.data import vocab_builder
 from keras_bert import fileio
-from keras_bert.cli import fail_usage, require_reachable_flags
+from keras_bert.cli import define_corpus_flags, fail_usage, require_reachable_flags
 
 FLAGS = flags.FLAGS
-flags.DEFINE_string("input_file", None, "Input text file(s): comma-separated paths or globs.")
-flags.DEFINE_enum(
-    "input_format",
-    "text",
-    ["text", "wikitext"],
-    "text: plain lines; wikitext: drop ' = Title = ' / section lines, undo @-@ escapes.",
-)
+define_corpus_flags()
 flags.DEFINE_string("vocab_file", None, "Output vocab.txt.")
 flags.DEFINE_integer(
     "vocab_size", 8000, "Target vocabulary size (the learner may return up to 5% fewer)."

@@ -3,8 +3,9 @@ variables its script reads: a renamed or removed flag fails here, not in a user'
 
 Commands are read from the fenced code blocks of README.md and docs/*.md (continuation lines
 joined). Programs checked: `recipes/*.py` and `python -m` modules of this repository (export,
-serving, keras_bert, recipes, benchmarks); their flags come from their own `--helpfull` /
-`--help` output, so absl and argparse programs are read the same way. `VAR=value bash
+serving, keras_bert, recipes, benchmarks); their flags come from their own `--help` output
+(what a user reads; absl lists there only the program's own and declared flags), so absl and
+argparse programs are read the same way. `VAR=value bash
 scripts/x.sh` lines must name variables that the script reads.
 """
 
@@ -61,22 +62,19 @@ def documented_uses():
 
 
 def defined_flags(program: str) -> tuple[str, set]:
-    """(program, the flag names its help prints); absl `--[no]name` gives name and noname."""
+    """(program, the flag names its --help prints); absl `--[no]name` gives name and noname."""
     command = (
         [sys.executable, str(REPO / program)]
         if program.endswith(".py")
         else [sys.executable, "-m", program]
     )
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", CUDA_VISIBLE_DEVICES="", PYTHONPATH=str(REPO))
+    # --help, not --helpfull: a user reads --help, and absl lists there only the flags it counts
+    # as the program's own (a flag defined by a shared module must be declared for the program).
     proc = subprocess.run(
-        command + ["--helpfull"], cwd=REPO, env=env, capture_output=True, text=True, timeout=300
+        command + ["--help"], cwd=REPO, env=env, capture_output=True, text=True, timeout=300
     )
     text = proc.stdout + proc.stderr
-    if "--helpfull" in text and "unrecognized arguments" in text:  # argparse
-        proc = subprocess.run(
-            command + ["--help"], cwd=REPO, env=env, capture_output=True, text=True, timeout=300
-        )
-        text = proc.stdout + proc.stderr
     names = set()
     for negatable, name in re.findall(r"--(\[no\])?([a-z][a-z0-9_]*)", text):
         names.add(name)
@@ -105,7 +103,7 @@ def test_command_parser_reads_programs_flags_and_script_variables():
     ]
 
 
-@pytest.mark.slow  # one --helpfull per documented program, each importing TensorFlow: ~1 min
+@pytest.mark.slow  # one --help per documented program, each importing TensorFlow: ~1 min
 def test_every_documented_flag_exists():
     uses, _ = documented_uses()
     assert {"recipes/run_classifier.py", "recipes/run_squad.py", "export", "serving.server"} <= set(
