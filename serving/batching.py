@@ -288,7 +288,7 @@ class BatchScheduler:
                     "The batch scheduling queue to which this task was submitted "
                     "is full; retry later"
                 )
-            self._queue.extend(tasks)  # consecutive, so the pieces run in order
+            self._queue.extend(tasks)  # answered in piece order, whatever order they run in
             self._queued_rows += size
             self._cond.notify_all()
         for task in tasks:
