@@ -1,6 +1,7 @@
 """A fine-tuning run killed with SIGKILL mid-epoch and restarted with the same flags continues
 from its last checkpoint and ends like an uninterrupted run (real subprocesses, the real recipe)."""
 
+import concurrent.futures
 import json
 import os
 import pathlib
@@ -190,7 +191,8 @@ def test_killed_at_any_point_and_resumed_ends_like_an_uninterrupted_run(
     ref_evals, ref_best, ref_weights, ref_versions, ref_sha, np = _finished(ref_dir)
     # 76 rows / batch 8 = 10 batches per epoch (the last holds 4): evaluations at 0.5, 1, 1.5, 2.
     assert [e for e, _ in ref_evals] == [0.5, 1, 1.5, 2] and ref_versions == ["1"]
-    for point in CRASH_POINTS:
+
+    def killed_then_resumed(point):
         out = tmp_path / point.replace(":", "_")
         killed = subprocess.run(
             _tiny_command(tmp_path, out, data_dir, uncased_vocab),
@@ -198,7 +200,7 @@ def test_killed_at_any_point_and_resumed_ends_like_an_uninterrupted_run(
             cwd=REPO,
             capture_output=True,
             text=True,
-            timeout=400,
+            timeout=600,
         )
         assert killed.returncode == -signal.SIGKILL, (point, killed.stderr[-2000:])
         resumed = subprocess.run(
@@ -207,9 +209,17 @@ def test_killed_at_any_point_and_resumed_ends_like_an_uninterrupted_run(
             cwd=REPO,
             capture_output=True,
             text=True,
-            timeout=400,
+            timeout=600,
         )
         assert resumed.returncode == 0, (point, resumed.stderr[-3000:])
+        assert "already exported" not in resumed.stdout or point != "export_publish"
+        return out
+
+    # Two crash points at a time (each its own output dir; a process's results do not depend on
+    # what else runs), so the six kill-and-resume pairs take about half the wall time.
+    with concurrent.futures.ThreadPoolExecutor(2) as pool:
+        outs = dict(zip(CRASH_POINTS, pool.map(killed_then_resumed, CRASH_POINTS)))
+    for point, out in outs.items():
         evals, best, weights, versions, sha, _ = _finished(out)
         assert evals == ref_evals, point
         assert best == ref_best, point
@@ -217,7 +227,6 @@ def test_killed_at_any_point_and_resumed_ends_like_an_uninterrupted_run(
             np.testing.assert_allclose(got, want, atol=1e-6, err_msg=point)
         assert versions == ["1"], point  # the export is done once, never twice
         assert sha == exported_sha(weights), point
-        assert "already exported" not in resumed.stdout or point != "export_publish"
 
 
 def exported_sha(weights):
