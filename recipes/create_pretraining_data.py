@@ -13,6 +13,7 @@ instances, tokens, masked fraction, 80/10/10 split, NSP positive rate, records p
       --max_seq_length=128 --max_predictions_per_seq=20 --masked_lm_prob=0.15 --dupe_factor=5
 """
 
+import dataclasses
 import os
 import time
 
@@ -86,18 +87,11 @@ def main(argv):
         input_files = expand_file_patterns(FLAGS.input_file)
         output_files = pd.shard_paths(FLAGS.output_file, FLAGS.num_shards)
         options = beam_flags.pipeline_options_from_flags()
-        settings = pretraining_beam.PretrainingDataSettings(
-            vocab_file=FLAGS.vocab_file,
-            do_lower_case=FLAGS.do_lower_case,
-            input_format=FLAGS.input_format,
-            max_seq_length=FLAGS.max_seq_length,
-            max_predictions_per_seq=FLAGS.max_predictions_per_seq,
-            random_seed=FLAGS.random_seed,
-            dupe_factor=FLAGS.dupe_factor,
-            masked_lm_prob=FLAGS.masked_lm_prob,
-            short_seq_prob=FLAGS.short_seq_prob,
-            do_whole_word_mask=FLAGS.do_whole_word_mask,
-            num_document_groups=FLAGS.num_document_groups,
+        settings = pretraining_beam.PretrainingDataSettings(  # the flags of the same names
+            **{
+                f.name: FLAGS[f.name].value
+                for f in dataclasses.fields(pretraining_beam.PretrainingDataSettings)
+            }
         )
         settings.check()
     except (FileNotFoundError, ValueError) as e:  # a usage error: one line, exit code 2

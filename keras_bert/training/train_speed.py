@@ -165,17 +165,14 @@ def plan_from(
 
 
 def plan(
-    init_checkpoint: str,
-    mixed_precision: str,
-    budget_seconds: float,
-    batch_size: int = 32,
-    seq_length: int = SST2_MEAN_BATCH_TOKENS,
-    **limits,
+    init_checkpoint: str, mixed_precision: str, budget_seconds: float, **plan_args
 ) -> SpeedPlan:
-    """Measure `seconds_per_batch` on this machine, then `plan_from` it (`limits`: its
-    `min_examples`, `max_examples`)."""
+    """Measure `seconds_per_batch` on this machine, then `plan_from` it (`plan_args`: its
+    `batch_size`, `seq_length`, `min_examples`, `max_examples`)."""
+    batch_size = plan_args.setdefault("batch_size", 32)
+    seq_length = plan_args.setdefault("seq_length", SST2_MEAN_BATCH_TOKENS)
     seconds = seconds_per_batch(init_checkpoint, mixed_precision, batch_size, seq_length)
-    return plan_from(seconds, mixed_precision, budget_seconds, batch_size, seq_length, **limits)
+    return plan_from(seconds, mixed_precision, budget_seconds, **plan_args)
 
 
 def main(argv=None) -> int:
@@ -213,8 +210,8 @@ def main(argv=None) -> int:
         args.init_checkpoint,
         args.mixed_precision,
         args.budget_seconds,
-        args.train_batch_size,
-        args.seq_length,
+        batch_size=args.train_batch_size,
+        seq_length=args.seq_length,
         min_examples=args.min_examples,
         max_examples=args.max_examples,
     )
