@@ -82,9 +82,11 @@ def label_issue_blocks(r: dict, prefix: str = "", title: str = "Suspected label 
     if "label_issues" not in r:
         return []
     issues = r["label_issues"]
+    tokens = any("token" in x for x in issues)  # NER: one word of a sentence per issue
     rows = [
         [
             Num(f"{prefix}label_issues.{i}.row", x["row"]),
+            *([Num(f"{prefix}label_issues.{i}.token", x["token"]), x["word"]] if tokens else []),
             x["given"],
             x["suggested"],
             Num(f"{prefix}label_issues.{i}.score", x["score"]),
@@ -96,12 +98,17 @@ def label_issue_blocks(r: dict, prefix: str = "", title: str = "Suspected label 
         if len(issues) > len(rows)
         else ""
     )
+    what = (
+        "words (cleanlab token classification)" if tokens else "rows (cleanlab)",
+        "row = 0-based sentence, token = 0-based word in it, score = probability of the given tag"
+        if tokens
+        else "row = 0-based data row, score = probability of the given label",
+    )
     return [
         ("h2", title),
-        f"{len(issues)} rows suspected by confident learning (cleanlab), most suspect first"
-        f"{shown}; row = 0-based data row, score = probability of the given label. "
-        f"{label_issues.CAVEAT}",
-        Table(["row", "given", "suggested", "score"], rows),
+        f"{len(issues)} {what[0]} suspected by confident learning, most suspect first{shown}; "
+        f"{what[1]}. {label_issues.CAVEAT}",
+        Table(["row", *(["token", "word"] if tokens else []), "given", "suggested", "score"], rows),
     ]
 
 

@@ -6,7 +6,8 @@
 - "weak_segments" (`weak_segments.find_weak_segments`) when the evaluator gave per-row
   correctness ("correct", bool [N]);
 - "label_issues" (`label_issues.find_label_issues`) when it gave class probabilities
-  ("probabilities", float [N, C]) and gold label ids.
+  ("probabilities", float [N, C]) and gold label ids, or per-word tag probabilities
+  ("token_probabilities", NER: a list of float [W, C]; `label_issues.find_token_label_issues`).
 
 An evaluator of any task family opts in by returning "correct" and / or "probabilities" beside its
 metrics; both are consumed here (popped), so metrics.json holds no per-row arrays.
@@ -34,6 +35,7 @@ def add_diagnostics(result: dict, data, label_names) -> dict:
     """
     correct = result.pop("correct", None)
     probabilities = result.pop("probabilities", None)
+    token_probabilities = result.pop("token_probabilities", None)
     columns = fc.slice_columns(
         data.token_lengths, data.truncated, data.gold_names, data.slice_values, data.slice_column
     )
@@ -54,5 +56,9 @@ def add_diagnostics(result: dict, data, label_names) -> dict:
     if probabilities is not None and data.gold_names is not None:
         result["label_issues"] = label_issues.find_label_issues(
             data.gold, probabilities, label_names
+        )
+    if token_probabilities is not None:
+        result["label_issues"] = label_issues.find_token_label_issues(
+            data.reference["tags"], token_probabilities, label_names, data.reference["words"]
         )
     return result

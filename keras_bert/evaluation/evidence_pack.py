@@ -168,6 +168,11 @@ def evaluate(
     outputs, seconds, sizes = predictor.run_inputs(
         data.model_inputs(predictor.info.is_pair), batch_size, progress
     )
+    if predictor.info.task_type == "token_classification" and hasattr(predictor, "task"):
+        # Untimed: tag probabilities for label issues (ner_pack.word_probabilities).
+        outputs["word_probabilities"] = ner_pack.word_probabilities(
+            predictor.task, data.reference["words"], batch_size
+        )
     result = evaluate_outputs(predictor.info, predictor.path, data, outputs)
     result["latency"] = latency_summary(
         seconds, sizes, batch_size, predictor.path, machine_cost_per_hour

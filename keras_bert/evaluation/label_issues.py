@@ -10,6 +10,12 @@ on, which is out of sample for that model, but a row the model is simply wrong a
 same as a mislabelled row: the list is a list of rows to look at, not of errors.
 
 Family-independent: any model with per-row class probabilities [N, C] and given labels [N].
+
+NER (`find_token_label_issues`): cleanlab's token-classification module
+(`cleanlab.token_classification.filter.find_label_issues`, the same confident learning over all
+tokens of all sentences, flattened) on per-word tag probabilities, with the token score of
+`cleanlab.token_classification.rank.get_label_quality_scores` (self-confidence, the probability of
+the given tag). Same caveat: the model's own probabilities.
 """
 
 from __future__ import annotations
@@ -73,9 +79,64 @@ def find_label_issues(given, probabilities, label_names) -> list[dict]:
     ]
 
 
+def find_token_label_issues(given_tags, probabilities, label_names, words) -> list[dict]:
+    """Words whose given tag confident learning suspects (cleanlab token classification), most
+    suspect first.
+
+    Args:
+        given_tags: per sentence, a list of str tags (in `label_names`; a sentence with a tag
+            the model does not know is left out).
+        probabilities: per sentence, float [W, C] tag probabilities of its W words.
+        label_names: list of C str tags.
+        words: per sentence, its W words.
+
+    Returns:
+        list of {"row": 0-based sentence, "token": 0-based word in it, "word", "given",
+        "suggested" (the most probable other tag), "score" (probability of the given tag)}.
+        Empty when fewer than 2 tags occur among the given ones.
+    """
+    from cleanlab.token_classification.filter import find_label_issues as cleanlab_find
+    from cleanlab.token_classification.rank import get_label_quality_scores
+
+    index = {name: i for i, name in enumerate(label_names)}
+    kept = [i for i, tags in enumerate(given_tags) if tags and all(t in index for t in tags)]
+    labels = [np.asarray([index[t] for t in given_tags[i]], np.int64) for i in kept]
+    probs = []
+    for i in kept:
+        p = np.asarray(probabilities[i], np.float64)
+        if p.shape != (len(given_tags[i]), len(label_names)):
+            raise ValueError(
+                f"sentence {i}: probabilities {p.shape} do not fit {len(given_tags[i])} words and "
+                f"{len(label_names)} tags"
+            )
+        probs.append(p / p.sum(axis=1, keepdims=True))
+    if len({int(x) for tags in labels for x in tags}) < 2:
+        return []
+    with warnings.catch_warnings():  # "too few examples in class k": expected on small sets
+        warnings.simplefilter("ignore", UserWarning)
+        found = cleanlab_find(labels, probs, return_indices_ranked_by="self_confidence", n_jobs=1)
+        _, token_scores = get_label_quality_scores(labels, probs)
+    issues = []
+    for s, t in found:
+        others = probs[s][t].copy()
+        others[labels[s][t]] = -1.0
+        issues.append(
+            {
+                "row": kept[s],
+                "token": int(t),
+                "word": words[kept[s]][t],
+                "given": label_names[labels[s][t]],
+                "suggested": label_names[int(others.argmax())],
+                "score": float(token_scores[s][t]),
+            }
+        )
+    return issues
+
+
 def recall_precision(issues: list[dict], flipped) -> tuple[float, float]:
-    """(recall, precision) of the suspects against the rows known to be flipped."""
-    found = {r["row"] for r in issues}
-    flipped = {int(i) for i in flipped}
+    """(recall, precision) of the suspects against the rows known to be flipped (rows: ints;
+    NER: (sentence, word) pairs, matched to the issues' (row, token))."""
+    found = {(r["row"], r["token"]) if "token" in r else r["row"] for r in issues}
+    flipped = {tuple(int(x) for x in i) if np.ndim(i) else int(i) for i in flipped}
     hits = len(found & flipped)
     return hits / max(len(flipped), 1), hits / max(len(found), 1)

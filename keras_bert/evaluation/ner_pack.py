@@ -18,6 +18,13 @@ and each gold entity that no prediction overlaps as "missed". Then the F1 per se
 bucket (words), error rates per slice (an error: a sentence whose entities are not exactly the
 gold ones) and the failure catalogue (those sentences, most wrong entities first).
 
+Label issues: the exported `serving_default` gives tags only (its `encoded` signature gives
+probabilities per WordPiece position of windows the caller would have to build), so per-word tag
+probabilities (`word_probabilities`) come from a saved task run in process (`TaskPredictor`): the
+same windows and logits as its tags, softmaxed, read at each word's first piece in its window of
+most context. With them `diagnostics.add_diagnostics` adds `label_issues`
+(`label_issues.find_token_label_issues`); a SavedModel or a server gives none.
+
 Per-sentence counts (true positives, predicted, gold entities) make the paired bootstrap of
 `--compare` (`comparison.count_bootstrap`): their sums are seqeval's micro figures.
 """
@@ -117,6 +124,33 @@ def predicted_tags(outputs: dict, data: EvalData) -> list[list[str]]:
     return out
 
 
+def word_probabilities(task, word_lists, batch_size=32) -> list[np.ndarray]:
+    """A `TokenClassifier`'s tag probabilities per word: float [W, C] per sentence, the softmax of
+    the logits its tags are the argmax of (a word without pieces: one-hot on "O", its tag)."""
+    import tensorflow as tf
+
+    from keras_bert.tasks.task import INPUT_NAMES
+    from keras_bert.tasks.token_classifier import _ragged, trim_windows
+
+    num_tags = len(task.label_names)
+    out = []
+    for start in range(0, len(word_lists), batch_size):
+        chunk = [list(w) for w in word_lists[start : start + batch_size]]
+        windows = trim_windows(task.encode_words(_ragged(chunk, tf.string)))
+        logits = np.asarray(task._logits({k: windows[k] for k in INPUT_NAMES}), np.float64)
+        probs = np.exp(logits - logits.max(-1, keepdims=True))
+        probs /= probs.sum(-1, keepdims=True)
+        word_index = windows["word_index"].numpy()
+        sentence = windows["sentence_index"].numpy()
+        part = [np.zeros((len(w), num_tags)) for w in chunk]
+        for p in part:
+            p[:, task.outside_id] = 1.0
+        for n, t in zip(*np.nonzero(word_index >= 0)):
+            part[sentence[n]][word_index[n, t]] = probs[n, t]
+        out.extend(part)
+    return out
+
+
 def entity_errors(gold_tags, pred_tags) -> tuple[dict, list]:
     """Wrong entities by kind (module docstring) over all sentences, and per sentence.
 
@@ -161,9 +195,14 @@ def _entities(tags, words) -> str:
 
 
 def evaluate_ner(data: EvalData, outputs: dict, info) -> dict:
-    """NER outputs (`tags` [N, W]) -> entity metrics, error kinds, buckets, slices, failures."""
+    """NER outputs (`tags` [N, W]; optionally "word_probabilities", see `word_probabilities`) ->
+    entity metrics, error kinds, buckets, slices, failures (and "token_probabilities", consumed by
+    `diagnostics.add_diagnostics`)."""
     del info
     gold, pred = data.reference["tags"], predicted_tags(outputs, data)
+    extra = {}
+    if "word_probabilities" in outputs:
+        extra["token_probabilities"] = outputs["word_probabilities"]
     scores = ner.entity_scores(gold, pred)
     errors, per_sentence = entity_errors(gold, pred)
     counts = sentence_counts(gold, pred)
@@ -204,24 +243,28 @@ def evaluate_ner(data: EvalData, outputs: dict, info) -> dict:
             }
         )
     failures.sort(key=lambda r: -r["wrong_entities"])
-    return {
-        "headline": {k: scores[k] for k in ("f1", "precision", "recall", "accuracy")},
-        "entities": {
-            "gold": scores["num_true_entities"],
-            "predicted": scores["num_pred_entities"],
-            "right": int(counts[:, 0].sum()),
-        },
-        "per_type": scores["per_type"],
-        "entity_errors": errors,
-        "by_sentence_length": by_length,
-    } | fc.outcome(
-        columns,
-        correct,
-        failures,
-        counts,
-        entity_metrics,
-        [" ".join(t) for t in pred],
-        [" ".join(t) for t in gold],
+    return (
+        {
+            "headline": {k: scores[k] for k in ("f1", "precision", "recall", "accuracy")},
+            "entities": {
+                "gold": scores["num_true_entities"],
+                "predicted": scores["num_pred_entities"],
+                "right": int(counts[:, 0].sum()),
+            },
+            "per_type": scores["per_type"],
+            "entity_errors": errors,
+            "by_sentence_length": by_length,
+        }
+        | extra
+        | fc.outcome(
+            columns,
+            correct,
+            failures,
+            counts,
+            entity_metrics,
+            [" ".join(t) for t in pred],
+            [" ".join(t) for t in gold],
+        )
     )
 
 

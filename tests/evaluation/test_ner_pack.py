@@ -129,3 +129,21 @@ def test_pack_equals_seqeval_on_the_predicted_tags(tmp_path, uncased_vocab):
     with pytest.raises(ep.DataError, match="sentence 1: the model tagged another number"):
         pred[1] = ["B-PER"]
         ep.evaluate_outputs(info, "constructed", data, {"tags": padded(pred)})
+
+
+def test_word_probabilities_are_the_taggers_own(tmp_path, uncased_vocab):
+    """Per-word tag probabilities of a windowed tiny tagger: their argmax is the task's own tags,
+    rows sum to 1, one row per word (the long sentence spans several windows)."""
+    from tests.evaluation.tiny_task import tiny_tagger
+
+    task = tiny_tagger(uncased_vocab, seed=2)
+    path = tmp_path / "test.txt"
+    path.write_text(CONLL)
+    sentences = [list(s.words) for s in read_conll(path)]
+    probs = ner_pack.word_probabilities(task, sentences, batch_size=2)
+    tags = task.predict_word_lists(sentences)
+    assert [len(p) for p in probs] == [len(w) for w in sentences]
+    assert max(len(w) for w in sentences) > 14  # windowed (max_seq_length 16)
+    for p, t in zip(probs, tags):
+        np.testing.assert_allclose(p.sum(1), 1.0, rtol=1e-6)
+        assert [NER_TAGS[i] for i in p.argmax(1)] == t
