@@ -39,8 +39,6 @@ from __future__ import annotations
 
 import os
 import pathlib
-import subprocess
-import sys
 import tempfile
 import time
 
@@ -49,7 +47,7 @@ from absl import app, flags
 
 from benchmarks import common
 from benchmarks import bench_reload_under_load
-from benchmarks.bench_reload_under_load import export_minilm, free_port
+from benchmarks.bench_reload_under_load import export_minilm
 
 MODEL_NAME = "bench_buckets"
 ARMS = ("pad to longest", "length buckets")
@@ -94,25 +92,15 @@ class Server(bench_reload_under_load.Server):
         base = config_path.parent / "models" / MODEL_NAME
         base.mkdir(parents=True)
         (base / "1").symlink_to(model_dir.resolve(), target_is_directory=True)
-        self.address = f"127.0.0.1:{free_port()}"
-        self.log_path = config_path.with_suffix(".log")
-        self._log = open(self.log_path, "wb")
-        self.proc = subprocess.Popen(
+        self.launch(
             [
-                sys.executable,
-                "-m",
-                "serving.server",
-                f"--port={self.address.rsplit(':', 1)[1]}",
-                "--rest_api_port=0",
                 f"--model_base_path={base}",
                 f"--model_name={MODEL_NAME}",
                 "--enable_batching",
                 f"--batching_parameters_file={config_path}",
                 f"--grpc_max_threads={max(16, clients)}",
             ],
-            stdout=self._log,
-            stderr=subprocess.STDOUT,
-            cwd=pathlib.Path(__file__).resolve().parents[1],
+            config_path.with_suffix(".log"),
             env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"),
         )
 

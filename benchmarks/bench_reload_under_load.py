@@ -131,9 +131,19 @@ class Server:
         config = model_server_config_pb2.ModelServerConfig()
         config.model_config_list.config.append(model_config(MODEL_NAME, base))
         (work / "models.config").write_text(text_format.MessageToString(config))
+        self.launch(
+            [
+                f"--model_config_file={work / 'models.config'}",
+                f"--file_system_poll_wait_seconds={poll_s}",
+            ],
+            work / "server.log",
+        )
+
+    def launch(self, flags: list, log_path: pathlib.Path, env: dict | None = None) -> None:
+        """Starts the server with `flags` on a free gRPC port (REST off), its output in `log_path`."""
         self.address = f"127.0.0.1:{free_port()}"
-        self._log = open(work / "server.log", "wb")
-        self.log_path = work / "server.log"
+        self.log_path = log_path
+        self._log = open(log_path, "wb")
         self.proc = subprocess.Popen(
             [
                 sys.executable,
@@ -141,12 +151,12 @@ class Server:
                 "serving.server",
                 f"--port={self.address.rsplit(':', 1)[1]}",
                 "--rest_api_port=0",
-                f"--model_config_file={work / 'models.config'}",
-                f"--file_system_poll_wait_seconds={poll_s}",
+                *flags,
             ],
             stdout=self._log,
             stderr=subprocess.STDOUT,
             cwd=pathlib.Path(__file__).resolve().parents[1],
+            env=env,
         )
 
     def stop(self):
