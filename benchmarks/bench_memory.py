@@ -1,0 +1,164 @@
+"""Item 3 of issue 37: peak resident memory of our own fine-tuning runs and exports.
+
+Each contender is one command line in its own fresh process; its peak resident memory is the
+`ru_maxrss` that `os.wait4` returns for that process (the kernel's high-water mark of its resident
+set, which also covers any children it waited for), measured the same way for every contender.
+Wall seconds are printed beside it but are not the point: on a shared 2-core machine they move
+with other load.
+
+Contenders (MiniLM-L6-H384, `--init_checkpoint=minilm_l6_h384_uncased`, real weights):
+- `import tensorflow`: the floor every other row stands on;
+- run_squad: SQuAD v1.1 dev split by article (`--holdout_fraction=0.5`), `--squad_questions`
+  training questions, 0.3 epochs, batch 32, the family's max_seq_length 384, 20 held-out
+  questions predicted and scored;
+- run_classifier: SST-2, batch 32, max_seq_length 128, `--sst2_examples` training sentences
+  (one epoch: 5 steps at the default 160), 64 dev sentences; its `best_model.keras` is the task
+  the exports read;
+- `python -m export` SavedModel, `--tflite` (LiteRT float32) and `--quantize=int8` (LiteRT int8).
+
+The data is $KERAS_BERT_DATA_DIR (squad/dev-v1.1.json, glue/sst2). Run (about 6 minutes on
+2 cores; appends a section to benchmarks/RESULTS.md):
+
+    python -m benchmarks.bench_memory
+
+`--contenders` picks a subset by key (tensorflow, squad, sst2, savedmodel, litert, litert_int8;
+the exports need the sst2 run first, in the same `--work_dir`). `--noappend` only prints.
+"""
+
+from __future__ import annotations
+
+import os
+import pathlib
+import subprocess
+import sys
+import tempfile
+import time
+
+from absl import app, flags
+
+from benchmarks import common
+
+REPO = pathlib.Path(__file__).resolve().parents[1]
+KEYS = ("tensorflow", "squad", "sst2", "savedmodel", "litert", "litert_int8")
+
+
+def commands(work_dir: str, data_dir: str, squad_questions: int, sst2_examples: int) -> dict:
+    """key -> (label, argv) of each contender, in the order they must run."""
+    python = sys.executable
+    squad_file = os.path.join(data_dir, "squad", "dev-v1.1.json")
+    sst2_dir = os.path.join(work_dir, "sst2")
+    export = [python, "-m", "export", f"--model_dir={sst2_dir}", "--model_name=sst2"]
+    return {
+        "tensorflow": ("import tensorflow", [python, "-c", "import tensorflow"]),
+        "squad": (
+            f"run_squad, {squad_questions} questions, batch 32 x 384",
+            [
+                python,
+                "recipes/run_squad.py",
+                f"--init_checkpoint={common.PRESET}",
+                f"--train_file={squad_file}",
+                f"--predict_file={squad_file}",
+                "--holdout_fraction=0.5",
+                f"--max_train_examples={squad_questions}",
+                "--max_eval_examples=20",
+                "--num_train_epochs=0.3",
+                "--verbose=0",
+                f"--output_dir={os.path.join(work_dir, 'squad')}",
+            ],
+        ),
+        "sst2": (
+            f"run_classifier SST-2, {sst2_examples} sentences, batch 32 x 128",
+            [
+                python,
+                "recipes/run_classifier.py",
+                "--task_name=sst2",
+                f"--data_dir={os.path.join(data_dir, 'glue')}",
+                f"--init_checkpoint={common.PRESET}",
+                "--max_seq_length=128",
+                "--train_batch_size=32",
+                f"--max_train_examples={sst2_examples}",
+                "--max_eval_examples=64",
+                "--num_train_epochs=1",
+                "--verbose=0",
+                f"--output_dir={sst2_dir}",
+            ],
+        ),
+        "savedmodel": (
+            "export, SavedModel",
+            [*export, f"--export_base={os.path.join(work_dir, 'saved')}"],
+        ),
+        "litert": (
+            "export --tflite (LiteRT float32)",
+            [*export, f"--export_base={os.path.join(work_dir, 'tflite')}", "--tflite"],
+        ),
+        "litert_int8": (
+            "export --quantize=int8 (LiteRT int8)",
+            [*export, f"--export_base={os.path.join(work_dir, 'int8')}", "--quantize=int8"],
+        ),
+    }
+
+
+def peak_rss(argv: list, log_path: str) -> tuple[int, float, int]:
+    """(peak resident bytes, wall seconds, exit status) of `argv` run in a fresh process."""
+    env = dict(os.environ, PYTHONPATH=str(REPO), TF_CPP_MIN_LOG_LEVEL="3")
+    env.setdefault("CUDA_VISIBLE_DEVICES", "")
+    start = time.perf_counter()
+    with open(log_path, "w", encoding="utf-8") as log:
+        proc = subprocess.Popen(argv, cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT)
+        _, status, usage = os.wait4(proc.pid, 0)
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    return usage.ru_maxrss * 1024, time.perf_counter() - start, proc.returncode
+
+
+FLAGS = flags.FLAGS
+
+
+def define_flags() -> None:
+    flags.DEFINE_list("contenders", list(KEYS), f"Subset of {', '.join(KEYS)}, run in that order.")
+    flags.DEFINE_integer("squad_questions", 200, "run_squad --max_train_examples.", lower_bound=1)
+    flags.DEFINE_integer("sst2_examples", 160, "run_classifier --max_train_examples.")
+    flags.DEFINE_string("work_dir", None, "Where runs and exports go (default: a temp dir).")
+    flags.DEFINE_bool("append", True, "Append the table to benchmarks/RESULTS.md.")
+
+
+def main(argv):
+    del argv
+    unknown = sorted(set(FLAGS.contenders) - set(KEYS))
+    if unknown:
+        raise app.UsageError(f"--contenders: unknown {unknown}; choose from {list(KEYS)}")
+    data_dir = os.environ.get("KERAS_BERT_DATA_DIR")
+    if not data_dir:
+        raise app.UsageError("set KERAS_BERT_DATA_DIR (squad/dev-v1.1.json, glue/sst2)")
+    desc = common.machine_description()
+    work_dir = FLAGS.work_dir or tempfile.mkdtemp(prefix="bench_memory_")
+    os.makedirs(work_dir, exist_ok=True)
+    table = commands(
+        work_dir, os.path.abspath(data_dir), FLAGS.squad_questions, FLAGS.sst2_examples
+    )
+    rows = []
+    for key in (k for k in KEYS if k in FLAGS.contenders):
+        label, cmd = table[key]
+        log_path = os.path.join(work_dir, f"{key}.log")
+        peak, seconds, code = peak_rss(cmd, log_path)
+        status = "ok" if code == 0 else f"exit {code} (log: {log_path})"
+        print(f"{label}: {peak / 2**20:,.0f} MiB peak resident, {seconds:.0f} s, {status}")
+        rows.append([label, f"{peak / 2**20:,.0f}", f"{seconds:.0f}", status])
+    body = common.markdown_table(["contender", "peak RSS MiB", "wall s", "status"], rows)
+    print(body)
+    if FLAGS.append:
+        note = (
+            "- Command: `python -m benchmarks.bench_memory`; peak RSS is `os.wait4`'s ru_maxrss "
+            "of each contender's own process. Wall seconds are from a shared 2-core machine and "
+            "are not a timing result.\n\n"
+        )
+        common.append_results(
+            "Peak resident memory (bench_memory, issue 37 item 3)",
+            note + body,
+            desc,
+            load_after=common.load_average(),
+        )
+
+
+if __name__ == "__main__":
+    define_flags()
+    app.run(main)

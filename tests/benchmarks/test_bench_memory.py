@@ -1,0 +1,34 @@
+"""benchmarks/bench_memory.py's measurement and command lines. A run of any contender imports
+TensorFlow (15 s or more on a 2-core machine), too long for CI; the benchmark is run by hand (its
+docstring)."""
+
+import sys
+
+from benchmarks import bench_memory as bench
+
+
+def test_peak_rss_is_the_child_processes_own_high_water_mark(tmp_path):
+    grab = "b = bytearray(300 * 2**20); b[::4096] = b'x' * len(b[::4096])"
+    big, _, code = bench.peak_rss([sys.executable, "-c", grab], str(tmp_path / "big.log"))
+    small, _, _ = bench.peak_rss([sys.executable, "-c", "pass"], str(tmp_path / "small.log"))
+    assert code == 0
+    assert big >= 300 * 2**20 > small  # the first child's peak is not carried into the second
+
+
+def test_a_failing_contender_reports_its_exit_status(tmp_path):
+    _, _, code = bench.peak_rss([sys.executable, "-c", "raise SystemExit(3)"], str(tmp_path / "x"))
+    assert code == 3
+
+
+def test_the_exports_read_the_classifier_run_and_write_apart(tmp_path):
+    table = bench.commands(str(tmp_path), "data", squad_questions=200, sst2_examples=160)
+    assert tuple(table) == bench.KEYS
+    sst2_dir = [a for a in table["sst2"][1] if a.startswith("--output_dir=")][0].split("=", 1)[1]
+    bases = set()
+    for key in ("savedmodel", "litert", "litert_int8"):
+        argv = table[key][1]
+        assert f"--model_dir={sst2_dir}" in argv
+        bases.add(next(a for a in argv if a.startswith("--export_base=")))
+    assert len(bases) == 3
+    assert "--tflite" in table["litert"][1] and "--quantize=int8" in table["litert_int8"][1]
+    assert "--max_train_examples=200" in table["squad"][1]
