@@ -28,6 +28,8 @@ than 0 / 1 are refused by `serving.server`, not by the flatbuffer (docs/export.m
 
 from __future__ import annotations
 
+import gc
+
 import tensorflow as tf
 
 from keras_bert import fileio
@@ -82,6 +84,19 @@ def convert_signature(
     Raises:
         ValueError: an unknown `quantize`, or ops outside LiteRT's builtins.
     """
+    path = fileio.join(str(staging_dir), f"frozen_{signature_key}")
+    _save_frozen(function, path, signature_key)
+    # The frozen graphs (each a copy of the weights as constants) are cycles of objects: collect
+    # them now, before the converter loads its own copies (MiniLM-L6 LiteRT export: 650 MiB less
+    # peak resident memory; benchmarks/RESULTS.md, "bench_memory").
+    gc.collect()
+    converter = tf.lite.TFLiteConverter.from_saved_model(path, signature_keys=[signature_key])
+    return _convert(_converter_for(converter, quantize), f"signature {signature_key!r}")
+
+
+def _save_frozen(function, path: str, signature_key: str) -> None:
+    """Saves `function` with its variables frozen to constants as a SavedModel at `path` whose one
+    signature is `signature_key`; nothing it builds outlives the call."""
     from tensorflow.python.framework import convert_to_constants
 
     frozen = convert_to_constants.convert_variables_to_constants_v2(function)
@@ -95,10 +110,7 @@ def convert_signature(
         lambda *args: tf.nest.pack_sequence_as(function.structured_outputs, frozen(*args)),
         input_signature=specs,
     ).get_concrete_function()
-    path = fileio.join(str(staging_dir), f"frozen_{signature_key}")
     tf.saved_model.save(module, path, signatures={signature_key: module.signature})
-    converter = tf.lite.TFLiteConverter.from_saved_model(path, signature_keys=[signature_key])
-    return _convert(_converter_for(converter, quantize), f"signature {signature_key!r}")
 
 
 def convert_encoder(encoder, quantize: str = "float32") -> bytes:
