@@ -105,6 +105,11 @@ def read_behaviour_tests(info):
     """--behaviour_tests' tests for a model with `info`'s labels (None without the flag)."""
     if not FLAGS.behaviour_tests:
         return None
+    if info.task_type != "classification":
+        fail_usage(
+            f"--behaviour_tests: template tests name a classifier's labels; a {info.task_type} "
+            "model gets the built-in invariance tests only (--invariance_rows)"
+        )
     try:
         text = fileio.read_text(FLAGS.behaviour_tests)
         return behaviour.read_template_tests(text, info.label_names, FLAGS.behaviour_tests)
@@ -114,7 +119,7 @@ def read_behaviour_tests(info):
 
 def evaluate_one(predictor, data=None, tests=None):
     """Reads --data for `predictor` (unless given) and evaluates it, with the behavioural tests
-    of a classifier; returns (EvalData, result)."""
+    of a classifier, an NER or a multiple-choice model; returns (EvalData, result)."""
     if data is None:
         data = read_data(predictor.info, FLAGS.text_column, FLAGS.text_b_column)
     result = evidence_pack.evaluate(

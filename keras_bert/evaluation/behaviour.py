@@ -26,6 +26,11 @@ order, values in the given order); `text_b` (optional) is the second segment of 
   (default 0).
 
 Family-independent in form: a test needs a `predict(texts, texts_b) -> probabilities [N, C]`.
+Other families (`FAMILY_INVARIANCE`) run the same perturbations through `invariance_of`, which
+compares any outcome: NER (`ner_invariance`) perturbs each sentence (words joined by a space) and
+a row fails when the predicted entities change (spans and types over the words both taggings
+have, `same_entities`); multiple choice (`multiple_choice_invariance`) perturbs the context, keeps
+the endings, and a row fails when the chosen ending changes. Template tests are for classifiers.
 """
 
 from __future__ import annotations
@@ -36,6 +41,9 @@ import random
 import re
 
 import numpy as np
+from seqeval.metrics.sequence_labeling import get_entities
+
+from keras_bert.data.conll import to_iob2
 
 NAMES = (
     "John Mary James Anna Michael Sarah David Emma Robert Laura Maria Ahmed Wei Priya Carlos "
@@ -183,30 +191,54 @@ def _result(name, kind, tested, failed_rows) -> dict:
     }
 
 
-def invariance_tests(predict, texts, texts_b, label_names, seed: int = 0) -> list[dict]:
-    """Every built-in perturbation on `texts` (text_b kept): rows whose predicted label changes."""
-    base = np.asarray(predict(texts, texts_b)).argmax(1)
+def invariance_of(predict, texts, seed: int = 0, same=None, show=str) -> list[dict]:
+    """Every built-in perturbation on `texts`, for a model of any family.
+
+    Args:
+        predict: function(rows, texts) -> one outcome per text (the model's answer for the
+            `texts` standing in for the data rows `rows`; the caller adds the rest of each row's
+            input, e.g. its text_b or its endings).
+        texts: the texts perturbed.
+        same: function(before, after) -> bool, whether two outcomes agree (default ==).
+        show: function(outcome) -> str, for the failing examples.
+
+    Returns:
+        per perturbation, {"name", "type": "invariance", "tested", "failures", "failure_rate",
+        "examples"}: rows the perturbation changes are tested; a row fails when its outcome does
+        not stay the same.
+    """
+    same = same or (lambda a, b: a == b)
+    base = predict(list(range(len(texts))), list(texts))
     results = []
     for name in PERTURBATIONS:
         changed = [i for i, t in enumerate(texts) if perturb(name, t, seed) != t]
         failed = []
         if changed:
             new_texts = [perturb(name, texts[i], seed) for i in changed]
-            new_b = None if texts_b is None else [texts_b[i] for i in changed]
-            after = np.asarray(predict(new_texts, new_b)).argmax(1)
+            after = predict(changed, new_texts)
             failed = [
                 {
                     "row": int(i),
                     "text": texts[i],
                     "perturbed": t,
-                    "before": label_names[base[i]],
-                    "after": label_names[a],
+                    "before": show(base[i]),
+                    "after": show(a),
                 }
                 for i, t, a in zip(changed, new_texts, after)
-                if a != base[i]
+                if not same(base[i], a)
             ]
         results.append(_result(name, "invariance", len(changed), failed))
     return results
+
+
+def invariance_tests(predict, texts, texts_b, label_names, seed: int = 0) -> list[dict]:
+    """Every built-in perturbation on `texts` (text_b kept): rows whose predicted label changes."""
+
+    def labels(rows, new_texts):
+        b = None if texts_b is None else [texts_b[i] for i in rows]
+        return [label_names[k] for k in np.asarray(predict(new_texts, b)).argmax(1)]
+
+    return invariance_of(labels, texts, seed)
 
 
 def template_tests(predict, tests, label_names) -> list[dict]:
@@ -250,10 +282,69 @@ def run_behaviour(predict, texts, texts_b, label_names, tests=None, rows=INVARIA
     return results + template_tests(predict, tests or [], label_names)
 
 
+def entity_spans(tags) -> list:
+    """(type, first word, last word) of each entity of a tag sequence (IOB1 or IOB2)."""
+    return get_entities(to_iob2(list(tags)))
+
+
+def same_entities(before, after) -> bool:
+    """Whether two taggings of a sentence and its perturbation hold the same entities (spans and
+    types) over the words both have (removing or adding a final "." changes the word count)."""
+    n = min(len(before), len(after))
+    return entity_spans(before[:n]) == entity_spans(after[:n])
+
+
+def show_entities(tags) -> str:
+    """ "PER 0-1, LOC 4" (type, word span), or "no entity"."""
+    spans = [f"{k} {s}" if s == e else f"{k} {s}-{e}" for k, s, e in entity_spans(tags)]
+    return ", ".join(spans) or "no entity"
+
+
+def ner_invariance(predictor, data, rows=INVARIANCE_ROWS, seed=0, batch_size=32) -> list[dict]:
+    """`invariance_of` a tagger on the first `rows` sentences: a row fails when the predicted
+    entities (spans and types, `same_entities`) change."""
+
+    def tags(_, texts):
+        out = predictor.run_inputs({"text": texts}, batch_size, progress=False)[0]
+        return [
+            tuple(t.decode() if isinstance(t, bytes) else str(t) for t in row[:n])
+            for row, n in zip(out["tags"], out["num_words"])
+        ]
+
+    return invariance_of(tags, data.inputs["text"][:rows], seed, same_entities, show_entities)
+
+
+def multiple_choice_invariance(
+    predictor, data, rows=INVARIANCE_ROWS, seed=0, batch_size=32
+) -> list[dict]:
+    """`invariance_of` a multiple-choice model on the first `rows` contexts (the endings kept): a
+    row fails when the chosen ending changes."""
+    endings = data.inputs["endings"]
+
+    def chosen(rows_, contexts):
+        inputs = {"context": contexts, "endings": [endings[i] for i in rows_]}
+        out = predictor.run_inputs(inputs, batch_size, progress=False)[0]
+        return [int(k) for k in np.asarray(out["probabilities"]).argmax(1)]
+
+    return invariance_of(chosen, data.inputs["context"][:rows], seed, show=lambda k: f"ending {k}")
+
+
+# task_type -> invariance tests of a predictor on an EvalData (no template tests: they name a
+# classifier's labels).
+FAMILY_INVARIANCE = {
+    "token_classification": ner_invariance,
+    "multiple_choice": multiple_choice_invariance,
+}
+
+
 def run_predictor(predictor, data, tests=None, rows=INVARIANCE_ROWS, seed=0, batch_size=32):
     """`run_behaviour` of a classifier `predictor` (`predictors.Predictor`) on an
-    `evidence_pack.EvalData`; None for a model without class probabilities."""
-    if predictor.info.task_type != "classification":
+    `evidence_pack.EvalData`; the invariance tests of an NER or multiple-choice model
+    (`FAMILY_INVARIANCE`, with rows > 0); None for other models."""
+    kind = predictor.info.task_type
+    if kind in FAMILY_INVARIANCE:
+        return FAMILY_INVARIANCE[kind](predictor, data, rows, seed, batch_size) if rows else None
+    if kind != "classification":
         return None
 
     def predict(texts, texts_b):

@@ -206,7 +206,8 @@ def behaviour_blocks(r: dict, prefix: str = "", title: str = "Behavioural tests"
     return [
         ("h2", title),
         "Invariance (built-in perturbations of held-out texts): a row fails when the predicted "
-        "label changes. mft: the input must get the test's label. dir: the label's probability "
+        "label changes (NER: the predicted entities, spans and types; multiple choice: the chosen "
+        "ending, the context perturbed). mft: the input must get the test's label. dir: the label's probability "
         "must move the stated way when the phrase is added (docs/evaluation.md).",
         Table(
             ["test", "type", "tested", "failures", "failure rate", "failing examples"],
