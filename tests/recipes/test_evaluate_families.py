@@ -97,7 +97,30 @@ def test_ner_export_against_saved_task(tmp_path, uncased_vocab):
         "count"
     ] <= len(sentences)
     assert np.isfinite(metrics["headline"]["f1"]["delta"])
+    # Label issues need the saved task's probabilities: B (.keras) has them, the export A none.
+    assert "label_issues" not in metrics["a"]
+    for issue in metrics["b"]["label_issues"]:
+        assert issue["word"] == sentences[issue["row"]].words[issue["token"]]
+        assert issue["given"] == gold[issue["row"]][issue["token"]] != issue["suggested"]
+    assert_which_fails(metrics)
     check_in_chromium(out, tmp_path, images=1)  # the per-type F1 bar chart
+
+
+def assert_which_fails(metrics):
+    """The invariance tests ran for both models and the comparison says which fails which."""
+    assert sum(r["tested"] for r in metrics["behaviour"]) > 0
+    assert [r["name"] for r in metrics["behaviour"]] == [
+        "typo",
+        "punctuation",
+        "name swap",
+        "casing",
+    ]
+    for row, ra, rb in zip(
+        metrics["behaviour"], metrics["a"]["behaviour"], metrics["b"]["behaviour"]
+    ):
+        assert row["tested"] == ra["tested"] == rb["tested"]
+        fails = {(True, True): "both", (True, False): "A", (False, True): "B"}
+        assert row["fails"] == fails.get((ra["failures"] > 0, rb["failures"] > 0), "neither")
 
 
 def test_squad_v2_run_dir_against_saved_task(tmp_path, uncased_vocab):
@@ -164,3 +187,4 @@ def test_swag_saved_tasks_compared(tmp_path, uncased_vocab):
         examples[i].example_id for i in differ
     ]
     assert metrics["provenance"]["data"]["label_distribution"] == {"0": 5, "1": 1}
+    assert_which_fails(metrics)
