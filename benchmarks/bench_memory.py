@@ -2,7 +2,9 @@
 
 Each contender is one command line in its own fresh process; its peak resident memory is the
 `ru_maxrss` that `os.wait4` returns for that process (the kernel's high-water mark of its resident
-set, which also covers any children it waited for), measured the same way for every contender.
+set, which also covers any children it waited for), measured the same way for every contender,
+from a small launcher process (`LAUNCHER`: a child spawned by a large process inherits that
+process's size as its starting high-water mark).
 Wall seconds are printed beside it but are not the point: on a shared 2-core machine they move
 with other load.
 
@@ -27,6 +29,7 @@ the exports need the sst2 run first, in the same `--work_dir`). `--noappend` onl
 
 from __future__ import annotations
 
+import json
 import os
 import pathlib
 import subprocess
@@ -98,16 +101,39 @@ def commands(work_dir: str, data_dir: str, squad_questions: int, sst2_examples: 
     }
 
 
+# A small fresh Python that runs the contender as its child and writes the child's ru_maxrss and
+# exit status. Linux seeds a process's ru_maxrss, at exec, with the resident size of the memory
+# it had before (with vfork or fork: its parent's), so a child spawned straight from a large
+# process (pytest after TensorFlow tests, say) would report at least that process's size.
+# Spawned from this launcher instead, the floor is the launcher's own ~10 MB.
+LAUNCHER = """
+import json, os, subprocess, sys
+proc = subprocess.Popen(sys.argv[2:])
+_, status, usage = os.wait4(proc.pid, 0)
+with open(sys.argv[1], "w") as f:
+    json.dump({"maxrss_kib": usage.ru_maxrss, "code": os.waitstatus_to_exitcode(status)}, f)
+"""
+
+
 def peak_rss(argv: list, log_path: str) -> tuple[int, float, int]:
     """(peak resident bytes, wall seconds, exit status) of `argv` run in a fresh process."""
     env = dict(os.environ, PYTHONPATH=str(REPO), TF_CPP_MIN_LOG_LEVEL="3")
     env.setdefault("CUDA_VISIBLE_DEVICES", "")
+    result_path = log_path + ".rusage.json"
     start = time.perf_counter()
     with open(log_path, "w", encoding="utf-8") as log:
-        proc = subprocess.Popen(argv, cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT)
-        _, status, usage = os.wait4(proc.pid, 0)
-    proc.returncode = os.waitstatus_to_exitcode(status)
-    return usage.ru_maxrss * 1024, time.perf_counter() - start, proc.returncode
+        subprocess.run(
+            [sys.executable, "-c", LAUNCHER, result_path, *argv],
+            cwd=REPO,
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            check=True,
+        )
+    seconds = time.perf_counter() - start
+    with open(result_path, encoding="utf-8") as f:
+        result = json.load(f)
+    return result["maxrss_kib"] * 1024, seconds, result["code"]
 
 
 FLAGS = flags.FLAGS

@@ -14,7 +14,6 @@ A value the user gave is never overridden: `--num_workers` maps to the DirectRun
 
 from __future__ import annotations
 
-import sys
 from typing import Iterable
 
 DEFAULT_RUNNER = "DirectRunner"
@@ -25,7 +24,9 @@ def define_flags(default_num_workers: int = 1) -> None:
     calling recipe's `--help`."""
     from absl import flags
 
-    mine = {"module_name": sys.argv[0]}
+    from keras_bert.cli import calling_module_name
+
+    mine = {"module_name": calling_module_name()}  # listed by the calling recipe's --help
 
     flags.DEFINE_string(
         "runner",

@@ -27,12 +27,20 @@ def fail_usage(message: str) -> NoReturn:
     sys.exit(USAGE_EXIT_CODE)
 
 
+def calling_module_name(depth: int = 2) -> str:
+    """The name absl gives the module `depth` frames up (the caller of the function that calls
+    this): its `__name__`, or `sys.argv[0]` for `__main__`. Flags a shared function defines under
+    that name belong to the calling recipe: its `--help` lists them, as if it had defined them."""
+    name = sys._getframe(depth).f_globals.get("__name__", "")
+    return sys.argv[0] if name == "__main__" else name
+
+
 def define_corpus_flags() -> None:
     """`--input_file` and `--input_format`: the text corpus of the recipes that read one
     (create_vocab, create_pretraining_data), read by `pretraining_data.read_raw_documents`."""
     from absl import flags
 
-    mine = {"module_name": sys.argv[0]}  # listed by the calling recipe's --help
+    mine = {"module_name": calling_module_name()}  # listed by the calling recipe's --help
     flags.DEFINE_string(
         "input_file", None, "Input text file(s): comma-separated paths or globs.", **mine
     )

@@ -15,6 +15,16 @@ def test_peak_rss_is_the_child_processes_own_high_water_mark(tmp_path):
     assert big >= 300 * 2**20 > small  # the first child's peak is not carried into the second
 
 
+def test_a_large_parent_does_not_raise_the_childs_peak(tmp_path):
+    # The kernel seeds a spawned child's ru_maxrss with its parent's resident size; the launcher
+    # keeps this process's size out of the figure.
+    ballast = bytearray(400 * 2**20)
+    ballast[::4096] = b"x" * len(ballast[::4096])
+    small, _, code = bench.peak_rss([sys.executable, "-c", "pass"], str(tmp_path / "small.log"))
+    assert code == 0 and small < 200 * 2**20
+    del ballast
+
+
 def test_a_failing_contender_reports_its_exit_status(tmp_path):
     _, _, code = bench.peak_rss([sys.executable, "-c", "raise SystemExit(3)"], str(tmp_path / "x"))
     assert code == 3
