@@ -281,6 +281,44 @@ MASK = FEATURES["input_mask"].astype(bool)
 VOCAB = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + [f"w{i}" for i in range(18)]
 
 
+def random_keras_hub_backbone(seed, gamma=0.0):
+    """keras-hub's own `BertBackbone` at the sizes of CFG, with random weights.
+
+    Every weight is drawn from N(0, 0.3^2) by `np.random.default_rng(seed)`, LayerNorm gammas
+    shifted by `gamma`: a model made by keras-hub itself, whose preset our readers and converters
+    are checked against.
+    """
+    import keras_hub
+
+    backbone = keras_hub.models.BertBackbone(
+        vocabulary_size=CFG["vocab_size"],
+        num_layers=CFG["num_hidden_layers"],
+        num_heads=CFG["num_attention_heads"],
+        hidden_dim=CFG["hidden_size"],
+        intermediate_dim=CFG["intermediate_size"],
+        max_sequence_length=CFG["max_position_embeddings"],
+        num_segments=CFG["type_vocab_size"],
+    )
+    rng = np.random.default_rng(seed)
+    for variable in backbone.weights:
+        base = gamma if variable.path.endswith("gamma") else 0.0
+        variable.assign(base + 0.3 * rng.standard_normal(variable.shape).astype(np.float32))
+    return backbone
+
+
+def keras_hub_outputs(backbone):
+    """(sequence_output, pooled_output) as numpy of a keras-hub `BertBackbone` on FEATURES."""
+    out = backbone(
+        {
+            "token_ids": FEATURES["input_word_ids"],
+            "segment_ids": FEATURES["input_type_ids"],
+            "padding_mask": FEATURES["input_mask"],
+        },
+        training=False,
+    )
+    return np.asarray(out["sequence_output"]), np.asarray(out["pooled_output"])
+
+
 def encoder_outputs(encoder):
     """(sequence_output, pooled_output) as numpy of `encoder` on FEATURES."""
     out = encoder(FEATURES, training=False)

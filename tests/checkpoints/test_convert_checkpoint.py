@@ -9,9 +9,32 @@ import numpy as np
 import pytest
 
 from keras_bert.checkpoints import load_encoder
-from tests.checkpoints.helpers import hf_to_google, random_hf_weights, write_google_dir
+from tests.checkpoints.helpers import (
+    hf_to_google,
+    keras_hub_outputs,
+    random_hf_weights,
+    random_keras_hub_backbone,
+    write_google_dir,
+)
 from tests.checkpoints.test_loaders import CFG, FEATURES
 from tests.conftest import REPO_ROOT
+
+
+def _convert_checkpoint(source, output_dir, vocab_file, *flags):
+    """Run recipes/convert_checkpoint.py on `source` in a fresh Python, as a user would run it."""
+    subprocess.run(
+        [
+            sys.executable,
+            str(REPO_ROOT / "recipes" / "convert_checkpoint.py"),
+            f"--init_checkpoint={source}",
+            f"--output_dir={output_dir}",
+            f"--vocab_file={vocab_file}",
+            *flags,
+        ],
+        check=True,
+        cwd=REPO_ROOT,
+        env=dict(os.environ, PYTHONPATH=str(REPO_ROOT)),
+    )
 
 
 @pytest.mark.slow  # a subprocess importing TensorFlow: ~20 s on 2 shared cores
@@ -19,18 +42,7 @@ def test_convert_google_checkpoint(tmp_path, uncased_vocab):
     source = tmp_path / "uncased_L-2_H-8_A-2"
     write_google_dir(source, CFG, hf_to_google(random_hf_weights(CFG, heads=True)))
     out = tmp_path / "out"
-    subprocess.run(
-        [
-            sys.executable,
-            str(REPO_ROOT / "recipes" / "convert_checkpoint.py"),
-            f"--init_checkpoint={source}",
-            f"--output_dir={out}",
-            f"--vocab_file={uncased_vocab}",
-        ],
-        check=True,
-        cwd=REPO_ROOT,
-        env=dict(os.environ, PYTHONPATH=str(REPO_ROOT)),
-    )
+    _convert_checkpoint(source, out, uncased_vocab)
     report = json.loads((out / "conversion.json").read_text())
     assert report["format"] == "google" and report["flags"]["do_lower_case"] is True
     assert report["flags"]["hidden_activation"] == "gelu_approximate"
@@ -46,54 +58,21 @@ def test_convert_google_checkpoint(tmp_path, uncased_vocab):
 @pytest.mark.slow  # a subprocess importing TensorFlow and keras-hub: ~25 s on 2 shared cores
 def test_convert_keras_hub_preset_to_huggingface(tmp_path, uncased_vocab):
     """A keras-hub preset in, a Hugging Face directory out, detected from the files."""
-    import keras_hub
-
-    backbone = keras_hub.models.BertBackbone(
-        vocabulary_size=23,
-        num_layers=2,
-        num_heads=2,
-        hidden_dim=8,
-        intermediate_dim=12,
-        max_sequence_length=7,
-        num_segments=3,
-    )
-    rng = np.random.default_rng(11)
-    for variable in backbone.weights:
-        variable.assign(0.3 * rng.standard_normal(variable.shape).astype(np.float32))
+    backbone = random_keras_hub_backbone(seed=11)
     source = tmp_path / "preset"
     backbone.save_to_preset(str(source))
     out = tmp_path / "hf"
-    subprocess.run(
-        [
-            sys.executable,
-            str(REPO_ROOT / "recipes" / "convert_checkpoint.py"),
-            f"--init_checkpoint={source}",
-            f"--output_dir={out}",
-            f"--vocab_file={uncased_vocab}",
-            "--do_lower_case=true",
-            "--output_format=huggingface",
-        ],
-        check=True,
-        cwd=REPO_ROOT,
-        env=dict(os.environ, PYTHONPATH=str(REPO_ROOT)),
+    _convert_checkpoint(
+        source, out, uncased_vocab, "--do_lower_case=true", "--output_format=huggingface"
     )
     report = json.loads((out / "conversion.json").read_text())
     assert report["format"] == "keras_hub" and report["flags"]["output_format"] == "huggingface"
     assert set(report["used"]) == {v.path for v in backbone.weights} and report["ignored"] == {}
     assert json.loads((out / "config.json").read_text())["hidden_act"] == "gelu_new"
-    reference = backbone(
-        {
-            "token_ids": FEATURES["input_word_ids"],
-            "segment_ids": FEATURES["input_type_ids"],
-            "padding_mask": FEATURES["input_mask"],
-        },
-        training=False,
-    )
+    reference_sequence, reference_pooled = keras_hub_outputs(backbone)
     ours = load_encoder(str(out))(FEATURES)
     mask = FEATURES["input_mask"].astype(bool)
     np.testing.assert_allclose(
-        np.asarray(ours["sequence_output"])[mask],
-        np.asarray(reference["sequence_output"])[mask],
-        atol=1e-5,
+        np.asarray(ours["sequence_output"])[mask], reference_sequence[mask], atol=1e-5
     )
-    np.testing.assert_allclose(ours["pooled_output"], reference["pooled_output"], atol=1e-5)
+    np.testing.assert_allclose(ours["pooled_output"], reference_pooled, atol=1e-5)

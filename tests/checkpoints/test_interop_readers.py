@@ -29,7 +29,9 @@ from tests.checkpoints.helpers import (
     encoder_outputs,
     max_diff,
     hf_to_google,
+    keras_hub_outputs,
     random_hf_weights,
+    random_keras_hub_backbone,
     write_google_dir,
 )
 
@@ -234,34 +236,7 @@ def test_tfhub_saved_model_exact_gelu_is_read_from_the_graph(tmp_path, model_gar
 
 @pytest.fixture(scope="module")
 def keras_hub_backbone():
-    import keras_hub
-
-    backbone = keras_hub.models.BertBackbone(
-        vocabulary_size=23,
-        num_layers=2,
-        num_heads=2,
-        hidden_dim=8,
-        intermediate_dim=12,
-        max_sequence_length=7,
-        num_segments=3,
-    )
-    rng = np.random.default_rng(5)
-    for variable in backbone.weights:
-        base = 1.0 if variable.path.endswith("gamma") else 0.0
-        variable.assign(base + 0.3 * rng.standard_normal(variable.shape).astype(np.float32))
-    return backbone
-
-
-def _keras_hub_outputs(backbone):
-    out = backbone(
-        {
-            "token_ids": FEATURES["input_word_ids"],
-            "segment_ids": FEATURES["input_type_ids"],
-            "padding_mask": FEATURES["input_mask"],
-        },
-        training=False,
-    )
-    return np.asarray(out["sequence_output"]), np.asarray(out["pooled_output"])
+    return random_keras_hub_backbone(seed=5, gamma=1.0)
 
 
 def test_keras_hub_preset_matches_keras_hub(tmp_path, keras_hub_backbone):
@@ -269,7 +244,7 @@ def test_keras_hub_preset_matches_keras_hub(tmp_path, keras_hub_backbone):
     assert detect_format(tmp_path)[0] == "keras_hub"
     encoder = load_encoder(tmp_path)
     assert encoder.bert_config.hidden_activation == "gelu_approximate"
-    assert max_diff(encoder_outputs(encoder), _keras_hub_outputs(keras_hub_backbone)) <= 1e-5
+    assert max_diff(encoder_outputs(encoder), keras_hub_outputs(keras_hub_backbone)) <= 1e-5
     source = read_checkpoint(tmp_path)
     assert set(source.used()) == {v.path for v in keras_hub_backbone.weights}
     assert source.ignored == {}

@@ -32,6 +32,7 @@ from tests.checkpoints.helpers import (
     write_google_dir,
     write_hf_dir,
 )
+from tests.tiny import tiny_encoder
 
 
 def _assert_close(ours, ref, atol=1e-5):
@@ -208,25 +209,36 @@ def test_shape_mismatch_names_the_variable(tmp_path, hf_tensors):
         load_encoder(_hf_dir_with(tmp_path, tensors))
 
 
-def test_google_shape_mismatch_and_unexpected(tmp_path):
+def _google_dir_with(directory, name, value):
+    """A google-research directory of random CFG weights whose variable `name` is `value`
+    (replaced or added): one checkpoint flaw at a time, for the loader to name."""
     tensors = hf_to_google(random_hf_weights(CFG))
-    tensors["bert/embeddings/token_type_embeddings"] = np.zeros((2, 8), np.float32)
-    write_google_dir(tmp_path / "a", CFG, tensors, slots=False)
+    tensors[name] = value
+    write_google_dir(directory, CFG, tensors, slots=False)
+    return str(directory)
+
+
+def test_google_shape_mismatch_and_unexpected(tmp_path):
+    wrong_shape = _google_dir_with(
+        tmp_path / "a", "bert/embeddings/token_type_embeddings", np.zeros((2, 8), np.float32)
+    )
     with pytest.raises(
         CheckpointError,
         match=r"bert_model\.ckpt: shape mismatch for variable "
         r"'bert/embeddings/token_type_embeddings': checkpoint has \(2, 8\)",
     ):
-        load_encoder(str(tmp_path / "a"))
-    tensors = hf_to_google(random_hf_weights(CFG))
-    tensors["bert/encoder/layer_0/attention/self/query/lora"] = np.zeros((8,), np.float32)
-    write_google_dir(tmp_path / "b", CFG, tensors, slots=False)
+        load_encoder(wrong_shape)
+    unexpected = _google_dir_with(
+        tmp_path / "b",
+        "bert/encoder/layer_0/attention/self/query/lora",
+        np.zeros((8,), np.float32),
+    )
     with pytest.raises(
         CheckpointError,
         match=r"unexpected variables .*\['bert/encoder/layer_0/"
         r"attention/self/query/lora'\]",
     ):
-        load_encoder(str(tmp_path / "b"))
+        load_encoder(unexpected)
 
 
 def test_missing_files_are_named(tmp_path, hf_tensors, hf_dir):
@@ -251,17 +263,7 @@ def test_missing_files_are_named(tmp_path, hf_tensors, hf_dir):
         load_encoder(str(tmp_path / "no_such_dir"))
     with pytest.raises(FileNotFoundError, match=r"vocab file not found: .*hf\d*/vocab\.txt"):
         resolve_vocab_file(hf_dir)
-    own = save_encoder(
-        BertEncoder(
-            vocab_size=23,
-            hidden_size=8,
-            num_layers=1,
-            num_heads=2,
-            intermediate_size=12,
-            max_sequence_length=7,
-        ),
-        tmp_path / "own",
-    )
+    own = save_encoder(tiny_encoder(), tmp_path / "own")
     os.remove(os.path.join(own, "encoder.weights.h5"))
     with pytest.raises(
         FileNotFoundError, match=r"keras-bert weights file not found: .*own/encoder\.weights\.h5"
@@ -276,14 +278,7 @@ def test_missing_files_are_named(tmp_path, hf_tensors, hf_dir):
 
 
 def test_own_weights_that_do_not_fit_name_the_file(tmp_path):
-    small = BertEncoder(
-        vocab_size=23,
-        hidden_size=8,
-        num_layers=1,
-        num_heads=2,
-        intermediate_size=12,
-        max_sequence_length=7,
-    )
+    small = tiny_encoder()
     out = save_encoder(small, tmp_path)
     with open(os.path.join(out, "config.json")) as f:
         config = json.load(f)
