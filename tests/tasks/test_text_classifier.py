@@ -11,22 +11,13 @@ import scipy.special
 
 import keras_bert
 from keras_bert.tasks import TextClassifier
+from tests.tiny import tiny_encoder
 
 B, T = 2, 5
 
 
 def _encoder(dropout=0.1):
-    cfg = keras_bert.BertConfig(
-        vocab_size=23,
-        hidden_size=8,
-        num_layers=1,
-        num_heads=2,
-        intermediate_size=12,
-        max_sequence_length=7,
-        dropout_rate=dropout,
-        attention_dropout_rate=dropout,
-    )
-    return keras_bert.BertEncoder(**cfg.to_dict())
+    return tiny_encoder(dropout_rate=dropout, attention_dropout_rate=dropout)
 
 
 def _inputs():
@@ -138,14 +129,7 @@ print(json.dumps({"type": type(task).__name__, "task_type": task.task_type, "is_
 def _task(vocab_file, num_classes, is_pair, label_names=None, seed=0):
     from keras_bert.tokenization import BertPreprocessor
 
-    encoder = keras_bert.BertEncoder(
-        vocab_size=30522,
-        hidden_size=8,
-        num_layers=1,
-        num_heads=2,
-        intermediate_size=12,
-        max_sequence_length=24,
-    )
+    encoder = tiny_encoder(vocab_size=30522, max_sequence_length=24)
     task = TextClassifier(
         encoder,
         num_classes,

@@ -4,9 +4,9 @@ import keras
 import numpy as np
 import pytest
 
-import keras_bert
 from keras_bert.tasks import TextClassifier
 from keras_bert.training import WarmupLinearDecay, create_optimizer, set_mixed_precision
+from tests.tiny import tiny_encoder
 
 
 def test_warmup_then_linear_decay_values():
@@ -25,15 +25,7 @@ def test_warmup_then_linear_decay_values():
 
 
 def test_defaults_and_weight_decay_exclusions():
-    cfg = keras_bert.BertConfig(
-        vocab_size=23,
-        hidden_size=8,
-        num_layers=1,
-        num_heads=2,
-        intermediate_size=12,
-        max_sequence_length=5,
-    )
-    model = TextClassifier(keras_bert.BertEncoder(**cfg.to_dict()), 3)
+    model = TextClassifier(tiny_encoder(max_sequence_length=5), 3)
     model.build()
     opt = create_optimizer(2e-5, 100, 10)
     assert isinstance(opt, keras.optimizers.AdamW)
@@ -108,15 +100,7 @@ def test_lamb_loss_scale_and_errors():
 def test_mixed_float16_with_loss_scaling_and_jit_compile_trains():
     set_mixed_precision("mixed_float16")
     try:
-        cfg = keras_bert.BertConfig(
-            vocab_size=23,
-            hidden_size=8,
-            num_layers=1,
-            num_heads=2,
-            intermediate_size=12,
-            max_sequence_length=5,
-        )
-        model = TextClassifier(keras_bert.BertEncoder(**cfg.to_dict()), 2, dropout_rate=0.0)
+        model = TextClassifier(tiny_encoder(max_sequence_length=5), 2, dropout_rate=0.0)
         x = {
             "input_word_ids": np.array([[1, 2, 3, 0, 0], [4, 5, 6, 7, 8]] * 2, "int32"),
             "input_mask": np.array([[1, 1, 1, 0, 0], [1, 1, 1, 1, 1]] * 2, "int32"),
@@ -294,15 +278,7 @@ def test_averaged_weights_without_an_average_changes_nothing():
 
 
 def _two_block_classifier():
-    cfg = keras_bert.BertConfig(
-        vocab_size=23,
-        hidden_size=8,
-        num_layers=2,
-        num_heads=2,
-        intermediate_size=12,
-        max_sequence_length=5,
-    )
-    model = TextClassifier(keras_bert.BertEncoder(**cfg.to_dict()), 3)
+    model = TextClassifier(tiny_encoder(num_layers=2, max_sequence_length=5), 3)
     model.build()
     return model
 
