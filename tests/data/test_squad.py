@@ -56,6 +56,18 @@ def make_example(context, answer=None, question="what ?", impossible=False):
     return squad.SquadExample("q", question, context, answers, impossible)
 
 
+def one_training_feature(tok, example, max_seq_length, max_query_length):
+    """The single training feature of `example`, whose context fits in one window."""
+    (feature,) = squad.convert_example(
+        example,
+        tok,
+        max_seq_length=max_seq_length,
+        max_query_length=max_query_length,
+        is_training=True,
+    )
+    return feature
+
+
 def test_answer_across_a_window_boundary(tok):
     # 16 one-piece words; query "what ?" = 2 pieces; max_seq_length 12 -> 7 context pieces a window.
     words = (
@@ -87,13 +99,7 @@ def test_answer_across_a_window_boundary(tok):
 def test_answer_at_very_start_and_end(tok):
     context = "Paris is the capital of France"
     for answer, expected in (("Paris", (4, 4)), ("France", (9, 9))):
-        (f,) = squad.convert_example(
-            make_example(context, answer),
-            tok,
-            max_seq_length=32,
-            max_query_length=8,
-            is_training=True,
-        )
+        f = one_training_feature(tok, make_example(context, answer), 32, max_query_length=8)
         assert (f.start_position, f.end_position) == expected
         assert context[f.token_start[f.start_position] : f.token_end[f.end_position]] == answer
     assert f.input_word_ids[:12].tolist() == tok.convert_tokens_to_ids(
@@ -120,13 +126,7 @@ def test_answer_at_very_start_and_end(tok):
 def test_accents_cjk_and_irregular_whitespace_answer(tok):
     context = "Der  Begriff\t«Café  Müller»\u00a0steht\n\n in 東京都 ,  naïve   façade ."
     for answer in ("Café  Müller", "東京", "naïve   façade", "Müller»"):
-        (f,) = squad.convert_example(
-            make_example(context, answer),
-            tok,
-            max_seq_length=64,
-            max_query_length=8,
-            is_training=True,
-        )
+        f = one_training_feature(tok, make_example(context, answer), 64, max_query_length=8)
         got = context[f.token_start[f.start_position] : f.token_end[f.end_position]]
         assert got == answer
 
@@ -144,13 +144,8 @@ def test_unanswerable_question_points_at_cls(tok):
 def test_question_longer_than_max_query_length(tok):
     question = " ".join(["why"] * 10)
     context = "one two three four five six"
-    (f,) = squad.convert_example(
-        make_example(context, "four", question=question),
-        tok,
-        max_seq_length=16,
-        max_query_length=3,
-        is_training=True,
-    )
+    example = make_example(context, "four", question=question)
+    f = one_training_feature(tok, example, 16, max_query_length=3)
     why = tok.vocab["why"]
     assert f.input_word_ids[:5].tolist() == [tok.vocab["[CLS]"], why, why, why, tok.vocab["[SEP]"]]
     assert (f.start_position, f.end_position) == (8, 8)
