@@ -16,35 +16,35 @@ def _call(fn, request, context):
         context.abort(e.code, e.message)
 
 
-class PredictionServicer(prediction_service_pb2_grpc.PredictionServiceServicer):
+def _delegate(name):
+    """A servicer method that answers with InferenceService's method `name` (looked up on each
+    call), through `_call`: every RPC of both services is that one delegation."""
+
+    def method(self, request, context):
+        return _call(getattr(self._service, name), request, context)
+
+    method.__name__ = name
+    return method
+
+
+class _Delegating:
+    """Holds the InferenceService that the `_delegate` methods call."""
+
     def __init__(self, service):
         self._service = service
 
-    def Predict(self, request, context):
-        return _call(self._service.predict, request, context)
 
-    def Classify(self, request, context):
-        return _call(self._service.classify, request, context)
-
-    def Regress(self, request, context):
-        return _call(self._service.regress, request, context)
-
-    def MultiInference(self, request, context):
-        return _call(self._service.multi_inference, request, context)
-
-    def GetModelMetadata(self, request, context):
-        return _call(self._service.get_model_metadata, request, context)
+class PredictionServicer(_Delegating, prediction_service_pb2_grpc.PredictionServiceServicer):
+    Predict = _delegate("predict")
+    Classify = _delegate("classify")
+    Regress = _delegate("regress")
+    MultiInference = _delegate("multi_inference")
+    GetModelMetadata = _delegate("get_model_metadata")
 
 
-class ModelServicer(model_service_pb2_grpc.ModelServiceServicer):
+class ModelServicer(_Delegating, model_service_pb2_grpc.ModelServiceServicer):
     """GetModelStatus and HandleReloadConfigRequest (a new model_config_list replaces the served
     models; see ModelManager.reload)."""
 
-    def __init__(self, service):
-        self._service = service
-
-    def GetModelStatus(self, request, context):
-        return _call(self._service.get_model_status, request, context)
-
-    def HandleReloadConfigRequest(self, request, context):
-        return _call(self._service.reload_config, request, context)
+    GetModelStatus = _delegate("get_model_status")
+    HandleReloadConfigRequest = _delegate("reload_config")

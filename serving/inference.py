@@ -142,6 +142,18 @@ class InferenceService:
         )
         return response, servable.version
 
+    def _answer(self, api, request, answer_on, entrypoint="GRPC"):
+        """The response of a one-model request (Predict, Classify, Regress): `answer_on(servable,
+        request)` on the servable its model_spec names, held for the call, offered to the request
+        log as `<api>_log` and recorded in the metrics under `api`. One path for the three APIs, so
+        that they acquire, log and count alike."""
+
+        def run():
+            with self.acquire(request.model_spec) as servable:
+                return self.logged(f"{api}_log", servable, request, answer_on(servable, request))
+
+        return self.observe(api, request.model_spec, run, entrypoint)
+
     @staticmethod
     def _response_spec(target, servable, signature_key):
         target.name = servable.name
@@ -150,13 +162,7 @@ class InferenceService:
 
     # ------------------------------------------------------------ Predict
     def predict(self, request: predict_pb2.PredictRequest) -> predict_pb2.PredictResponse:
-        def run():
-            with self.acquire(request.model_spec) as servable:
-                return self.logged(
-                    "predict_log", servable, request, self.predict_on(servable, request)
-                )
-
-        return self.observe("predict", request.model_spec, run)
+        return self._answer("predict", request, self.predict_on)
 
     def predict_on(self, servable, request):
         key = request.model_spec.signature_name or DEFAULT_SIGNATURE
@@ -256,39 +262,36 @@ class InferenceService:
         for v in values[:, 0]:
             result.regressions.add().value = float(v)
 
-    def classify(self, request, entrypoint="GRPC"):
-        def run():
-            with self.acquire(request.model_spec) as servable:
-                return self.logged(
-                    "classify_log", servable, request, self.classify_on(servable, request)
-                )
+    def _examples_on(self, servable, request, method):
+        """The response to a Classify (`method` CLASSIFY_METHOD) or Regress (REGRESS_METHOD)
+        request of tf.Examples: the signature of that method the request names, its model_spec,
+        and the result `_classification_result` or `_regression_result` writes. The two APIs
+        differ only in those, so they share this path (and its checks)."""
+        response_type, fill_result = {
+            CLASSIFY_METHOD: (
+                classification_pb2.ClassificationResponse,
+                self._classification_result,
+            ),
+            REGRESS_METHOD: (regression_pb2.RegressionResponse, self._regression_result),
+        }[method]
+        signature = self._signature_for(servable, request.model_spec, method)
+        serialized = self._examples(request.input)
+        response = response_type()
+        self._response_spec(response.model_spec, servable, signature.key)
+        fill_result(servable, signature, serialized, response.result)
+        return response
 
-        return self.observe("classify", request.model_spec, run, entrypoint)
+    def classify(self, request, entrypoint="GRPC"):
+        return self._answer("classify", request, self.classify_on, entrypoint)
 
     def classify_on(self, servable, request):
-        signature = self._signature_for(servable, request.model_spec, CLASSIFY_METHOD)
-        serialized = self._examples(request.input)
-        response = classification_pb2.ClassificationResponse()
-        self._response_spec(response.model_spec, servable, signature.key)
-        self._classification_result(servable, signature, serialized, response.result)
-        return response
+        return self._examples_on(servable, request, CLASSIFY_METHOD)
 
     def regress(self, request, entrypoint="GRPC"):
-        def run():
-            with self.acquire(request.model_spec) as servable:
-                return self.logged(
-                    "regress_log", servable, request, self.regress_on(servable, request)
-                )
-
-        return self.observe("regress", request.model_spec, run, entrypoint)
+        return self._answer("regress", request, self.regress_on, entrypoint)
 
     def regress_on(self, servable, request):
-        signature = self._signature_for(servable, request.model_spec, REGRESS_METHOD)
-        serialized = self._examples(request.input)
-        response = regression_pb2.RegressionResponse()
-        self._response_spec(response.model_spec, servable, signature.key)
-        self._regression_result(servable, signature, serialized, response.result)
-        return response
+        return self._examples_on(servable, request, REGRESS_METHOD)
 
     def multi_inference(self, request):
         spec = request.tasks[0].model_spec if request.tasks else None

@@ -288,15 +288,12 @@ def predict_inputs(doc, dtypes: dict):
             "expecting only one of 'inputs' or 'instances' keys to exist "
         )
     if has_instances:
-        instances = doc["instances"]
-        if not isinstance(instances, list):
-            raise errors.invalid_argument(
-                f"JSON Value: {value_to_string(doc)} Excepting 'instances' to be an list/array"
-            )
-        if not instances:
-            raise errors.invalid_argument(
-                f"JSON Value: {value_to_string(doc)} No values in 'instances' array"
-            )
+        instances = _nonempty_array(
+            doc,
+            "instances",
+            "Excepting 'instances' to be an list/array",
+            "No values in 'instances' array",
+        )
         return _row_inputs(instances, dtypes), ROW
     if has_inputs:
         return _columnar_inputs(doc["inputs"], dtypes), COLUMNAR
@@ -465,6 +462,21 @@ def make_example(value, example):
     return example
 
 
+def _nonempty_array(doc, key, not_array, empty):
+    """`doc[key]`, which must be a non-empty JSON array ("instances", "examples").
+
+    Raises:
+        ServingError INVALID_ARGUMENT: "JSON Value: <doc> " and then `not_array` or `empty`, TF
+            Serving's own wording for that key (it differs between them, typos included).
+    """
+    value = doc[key]
+    if not isinstance(value, list):
+        raise errors.invalid_argument(f"JSON Value: {value_to_string(doc)} {not_array}")
+    if not value:
+        raise errors.invalid_argument(f"JSON Value: {value_to_string(doc)} {empty}")
+    return value
+
+
 def fill_examples(doc, input_proto, verb="classify"):
     """FillClassify/RegressRequestFromJson: "context" (optional) and "examples" into an Input proto."""
     has_context = "context" in doc
@@ -475,15 +487,12 @@ def fill_examples(doc, input_proto, verb="classify"):
             f"JSON Value: {value_to_string(doc)} When method is {verb}, key "
             "'examples' is expected and was not found"
         )
-    examples = doc["examples"]
-    if not isinstance(examples, list):
-        raise errors.invalid_argument(
-            f"JSON Value: {value_to_string(doc)} Expecting 'examples' value to be an list/array"
-        )
-    if not examples:
-        raise errors.invalid_argument(
-            f"JSON Value: {value_to_string(doc)} 'examples' value is an empty array"
-        )
+    examples = _nonempty_array(
+        doc,
+        "examples",
+        "Expecting 'examples' value to be an list/array",
+        "'examples' value is an empty array",
+    )
     target = (
         input_proto.example_list_with_context.examples
         if has_context

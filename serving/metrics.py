@@ -27,57 +27,57 @@ class Metrics:
     def __init__(self):
         self.registry = prometheus_client.CollectorRegistry()
         self.tf = TfServingMetrics()
-        self.requests = prometheus_client.Counter(
+        self.requests = self._counter(
             "serving_requests",
             "Requests by model, version, API and status code.",
             ["model", "version", "api", "status"],
-            registry=self.registry,
         )
-        self.latency = prometheus_client.Histogram(
+        self.latency = self._histogram(
             "serving_request_latency_seconds",
             "Request latency in seconds.",
             ["model", "api"],
-            buckets=LATENCY_BUCKETS,
-            registry=self.registry,
+            LATENCY_BUCKETS,
         )
-        self.batch_size = prometheus_client.Histogram(
+        self.batch_size = self._histogram(
             "serving_batch_size",
             "Rows per batched model call (before padding).",
             ["model", "signature"],
-            buckets=BATCH_BUCKETS,
-            registry=self.registry,
+            BATCH_BUCKETS,
         )
-        self.padded_batch_size = prometheus_client.Histogram(
+        self.padded_batch_size = self._histogram(
             "serving_padded_batch_size",
             "Rows per batched model call after padding.",
             ["model", "signature"],
-            buckets=BATCH_BUCKETS,
-            registry=self.registry,
+            BATCH_BUCKETS,
         )
-        self.warmup = prometheus_client.Counter(
+        self.warmup = self._counter(
             "serving_warmup_requests",
             "Warmup requests replayed at load time.",
             ["model", "version"],
-            registry=self.registry,
         )
 
-        self.request_log_sampled = prometheus_client.Counter(
-            "serving_request_log_sampled",
-            "Requests sampled for the request log.",
-            ["model"],
-            registry=self.registry,
+        self.request_log_sampled = self._counter(
+            "serving_request_log_sampled", "Requests sampled for the request log.", ["model"]
         )
-        self.request_log_written = prometheus_client.Counter(
+        self.request_log_written = self._counter(
             "serving_request_log_written",
             "Request log records written (flushed) to their file.",
             ["model"],
-            registry=self.registry,
         )
-        self.request_log_dropped = prometheus_client.Counter(
+        self.request_log_dropped = self._counter(
             "serving_request_log_dropped",
             "Request log records dropped: queue_full (the writer is behind) or write_error.",
             ["model", "reason"],
-            registry=self.registry,
+        )
+
+    def _counter(self, name, documentation, labels):
+        """A labelled Counter in this object's own registry (never the global one)."""
+        return prometheus_client.Counter(name, documentation, labels, registry=self.registry)
+
+    def _histogram(self, name, documentation, labels, buckets):
+        """A labelled Histogram with `buckets` in this object's own registry."""
+        return prometheus_client.Histogram(
+            name, documentation, labels, buckets=buckets, registry=self.registry
         )
 
     def exposition(self) -> tuple:

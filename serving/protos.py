@@ -22,6 +22,8 @@ import importlib.machinery
 import importlib.util
 import sys
 
+from serving.module_files import exec_registered
+
 # Packages whose `_pb2` files the tensorflow_serving protos import, parents first.
 _PACKAGES = (
     "core",
@@ -49,13 +51,7 @@ def _proto_package(name: str, directory: str):
         sub = importlib.machinery.PathFinder.find_spec(full, [directory])  # no parent import
         if not attr.endswith("_pb2") or sub is None:
             raise AttributeError(f"module {name!r} has no attribute {attr!r}")
-        module = importlib.util.module_from_spec(sub)
-        sys.modules[full] = module
-        try:
-            sub.loader.exec_module(module)
-        except BaseException:
-            del sys.modules[full]
-            raise
+        module = exec_registered(sub, full)
         setattr(package, attr, module)
         return module
 

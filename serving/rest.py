@@ -195,51 +195,55 @@ def make_handler(api: RestApi, metrics):
                 {"error": error.message if isinstance(error, errors.ServingError) else str(error)},
             )
 
-        def do_GET(self):
+        def _answered(self, verb, handle):
+            """Runs `handle()`, which sends the response, and answers its errors as JSON: a
+            ServingError with its own HTTP status, anything else logged with its traceback and
+            answered 500 (INTERNAL), the same for GET and POST."""
             try:
-                path = self.path.split("?")[0]
-                if path == METRICS_PATH:
-                    body, content_type = metrics.exposition()
-                    return self._send(200, body, content_type)
-                if not _is_api_path(path):
-                    return self._send(404, {"error": f"Not Found: GET {path}"})
-                return self._send(200, api.get(path))
+                return handle()
             except errors.ServingError as e:
                 return self._error(e)
             except Exception as e:
-                _LOG.exception("REST GET failed")
+                _LOG.exception("REST %s failed", verb)
                 return self._error(
                     errors.ServingError(grpc.StatusCode.INTERNAL, f"{type(e).__name__}: {e}")
                 )
 
+        def do_GET(self):
+            return self._answered("GET", self._get)
+
+        def _get(self):
+            path = self.path.split("?")[0]
+            if path == METRICS_PATH:
+                body, content_type = metrics.exposition()
+                return self._send(200, body, content_type)
+            if not _is_api_path(path):
+                return self._send(404, {"error": f"Not Found: GET {path}"})
+            return self._send(200, api.get(path))
+
         def do_POST(self):
-            try:
-                length = self.headers.get("Content-Length")
-                if length is None:
-                    self.close_connection = True
-                    return self._send(411, {"error": "Content-Length header is required"})
-                length = int(length)
-                if length > api.max_request_bytes:
-                    self.close_connection = True
-                    self._drain(length)
-                    return self._send(
-                        413,
-                        {
-                            "error": f"request body of {length} bytes exceeds "
-                            f"--max_request_bytes={api.max_request_bytes}"
-                        },
-                    )
-                body, path = self.rfile.read(length), self.path.split("?")[0]
-                if not _is_api_path(path):
-                    return self._send(404, {"error": f"Not Found: POST {path}"})
-                return self._send(200, api.post(path, body))
-            except errors.ServingError as e:
-                return self._error(e)
-            except Exception as e:
-                _LOG.exception("REST POST failed")
-                return self._error(
-                    errors.ServingError(grpc.StatusCode.INTERNAL, f"{type(e).__name__}: {e}")
+            return self._answered("POST", self._post)
+
+        def _post(self):
+            length = self.headers.get("Content-Length")
+            if length is None:
+                self.close_connection = True
+                return self._send(411, {"error": "Content-Length header is required"})
+            length = int(length)
+            if length > api.max_request_bytes:
+                self.close_connection = True
+                self._drain(length)
+                return self._send(
+                    413,
+                    {
+                        "error": f"request body of {length} bytes exceeds "
+                        f"--max_request_bytes={api.max_request_bytes}"
+                    },
                 )
+            body, path = self.rfile.read(length), self.path.split("?")[0]
+            if not _is_api_path(path):
+                return self._send(404, {"error": f"Not Found: POST {path}"})
+            return self._send(200, api.post(path, body))
 
     return Handler
 

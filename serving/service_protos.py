@@ -12,17 +12,10 @@ FileDescriptorProtos (the test compares the bytes), after their dependencies.
 Source: tensorflow_serving/apis/prediction_service.proto and model_service.proto (TF Serving 2.20).
 """
 
+import importlib
+
 from google.protobuf import descriptor_pb2, descriptor_pool
 from grpc_health.v1 import health_pb2  # noqa: F401 - registers grpc.health.v1.Health
-from tensorflow_serving.apis import (  # noqa: F401 - each import registers its messages
-    classification_pb2,
-    get_model_metadata_pb2,
-    get_model_status_pb2,
-    inference_pb2,
-    model_management_pb2,
-    predict_pb2,
-    regression_pb2,
-)
 
 PREDICTION_SERVICE = "tensorflow.serving.PredictionService"
 MODEL_SERVICE = "tensorflow.serving.ModelService"
@@ -50,6 +43,18 @@ _SERVICES = {
         ],
     ),
 }
+
+
+def _import_dependencies():
+    """Imports the `_pb2` module of each file that a service file depends on (the lists in
+    `_SERVICES`): each import registers its messages in the default pool, which must hold them
+    before a service file that refers to them can be added."""
+    for dependencies, _, _ in _SERVICES.values():
+        for name in dependencies:
+            importlib.import_module(f"tensorflow_serving.apis.{name}_pb2")
+
+
+_import_dependencies()
 
 
 def file_descriptor_proto(filename: str) -> descriptor_pb2.FileDescriptorProto:

@@ -10,6 +10,8 @@ keras_bert (a test, a notebook) shares the one module object, and patches to it 
 import importlib.util
 import sys
 
+from serving.module_files import exec_registered
+
 _NAME = "keras_bert.fileio"
 
 
@@ -21,14 +23,7 @@ def _load():
         raise ImportError("keras_bert (for keras_bert/fileio.py) is not on the path")
     location = f"{list(package.submodule_search_locations)[0]}/fileio.py"
     spec = importlib.util.spec_from_file_location(_NAME, location)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[_NAME] = module
-    try:
-        spec.loader.exec_module(module)
-    except BaseException:
-        del sys.modules[_NAME]
-        raise
-    return module
+    return exec_registered(spec, _NAME)
 
 
 fileio = _load()
