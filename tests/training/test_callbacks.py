@@ -114,15 +114,21 @@ def test_resume_mid_epoch_skips_trained_batches(tmp_path):
     assert seen == [(1, 2), (2, 0)]
 
 
-def test_evaluation_callback_best_and_early_stopping(tmp_path):
-    scores = iter([0.5, 0.7, 0.6, 0.65, 0.9])
-    evaluator = EvaluationCallback(
+def _scripted_evaluator(tmp_path, scores, **kwargs):
+    """An EvaluationCallback on "accuracy" whose i-th evaluation scores `scores[i]`, keeping the
+    best weights and its state in tmp_path; `kwargs` go to EvaluationCallback."""
+    scores = iter(scores)
+    return EvaluationCallback(
         lambda model: {"accuracy": next(scores)},
         "accuracy",
         tmp_path / "best.weights.h5",
         tmp_path / "state.json",
-        patience=2,
+        **kwargs,
     )
+
+
+def test_evaluation_callback_best_and_early_stopping(tmp_path):
+    evaluator = _scripted_evaluator(tmp_path, [0.5, 0.7, 0.6, 0.65, 0.9], patience=2)
     checkpoint, callbacks = standard_callbacks(tmp_path, save_freq=None, tensorboard=False)
     steps = resumable_fit(_model(), _data, 4, 10, checkpoint, [evaluator] + callbacks, verbose=0)
     assert steps == 16  # stopped after epoch 4: 2 epochs without gain
@@ -148,13 +154,10 @@ def test_evaluation_callback_best_and_early_stopping(tmp_path):
 
 
 def test_evaluation_inside_epochs_records_fractional_epochs_and_stops_mid_epoch(tmp_path):
-    scores = iter([0.5, 0.8, 0.7, 0.6, 0.55, 0.9])
     checkpoint, callbacks = standard_callbacks(tmp_path, save_freq=None, tensorboard=False)
-    evaluator = EvaluationCallback(
-        lambda model: {"accuracy": next(scores)},
-        "accuracy",
-        tmp_path / "best.weights.h5",
-        tmp_path / "state.json",
+    evaluator = _scripted_evaluator(
+        tmp_path,
+        [0.5, 0.8, 0.7, 0.6, 0.55, 0.9],
         patience=1,
         evaluations_per_epoch=2,
         step_fn=lambda: checkpoint.step,
