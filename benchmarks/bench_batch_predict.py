@@ -121,9 +121,7 @@ def main(argv):
         f"--batch_size={FLAGS.batch_size} --repetitions={FLAGS.repetitions}"
     )
     body = f"`{command}`\n\n{table}\n"
-    print(body)
-    if FLAGS.append:
-        common.append_results("Batch prediction on Beam", body, desc, common.load_average())
+    common.report("Batch prediction on Beam", body, desc, FLAGS.append)
 
 
 if __name__ == "__main__":

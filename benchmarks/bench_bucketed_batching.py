@@ -272,14 +272,7 @@ def main(argv):
         f"{list(args['length_buckets'])}; model: "
         f"{'MiniLM-L6 classifier' if not FLAGS.model_dir else pathlib.Path(FLAGS.model_dir).name}.\n"
     )
-    print(body)
-    if FLAGS.append:
-        common.append_results(
-            "Length-bucketed batching (issue 36, item 3)",
-            body,
-            desc,
-            load_after=common.load_average(),
-        )
+    common.report("Length-bucketed batching (issue 36, item 3)", body, desc, FLAGS.append)
     return 0
 
 

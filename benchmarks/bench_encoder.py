@@ -51,19 +51,9 @@ from benchmarks import common
 
 FLAGS = flags.FLAGS
 flags.DEFINE_integer("repetitions", 5, "Alternating rounds at batch 32 x 128.")
-flags.DEFINE_integer("batch_size", 32, "Throughput batch size.")
-flags.DEFINE_integer("seq_length", 128, "Throughput sequence length.")
-flags.DEFINE_integer("latency_seq_length", 32, "Latency sequence length (batch 1).")
-flags.DEFINE_integer("latency_calls", 40, "Batch-1 calls per contender (p50/p99 over these).")
+common.define_encoder_shape_flags(latency_calls=40)
 flags.DEFINE_integer("ceiling_size", 4096, "Matmul side for the ceilings (0 = skip).")
-flags.DEFINE_bool("torch", True, "Include the PyTorch peer when installed.")
-flags.DEFINE_list(
-    "torch_threads",
-    ["0"],
-    "PyTorch intra-op thread settings to run, one contender "
-    "each (0 = PyTorch's default, one per core). On a loaded machine OpenMP "
-    "barriers with 2 threads collapse; add 1 to compare against the better one.",
-)
+common.define_torch_flags()
 flags.DEFINE_list(
     "ours_threads",
     ["1"],
@@ -120,14 +110,7 @@ def keras_hub_fn(dtype: str):
 
     @tf.function(reduce_retracing=True)
     def run(features):
-        return backbone(
-            {
-                "token_ids": features["input_word_ids"],
-                "padding_mask": features["input_mask"],
-                "segment_ids": features["input_type_ids"],
-            },
-            training=False,
-        )["sequence_output"]
+        return backbone(common.keras_hub_inputs(features), training=False)["sequence_output"]
 
     return run
 
@@ -422,10 +405,7 @@ def main(argv):
             f", bfloat16 {100 * chk['accuracy_bfloat16']:.1f}%."
         )
     body = table + "\n\n" + "\n".join(f"- {n}" for n in notes)
-    print(body)
-    if FLAGS.append:
-        title = "Encoder inference (bench_encoder)" + (f", {FLAGS.label}" if FLAGS.label else "")
-        common.append_results(title, body, desc, load_after=common.load_average())
+    common.report("Encoder inference (bench_encoder)", body, desc, FLAGS.append, FLAGS.label)
 
 
 if __name__ == "__main__":

@@ -44,14 +44,7 @@ flags.DEFINE_enum(
     "Ours trains with FusedAdamW "
     "(what run_classifier.py uses) or with keras.optimizers.AdamW like the peers.",
 )
-flags.DEFINE_bool("torch", True, "Include the PyTorch peer when installed.")
-flags.DEFINE_list(
-    "torch_threads",
-    ["0"],
-    "PyTorch intra-op thread settings to run, one contender "
-    "each (0 = PyTorch's default, one per core). On a loaded machine OpenMP "
-    "barriers with 2 threads collapse; add 1 to compare against the better one.",
-)
+common.define_torch_flags()
 flags.DEFINE_bool("keras_hub", True, "Include keras-hub's BertTextClassifier.")
 flags.DEFINE_integer(
     "pipeline_batches", 16, "Batches per cycle of the dynamic-padding comparison (0 = skip)."
@@ -89,6 +82,19 @@ def _ours_optimizer():
     return FusedAdamW(learning_rate=LR, weight_decay=0.01, epsilon=1e-6)
 
 
+def _compiled(model, optimizer):
+    """`model` compiled as every contender here is: `optimizer`, the --jit_compile choice and
+    sparse cross-entropy on the logits of the two classes."""
+    import keras
+
+    model.compile(
+        optimizer=optimizer,
+        jit_compile=_jit(),
+        loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+    )
+    return model
+
+
 def ours_model(dtype):
     import keras
 
@@ -97,12 +103,7 @@ def ours_model(dtype):
 
     keras.utils.set_random_seed(0)
     model = TextClassifier(keras_bert.from_pretrained(common.PRESET, dtype=dtype), num_classes=2)
-    model.compile(
-        optimizer=_ours_optimizer(),
-        jit_compile=_jit(),
-        loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
-    )
-    return model
+    return _compiled(model, _ours_optimizer())
 
 
 def keras_hub_model(dtype):
@@ -114,20 +115,7 @@ def keras_hub_model(dtype):
     model = keras_hub.models.BertTextClassifier(
         backbone, num_classes=2, preprocessor=None, dtype=dtype
     )
-    model.compile(
-        optimizer=_keras_optimizer(),
-        jit_compile=_jit(),
-        loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
-    )
-    return model
-
-
-def keras_hub_features(f):
-    return {
-        "token_ids": f["input_word_ids"],
-        "padding_mask": f["input_mask"],
-        "segment_ids": f["input_type_ids"],
-    }
+    return _compiled(model, _keras_optimizer())
 
 
 def real_batches(data, labels, n_batches, batch_size, multiple=8):
@@ -159,7 +147,7 @@ def pipeline_comparison(data, labels):
         ]
         if FLAGS.keras_hub:
             hub = keras_hub_model(dtype)
-            hub_batches = [(keras_hub_features(x), y) for x, y in padded]
+            hub_batches = [(common.keras_hub_inputs(x), y) for x, y in padded]
             contenders[f"keras-hub {short}, padded to {FLAGS.seq_length}"] = (
                 lambda m=hub, bs=hub_batches: [m.train_on_batch(x, y) for x, y in bs]
             )
@@ -233,7 +221,7 @@ def main(argv):
         contenders[f"ours {short}"] = lambda m=model: m.train_on_batch(batch, y)
         if FLAGS.keras_hub:
             hub = keras_hub_model(dtype)
-            hub_batch = keras_hub_features(batch)
+            hub_batch = common.keras_hub_inputs(batch)
             contenders[f"keras-hub {short}"] = lambda m=hub, x=hub_batch: m.train_on_batch(x, y)
         for threads in (int(n) for n in FLAGS.torch_threads) if peer is not None else ():
             name = f"pytorch {short}" + (
@@ -298,12 +286,7 @@ def main(argv):
             f"{100 * acc['float32'][0]:.2f}%, bfloat16 {100 * acc['mixed_bfloat16'][0]:.2f}%."
         )
     body = table + "\n\n" + "\n".join(f"- {n}" for n in notes)
-    print(body)
-    if FLAGS.append:
-        title = "Fine-tuning throughput (bench_finetune)" + (
-            f", {FLAGS.label}" if FLAGS.label else ""
-        )
-        common.append_results(title, body, desc, load_after=common.load_average())
+    common.report("Fine-tuning throughput (bench_finetune)", body, desc, FLAGS.append, FLAGS.label)
 
 
 if __name__ == "__main__":

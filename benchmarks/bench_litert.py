@@ -38,7 +38,6 @@ hold the same float32 SavedModel beside their `model.tflite`). Then:
 import os
 import pathlib
 import subprocess
-import sys
 import tempfile
 import time
 
@@ -52,10 +51,7 @@ flags.DEFINE_string(
     "model_dir", None, "Fine-tuned classifier: run_classifier output_dir or .keras."
 )
 flags.DEFINE_integer("repetitions", 7, "Alternating rounds at batch_size x seq_length.")
-flags.DEFINE_integer("batch_size", 32, "Throughput batch size.")
-flags.DEFINE_integer("seq_length", 128, "Throughput sequence length.")
-flags.DEFINE_integer("latency_seq_length", 32, "Latency sequence length (batch 1).")
-flags.DEFINE_integer("latency_calls", 200, "Batch-1 calls per contender (p50/p99 over these).")
+common.define_encoder_shape_flags(latency_calls=200)
 flags.DEFINE_integer(
     "litert_threads",
     0,
@@ -162,16 +158,13 @@ def start_server(base: pathlib.Path, tmp: pathlib.Path, litert: bool):
     log_path = tmp / f"server_{'litert' if litert else 'plain'}.log"
     log = open(log_path, "wb")
     proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "serving.server",
+        common.server_command(
             f"--port={port}",
             "--rest_api_port=0",
             f"--model_config_file={config}",
             f"--tensorflow_intra_op_parallelism={threads}",
             *(["--prefer_tflite_model"] if litert else []),
-        ],
+        ),
         stdout=log,
         stderr=subprocess.STDOUT,
         cwd=common.RESULTS_FILE.parent.parent,
@@ -337,14 +330,12 @@ def main(argv):
         "ours the whole classifier (encoder, pooler, head, softmax, labels).",
     ]
     body = table + "\n\n" + "\n".join(f"- {n}" for n in notes)
-    print(body)
-    if FLAGS.append:
-        common.append_results(
-            "Exported model: LiteRT and SavedModel against ONNX Runtime (bench_litert)",
-            body,
-            desc,
-            load_after=common.load_average(),
-        )
+    common.report(
+        "Exported model: LiteRT and SavedModel against ONNX Runtime (bench_litert)",
+        body,
+        desc,
+        FLAGS.append,
+    )
 
 
 if __name__ == "__main__":

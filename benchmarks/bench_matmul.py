@@ -32,14 +32,7 @@ def main(argv):
         ],
         rows,
     )
-    print(table)
-    if FLAGS.append:
-        common.append_results(
-            "Ceilings: matrix products (bench_matmul)",
-            table,
-            desc,
-            load_after=common.load_average(),
-        )
+    common.report("Ceilings: matrix products (bench_matmul)", table, desc, FLAGS.append)
 
 
 if __name__ == "__main__":

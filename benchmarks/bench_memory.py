@@ -178,10 +178,7 @@ def main(argv):
             "are not a timing result.\n\n"
         )
         common.append_results(
-            "Peak resident memory (bench_memory, issue 37 item 3)",
-            note + body,
-            desc,
-            load_after=common.load_average(),
+            "Peak resident memory (bench_memory, issue 37 item 3)", note + body, desc
         )
 
 

@@ -150,14 +150,7 @@ def main(argv):
         f"{FLAGS.repetitions} rounds alternating, medians. The retired path is commit "
         f"{FLAGS.retired_commit}."
     )
-    print(body)
-    if FLAGS.append:
-        common.append_results(
-            "Pretraining data on Beam (bench_pretraining_data)",
-            body,
-            desc,
-            load_after=common.load_average(),
-        )
+    common.report("Pretraining data on Beam (bench_pretraining_data)", body, desc, FLAGS.append)
 
 
 if __name__ == "__main__":

@@ -41,7 +41,6 @@ import pathlib
 import shutil
 import socket
 import subprocess
-import sys
 import tempfile
 import threading
 import time
@@ -145,14 +144,9 @@ class Server:
         self.log_path = log_path
         self._log = open(log_path, "wb")
         self.proc = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "serving.server",
-                f"--port={self.address.rsplit(':', 1)[1]}",
-                "--rest_api_port=0",
-                *flags,
-            ],
+            common.server_command(
+                f"--port={self.address.rsplit(':', 1)[1]}", "--rest_api_port=0", *flags
+            ),
             stdout=self._log,
             stderr=subprocess.STDOUT,
             cwd=pathlib.Path(__file__).resolve().parents[1],
@@ -160,12 +154,7 @@ class Server:
         )
 
     def stop(self):
-        self.proc.terminate()
-        try:
-            self.proc.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait(timeout=60)
+        common.stop_process(self.proc, timeout=60)
         self._log.close()
 
 
@@ -455,11 +444,7 @@ def main(argv):
         f"{FLAGS.window_margin_s:g} s; model: "
         f"{'MiniLM-L6 classifier' if not FLAGS.model_dir else pathlib.Path(FLAGS.model_dir).name}.\n"
     )
-    print(body)
-    if FLAGS.append:
-        common.append_results(
-            "Reload under load (issue 36, item 4)", body, desc, load_after=common.load_average()
-        )
+    common.report("Reload under load (issue 36, item 4)", body, desc, FLAGS.append)
     return 1 if result["failed"] else 0
 
 

@@ -22,7 +22,6 @@ import os
 import pathlib
 import socket
 import subprocess
-import sys
 import tempfile
 import threading
 import time
@@ -151,15 +150,12 @@ def start_server(base: pathlib.Path, batch_timeout_micros, tmp: pathlib.Path):
 
     port = free_port()
     rest_port = free_port() if batch_timeout_micros is not None else 0
-    cmd = [
-        sys.executable,
-        "-m",
-        "serving.server",
+    cmd = common.server_command(
         f"--port={port}",
         f"--rest_api_port={rest_port}",
         f"--model_name={MODEL_NAME}",
         f"--model_base_path={base / MODEL_NAME}",
-    ]
+    )
     batching = batch_timeout_micros is not None
     if batching:
         conf = tmp / "batching.config"
@@ -362,14 +358,9 @@ def main(argv):
         results.update(served)
     table2, rows, notes = results_table(results, mean_batch)
     body = table1 + ("\n\n" + table2 if rows else "") + "\n\n" + "\n".join(f"- {n}" for n in notes)
-    print(body)
-    if FLAGS.append:
-        common.append_results(
-            "Serving: SavedModel in process and gRPC (bench_serving)",
-            body,
-            desc,
-            load_after=common.load_average(),
-        )
+    common.report(
+        "Serving: SavedModel in process and gRPC (bench_serving)", body, desc, FLAGS.append
+    )
 
 
 if __name__ == "__main__":

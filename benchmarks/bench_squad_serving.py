@@ -96,10 +96,7 @@ class Server:
         self.address = f"127.0.0.1:{port}" if port else None
         self.model_name = model_name
         self.log_path = pathlib.Path(log_path)
-        cmd = [
-            sys.executable,
-            "-m",
-            "serving.server",
+        cmd = common.server_command(
             f"--port={self.port}",
             "--rest_api_port=0",
             "--host=127.0.0.1",
@@ -109,7 +106,7 @@ class Server:
             f"--tensorflow_intra_op_parallelism={FLAGS.tensorflow_intra_op_parallelism}",
             f"--tensorflow_inter_op_parallelism={FLAGS.tensorflow_inter_op_parallelism}",
             *FLAGS.server_arg,
-        ]
+        )
         self.cmd = cmd
         self._log = open(self.log_path, "wb")
         self.proc = subprocess.Popen(
@@ -156,12 +153,7 @@ class Server:
 
     def stop(self):
         if self.proc.poll() is None:
-            self.proc.terminate()  # SIGTERM: serving.server shuts down gracefully
-            try:
-                self.proc.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(timeout=30)
+            common.stop_process(self.proc, timeout=30)
         if not self._log.closed:
             self._log.close()
 
@@ -352,12 +344,7 @@ def main(argv):
         f"{desc['load_average']}; after: {common.load_average()}\n\n" + body
     )
     if FLAGS.append:
-        common.append_results(
-            "SQuAD serving: gRPC Predict (bench_squad_serving)",
-            body,
-            desc,
-            load_after=common.load_average(),
-        )
+        common.append_results("SQuAD serving: gRPC Predict (bench_squad_serving)", body, desc)
     return 0 if offsets_ok else 1
 
 

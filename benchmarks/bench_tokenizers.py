@@ -114,9 +114,7 @@ def main(argv):
             + table
             + ("\n\n" + FLAGS.note if FLAGS.note else "")
         )
-        common.append_results(
-            "Tokenizer throughput (bench_tokenizers)", body, desc, load_after=common.load_average()
-        )
+        common.append_results("Tokenizer throughput (bench_tokenizers)", body, desc)
 
 
 if __name__ == "__main__":

@@ -39,24 +39,25 @@ def encoder_flops_per_token(num_layers: int, hidden: int, intermediate: int, seq
     )
 
 
-def _cpu_model() -> str:
+def _cpuinfo(field: str) -> str | None:
+    """The value of the first `field` line of /proc/cpuinfo (the first CPU's), or None where
+    there is no such file or line (not Linux)."""
     try:
         for line in pathlib.Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
+            if line.startswith(field):
+                return line.split(":", 1)[1]
     except OSError:
         pass
-    return platform.processor() or "unknown"
+    return None
+
+
+def _cpu_model() -> str:
+    model = _cpuinfo("model name")
+    return model.strip() if model is not None else platform.processor() or "unknown"
 
 
 def _cpu_flags() -> list[str]:
-    try:
-        for line in pathlib.Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("flags"):
-                return line.split(":", 1)[1].split()
-    except OSError:
-        pass
-    return []
+    return (_cpuinfo("flags") or "").split()
 
 
 def _version(module: str) -> str:
@@ -251,18 +252,15 @@ def ratio(a: float | None, b: float | None) -> str:
     return f"{a / b:.2f}x"
 
 
-def append_results(
-    title: str,
-    body: str,
-    desc: dict,
-    load_after: str | None = None,
-    path: pathlib.Path | None = None,
-) -> None:
-    """Appends `## title` with the machine description and `body` to RESULTS.md (never rewrites)."""
+def append_results(title: str, body: str, desc: dict, path: pathlib.Path | None = None) -> None:
+    """Appends `## title` with the machine description and `body` to RESULTS.md (never rewrites).
+
+    A benchmark appends at the end of its run, so the load averages recorded are those of `desc`
+    (taken before the measurements) and, read here, those right after them: together they show
+    whether other work on the machine overlapped the run.
+    """
     path = path or RESULTS_FILE
-    load = f"- Load average (1/5/15 min) before: {desc['load_average']}"
-    if load_after is not None:
-        load += f"; after: {load_after}"
+    load = f"- Load average (1/5/15 min) before: {desc['load_average']}; after: {load_average()}"
     section = f"\n## {title}\n\n{describe_markdown(desc)}\n{load}\n\n{body.rstrip()}\n"
     if not path.exists():
         path.write_text(
@@ -273,6 +271,15 @@ def append_results(
     with path.open("a", encoding="utf-8") as f:
         f.write(section)
     print(f"appended '{title}' to {path}")
+
+
+def report(title: str, body: str, desc: dict, append: bool, label: str = "") -> None:
+    """How a benchmark ends: prints `body` (its tables and notes) and, with `append` (its
+    `--append`), appends it to RESULTS.md by `append_results` under `title`, followed by
+    `", <label>"` when a `--label` is given."""
+    print(body)
+    if append:
+        append_results(title + (f", {label}" if label else ""), body, desc)
 
 
 def measure_ceilings(size: int, repetitions: int, with_torch: bool = True) -> dict[str, float]:
@@ -299,6 +306,52 @@ def measure_ceilings(size: int, repetitions: int, with_torch: bool = True) -> di
         peer.close()
     flops = 2.0 * size**3
     return {name: flops / median(t) / 1e9 for name, t in times.items()}
+
+
+def _calling_module_name() -> str:
+    """The name absl gives the module that called our caller: its `__name__`, or `sys.argv[0]`
+    for `__main__` (keras_bert.cli.calling_module_name's rule, restated here so that a benchmark's
+    `--help` does not import keras_bert and Keras). Flags defined under it are that benchmark's
+    own: its `--help` lists them."""
+    name = sys._getframe(2).f_globals.get("__name__", "")
+    return sys.argv[0] if name == "__main__" else name
+
+
+def define_torch_flags() -> None:
+    """`--torch` and `--torch_threads`: whether the PyTorch peer runs and its intra-op thread
+    settings, one contender each; the same two flags wherever a benchmark has that peer
+    (bench_encoder, bench_finetune)."""
+    from absl import flags
+
+    mine = {"module_name": _calling_module_name()}  # listed by the calling benchmark's --help
+    flags.DEFINE_bool("torch", True, "Include the PyTorch peer when installed.", **mine)
+    flags.DEFINE_list(
+        "torch_threads",
+        ["0"],
+        "PyTorch intra-op thread settings to run, one contender "
+        "each (0 = PyTorch's default, one per core). On a loaded machine OpenMP "
+        "barriers with 2 threads collapse; add 1 to compare against the better one.",
+        **mine,
+    )
+
+
+def define_encoder_shape_flags(latency_calls: int) -> None:
+    """`--batch_size`, `--seq_length`, `--latency_seq_length` and `--latency_calls`: the
+    throughput shape (batch 32 x 128) and the batch-1 latency shape at which the encoder
+    benchmarks (bench_encoder in process, bench_litert on exports) time their contenders, so both
+    measure the same shapes by default; `latency_calls` is the default number of batch-1 calls."""
+    from absl import flags
+
+    mine = {"module_name": _calling_module_name()}  # listed by the calling benchmark's --help
+    flags.DEFINE_integer("batch_size", 32, "Throughput batch size.", **mine)
+    flags.DEFINE_integer("seq_length", 128, "Throughput sequence length.", **mine)
+    flags.DEFINE_integer("latency_seq_length", 32, "Latency sequence length (batch 1).", **mine)
+    flags.DEFINE_integer(
+        "latency_calls",
+        latency_calls,
+        "Batch-1 calls per contender (p50/p99 over these).",
+        **mine,
+    )
 
 
 def set_threads_from_env() -> None:
@@ -380,6 +433,24 @@ class ChildPeer:
         except OSError:
             pass
         self.proc.wait(timeout=60)
+
+
+def server_command(*flags: str) -> list[str]:
+    """The command line that starts `python -m serving.server` with `flags` under this
+    interpreter: how every serving benchmark runs the server, in its own process (started in the
+    repository root)."""
+    return [sys.executable, "-m", "serving.server", *flags]
+
+
+def stop_process(proc: subprocess.Popen, timeout: float) -> None:
+    """Stops a child process: SIGTERM first (serving.server then shuts down gracefully), SIGKILL
+    if it is still running `timeout` seconds later; returns once it has exited."""
+    proc.terminate()
+    try:
+        proc.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait(timeout=timeout)
 
 
 def peer_python() -> str:
@@ -481,6 +552,17 @@ def random_batch(batch_size: int, seq_length: int, seed: int = 0) -> dict:
         "input_word_ids": ids,
         "input_mask": np.ones_like(ids),
         "input_type_ids": np.zeros_like(ids),
+    }
+
+
+def keras_hub_inputs(features: dict) -> dict:
+    """Our features (`input_word_ids`, `input_mask`, `input_type_ids`, as `random_batch` and
+    `featurize` make them) under the input names of keras-hub's BertBackbone (`token_ids`,
+    `padding_mask`, `segment_ids`): the keras-hub contenders get the same batches as ours."""
+    return {
+        "token_ids": features["input_word_ids"],
+        "padding_mask": features["input_mask"],
+        "segment_ids": features["input_type_ids"],
     }
 
 

@@ -398,17 +398,7 @@ def keras_hub_rows(dry_run: bool, sizes: Sizes, precisions, xla: bool) -> list[R
     import tensorflow as tf
 
     batches = sst2_batches(sizes, 4, sizes.batch_size)
-    hub_batches = [
-        (
-            {
-                "token_ids": x["input_word_ids"],
-                "padding_mask": x["input_mask"],
-                "segment_ids": x["input_type_ids"],
-            },
-            y,
-        )
-        for x, y in batches
-    ]
+    hub_batches = [(common.keras_hub_inputs(x), y) for x, y in batches]
     rows = []
     for precision in precisions:
         keras.utils.set_random_seed(0)
@@ -452,14 +442,7 @@ def keras_hub_rows(dry_run: bool, sizes: Sizes, precisions, xla: bool) -> list[R
 
         @tf.function(jit_compile=xla, reduce_retracing=True)
         def run(features, backbone=backbone):
-            output = backbone(
-                {
-                    "token_ids": features["input_word_ids"],
-                    "padding_mask": features["input_mask"],
-                    "segment_ids": features["input_type_ids"],
-                },
-                training=False,
-            )["sequence_output"]
+            output = backbone(common.keras_hub_inputs(features), training=False)["sequence_output"]
             return tf.reduce_sum(tf.cast(output, tf.float32))
 
         def call(features, run=run):

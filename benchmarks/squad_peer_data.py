@@ -186,27 +186,22 @@ def score(
     )
 
 
+def _require(flag: str) -> None:
+    """Refuses to run (a usage error) when the flag `flag` that this --mode needs is not set."""
+    if not getattr(FLAGS, flag):
+        raise app.UsageError(f"--{flag} is required with --mode={FLAGS.mode}")
+
+
 def main(argv):
     del argv
+    # Both modes must draw the same held-out questions: the same file, fraction and version.
+    split = (FLAGS.input_file, FLAGS.holdout_fraction, FLAGS.version_2_with_negative)
     if FLAGS.mode == "split":
-        if not FLAGS.output_dir:
-            raise app.UsageError("--output_dir is required with --mode=split")
-        result = write_split(
-            FLAGS.input_file,
-            FLAGS.holdout_fraction,
-            FLAGS.version_2_with_negative,
-            FLAGS.output_dir,
-        )
+        _require("output_dir")
+        result = write_split(*split, FLAGS.output_dir)
     else:
-        if not FLAGS.predictions_dir:
-            raise app.UsageError("--predictions_dir is required with --mode=score")
-        result = score(
-            FLAGS.input_file,
-            FLAGS.holdout_fraction,
-            FLAGS.version_2_with_negative,
-            FLAGS.predictions_dir,
-            FLAGS.max_eval_examples,
-        )
+        _require("predictions_dir")
+        result = score(*split, FLAGS.predictions_dir, FLAGS.max_eval_examples)
         path = pathlib.Path(
             FLAGS.metrics_file or pathlib.Path(FLAGS.predictions_dir) / "metrics.json"
         )
