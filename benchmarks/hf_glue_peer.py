@@ -67,7 +67,6 @@ optimizer steps (step, train seconds, loss, lr) and one per evaluation.
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import pathlib
@@ -78,14 +77,11 @@ import numpy as np
 import torch
 import transformers
 
+import hf_peer_common  # this folder's, beside the script (run as one)
+
 
 def parse_args(argv=None):
-    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument(
-        "--model_dir",
-        required=True,
-        help="HF checkpoint dir (config.json, weights, tokenizer files).",
-    )
+    p = hf_peer_common.peer_parser(__doc__)
     p.add_argument("--data_dir", required=True, help="GLUE task dir with train.tsv and dev.tsv.")
     p.add_argument("--output_dir", required=True)
     p.add_argument("--text_column", default="sentence", help="Header name of the first text.")
@@ -106,10 +102,7 @@ def parse_args(argv=None):
         "train_sampling_strategy='group_by_length'), transformers 4's group_by_length="
         "True: batches of similar length (run_glue.py's default off; ours on).",
     )
-    p.add_argument("--per_device_train_batch_size", type=int, default=32)
-    p.add_argument("--per_device_eval_batch_size", type=int, default=8)
-    p.add_argument("--learning_rate", type=float, default=5e-5)
-    p.add_argument("--num_train_epochs", type=float, default=3.0)
+    hf_peer_common.add_trainer_flags(p, eval_batch_size=8, num_train_epochs=3.0)
     p.add_argument(
         "--max_steps",
         type=int,
@@ -376,29 +369,16 @@ def main(argv=None):
     train_features = encode(tokenizer, train, args, label_to_id, max_seq_length)
     dev_features = encode(tokenizer, dev, args, label_to_id, max_seq_length)
     encode_seconds = time.monotonic() - t0
-    training_args = transformers.TrainingArguments(
-        output_dir=str(out / "trainer"),
-        use_cpu=True,
-        bf16=args.bf16,
-        seed=args.seed,
-        per_device_train_batch_size=args.per_device_train_batch_size,
-        per_device_eval_batch_size=args.per_device_eval_batch_size,
-        learning_rate=args.learning_rate,
-        weight_decay=args.weight_decay,
+    training_args = hf_peer_common.training_arguments(
+        args,
+        out,
         adam_epsilon=args.adam_epsilon,
         max_grad_norm=1.0,
         lr_scheduler_type="linear",
-        num_train_epochs=args.num_train_epochs,
         max_steps=args.max_steps,
-        warmup_steps=args.warmup_ratio,
-        save_strategy="no",
         eval_strategy="steps" if args.eval_steps else "no",
         eval_steps=args.eval_steps or None,
-        logging_strategy="steps",
         logging_steps=args.log_steps,
-        disable_tqdm=True,
-        report_to="none",
-        dataloader_num_workers=0,
         **({"train_sampling_strategy": "group_by_length"} if args.group_by_length else {}),
     )
     clock = TrainClock()

@@ -41,7 +41,6 @@ versions) and `labels.json`. Progress: one plain line every --log_steps optimize
 
 from __future__ import annotations
 
-import argparse
 import json
 import pathlib
 import platform
@@ -51,26 +50,20 @@ import numpy as np
 import torch
 import transformers
 
+import hf_peer_common  # this folder's, beside the script (run as one)
+
 IGNORE_LABEL = -100
 OUTSIDE = "O"
 
 
 def parse_args(argv=None):
-    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument(
-        "--model_dir",
-        required=True,
-        help="HF checkpoint dir (config.json, weights, tokenizer files).",
-    )
+    p = hf_peer_common.peer_parser(__doc__)
     p.add_argument("--train_file", required=True, help="JSON lines {tokens, ner_tags}.")
     p.add_argument("--validation_file", help="JSON lines; predicted after training.")
     p.add_argument("--test_file", help="JSON lines; predicted after training.")
     p.add_argument("--output_dir", required=True)
     p.add_argument("--max_seq_length", type=int, default=128, help="Pieces incl. [CLS]/[SEP].")
-    p.add_argument("--per_device_train_batch_size", type=int, default=32)
-    p.add_argument("--per_device_eval_batch_size", type=int, default=8)
-    p.add_argument("--learning_rate", type=float, default=5e-5)
-    p.add_argument("--num_train_epochs", type=float, default=3.0)
+    hf_peer_common.add_trainer_flags(p, eval_batch_size=8, num_train_epochs=3.0)
     p.add_argument(
         "--weight_decay",
         type=float,
@@ -239,24 +232,8 @@ def main(argv=None):
     train_features, _ = tokenize_and_align_labels(
         tokenizer, train, label_to_id, args.max_seq_length
     )
-    training_args = transformers.TrainingArguments(
-        output_dir=str(out / "trainer"),
-        use_cpu=True,
-        bf16=args.bf16,
-        seed=args.seed,
-        per_device_train_batch_size=args.per_device_train_batch_size,
-        per_device_eval_batch_size=args.per_device_eval_batch_size,
-        learning_rate=args.learning_rate,
-        weight_decay=args.weight_decay,
-        num_train_epochs=args.num_train_epochs,
-        warmup_steps=args.warmup_ratio,
-        save_strategy="no",
-        eval_strategy="no",
-        logging_strategy="steps",
-        logging_steps=args.log_steps,
-        disable_tqdm=True,
-        report_to="none",
-        dataloader_num_workers=0,
+    training_args = hf_peer_common.training_arguments(
+        args, out, eval_strategy="no", logging_steps=args.log_steps
     )
     trainer = transformers.Trainer(
         model=model,

@@ -44,7 +44,6 @@ seconds, windows, windows per second). Scores come from `benchmarks.squad_peer_d
 
 from __future__ import annotations
 
-import argparse
 import collections
 import contextlib
 import json
@@ -57,21 +56,17 @@ import numpy as np
 import torch
 import transformers
 
+import hf_peer_common  # this folder's, beside the script (run as one)
+
 
 def parse_args(argv=None):
-    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument(
-        "--model_dir", required=True, help="HF checkpoint dir (config, weights, tokenizer)."
-    )
+    p = hf_peer_common.peer_parser(__doc__)
     p.add_argument("--train_file", help="Flat SQuAD JSON (squad_peer_data train.json).")
     p.add_argument("--validation_file", help="Flat SQuAD JSON to predict (heldout.json).")
     p.add_argument("--output_dir", required=True)
     p.add_argument("--max_seq_length", type=int, default=384)
     p.add_argument("--doc_stride", type=int, default=128)
-    p.add_argument("--per_device_train_batch_size", type=int, default=32)
-    p.add_argument("--per_device_eval_batch_size", type=int, default=32)
-    p.add_argument("--learning_rate", type=float, default=5e-5)
-    p.add_argument("--num_train_epochs", type=float, default=1.0)
+    hf_peer_common.add_trainer_flags(p, eval_batch_size=32, num_train_epochs=1.0)
     p.add_argument(
         "--max_steps",
         type=int,
@@ -308,29 +303,16 @@ def main(argv=None):
         "seed": args.seed,
         "version_2_with_negative": args.version_2_with_negative,
     }
-    training_args = transformers.TrainingArguments(
-        output_dir=str(out / "trainer"),
-        use_cpu=True,
-        bf16=args.bf16,
-        seed=args.seed,
-        per_device_train_batch_size=args.per_device_train_batch_size,
-        per_device_eval_batch_size=args.per_device_eval_batch_size,
-        learning_rate=args.learning_rate,
-        num_train_epochs=args.num_train_epochs,
+    training_args = hf_peer_common.training_arguments(
+        args,
+        out,
         max_steps=args.max_steps,
-        warmup_steps=args.warmup_ratio,
         lr_scheduler_type="linear",
-        weight_decay=args.weight_decay,
         adam_epsilon=1e-8,
         max_grad_norm=1.0,
-        logging_strategy="steps",
         logging_steps=args.logging_steps,
         logging_first_step=True,
-        save_strategy="no",
         eval_strategy="no",
-        report_to="none",
-        disable_tqdm=True,
-        dataloader_num_workers=0,
     )
 
     if args.train_file:

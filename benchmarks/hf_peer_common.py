@@ -1,0 +1,66 @@
+"""What the Hugging Face / PyTorch peers (hf_glue_peer.py, hf_ner_peer.py, hf_squad_peer.py)
+share: their `Trainer` hyperparameter flags and the `TrainingArguments` they all set alike.
+
+The peers run as scripts in the torch environment (`<torch venv>/bin/python
+benchmarks/hf_glue_peer.py ...`), so they import this file as a sibling module (`import
+hf_peer_common`: a script's own folder is on `sys.path`). Like them it never imports TensorFlow or
+keras_bert.
+"""
+
+from __future__ import annotations
+
+import argparse
+import pathlib
+
+
+def peer_parser(doc: str) -> argparse.ArgumentParser:
+    """The command-line parser of a peer script, described by the first line of `doc` (its module
+    docstring), with the flag every peer starts from: `--model_dir`, the Hugging Face checkpoint it
+    fine-tunes."""
+    parser = argparse.ArgumentParser(description=doc.split("\n")[0])
+    parser.add_argument(
+        "--model_dir",
+        required=True,
+        help="HF checkpoint dir (config.json, weights, tokenizer files).",
+    )
+    return parser
+
+
+def add_trainer_flags(parser, eval_batch_size: int, num_train_epochs: float) -> None:
+    """Adds `--per_device_train_batch_size` (32), `--per_device_eval_batch_size`
+    (`eval_batch_size`), `--learning_rate` (5e-5) and `--num_train_epochs` (`num_train_epochs`):
+    the flags of transformers' example scripts that every peer takes under the same names, with
+    the defaults of the script it follows."""
+    parser.add_argument("--per_device_train_batch_size", type=int, default=32)
+    parser.add_argument("--per_device_eval_batch_size", type=int, default=eval_batch_size)
+    parser.add_argument("--learning_rate", type=float, default=5e-5)
+    parser.add_argument("--num_train_epochs", type=float, default=num_train_epochs)
+
+
+def training_arguments(args, output_dir: pathlib.Path, **specific):
+    """`transformers.TrainingArguments` of a peer run: on the CPU, `--bf16`, `--seed`, the batch
+    sizes, learning rate, weight decay and epochs of `args`, `--warmup_ratio` as `warmup_steps`
+    (Trainer reads a value below 1 as a fraction of the steps), checkpoints off, plain progress
+    lines every `logging_steps` (no tqdm bars, no reporting integrations) and data loaded in the
+    main process; the trainer's files under `output_dir`/trainer. `specific`: the peer's own
+    further settings (a setting named twice is a TypeError)."""
+    import transformers
+
+    return transformers.TrainingArguments(
+        output_dir=str(output_dir / "trainer"),
+        use_cpu=True,
+        bf16=args.bf16,
+        seed=args.seed,
+        per_device_train_batch_size=args.per_device_train_batch_size,
+        per_device_eval_batch_size=args.per_device_eval_batch_size,
+        learning_rate=args.learning_rate,
+        weight_decay=args.weight_decay,
+        num_train_epochs=args.num_train_epochs,
+        warmup_steps=args.warmup_ratio,
+        save_strategy="no",
+        logging_strategy="steps",
+        disable_tqdm=True,
+        report_to="none",
+        dataloader_num_workers=0,
+        **specific,
+    )
