@@ -2,50 +2,29 @@
 recipes/extract_features.py's JSON lines (google-research layout) from a saved checkpoint."""
 
 import json
-import os
-import pathlib
-import subprocess
-import sys
 
 import keras
 import numpy as np
 import pytest
 
-from keras_bert import BertEncoder
 from keras_bert.checkpoints import save_encoder
 from keras_bert.features import extract_features, parse_layers, split_pair
 from keras_bert.tokenization import BertPreprocessor
 from keras_bert.tokenization.full_tokenizer import FullTokenizer
+from tests.recipes.on_ram import RESERVED
+from tests.recipes.recipe_process import run_recipe
+from tests.tiny import tiny_encoder
 
-REPO = pathlib.Path(__file__).resolve().parents[2]
-VOCAB = [
-    "[PAD]",
-    "[UNK]",
-    "[CLS]",
-    "[SEP]",
-    "[MASK]",
-    "the",
-    "cat",
-    "sat",
-    "on",
-    "mat",
-    "##s",
-    "a",
-    "dog",
-    ".",
-]
+VOCAB = RESERVED + ["the", "cat", "sat", "on", "mat", "##s", "a", "dog", "."]
 TEXTS = ["The cats sat on a mat.", "the dog ||| sat on the mat", "a dog", "qx the ||| ."]
 
 
-def tiny_encoder():
+def three_layer_encoder():
+    """tests/tiny.py's encoder over `VOCAB` with 3 layers (features of several layers to pick),
+    32 positions, seeded: the same weights each call."""
     keras.utils.set_random_seed(1)
-    return BertEncoder(
-        vocab_size=len(VOCAB),
-        hidden_size=8,
-        num_layers=3,
-        num_heads=2,
-        intermediate_size=16,
-        max_sequence_length=32,
+    return tiny_encoder(
+        vocab_size=len(VOCAB), num_layers=3, intermediate_size=16, max_sequence_length=32
     )
 
 
@@ -61,7 +40,7 @@ def test_parse_layers_and_pairs():
 
 @pytest.mark.slow
 def test_values_are_the_layer_outputs_of_each_example_alone():
-    encoder = tiny_encoder()
+    encoder = three_layer_encoder()
     pre = BertPreprocessor(vocabulary=VOCAB, do_lower_case=True, max_seq_length=16)
     got = list(extract_features(encoder, pre, TEXTS, [-1, 0], batch_size=3))
     assert [t for t, _ in got][:2] == [
@@ -82,14 +61,11 @@ def test_values_are_the_layer_outputs_of_each_example_alone():
 def test_recipe_writes_google_layout_from_a_checkpoint(tmp_path):
     vocab = tmp_path / "vocab.txt"
     vocab.write_text("\n".join(VOCAB) + "\n", encoding="utf-8")
-    encoder = tiny_encoder()
+    encoder = three_layer_encoder()
     checkpoint = save_encoder(encoder, tmp_path / "ckpt", vocab_file=str(vocab), do_lower_case=True)
     (tmp_path / "input.txt").write_text("\n".join(TEXTS) + "\n", encoding="utf-8")
     out = tmp_path / "features.jsonl"
-    env = dict(os.environ, PYTHONPATH=str(REPO), TF_CPP_MIN_LOG_LEVEL="3", CUDA_VISIBLE_DEVICES="")
-    cmd = [
-        sys.executable,
-        str(REPO / "recipes" / "extract_features.py"),
+    flags = [
         f"--input_file={tmp_path / 'input.txt'}",
         f"--output_file={out}",
         f"--init_checkpoint={checkpoint}",
@@ -97,7 +73,7 @@ def test_recipe_writes_google_layout_from_a_checkpoint(tmp_path):
         "--max_seq_length=16",
         "--batch_size=2",
     ]
-    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
+    proc = run_recipe("extract_features.py", *flags, timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:]
     lines = [json.loads(line) for line in out.read_text().splitlines()]
     assert [x["linex_index"] for x in lines] == [0, 1, 2, 3]
@@ -117,7 +93,7 @@ def test_recipe_writes_google_layout_from_a_checkpoint(tmp_path):
                 np.testing.assert_allclose(
                     entry["values"], layers[entry["index"]][0, t].numpy(), atol=2e-6
                 )
-    bad_cmd = [c for c in cmd if not c.startswith("--layers")] + ["--layers=-9"]
-    bad = subprocess.run(bad_cmd, env=env, capture_output=True, text=True, timeout=300)
+    bad_flags = [f for f in flags if not f.startswith("--layers")] + ["--layers=-9"]
+    bad = run_recipe("extract_features.py", *bad_flags, timeout=300)
     assert bad.returncode == 2 and "each index must be in [-3, 2]" in bad.stderr + bad.stdout
     assert "Traceback" not in bad.stderr

@@ -1,42 +1,29 @@
 """Two-step smoke test of recipes/run_classifier.py on a tiny config, handing the model to export."""
 
 import json
-import os
-import pathlib
-import subprocess
-import sys
 
 import pytest
 
 from tests.recipes.finished_run import assert_finished_run_dir, result_line
-
-REPO = pathlib.Path(__file__).resolve().parents[2]
+from tests.recipes.recipe_process import exported_run_flags, run_recipe, tiny_run_flags
 
 
 @pytest.mark.slow
 def test_two_step_smoke_with_export(tmp_path, data_dir, uncased_vocab):
     out, export_base = tmp_path / "out", tmp_path / "models"
-    cmd = [
-        sys.executable,
-        str(REPO / "recipes" / "run_classifier.py"),
+    proc = run_recipe(
+        "run_classifier.py",
         "--task_name=rte",
         f"--data_dir={data_dir / 'glue'}",
-        "--preset=bert_tiny",
-        f"--vocab_file={uncased_vocab}",
-        "--max_seq_length=32",
-        "--train_batch_size=4",
-        "--max_train_examples=8",
-        "--max_eval_examples=8",
+        *tiny_run_flags(uncased_vocab, 32, 4, 8),
         "--num_train_epochs=1",
         "--min_train_steps=0",
         "--verbose=0",
-        f"--output_dir={out}",
-        f"--export_dir={export_base}",
-        "--model_name=rte_tiny",
+        *exported_run_flags(out, export_base, "rte_tiny"),
         "--export_dtype=bfloat16",
-    ]
-    env = dict(os.environ, PYTHONPATH=str(REPO), TF_CPP_MIN_LOG_LEVEL="2", CUDA_VISIBLE_DEVICES="")
-    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=400)
+        tf_log_level="2",
+        timeout=400,
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     config = json.loads((out / "config.json").read_text())
     assert (
@@ -65,29 +52,20 @@ def test_two_step_smoke_with_export(tmp_path, data_dir, uncased_vocab):
 
 
 def test_bad_flag_value_is_a_usage_error_without_traceback(tmp_path):
-    cmd = [
-        sys.executable,
-        str(REPO / "recipes" / "run_classifier.py"),
+    proc = run_recipe(
+        "run_classifier.py",
         "--task_name=sst2",
         f"--output_dir={tmp_path / 'out'}",
         "--evaluations_per_epoch=0",
-    ]
-    env = dict(os.environ, PYTHONPATH=str(REPO), TF_CPP_MIN_LOG_LEVEL="3", CUDA_VISIBLE_DEVICES="")
-    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
+        timeout=300,
+    )
     assert proc.returncode == 2
     assert "run_classifier.py: error: --evaluations_per_epoch must be >= 1, got 0" in proc.stderr
     assert "Traceback" not in proc.stderr and not (tmp_path / "out").exists()
 
 
 def _run(tmp_path, *flags):
-    cmd = [
-        sys.executable,
-        str(REPO / "recipes" / "run_classifier.py"),
-        *flags,
-        f"--output_dir={tmp_path / 'out'}",
-    ]
-    env = dict(os.environ, PYTHONPATH=str(REPO), TF_CPP_MIN_LOG_LEVEL="3", CUDA_VISIBLE_DEVICES="")
-    return subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
+    return run_recipe("run_classifier.py", *flags, f"--output_dir={tmp_path / 'out'}", timeout=300)
 
 
 @pytest.mark.slow

@@ -10,27 +10,26 @@ remote URI is checked once in a subprocess (the exit status and the one stderr l
 
 import json
 import os
-import pathlib
 import runpy
-import subprocess
-import sys
-import uuid
 
 import pytest
 from absl import flags
 
 from keras_bert import fileio
-from keras_bert.checkpoints import save_encoder
 from keras_bert.cli import check_paths_reachable
-from keras_bert.config import BertConfig
-from keras_bert.models.bert_encoder import BertEncoder
-from keras_bert.training import driver
 from keras_bert.training.families import classification, ner
 from keras_bert.training.pretraining import PretrainConfig, run_pretraining
+from tests.recipes.on_ram import (
+    RESERVED,
+    WORDS,
+    quiet_epoch,
+    run_and_assert_kept,
+    run_family,
+    tiny_checkpoint,
+    write,
+)
+from tests.recipes.recipe_process import REPO, run_recipe
 
-REPO = pathlib.Path(__file__).resolve().parents[2]
-RESERVED = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
-WORDS = "a good fine great film movie bad dull awful plot the was is not very it".split()
 SST2 = [("a good film", 1), ("a bad film", 0), ("great plot", 1), ("dull movie", 0)] * 3
 TEXT = "\n".join(
     [f"the {w} film was {v} ." for w in WORDS[:8] for v in ("good", "bad")]
@@ -39,58 +38,33 @@ TEXT = "\n".join(
 )
 
 
-@pytest.fixture
-def ram(monkeypatch, tmp_path):
-    """A fresh ram:// root holding vocab.txt; the cwd is an empty local directory, which must
-    still be empty at the end."""
-    monkeypatch.chdir(tmp_path)
-    root = f"ram://uri-test-{uuid.uuid4().hex[:8]}"
-    fileio.makedirs(root)
-    fileio.write_text(f"{root}/vocab.txt", "".join(t + "\n" for t in RESERVED + WORDS))
-    yield root
-    fileio.rmtree(root)
-    assert os.listdir(tmp_path) == []
-
-
-def _tiny_checkpoint(root: str) -> str:
-    """A random bert_tiny sized to the vocab, saved as a keras-bert checkpoint on ram://."""
-    config = BertConfig.from_preset("bert_tiny", vocab_size=len(RESERVED + WORDS))
-    encoder = BertEncoder.from_config_object(config)
-    encoder.build()
-    return save_encoder(encoder, f"{root}/init", f"{root}/vocab.txt", True)
+def _fine_tune_sst2(ram: str, dev_rows, output_dir: str) -> tuple[dict, dict]:
+    """`SST2` as <ram>/data/glue/sst2/train.tsv and `dev_rows` as its dev.tsv, then one epoch of
+    the classification family from a tiny init checkpoint into `output_dir`, all on ram://, the
+    run's settings checked in its config.json (`run_and_assert_kept`); returns (the run's summary,
+    its metrics.json)."""
+    glue_dir = f"{ram}/data/glue"
+    for split, rows in (("train", SST2), ("dev", dev_rows)):
+        lines = ["sentence\tlabel"] + [f"{t}\t{label}" for t, label in rows]
+        write(f"{glue_dir}/sst2/{split}.tsv", "\n".join(lines) + "\n")
+    args = classification.ClassifierArgs(
+        task_name="sst2",
+        data_dir=glue_dir,
+        init_checkpoint=tiny_checkpoint(ram, f"{ram}/vocab.txt"),
+        max_seq_length=8,
+        train_batch_size=4,
+        min_train_steps=0,
+        **quiet_epoch(output_dir),
+    )
+    return run_and_assert_kept(classification, args, "task_name", "data_dir", "init_checkpoint")
 
 
 @pytest.mark.slow  # about 15-30 s on 2 CPU cores
 def test_run_classifier_on_ram(ram):
-    glue_dir = f"{ram}/data/glue"
-    for split, rows in (("train", SST2), ("dev", SST2[:4])):
-        lines = ["sentence\tlabel"] + [f"{t}\t{label}" for t, label in rows]
-        fileio.makedirs(f"{glue_dir}/sst2")
-        fileio.write_text(f"{glue_dir}/sst2/{split}.tsv", "\n".join(lines) + "\n")
-    init = _tiny_checkpoint(ram)
-    args = classification.ClassifierArgs(
-        task_name="sst2",
-        data_dir=glue_dir,
-        init_checkpoint=init,
-        max_seq_length=8,
-        train_batch_size=4,
-        num_train_epochs=1,
-        min_train_steps=0,
-        verbose=0,
-        output_dir=f"{ram}/out",
-    )
-    summary = driver.run(classification.FAMILY, args, driver.prepare(classification.FAMILY, args))
     out = f"{ram}/out"
-    metrics = fileio.read_json(f"{out}/metrics.json")
+    summary, metrics = _fine_tune_sst2(ram, SST2[:4], out)
     assert {"runs", "best", "monitor", "family"} <= set(metrics)
     assert metrics["monitor"] == "accuracy" and metrics["runs"][0]["steps"] == 3
-    config = fileio.read_json(f"{out}/config.json")
-    assert (config["task_name"], config["data_dir"], config["init_checkpoint"]) == (
-        "sst2",
-        glue_dir,
-        init,
-    )
-    assert fileio.isfile(f"{out}/best_model.keras")
     assert fileio.read_json(f"{out}/checkpoints/checkpoint.json")["step"] == 3
     assert summary["best"] == metrics["best"]
 
@@ -103,15 +77,13 @@ def test_run_ner_on_ram(ram):
         fileio.write_text(f"{data}/{split}.txt", rows)
     args = ner.NerArgs(
         data_dir=data,
-        init_checkpoint=_tiny_checkpoint(ram),
+        init_checkpoint=tiny_checkpoint(ram, f"{ram}/vocab.txt"),
         max_seq_length=8,
         train_batch_size=2,
-        num_train_epochs=1,
         min_train_steps=0,
-        verbose=0,
-        output_dir=f"{ram}/ner",
+        **quiet_epoch(f"{ram}/ner"),
     )
-    driver.run(ner.FAMILY, args, driver.prepare(ner.FAMILY, args))
+    run_family(ner, args)
     labels = fileio.read_json(f"{ram}/ner/labels.json")
     assert labels == {"task_type": "token_classification", "labels": ["O", "B-MISC", "I-MISC"]}
     assert fileio.read_json(f"{ram}/ner/config.json")["data_dir"] == data
@@ -220,23 +192,7 @@ def test_vocab_pretraining_data_pretraining_and_features_on_ram(ram, capsys):
 @pytest.mark.slow  # about 15-30 s on 2 CPU cores
 def test_evaluate_on_ram(ram):
     """evaluate.py on a fine-tuning output_dir kept on ram:// (the task predictor, no export)."""
-    glue_dir = f"{ram}/data/glue"
-    lines = ["sentence\tlabel"] + [f"{t}\t{label}" for t, label in SST2]
-    fileio.makedirs(f"{glue_dir}/sst2")
-    for split in ("train", "dev"):
-        fileio.write_text(f"{glue_dir}/sst2/{split}.tsv", "\n".join(lines) + "\n")
-    args = classification.ClassifierArgs(
-        task_name="sst2",
-        data_dir=glue_dir,
-        init_checkpoint=_tiny_checkpoint(ram),
-        max_seq_length=8,
-        train_batch_size=4,
-        num_train_epochs=1,
-        min_train_steps=0,
-        verbose=0,
-        output_dir=f"{ram}/run",
-    )
-    driver.run(classification.FAMILY, args, driver.prepare(classification.FAMILY, args))
+    _fine_tune_sst2(ram, SST2, f"{ram}/run")
     held_out = "text,label\n" + "".join(f"{t},{'positive' if y else 'negative'}\n" for t, y in SST2)
     fileio.write_text(f"{ram}/heldout.csv", held_out)
     _run_absl_recipe(
@@ -271,21 +227,14 @@ def test_unreachable_uri_fails_in_process_before_anything(tmp_path, monkeypatch,
 @pytest.mark.slow  # about 15-30 s on 2 CPU cores
 def test_recipe_with_an_unreachable_output_dir_exits_2_with_one_line(tmp_path):
     uri = "gs://keras-bert-unreachable-bucket/run"
-    env = dict(os.environ, PYTHONPATH=str(REPO), TF_CPP_MIN_LOG_LEVEL="3", CUDA_VISIBLE_DEVICES="")
-    proc = subprocess.run(
-        [
-            sys.executable,
-            str(REPO / "recipes" / "run_classifier.py"),
-            "--task_name=sst2",
-            f"--data_dir={tmp_path / 'data'}",
-            "--preset=bert_tiny",
-            f"--vocab_file={tmp_path / 'vocab.txt'}",
-            f"--output_dir={uri}",
-        ],
+    proc = run_recipe(
+        "run_classifier.py",
+        "--task_name=sst2",
+        f"--data_dir={tmp_path / 'data'}",
+        "--preset=bert_tiny",
+        f"--vocab_file={tmp_path / 'vocab.txt'}",
+        f"--output_dir={uri}",
         cwd=tmp_path,
-        env=env,
-        capture_output=True,
-        text=True,
         timeout=300,
     )
     assert proc.returncode == 2, proc.stderr[-2000:]

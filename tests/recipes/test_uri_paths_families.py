@@ -2,7 +2,7 @@
 (real rows from $KERAS_BERT_DATA_DIR, or the official SWAG CSV layout), the real uncased vocab,
 the init checkpoint or teacher, output_dir and --export_dir all there; the outputs read back
 there (metrics, predictions, config, one complete export version) and no local `ram:` directory
-in the cwd (the `ram` fixture of tests/recipes/test_uri_paths.py checks that at teardown).
+in the cwd (the `ram` fixture of tests/recipes/conftest.py checks that at teardown).
 
 As in test_uri_paths.py, everything runs in process (`driver.prepare` / `driver.run`, what
 `cli.run_recipe` calls), since ram:// lives in one process.
@@ -15,14 +15,17 @@ import json
 import pytest
 
 from keras_bert import fileio
-from keras_bert.checkpoints import save_encoder
-from keras_bert.config import BertConfig
-from keras_bert.models.bert_encoder import BertEncoder
 from keras_bert.tasks import MultipleChoice, SpanQuestionAnswerer, TextClassifier, load_task
-from keras_bert.training import driver
 from keras_bert.training.families import classification, distillation, squad, swag
 from tests.data.test_swag import HEADER, ROWS
-from tests.recipes.test_uri_paths import ram  # noqa: F401 (the fixture, used by name)
+from tests.recipes.on_ram import (
+    exported_epoch,
+    quiet_epoch,
+    run_and_assert_kept,
+    run_family,
+    tiny_checkpoint,
+    write,
+)
 
 VERSION_FILES = {"assets", "saved_model.pb", "variables", fileio.COMPLETE_MARKER}
 
@@ -33,27 +36,13 @@ def real_data(data_dir):
     return data_dir.resolve()
 
 
-def _write(path: str, data) -> None:
-    """Writes a file in a directory made first (TensorFlow's ram:// writes into a directory never
-    made, which its rmtree then cannot delete; a local disk would refuse)."""
-    fileio.makedirs(fileio.parent(path))
-    (fileio.write_text if isinstance(data, str) else fileio.write_bytes)(path, data)
-
-
-def _real_vocab(root: str, real_data) -> str:
-    """The bert-base-uncased vocab copied onto ram://."""
-    path = f"{root}/vocab/uncased.txt"
-    _write(path, (real_data / "vocab" / "bert-base-uncased-vocab.txt").read_bytes())
-    return path
-
-
-def _tiny_checkpoint(root: str, vocab: str) -> str:
-    """A random bert_tiny (2 layers, H=128) sized to `vocab`, saved as a keras-bert checkpoint on
-    ram:// with that vocab."""
-    size = len(fileio.read_text(vocab).splitlines())
-    encoder = BertEncoder.from_config_object(BertConfig.from_preset("bert_tiny", vocab_size=size))
-    encoder.build()
-    return save_encoder(encoder, f"{root}/init", vocab, True)
+@pytest.fixture
+def init(ram, real_data):
+    """A random bert_tiny init checkpoint on ram:// (`on_ram.tiny_checkpoint`) over the real
+    bert-base-uncased vocab, copied there as <ram>/vocab/uncased.txt."""
+    vocab = f"{ram}/vocab/uncased.txt"
+    write(vocab, (real_data / "vocab" / "bert-base-uncased-vocab.txt").read_bytes())
+    return tiny_checkpoint(ram, vocab)
 
 
 def _assert_one_complete_version(export_dir: str, name: str, summary: dict) -> dict:
@@ -68,7 +57,7 @@ def _assert_one_complete_version(export_dir: str, name: str, summary: dict) -> d
 
 
 @pytest.mark.slow  # about 75 s on 2 busy CPU cores
-def test_run_squad_on_ram(ram, real_data):  # noqa: F811 (the imported fixture)
+def test_run_squad_on_ram(ram, real_data, init):
     article = json.loads((real_data / "squad" / "dev-v2.0-subset.json").read_text())["data"][0]
     paragraph = article["paragraphs"][0]  # 9 questions: 5 answerable, then 4 without answer
     file = f"{ram}/squad/dev.json"
@@ -76,10 +65,7 @@ def test_run_squad_on_ram(ram, real_data):  # noqa: F811 (the imported fixture)
         "version": "v2.0",
         "data": [{"title": article["title"], "paragraphs": [paragraph]}],
     }
-    _write(file, json.dumps(squad_json))
-    vocab = _real_vocab(ram, real_data)
-    init = _tiny_checkpoint(ram, vocab)
-    out, models = f"{ram}/qa", f"{ram}/models"
+    write(file, json.dumps(squad_json))
     args = squad.SquadArgs(
         init_checkpoint=init,
         train_file=file,
@@ -91,15 +77,12 @@ def test_run_squad_on_ram(ram, real_data):  # noqa: F811 (the imported fixture)
         doc_stride=32,
         max_query_length=16,
         train_batch_size=16,
-        num_train_epochs=1,
-        verbose=0,
-        output_dir=out,
-        export_dir=models,
-        model_name="qa_tiny",
+        **exported_epoch(ram, "qa_tiny"),
     )
-    summary = driver.run(squad.FAMILY, args, driver.prepare(squad.FAMILY, args))
-
-    metrics = fileio.read_json(f"{out}/metrics.json")
+    summary, metrics = run_and_assert_kept(
+        squad, args, "train_file", "predict_file", "init_checkpoint", "export_dir", "doc_stride"
+    )
+    out, models = args.output_dir, args.export_dir
     assert (metrics["family"], metrics["monitor"], metrics["best"]) == ("squad", "f1", None)
     assert (metrics["train_examples"], metrics["predict_examples"]) == (4, 6)
     assert metrics["version_2_with_negative"] is True and len(metrics["runs"]) == 1
@@ -115,14 +98,6 @@ def test_run_squad_on_ram(ram, real_data):  # noqa: F811 (the imported fixture)
     )
     for name in ("nbest_predictions.json", "null_odds.json"):
         assert sorted(fileio.read_json(f"{out}/{name}")) == sorted(question_ids)
-    config = fileio.read_json(f"{out}/config.json")
-    assert (config["train_file"], config["predict_file"], config["init_checkpoint"]) == (
-        file,
-        file,
-        init,
-    )
-    assert (config["output_dir"], config["export_dir"], config["doc_stride"]) == (out, models, 32)
-    assert fileio.isfile(f"{out}/best_model.keras")
     assert fileio.read_json(f"{out}/checkpoints/checkpoint.json")["complete"] is True
 
     export_config = _assert_one_complete_version(models, "qa_tiny", summary)
@@ -141,29 +116,23 @@ def _swag_csv(rows) -> str:
 
 
 @pytest.mark.slow  # about 50-80 s on 2 busy CPU cores
-def test_run_swag_on_ram(ram, real_data):  # noqa: F811 (the imported fixture)
+def test_run_swag_on_ram(ram, init):
     # SWAG is not shipped (../shared/data/README.md): two rows of the official val.csv layout.
     train, dev = f"{ram}/swag/train.csv", f"{ram}/swag/val.csv"
-    _write(train, _swag_csv(ROWS * 2))
-    _write(dev, _swag_csv(ROWS))
-    vocab = _real_vocab(ram, real_data)
-    init = _tiny_checkpoint(ram, vocab)
-    out, models = f"{ram}/swag_out", f"{ram}/models"
+    write(train, _swag_csv(ROWS * 2))
+    write(dev, _swag_csv(ROWS))
     args = swag.SwagArgs(
         train_file=train,
         dev_file=dev,
         init_checkpoint=init,
         max_seq_length=24,
         train_batch_size=2,
-        num_train_epochs=1,
-        verbose=0,
-        output_dir=out,
-        export_dir=models,
-        model_name="swag_tiny",
+        **exported_epoch(ram, "swag_tiny"),
     )
-    summary = driver.run(swag.FAMILY, args, driver.prepare(swag.FAMILY, args))
-
-    metrics = fileio.read_json(f"{out}/metrics.json")
+    summary, metrics = run_and_assert_kept(
+        swag, args, "train_file", "dev_file", "init_checkpoint", "export_dir", "max_seq_length"
+    )
+    out, models = args.output_dir, args.export_dir
     assert (metrics["family"], metrics["monitor"], metrics["train_examples"]) == (
         "swag",
         "accuracy",
@@ -172,18 +141,6 @@ def test_run_swag_on_ram(ram, real_data):  # noqa: F811 (the imported fixture)
     run = metrics["runs"][0]
     assert run["steps"] == 2 and [e["epoch"] for e in run["epochs"]] == [1]
     assert metrics["best"]["accuracy"] == metrics["dev"]["accuracy"] in (0.0, 0.5, 1.0)
-    config = fileio.read_json(f"{out}/config.json")
-    assert (config["train_file"], config["dev_file"], config["init_checkpoint"]) == (
-        train,
-        dev,
-        init,
-    )
-    assert (config["output_dir"], config["export_dir"], config["max_seq_length"]) == (
-        out,
-        models,
-        24,
-    )
-    assert fileio.isfile(f"{out}/best_model.keras")
     assert fileio.read_json(f"{out}/checkpoints/checkpoint.json")["step"] == 2
 
     export_config = _assert_one_complete_version(models, "swag_tiny", summary)
@@ -198,42 +155,33 @@ def _sst2_rows(real_data, split: str, n: int) -> str:
 
 
 @pytest.mark.slow  # about 70-90 s on 2 busy CPU cores (a teacher run, then the student)
-def test_distillation_on_ram(ram, real_data):  # noqa: F811 (the imported fixture)
+def test_distillation_on_ram(ram, real_data, init):
     glue_dir = f"{ram}/glue"
-    _write(f"{glue_dir}/sst2/train.tsv", _sst2_rows(real_data, "train", 16))
-    _write(f"{glue_dir}/sst2/dev.tsv", _sst2_rows(real_data, "dev", 8))
-    vocab = _real_vocab(ram, real_data)
+    write(f"{glue_dir}/sst2/train.tsv", _sst2_rows(real_data, "train", 16))
+    write(f"{glue_dir}/sst2/dev.tsv", _sst2_rows(real_data, "dev", 8))
     teacher = f"{ram}/teacher"
     teacher_args = classification.ClassifierArgs(
         task_name="sst2",
         data_dir=glue_dir,
-        init_checkpoint=_tiny_checkpoint(ram, vocab),
+        init_checkpoint=init,
         max_seq_length=16,
         train_batch_size=8,
-        num_train_epochs=1,
-        verbose=0,
-        output_dir=teacher,
+        **quiet_epoch(teacher),
     )
-    driver.run(
-        classification.FAMILY, teacher_args, driver.prepare(classification.FAMILY, teacher_args)
-    )
+    run_family(classification, teacher_args)
 
-    out, models = f"{ram}/student", f"{ram}/models"
     args = distillation.DistillArgs(
         teacher=teacher,
         task_name="sst2",
         data_dir=glue_dir,
         student_layers=1,
         train_batch_size=8,
-        num_train_epochs=1,
-        verbose=0,
-        output_dir=out,
-        export_dir=models,
-        model_name="student",
+        **exported_epoch(ram, "student"),
     )
-    summary = driver.run(distillation.FAMILY, args, driver.prepare(distillation.FAMILY, args))
-
-    metrics = fileio.read_json(f"{out}/metrics.json")
+    summary, metrics = run_and_assert_kept(
+        distillation, args, "teacher", "data_dir", "student_layers", "export_dir"
+    )
+    out, models = args.output_dir, args.export_dir
     assert (metrics["family"], metrics["monitor"]) == ("distillation", "dev_accuracy")
     assert (metrics["train_examples"], metrics["dev_examples"]) == (16, 8)
     assert metrics["teacher"]["path"] == teacher and metrics["teacher"]["layers"] == 2
@@ -242,14 +190,6 @@ def test_distillation_on_ram(ram, real_data):  # noqa: F811 (the imported fixtur
     assert run["steps"] == 2 and [e["epoch"] for e in run["epochs"]] == [1]
     assert metrics["best"] == run["epochs"][0]
     assert {"dev_accuracy", "dev_agreement", "train_agreement", "loss"} <= set(metrics["best"])
-    config = fileio.read_json(f"{out}/config.json")
-    assert (config["teacher"], config["data_dir"], config["student_layers"]) == (
-        teacher,
-        glue_dir,
-        1,
-    )
-    assert (config["output_dir"], config["export_dir"]) == (out, models)
-    assert fileio.isfile(f"{out}/best_model.keras")
     assert fileio.read_json(f"{out}/checkpoints/checkpoint.json")["step"] == 2
 
     export_config = _assert_one_complete_version(models, "student", summary)

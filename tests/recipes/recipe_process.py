@@ -1,0 +1,88 @@
+"""Running a recipe as a person does, in a fresh CPU-only Python (shared by the recipe tests).
+
+`run_recipe("run_ner.py", *flags)` runs recipes/run_ner.py with the repository on PYTHONPATH,
+TensorFlow's C++ logs quiet and no GPU visible, and returns the finished process (text output);
+`recipe_env()` is that environment, for tests that start the process themselves.
+`tiny_run_flags(vocab, ...)` are the flags every fine-tuning recipe test starts from: a bert_tiny
+encoder over `vocab`, short sequences, small batches; `exported_run_flags(...)` where the run
+writes and exports to.
+"""
+
+import os
+import pathlib
+import subprocess
+import sys
+
+from keras_bert.faults import ENV as CRASH_ENV
+
+REPO = pathlib.Path(__file__).resolve().parents[2]
+
+
+def recipe_env(tf_log_level: str = "3", crash_at: str | None = None, **extra: str) -> dict:
+    """os.environ with the repository on PYTHONPATH, TF_CPP_MIN_LOG_LEVEL=`tf_log_level`, no
+    visible GPU and `extra`; a crash point (`keras_bert.faults`) only where `crash_at` names one,
+    so an outer setting never kills a run by surprise."""
+    env = dict(
+        os.environ,
+        PYTHONPATH=str(REPO),
+        TF_CPP_MIN_LOG_LEVEL=tf_log_level,
+        CUDA_VISIBLE_DEVICES="",
+        **extra,
+    )
+    env.pop(CRASH_ENV, None)
+    if crash_at:
+        env[CRASH_ENV] = crash_at
+    return env
+
+
+def run_recipe(
+    script: str,
+    *args,
+    crash_at: str | None = None,
+    tf_log_level: str = "3",
+    timeout: int = 600,
+    cwd=None,
+) -> subprocess.CompletedProcess:
+    """`python recipes/<script> <args>` in `recipe_env(tf_log_level, crash_at)`, in `cwd` (None:
+    this process's); `crash_at`: the run SIGKILLs itself at that point. Waits at most `timeout`
+    seconds."""
+    return subprocess.run(
+        [sys.executable, str(REPO / "recipes" / script), *map(str, args)],
+        cwd=cwd,
+        env=recipe_env(tf_log_level, crash_at),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+
+
+def tiny_run_flags(
+    vocab_file,
+    max_seq_length: int,
+    train_batch_size: int,
+    max_examples: int | None = None,
+    bert_config_file=None,
+) -> list[str]:
+    """The encoder and size flags of a tiny fine-tuning run: bert_tiny (or `bert_config_file`,
+    e.g. kill_resume.bert_tiny_without_dropout) over `vocab_file`, `max_seq_length` pieces,
+    batches of `train_batch_size`; with `max_examples`, at most that many train and eval examples."""
+    encoder = f"--bert_config_file={bert_config_file}" if bert_config_file else "--preset=bert_tiny"
+    flags = [
+        encoder,
+        f"--vocab_file={vocab_file}",
+        f"--max_seq_length={max_seq_length}",
+        f"--train_batch_size={train_batch_size}",
+    ]
+    if max_examples is not None:
+        flags += [f"--max_train_examples={max_examples}", f"--max_eval_examples={max_examples}"]
+    return flags
+
+
+def exported_run_flags(output_dir, export_base, model_name: str) -> list[str]:
+    """The flags of a run into `output_dir` whose kept model is then exported as
+    <export_base>/<model_name>/<version>."""
+    return [
+        f"--output_dir={output_dir}",
+        f"--export_dir={export_base}",
+        f"--model_name={model_name}",
+    ]
