@@ -1,8 +1,10 @@
 """Tiny models shared by the tests: one place for the small encoder config most tests build.
 
 `tiny_config()` is a 1-layer, H=8 BERT over a 23-piece vocabulary; every field can be overridden
-(`tiny_config(vocab_size=30522, max_sequence_length=24)`). `tiny_encoder(**overrides)` builds the
-BertEncoder of that config.
+(`tiny_config(vocab_size=30522, max_sequence_length=24)`; `tiny_config(**NO_DROPOUT)` for one
+without dropout). `tiny_encoder(**overrides)` builds the
+BertEncoder of that config. `tiny_vocab(words)` is a word-level vocabulary for the task tests'
+BertPreprocessor.
 """
 
 import keras_bert
@@ -15,6 +17,8 @@ TINY = dict(
     intermediate_size=12,
     max_sequence_length=7,
 )
+# Overrides for an encoder without dropout, for tests that compare runs or train to a fixed result.
+NO_DROPOUT = dict(dropout_rate=0.0, attention_dropout_rate=0.0)
 
 
 def tiny_config(**overrides) -> keras_bert.BertConfig:
@@ -25,3 +29,9 @@ def tiny_config(**overrides) -> keras_bert.BertConfig:
 def tiny_encoder(**overrides) -> keras_bert.BertEncoder:
     """A BertEncoder of `tiny_config(**overrides)`."""
     return keras_bert.BertEncoder(**tiny_config(**overrides).to_dict())
+
+
+def tiny_vocab(words: str) -> list[str]:
+    """A vocabulary for `BertPreprocessor(vocabulary=...)`: [PAD] [UNK] [CLS] [SEP] at ids 0-3,
+    then the space-separated `words`, one piece each, from id 4 on (so tests can spell ids)."""
+    return ["[PAD]", "[UNK]", "[CLS]", "[SEP]", *words.split()]

@@ -5,41 +5,17 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from keras_bert import BertEncoder
 from keras_bert.tasks import MultipleChoice, load_task
 from keras_bert.tokenization import BertPreprocessor
+from tests.tiny import tiny_encoder, tiny_vocab
 
-VOCAB = [
-    "[PAD]",
-    "[UNK]",
-    "[CLS]",
-    "[SEP]",
-    "the",
-    "cat",
-    "sat",
-    "on",
-    "mat",
-    "a",
-    "dog",
-    "ran",
-    "to",
-    "park",
-    "sky",
-    "he",
-    "she",
-    ".",
-]
+VOCAB = tiny_vocab("the cat sat on mat a dog ran to park sky he she .")
 
 
 def tiny_task(num_choices=4, seed=0):
     keras.utils.set_random_seed(seed)
-    encoder = BertEncoder(
-        vocab_size=len(VOCAB),
-        hidden_size=16,
-        num_layers=1,
-        num_heads=2,
-        intermediate_size=32,
-        max_sequence_length=16,
+    encoder = tiny_encoder(
+        vocab_size=len(VOCAB), hidden_size=16, intermediate_size=32, max_sequence_length=16
     )
     pre = BertPreprocessor(vocabulary=VOCAB, do_lower_case=True, max_seq_length=12)
     return MultipleChoice(encoder, num_choices=num_choices, preprocessor=pre)

@@ -9,10 +9,10 @@ import tensorflow as tf
 
 from keras_bert.data import squad, windows
 from keras_bert.evaluation import squad as squad_eval
-from keras_bert.models.bert_encoder import BertEncoder
 from keras_bert.tasks.span_question_answerer import SpanQuestionAnswerer
 from keras_bert.tokenization.bert_preprocessor import BertPreprocessor
 from keras_bert.tokenization.full_tokenizer import FullTokenizer
+from tests.tiny import NO_DROPOUT, tiny_encoder
 
 WORDS = (
     "the a of in is was by who what when where which wrote built river city tower year "
@@ -44,15 +44,13 @@ STEPS = 80
 
 def tiny_task(max_seq_length=24, **kwargs):
     keras.utils.set_random_seed(1)
-    encoder = BertEncoder(
+    encoder = tiny_encoder(
         vocab_size=len(VOCAB),
         hidden_size=32,
         num_layers=2,
-        num_heads=2,
         intermediate_size=48,
         max_sequence_length=32,
-        dropout_rate=0.0,
-        attention_dropout_rate=0.0,
+        **NO_DROPOUT,
     )
     pre = BertPreprocessor(vocabulary=VOCAB, do_lower_case=True, max_seq_length=max_seq_length)
     return SpanQuestionAnswerer(

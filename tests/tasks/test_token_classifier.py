@@ -5,48 +5,22 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from keras_bert import BertEncoder
 from keras_bert.data import windows
 from keras_bert.tasks import TokenClassifier, load_task
 from keras_bert.tasks.token_classifier import window_labels, window_words, words_to_tags
 from keras_bert.tokenization import BertPreprocessor
 from keras_bert.tokenization.full_tokenizer import FullTokenizer
+from tests.tiny import tiny_encoder, tiny_vocab
 
-VOCAB = [
-    "[PAD]",
-    "[UNK]",
-    "[CLS]",
-    "[SEP]",
-    "the",
-    "cat",
-    "sat",
-    "on",
-    "mat",
-    "##s",
-    "a",
-    "dog",
-    "run",
-    "##ning",
-    "cafe",
-    ".",
-    "john",
-    "paris",
-    "in",
-    "lives",
-]
+VOCAB = tiny_vocab("the cat sat on mat ##s a dog run ##ning cafe . john paris in lives")
 TAGS = ["O", "B-PER", "I-PER", "B-LOC", "I-LOC"]
 SENTENCE = "The cats running on \u200b Café xyz mat ."  # \u200b: a word with zero pieces
 
 
 def tiny_task(max_seq_length=6, window_stride=2, seed=0, **kwargs):
     keras.utils.set_random_seed(seed)
-    encoder = BertEncoder(
-        vocab_size=len(VOCAB),
-        hidden_size=16,
-        num_layers=1,
-        num_heads=2,
-        intermediate_size=32,
-        max_sequence_length=32,
+    encoder = tiny_encoder(
+        vocab_size=len(VOCAB), hidden_size=16, intermediate_size=32, max_sequence_length=32
     )
     pre = BertPreprocessor(vocabulary=VOCAB, do_lower_case=True, max_seq_length=max_seq_length)
     return TokenClassifier(encoder, TAGS, preprocessor=pre, window_stride=window_stride, **kwargs)
@@ -174,13 +148,8 @@ def test_tiny_fit_overfits_and_round_trips(tmp_path):
 
 def test_feature_mode_freezes_encoder_and_concatenates_four_layers():
     keras.utils.set_random_seed(0)
-    encoder = BertEncoder(
-        vocab_size=len(VOCAB),
-        hidden_size=8,
-        num_layers=4,
-        num_heads=2,
-        intermediate_size=16,
-        max_sequence_length=16,
+    encoder = tiny_encoder(
+        vocab_size=len(VOCAB), num_layers=4, intermediate_size=16, max_sequence_length=16
     )
     pre = BertPreprocessor(vocabulary=VOCAB, do_lower_case=True, max_seq_length=8)
     task = TokenClassifier(
