@@ -2,20 +2,15 @@
 and check it ends as an uninterrupted run with those flags does (shared by the recipe tests)."""
 
 import json
-import os
 import pathlib
 import signal
-import subprocess
-import sys
 
 import numpy as np
 
 from keras_bert.config import BertConfig
-from keras_bert.faults import ENV as CRASH_ENV
 from keras_bert.tasks import load_task
 from tests.recipes.finished_run import assert_finished_run_dir
-
-REPO = pathlib.Path(__file__).resolve().parents[2]
+from tests.recipes.recipe_process import run_recipe
 
 # What a resumed run may not repeat: wall-clock timings, the step it resumed from (asserted on
 # its own), and an evaluation's running training loss (lost with the killed process: null).
@@ -38,21 +33,6 @@ def bert_tiny_without_dropout(directory) -> str:
         path
     )
     return str(path)
-
-
-def run_recipe(recipe: str, flags, crash_at: str | None = None, timeout: int = 400):
-    """`python recipes/<recipe> <flags>` on the CPU; `crash_at`: SIGKILL itself at that point."""
-    env = dict(os.environ, PYTHONPATH=str(REPO), TF_CPP_MIN_LOG_LEVEL="3", CUDA_VISIBLE_DEVICES="")
-    env.pop(CRASH_ENV, None)
-    if crash_at:
-        env[CRASH_ENV] = crash_at
-    return subprocess.run(
-        [sys.executable, str(REPO / "recipes" / recipe), *map(str, flags)],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-    )
 
 
 def repeatable(record):
@@ -84,12 +64,12 @@ def assert_killed_and_resumed_like_uninterrupted(
     steps, the family's scores) and the same kept weights (best_model.keras); the uninterrupted
     run evaluated at `epochs` and trained `steps` batches. Returns its metrics.json."""
     ref, out = tmp_path / "uninterrupted", tmp_path / "killed"
-    proc = run_recipe(recipe, [*flags, f"--output_dir={ref}"])
+    proc = run_recipe(recipe, *flags, f"--output_dir={ref}", timeout=400)
     assert proc.returncode == 0, proc.stderr[-3000:]
-    killed = run_recipe(recipe, [*flags, f"--output_dir={out}"], crash_at=crash_at)
+    killed = run_recipe(recipe, *flags, f"--output_dir={out}", crash_at=crash_at, timeout=400)
     assert killed.returncode == -signal.SIGKILL, (crash_at, killed.stderr[-3000:])
     assert not (out / "metrics.json").exists()
-    resumed = run_recipe(recipe, [*flags, f"--output_dir={out}"])
+    resumed = run_recipe(recipe, *flags, f"--output_dir={out}", timeout=400)
     assert resumed.returncode == 0, (crash_at, resumed.stderr[-3000:])
     assert_finished_run_dir(out)
     want = json.loads((ref / "metrics.json").read_text())

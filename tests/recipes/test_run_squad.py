@@ -2,10 +2,6 @@
 
 import json
 import math
-import os
-import pathlib
-import subprocess
-import sys
 
 import pytest
 
@@ -14,45 +10,38 @@ from keras_bert.training import driver
 from keras_bert.training.families.squad import FAMILY, SquadArgs
 from tests.recipes.finished_run import assert_finished_run_dir, result_line
 from tests.recipes.kill_resume import assert_killed_and_resumed_like_uninterrupted
+from tests.recipes.recipe_process import REPO, exported_run_flags, run_recipe, tiny_run_flags
 
-REPO = pathlib.Path(__file__).resolve().parents[2]
 
-
-def run(args, timeout=500):
-    env = dict(os.environ, PYTHONPATH=str(REPO), TF_CPP_MIN_LOG_LEVEL="3", CUDA_VISIBLE_DEVICES="")
-    return subprocess.run(
-        [sys.executable, str(REPO / "recipes" / "run_squad.py"), *args],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-    )
+def tiny_squad_flags(data_dir, vocab_file) -> list[str]:
+    """The data and size flags of both runs here: the real SQuAD v2.0 dev subset as train and
+    predict file (half held out), 4 questions trained, 5 predicted, bert_tiny over `vocab_file`
+    in 64-piece windows (stride 32, questions of <= 16 pieces), batches of 16."""
+    squad_file = data_dir / "squad" / "dev-v2.0-subset.json"
+    return [
+        f"--train_file={squad_file}",
+        f"--predict_file={squad_file}",
+        "--version_2_with_negative",
+        "--holdout_fraction=0.5",
+        "--max_train_examples=4",
+        "--max_eval_examples=5",
+        *tiny_run_flags(vocab_file, 64, 16),
+        "--doc_stride=32",
+        "--max_query_length=16",
+    ]
 
 
 @pytest.mark.slow
 def test_tiny_run_writes_predictions_metrics_and_export(tmp_path, data_dir, uncased_vocab):
     squad_file = data_dir / "squad" / "dev-v2.0-subset.json"
     out, export_base = tmp_path / "out", tmp_path / "models"
-    proc = run(
-        [
-            "--preset=bert_tiny",
-            f"--vocab_file={uncased_vocab}",
-            f"--train_file={squad_file}",
-            f"--predict_file={squad_file}",
-            "--version_2_with_negative",
-            "--holdout_fraction=0.5",
-            "--max_train_examples=4",
-            "--max_eval_examples=5",
-            "--max_seq_length=64",
-            "--doc_stride=32",
-            "--max_query_length=16",
-            "--train_batch_size=16",
-            "--num_train_epochs=1",
-            "--verbose=0",
-            f"--output_dir={out}",
-            f"--export_dir={export_base}",
-            "--model_name=qa_tiny",
-        ]
+    proc = run_recipe(
+        "run_squad.py",
+        *tiny_squad_flags(data_dir, uncased_vocab),
+        "--num_train_epochs=1",
+        "--verbose=0",
+        *exported_run_flags(out, export_base, "qa_tiny"),
+        timeout=500,
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
     config = json.loads((out / "config.json").read_text())
@@ -99,20 +88,8 @@ def test_tiny_run_writes_predictions_metrics_and_export(tmp_path, data_dir, unca
 def test_killed_before_metrics_are_written_and_resumed_ends_like_an_uninterrupted_run(
     tmp_path, data_dir, uncased_vocab
 ):
-    squad_file = data_dir / "squad" / "dev-v2.0-subset.json"
     flags = [
-        "--preset=bert_tiny",
-        f"--vocab_file={uncased_vocab}",
-        f"--train_file={squad_file}",
-        f"--predict_file={squad_file}",
-        "--version_2_with_negative",
-        "--holdout_fraction=0.5",
-        "--max_train_examples=4",
-        "--max_eval_examples=5",
-        "--max_seq_length=64",
-        "--doc_stride=32",
-        "--max_query_length=16",
-        "--train_batch_size=16",
+        *tiny_squad_flags(data_dir, uncased_vocab),
         "--num_train_epochs=2",
         "--evaluations_per_epoch=1",
         "--learning_rate=1e-3",
