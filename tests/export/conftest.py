@@ -29,21 +29,28 @@ TEXTS_B = ["The film is gripping.", "The movie is boring and far too long for an
 WARMUP = [("warm up one .", "warm up two ."), ("a rather long warm up sentence for padding", "b")]
 
 
-def tiny_classifier(num_classes, label_names, task_name, seed, vocab_file=None, is_pair=False):
-    """TextClassifier on a 2-layer H=8 encoder with N(0, 0.5) weights (so outputs differ per text);
-    dropout 0.1 stays in the model, so a serving path that trains would not match. With a vocab
-    file, the task carries its preprocessor (max_seq_length MAX_SEQ_LENGTH)."""
-    from keras_bert import BertEncoder
+def tiny_classifier(
+    num_classes,
+    label_names,
+    task_name,
+    seed,
+    vocab_file=None,
+    is_pair=False,
+    num_layers=2,
+    for_export=False,
+):
+    """TextClassifier on a `num_layers`-layer H=8 encoder (tests/tiny.py's, over the 30522-piece
+    uncased vocab, MAX_POSITIONS positions) with N(0, 0.5) weights drawn with `seed` (so outputs
+    differ per text; seed None: the initializers' weights); dropout 0.1 stays in the model, so a
+    serving path that trains would not match. With a vocab file, the task carries its
+    preprocessor (max_seq_length MAX_SEQ_LENGTH). Built by `build()`, or with `for_export` by
+    `build_for_export()` (one call on its dummy inputs)."""
     from keras_bert.tasks import TextClassifier
     from keras_bert.tokenization import BertPreprocessor
+    from tests.tiny import tiny_encoder
 
-    encoder = BertEncoder(
-        vocab_size=30522,
-        hidden_size=8,
-        num_layers=2,
-        num_heads=2,
-        intermediate_size=12,
-        max_sequence_length=MAX_POSITIONS,
+    encoder = tiny_encoder(
+        vocab_size=30522, num_layers=num_layers, max_sequence_length=MAX_POSITIONS
     )
     preprocessor = (
         None
@@ -58,11 +65,41 @@ def tiny_classifier(num_classes, label_names, task_name, seed, vocab_file=None, 
         preprocessor=preprocessor,
         is_pair=is_pair,
     )
-    model.build()
-    rng = np.random.default_rng(seed)
-    for w in model.weights:
-        w.assign(rng.normal(0.0, 0.5, w.shape).astype("float32"))
+    if for_export:
+        model.build_for_export()
+    else:
+        model.build()
+    if seed is not None:
+        rng = np.random.default_rng(seed)
+        for w in model.weights:
+            w.assign(rng.normal(0.0, 0.5, w.shape).astype("float32"))
     return model
+
+
+def export_command(model_dir, export_base, model_name, *flags) -> list[str]:
+    """`python -m export` (run it from REPO) with its three required flags, then `flags`."""
+    return [
+        sys.executable,
+        "-m",
+        "export",
+        f"--model_dir={model_dir}",
+        f"--export_base={export_base}",
+        f"--model_name={model_name}",
+        *map(str, flags),
+    ]
+
+
+def run_export(model_dir, export_base, model_name, *flags, timeout=600, **run):
+    """Runs `export_command(...)` from the repository root and waits at most `timeout` seconds;
+    `run`: more subprocess.run arguments (env). Returns the finished process (text output)."""
+    return subprocess.run(
+        export_command(model_dir, export_base, model_name, *flags),
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        **run,
+    )
 
 
 def _bytes(texts):
@@ -138,14 +175,7 @@ def exports(tmp_path_factory, uncased_vocab):
     cli_model.save(run_dir / "best_model.keras")
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     cli = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "export",
-            f"--model_dir={run_dir}",
-            f"--export_base={base}",
-            "--model_name=rte",
-        ],
+        export_command(run_dir, base, "rte"),
         cwd=REPO,
         env=env,
         stdout=subprocess.PIPE,

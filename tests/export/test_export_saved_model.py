@@ -79,29 +79,26 @@ def test_signature_names_dtypes_and_shapes(exports):
             "labels": ("string", (None,)),
         }
 
-    reg_out = {"scores": ("float32", (None,))}
-    expected = {
-        "cls": {
-            "serving_default": (text, cls_out(3)),
-            "encoded": (ids, cls_out(3)),
+    def classifier_signatures(texts, c):
+        """A c-class classifier's signatures: (inputs, outputs) each; `texts`: one text or a pair."""
+        return {
+            "serving_default": (texts, cls_out(c)),
+            "encoded": (ids, cls_out(c)),
             "classification": (
                 examples,
-                {"classes": ("string", (None, 3)), "scores": ("float32", (None, 3))},
+                {"classes": ("string", (None, c)), "scores": ("float32", (None, c))},
             ),
-        },
+        }
+
+    reg_out = {"scores": ("float32", (None,))}
+    expected = {
+        "cls": classifier_signatures(text, 3),
         "reg": {
             "serving_default": (pair, reg_out),
             "encoded": (ids, reg_out),
             "regression": (examples, {"outputs": ("float32", (None,))}),
         },
-        "cli": {
-            "serving_default": (pair, cls_out(2)),
-            "encoded": (ids, cls_out(2)),
-            "classification": (
-                examples,
-                {"classes": ("string", (None, 2)), "scores": ("float32", (None, 2))},
-            ),
-        },
+        "cli": classifier_signatures(pair, 2),
     }
     for key, want in expected.items():
         got = exports["loaded"][key]["signatures"]
@@ -459,27 +456,11 @@ def test_overrides_are_checked_against_the_task(uncased_vocab):
 
 @pytest.mark.slow
 def test_cli_rejects_more_label_names_than_classes(exports):
-    import subprocess
-    import sys
-    from tests.export.conftest import REPO
+    from tests.export.conftest import run_export
 
     run_dir = exports["base"].parent / "run"  # the conftest's 2-class rte fine-tuning output_dir
     base = exports["base"].parent / "rejected"
-    proc = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "export",
-            f"--model_dir={run_dir}",
-            f"--export_base={base}",
-            "--model_name=rte",
-            "--label_names=a,b,c",
-        ],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    proc = run_export(run_dir, base, "rte", "--label_names=a,b,c", timeout=300)
     assert proc.returncode == 2
     assert "got 3 label names ['a', 'b', 'c'] but the task has 2 classes" in proc.stderr
     assert "Traceback" not in proc.stderr

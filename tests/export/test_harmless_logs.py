@@ -54,25 +54,9 @@ def test_filter_is_removed_after_the_block(caplog):
 def test_export_with_litert_logs_neither_message(tmp_path, caplog, uncased_vocab):
     from absl import logging as absl_logging
 
-    from keras_bert import BertEncoder
-    from keras_bert.tasks import TextClassifier
-    from keras_bert.tokenization import BertPreprocessor
+    from tests.export.conftest import tiny_classifier
 
-    encoder = BertEncoder(
-        vocab_size=30522,
-        hidden_size=8,
-        num_layers=1,
-        num_heads=2,
-        intermediate_size=12,
-        max_sequence_length=24,
-    )
-    task = TextClassifier(
-        encoder,
-        2,
-        label_names=["a", "b"],
-        preprocessor=BertPreprocessor(str(uncased_vocab), max_seq_length=16),
-    )
-    task.build_for_export()
+    task = tiny_classifier(2, ["a", "b"], None, None, uncased_vocab, num_layers=1, for_export=True)
     verbosity = absl_logging.get_verbosity()
     absl_logging.set_verbosity(absl_logging.INFO)  # as the recipes and `python -m export` run
     try:

@@ -23,7 +23,6 @@ import pytest
 import tensorflow as tf
 from tensorflow_serving.apis import get_model_metadata_pb2, prediction_service_pb2_grpc
 
-from tests.conftest import REPO_ROOT
 from tests.serving.test_grpc_api import predict_request
 
 LABELS = ["negative", "neutral", "positive"]
@@ -53,26 +52,10 @@ print(json.dumps({"modules": sorted({m.split(".")[0] for m in sys.modules}),
 @pytest.fixture(scope="module")
 def litert_exports(tmp_path_factory, uncased_vocab):
     """(base, {"float32": version dir 1, "int8": version dir 2}, packed ids of SENTENCES)."""
-    from keras_bert import BertEncoder
-    from keras_bert.tasks import TextClassifier
-    from keras_bert.tokenization import BertPreprocessor
+    from tests.export.conftest import tiny_classifier
 
-    encoder = BertEncoder(
-        vocab_size=30522,
-        hidden_size=8,
-        num_layers=2,
-        num_heads=2,
-        intermediate_size=12,
-        max_sequence_length=24,
-    )
-    preprocessor = BertPreprocessor(uncased_vocab, max_seq_length=16)
-    model = TextClassifier(
-        encoder, 3, label_names=LABELS, task_name="sst3", preprocessor=preprocessor
-    )
-    model.build()
-    rng = np.random.default_rng(3)
-    for w in model.weights:
-        w.assign(rng.normal(0.0, 0.5, w.shape).astype("float32"))
+    model = tiny_classifier(3, LABELS, "sst3", seed=3, vocab_file=uncased_vocab)
+    preprocessor = model.preprocessor
     base = tmp_path_factory.mktemp("litert")
     paths = {q: pathlib.Path(model.export(base, "sst3", litert=q)) for q in ("float32", "int8")}
     packed = preprocessor(tf.constant(SENTENCES))
@@ -454,7 +437,7 @@ def test_without_the_flag_the_saved_model_serves_every_signature(litert_exports,
 @pytest.mark.slow
 def test_export_cli_quantize_flag(tmp_path, uncased_vocab):
     """`python -m export --quantize=int8` on a saved task; --tflite alone gives float32."""
-    from tests.export.conftest import tiny_classifier
+    from tests.export.conftest import run_export, tiny_classifier
 
     model = tiny_classifier(2, ["no", "yes"], "cli", seed=1, vocab_file=uncased_vocab)
     model.save(tmp_path / "task.keras")
@@ -462,21 +445,7 @@ def test_export_cli_quantize_flag(tmp_path, uncased_vocab):
         (["--quantize=int8"], "int8", 1),
         (["--tflite"], "float32", 2),
     ):
-        out = subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "export",
-                f"--model_dir={tmp_path / 'task.keras'}",
-                f"--export_base={tmp_path / 'models'}",
-                "--model_name=cli",
-                *flags,
-            ],
-            cwd=REPO_ROOT,
-            capture_output=True,
-            text=True,
-            timeout=300,
-        )
+        out = run_export(tmp_path / "task.keras", tmp_path / "models", "cli", *flags, timeout=300)
         assert out.returncode == 0, out.stderr[-2000:]
         path = pathlib.Path(out.stdout.strip().splitlines()[-1])
         assert path.name == str(version)

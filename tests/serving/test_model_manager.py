@@ -64,6 +64,12 @@ def _states(manager):
     return {s.version: (s.state, s.status.error_message) for s in manager.status("m")}
 
 
+def _serving_version(manager) -> int:
+    """The version a request for model "m" without version or label is served by now."""
+    with manager.acquire("m") as servable:
+        return servable.version
+
+
 def test_removed_version_unloads_after_in_flight_requests(tmp_path, built):
     for v in (1, 2):
         shutil.copytree(built[v], tmp_path / str(v))
@@ -88,8 +94,7 @@ def test_removed_version_unloads_after_in_flight_requests(tmp_path, built):
         assert _states(manager)[1] == (State.END, "")  # unloaded as soon as the request released it
         manager.poll_once()
         assert 1 not in _states(manager)  # and forgotten with its directory
-        with manager.acquire("m") as latest:
-            assert latest.version == 2
+        assert _serving_version(manager) == 2
     finally:
         manager.stop()
 
@@ -102,8 +107,7 @@ def test_broken_and_half_written_versions_never_replace_serving_one(tmp_path, bu
         manager.poll_once()
         state, message = _states(manager)[2]
         assert state == State.END and "saved_model.pb" in message
-        with manager.acquire("m") as servable:
-            assert servable.version == 1
+        assert _serving_version(manager) == 1
         shutil.rmtree(tmp_path / "2")
         shutil.copytree(
             built[2], tmp_path / "2"
@@ -111,8 +115,7 @@ def test_broken_and_half_written_versions_never_replace_serving_one(tmp_path, bu
         manager.poll_once()
         assert _states(manager)[2][0] == State.AVAILABLE
         assert _states(manager)[1][0] == State.END  # latest-1 policy: version 1 unloaded
-        with manager.acquire("m") as servable:
-            assert servable.version == 2
+        assert _serving_version(manager) == 2
     finally:
         manager.stop()
 
@@ -144,8 +147,7 @@ def test_failed_warmup_fails_the_load_and_keeps_serving_version(tmp_path, built)
         assert states[1] == (State.AVAILABLE, "")
         assert states[2][0] == State.END
         assert "warmup request 0 failed" in states[2][1] and "no_such_signature" in states[2][1]
-        with manager.acquire("m") as servable:
-            assert servable.version == 1
+        assert _serving_version(manager) == 1
     finally:
         manager.stop()
 

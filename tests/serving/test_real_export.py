@@ -22,30 +22,9 @@ TEXTS_B = ["The film is gripping.", "The movie is boring.", "No.", ""]
 
 @pytest.fixture(scope="module")
 def real_export(tmp_path_factory, uncased_vocab):
-    from keras_bert import BertEncoder
-    from keras_bert.tasks import TextClassifier
-    from keras_bert.tokenization import BertPreprocessor
+    from tests.export.conftest import tiny_classifier
 
-    encoder = BertEncoder(
-        vocab_size=30522,
-        hidden_size=8,
-        num_layers=2,
-        num_heads=2,
-        intermediate_size=12,
-        max_sequence_length=24,
-    )
-    model = TextClassifier(
-        encoder,
-        2,
-        label_names=LABELS,
-        task_name="rte",
-        is_pair=True,
-        preprocessor=BertPreprocessor(uncased_vocab, max_seq_length=16),
-    )
-    model.build()
-    rng = np.random.default_rng(0)
-    for w in model.weights:
-        w.assign(rng.normal(0.0, 0.5, w.shape).astype("float32"))
+    model = tiny_classifier(2, LABELS, "rte", seed=0, vocab_file=uncased_vocab, is_pair=True)
     base = tmp_path_factory.mktemp("real_export")
     path = model.export(base, "rte")
     return base, path

@@ -4,40 +4,23 @@ A fine-tuning output_dir holding only the saved task is exported twice, once wit
 required flags and once with every flag restating the task; one server serves both (a model config
 with two models) and every signature answers the same."""
 
-import os
-import subprocess
-import sys
-
 import grpc
 import numpy as np
 import pytest
 import tensorflow as tf
 from tensorflow_serving.apis import classification_pb2, prediction_service_pb2_grpc
 
+from tests.export.conftest import run_export, tiny_classifier
 from tests.serving.test_grpc_api import example, predict_request
 
-REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 LABELS = ["entailment", "not_entailment"]
 TEXTS = ["A gripping, beautifully acted film.", "It's a DULL mess!!", "naïve café", ""]
 TEXTS_B = ["The film is gripping.", "boring", "No.", "empty first"]
 
 
 def _export(run_dir, base, name, *extra):
-    proc = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "export",
-            f"--model_dir={run_dir}",
-            f"--export_base={base}",
-            f"--model_name={name}",
-            *extra,
-        ],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
+    """`python -m export` of the task saved in `run_dir` as <base>/<name>; the path it printed."""
+    proc = run_export(run_dir, base, name, *extra)
     assert proc.returncode == 0, proc.stderr[-3000:]
     return proc.stdout.strip().splitlines()[-1]
 
@@ -46,30 +29,9 @@ def _export(run_dir, base, name, *extra):
 def test_three_flag_export_serves_like_an_export_with_every_flag(
     tmp_path, start_server, uncased_vocab
 ):
-    from keras_bert import BertEncoder
-    from keras_bert.tasks import TextClassifier
-    from keras_bert.tokenization import BertPreprocessor
-
-    encoder = BertEncoder(
-        vocab_size=30522,
-        hidden_size=8,
-        num_layers=1,
-        num_heads=2,
-        intermediate_size=12,
-        max_sequence_length=24,
+    task = tiny_classifier(
+        2, LABELS, "rte", 7, uncased_vocab, is_pair=True, num_layers=1, for_export=True
     )
-    task = TextClassifier(
-        encoder,
-        2,
-        label_names=LABELS,
-        task_name="rte",
-        is_pair=True,
-        preprocessor=BertPreprocessor(uncased_vocab, max_seq_length=16),
-    )
-    task.build_for_export()
-    rng = np.random.default_rng(7)
-    for w in task.weights:
-        w.assign(rng.normal(0.0, 0.5, w.shape).astype("float32"))
     run_dir = tmp_path / "run"
     run_dir.mkdir()
     task.save(run_dir / "best_model.keras")
