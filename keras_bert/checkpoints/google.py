@@ -15,66 +15,16 @@ import tensorflow as tf
 
 from keras_bert import fileio
 from keras_bert.checkpoints.limits import Limit, check_format_holds, encoder_settings, fixed, one_of
-from keras_bert.checkpoints.source import TRANSPOSE, apply_table, encoder_arrays, table_tensors
+from keras_bert.checkpoints import names
+from keras_bert.checkpoints.source import read_config, apply_table, encoder_arrays, table_tensors
 from keras_bert.config import BertConfig
 
 CONFIG_FILE = "bert_config.json"
 CHECKPOINT_PREFIX = "bert_model.ckpt"
 
-# canonical name -> google-research/bert name (after removing a `module/` prefix).
-GOOGLE_NAME_TABLE = (
-    ("embeddings/word_embeddings", "bert/embeddings/word_embeddings", None),
-    ("embeddings/position_embeddings", "bert/embeddings/position_embeddings", None),
-    ("embeddings/type_embeddings", "bert/embeddings/token_type_embeddings", None),
-    ("embeddings/layer_norm/gamma", "bert/embeddings/LayerNorm/gamma", None),
-    ("embeddings/layer_norm/beta", "bert/embeddings/LayerNorm/beta", None),
-    (
-        "layer_{i}/attention/query/kernel",
-        "bert/encoder/layer_{i}/attention/self/query/kernel",
-        None,
-    ),
-    ("layer_{i}/attention/query/bias", "bert/encoder/layer_{i}/attention/self/query/bias", None),
-    ("layer_{i}/attention/key/kernel", "bert/encoder/layer_{i}/attention/self/key/kernel", None),
-    ("layer_{i}/attention/key/bias", "bert/encoder/layer_{i}/attention/self/key/bias", None),
-    (
-        "layer_{i}/attention/value/kernel",
-        "bert/encoder/layer_{i}/attention/self/value/kernel",
-        None,
-    ),
-    ("layer_{i}/attention/value/bias", "bert/encoder/layer_{i}/attention/self/value/bias", None),
-    (
-        "layer_{i}/attention/output/kernel",
-        "bert/encoder/layer_{i}/attention/output/dense/kernel",
-        None,
-    ),
-    ("layer_{i}/attention/output/bias", "bert/encoder/layer_{i}/attention/output/dense/bias", None),
-    (
-        "layer_{i}/attention/layer_norm/gamma",
-        "bert/encoder/layer_{i}/attention/output/LayerNorm/gamma",
-        None,
-    ),
-    (
-        "layer_{i}/attention/layer_norm/beta",
-        "bert/encoder/layer_{i}/attention/output/LayerNorm/beta",
-        None,
-    ),
-    ("layer_{i}/intermediate/kernel", "bert/encoder/layer_{i}/intermediate/dense/kernel", None),
-    ("layer_{i}/intermediate/bias", "bert/encoder/layer_{i}/intermediate/dense/bias", None),
-    ("layer_{i}/output/kernel", "bert/encoder/layer_{i}/output/dense/kernel", None),
-    ("layer_{i}/output/bias", "bert/encoder/layer_{i}/output/dense/bias", None),
-    ("layer_{i}/output/layer_norm/gamma", "bert/encoder/layer_{i}/output/LayerNorm/gamma", None),
-    ("layer_{i}/output/layer_norm/beta", "bert/encoder/layer_{i}/output/LayerNorm/beta", None),
-    ("pooler/kernel", "bert/pooler/dense/kernel", None),
-    ("pooler/bias", "bert/pooler/dense/bias", None),
-    # run_pretraining.py heads.
-    ("masked_lm/transform/kernel", "cls/predictions/transform/dense/kernel", None),
-    ("masked_lm/transform/bias", "cls/predictions/transform/dense/bias", None),
-    ("masked_lm/layer_norm/gamma", "cls/predictions/transform/LayerNorm/gamma", None),
-    ("masked_lm/layer_norm/beta", "cls/predictions/transform/LayerNorm/beta", None),
-    ("masked_lm/output_bias", "cls/predictions/output_bias", None),
-    ("next_sentence/kernel", "cls/seq_relationship/output_weights", TRANSPOSE),  # [2, H]
-    ("next_sentence/bias", "cls/seq_relationship/output_bias", None),
-)
+# canonical name -> google-research/bert name (after removing a `module/` prefix); the rows
+# are `names.NAME_ROWS`, shared by every format.
+GOOGLE_NAME_TABLE = names.name_table("google")
 
 GOOGLE_IGNORED = (
     (r".*/adam_[mv]", "Adam optimizer slot (AdamWeightDecayOptimizer), not a model weight"),
@@ -122,12 +72,7 @@ def read_google_checkpoint(path: str):
     """
     prefix = find_checkpoint_prefix(path)
     config_path = fileio.join(fileio.parent(prefix), CONFIG_FILE)
-    if not fileio.exists(config_path):
-        raise FileNotFoundError(f"google-research/bert config file not found: {config_path}")
-    try:
-        config = BertConfig.from_google_config(fileio.read_json(config_path))
-    except (KeyError, ValueError, TypeError) as e:
-        raise ValueError(f"{config_path}: {e}") from e
+    config = read_config(config_path, BertConfig.from_google_config, "google-research/bert")
 
     # Not tf.train.load_checkpoint: it takes a `ram://` prefix for a directory.
     reader = tf.compat.v1.train.NewCheckpointReader(prefix)

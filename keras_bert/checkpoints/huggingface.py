@@ -16,8 +16,9 @@ from safetensors import safe_open
 from keras_bert import fileio
 
 from keras_bert.checkpoints.limits import check_format_holds, encoder_settings, fixed
+from keras_bert.checkpoints import names
 from keras_bert.checkpoints.source import (
-    TRANSPOSE,
+    read_config,
     CheckpointError,
     apply_table,
     encoder_arrays,
@@ -30,60 +31,9 @@ WEIGHTS_FILE = "model.safetensors"
 WEIGHTS_INDEX_FILE = "model.safetensors.index.json"
 TOKENIZER_CONFIG_FILE = "tokenizer_config.json"
 
-# canonical name -> Hugging Face name (after normalisation: no `bert.`, LayerNorm weight/bias).
-HF_NAME_TABLE = (
-    ("embeddings/word_embeddings", "embeddings.word_embeddings.weight", None),
-    ("embeddings/position_embeddings", "embeddings.position_embeddings.weight", None),
-    ("embeddings/type_embeddings", "embeddings.token_type_embeddings.weight", None),
-    ("embeddings/layer_norm/gamma", "embeddings.LayerNorm.weight", None),
-    ("embeddings/layer_norm/beta", "embeddings.LayerNorm.bias", None),
-    (
-        "layer_{i}/attention/query/kernel",
-        "encoder.layer.{i}.attention.self.query.weight",
-        TRANSPOSE,
-    ),
-    ("layer_{i}/attention/query/bias", "encoder.layer.{i}.attention.self.query.bias", None),
-    ("layer_{i}/attention/key/kernel", "encoder.layer.{i}.attention.self.key.weight", TRANSPOSE),
-    ("layer_{i}/attention/key/bias", "encoder.layer.{i}.attention.self.key.bias", None),
-    (
-        "layer_{i}/attention/value/kernel",
-        "encoder.layer.{i}.attention.self.value.weight",
-        TRANSPOSE,
-    ),
-    ("layer_{i}/attention/value/bias", "encoder.layer.{i}.attention.self.value.bias", None),
-    (
-        "layer_{i}/attention/output/kernel",
-        "encoder.layer.{i}.attention.output.dense.weight",
-        TRANSPOSE,
-    ),
-    ("layer_{i}/attention/output/bias", "encoder.layer.{i}.attention.output.dense.bias", None),
-    (
-        "layer_{i}/attention/layer_norm/gamma",
-        "encoder.layer.{i}.attention.output.LayerNorm.weight",
-        None,
-    ),
-    (
-        "layer_{i}/attention/layer_norm/beta",
-        "encoder.layer.{i}.attention.output.LayerNorm.bias",
-        None,
-    ),
-    ("layer_{i}/intermediate/kernel", "encoder.layer.{i}.intermediate.dense.weight", TRANSPOSE),
-    ("layer_{i}/intermediate/bias", "encoder.layer.{i}.intermediate.dense.bias", None),
-    ("layer_{i}/output/kernel", "encoder.layer.{i}.output.dense.weight", TRANSPOSE),
-    ("layer_{i}/output/bias", "encoder.layer.{i}.output.dense.bias", None),
-    ("layer_{i}/output/layer_norm/gamma", "encoder.layer.{i}.output.LayerNorm.weight", None),
-    ("layer_{i}/output/layer_norm/beta", "encoder.layer.{i}.output.LayerNorm.bias", None),
-    ("pooler/kernel", "pooler.dense.weight", TRANSPOSE),
-    ("pooler/bias", "pooler.dense.bias", None),
-    # BertForPreTraining heads.
-    ("masked_lm/transform/kernel", "cls.predictions.transform.dense.weight", TRANSPOSE),
-    ("masked_lm/transform/bias", "cls.predictions.transform.dense.bias", None),
-    ("masked_lm/layer_norm/gamma", "cls.predictions.transform.LayerNorm.weight", None),
-    ("masked_lm/layer_norm/beta", "cls.predictions.transform.LayerNorm.bias", None),
-    ("masked_lm/output_bias", "cls.predictions.bias", None),
-    ("next_sentence/kernel", "cls.seq_relationship.weight", TRANSPOSE),  # [2, H] -> [H, 2]
-    ("next_sentence/bias", "cls.seq_relationship.bias", None),
-)
+# canonical name -> Hugging Face name (after normalisation: no `bert.`, LayerNorm weight/bias);
+# the rows are `names.NAME_ROWS`, shared by every format.
+HF_NAME_TABLE = names.name_table("huggingface")
 
 HF_IGNORED = (
     (r"embeddings\.position_ids", "buffer holding arange(max_position_embeddings), not a weight"),
@@ -149,12 +99,7 @@ def read_hf_checkpoint(directory: str):
             normalisation, or an untied MLM decoder.
     """
     config_path = fileio.join(directory, CONFIG_FILE)
-    if not fileio.exists(config_path):
-        raise FileNotFoundError(f"Hugging Face config file not found: {config_path}")
-    try:
-        config = BertConfig.from_hf_config(fileio.read_json(config_path))
-    except (KeyError, ValueError, TypeError) as e:
-        raise ValueError(f"{config_path}: {e}") from e
+    config = read_config(config_path, BertConfig.from_hf_config, "Hugging Face")
 
     files = weights_files(directory)
     label = files[0] if len(files) == 1 else fileio.join(directory, WEIGHTS_INDEX_FILE)

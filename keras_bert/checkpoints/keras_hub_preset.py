@@ -20,9 +20,8 @@ import numpy as np
 
 from keras_bert import fileio
 from keras_bert.checkpoints.limits import check_format_holds, encoder_settings, fixed, same_as
+from keras_bert.checkpoints import names
 from keras_bert.checkpoints.source import (
-    MERGE_HEADS_IN,
-    MERGE_HEADS_OUT,
     CheckpointError,
     apply_table,
     encoder_arrays,
@@ -64,84 +63,9 @@ KERAS_HUB_LIMITS = (
     fixed("causal", False, "keras-hub's BertBackbone attends in both directions"),
 )
 
-# canonical name -> BertBackbone variable path (`variable.path`).
-KERAS_HUB_NAME_TABLE = (
-    ("embeddings/word_embeddings", "token_embedding/embeddings", None),
-    ("embeddings/position_embeddings", "position_embedding/embeddings", None),
-    ("embeddings/type_embeddings", "segment_embedding/embeddings", None),
-    ("embeddings/layer_norm/gamma", "embeddings_layer_norm/gamma", None),
-    ("embeddings/layer_norm/beta", "embeddings_layer_norm/beta", None),
-    (
-        "layer_{i}/attention/query/kernel",
-        "transformer_layer_{i}/self_attention_layer/query/kernel",
-        MERGE_HEADS_IN,
-    ),
-    (
-        "layer_{i}/attention/query/bias",
-        "transformer_layer_{i}/self_attention_layer/query/bias",
-        MERGE_HEADS_IN,
-    ),
-    (
-        "layer_{i}/attention/key/kernel",
-        "transformer_layer_{i}/self_attention_layer/key/kernel",
-        MERGE_HEADS_IN,
-    ),
-    (
-        "layer_{i}/attention/key/bias",
-        "transformer_layer_{i}/self_attention_layer/key/bias",
-        MERGE_HEADS_IN,
-    ),
-    (
-        "layer_{i}/attention/value/kernel",
-        "transformer_layer_{i}/self_attention_layer/value/kernel",
-        MERGE_HEADS_IN,
-    ),
-    (
-        "layer_{i}/attention/value/bias",
-        "transformer_layer_{i}/self_attention_layer/value/bias",
-        MERGE_HEADS_IN,
-    ),
-    (
-        "layer_{i}/attention/output/kernel",
-        "transformer_layer_{i}/self_attention_layer/attention_output/kernel",
-        MERGE_HEADS_OUT,
-    ),
-    (
-        "layer_{i}/attention/output/bias",
-        "transformer_layer_{i}/self_attention_layer/attention_output/bias",
-        None,
-    ),
-    (
-        "layer_{i}/attention/layer_norm/gamma",
-        "transformer_layer_{i}/self_attention_layer_norm/gamma",
-        None,
-    ),
-    (
-        "layer_{i}/attention/layer_norm/beta",
-        "transformer_layer_{i}/self_attention_layer_norm/beta",
-        None,
-    ),
-    (
-        "layer_{i}/intermediate/kernel",
-        "transformer_layer_{i}/feedforward_intermediate_dense/kernel",
-        None,
-    ),
-    (
-        "layer_{i}/intermediate/bias",
-        "transformer_layer_{i}/feedforward_intermediate_dense/bias",
-        None,
-    ),
-    ("layer_{i}/output/kernel", "transformer_layer_{i}/feedforward_output_dense/kernel", None),
-    ("layer_{i}/output/bias", "transformer_layer_{i}/feedforward_output_dense/bias", None),
-    (
-        "layer_{i}/output/layer_norm/gamma",
-        "transformer_layer_{i}/feedforward_layer_norm/gamma",
-        None,
-    ),
-    ("layer_{i}/output/layer_norm/beta", "transformer_layer_{i}/feedforward_layer_norm/beta", None),
-    ("pooler/kernel", "pooled_dense/kernel", None),
-    ("pooler/bias", "pooled_dense/bias", None),
-)
+# canonical name -> BertBackbone variable path (`variable.path`); the rows are
+# `names.NAME_ROWS`, shared by every format.
+KERAS_HUB_NAME_TABLE = names.name_table("keras_hub")
 
 
 def is_keras_hub_preset(directory: str) -> bool:

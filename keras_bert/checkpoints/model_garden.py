@@ -24,10 +24,9 @@ import tensorflow as tf
 from tensorflow.core.protobuf import trackable_object_graph_pb2
 
 from keras_bert import fileio
+from keras_bert.checkpoints import names
 from keras_bert.checkpoints.google import CONFIG_FILE, find_checkpoint_prefix
 from keras_bert.checkpoints.source import (
-    MERGE_HEADS_IN,
-    MERGE_HEADS_OUT,
     CheckpointError,
     apply_table,
 )
@@ -40,26 +39,6 @@ _ENCODER_SIGNATURE = (
     "layer_with_weights-1/embeddings",
     "layer_with_weights-3/gamma",
     "layer_with_weights-4/_attention_layer/_query_dense/kernel",
-)
-
-# Transformer block attributes of Model Garden's TransformerEncoderBlock (relative to the block).
-_BLOCK_ROWS = (
-    ("attention/query/kernel", "_attention_layer/_query_dense/kernel", MERGE_HEADS_IN),
-    ("attention/query/bias", "_attention_layer/_query_dense/bias", MERGE_HEADS_IN),
-    ("attention/key/kernel", "_attention_layer/_key_dense/kernel", MERGE_HEADS_IN),
-    ("attention/key/bias", "_attention_layer/_key_dense/bias", MERGE_HEADS_IN),
-    ("attention/value/kernel", "_attention_layer/_value_dense/kernel", MERGE_HEADS_IN),
-    ("attention/value/bias", "_attention_layer/_value_dense/bias", MERGE_HEADS_IN),
-    ("attention/output/kernel", "_attention_layer/_output_dense/kernel", MERGE_HEADS_OUT),
-    ("attention/output/bias", "_attention_layer/_output_dense/bias", None),
-    ("attention/layer_norm/gamma", "_attention_layer_norm/gamma", None),
-    ("attention/layer_norm/beta", "_attention_layer_norm/beta", None),
-    ("intermediate/kernel", "_intermediate_dense/kernel", None),
-    ("intermediate/bias", "_intermediate_dense/bias", None),
-    ("output/kernel", "_output_dense/kernel", None),
-    ("output/bias", "_output_dense/bias", None),
-    ("output/layer_norm/gamma", "_output_layer_norm/gamma", None),
-    ("output/layer_norm/beta", "_output_layer_norm/beta", None),
 )
 
 # Checkpoint keys outside the encoder that are not weights of a BertEncoder.
@@ -78,24 +57,22 @@ MODEL_GARDEN_IGNORED = (
 def model_garden_table(num_layers: int) -> tuple:
     """The name table of a `num_layers`-block encoder (keys relative to the encoder prefix).
 
-    Rows are (canonical, source, transform) as in `source.apply_table`; the layer index
-    is spelled out because the pooler's position depends on `num_layers`.
+    Rows are (canonical, source, transform) as in `source.apply_table`, from the Model Garden
+    column of `names.NAME_ROWS`; the layer index is spelled out because the object graph numbers
+    layers in order: embeddings 0-3, block i at 4 + i, the pooler at 4 + num_layers.
     """
-    rows = [
-        ("embeddings/word_embeddings", "layer_with_weights-0/embeddings", None),
-        ("embeddings/position_embeddings", "layer_with_weights-1/embeddings", None),
-        ("embeddings/type_embeddings", "layer_with_weights-2/embeddings", None),
-        ("embeddings/layer_norm/gamma", "layer_with_weights-3/gamma", None),
-        ("embeddings/layer_norm/beta", "layer_with_weights-3/beta", None),
-    ]
+    table = names.name_table("model_garden")
+    block = [row for row in table if row[0].startswith("layer_{i}/")]
+    rows = [row for row in table if row[0].startswith("embeddings/")]
     for i in range(num_layers):
         rows += [
-            (f"layer_{i}/{canonical}", f"layer_with_weights-{4 + i}/{source}", transform)
-            for canonical, source, transform in _BLOCK_ROWS
+            (canonical.format(i=i), f"layer_with_weights-{4 + i}/{source}", transform)
+            for canonical, source, transform in block
         ]
     rows += [
-        ("pooler/kernel", f"layer_with_weights-{4 + num_layers}/kernel", None),
-        ("pooler/bias", f"layer_with_weights-{4 + num_layers}/bias", None),
+        (canonical, f"layer_with_weights-{4 + num_layers}/{source}", transform)
+        for canonical, source, transform in table
+        if canonical.startswith("pooler/")
     ]
     return tuple(rows)
 

@@ -33,6 +33,8 @@ from typing import Callable
 import numpy as np
 import tensorflow as tf
 
+from keras_bert import fileio
+
 TRANSPOSE = "transpose"
 # Per-head einsum layouts (Model Garden, keras-hub, TF Hub): query/key/value kernels [H, N, D]
 # and biases [N, D] merge into [H, N*D] / [N*D]; the attention output kernel [N, D, H] into
@@ -72,6 +74,21 @@ class SourceWeights:
     def used(self) -> dict:
         """Source variable -> canonical name, for every source variable loaded."""
         return {src: canon for canon, src in self.source_names.items()}
+
+
+def read_config(config_path: str, parse: Callable, what: str):
+    """`parse(json)` of a format's config file; errors name the file.
+
+    Raises:
+        FileNotFoundError: no such file ("<what> config file not found: <path>").
+        ValueError: a missing or bad field, prefixed by the path.
+    """
+    if not fileio.exists(config_path):
+        raise FileNotFoundError(f"{what} config file not found: {config_path}")
+    try:
+        return parse(fileio.read_json(config_path))
+    except (KeyError, ValueError, TypeError) as e:
+        raise ValueError(f"{config_path}: {e}") from e
 
 
 def expand_table(table, num_layers: int):

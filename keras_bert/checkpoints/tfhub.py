@@ -20,9 +20,8 @@ import tensorflow as tf
 from tensorflow.core.protobuf import saved_model_pb2
 
 from keras_bert import fileio
+from keras_bert.checkpoints import names
 from keras_bert.checkpoints.source import (
-    MERGE_HEADS_IN,
-    MERGE_HEADS_OUT,
     CheckpointError,
     apply_table,
 )
@@ -31,72 +30,9 @@ from keras_bert.config import BertConfig
 SAVED_MODEL_FILE = "saved_model.pb"
 VOCAB_ASSET = "assets/vocab.txt"
 
-# canonical name -> Keras variable name of Model Garden's BertEncoder (without ":0").
-TFHUB_NAME_TABLE = (
-    ("embeddings/word_embeddings", "word_embeddings/embeddings", None),
-    ("embeddings/position_embeddings", "position_embedding/embeddings", None),
-    ("embeddings/type_embeddings", "type_embeddings/embeddings", None),
-    ("embeddings/layer_norm/gamma", "embeddings/layer_norm/gamma", None),
-    ("embeddings/layer_norm/beta", "embeddings/layer_norm/beta", None),
-    (
-        "layer_{i}/attention/query/kernel",
-        "transformer/layer_{i}/self_attention/query/kernel",
-        MERGE_HEADS_IN,
-    ),
-    (
-        "layer_{i}/attention/query/bias",
-        "transformer/layer_{i}/self_attention/query/bias",
-        MERGE_HEADS_IN,
-    ),
-    (
-        "layer_{i}/attention/key/kernel",
-        "transformer/layer_{i}/self_attention/key/kernel",
-        MERGE_HEADS_IN,
-    ),
-    (
-        "layer_{i}/attention/key/bias",
-        "transformer/layer_{i}/self_attention/key/bias",
-        MERGE_HEADS_IN,
-    ),
-    (
-        "layer_{i}/attention/value/kernel",
-        "transformer/layer_{i}/self_attention/value/kernel",
-        MERGE_HEADS_IN,
-    ),
-    (
-        "layer_{i}/attention/value/bias",
-        "transformer/layer_{i}/self_attention/value/bias",
-        MERGE_HEADS_IN,
-    ),
-    (
-        "layer_{i}/attention/output/kernel",
-        "transformer/layer_{i}/self_attention/attention_output/kernel",
-        MERGE_HEADS_OUT,
-    ),
-    (
-        "layer_{i}/attention/output/bias",
-        "transformer/layer_{i}/self_attention/attention_output/bias",
-        None,
-    ),
-    (
-        "layer_{i}/attention/layer_norm/gamma",
-        "transformer/layer_{i}/self_attention_layer_norm/gamma",
-        None,
-    ),
-    (
-        "layer_{i}/attention/layer_norm/beta",
-        "transformer/layer_{i}/self_attention_layer_norm/beta",
-        None,
-    ),
-    ("layer_{i}/intermediate/kernel", "transformer/layer_{i}/intermediate/kernel", None),
-    ("layer_{i}/intermediate/bias", "transformer/layer_{i}/intermediate/bias", None),
-    ("layer_{i}/output/kernel", "transformer/layer_{i}/output/kernel", None),
-    ("layer_{i}/output/bias", "transformer/layer_{i}/output/bias", None),
-    ("layer_{i}/output/layer_norm/gamma", "transformer/layer_{i}/output_layer_norm/gamma", None),
-    ("layer_{i}/output/layer_norm/beta", "transformer/layer_{i}/output_layer_norm/beta", None),
-    ("pooler/kernel", "pooler_transform/kernel", None),
-    ("pooler/bias", "pooler_transform/bias", None),
-)
+# canonical name -> Keras variable name of Model Garden's BertEncoder (without ":0"); the rows
+# are `names.NAME_ROWS`, shared by every format.
+TFHUB_NAME_TABLE = names.name_table("tfhub")
 
 TFHUB_IGNORED = (
     (

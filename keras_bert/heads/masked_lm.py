@@ -3,11 +3,12 @@
 import keras
 import tensorflow as tf
 
+from keras_bert.layers.arguments import ConfigFromArguments
 from keras_bert.layers.activations import get_activation
 
 
 @keras.saving.register_keras_serializable(package="keras_bert")
-class MaskedLMHead(keras.layers.Layer):
+class MaskedLMHead(ConfigFromArguments, keras.layers.Layer):
     """Gathers masked positions, Dense + activation + LayerNorm, then logits over the vocabulary.
 
     The output projection is tied to the word embedding table (passed at call time, so the head
@@ -39,11 +40,7 @@ class MaskedLMHead(keras.layers.Layer):
         **kwargs,
     ):
         super().__init__(**kwargs)
-        self.vocab_size = vocab_size
-        self.hidden_size = hidden_size
-        self.hidden_activation = hidden_activation
-        self.initializer_range = initializer_range
-        self.layer_norm_epsilon = layer_norm_epsilon
+        self.keep_arguments(locals())
 
     def build(self, input_shape=None):
         self.transform = keras.layers.Dense(
@@ -69,14 +66,3 @@ class MaskedLMHead(keras.layers.Layer):
         x = self.layer_norm(self.transform(gathered))  # float32
         logits = tf.matmul(x, tf.cast(embedding_table, tf.float32), transpose_b=True)
         return logits + tf.cast(self.output_bias, tf.float32)
-
-    def get_config(self):
-        config = super().get_config()
-        config.update(
-            vocab_size=self.vocab_size,
-            hidden_size=self.hidden_size,
-            hidden_activation=self.hidden_activation,
-            initializer_range=self.initializer_range,
-            layer_norm_epsilon=self.layer_norm_epsilon,
-        )
-        return config

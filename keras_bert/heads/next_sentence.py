@@ -3,9 +3,11 @@
 import keras
 import tensorflow as tf
 
+from keras_bert.layers.arguments import ConfigFromArguments
+
 
 @keras.saving.register_keras_serializable(package="keras_bert")
-class NextSentenceHead(keras.layers.Layer):
+class NextSentenceHead(ConfigFromArguments, keras.layers.Layer):
     """Dense(2) on the pooled [CLS] output. Label 1 = segment B is random (PITFALLS.md).
 
     Args:
@@ -21,8 +23,7 @@ class NextSentenceHead(keras.layers.Layer):
 
     def __init__(self, hidden_size, initializer_range=0.02, **kwargs):
         super().__init__(**kwargs)
-        self.hidden_size = hidden_size
-        self.initializer_range = initializer_range
+        self.keep_arguments(locals())
 
     def build(self, input_shape=None):
         self.dense = keras.layers.Dense(
@@ -36,8 +37,3 @@ class NextSentenceHead(keras.layers.Layer):
 
     def call(self, pooled_output):
         return tf.cast(self.dense(pooled_output), tf.float32)
-
-    def get_config(self):
-        config = super().get_config()
-        config.update(hidden_size=self.hidden_size, initializer_range=self.initializer_range)
-        return config

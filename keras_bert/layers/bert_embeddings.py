@@ -3,11 +3,12 @@
 import keras
 import tensorflow as tf
 
+from keras_bert.layers.arguments import ConfigFromArguments
 from keras_bert.layers.dropout import BertDropout
 
 
 @keras.saving.register_keras_serializable(package="keras_bert")
-class BertEmbeddings(keras.layers.Layer):
+class BertEmbeddings(ConfigFromArguments, keras.layers.Layer):
     """Sums word, learned absolute position and token-type embeddings (BERT §3, figure 2).
 
     Args:
@@ -44,37 +45,17 @@ class BertEmbeddings(keras.layers.Layer):
         **kwargs,
     ):
         super().__init__(**kwargs)
-        self.vocab_size = vocab_size
-        self.hidden_size = hidden_size
-        self.max_sequence_length = max_sequence_length
-        self.type_vocab_size = type_vocab_size
-        self.initializer_range = initializer_range
-        self.layer_norm_epsilon = layer_norm_epsilon
-        self.dropout_rate = dropout_rate
+        self.keep_arguments(locals())
 
     def build(self, input_shape=None):
         init = keras.initializers.TruncatedNormal(stddev=self.initializer_range)
-        self.word_embeddings = keras.layers.Embedding(
-            self.vocab_size,
-            self.hidden_size,
-            embeddings_initializer=init,
-            dtype=self.dtype_policy,
-            name="word_embeddings",
-        )
-        self.word_embeddings.build((None, None))
+        self.word_embeddings = self._table(self.vocab_size, init, "word_embeddings")
         self.position_embeddings = self.add_weight(
             name="position_embeddings",
             shape=(self.max_sequence_length, self.hidden_size),
             initializer=init,
         )
-        self.type_embeddings = keras.layers.Embedding(
-            self.type_vocab_size,
-            self.hidden_size,
-            embeddings_initializer=init,
-            dtype=self.dtype_policy,
-            name="type_embeddings",
-        )
-        self.type_embeddings.build((None, None))
+        self.type_embeddings = self._table(self.type_vocab_size, init, "type_embeddings")
         # LayerNorm statistics in float32 whatever the policy (mixed precision safety).
         self.layer_norm = keras.layers.LayerNormalization(
             epsilon=self.layer_norm_epsilon, dtype="float32", name="layer_norm"
@@ -82,6 +63,18 @@ class BertEmbeddings(keras.layers.Layer):
         self.layer_norm.build((None, None, self.hidden_size))
         self.dropout = BertDropout(self.dropout_rate, dtype=self.dtype_policy, name="dropout")
         self.built = True
+
+    def _table(self, rows, initializer, name):
+        """A built [rows, hidden_size] Embedding layer in the layer's dtype policy."""
+        table = keras.layers.Embedding(
+            rows,
+            self.hidden_size,
+            embeddings_initializer=initializer,
+            dtype=self.dtype_policy,
+            name=name,
+        )
+        table.build((None, None))
+        return table
 
     def call(self, input_word_ids, input_type_ids, training=None):
         seq_length = tf.shape(input_word_ids)[1]
@@ -108,16 +101,3 @@ class BertEmbeddings(keras.layers.Layer):
         )
         x = tf.cast(self.layer_norm(x), self.compute_dtype)
         return self.dropout(x, training=training)
-
-    def get_config(self):
-        config = super().get_config()
-        config.update(
-            vocab_size=self.vocab_size,
-            hidden_size=self.hidden_size,
-            max_sequence_length=self.max_sequence_length,
-            type_vocab_size=self.type_vocab_size,
-            initializer_range=self.initializer_range,
-            layer_norm_epsilon=self.layer_norm_epsilon,
-            dropout_rate=self.dropout_rate,
-        )
-        return config

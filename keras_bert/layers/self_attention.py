@@ -5,6 +5,7 @@ import math
 import keras
 import tensorflow as tf
 
+from keras_bert.layers.arguments import ConfigFromArguments
 from keras_bert.layers.dense import FlatDense
 from keras_bert.layers.dropout import BertDropout
 
@@ -50,8 +51,23 @@ def attention_bias(attention_mask):
     return (1.0 - mask) * MASK_LOGIT
 
 
+def on_rows(rows_fn, inputs, attention_mask, training=None):
+    """`rows_fn` (a layer's rows-layout method) applied to [B, T, H] `inputs`: the sequences are
+    flattened to [B*T, H] rows, the int mask becomes the float32 bias (`attention_bias`), and the
+    [B*T, H] result is reshaped back to [B, T, H]."""
+    shape = tf.shape(inputs)
+    rows = rows_fn(
+        tf.reshape(inputs, [-1, inputs.shape[-1] or shape[-1]]),
+        shape[0],
+        shape[1],
+        attention_bias(attention_mask),
+        training=training,
+    )
+    return tf.reshape(rows, shape)
+
+
 @keras.saving.register_keras_serializable(package="keras_bert")
-class BertSelfAttention(keras.layers.Layer):
+class BertSelfAttention(ConfigFromArguments, keras.layers.Layer):
     """Query/key/value projections, masked softmax attention, heads concatenated.
 
     The output projection is the owning block's `attention_output` Dense, as in
@@ -85,10 +101,7 @@ class BertSelfAttention(keras.layers.Layer):
             raise ValueError(
                 f"hidden_size={hidden_size} must be divisible by num_heads={num_heads}"
             )
-        self.hidden_size = hidden_size
-        self.num_heads = num_heads
-        self.attention_dropout_rate = attention_dropout_rate
-        self.initializer_range = initializer_range
+        self.keep_arguments(locals())
 
     def build(self, input_shape=None):
         init = keras.initializers.TruncatedNormal(stddev=self.initializer_range)
@@ -104,15 +117,7 @@ class BertSelfAttention(keras.layers.Layer):
         self.built = True
 
     def call(self, inputs, attention_mask, training=None):
-        shape = tf.shape(inputs)
-        context = self.attend_rows(
-            tf.reshape(inputs, [-1, self.hidden_size]),
-            shape[0],
-            shape[1],
-            attention_bias(attention_mask),
-            training=training,
-        )
-        return tf.reshape(context, [shape[0], shape[1], self.hidden_size])
+        return on_rows(self.attend_rows, inputs, attention_mask, training=training)
 
     def attend_rows(self, rows, batch_size, seq_length, bias, training=None):
         """Attention on the rows layout the encoder keeps between blocks.
@@ -148,13 +153,3 @@ class BertSelfAttention(keras.layers.Layer):
         probs = self.dropout(probs, training=training)
         context = swap_axes_1_2(tf.matmul(probs, value))  # [B, T, N, D]
         return tf.reshape(context, [-1, self.hidden_size])
-
-    def get_config(self):
-        config = super().get_config()
-        config.update(
-            hidden_size=self.hidden_size,
-            num_heads=self.num_heads,
-            attention_dropout_rate=self.attention_dropout_rate,
-            initializer_range=self.initializer_range,
-        )
-        return config

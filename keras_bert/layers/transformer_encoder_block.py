@@ -3,14 +3,15 @@
 import keras
 import tensorflow as tf
 
+from keras_bert.layers.arguments import ConfigFromArguments
 from keras_bert.layers.activations import get_activation
 from keras_bert.layers.dense import FlatDense
 from keras_bert.layers.dropout import BertDropout
-from keras_bert.layers.self_attention import BertSelfAttention, attention_bias
+from keras_bert.layers.self_attention import BertSelfAttention, on_rows
 
 
 @keras.saving.register_keras_serializable(package="keras_bert")
-class TransformerEncoderBlock(keras.layers.Layer):
+class TransformerEncoderBlock(ConfigFromArguments, keras.layers.Layer):
     """x = LN(x + Dropout(Dense(SelfAttention(x)))); x = LN(x + Dropout(FFN(x))).
 
     Sublayer names follow google-research/bert `modeling.py` (`attention/self`,
@@ -53,14 +54,7 @@ class TransformerEncoderBlock(keras.layers.Layer):
     ):
         super().__init__(**kwargs)
         get_activation(hidden_activation)  # fail early on an unknown name
-        self.hidden_size = hidden_size
-        self.num_heads = num_heads
-        self.intermediate_size = intermediate_size
-        self.hidden_activation = hidden_activation
-        self.dropout_rate = dropout_rate
-        self.attention_dropout_rate = attention_dropout_rate
-        self.initializer_range = initializer_range
-        self.layer_norm_epsilon = layer_norm_epsilon
+        self.keep_arguments(locals())
         self.self_attention = BertSelfAttention(
             hidden_size,
             num_heads,
@@ -109,15 +103,7 @@ class TransformerEncoderBlock(keras.layers.Layer):
         self.built = True
 
     def call(self, inputs, attention_mask, training=None):
-        shape = tf.shape(inputs)
-        rows = self.call_rows(
-            tf.reshape(inputs, [-1, self.hidden_size]),
-            shape[0],
-            shape[1],
-            attention_bias(attention_mask),
-            training=training,
-        )
-        return tf.reshape(rows, shape)
+        return on_rows(self.call_rows, inputs, attention_mask, training=training)
 
     def call_rows(self, rows, batch_size, seq_length, bias, training=None):
         """The block on the rows layout: [B*T, H] in, [B*T, H] out, compute dtype.
@@ -134,17 +120,3 @@ class TransformerEncoderBlock(keras.layers.Layer):
         ffn = self.output_dense(self.intermediate(x, training=training))
         ffn = self.output_dropout(ffn, training=training)
         return tf.cast(self.output_layer_norm(x + ffn), self.compute_dtype)
-
-    def get_config(self):
-        config = super().get_config()
-        config.update(
-            hidden_size=self.hidden_size,
-            num_heads=self.num_heads,
-            intermediate_size=self.intermediate_size,
-            hidden_activation=self.hidden_activation,
-            dropout_rate=self.dropout_rate,
-            attention_dropout_rate=self.attention_dropout_rate,
-            initializer_range=self.initializer_range,
-            layer_norm_epsilon=self.layer_norm_epsilon,
-        )
-        return config

@@ -5,15 +5,15 @@ import dataclasses
 import keras
 import tensorflow as tf
 
+from keras_bert.layers.arguments import BuildsFromArguments
 from keras_bert.config import BertConfig
 from keras_bert.layers.bert_embeddings import BertEmbeddings
 from keras_bert.layers.self_attention import attention_bias
 from keras_bert.layers.transformer_encoder_block import TransformerEncoderBlock
 
 
-
 @keras.saving.register_keras_serializable(package="keras_bert")
-class BertEncoder(keras.Model):
+class BertEncoder(BuildsFromArguments, keras.Model):
     """BERT encoder: embeddings, L post-LN Transformer blocks, tanh pooler on [CLS].
 
     Constructor arguments are the `BertConfig` fields (`BertEncoder(**dataclasses.asdict(cfg))`
@@ -43,34 +43,46 @@ class BertEncoder(keras.Model):
             max_sequence_length; InvalidArgumentError at run time for a dynamic one.
     """
 
-    def __init__(self, vocab_size=30522, hidden_size=768, num_layers=12, num_heads=12,
-                 intermediate_size=3072, hidden_activation="gelu", dropout_rate=0.1,
-                 attention_dropout_rate=0.1, max_sequence_length=512, type_vocab_size=2,
-                 initializer_range=0.02, layer_norm_epsilon=1e-12, causal=False, **kwargs):
+    def __init__(
+        self,
+        vocab_size=30522,
+        hidden_size=768,
+        num_layers=12,
+        num_heads=12,
+        intermediate_size=3072,
+        hidden_activation="gelu",
+        dropout_rate=0.1,
+        attention_dropout_rate=0.1,
+        max_sequence_length=512,
+        type_vocab_size=2,
+        initializer_range=0.02,
+        layer_norm_epsilon=1e-12,
+        causal=False,
+        **kwargs,
+    ):
         super().__init__(**kwargs)
+        arguments = locals()
         self.bert_config = BertConfig(  # validates all hyperparameters
-            vocab_size=vocab_size, hidden_size=hidden_size, num_layers=num_layers,
-            num_heads=num_heads, intermediate_size=intermediate_size,
-            hidden_activation=hidden_activation, dropout_rate=dropout_rate,
-            attention_dropout_rate=attention_dropout_rate,
-            max_sequence_length=max_sequence_length, type_vocab_size=type_vocab_size,
-            initializer_range=initializer_range, layer_norm_epsilon=layer_norm_epsilon)
+            **{field.name: arguments[field.name] for field in dataclasses.fields(BertConfig)}
+        )
         self.causal = bool(causal)
         cfg = self.bert_config
-        self.embeddings = BertEmbeddings(
-            cfg.vocab_size, cfg.hidden_size, cfg.max_sequence_length, cfg.type_vocab_size,
-            cfg.initializer_range, cfg.layer_norm_epsilon, cfg.dropout_rate,
-            dtype=self.dtype_policy, name="embeddings")
+        self.embeddings = BertEmbeddings.from_bert_config(
+            cfg, dtype=self.dtype_policy, name="embeddings"
+        )
         self.transformer_layers = [
-            TransformerEncoderBlock(
-                cfg.hidden_size, cfg.num_heads, cfg.intermediate_size, cfg.hidden_activation,
-                cfg.dropout_rate, cfg.attention_dropout_rate, cfg.initializer_range,
-                cfg.layer_norm_epsilon, dtype=self.dtype_policy, name=f"transformer_layer_{i}")
-            for i in range(cfg.num_layers)]
+            TransformerEncoderBlock.from_bert_config(
+                cfg, dtype=self.dtype_policy, name=f"transformer_layer_{i}"
+            )
+            for i in range(cfg.num_layers)
+        ]
         self.pooler = keras.layers.Dense(
-            cfg.hidden_size, activation="tanh",
+            cfg.hidden_size,
+            activation="tanh",
             kernel_initializer=keras.initializers.TruncatedNormal(stddev=cfg.initializer_range),
-            dtype=self.dtype_policy, name="pooler")
+            dtype=self.dtype_policy,
+            name="pooler",
+        )
 
     @classmethod
     def from_config_object(cls, config, **kwargs) -> "BertEncoder":
@@ -82,7 +94,9 @@ class BertEncoder(keras.Model):
         """
         fields = {f.name for f in dataclasses.fields(config)}
         overrides = {k: kwargs.pop(k) for k in list(kwargs) if k in fields}
-        config = dataclasses.replace(config, **{k: v for k, v in overrides.items() if v is not None})
+        config = dataclasses.replace(
+            config, **{k: v for k, v in overrides.items() if v is not None}
+        )
         return cls(**dataclasses.asdict(config), **kwargs)
 
     def build(self, input_shape=None):
@@ -96,17 +110,12 @@ class BertEncoder(keras.Model):
             self.pooler.build((None, h))
         self.built = True
 
-    def get_build_config(self):
-        return {"built": True}
-
-    def build_from_config(self, config):
-        # Every variable's shape follows from the constructor arguments alone.
-        self.build()
-
     def call(self, inputs, training=None):
         if not isinstance(inputs, dict) or "input_word_ids" not in inputs:
-            raise ValueError("BertEncoder expects a dict with 'input_word_ids' (and "
-                             f"'input_mask', 'input_type_ids'); got {type(inputs).__name__}")
+            raise ValueError(
+                "BertEncoder expects a dict with 'input_word_ids' (and "
+                f"'input_mask', 'input_type_ids'); got {type(inputs).__name__}"
+            )
         word_ids = tf.cast(inputs["input_word_ids"], tf.int32)
         mask = inputs.get("input_mask")
         mask = tf.ones_like(word_ids) if mask is None else tf.cast(mask, tf.int32)

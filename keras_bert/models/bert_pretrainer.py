@@ -10,6 +10,7 @@ BERT §5.1, table 5).
 import keras
 import tensorflow as tf
 
+from keras_bert.layers.arguments import BuildsFromArguments
 from keras_bert.config import INPUT_NAMES
 from keras_bert.heads.masked_lm import MaskedLMHead
 from keras_bert.heads.next_sentence import NextSentenceHead
@@ -30,19 +31,23 @@ def masked_lm_loss(logits, masked_lm_ids, masked_lm_weights):
     """
     weights = tf.cast(masked_lm_weights, tf.float32)
     ce = tf.nn.sparse_softmax_cross_entropy_with_logits(
-        labels=tf.cast(masked_lm_ids, tf.int32), logits=tf.cast(logits, tf.float32))
+        labels=tf.cast(masked_lm_ids, tf.int32), logits=tf.cast(logits, tf.float32)
+    )
     return tf.reduce_sum(ce * weights) / (tf.reduce_sum(weights) + _MLM_EPSILON)
 
 
 def next_sentence_loss(logits, next_sentence_labels):
     """Mean NSP cross-entropy. logits float [batch_size, 2]; labels int [batch_size] or [B, 1]."""
     labels = tf.reshape(tf.cast(next_sentence_labels, tf.int32), [-1])
-    return tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(
-        labels=labels, logits=tf.cast(logits, tf.float32)))
+    return tf.reduce_mean(
+        tf.nn.sparse_softmax_cross_entropy_with_logits(
+            labels=labels, logits=tf.cast(logits, tf.float32)
+        )
+    )
 
 
 @keras.saving.register_keras_serializable(package="keras_bert")
-class BertPretrainer(keras.Model):
+class BertPretrainer(BuildsFromArguments, keras.Model):
     """BERT with its two pretraining heads; `fit` trains on dicts of pretraining features.
 
     Args:
@@ -73,12 +78,14 @@ class BertPretrainer(keras.Model):
         self.encoder = encoder
         self.use_nsp = bool(use_nsp)
         cfg = encoder.bert_config
-        self.masked_lm = MaskedLMHead(
-            cfg.vocab_size, cfg.hidden_size, cfg.hidden_activation, cfg.initializer_range,
-            cfg.layer_norm_epsilon, dtype=self.dtype_policy, name="masked_lm")
-        self.next_sentence = (NextSentenceHead(cfg.hidden_size, cfg.initializer_range,
-                                               dtype=self.dtype_policy, name="next_sentence")
-                              if self.use_nsp else None)
+        self.masked_lm = MaskedLMHead.from_bert_config(
+            cfg, dtype=self.dtype_policy, name="masked_lm"
+        )
+        self.next_sentence = (
+            NextSentenceHead.from_bert_config(cfg, dtype=self.dtype_policy, name="next_sentence")
+            if self.use_nsp
+            else None
+        )
         self.mlm_loss_tracker = keras.metrics.Mean(name="mlm_loss")
         self.mlm_accuracy_tracker = keras.metrics.Mean(name="mlm_accuracy")
         if self.use_nsp:
@@ -91,42 +98,45 @@ class BertPretrainer(keras.Model):
                 layer.build()
         self.built = True
 
-    def get_build_config(self):
-        return {"built": True}
-
-    def build_from_config(self, config):
-        # Every variable's shape follows from the constructor arguments alone.
-        self.build()
-
     def call(self, features, training=None):
         _require(features, ("input_word_ids", "masked_lm_positions"))
         outputs = self.encoder(
-            {k: features[k] for k in INPUT_NAMES
-             if k in features}, training=training)
-        result = {"mlm_logits": self.masked_lm(
-            outputs["sequence_output"], features["masked_lm_positions"],
-            self.encoder.word_embeddings)}
+            {k: features[k] for k in INPUT_NAMES if k in features}, training=training
+        )
+        result = {
+            "mlm_logits": self.masked_lm(
+                outputs["sequence_output"],
+                features["masked_lm_positions"],
+                self.encoder.word_embeddings,
+            )
+        }
         if self.next_sentence is not None:
             result["nsp_logits"] = self.next_sentence(outputs["pooled_output"])
         return result
 
     def compute_loss(self, x=None, y=None, y_pred=None, sample_weight=None, training=True):
         del y, sample_weight, training
-        _require(x, ("masked_lm_ids", "masked_lm_weights")
-                 + (("next_sentence_labels",) if self.use_nsp else ()))
+        _require(
+            x,
+            ("masked_lm_ids", "masked_lm_weights")
+            + (("next_sentence_labels",) if self.use_nsp else ()),
+        )
         weights = tf.cast(x["masked_lm_weights"], tf.float32)
         mlm_ids = tf.cast(x["masked_lm_ids"], tf.int32)
         mlm_loss = masked_lm_loss(y_pred["mlm_logits"], mlm_ids, weights)
-        correct = tf.cast(tf.equal(tf.argmax(y_pred["mlm_logits"], -1, output_type=tf.int32),
-                                   mlm_ids), tf.float32)
+        correct = tf.cast(
+            tf.equal(tf.argmax(y_pred["mlm_logits"], -1, output_type=tf.int32), mlm_ids), tf.float32
+        )
         self.mlm_loss_tracker.update_state(mlm_loss)
         self.mlm_accuracy_tracker.update_state(correct, sample_weight=weights)
         loss = mlm_loss
         if self.use_nsp:
             labels = tf.reshape(tf.cast(x["next_sentence_labels"], tf.int32), [-1])
             nsp_loss = next_sentence_loss(y_pred["nsp_logits"], labels)
-            nsp_correct = tf.cast(tf.equal(
-                tf.argmax(y_pred["nsp_logits"], -1, output_type=tf.int32), labels), tf.float32)
+            nsp_correct = tf.cast(
+                tf.equal(tf.argmax(y_pred["nsp_logits"], -1, output_type=tf.int32), labels),
+                tf.float32,
+            )
             self.nsp_loss_tracker.update_state(nsp_loss)
             self.nsp_accuracy_tracker.update_state(nsp_correct)
             loss = loss + nsp_loss
@@ -136,8 +146,9 @@ class BertPretrainer(keras.Model):
 
     def get_config(self):
         config = super().get_config()
-        config.update(encoder=keras.saving.serialize_keras_object(self.encoder),
-                      use_nsp=self.use_nsp)
+        config.update(
+            encoder=keras.saving.serialize_keras_object(self.encoder), use_nsp=self.use_nsp
+        )
         return config
 
     @classmethod

@@ -22,7 +22,6 @@ for every signature); `versioning.set_method_names` rewrites them afterwards.
 
 from __future__ import annotations
 
-import numpy as np
 import tensorflow as tf
 
 from keras_bert.data.dynamic_padding import trim_to_longest
@@ -146,13 +145,7 @@ class ClassifierServingModule(ServingModule):
         packed = self.preprocessor(
             {"text": tf.constant(a), "text_b": tf.constant(b)} if b is not None else tf.constant(a)
         )
-        logs.append(
-            warmup.predict_log(
-                model_name,
-                "encoded",
-                {name: np.asarray(packed[name], np.int32) for name in INPUT_NAMES},
-            )
-        )
+        logs.append(warmup.encoded_log(model_name, packed))
         examples = [
             warmup.text_example({TEXT_FEATURE: t} | ({TEXT_B_FEATURE: t_b} if self.is_pair else {}))
             for t, t_b in texts

@@ -16,7 +16,6 @@ graph as `[CLS] context [SEP] ending [SEP]`, as `task.predict` does.
 
 from __future__ import annotations
 
-import numpy as np
 import tensorflow as tf
 
 from keras_bert.saved_model import warmup
@@ -89,9 +88,5 @@ class MultipleChoiceServingModule(ServingModule):
         packed = self.task.encode_choices(
             tf.constant([context]), tf.constant([endings]), self.preprocessor
         )
-        logs.append(
-            warmup.predict_log(
-                model_name, "encoded", {k: np.asarray(packed[k], np.int32) for k in INPUT_NAMES}
-            )
-        )
+        logs.append(warmup.encoded_log(model_name, packed))
         return logs

@@ -193,11 +193,5 @@ class SpanQAServingModule(ServingModule):
             for n in (1, len(questions))
         ]
         inputs, _ = self.windows(tf.constant(questions), tf.constant(contexts))
-        logs.append(
-            warmup.predict_log(
-                model_name,
-                "encoded",
-                {name: np.asarray(inputs[name], np.int32) for name in INPUT_NAMES},
-            )
-        )
+        logs.append(warmup.encoded_log(model_name, inputs))
         return logs

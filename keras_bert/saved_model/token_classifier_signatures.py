@@ -18,7 +18,6 @@ does, so both give the same tags. Words are split on ASCII whitespace (`tf.strin
 
 from __future__ import annotations
 
-import numpy as np
 import tensorflow as tf
 
 from keras_bert.saved_model import warmup
@@ -84,11 +83,5 @@ class TokenClassifierServingModule(ServingModule):
             for s in (WARMUP_SENTENCES[:1], WARMUP_SENTENCES)
         ]
         packed = self.preprocessor(tf.constant(WARMUP_SENTENCES[:2]))
-        logs.append(
-            warmup.predict_log(
-                model_name,
-                "encoded",
-                {name: np.asarray(packed[name], np.int32) for name in INPUT_NAMES},
-            )
-        )
+        logs.append(warmup.encoded_log(model_name, packed))
         return logs

@@ -19,6 +19,7 @@ from tensorflow_serving.apis import (
 )
 
 from keras_bert import fileio
+from keras_bert.config import INPUT_NAMES
 
 WARMUP_FILENAME = "tf_serving_warmup_requests"
 
@@ -36,6 +37,14 @@ def predict_log(model_name: str, signature_name: str, inputs: dict):
         request.inputs[name].CopyFrom(tf.make_tensor_proto(value))
     return prediction_log_pb2.PredictionLog(
         predict_log=prediction_log_pb2.PredictLog(request=request)
+    )
+
+
+def encoded_log(model_name: str, packed: dict):
+    """The PredictLog of the `encoded` signature for packed ids (the three INPUT_NAMES, int32),
+    the signature every task exports beside its text ones."""
+    return predict_log(
+        model_name, "encoded", {name: np.asarray(packed[name], np.int32) for name in INPUT_NAMES}
     )
 
 

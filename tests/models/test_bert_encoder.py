@@ -7,10 +7,10 @@ import tensorflow as tf
 
 from keras_bert import BertConfig, BertEncoder
 from tests import numpy_bert
+from tests.tiny import tiny_config
 
 # Pairwise-distinct sizes (STYLE.md section 6): a swapped axis cannot pass by coincidence.
-CFG = BertConfig(vocab_size=23, hidden_size=8, num_layers=2, num_heads=2, intermediate_size=12,
-                 max_sequence_length=7, type_vocab_size=3, hidden_activation="gelu")
+CFG = tiny_config(num_layers=2, type_vocab_size=3, hidden_activation="gelu")
 B, T = 2, 5
 
 
@@ -49,14 +49,20 @@ def test_matches_numpy_float64_reference(encoder, activation, approximate):
     enc = encoder
     if activation != CFG.hidden_activation:
         enc = BertEncoder.from_config_object(
-            BertConfig(**dict(CFG.to_dict(), hidden_activation=activation)))
+            BertConfig(**dict(CFG.to_dict(), hidden_activation=activation))
+        )
         enc(make_inputs())
         enc.set_weights(encoder.get_weights())
     x = make_inputs()
     out = enc(x)
     seq, pooled, layers = numpy_bert.forward(
-        numpy_bert.encoder_weights(enc), x["input_word_ids"], x["input_mask"],
-        x["input_type_ids"], CFG.num_heads, approximate=approximate)
+        numpy_bert.encoder_weights(enc),
+        x["input_word_ids"],
+        x["input_mask"],
+        x["input_type_ids"],
+        CFG.num_heads,
+        approximate=approximate,
+    )
     real = x["input_mask"].astype(bool)
     np.testing.assert_allclose(out["sequence_output"].numpy()[real], seq[real], atol=1e-5)
     np.testing.assert_allclose(out["pooled_output"], pooled, atol=1e-5)
@@ -66,10 +72,13 @@ def test_matches_numpy_float64_reference(encoder, activation, approximate):
 def test_exact_and_tanh_gelu_differ(encoder):
     """A GELU mix-up must be visible: the two forms give different outputs on the same weights."""
     other = BertEncoder.from_config_object(
-        BertConfig(**dict(CFG.to_dict(), hidden_activation="gelu_approximate")))
+        BertConfig(**dict(CFG.to_dict(), hidden_activation="gelu_approximate"))
+    )
     other(make_inputs())
     other.set_weights(encoder.get_weights())
-    diff = np.abs(other(make_inputs())["sequence_output"] - encoder(make_inputs())["sequence_output"])
+    diff = np.abs(
+        other(make_inputs())["sequence_output"] - encoder(make_inputs())["sequence_output"]
+    )
     assert diff.max() > 1e-4  # 10x the parity tolerance below
 
 
@@ -93,8 +102,14 @@ def test_causal_attention_ignores_future_tokens():
     a, b = enc(x)["sequence_output"], enc(y)["sequence_output"]
     np.testing.assert_allclose(a[:, :3], b[:, :3], atol=1e-6)
     assert np.abs(a[:, 3:] - b[:, 3:]).max() > 1e-4
-    seq, _, _ = numpy_bert.forward(numpy_bert.encoder_weights(enc), x["input_word_ids"],
-                                   x["input_mask"], x["input_type_ids"], 2, causal=True)
+    seq, _, _ = numpy_bert.forward(
+        numpy_bert.encoder_weights(enc),
+        x["input_word_ids"],
+        x["input_mask"],
+        x["input_type_ids"],
+        2,
+        causal=True,
+    )
     np.testing.assert_allclose(a, seq, atol=1e-5)
 
 
@@ -119,8 +134,10 @@ def test_too_long_sequence_is_a_clear_error(encoder):
     ids = np.ones((1, 8), np.int32)
     with pytest.raises(ValueError, match="sequence length 8 exceeds max_sequence_length=7"):
         encoder({"input_word_ids": ids})
-    fn = tf.function(lambda t: encoder({"input_word_ids": t})["pooled_output"],
-                     input_signature=[tf.TensorSpec([None, None], tf.int32)])
+    fn = tf.function(
+        lambda t: encoder({"input_word_ids": t})["pooled_output"],
+        input_signature=[tf.TensorSpec([None, None], tf.int32)],
+    )
     with pytest.raises(tf.errors.InvalidArgumentError, match="max_sequence_length=7"):
         fn(tf.constant(ids))
 
@@ -142,13 +159,15 @@ def test_keras_file_round_trip(encoder, tmp_path):
     encoder.save(path)
     restored = keras.models.load_model(path)
     x = make_inputs()
-    np.testing.assert_allclose(restored(x)["sequence_output"], encoder(x)["sequence_output"],
-                               atol=1e-6)
+    np.testing.assert_allclose(
+        restored(x)["sequence_output"], encoder(x)["sequence_output"], atol=1e-6
+    )
     np.testing.assert_allclose(restored(x)["pooled_output"], encoder(x)["pooled_output"], atol=1e-6)
 
 
-@pytest.mark.parametrize("policy, compute", [("mixed_bfloat16", tf.bfloat16),
-                                             ("mixed_float16", tf.float16)])
+@pytest.mark.parametrize(
+    "policy, compute", [("mixed_bfloat16", tf.bfloat16), ("mixed_float16", tf.float16)]
+)
 def test_mixed_precision_keeps_layer_norm_and_softmax_in_float32(encoder, policy, compute):
     enc = BertEncoder.from_config_object(CFG, dtype=policy)
     x = make_inputs()
@@ -175,7 +194,9 @@ def test_bfloat16_weights_give_the_same_outputs_as_mixed_bfloat16(encoder):
         enc = BertEncoder.from_config_object(CFG, dtype=policy)
         enc(x)
         enc.set_weights(encoder.get_weights())
-        outs[policy] = {k: tf.cast(v, tf.float32).numpy() for k, v in enc(x, training=False).items()}
+        outs[policy] = {
+            k: tf.cast(v, tf.float32).numpy() for k, v in enc(x, training=False).items()
+        }
         if policy == "bfloat16":
             assert enc.transformer_layers[0].intermediate.kernel.dtype == "bfloat16"
             assert enc.transformer_layers[0].output_layer_norm.gamma.dtype == "float32"

