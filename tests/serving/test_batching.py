@@ -18,6 +18,21 @@ from tests.serving.test_grpc_api import predict_request
 from tests.tolerance import assert_close_across_paths
 
 
+def _scrape(server):
+    """The server's Prometheus text, and `metric(name)`: the value there of the clf model's
+    serving_default series `name` (e.g. serving_batch_size_count)."""
+    with urllib.request.urlopen(
+        server.rest_url + "/monitoring/prometheus/metrics", timeout=30
+    ) as r:
+        text = r.read().decode()
+
+    def metric(name):
+        pattern = name + r'\{model="clf",signature="serving_default"\} (\S+)'
+        return float(re.search(pattern, text).group(1))
+
+    return text, metric
+
+
 def test_parse_batching_parameters():
     options = parse_batching_parameters("""
         max_batch_size { value: 8 } batch_timeout_micros { value: 2000 }
@@ -154,15 +169,7 @@ def test_16_concurrent_clients_with_batching_match_unbatched(
             np.testing.assert_array_equal(got["label_ids"], want["label_ids"])
             np.testing.assert_array_equal(got["labels"], want["labels"])
             rows += len(a)
-    with urllib.request.urlopen(
-        server.rest_url + "/monitoring/prometheus/metrics", timeout=30
-    ) as r:
-        text = r.read().decode()
-
-    def metric(name):
-        pattern = name + r'\{model="clf",signature="serving_default"\} (\S+)'
-        return float(re.search(pattern, text).group(1))
-
+    text, metric = _scrape(server)
     batches = metric("serving_batch_size_count")
     assert metric("serving_batch_size_sum") == rows + 2 * 2  # + the two 2-row warmup requests
     assert batches < clients * per_client  # requests were merged
@@ -276,15 +283,7 @@ def test_server_splits_a_3x_request_like_three_requests(start_server, model_base
     for name in ("label_ids", "labels"):
         np.testing.assert_array_equal(large[name], np.concatenate([p[name] for p in pieces]))
     assert large["probabilities"].shape == (12, 3)
-    with urllib.request.urlopen(
-        server.rest_url + "/monitoring/prometheus/metrics", timeout=30
-    ) as r:
-        text = r.read().decode()
-
-    def metric(name):
-        pattern = name + r'\{model="clf",signature="serving_default"\} (\S+)'
-        return float(re.search(pattern, text).group(1))
-
+    text, metric = _scrape(server)
     # 2 warmup calls of 2 rows, the large request as 3 calls of 4 rows, the three pieces as 3 calls
     assert (metric("serving_batch_size_count"), metric("serving_batch_size_sum")) == (
         2 + 3 + 3,

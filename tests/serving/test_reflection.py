@@ -77,31 +77,18 @@ def test_reflection_lists_services_and_resolves_request_types(shared_server, ref
         "tensorflow.serving.ModelService",
         "tensorflow.serving.PredictionService",
     ]
-    ts = "tensorflow.serving."
-    assert got["methods"][f"{ts}PredictionService/Predict"] == [
-        f"{ts}PredictRequest",
-        f"{ts}PredictResponse",
-    ]
-    assert got["methods"][f"{ts}PredictionService/Classify"] == [
-        f"{ts}ClassificationRequest",
-        f"{ts}ClassificationResponse",
-    ]
-    assert got["methods"][f"{ts}PredictionService/GetModelMetadata"] == [
-        f"{ts}GetModelMetadataRequest",
-        f"{ts}GetModelMetadataResponse",
-    ]
-    assert got["methods"][f"{ts}ModelService/GetModelStatus"] == [
-        f"{ts}GetModelStatusRequest",
-        f"{ts}GetModelStatusResponse",
-    ]
-    assert got["methods"][f"{ts}ModelService/HandleReloadConfigRequest"] == [
-        f"{ts}ReloadConfigRequest",
-        f"{ts}ReloadConfigResponse",
-    ]
-    assert got["methods"]["grpc.health.v1.Health/Check"] == [
-        "grpc.health.v1.HealthCheckRequest",
-        "grpc.health.v1.HealthCheckResponse",
-    ]
+    # Each method with its request and response message: <package><message>Request / Response.
+    ts, health = "tensorflow.serving.", "grpc.health.v1."
+    for method, package, message in (
+        (f"{ts}PredictionService/Predict", ts, "Predict"),
+        (f"{ts}PredictionService/Classify", ts, "Classification"),
+        (f"{ts}PredictionService/GetModelMetadata", ts, "GetModelMetadata"),
+        (f"{ts}ModelService/GetModelStatus", ts, "GetModelStatus"),
+        (f"{ts}ModelService/HandleReloadConfigRequest", ts, "ReloadConfig"),
+        (f"{health}Health/Check", health, "HealthCheck"),
+    ):
+        want = [f"{package}{message}Request", f"{package}{message}Response"]
+        assert got["methods"][method] == want, method
     assert got["predict_request_fields"] == sorted(
         f.name for f in predict_pb2.PredictRequest.DESCRIPTOR.fields
     )
