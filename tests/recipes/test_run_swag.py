@@ -2,10 +2,6 @@
 export, and the exported `serving_default` (plain TensorFlow, fresh process) against predict."""
 
 import json
-import os
-import pathlib
-import subprocess
-import sys
 
 import numpy as np
 import pytest
@@ -18,32 +14,23 @@ from tests.recipes.kill_resume import (
     assert_killed_and_resumed_like_uninterrupted,
     bert_tiny_without_dropout,
 )
+from tests.recipes.recipe_process import exported_run_flags, recipe_env, run_recipe, tiny_run_flags
 from tests.recipes.test_run_ner import serve_and_predict
-
-REPO = pathlib.Path(__file__).resolve().parents[2]
-ENV = dict(os.environ, PYTHONPATH=str(REPO), TF_CPP_MIN_LOG_LEVEL="3", CUDA_VISIBLE_DEVICES="")
 
 
 @pytest.mark.slow
 def test_two_step_smoke_export_and_serving_signature(tmp_path, uncased_vocab):
     data = write(tmp_path / "train.csv", HEADER, ROWS * 2)  # 4 examples
     out, export_base = tmp_path / "out", tmp_path / "models"
-    cmd = [
-        sys.executable,
-        str(REPO / "recipes" / "run_swag.py"),
+    proc = run_recipe(
+        "run_swag.py",
         f"--train_file={data}",
         f"--dev_file={data}",
-        "--preset=bert_tiny",
-        f"--vocab_file={uncased_vocab}",
-        "--max_seq_length=24",
-        "--train_batch_size=2",
+        *tiny_run_flags(uncased_vocab, 24, 2),
         "--num_train_epochs=1",
         "--verbose=0",
-        f"--output_dir={out}",
-        f"--export_dir={export_base}",
-        "--model_name=swag_tiny",
-    ]
-    proc = subprocess.run(cmd, env=ENV, capture_output=True, text=True, timeout=600)
+        *exported_run_flags(out, export_base, "swag_tiny"),
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     metrics = json.loads((out / "metrics.json").read_text())
     run = metrics["runs"][0]
@@ -82,7 +69,7 @@ def test_two_step_smoke_export_and_serving_signature(tmp_path, uncased_vocab):
             ),
             "ids": ("signature", "encoded", ids),
         },
-        ENV,
+        recipe_env(),
     )
     assert "keras_bert" not in served["modules"]
     outputs = served["swag"]["calls"]["text"]
@@ -115,10 +102,7 @@ def test_killed_after_the_first_best_is_saved_and_resumed_ends_like_an_uninterru
     flags = [
         f"--train_file={data}",
         f"--dev_file={data}",
-        f"--bert_config_file={bert_tiny_without_dropout(tmp_path)}",
-        f"--vocab_file={uncased_vocab}",
-        "--max_seq_length=24",
-        "--train_batch_size=2",
+        *tiny_run_flags(uncased_vocab, 24, 2, bert_config_file=bert_tiny_without_dropout(tmp_path)),
         "--num_train_epochs=2",
         "--learning_rate=1e-3",
         "--dropout_rate=0",
