@@ -64,11 +64,16 @@ def model_garden_dir(tmp_path_factory, google_dir):
     return directory
 
 
-def _model_garden_encoder(google_dir):
+def _model_garden_encoder(config_dir, hidden_act=None):
+    """Model Garden's own encoder (export_tfhub_lib.get_bert_encoder) for the bert_config.json in
+    `config_dir`, with its config; `hidden_act` (a name, or a callable used as is) replaces the
+    config's activation."""
     from official.legacy.bert import configs
     from official.nlp.tools import export_tfhub_lib
 
-    bert_config = configs.BertConfig.from_json_file(str(google_dir / "bert_config.json"))
+    bert_config = configs.BertConfig.from_json_file(str(config_dir / "bert_config.json"))
+    if hidden_act is not None:
+        bert_config.hidden_act = hidden_act
     return bert_config, export_tfhub_lib.get_bert_encoder(bert_config)
 
 
@@ -201,18 +206,9 @@ def test_tfhub_saved_model_matches_the_saved_model(tmp_path, model_garden_dir, g
 def test_tfhub_saved_model_exact_gelu_is_read_from_the_graph(tmp_path, model_garden_dir):
     """A SavedModel of a Model Garden encoder with the exact GELU: the graph says so (Erfc)."""
     import tf_keras
-    from official.nlp.modeling import networks
 
-    encoder = networks.BertEncoder(
-        vocab_size=23,
-        hidden_size=8,
-        num_layers=2,
-        num_attention_heads=2,
-        intermediate_size=12,
-        max_sequence_length=7,
-        type_vocab_size=3,
-        dict_outputs=True,
-        activation=lambda x: tf.nn.gelu(x, approximate=False),
+    _, encoder = _model_garden_encoder(
+        model_garden_dir, hidden_act=lambda x: tf.nn.gelu(x, approximate=False)
     )
     prefix = tf.train.latest_checkpoint(str(model_garden_dir))
     tf.train.Checkpoint(encoder=encoder).restore(prefix).assert_existing_objects_matched()
