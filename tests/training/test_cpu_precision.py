@@ -1,16 +1,11 @@
 """The measured precision choice of scripts/main_job.sh (keras_bert.training.cpu_precision)."""
 
-import os
-import pathlib
 import re
-import subprocess
-import sys
 
 import pytest
 
 from keras_bert.training.cpu_precision import choose_precision, matmul_seconds
-
-REPO = pathlib.Path(__file__).resolve().parents[2]
+from tests.training.commands import run_module
 
 
 def test_choice_rule():
@@ -32,16 +27,7 @@ def test_matmul_timing_is_per_product():
 
 
 def test_command_prints_the_choice_its_timings_give():
-    env = dict(os.environ, PYTHONPATH=str(REPO), TF_CPP_MIN_LOG_LEVEL="3", CUDA_VISIBLE_DEVICES="")
-    proc = subprocess.run(
-        [sys.executable, "-m", "keras_bert.training.cpu_precision"],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        cwd=REPO,
-    )
-    assert proc.returncode == 0, proc.stderr[-2000:]
+    proc = run_module("keras_bert.training.cpu_precision", CUDA_VISIBLE_DEVICES="")
     assert proc.stdout in ("mixed_bfloat16\n", "float32\n")  # one word on stdout
     found = re.search(
         r"1024x384x1536 matmul: float32 ([\d.]+) ms, bfloat16 ([\d.]+) ms -> (\S+)", proc.stderr
