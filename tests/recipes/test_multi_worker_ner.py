@@ -4,7 +4,6 @@ status 143, the chief having saved that step; the rerun of both resumes and ends
 metrics.json and kept weights as an uninterrupted two-worker run."""
 
 import json
-import os
 import socket
 import subprocess
 import sys
@@ -12,9 +11,9 @@ import sys
 import numpy as np
 import pytest
 
-from keras_bert.faults import ENV as CRASH_ENV
 from keras_bert.tasks import load_task
-from tests.recipes.kill_resume import REPO, bert_tiny_without_dropout, differences, repeatable
+from tests.recipes.kill_resume import bert_tiny_without_dropout, differences, repeatable
+from tests.recipes.recipe_process import REPO, recipe_env, tiny_run_flags
 
 
 def _free_ports(n):
@@ -31,18 +30,12 @@ def _two_workers(flags, out, crash_at_worker_1=None, timeout=600):
     workers = [f"127.0.0.1:{p}" for p in _free_ports(2)]
     procs = []
     for index in range(2):
-        env = dict(
-            os.environ,
-            PYTHONPATH=str(REPO),
-            TF_CPP_MIN_LOG_LEVEL="3",
-            CUDA_VISIBLE_DEVICES="",
+        env = recipe_env(
+            crash_at=crash_at_worker_1 if index == 1 else None,
             TF_CONFIG=json.dumps(
                 {"cluster": {"worker": workers}, "task": {"type": "worker", "index": index}}
             ),
         )
-        env.pop(CRASH_ENV, None)
-        if index == 1 and crash_at_worker_1:
-            env[CRASH_ENV] = crash_at_worker_1
         procs.append(
             subprocess.Popen(
                 [
@@ -72,12 +65,7 @@ def test_sigterm_on_one_worker_stops_both_and_the_rerun_ends_like_an_uninterrupt
 ):
     flags = [
         f"--data_dir={data_dir / 'conll2003'}",
-        f"--bert_config_file={bert_tiny_without_dropout(tmp_path)}",
-        f"--vocab_file={uncased_vocab}",
-        "--max_seq_length=32",
-        "--train_batch_size=4",
-        "--max_train_examples=8",
-        "--max_eval_examples=8",
+        *tiny_run_flags(uncased_vocab, 32, 4, 8, bert_tiny_without_dropout(tmp_path)),
         "--num_train_epochs=2",
         "--evaluations_per_epoch=2",
         "--save_checkpoints_steps=2",
