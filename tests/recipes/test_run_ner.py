@@ -2,10 +2,6 @@
 `serving_default` (loaded with plain TensorFlow in a fresh process) against `task.predict`."""
 
 import json
-import os
-import pathlib
-import subprocess
-import sys
 import urllib.request
 
 import grpc
@@ -22,10 +18,9 @@ from tests.recipes.kill_resume import (
     assert_killed_and_resumed_like_uninterrupted,
     bert_tiny_without_dropout,
 )
+from tests.recipes.recipe_process import exported_run_flags, recipe_env, run_recipe, tiny_run_flags
 from tests.serving.conftest import ServerProcess
 
-REPO = pathlib.Path(__file__).resolve().parents[2]
-ENV = dict(os.environ, PYTHONPATH=str(REPO), TF_CPP_MIN_LOG_LEVEL="3", CUDA_VISIBLE_DEVICES="")
 TEXTS = [
     "EU rejects German call to boycott British lamb .",
     "",
@@ -37,23 +32,14 @@ TEXTS = [
 @pytest.mark.slow
 def test_two_step_smoke_export_and_serving_signature(tmp_path, data_dir, uncased_vocab):
     out, export_base = tmp_path / "out", tmp_path / "models"
-    cmd = [
-        sys.executable,
-        str(REPO / "recipes" / "run_ner.py"),
+    proc = run_recipe(
+        "run_ner.py",
         f"--data_dir={data_dir / 'conll2003'}",
-        "--preset=bert_tiny",
-        f"--vocab_file={uncased_vocab}",
-        "--max_seq_length=32",
-        "--train_batch_size=4",
-        "--max_train_examples=8",
-        "--max_eval_examples=8",
+        *tiny_run_flags(uncased_vocab, 32, 4, 8),
         "--num_train_epochs=1",
         "--verbose=0",
-        f"--output_dir={out}",
-        f"--export_dir={export_base}",
-        "--model_name=ner_tiny",
-    ]
-    proc = subprocess.run(cmd, env=ENV, capture_output=True, text=True, timeout=600)
+        *exported_run_flags(out, export_base, "ner_tiny"),
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert json.loads((out / "config.json").read_text())["max_train_examples"] == 8
     metrics = json.loads((out / "metrics.json").read_text())
@@ -97,7 +83,7 @@ def test_two_step_smoke_export_and_serving_signature(tmp_path, data_dir, uncased
             "text": ("signature", "serving_default", {"text": np.array(TEXTS, dtype=object)}),
             "ids": ("signature", "encoded", ids),
         },
-        ENV,
+        recipe_env(),
     )
     assert "keras_bert" not in served["modules"] and "tensorflow_text" not in served["modules"]
     outputs = served["ner"]["calls"]["text"]
@@ -162,12 +148,7 @@ def test_killed_at_the_first_evaluation_and_resumed_ends_like_an_uninterrupted_r
 ):
     flags = [
         f"--data_dir={data_dir / 'conll2003'}",
-        f"--bert_config_file={bert_tiny_without_dropout(tmp_path)}",
-        f"--vocab_file={uncased_vocab}",
-        "--max_seq_length=32",
-        "--train_batch_size=4",
-        "--max_train_examples=8",
-        "--max_eval_examples=8",
+        *tiny_run_flags(uncased_vocab, 32, 4, 8, bert_tiny_without_dropout(tmp_path)),
         "--num_train_epochs=2",
         "--learning_rate=1e-3",
         "--dropout_rate=0",
