@@ -179,21 +179,19 @@ def test_group_by_length_cuts_padding_and_keeps_every_row_once():
 
 def test_dynamic_padding_leaves_classifier_outputs_unchanged():
     import keras
-    from keras_bert.config import BertConfig
-    from keras_bert.models import BertEncoder
     from keras_bert.tasks import TextClassifier
+    from tests.tiny import tiny_encoder
 
     keras.utils.set_random_seed(0)
-    config = BertConfig(
-        vocab_size=1100,
-        hidden_size=32,
-        num_layers=2,
-        num_heads=2,
-        intermediate_size=64,
-        max_sequence_length=16,
-    )
     for pooling in ("cls", "mean"):
-        model = TextClassifier(BertEncoder(**config.to_dict()), 3, pooling=pooling)
+        encoder = tiny_encoder(
+            vocab_size=1100,
+            hidden_size=32,
+            num_layers=2,
+            intermediate_size=64,
+            max_sequence_length=16,
+        )
+        model = TextClassifier(encoder, 3, pooling=pooling)
         encoded = _encoded([3, 5, 2, 9, 7, 1])
         outs = {}
         for pad in (None, 4):

@@ -22,11 +22,11 @@ import keras  # noqa: E402
 
 keras.config.disable_traceback_filtering()
 
-import keras_bert  # noqa: E402
 from keras_bert.tasks import TextClassifier  # noqa: E402
 from keras_bert.training import create_optimizer, get_strategy  # noqa: E402
 from keras_bert.training.callbacks import LossHistory  # noqa: E402
 from keras_bert.training.fit import build_for_training  # noqa: E402
+from tests.tiny import NO_DROPOUT, tiny_encoder  # noqa: E402
 
 B, T, V, STEPS = 8, 12, 37, 4
 
@@ -51,17 +51,15 @@ def data():
 def train(strategy):
     keras.utils.set_random_seed(7)
     with strategy.scope():
-        cfg = keras_bert.BertConfig(
+        encoder = tiny_encoder(
             vocab_size=V,
             hidden_size=16,
             num_layers=2,
-            num_heads=2,
             intermediate_size=24,
             max_sequence_length=T,
-            dropout_rate=0.0,
-            attention_dropout_rate=0.0,
+            **NO_DROPOUT,
         )
-        model = TextClassifier(keras_bert.BertEncoder(**cfg.to_dict()), 3, dropout_rate=0.0)
+        model = TextClassifier(encoder, 3, dropout_rate=0.0)
         model.compile(
             create_optimizer(1e-2, STEPS, 1),
             keras.losses.SparseCategoricalCrossentropy(from_logits=True),

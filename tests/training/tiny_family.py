@@ -14,22 +14,15 @@ from __future__ import annotations
 import numpy as np
 
 from keras_bert.cli import run_recipe
-from keras_bert.config import BertConfig
 from keras_bert.models.bert_encoder import BertEncoder
 from keras_bert.tasks.text_classifier import TextClassifier
 from keras_bert.training.args import TrainingArgs, arg, args_dataclass
 from keras_bert.training.driver import Family
 from keras_bert.training.families.classification import dev_loss
+from tests.tiny import NO_DROPOUT, tiny_config
 
-CONFIG = BertConfig(
-    vocab_size=50,
-    hidden_size=16,
-    num_layers=1,
-    num_heads=2,
-    intermediate_size=32,
-    max_sequence_length=16,
-    dropout_rate=0.0,
-    attention_dropout_rate=0.0,
+CONFIG = tiny_config(
+    vocab_size=50, hidden_size=16, intermediate_size=32, max_sequence_length=16, **NO_DROPOUT
 )
 
 
