@@ -182,54 +182,63 @@ def _approx_equal(got, want) -> bool:
     return True
 
 
-@pytest.mark.slow
-def test_mixed_bfloat16_trains_in_bfloat16_and_keeps_float32_logits(tmp_path):
+@pytest.fixture
+def float32_policy_afterwards():
+    """Sets Keras's global dtype policy back to float32 after the test (a mixed-precision run
+    sets it process-wide)."""
     import keras
 
-    try:
-        summary, _ = _run(tmp_path, num_train_epochs=1, mixed_precision="mixed_bfloat16")
-        task = summary["task"]
-        assert task.encoder.dtype_policy.name == "mixed_bfloat16"
-        assert task.classifier.dtype_policy.name == "float32"  # logits and loss in float32
-        assert np.isfinite(summary["best"]["loss"]) and summary["runs"][0]["steps"] == 6
-    finally:
-        keras.mixed_precision.set_global_policy("float32")
+    yield
+    keras.mixed_precision.set_global_policy("float32")
+
+
+def _mixed_precision_run(tmp_path, policy):
+    """The task of a one-epoch run with `mixed_precision=policy`, checked to have trained its
+    encoder in `policy` for 6 finite steps with the logits and loss kept in float32."""
+    summary, _ = _run(tmp_path, num_train_epochs=1, mixed_precision=policy)
+    task = summary["task"]
+    assert task.encoder.dtype_policy.name == policy
+    assert task.classifier.dtype_policy.name == "float32"  # logits and loss in float32
+    assert np.isfinite(summary["best"]["loss"]) and summary["runs"][0]["steps"] == 6
+    return task
 
 
 @pytest.mark.slow
-def test_mixed_float16_trains_with_dynamic_loss_scaling_and_keeps_float32_logits(tmp_path):
+def test_mixed_bfloat16_trains_in_bfloat16_and_keeps_float32_logits(
+    tmp_path, float32_policy_afterwards
+):
+    _mixed_precision_run(tmp_path, "mixed_bfloat16")
+
+
+@pytest.mark.slow
+def test_mixed_float16_trains_with_dynamic_loss_scaling_and_keeps_float32_logits(
+    tmp_path, float32_policy_afterwards
+):
     import keras
     import tensorflow as tf
 
     from keras_bert.training.optimizer import FusedAdamW
     from tests.training.tiny_family import synthetic
 
-    try:
-        summary, _ = _run(tmp_path, num_train_epochs=1, mixed_precision="mixed_float16")
-        task = summary["task"]
-        assert task.encoder.dtype_policy.name == "mixed_float16"
-        assert task.classifier.dtype_policy.name == "float32"  # logits and loss in float32
-        assert np.isfinite(summary["best"]["loss"]) and summary["runs"][0]["steps"] == 6
-        features, _ = synthetic(4, 2)
-        assert task(features, training=False).dtype == "float32"
-        # compile_task wrapped the BERT optimizer in Keras's LossScaleOptimizer: 6 finite steps
-        # went through, and the scale is a variable that a non-finite gradient halves (the step
-        # skipped, the weights kept): dynamic scaling.
-        optimizer = task.optimizer
-        assert isinstance(optimizer, keras.optimizers.LossScaleOptimizer)
-        assert isinstance(optimizer.inner_optimizer, FusedAdamW)
-        assert int(optimizer.iterations.numpy()) == 6
-        scale = float(optimizer.dynamic_scale.numpy())
-        assert 1.0 <= scale <= optimizer.initial_scale
-        weights = [v.numpy() for v in task.trainable_variables]
-        infinite = [tf.fill(v.shape, np.inf) for v in task.trainable_variables]
-        optimizer.apply(infinite, task.trainable_variables)
-        assert float(optimizer.dynamic_scale.numpy()) == scale / 2
-        assert int(optimizer.iterations.numpy()) == 6
-        for before, v in zip(weights, task.trainable_variables):
-            np.testing.assert_array_equal(before, v.numpy())
-    finally:
-        keras.mixed_precision.set_global_policy("float32")
+    task = _mixed_precision_run(tmp_path, "mixed_float16")
+    features, _ = synthetic(4, 2)
+    assert task(features, training=False).dtype == "float32"
+    # compile_task wrapped the BERT optimizer in Keras's LossScaleOptimizer: 6 finite steps
+    # went through, and the scale is a variable that a non-finite gradient halves (the step
+    # skipped, the weights kept): dynamic scaling.
+    optimizer = task.optimizer
+    assert isinstance(optimizer, keras.optimizers.LossScaleOptimizer)
+    assert isinstance(optimizer.inner_optimizer, FusedAdamW)
+    assert int(optimizer.iterations.numpy()) == 6
+    scale = float(optimizer.dynamic_scale.numpy())
+    assert 1.0 <= scale <= optimizer.initial_scale
+    weights = [v.numpy() for v in task.trainable_variables]
+    infinite = [tf.fill(v.shape, np.inf) for v in task.trainable_variables]
+    optimizer.apply(infinite, task.trainable_variables)
+    assert float(optimizer.dynamic_scale.numpy()) == scale / 2
+    assert int(optimizer.iterations.numpy()) == 6
+    for before, v in zip(weights, task.trainable_variables):
+        np.testing.assert_array_equal(before, v.numpy())
 
 
 @pytest.mark.slow
