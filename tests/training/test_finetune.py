@@ -16,6 +16,7 @@ from keras_bert.tasks import TextClassifier
 from keras_bert.training import driver
 from keras_bert.training.families import classification
 from keras_bert.training.families.classification import FAMILY, ClassifierArgs, load_task_data
+from tests.tiny import tiny_encoder
 
 
 def _args(tmp_path, uncased_vocab, **kw):
@@ -286,15 +287,7 @@ def test_a_few_dozen_rows_reach_perfect_dev_accuracy_with_the_defaults(tmp_path)
 def test_evaluation_step_does_not_retrace_for_every_batch_width():
     # Dev batches are cut to their longest row, so widths vary; a plain tf.function would trace
     # the model once per width (5 here), a relaxed one at most twice (the first shape, then [None]).
-    cfg = keras_bert.BertConfig(
-        vocab_size=23,
-        hidden_size=8,
-        num_layers=1,
-        num_heads=2,
-        intermediate_size=12,
-        max_sequence_length=16,
-    )
-    model = TextClassifier(keras_bert.BertEncoder(**cfg.to_dict()), num_classes=2)
+    model = TextClassifier(tiny_encoder(max_sequence_length=16), num_classes=2)
     batches = [
         {
             k: np.ones((4, width), np.int32)
