@@ -1,16 +1,11 @@
 """The main job's measured size (keras_bert.training.train_speed): the arithmetic and the command."""
 
-import os
-import pathlib
 import re
-import subprocess
-import sys
 
 import pytest
 
 from keras_bert.training.train_speed import describe, examples_in_budget, plan_from
-
-REPO = pathlib.Path(__file__).resolve().parents[2]
+from tests.training.commands import run_module
 
 
 def test_examples_in_budget_counts_whole_batches_rounded_down():
@@ -44,24 +39,13 @@ def test_plan_keeps_the_minimum_and_says_it_is_over_budget():
 
 @pytest.mark.slow  # builds the real MiniLM task and trains 8 batches of 8 x 18: ~25 s
 def test_command_prints_the_size_its_measurement_gives():
-    env = dict(os.environ, PYTHONPATH=str(REPO), TF_CPP_MIN_LOG_LEVEL="3")
-    proc = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "keras_bert.training.train_speed",
-            "--budget_seconds=30",
-            "--train_batch_size=8",
-            "--min_examples=1000",
-            "--max_examples=67349",
-        ],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        cwd=REPO,
+    proc = run_module(
+        "keras_bert.training.train_speed",
+        "--budget_seconds=30",
+        "--train_batch_size=8",
+        "--min_examples=1000",
+        "--max_examples=67349",
     )
-    assert proc.returncode == 0, proc.stderr[-2000:]
     found = re.search(
         r"float32, batch 8 x 18 tokens: (\d+) ms a batch, \d+ examples/s -> (\d+) "
         r"examples fit in 30 s of training",
