@@ -2,10 +2,6 @@
 with the teacher by recipes/evaluate.py; bad settings are usage errors."""
 
 import json
-import os
-import pathlib
-import subprocess
-import sys
 
 import keras
 import numpy as np
@@ -13,20 +9,8 @@ import pytest
 
 from tests.recipes.finished_run import assert_finished_run_dir, result_line
 from tests.recipes.kill_resume import assert_killed_and_resumed_like_uninterrupted
+from tests.recipes.recipe_process import exported_run_flags, run_recipe
 from tests.training.test_distillation import rule_rows, trained_teacher, write_rows
-
-REPO = pathlib.Path(__file__).resolve().parents[2]
-
-
-def run_recipe(name, *args, timeout=600):
-    env = dict(os.environ, PYTHONPATH=str(REPO), TF_CPP_MIN_LOG_LEVEL="3", CUDA_VISIBLE_DEVICES="")
-    return subprocess.run(
-        [sys.executable, str(REPO / "recipes" / name), *map(str, args)],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-    )
 
 
 @pytest.fixture(scope="module")
@@ -62,9 +46,7 @@ def test_distill_export_and_compare(tmp_path, teacher_and_data):
         "distill.py",
         *data_flags(base),
         "--num_train_epochs=3",
-        f"--output_dir={out}",
-        f"--export_dir={models}",
-        "--model_name=student",
+        *exported_run_flags(out, models, "student"),
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
     metrics = json.loads((out / "metrics.json").read_text())
