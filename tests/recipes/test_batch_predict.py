@@ -7,9 +7,6 @@ import base64
 import json
 import math
 import os
-import pathlib
-import subprocess
-import sys
 
 import numpy as np
 import pytest
@@ -22,27 +19,16 @@ from keras_bert.batch_prediction.rows import InputRow
 from keras_bert.evaluation import recorded_predictions
 from keras_bert.evaluation.evidence_pack import DataError
 from tests.evaluation.tiny_task import TEXTS, heldout_rows, tiny_classifier, write_jsonl
+from tests.recipes.recipe_process import run_recipe
 
 # Each test runs a pipeline or a recipe (5-40 s on a 2-core CPU).
 pytestmark = pytest.mark.slow
-REPO = pathlib.Path(__file__).resolve().parents[2]
 # Long and short texts mixed, so the length buckets (characters) split them into several batches.
 BOUNDARIES = (16, 40)
 
 
 def direct_options():
     return beam.pipeline_options(beam.pipeline_args("DirectRunner", "", 1, False))
-
-
-def run_recipe(script, *args, timeout=300):
-    env = dict(os.environ, PYTHONPATH=str(REPO), TF_CPP_MIN_LOG_LEVEL="3", CUDA_VISIBLE_DEVICES="")
-    return subprocess.run(
-        [sys.executable, str(REPO / "recipes" / script), *map(str, args)],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-    )
 
 
 @pytest.fixture(scope="module")

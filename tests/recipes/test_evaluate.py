@@ -4,7 +4,6 @@ HTML report renders in headless Chromium, usage errors, --compare and the gRPC p
 import hashlib
 import html.parser
 import json
-import os
 import pathlib
 import shutil
 import subprocess
@@ -17,20 +16,14 @@ from keras_bert.evaluation import behaviour, label_issues
 from keras_bert.evaluation.provenance import model_fingerprint
 from keras_bert.evaluation.report_writer import fmt, lookup
 from tests.evaluation.tiny_task import LABELS, TEXTS, heldout_rows, tiny_classifier, write_jsonl
+from tests.recipes.recipe_process import REPO, recipe_env, run_recipe
 
-REPO = pathlib.Path(__file__).resolve().parents[2]
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 
 
 def run_evaluate(*args, timeout=400):
-    env = dict(os.environ, PYTHONPATH=str(REPO), TF_CPP_MIN_LOG_LEVEL="3", CUDA_VISIBLE_DEVICES="")
-    return subprocess.run(
-        [sys.executable, str(REPO / "recipes" / "evaluate.py"), "--noprogress", *map(str, args)],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-    )
+    """recipes/evaluate.py `args` without its progress bar, in a fresh CPU-only Python."""
+    return run_recipe("evaluate.py", "--noprogress", *args, timeout=timeout)
 
 
 @pytest.fixture(scope="module")
@@ -407,11 +400,10 @@ def test_evaluate_through_a_grpc_server(models, tmp_path):
 
 
 def run_export(*args):
-    env = dict(os.environ, PYTHONPATH=str(REPO), TF_CPP_MIN_LOG_LEVEL="3", CUDA_VISIBLE_DEVICES="")
     return subprocess.run(
         [sys.executable, "-m", "export", *map(str, args)],
         cwd=REPO,
-        env=env,
+        env=recipe_env(),
         capture_output=True,
         text=True,
         timeout=300,
