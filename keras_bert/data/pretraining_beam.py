@@ -34,35 +34,22 @@ LOG_EVERY_DOCUMENTS = 10_000
 logger = logging.getLogger(__name__)
 
 
-@dataclasses.dataclass(frozen=True)
-class PretrainingDataSettings:
-    """What the pipeline makes (the recipe's flags of the same names)."""
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class PretrainingDataSettings(pd.InstanceSettings):
+    """What the pipeline makes (the recipe's flags of the same names): how instances are made,
+    and from what."""
 
     vocab_file: str
     do_lower_case: bool = True
     input_format: str = "text"
-    max_seq_length: int = 128
-    max_predictions_per_seq: int = 20
-    random_seed: int = 12345
-    dupe_factor: int = 10
-    masked_lm_prob: float = 0.15
-    short_seq_prob: float = 0.1
-    do_whole_word_mask: bool = False
-    num_document_groups: int = 1
 
     def check(self) -> None:
         """Raises ValueError naming a setting out of range."""
-        pd.check_instance_settings(
-            self.max_seq_length, self.masked_lm_prob, self.max_predictions_per_seq
-        )
+        super().check()
         if self.input_format not in ("text", "wikitext"):
             raise ValueError(
                 f"input_format must be 'text' or 'wikitext', got {self.input_format!r}"
             )
-        if self.dupe_factor < 1:
-            raise ValueError(f"dupe_factor={self.dupe_factor} must be >= 1")
-        if self.num_document_groups < 1:
-            raise ValueError(f"num_document_groups={self.num_document_groups} must be >= 1")
 
 
 class _Vocabulary:
@@ -118,17 +105,7 @@ class _CreateInstances(beam.DoFn):
     def process(self, group_and_documents):
         group, keyed_documents = group_and_documents
         s = self.vocabulary.settings
-        made = pd.create_group_instances(
-            list(keyed_documents),
-            self.vocabulary.vocab_words,
-            s.max_seq_length,
-            s.dupe_factor,
-            s.short_seq_prob,
-            s.masked_lm_prob,
-            s.max_predictions_per_seq,
-            s.do_whole_word_mask,
-            s.random_seed,
-        )
+        made = pd.create_group_instances(list(keyed_documents), self.vocabulary.vocab_words, s)
         logger.info("pretraining data: group %d made %d instances", group, len(made))
         for key, instance in made:
             yield pd.shard_of(key, self.num_shards), (key, instance)

@@ -298,24 +298,37 @@ def create_instances_from_document(
     return instances
 
 
-def check_instance_settings(
-    max_seq_length: int, masked_lm_prob: float, max_predictions_per_seq: int
-) -> None:
-    """The settings' one check (the recipe, the library and the Beam pipeline call it).
+@dataclasses.dataclass(frozen=True)
+class InstanceSettings:
+    """How instances are made from documents (the recipe's flags of the same names); the one
+    check of them is `check`."""
 
-    Raises:
-        ValueError: naming the setting out of range.
-    """
-    check_max_seq_length(max_seq_length, is_pair=True)  # the one rule, then this recipe's own:
-    if max_seq_length < 5:  # [CLS] A [SEP] B [SEP] with at least one token in each segment
-        raise ValueError(
-            f"max_seq_length={max_seq_length} must be >= 5 for pretraining instances "
-            "(two non-empty segments and three special tokens)"
-        )
-    if not 0.0 < masked_lm_prob <= 1.0:
-        raise ValueError(f"masked_lm_prob={masked_lm_prob} must be in (0, 1]")
-    if max_predictions_per_seq < 1:
-        raise ValueError(f"max_predictions_per_seq={max_predictions_per_seq} must be >= 1")
+    max_seq_length: int = 128
+    dupe_factor: int = 10
+    short_seq_prob: float = 0.1
+    masked_lm_prob: float = 0.15
+    max_predictions_per_seq: int = 20
+    do_whole_word_mask: bool = False
+    random_seed: int = 12345
+    num_document_groups: int = 1
+
+    def check(self) -> None:
+        """Raises ValueError naming a setting out of range (the recipe, the library and the
+        Beam pipeline all call this)."""
+        check_max_seq_length(self.max_seq_length, is_pair=True)  # the one rule, then our own:
+        if self.max_seq_length < 5:  # [CLS] A [SEP] B [SEP] with a token in each segment
+            raise ValueError(
+                f"max_seq_length={self.max_seq_length} must be >= 5 for pretraining instances "
+                "(two non-empty segments and three special tokens)"
+            )
+        if not 0.0 < self.masked_lm_prob <= 1.0:
+            raise ValueError(f"masked_lm_prob={self.masked_lm_prob} must be in (0, 1]")
+        if self.max_predictions_per_seq < 1:
+            raise ValueError(f"max_predictions_per_seq={self.max_predictions_per_seq} must be >= 1")
+        if self.dupe_factor < 1:
+            raise ValueError(f"dupe_factor={self.dupe_factor} must be >= 1")
+        if self.num_document_groups < 1:
+            raise ValueError(f"num_document_groups={self.num_document_groups} must be >= 1")
 
 
 def document_key(document: Sequence[Sequence[str]]) -> str:
@@ -348,18 +361,12 @@ def shard_of(key: str, num_shards: int) -> int:
 def create_group_instances(
     keyed_documents: Iterable[tuple[str, list]],
     vocab_words: Sequence[str],
-    max_seq_length: int = 128,
-    dupe_factor: int = 10,
-    short_seq_prob: float = 0.1,
-    masked_lm_prob: float = 0.15,
-    max_predictions_per_seq: int = 20,
-    do_whole_word_mask: bool = False,
-    random_seed: int = 12345,
+    settings: InstanceSettings,
 ) -> list[tuple[str, TrainingInstance]]:
     """Instances of one document group, each with its sort key (`instance_key`).
 
     Each document's instances in pass `dupe` use their own random stream, seeded by
-    `random_seed`, `dupe` and the document's key, and draw random next segments from the group
+    `settings.random_seed`, `dupe` and the document's key, and draw random next segments from the group
     sorted by key: the result depends on the group's documents, never on their order or on how
     the work was split.
 
@@ -376,23 +383,24 @@ def create_group_instances(
             " (fewer --num_document_groups, or more input)"
         )
     documents = [doc for _, doc in group]
+    s = settings
     out = []
-    for dupe in range(dupe_factor):
+    for dupe in range(s.dupe_factor):
         for index, (key, _) in enumerate(group):
-            rng = random.Random(f"{random_seed}:{dupe}:{key}")
+            rng = random.Random(f"{s.random_seed}:{dupe}:{key}")
             made = create_instances_from_document(
                 documents,
                 index,
-                max_seq_length,
-                short_seq_prob,
-                masked_lm_prob,
-                max_predictions_per_seq,
+                s.max_seq_length,
+                s.short_seq_prob,
+                s.masked_lm_prob,
+                s.max_predictions_per_seq,
                 vocab_words,
                 rng,
-                do_whole_word_mask,
+                s.do_whole_word_mask,
             )
             out.extend(
-                (instance_key(random_seed, dupe, key, j), instance)
+                (instance_key(s.random_seed, dupe, key, j), instance)
                 for j, instance in enumerate(made)
             )
     return out
@@ -402,14 +410,9 @@ def create_training_instances(
     documents: list,
     vocab_words: Sequence[str],
     max_seq_length: int = 128,
-    dupe_factor: int = 10,
-    short_seq_prob: float = 0.1,
-    masked_lm_prob: float = 0.15,
-    max_predictions_per_seq: int = 20,
-    do_whole_word_mask: bool = False,
-    random_seed: int = 12345,
+    *,
     show_progress: bool = False,
-    num_document_groups: int = 1,
+    **settings,
 ) -> list[TrainingInstance]:
     """Creates shuffled instances from tokenized documents, `dupe_factor` passes with fresh masks.
 
@@ -421,8 +424,9 @@ def create_training_instances(
         documents: list of documents (list of sentences, each a non-empty list of str pieces).
         vocab_words: the vocabulary in id order (random replacements are drawn from it).
         max_seq_length: int >= 5. Tokens per instance including [CLS] and two [SEP].
-        masked_lm_prob: float in (0, 1]. Fraction of candidates to predict.
-        num_document_groups: int >= 1. Random next segments come from the same group.
+        show_progress: a progress bar over the document groups.
+        **settings: the other `InstanceSettings` fields (dupe_factor, masked_lm_prob,
+            num_document_groups: random next segments come from the same group, ...).
 
     Returns:
         list of TrainingInstance, in an order fixed by `random_seed` and the documents' content.
@@ -434,29 +438,18 @@ def create_training_instances(
         raise ValueError(
             f"need at least 2 documents for next-sentence prediction, got {len(documents)}"
         )
-    check_instance_settings(max_seq_length, masked_lm_prob, max_predictions_per_seq)
+    instance_settings = InstanceSettings(max_seq_length=max_seq_length, **settings)
+    instance_settings.check()
     groups: dict[int, list] = collections.defaultdict(list)
     for document in documents:
         key = document_key(document)
-        groups[document_group(key, num_document_groups)].append((key, document))
+        groups[document_group(key, instance_settings.num_document_groups)].append((key, document))
     keyed = []
     bar = progress_bar(
         total=len(groups), desc="creating instances", unit="group", disable=not show_progress
     )
     for group in groups.values():
-        keyed.extend(
-            create_group_instances(
-                group,
-                vocab_words,
-                max_seq_length,
-                dupe_factor,
-                short_seq_prob,
-                masked_lm_prob,
-                max_predictions_per_seq,
-                do_whole_word_mask,
-                random_seed,
-            )
-        )
+        keyed.extend(create_group_instances(group, vocab_words, instance_settings))
         bar.update(1)
     bar.close()
     keyed.sort(key=lambda ki: ki[0])
