@@ -404,7 +404,7 @@ def main(argv):
             f"{chk['max_prob_diff']:.4f}; dev accuracy float32 {100 * chk['accuracy_float32']:.1f}%"
             f", bfloat16 {100 * chk['accuracy_bfloat16']:.1f}%."
         )
-    body = table + "\n\n" + "\n".join(f"- {n}" for n in notes)
+    body = common.with_notes(table, notes)
     common.report("Encoder inference (bench_encoder)", body, desc, FLAGS.append, FLAGS.label)
 
 

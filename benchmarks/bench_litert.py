@@ -329,7 +329,7 @@ def main(argv):
         "ONNX Runtime runs the encoder only (Hugging Face BertModel, same pretrained weights), "
         "ours the whole classifier (encoder, pooler, head, softmax, labels).",
     ]
-    body = table + "\n\n" + "\n".join(f"- {n}" for n in notes)
+    body = common.with_notes(table, notes)
     common.report(
         "Exported model: LiteRT and SavedModel against ONNX Runtime (bench_litert)",
         body,

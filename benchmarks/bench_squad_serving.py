@@ -311,7 +311,7 @@ def run(server, examples):
     ]
     if bad:
         notes.append("Offset mismatches: " + "; ".join(bad))
-    return table + "\n\n" + "\n".join(f"- {n}" for n in notes), offsets_ok == n
+    return common.with_notes(table, notes), offsets_ok == n
 
 
 def main(argv):

@@ -245,6 +245,12 @@ def markdown_table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> 
     return "\n".join(lines)
 
 
+def with_notes(tables: str, notes: Sequence[str]) -> str:
+    """The body of a benchmark's report: `tables` (one markdown table, or several joined by blank
+    lines), a blank line, then `notes` as a bullet list, one "- note" a line."""
+    return tables + "\n\n" + "\n".join(f"- {n}" for n in notes)
+
+
 def ratio(a: float | None, b: float | None) -> str:
     """a / b formatted as "1.23x", or "n/a" if either is missing or b is 0."""
     if a is None or b is None or b == 0:

@@ -138,11 +138,7 @@ def parse_args(argv=None):
         default=0,
         help="Evaluate dev every K optimizer steps (0: only after training).",
     )
-    p.add_argument("--seed", type=int, default=42)
-    p.add_argument(
-        "--bf16", action="store_true", help="torch.autocast cpu bfloat16 (default float32)."
-    )
-    p.add_argument("--threads", type=int, default=0, help="torch.set_num_threads (0: default).")
+    hf_peer_common.add_run_flags(p, bf16_help="torch.autocast cpu bfloat16 (default float32).")
     p.add_argument("--max_train_examples", type=int, help="Only the first N train.tsv rows.")
     p.add_argument("--max_eval_examples", type=int, help="Only the first N dev.tsv rows.")
     p.add_argument("--log_steps", type=int, default=50, help="Optimizer steps per progress line.")

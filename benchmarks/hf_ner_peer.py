@@ -72,9 +72,12 @@ def parse_args(argv=None):
         "decay (Trainer's default 0; not on biases and LayerNorm weights).",
     )
     p.add_argument("--warmup_ratio", type=float, default=0.0, help="Fraction of the steps, [0, 1).")
-    p.add_argument("--seed", type=int, default=42)
-    p.add_argument("--bf16", action="store_true", help="torch.autocast cpu bfloat16.")
-    p.add_argument("--threads", type=int, default=1, help="torch intra-op threads.")
+    hf_peer_common.add_run_flags(
+        p,
+        bf16_help="torch.autocast cpu bfloat16.",
+        threads_default=1,
+        threads_help="torch intra-op threads.",
+    )
     p.add_argument("--max_train_examples", type=int, help="Only the first N training sentences.")
     p.add_argument("--max_eval_examples", type=int, help="Only the first N valid / test sentences.")
     p.add_argument("--log_steps", type=int, default=50, help="Optimizer steps per progress line.")

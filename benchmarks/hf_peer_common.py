@@ -37,6 +37,20 @@ def add_trainer_flags(parser, eval_batch_size: int, num_train_epochs: float) -> 
     parser.add_argument("--num_train_epochs", type=float, default=num_train_epochs)
 
 
+def add_run_flags(
+    parser,
+    bf16_help: str,
+    threads_default: int = 0,
+    threads_help: str = "torch.set_num_threads (0: default).",
+) -> None:
+    """Adds `--seed` (42), `--bf16` (off; `bf16_help`) and `--threads` (`threads_default`;
+    `threads_help`), in that order: the seed and precision `training_arguments` reads and the
+    torch thread count every peer sets, under the same names in each peer."""
+    parser.add_argument("--seed", type=int, default=42)
+    parser.add_argument("--bf16", action="store_true", help=bf16_help)
+    parser.add_argument("--threads", type=int, default=threads_default, help=threads_help)
+
+
 def training_arguments(args, output_dir: pathlib.Path, **specific):
     """`transformers.TrainingArguments` of a peer run: on the CPU, `--bf16`, `--seed`, the batch
     sizes, learning rate, weight decay and epochs of `args`, `--warmup_ratio` as `warmup_steps`

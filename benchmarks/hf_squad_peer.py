@@ -80,9 +80,7 @@ def parse_args(argv=None):
         default=0.0,
         help="Trainer default 0 (our recipe's default is 0.01).",
     )
-    p.add_argument("--seed", type=int, default=42)
-    p.add_argument("--bf16", action="store_true", help="CPU autocast bfloat16 (train and eval).")
-    p.add_argument("--threads", type=int, default=0, help="torch.set_num_threads (0: default).")
+    hf_peer_common.add_run_flags(p, bf16_help="CPU autocast bfloat16 (train and eval).")
     p.add_argument("--version_2_with_negative", action="store_true")
     p.add_argument("--null_score_diff_threshold", type=float, default=0.0)
     p.add_argument("--n_best_size", type=int, default=20)
