@@ -137,12 +137,9 @@ def start_server(base: pathlib.Path, tmp: pathlib.Path, litert: bool):
     """serving.server on `base`: the LiteRT one serves "float32" (version 1) and "int8"
     (version 2) with --prefer_tflite_model; the plain one serves "saved_model" (version 1).
     Returns (process, address)."""
-    import socket
     from serving.client import model_status
 
-    with socket.socket() as s:  # a free loopback port (bench_serving's flags clash with ours)
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+    port = common.free_port()
     config = tmp / ("litert.config" if litert else "plain.config")
     names = (("float32", 1), ("int8", 2)) if litert else (("saved_model", 1),)
     config.write_text(

@@ -39,7 +39,6 @@ import collections
 import dataclasses
 import pathlib
 import shutil
-import socket
 import subprocess
 import tempfile
 import threading
@@ -76,31 +75,10 @@ class Window:
     end: float  # the event's end plus the margin
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def export_minilm(base: pathlib.Path) -> pathlib.Path:
-    """The MiniLM-L6 classifier (fixed random head, seed 0) exported under `base`."""
-    import keras  # heavy: only when no --model_dir is given
-    import keras_bert
-    from keras_bert.checkpoints import resolve_vocab_file
-    from keras_bert.tasks import TextClassifier
-    from keras_bert.tokenization import BertPreprocessor
-
-    keras.utils.set_random_seed(0)
-    vocab = resolve_vocab_file(common.PRESET)
-    task = TextClassifier(
-        keras_bert.from_pretrained(common.PRESET),
-        num_classes=2,
-        label_names=["negative", "positive"],
-        task_name="sst2",
-        preprocessor=BertPreprocessor(vocab, do_lower_case=True, max_seq_length=128),
-    )
-    task(common.random_batch(1, 8))
-    return pathlib.Path(task.export(str(base), "minilm"))
+    """The MiniLM-L6 classifier (fixed random head, seed 0) exported under `base`; Keras is
+    imported only then (when no --model_dir is given)."""
+    return pathlib.Path(common.sst2_classifier().export(str(base), "minilm"))
 
 
 def publish(source: pathlib.Path, base: pathlib.Path, version: int) -> None:
@@ -140,7 +118,7 @@ class Server:
 
     def launch(self, flags: list, log_path: pathlib.Path, env: dict | None = None) -> None:
         """Starts the server with `flags` on a free gRPC port (REST off), its output in `log_path`."""
-        self.address = f"127.0.0.1:{free_port()}"
+        self.address = f"127.0.0.1:{common.free_port()}"
         self.log_path = log_path
         self._log = open(log_path, "wb")
         self.proc = subprocess.Popen(

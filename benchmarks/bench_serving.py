@@ -20,7 +20,6 @@ Throughput in requests (sentences)/s, latency p50/p99 ms per request.
 
 import os
 import pathlib
-import socket
 import subprocess
 import tempfile
 import threading
@@ -50,25 +49,7 @@ MODEL_NAME = "bench_minilm"
 
 
 def export_model(base: pathlib.Path) -> pathlib.Path:
-    import keras
-    import keras_bert
-    from keras_bert.checkpoints import resolve_vocab_file
-    from keras_bert.tasks import TextClassifier
-    from keras_bert.tokenization import BertPreprocessor
-
-    keras.utils.set_random_seed(0)
-    preprocessor = BertPreprocessor(
-        resolve_vocab_file(common.PRESET), do_lower_case=True, max_seq_length=FLAGS.max_seq_length
-    )
-    task = TextClassifier(
-        keras_bert.from_pretrained(common.PRESET),
-        num_classes=2,
-        label_names=["negative", "positive"],
-        task_name="sst2",
-        preprocessor=preprocessor,
-    )
-    task(common.random_batch(1, 8))
-    return task.export(str(base), MODEL_NAME)
+    return common.sst2_classifier(FLAGS.max_seq_length).export(str(base), MODEL_NAME)
 
 
 def text_vs_ids(loaded, sentences):
@@ -137,19 +118,13 @@ def load_run(make_call, clients: int, seconds: float, rows_per_call: int = 1):
     )
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def start_server(base: pathlib.Path, batch_timeout_micros, tmp: pathlib.Path):
     """A server process; batching on with that timeout, or off for None. Returns (process, gRPC
     address, REST address or None; REST only with batching, for its batch-size metrics)."""
     from serving.client import ClientError, model_status
 
-    port = free_port()
-    rest_port = free_port() if batch_timeout_micros is not None else 0
+    port = common.free_port()
+    rest_port = common.free_port() if batch_timeout_micros is not None else 0
     cmd = common.server_command(
         f"--port={port}",
         f"--rest_api_port={rest_port}",

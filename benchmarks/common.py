@@ -441,6 +441,41 @@ class ChildPeer:
         self.proc.wait(timeout=60)
 
 
+def free_port() -> int:
+    """A TCP port free on the loopback interface now (bound, read and released): where a serving
+    benchmark starts its server."""
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def sst2_classifier(max_seq_length: int = 128):
+    """The served model of the serving benchmarks: `PRESET`'s encoder under a TextClassifier with
+    a fixed random head (seed 0), labels negative/positive, task "sst2", its lower-casing
+    BertPreprocessor at `max_seq_length`; built by one call, ready to `export`."""
+    import keras
+    import keras_bert
+    from keras_bert.checkpoints import resolve_vocab_file
+    from keras_bert.tasks import TextClassifier
+    from keras_bert.tokenization import BertPreprocessor
+
+    keras.utils.set_random_seed(0)
+    preprocessor = BertPreprocessor(
+        resolve_vocab_file(PRESET), do_lower_case=True, max_seq_length=max_seq_length
+    )
+    task = TextClassifier(
+        keras_bert.from_pretrained(PRESET),
+        num_classes=2,
+        label_names=["negative", "positive"],
+        task_name="sst2",
+        preprocessor=preprocessor,
+    )
+    task(random_batch(1, 8))
+    return task
+
+
 def server_command(*flags: str) -> list[str]:
     """The command line that starts `python -m serving.server` with `flags` under this
     interpreter: how every serving benchmark runs the server, in its own process (started in the
