@@ -143,8 +143,7 @@ def parse_args(argv=None):
     p.add_argument("--max_eval_examples", type=int, help="Only the first N dev.tsv rows.")
     p.add_argument("--log_steps", type=int, default=50, help="Optimizer steps per progress line.")
     args = p.parse_args(argv)
-    if not 0 <= args.warmup_ratio < 1:  # Trainer reads warmup_steps >= 1 as a step count
-        p.error(f"--warmup_ratio must be in [0, 1), got {args.warmup_ratio}")
+    hf_peer_common.check_warmup_ratio(p, args)
     for name in ("eval_steps", "pad_to_multiple_of", "threads"):
         if getattr(args, name) < 0:
             p.error(f"--{name} must be >= 0, got {getattr(args, name)}")

@@ -83,8 +83,7 @@ def parse_args(argv=None):
     p.add_argument("--log_steps", type=int, default=50, help="Optimizer steps per progress line.")
     p.add_argument("--save_model", action="store_true", help="Save the trained model.")
     args = p.parse_args(argv)
-    if not 0 <= args.warmup_ratio < 1:  # Trainer reads warmup_steps >= 1 as a step count
-        p.error(f"--warmup_ratio must be in [0, 1), got {args.warmup_ratio}")
+    hf_peer_common.check_warmup_ratio(p, args)
     return args
 
 

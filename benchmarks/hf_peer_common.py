@@ -51,6 +51,13 @@ def add_run_flags(
     parser.add_argument("--threads", type=int, default=threads_default, help=threads_help)
 
 
+def check_warmup_ratio(parser, args) -> None:
+    """Exits through `parser.error` unless `--warmup_ratio` is in [0, 1): `training_arguments`
+    passes it as `warmup_steps`, which Trainer reads as a step count from 1 on."""
+    if not 0 <= args.warmup_ratio < 1:
+        parser.error(f"--warmup_ratio must be in [0, 1), got {args.warmup_ratio}")
+
+
 def training_arguments(args, output_dir: pathlib.Path, **specific):
     """`transformers.TrainingArguments` of a peer run: on the CPU, `--bf16`, `--seed`, the batch
     sizes, learning rate, weight decay and epochs of `args`, `--warmup_ratio` as `warmup_steps`
