@@ -397,21 +397,16 @@ def keras_hub_rows(dry_run: bool, sizes: Sizes, precisions, xla: bool) -> list[R
     import keras_hub
     import tensorflow as tf
 
+    from keras_bert.checkpoints.keras_hub_preset import keras_hub_backbone
+    from keras_bert.config import BertConfig
+
     batches = sst2_batches(sizes, 4, sizes.batch_size)
     hub_batches = [(common.keras_hub_inputs(x), y) for x, y in batches]
     rows = []
     for precision in precisions:
         keras.utils.set_random_seed(0)
         if dry_run:
-            backbone = keras_hub.models.BertBackbone(
-                vocabulary_size=TINY["vocab_size"],
-                num_layers=TINY["num_layers"],
-                num_heads=TINY["num_heads"],
-                hidden_dim=TINY["hidden_size"],
-                intermediate_dim=TINY["intermediate_size"],
-                max_sequence_length=TINY["max_sequence_length"],
-                dtype=precision,
-            )
+            backbone = keras_hub_backbone(BertConfig(**TINY), dtype=precision)
         else:
             backbone = keras_hub.models.BertBackbone.from_preset(
                 str(common.model_dir()), dtype=precision
@@ -459,18 +454,10 @@ def pytorch_rows(dry_run: bool, sizes: Sizes, device: str, bf16s=(False, True)) 
     float32 and bfloat16 autocast, on `device`, in the peer's own process."""
     batches = sst2_batches(sizes, 1, sizes.batch_size)
     x, y = batches[0]
-    config = (
-        dict(
-            vocab_size=TINY["vocab_size"],
-            hidden_size=TINY["hidden_size"],
-            num_hidden_layers=TINY["num_layers"],
-            num_attention_heads=TINY["num_heads"],
-            intermediate_size=TINY["intermediate_size"],
-            max_position_embeddings=TINY["max_sequence_length"],
-        )
-        if dry_run
-        else None
-    )
+    from keras_bert.checkpoints.huggingface import hf_config_dict
+    from keras_bert.config import BertConfig
+
+    config = hf_config_dict(BertConfig(**TINY)) if dry_run else None
     peer = common.TorchPeer()
     rows = []
     try:

@@ -63,6 +63,18 @@ KERAS_HUB_LIMITS = (
     fixed("causal", False, "keras-hub's BertBackbone attends in both directions"),
 )
 
+# BertBackbone constructor argument -> BertConfig field: the sizes both hold, read and written
+# through this one table (keras-hub's single `dropout` is our `dropout_rate`).
+BACKBONE_ARGUMENTS = {
+    "vocabulary_size": "vocab_size",
+    "num_layers": "num_layers",
+    "num_heads": "num_heads",
+    "hidden_dim": "hidden_size",
+    "intermediate_dim": "intermediate_size",
+    "max_sequence_length": "max_sequence_length",
+    "num_segments": "type_vocab_size",
+}
+
 # canonical name -> BertBackbone variable path (`variable.path`); the rows are
 # `names.NAME_ROWS`, shared by every format.
 KERAS_HUB_NAME_TABLE = names.name_table("keras_hub")
@@ -93,19 +105,23 @@ def config_from_preset(directory: str) -> BertConfig:
         )
     c = values["config"]
     return BertConfig(
-        vocab_size=c["vocabulary_size"],
-        hidden_size=c["hidden_dim"],
-        num_layers=c["num_layers"],
-        num_heads=c["num_heads"],
-        intermediate_size=c["intermediate_dim"],
+        **{field: c[argument] for argument, field in BACKBONE_ARGUMENTS.items()},
         hidden_activation=HIDDEN_ACTIVATION,
         dropout_rate=c.get("dropout", 0.1),
         attention_dropout_rate=c.get("dropout", 0.1),
-        max_sequence_length=c["max_sequence_length"],
-        type_vocab_size=c["num_segments"],
         initializer_range=INITIALIZER_RANGE,
         layer_norm_epsilon=LAYER_NORM_EPSILON,
     )
+
+
+def keras_hub_backbone(config: BertConfig, **options):
+    """keras-hub's own `BertBackbone` (new weights) at the sizes and dropout of `config`;
+    `options` are further constructor arguments (`dtype=...`). The settings a BertBackbone fixes
+    (`KERAS_HUB_LIMITS`) are not checked here: the preset writer checks them."""
+    import keras_hub  # optional heavy dependency, needed only for this format
+
+    arguments = {argument: getattr(config, field) for argument, field in BACKBONE_ARGUMENTS.items()}
+    return keras_hub.models.BertBackbone(**arguments, dropout=config.dropout_rate, **options)
 
 
 def read_keras_hub_preset(directory: str):
@@ -173,16 +189,7 @@ def write_keras_hub_preset(encoder, directory: str, vocab_file=None, do_lower_ca
     import keras_hub  # optional heavy dependency, needed only for this format
 
     config = encoder.bert_config
-    backbone = keras_hub.models.BertBackbone(
-        vocabulary_size=config.vocab_size,
-        num_layers=config.num_layers,
-        num_heads=config.num_heads,
-        hidden_dim=config.hidden_size,
-        intermediate_dim=config.intermediate_size,
-        dropout=config.dropout_rate,
-        max_sequence_length=config.max_sequence_length,
-        num_segments=config.type_vocab_size,
-    )
+    backbone = keras_hub_backbone(config)
     tensors = table_tensors(encoder_arrays(encoder), KERAS_HUB_NAME_TABLE, config)
     targets = {variable.path: variable for variable in backbone.weights}
     if set(tensors) != set(targets):

@@ -251,24 +251,37 @@ def export_task(
     extra_config=None,
     litert=None,
 ) -> str:
-    """Exports `task` as `export_base/<model_name>/<version>/`; see `Task.export` for the args.
+    """Writes `export_base/<model_name>/<version>/` (SPEC section 7), atomically; `Task.export`.
 
-    With `litert` ("float32" or "int8") the version also holds `model.tflite` (the `encoded`
-    signature, `keras_bert.saved_model.litert`), and its warmup records are the `encoded` ones
-    only, so that a server preferring the LiteRT file can replay all of them.
+    Args:
+        task: the task to export (it must have its preprocessor).
+        export_base: directory (any `keras_bert.fileio` URI) holding one sub-directory per
+            model name (created if missing).
+        model_name: str, the name servers serve it under; a plain directory name.
+        version: positive int, or None for the next free integer version.
+        dtype: None (as trained), "float32" or "bfloat16" (variables stored in bfloat16).
+        tokenizer: "core" (core TF ops: loads with plain TensorFlow) or "tf_text".
+        warmup_texts: optional list of (text, text_b) pairs for the warmup records.
+        extra_config: optional JSON-able dict merged into assets/export_config.json.
+        litert: None, "float32" or "int8": also write `model.tflite`, the `encoded` signature
+            for the LiteRT runtime (int8: dynamic-range quantized weights), which
+            `serving.server --prefer_tflite_model` serves; see docs/export.md. Its warmup
+            records are then the `encoded` ones only, so that a server preferring the LiteRT
+            file can replay all of them.
 
     Returns:
         str: the published version directory, `export_base/<model_name>/<version>` joined as
             `fileio.join` does (a URI kept as typed).
 
     Raises:
-        ValueError: bad model_name / version / dtype / tokenizer / litert, a max_seq_length
-            beyond the encoder's position table, a model LiteRT cannot convert, or a traced
-            call holding a must-compile (XLA) function (`xla_marks`; no version directory is
-            written).
+        ValueError: no preprocessor, bad model_name / version / dtype / tokenizer / litert, a
+            max_seq_length beyond the encoder's position table, a model LiteRT cannot convert,
+            or a traced call holding a must-compile (XLA) function (`xla_marks`; no version
+            directory is written).
         FileExistsError: an explicit `version` that exists (never overwritten).
         fileio.UnreachablePathError: `export_base` on a file system that cannot be reached.
     """
+    task.require_preprocessor("export")
     check_model_name_and_version(model_name, version)
     preprocessor = preprocessor_for(task, tokenizer)
     check_max_seq_length(

@@ -215,53 +215,9 @@ class Task(keras.Model):
         """The tf.Module whose `signatures()` are exported (subclasses define it)."""
         raise NotImplementedError(f"{type(self).__name__} does not define serving_module")
 
-    def export(
-        self,
-        export_base,
-        model_name,
-        version=None,
-        dtype=None,
-        tokenizer="core",
-        warmup_texts=None,
-        extra_config=None,
-        litert=None,
-    ):
-        """Writes `export_base/<model_name>/<version>/` (SPEC section 7), atomically.
-
-        Args:
-            export_base: directory (any `keras_bert.fileio` URI) holding one sub-directory per
-                model name (created if missing).
-            model_name: str, the name servers serve it under; a plain directory name.
-            version: positive int, or None for the next free integer version.
-            dtype: None (as trained), "float32" or "bfloat16" (variables stored in bfloat16).
-            tokenizer: "core" (core TF ops: loads with plain TensorFlow) or "tf_text".
-            warmup_texts: optional list of (text, text_b) pairs for the warmup records.
-            extra_config: optional JSON-able dict merged into assets/export_config.json.
-            litert: None, "float32" or "int8": also write `model.tflite`, the `encoded`
-                signature for the LiteRT runtime (int8: dynamic-range quantized weights), which
-                `serving.server --prefer_tflite_model` serves; see docs/export.md.
-
-        Returns:
-            str, the published version directory (`export_base/<model_name>/<version>`, a URI
-            kept as typed).
-
-        Raises:
-            ValueError: no preprocessor, bad model_name / version / dtype / tokenizer / litert,
-                or a model LiteRT cannot convert.
-            FileExistsError: `version` given and already present (never overwritten).
-        """
-        self.require_preprocessor("export")
-        return exporter.export_task(
-            self,
-            export_base,
-            model_name,
-            version=version,
-            dtype=dtype,
-            tokenizer=tokenizer,
-            warmup_texts=warmup_texts,
-            extra_config=extra_config,
-            litert=litert,
-        )
+    # Writes `export_base/<model_name>/<version>/` (SPEC section 7), atomically: the one
+    # implementation, documented there.
+    export = exporter.export_task
 
     def export_metadata(self) -> dict:
         """What the task is, as written to assets/export_config.json (subclasses add fields)."""
