@@ -16,42 +16,41 @@ from keras_bert.tasks import TextClassifier
 from keras_bert.training import driver
 from keras_bert.training.families import classification
 from keras_bert.training.families.classification import FAMILY, ClassifierArgs, load_task_data
-from tests.tiny import tiny_encoder
+from tests.tiny import tiny_encoder, tiny_run_args
 
 
 def _args(tmp_path, uncased_vocab, **kw):
-    base = dict(
-        output_dir=str(tmp_path / "out"),
-        preset="bert_tiny",
-        vocab_file=str(uncased_vocab),
-        max_seq_length=32,
-        train_batch_size=8,
-        eval_batch_size=16,
-        learning_rate=1e-3,
-        num_train_epochs=1,
-        max_train_examples=32,
-        max_eval_examples=32,
-        verbose=0,
-        save_checkpoints_steps=2,
-        min_train_steps=0,
+    """A tiny run into tmp_path/out: 32 pieces, batches of 8 (16 for eval), at most 32 train and
+    eval examples, a checkpoint every 2 steps; `kw` adds to or replaces any of it."""
+    base = tiny_run_args(tmp_path / "out", uncased_vocab, max_examples=32, learning_rate=1e-3)
+    sizes = dict(
+        max_seq_length=32, train_batch_size=8, eval_batch_size=16, save_checkpoints_steps=2
     )
-    return ClassifierArgs(**(base | kw))
+    return ClassifierArgs(**(base | sizes | kw))
+
+
+def _csv_files(tmp_path, header, train, dev):
+    """train.csv and dev.csv in tmp_path, `header` then the rows of `train` / `dev`; the
+    train_file and dev_file arguments that name them."""
+    files = {}
+    for split, rows in (("train", train), ("dev", dev)):
+        path = tmp_path / f"{split}.csv"
+        with open(path, "w", newline="") as f:
+            csv.writer(f).writerows([header, *rows])
+        files[f"{split}_file"] = str(path)
+    return files
 
 
 @pytest.mark.slow
 def test_sentence_classification_learns_and_writes_artifacts(tmp_path, uncased_vocab):
     rows = [("a good , fine film", "pos"), ("a bad , awful film", "neg")] * 24
-    for name in ("train.csv", "dev.csv"):
-        with open(tmp_path / name, "w", newline="") as f:
-            csv.writer(f).writerows([("sentence", "sentiment")] + rows)
     result = driver.run(
         FAMILY,
         _args(
             tmp_path,
             uncased_vocab,
             task_name="text_classification",
-            train_file=str(tmp_path / "train.csv"),
-            dev_file=str(tmp_path / "dev.csv"),
+            **_csv_files(tmp_path, ("sentence", "sentiment"), rows, rows),
             text_column="sentence",
             label_column="sentiment",
             num_train_epochs=3,
@@ -187,16 +186,14 @@ def test_data_errors_are_clear(tmp_path, data_dir):
 def test_a_run_whose_every_evaluation_is_nan_says_so(tmp_path, uncased_vocab, caplog):
     # Dev scores all equal: Pearson correlation is undefined (NaN) at every evaluation.
     train = [("a good film", 4.5), ("a bad film", 0.5), ("an ok film", 2.5)] * 8
-    (tmp_path / "train.csv").write_text("text,label\n" + "".join(f"{t},{y}\n" for t, y in train))
-    (tmp_path / "dev.csv").write_text("text,label\n" + "".join(f"{t},2.0\n" for t, _ in train[:6]))
+    dev = [(text, 2.0) for text, _ in train[:6]]
     result = driver.run(
         FAMILY,
         _args(
             tmp_path,
             uncased_vocab,
             task_name="text_regression",
-            train_file=str(tmp_path / "train.csv"),
-            dev_file=str(tmp_path / "dev.csv"),
+            **_csv_files(tmp_path, ("text", "label"), train, dev),
             max_train_examples=None,
             num_train_epochs=2,
         ),
@@ -248,18 +245,13 @@ SMALL_DEV = [
 @pytest.mark.slow
 def test_a_few_dozen_rows_reach_perfect_dev_accuracy_with_the_defaults(tmp_path):
     rows = [(t, label) for label, texts in SMALL_TASK.items() for t in texts] * 2  # 36 rows
-    with open(tmp_path / "train.csv", "w", newline="") as f:
-        csv.writer(f).writerows([("text", "label")] + rows)
-    with open(tmp_path / "dev.csv", "w", newline="") as f:
-        csv.writer(f).writerows([("text", "label")] + SMALL_DEV)
     # Only what the data is and where things go: no learning rate, epochs, batch or length flags.
     result = driver.run(
         FAMILY,
         ClassifierArgs(
             task_name="text_classification",
             output_dir=str(tmp_path / "out"),
-            train_file=str(tmp_path / "train.csv"),
-            dev_file=str(tmp_path / "dev.csv"),
+            **_csv_files(tmp_path, ("text", "label"), rows, SMALL_DEV),
             init_checkpoint="minilm_l6_h384_uncased",
             verbose=0,
         ),
