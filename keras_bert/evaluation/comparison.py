@@ -28,6 +28,7 @@ from keras_bert.evaluation.report_writer import (
     bar_figure,
     confusion_figure,
     fmt,
+    keyed_rows,
     reliability_figure,
 )
 
@@ -449,17 +450,8 @@ def _disagreement_blocks(m, a, b) -> list:
 
 
 def _slice_blocks(m) -> list:
-    rows = [
-        [
-            s["family"],
-            s["value"],
-            Num(f"slices.{i}.count", s["count"]),
-            Num(f"slices.{i}.error_rate_a", s["error_rate_a"]),
-            Num(f"slices.{i}.error_rate_b", s["error_rate_b"]),
-            Num(f"slices.{i}.delta", s["delta"]),
-        ]
-        for i, s in enumerate(m["slices"][:SLICE_ROWS])
-    ]
+    fields = ("count", "error_rate_a", "error_rate_b", "delta")
+    rows = keyed_rows("slices", m["slices"][:SLICE_ROWS], fields)
     return [
         ("h2", "Slices where B loses most"),
         "Error rate (regression: mean absolute error) per slice; worst delta (B - A) first.",

@@ -10,27 +10,19 @@ segments for a regressor).
 from __future__ import annotations
 
 from keras_bert.evaluation import label_issues, weak_segments
-from keras_bert.evaluation.report_writer import Num, Table, fmt
+from keras_bert.evaluation.report_writer import Num, Table, fmt, keyed_rows, nums
 
 LABEL_ISSUE_ROWS = 50
 SEGMENT_ROWS = 20
 HEALTH_FIELDS = ("examples", "unk_rate", "rows_with_unk", "truncated", "truncation_rate")
 
 
-def _nums(key: str, item: dict, fields) -> list:
-    """`Num` cells of item[f] for f in fields, keyed "<key>.<f>"."""
-    return [Num(f"{key}.{f}", item[f]) for f in fields]
-
-
 def data_health_blocks(r: dict, prefix: str = "", title: str = "Data health") -> list:
     if "data_health" not in r:
         return []
     h = r["data_health"]
-    rows = [["all", "", *_nums(f"{prefix}data_health.overall", h["overall"], HEALTH_FIELDS)]]
-    rows += [
-        [s["family"], s["value"], *_nums(f"{prefix}data_health.slices.{i}", s, HEALTH_FIELDS)]
-        for i, s in enumerate(h["slices"])
-    ]
+    rows = [["all", "", *nums(f"{prefix}data_health.overall", h["overall"], HEALTH_FIELDS)]]
+    rows += keyed_rows(f"{prefix}data_health.slices", h["slices"], HEALTH_FIELDS)
     return [
         ("h2", title),
         "[UNK] rate: [UNK] WordPiece pieces over all pieces (model's own tokenizer, without "
@@ -197,7 +189,7 @@ def behaviour_blocks(r: dict, prefix: str = "", title: str = "Behavioural tests"
         [
             t["name"],
             t["type"],
-            *_nums(f"{prefix}behaviour.{i}", t, ("tested", "failures", "failure_rate")),
+            *nums(f"{prefix}behaviour.{i}", t, ("tested", "failures", "failure_rate")),
             " / ".join(_example_text(e) for e in t["examples"][:3]),
         ]
         for i, t in enumerate(r["behaviour"])
@@ -224,7 +216,7 @@ def behaviour_comparison_blocks(m: dict, a: str, b: str) -> list:
         [
             t["name"],
             t["type"],
-            *_nums(f"behaviour.{i}", t, ("tested", "failure_rate_a", "failure_rate_b")),
+            *nums(f"behaviour.{i}", t, ("tested", "failure_rate_a", "failure_rate_b")),
             t["fails"],
         ]
         for i, t in enumerate(m["behaviour"])

@@ -39,7 +39,7 @@ from keras_bert.data.glue import InputExample
 from keras_bert.evaluation import failure_catalogue as fc
 from keras_bert.evaluation import ner
 from keras_bert.evaluation.eval_data import DataError, EvalData, token_statistics
-from keras_bert.evaluation.report_writer import Num, Table
+from keras_bert.evaluation.report_writer import Num, Table, keyed_rows
 
 SENTENCE_BUCKETS = (5, 10, 20, 40)  # upper edges, inclusive, in words
 ERROR_KINDS = ("type", "boundary", "type_and_boundary", "spurious", "missed")
@@ -286,14 +286,12 @@ def ner_blocks(m: dict, prefix: str = "") -> list:
         for name, v in m["per_type"].items()
     ]
     kinds = [[k, Num(f"{prefix}entity_errors.{k}", v)] for k, v in m["entity_errors"].items()]
-    lengths = [
-        [r["words"]]
-        + [
-            Num(f"{prefix}by_sentence_length.{i}.{f}", r[f])
-            for f in ("sentences", "entities", "precision", "recall", "f1")
-        ]
-        for i, r in enumerate(m["by_sentence_length"])
-    ]
+    lengths = keyed_rows(
+        f"{prefix}by_sentence_length",
+        m["by_sentence_length"],
+        ("sentences", "entities", "precision", "recall", "f1"),
+        text_fields=("words",),
+    )
     return [
         ("h2", "Entities per type (seqeval, IOB2, exact type and boundaries)"),
         Table(["type", *fields], rows),

@@ -15,6 +15,7 @@ from keras_bert.evaluation.report_writer import (
     Table,
     confusion_figure,
     fmt,
+    keyed_rows,
     reliability_figure,
 )
 
@@ -95,17 +96,9 @@ def slice_blocks(m: dict) -> list:
     header = ["slice", "value", "examples"] + (
         ["mean abs error"] if regression else ["errors", "error rate", "p-value"]
     )
-    rows, flagged = [], []
-    for i, s in enumerate(m["slices"]):
-        row = [s["family"], s["value"], Num(f"slices.{i}.count", s["count"])]
-        if not regression:
-            row.append(Num(f"slices.{i}.errors", s["errors"]))
-        row.append(Num(f"slices.{i}.error_rate", s["error_rate"]))
-        if not regression:
-            row.append(Num(f"slices.{i}.p_value", s["p_value"]))
-        rows.append(row)
-        if s["flagged"]:
-            flagged.append(i)
+    fields = ("count", "error_rate") if regression else ("count", "errors", "error_rate", "p_value")
+    rows = keyed_rows("slices", m["slices"], fields)
+    flagged = [i for i, s in enumerate(m["slices"]) if s["flagged"]]
     rule = (
         "flagged: >= 5 examples and mean absolute error >= 2x the overall one"
         if regression

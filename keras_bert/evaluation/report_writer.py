@@ -54,6 +54,20 @@ class Num:
     value: object
 
 
+def nums(key: str, item: dict, fields) -> list[Num]:
+    """`Num` cells of item[f] for f in fields, keyed "<key>.<f>"."""
+    return [Num(f"{key}.{f}", item[f]) for f in fields]
+
+
+def keyed_rows(key: str, items, fields, text_fields=("family", "value")) -> list[list]:
+    """A table row per item of the metrics.json list at `key` (or its first items): the item's
+    `text_fields` as they are, then `Num` cells of its `fields`, keyed "<key>.<i>.<f>"."""
+    return [
+        [*(item[f] for f in text_fields), *nums(f"{key}.{i}", item, fields)]
+        for i, item in enumerate(items)
+    ]
+
+
 @dataclasses.dataclass
 class Table:
     header: list

@@ -26,7 +26,7 @@ from keras_bert.data.squad import read_squad_examples
 from keras_bert.evaluation import failure_catalogue as fc
 from keras_bert.evaluation import squad
 from keras_bert.evaluation.eval_data import DataError, EvalData, token_statistics
-from keras_bert.evaluation.report_writer import Num, Table
+from keras_bert.evaluation.report_writer import Num, Table, keyed_rows
 
 QUESTION_WORDS = ("what", "which", "who", "whom", "whose", "when", "where", "why", "how")
 CONTEXT_BUCKETS = (100, 150, 200, 300)  # upper edges, inclusive, in whitespace words
@@ -235,16 +235,7 @@ def span_qa_blocks(m: dict, prefix: str = "") -> list:
             "span's score by more than null_score_diff_threshold = "
             f"{s['null_score_diff_threshold']:g} (the model's setting)."
         )
-    rows = [
-        [
-            b["family"],
-            b["value"],
-            Num(f"{prefix}by_bucket.{i}.questions", b["questions"]),
-            Num(f"{prefix}by_bucket.{i}.exact_match", b["exact_match"]),
-            Num(f"{prefix}by_bucket.{i}.f1", b["f1"]),
-        ]
-        for i, b in enumerate(m["by_bucket"])
-    ]
+    rows = keyed_rows(f"{prefix}by_bucket", m["by_bucket"], ("questions", "exact_match", "f1"))
     return blocks + [
         ("h2", "By question word, context length and answer length"),
         "Answer length: words of the first gold answer; context length: whitespace words.",
