@@ -28,10 +28,7 @@ class TransformerEncoderBlock(ConfigFromArguments, keras.layers.Layer):
         layer_norm_epsilon: float. LayerNorm epsilon.
 
     Call args:
-        inputs: Tensor [batch_size, seq_length, hidden_size].
-        attention_mask: int32 Tensor [batch_size, seq_length, seq_length], or
-            [batch_size, 1, seq_length] to broadcast over queries; 1 = may attend.
-        training: bool. Dropout acts only when True.
+        inputs, attention_mask, training: as `BertSelfAttention`'s.
 
     Returns:
         Tensor [batch_size, seq_length, hidden_size] in the layer's compute dtype.
