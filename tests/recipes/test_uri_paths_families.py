@@ -26,6 +26,7 @@ from tests.recipes.on_ram import (
     tiny_checkpoint,
     write,
 )
+from tests.tiny import TINY_SQUAD_WINDOWS
 
 VERSION_FILES = {"assets", "saved_model.pb", "variables", fileio.COMPLETE_MARKER}
 
@@ -73,9 +74,7 @@ def test_run_squad_on_ram(ram, real_data, init):
         version_2_with_negative=True,
         max_train_examples=4,
         max_eval_examples=6,
-        max_seq_length=64,
-        doc_stride=32,
-        max_query_length=16,
+        **TINY_SQUAD_WINDOWS,
         train_batch_size=16,
         **exported_epoch(ram, "qa_tiny"),
     )

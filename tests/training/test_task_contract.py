@@ -10,19 +10,16 @@ import keras_bert
 from keras_bert.training import driver
 from keras_bert.training.families import classification, ner, squad, swag
 from tests.data.test_swag import HEADER, ROWS, write
+from tests.tiny import TINY_SQUAD_WINDOWS, tiny_run_args
 from tests.tolerance import assert_close_across_paths
 
 
 def _common(tmp_path, vocab):
-    return dict(
-        output_dir=str(tmp_path / "out"),
+    return tiny_run_args(
+        tmp_path / "out",
+        vocab,
         export_dir=str(tmp_path / "models"),
-        preset="bert_tiny",
-        vocab_file=str(vocab),
         train_batch_size=4,
-        num_train_epochs=1,
-        min_train_steps=0,
-        verbose=0,
         max_train_examples=8,
         max_eval_examples=4,
     )
@@ -90,9 +87,7 @@ def _squad(tmp_path, data_dir, vocab):
         train_file=path,
         predict_file=path,
         holdout_fraction=0.5,
-        max_seq_length=64,
-        doc_stride=32,
-        max_query_length=16,
+        **TINY_SQUAD_WINDOWS,
         **_common(tmp_path, vocab),
     )
     questions = ["Who won the game?", "Where was it played?"]
