@@ -279,6 +279,7 @@ FEATURES = {
 }
 MASK = FEATURES["input_mask"].astype(bool)
 VOCAB = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + [f"w{i}" for i in range(18)]
+VOCAB_TEXT = "".join(t + "\n" for t in VOCAB)  # a vocab.txt of VOCAB, one piece a line
 
 
 def random_keras_hub_backbone(seed, gamma=0.0):

@@ -25,7 +25,7 @@ from keras_bert.checkpoints.model_garden import read_model_garden_checkpoint
 from tests.checkpoints.helpers import (
     CFG,
     FEATURES,
-    VOCAB,
+    VOCAB_TEXT,
     encoder_outputs,
     max_diff,
     hf_to_google,
@@ -40,7 +40,7 @@ from tests.checkpoints.helpers import (
 def google_dir(tmp_path_factory):
     directory = tmp_path_factory.mktemp("uncased_google")
     write_google_dir(str(directory), CFG, hf_to_google(random_hf_weights(CFG, seed=3)))
-    (directory / "vocab.txt").write_text("".join(t + "\n" for t in VOCAB))
+    (directory / "vocab.txt").write_text(VOCAB_TEXT)
     return directory
 
 

@@ -16,7 +16,14 @@ from keras_bert.checkpoints import (
     save_encoder,
 )
 from keras_bert.models.bert_encoder import BertEncoder
-from tests.checkpoints.helpers import CFG, VOCAB, encoder_outputs, random_hf_weights, write_hf_dir
+from tests.checkpoints.helpers import (
+    CFG,
+    VOCAB,
+    VOCAB_TEXT,
+    encoder_outputs,
+    random_hf_weights,
+    write_hf_dir,
+)
 
 FILES = {
     "keras_bert": ["config.json", "encoder.weights.h5", "keras_bert_checkpoint.json", "vocab.txt"],
@@ -48,7 +55,7 @@ def ram_root(monkeypatch, tmp_path):
     monkeypatch.chdir(tmp_path)  # where a folded "ram:/..." path would land
     root = f"ram://checkpoints-{uuid.uuid4().hex[:8]}"
     fileio.makedirs(root)
-    fileio.write_text(f"{root}/vocab.txt", "".join(t + "\n" for t in VOCAB))
+    fileio.write_text(f"{root}/vocab.txt", VOCAB_TEXT)
     yield root
     fileio.rmtree(root)
     assert os.listdir(tmp_path) == []

@@ -24,6 +24,7 @@ from tests.checkpoints.helpers import (
     CFG,
     FEATURES,
     VOCAB,
+    VOCAB_TEXT,
     encoder_outputs,
     max_diff,
     hf_to_google,
@@ -47,7 +48,7 @@ def hf_dir(tmp_path_factory, hf_tensors):
 @pytest.fixture(scope="module")
 def vocab_file(tmp_path_factory):
     path = tmp_path_factory.mktemp("vocab") / "vocab.txt"
-    path.write_text("".join(t + "\n" for t in VOCAB))
+    path.write_text(VOCAB_TEXT)
     return str(path)
 
 
