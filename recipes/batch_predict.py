@@ -12,6 +12,8 @@ batch_predict.json (config and counts) into --output_dir, published only when co
 See docs/batch_prediction.md.
 """
 
+import sys
+
 from absl import app, flags
 
 from keras_bert import beam
@@ -69,12 +71,18 @@ def main(argv):
         fail_usage(str(e))
     result = pipeline.run(config, options, prepared)
     counts = result["counts"]
+    output_dir = FLAGS.output_dir.rstrip("/")
     print(
         f"rows read {counts['rows_read']}, predicted {counts['predicted']}, errors "
         f"{counts['errors']} (model {result['model_dir']}; all: "
-        f"{FLAGS.output_dir.rstrip('/')}/{pipeline.SUMMARY_FILE})",
+        f"{output_dir}/{pipeline.SUMMARY_FILE})",
         flush=True,
     )
+    if not counts["predicted"]:  # published as it is, but a job that made nothing has failed
+        sys.exit(
+            f"batch_predict.py: error: no row was predicted: {counts['rows_read']} rows read, "
+            f"{counts['errors']} in {output_dir}/errors-*.jsonl with their reasons"
+        )
 
 
 if __name__ == "__main__":

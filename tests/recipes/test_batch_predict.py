@@ -265,6 +265,30 @@ def test_newest_complete_version_and_usage_errors(export, tmp_path):
         )
 
 
+def test_a_run_that_predicts_no_row_exits_1_and_keeps_its_errors(export, tmp_path):
+    data = tmp_path / "in.csv"
+    data.write_text('id,text\n1,"   "\n2,\n3,"a", "b"\n')
+    out = tmp_path / "out"
+    proc = run_recipe(
+        "batch_predict.py",
+        f"--model={export['version_dir']}",
+        f"--input={data}",
+        f"--output_dir={out}",
+        "--key_column=id",
+    )
+    assert proc.returncode == 1, proc.stderr[-2000:]
+    assert proc.stderr.strip().splitlines()[-1] == (
+        f"batch_predict.py: error: no row was predicted: 3 rows read, 3 in {out}/errors-*.jsonl "
+        "with their reasons"
+    )
+    errors = sorted(read_jsonl_shards(str(out), "errors"), key=lambda e: e["input_row"])
+    assert [(e["id"], e["reason"]) for e in errors] == [
+        ("1", "empty text in column 'text'"),
+        ("2", "empty text in column 'text'"),
+        (None, "3 fields; the header has 2"),  # a malformed row: its key is not read
+    ]
+
+
 def assert_same_metrics(a, b, path=""):
     """Equal structure and values; floats within float32 rounding (rows are batched differently,
     so their padding, and the last bits of a probability, differ)."""
