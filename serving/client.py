@@ -4,6 +4,8 @@
     python -m serving.client --model_name=sst2 "a gripping, funny film" "a dull mess"   # a batch of 2
     python -m serving.client --rest --rest_server=localhost:8501 --model_name=mrpc "text a" --text_b="text b"
     python -m serving.client --server=localhost:8500 --model_name=sst2 --status   # exit 0 iff AVAILABLE
+    python -m serving.client --ssl_ca_file=ca.pem --ssl_client_cert_file=me.pem \
+        --ssl_client_key_file=me.key --model_name=sst2 "text"   # TLS, mutual (client_verify)
 
 Uses the official tensorflow-serving-api stubs (gRPC) or the REST API, so it works against this
 project's server and stock tensorflow_model_server alike. It does not import TensorFlow: the protos
@@ -14,7 +16,9 @@ or `scores` (regression).
 """
 
 import base64
+import dataclasses
 import json
+import ssl
 import sys
 import urllib.error
 import urllib.request
@@ -52,6 +56,27 @@ def _define_flags():
         False,
         "Print GetModelStatus and exit 0 iff a version is AVAILABLE (a readiness probe for gRPC).",
     )
+    flags.DEFINE_boolean(
+        "ssl",
+        False,
+        "Call over TLS (gRPC, and HTTPS with --rest), trusting the system's certificate "
+        "authorities; implied by any --ssl_*_file flag.",
+    )
+    flags.DEFINE_string(
+        "ssl_ca_file",
+        None,
+        "PEM file of the certificate authorities to trust for the server's certificate (a "
+        "server's --ssl_config_file custom_ca or its issuer); default: the system's. Local file.",
+    )
+    flags.DEFINE_string(
+        "ssl_client_cert_file",
+        None,
+        "PEM certificate chain this client presents (mutual TLS: a server with client_verify "
+        "refuses a client without one); needs --ssl_client_key_file. Local file.",
+    )
+    flags.DEFINE_string(
+        "ssl_client_key_file", None, "PEM private key of --ssl_client_cert_file. Local file."
+    )
 
 
 class ClientError(RuntimeError):
@@ -60,6 +85,63 @@ class ClientError(RuntimeError):
     def __init__(self, code, message):
         super().__init__(f"{code}: {message}")
         self.code, self.message = code, message
+
+
+@dataclasses.dataclass(frozen=True)
+class Tls:
+    """TLS for a client's calls, from local PEM files (Python's ssl loads a client certificate
+    only from files): the authorities to trust (`ca_file`; None: the system's) and, for mutual
+    TLS, the client's certificate chain and key."""
+
+    ca_file: str | None = None
+    cert_file: str | None = None
+    key_file: str | None = None
+
+    def __post_init__(self):
+        if (self.cert_file is None) != (self.key_file is None):
+            raise ValueError(
+                "a client certificate needs its key and a key its certificate: give both "
+                "--ssl_client_cert_file and --ssl_client_key_file, or neither"
+            )
+
+    def grpc_credentials(self) -> grpc.ChannelCredentials:
+        def read(path):
+            if path is None:
+                return None
+            with open(path, "rb") as f:  # a local file, as the ssl module needs it
+                return f.read()
+
+        return grpc.ssl_channel_credentials(
+            root_certificates=read(self.ca_file),
+            private_key=read(self.key_file),
+            certificate_chain=read(self.cert_file),
+        )
+
+    def ssl_context(self) -> ssl.SSLContext:
+        context = ssl.create_default_context(cafile=self.ca_file)
+        if self.cert_file:
+            context.load_cert_chain(self.cert_file, self.key_file)
+        return context
+
+
+def _channel(server, tls):
+    """A gRPC channel to `server`: TLS with `tls` (a `Tls`), plain text when None."""
+    if tls is None:
+        return grpc.insecure_channel(server)
+    return grpc.secure_channel(server, tls.grpc_credentials())
+
+
+def _urlopen(url, tls, timeout, data=None):
+    """urllib's urlopen of "host:port/path" `url` over HTTPS with `tls`, or HTTP when None."""
+    scheme = "https" if tls else "http"
+    request = urllib.request.Request(
+        f"{scheme}://{url}",
+        data=data,
+        headers={"Content-Type": "application/json"} if data is not None else {},
+    )
+    return urllib.request.urlopen(
+        request, timeout=timeout, context=tls.ssl_context() if tls else None
+    )
 
 
 def _as_bytes(texts, name):
@@ -77,6 +159,7 @@ def predict_text(
     version=None,
     timeout=30.0,
     rest=False,
+    tls=None,
 ):
     """Calls a text signature and returns its outputs.
 
@@ -84,6 +167,7 @@ def predict_text(
         server: "host:port" of the gRPC API (or of the REST API when rest=True).
         model_name: served model name. texts: list of str [B]; texts_b: list of str [B] or None
             (pair tasks). signature_name: signature key. version: int or None (latest).
+        tls: a `Tls` to call over TLS (HTTPS for REST), or None for plain text.
     Returns:
         dict output alias -> numpy array (e.g. probabilities float32 [B, C], label_ids int64 [B],
         labels object [B] of bytes; or scores [B]).
@@ -94,7 +178,7 @@ def predict_text(
     if texts_b is not None:
         inputs["text_b"] = _as_bytes(texts_b, "texts_b")
     if rest:
-        return _predict_rest(server, model_name, inputs, signature_name, version, timeout)
+        return _predict_rest(server, model_name, inputs, signature_name, version, timeout, tls)
     request = predict_pb2.PredictRequest()
     request.model_spec.name = model_name
     request.model_spec.signature_name = signature_name
@@ -102,7 +186,7 @@ def predict_text(
         request.model_spec.version.value = int(version)
     for name, values in inputs.items():
         request.inputs[name].CopyFrom(tensor_protos.to_proto(np.array(values, dtype=object)))
-    with grpc.insecure_channel(server) as channel:
+    with _channel(server, tls) as channel:
         stub = prediction_service_pb2_grpc.PredictionServiceStub(channel)
         try:
             response = stub.Predict(request, timeout=timeout)
@@ -111,7 +195,7 @@ def predict_text(
     return {k: tensor_protos.to_numpy(v) for k, v in response.outputs.items()}
 
 
-def _predict_rest(server, model_name, inputs, signature_name, version, timeout):
+def _predict_rest(server, model_name, inputs, signature_name, version, timeout, tls):
     path = (
         f"/v1/models/{model_name}" + (f"/versions/{int(version)}" if version else "") + ":predict"
     )
@@ -122,19 +206,16 @@ def _predict_rest(server, model_name, inputs, signature_name, version, timeout):
             for k, values in inputs.items()
         },
     }
-    request = urllib.request.Request(
-        f"http://{server}{path}",
-        data=json.dumps(body).encode("utf-8"),
-        headers={"Content-Type": "application/json"},
-    )
     try:
-        with urllib.request.urlopen(request, timeout=timeout) as response:
+        with _urlopen(server + path, tls, timeout, json.dumps(body).encode("utf-8")) as response:
             outputs = json.loads(response.read())["outputs"]
     except urllib.error.HTTPError as e:
         raise ClientError(e.code, json.loads(e.read() or b"{}").get("error", e.reason)) from None
+    except urllib.error.URLError as e:  # no answer: refused, or a TLS handshake that failed
+        raise ClientError("UNAVAILABLE", str(e.reason)) from None
     if not isinstance(outputs, dict):  # one output: TF Serving drops its name; ask the metadata
         outputs = {
-            _single_output_name(server, model_name, signature_name, version, timeout): outputs
+            _single_output_name(server, model_name, signature_name, version, timeout, tls): outputs
         }
     result = {}
     for name, value in outputs.items():
@@ -148,11 +229,11 @@ def _predict_rest(server, model_name, inputs, signature_name, version, timeout):
     return result
 
 
-def _single_output_name(server, model_name, signature_name, version, timeout):
+def _single_output_name(server, model_name, signature_name, version, timeout, tls):
     path = (
         f"/v1/models/{model_name}" + (f"/versions/{int(version)}" if version else "") + "/metadata"
     )
-    with urllib.request.urlopen(f"http://{server}{path}", timeout=timeout) as response:
+    with _urlopen(server + path, tls, timeout) as response:
         metadata = json.loads(response.read())
     (name,) = metadata["metadata"]["signature_def"]["signature_def"][signature_name]["outputs"]
     return name
@@ -164,13 +245,14 @@ def _is_text(value):
     return isinstance(value, (str, dict))
 
 
-def model_status(server, model_name, version=None, timeout=30.0):
-    """GetModelStatus over gRPC -> list of (version int, state name, error message)."""
+def model_status(server, model_name, version=None, timeout=30.0, tls=None):
+    """GetModelStatus over gRPC (TLS with `tls`) -> list of (version int, state name, error
+    message)."""
     request = get_model_status_pb2.GetModelStatusRequest()
     request.model_spec.name = model_name
     if version:
         request.model_spec.version.value = int(version)
-    with grpc.insecure_channel(server) as channel:
+    with _channel(server, tls) as channel:
         try:
             response = model_service_pb2_grpc.ModelServiceStub(channel).GetModelStatus(
                 request, timeout=timeout
@@ -205,10 +287,25 @@ def format_prediction(outputs, row=0):
     return "\n".join(lines)
 
 
-def _print_status():
+def cli_tls():
+    """The `Tls` the command line asks for (--ssl or any --ssl_*_file), or None.
+
+    Raises:
+        absl.app.UsageError: a client certificate without its key, or a key without it.
+    """
+    files = (_FLAGS.ssl_ca_file, _FLAGS.ssl_client_cert_file, _FLAGS.ssl_client_key_file)
+    if not (_FLAGS.ssl or any(files)):
+        return None
+    try:
+        return Tls(*files)
+    except ValueError as e:
+        raise app.UsageError(str(e)) from None
+
+
+def _print_status(tls):
     try:
         statuses = model_status(
-            _FLAGS.server, _FLAGS.model_name, _FLAGS.model_version or None, _FLAGS.timeout
+            _FLAGS.server, _FLAGS.model_name, _FLAGS.model_version or None, _FLAGS.timeout, tls
         )
     except ClientError as e:
         print(f"error: {e}", file=sys.stderr)
@@ -239,8 +336,9 @@ def cli_texts(texts, texts_b):
 
 
 def main(argv):
+    tls = cli_tls()
     if _FLAGS.status:
-        return _print_status()
+        return _print_status(tls)
     texts, texts_b = cli_texts(argv[1:], _FLAGS.text_b)
     try:
         outputs = predict_text(
@@ -252,6 +350,7 @@ def main(argv):
             _FLAGS.model_version or None,
             _FLAGS.timeout,
             rest=_FLAGS.rest,
+            tls=tls,
         )
     except ClientError as e:
         print(f"error: {e}", file=sys.stderr)

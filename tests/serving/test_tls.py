@@ -359,3 +359,59 @@ def test_rest_refuses_plain_http_and_a_client_without_a_certificate(tls_servers,
     # The server keeps serving verified clients after refusing those.
     status, _ = _https(f"https://127.0.0.1:{port}/v1/models/clf", _https_context(pki, "client"))
     assert status == 200
+
+
+# ---------------------------------------------------------------- our client, both protocols
+@pytest.mark.slow
+def test_our_client_calls_tls_and_mtls_servers_and_is_refused_without_its_certificate(
+    tls_servers, pki, reference, tmp_path
+):
+    from serving import client
+
+    ca_file = tmp_path / "ca.pem"
+    ca_file.write_text(pki["ca"])
+    mutual = client.Tls(str(ca_file), *pki["files"]["client"])
+    want = reference("clf", text=TEXTS, text_b=TEXTS_B)
+    for name, tls in (("mtls", mutual), ("tls", client.Tls(str(ca_file)))):
+        server = tls_servers[name]
+        for target, rest in ((server.grpc_target, False), (f"127.0.0.1:{server.rest_port}", True)):
+            got = client.predict_text(target, "clf", TEXTS, TEXTS_B, rest=rest, tls=tls)
+            np.testing.assert_allclose(
+                np.float32(got["probabilities"]), want["probabilities"], rtol=1e-6, atol=0
+            )
+            assert list(got["labels"]) == list(want["labels"]), (name, rest)
+    target = tls_servers["mtls"].grpc_target
+    assert client.model_status(target, "clf", tls=mutual) == [(1, "AVAILABLE", "")]
+    for rest, where in ((False, target), (True, f"127.0.0.1:{tls_servers['mtls'].rest_port}")):
+        with pytest.raises(client.ClientError) as info:  # no client certificate: refused
+            client.predict_text(
+                where, "clf", TEXTS, TEXTS_B, rest=rest, tls=client.Tls(str(ca_file))
+            )
+        assert info.value.code == "UNAVAILABLE", rest
+    with pytest.raises(
+        ValueError, match="give both --ssl_client_cert_file and --ssl_client_key_file"
+    ):
+        client.Tls(str(ca_file), cert_file=pki["files"]["client"][0])
+
+    # The command line: the same call through the flags, one line per output.
+    cert, key = pki["files"]["client"]
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "serving.client",
+            f"--server={target}",
+            "--model_name=clf",
+            f"--ssl_ca_file={ca_file}",
+            f"--ssl_client_cert_file={cert}",
+            f"--ssl_client_key_file={key}",
+            TEXTS[0],
+            f"--text_b={TEXTS_B[0]}",
+        ],
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.splitlines()[0] == f"label: {want['labels'][0].decode()}"
