@@ -18,6 +18,8 @@ import sys
 import numpy as np
 import pytest
 
+from tests.processes import run_checked
+
 REPO = pathlib.Path(__file__).resolve().parents[2]
 HERE = pathlib.Path(__file__).resolve().parent
 MAX_SEQ_LENGTH = 16  # tokens per packed text (serving_default)
@@ -242,7 +244,7 @@ def exports(tmp_path_factory, uncased_vocab):
     dirs = {"cls": cls_dir, "reg": reg_dir, "cli": cli_dir}
     spec = {k: {"dir": str(dirs[k]), "calls": calls[k]} for k in dirs}
     (root / "spec.pkl").write_bytes(pickle.dumps(spec))
-    proc = subprocess.run(
+    run_checked(
         [
             sys.executable,
             "-I",
@@ -250,13 +252,10 @@ def exports(tmp_path_factory, uncased_vocab):
             str(root / "spec.pkl"),
             str(root / "out.pkl"),
         ],
+        timeout=600,
         cwd=root,
         env=env,
-        capture_output=True,
-        text=True,
-        timeout=600,
     )
-    assert proc.returncode == 0, proc.stderr[-3000:]
     return {
         "base": base,
         "dirs": dirs,
