@@ -1,5 +1,7 @@
 """gRPC round trips with the official tensorflow-serving-api stubs against a real server process."""
 
+import contextlib
+
 import grpc
 import numpy as np
 import pytest
@@ -32,6 +34,14 @@ def channel(shared_server):
 @pytest.fixture(scope="module")
 def stub(channel):
     return prediction_service_pb2_grpc.PredictionServiceStub(channel)
+
+
+@contextlib.contextmanager
+def prediction_stub(target):
+    """A PredictionService stub on a plain-text channel to `target` (a server's grpc_target), the
+    channel closed on leaving the block."""
+    with grpc.insecure_channel(target) as channel:
+        yield prediction_service_pb2_grpc.PredictionServiceStub(channel)
 
 
 def predict_request(model="clf", signature="", version=None, label="", **inputs):
@@ -266,8 +276,7 @@ def test_thread_pool_flags_size_tensorflow_and_results_are_unchanged(
         rest=False,
     )
     assert "TensorFlow threads: intra-op 1, inter-op 3" in server.log()
-    with grpc.insecure_channel(server.grpc_target) as ch:
-        stub = prediction_service_pb2_grpc.PredictionServiceStub(ch)
+    with prediction_stub(server.grpc_target) as stub:
         got = outputs(stub.Predict(predict_request(text=TEXTS, text_b=TEXTS_B), timeout=30))
     want = reference("clf", text=TEXTS, text_b=TEXTS_B)
     np.testing.assert_allclose(got["probabilities"], want["probabilities"], rtol=0, atol=1e-6)

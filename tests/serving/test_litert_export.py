@@ -21,9 +21,9 @@ import grpc
 import numpy as np
 import pytest
 import tensorflow as tf
-from tensorflow_serving.apis import get_model_metadata_pb2, prediction_service_pb2_grpc
+from tensorflow_serving.apis import get_model_metadata_pb2
 
-from tests.serving.test_grpc_api import predict_request
+from tests.serving.test_grpc_api import outputs, predict_request, prediction_stub
 
 LABELS = ["negative", "neutral", "positive"]
 SENTENCES = [
@@ -137,13 +137,12 @@ def test_server_prefers_the_tflite_file(litert_exports, start_server):
         rest=False,
     )
     assert "with LiteRT" in server.log()
-    with grpc.insecure_channel(server.grpc_target) as channel:
-        stub = prediction_service_pb2_grpc.PredictionServiceStub(channel)
+    with prediction_stub(server.grpc_target) as stub:
         for name, bound in (("float32", 1e-4), ("int8", INT8_PROBABILITY_BOUND)):
             response = stub.Predict(
                 predict_request(model=name, signature="encoded", **ids), timeout=60
             )
-            got = {k: tf.make_ndarray(v) for k, v in response.outputs.items()}
+            got = outputs(response)
             np.testing.assert_allclose(got["probabilities"], want["probabilities"], atol=bound)
             assert list(got["labels"]) == list(want["labels"])
             np.testing.assert_array_equal(got["label_ids"], want["label_ids"])
@@ -428,8 +427,7 @@ def test_without_the_flag_the_saved_model_serves_every_signature(litert_exports,
     base, _, _ = litert_exports
     server = start_server([f"--model_base_path={base / 'sst3'}", "--model_name=sst3"], rest=False)
     assert "--prefer_tflite_model" in server.log()  # says what the version also holds
-    with grpc.insecure_channel(server.grpc_target) as channel:
-        stub = prediction_service_pb2_grpc.PredictionServiceStub(channel)
+    with prediction_stub(server.grpc_target) as stub:
         response = stub.Predict(predict_request(model="sst3", text=SENTENCES[:2]), timeout=60)
         assert len(tf.make_ndarray(response.outputs["labels"])) == 2
 
