@@ -217,6 +217,20 @@ class _Task:
         self.result = self.error = None
 
 
+def bucket_label(length_buckets, key) -> str | None:
+    """The length bucket of a batch key as a metric label: "<=16" (the first boundary holding
+    the estimate), ">64" (beyond the last), "unestimated" (no string input); None without
+    buckets."""
+    if not length_buckets:
+        return None
+    index = key[1]
+    if index is None:
+        return "unestimated"
+    if index < len(length_buckets):
+        return f"<={length_buckets[index]}"
+    return f">{length_buckets[-1]}"
+
+
 def _key(inputs, length_buckets=()):
     """Tasks merge only when their keys are equal: the same non-batch shapes and dtypes and, with
     `length_buckets`, the same bucket (index of the first boundary >= the length estimate)."""
@@ -232,7 +246,8 @@ class BatchScheduler:
 
     Args:
         run_fn: the model call. options: BatchingOptions. on_batch: callable(rows, padded_rows,
-            waits) or None, after each model call; waits: seconds each task queued before the call.
+            waits, bucket) or None, after each model call; waits: seconds each task queued before
+            the call; bucket: its length bucket (`bucket_label`), None without length buckets.
     """
 
     def __init__(self, run_fn, options: BatchingOptions, on_batch=None):
@@ -386,7 +401,10 @@ class BatchScheduler:
                         f"batch dimension of {padded}; disable --enable_batching for this model",
                     )
             if self._on_batch:
-                self._on_batch(rows, padded, [started - t.enqueued for t in batch])
+                waits = [started - t.enqueued for t in batch]
+                self._on_batch(
+                    rows, padded, waits, bucket_label(self._options.length_buckets, batch[0].key)
+                )
         except Exception as e:
             return e
         start = 0

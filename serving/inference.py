@@ -116,9 +116,11 @@ class InferenceService:
             scheduler = self._schedulers.get(key)
             if scheduler is None:
 
-                def on_batch(rows, padded, waits, name=servable.name, sig=signature.key):
+                def on_batch(rows, padded, waits, bucket, name=servable.name, sig=signature.key):
                     self.metrics.batch_size.labels(name, sig).observe(rows)
                     self.metrics.padded_batch_size.labels(name, sig).observe(padded)
+                    if bucket is not None:
+                        self.metrics.bucket_batch_size.labels(name, sig, bucket).observe(rows)
                     self.metrics.tf.record_batch(waits, self.batching.thread_pool_name)
 
                 scheduler = BatchScheduler(

@@ -14,7 +14,9 @@ class Metrics:
     - serving_requests_total{model, version, api, status}: requests by gRPC status code name.
     - serving_request_latency_seconds{model, api}: wall time per request.
     - serving_batch_size{model, signature}: rows per model call under --enable_batching (before
-      padding); serving_padded_batch_size: after padding to allowed_batch_sizes.
+      padding); serving_padded_batch_size: after padding to allowed_batch_sizes;
+      serving_length_bucket_batch_size{model, signature, bucket}: rows per call by length bucket
+      (`length_buckets`; bucket "<=16", ">64" or "unestimated", serving.batching.bucket_label).
     - serving_warmup_requests_total{model, version}: warmup records replayed at load.
     - serving_request_log_sampled_total{model}: requests sampled for the request log
       (serving/request_logger.py); each ends up written (serving_request_log_written_total{model},
@@ -48,6 +50,12 @@ class Metrics:
             "serving_padded_batch_size",
             "Rows per batched model call after padding.",
             ["model", "signature"],
+            BATCH_BUCKETS,
+        )
+        self.bucket_batch_size = self._histogram(
+            "serving_length_bucket_batch_size",
+            "Rows per batched model call, by length bucket (length_buckets).",
+            ["model", "signature", "bucket"],
             BATCH_BUCKETS,
         )
         self.warmup = self._counter(

@@ -3,8 +3,10 @@ parsing, the length estimate, the scheduler merging only within a bucket, and a 
 bucketed answers to concurrent mixed-length requests equal the unbatched in-process calls."""
 
 import concurrent.futures
+import re
 import threading
 import time
+import urllib.request
 
 import grpc
 import numpy as np
@@ -65,9 +67,11 @@ def test_scheduler_merges_only_within_a_bucket():
         calls.append(counts.tolist())
         return {"pieces": counts}
 
+    batches = []  # (rows, bucket) of each call, as the server's per-bucket metric sees them
     scheduler = BatchScheduler(
         run,
         BatchingOptions(max_batch_size=8, num_batch_threads=1, length_buckets=BUCKETS),
+        on_batch=lambda rows, padded, waits, bucket: batches.append((rows, bucket)),
     )
 
     def submit(n):
@@ -92,6 +96,7 @@ def test_scheduler_merges_only_within_a_bucket():
     assert got == [[n] for n in lengths]
     # One call per bucket, in the order of each bucket's first request, each in arrival order.
     assert calls[1:] == [[3, 5, 4, 2, 6], [30, 25], [12, 14, 13], [40, 50]]
+    assert batches == [(1, "<=8"), (5, "<=8"), (2, "<=32"), (3, "<=16"), (2, ">32")]
 
 
 @pytest.fixture(scope="module")
@@ -118,8 +123,7 @@ def test_bucketed_server_answers_equal_unbatched_calls(tiny_export, start_server
             "--model_name=sst3",
             "--enable_batching",
             f"--batching_parameters_file={params}",
-        ],
-        rest=False,
+        ]
     )
     # Mixed lengths (1-20 pieces), every third request of 2 rows of different lengths.
     requests = [
@@ -146,3 +150,19 @@ def test_bucketed_server_answers_equal_unbatched_calls(tiny_export, start_server
         np.testing.assert_array_equal(g["labels"], w["labels"])
     # The answers differ far beyond the tolerance (the model reads the text): not a vacuous match.
     assert np.ptp([w["probabilities"][0] for w in want], axis=0).max() > 1e-4
+    # Every batched row is counted once in its length bucket's series, and all three buckets ran.
+    with urllib.request.urlopen(
+        server.rest_url + "/monitoring/prometheus/metrics", timeout=30
+    ) as r:
+        exposition = r.read().decode()
+    by_bucket = {}
+    for labels, value in re.findall(
+        r"serving_length_bucket_batch_size_sum\{(.*)\} (\S+)", exposition
+    ):
+        labels = dict(re.findall(r'(\w+)="([^"]*)"', labels))
+        if labels.pop("model") == "sst3" and labels.pop("signature") == "serving_default":
+            by_bucket[labels["bucket"]] = float(value)
+    series = 'model="sst3",signature="serving_default"'
+    total = float(re.search("serving_batch_size_sum{" + series + r"} (\S+)", exposition).group(1))
+    assert sorted(by_bucket) == ["<=10", "<=6", ">10"]
+    assert sum(by_bucket.values()) == total >= sum(len(r) for r in requests)
