@@ -12,67 +12,86 @@ import time
 
 import pytest
 
+from tests.recipes.recipe_process import recipe_env, run_recipe
+
 REPO = pathlib.Path(__file__).resolve().parents[2]
-RECIPE = "recipes/run_classifier.py"  # run from the repository root (the package is installed)
+RECIPE = "run_classifier.py"  # run from the repository root, as a user does
 STEPS_PER_EPOCH, EPOCHS = 100, 2
 
 
-def _command(tmp_path, output_dir, data_dir, uncased_vocab):
-    data_dir, uncased_vocab = data_dir.resolve(), uncased_vocab.resolve()  # the recipe runs in REPO
-    config = tmp_path / "bert_config.json"
-    config.write_text(
-        json.dumps(
-            {
-                "vocab_size": 30522,
-                "hidden_size": 32,
-                "num_layers": 2,
-                "num_heads": 2,
-                "intermediate_size": 48,
-                "max_sequence_length": 32,
-                "dropout_rate": 0.0,
-                "attention_dropout_rate": 0.0,
-            }
-        )
-    )
-    return [
-        sys.executable,
-        RECIPE,
-        "--task_name=sst2",
-        f"--data_dir={data_dir / 'glue'}",
-        f"--bert_config_file={config}",
-        f"--vocab_file={uncased_vocab}",
-        "--max_seq_length=16",
+# A run: the encoder's sizes (vocab 30522, 2 heads, 32 positions, no dropout), then the flags that
+# set its length and schedule.
+MID_EPOCH_RUN = (
+    {"hidden_size": 32, "num_layers": 2, "intermediate_size": 48},
+    [
         "--train_batch_size=4",
         f"--max_train_examples={4 * STEPS_PER_EPOCH}",
         "--max_eval_examples=32",
         f"--num_train_epochs={EPOCHS}",
         "--learning_rate=1e-3",
-        "--dropout_rate=0",
         "--save_checkpoints_steps=5",
+    ],
+)
+
+
+def _sst2_flags(run, tmp_path, output_dir, data_dir, uncased_vocab) -> list[str]:
+    """The recipe's flags for `run`, a short SST-2 fine-tuning from scratch into `output_dir`."""
+    sizes, flags = run
+    config = tmp_path / f"{output_dir.name}_bert_config.json"  # one per run: runs go in parallel
+    config.write_text(
+        json.dumps(
+            {
+                "vocab_size": 30522,
+                "num_heads": 2,
+                "max_sequence_length": 32,
+                "dropout_rate": 0.0,
+                "attention_dropout_rate": 0.0,
+                **sizes,
+            }
+        )
+    )
+    return [
+        "--task_name=sst2",
+        f"--data_dir={data_dir.resolve() / 'glue'}",
+        f"--bert_config_file={config}",
+        f"--vocab_file={uncased_vocab.resolve()}",
+        "--max_seq_length=16",
+        "--dropout_rate=0",
         "--verbose=0",
         f"--output_dir={output_dir}",
+        *flags,
     ]
 
 
-def _env():
-    return dict(os.environ, PYTHONPATH=str(REPO), TF_CPP_MIN_LOG_LEVEL="2", CUDA_VISIBLE_DEVICES="")
+def _recipe(flags, crash_at=None, timeout=600):
+    """The classifier recipe run from the repository root, as a user runs it."""
+    return run_recipe(
+        RECIPE, *flags, crash_at=crash_at, tf_log_level="2", timeout=timeout, cwd=REPO
+    )
 
 
-def _run(cmd):
-    proc = subprocess.run(cmd, env=_env(), cwd=REPO, capture_output=True, text=True, timeout=400)
+def _run_mid_epoch(tmp_path, output_dir, data_dir, uncased_vocab):
+    """MID_EPOCH_RUN into `output_dir` to its end; its metrics.json's run."""
+    proc = _recipe(
+        _sst2_flags(MID_EPOCH_RUN, tmp_path, output_dir, data_dir, uncased_vocab), timeout=400
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
-    return json.loads((pathlib.Path(cmd[-1].split("=", 1)[1]) / "metrics.json").read_text())
+    return json.loads((output_dir / "metrics.json").read_text())["runs"][0]
 
 
 @pytest.mark.slow
 def test_sigkill_mid_training_then_restart_matches_uninterrupted(tmp_path, data_dir, uncased_vocab):
-    reference = _run(_command(tmp_path, tmp_path / "ref", data_dir, uncased_vocab))["runs"][0]
+    reference = _run_mid_epoch(tmp_path, tmp_path / "ref", data_dir, uncased_vocab)
     assert reference["steps"] == STEPS_PER_EPOCH * EPOCHS and reference["resumed_from_step"] == 0
 
     out = tmp_path / "killed"
     proc = subprocess.Popen(
-        _command(tmp_path, out, data_dir, uncased_vocab),
-        env=_env(),
+        [
+            sys.executable,
+            str(REPO / "recipes" / RECIPE),
+            *_sst2_flags(MID_EPOCH_RUN, tmp_path, out, data_dir, uncased_vocab),
+        ],
+        env=recipe_env("2"),
         cwd=REPO,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
@@ -94,7 +113,7 @@ def test_sigkill_mid_training_then_restart_matches_uninterrupted(tmp_path, data_
     assert proc.returncode == -signal.SIGKILL, "the run ended before it could be killed"
     assert 20 <= killed_at < STEPS_PER_EPOCH, killed_at  # killed inside epoch 1
 
-    resumed = _run(_command(tmp_path, out, data_dir, uncased_vocab))["runs"][0]
+    resumed = _run_mid_epoch(tmp_path, out, data_dir, uncased_vocab)
     assert resumed["resumed_from_step"] >= killed_at
     assert resumed["steps"] == reference["steps"] == STEPS_PER_EPOCH * EPOCHS
     assert json.loads(state.read_text())["step"] == STEPS_PER_EPOCH * EPOCHS
@@ -116,46 +135,26 @@ CRASH_POINTS = [
 ]
 
 
-def _tiny_command(tmp_path, output_dir, data_dir, uncased_vocab):
-    data_dir, uncased_vocab = data_dir.resolve(), uncased_vocab.resolve()  # the recipe runs in REPO
-    config = tmp_path / "tiny_config.json"
-    config.write_text(
-        json.dumps(
-            {
-                "vocab_size": 30522,
-                "hidden_size": 16,
-                "num_layers": 1,
-                "num_heads": 2,
-                "intermediate_size": 24,
-                "max_sequence_length": 32,
-                "dropout_rate": 0.0,
-                "attention_dropout_rate": 0.0,
-            }
-        )
-    )
-    return [
-        sys.executable,
-        RECIPE,
-        "--task_name=sst2",
-        f"--data_dir={data_dir / 'glue'}",
-        f"--bert_config_file={config}",
-        f"--vocab_file={uncased_vocab}",
-        "--max_seq_length=16",
+ANY_POINT_RUN = (
+    {"hidden_size": 16, "num_layers": 1, "intermediate_size": 24},
+    [
         "--train_batch_size=8",
         "--max_train_examples=76",
         "--max_eval_examples=48",
         "--num_train_epochs=2",
         "--min_train_steps=0",
         "--learning_rate=3e-3",
-        "--dropout_rate=0",
         "--evaluations_per_epoch=2",
         "--save_checkpoints_steps=1",
         "--ema_momentum=0.9",  # the weight average is optimizer state: resumed, evaluated, kept
-        "--verbose=0",
-        f"--output_dir={output_dir}",
-        f"--export_dir={output_dir}_models",
         "--model_name=sst2",
-    ]
+    ],
+)
+
+
+def _tiny_flags(tmp_path, output_dir, data_dir, uncased_vocab):
+    flags = _sst2_flags(ANY_POINT_RUN, tmp_path, output_dir, data_dir, uncased_vocab)
+    return [*flags, f"--export_dir={output_dir}_models"]
 
 
 def _finished(output_dir):
@@ -179,14 +178,7 @@ def test_killed_at_any_point_and_resumed_ends_like_an_uninterrupted_run(
     tmp_path, data_dir, uncased_vocab
 ):
     ref_dir = tmp_path / "ref"
-    proc = subprocess.run(
-        _tiny_command(tmp_path, ref_dir, data_dir, uncased_vocab),
-        env=_env(),
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        timeout=400,
-    )
+    proc = _recipe(_tiny_flags(tmp_path, ref_dir, data_dir, uncased_vocab), timeout=400)
     assert proc.returncode == 0, proc.stderr[-3000:]
     ref_evals, ref_best, ref_weights, ref_versions, ref_sha, np = _finished(ref_dir)
     # 76 rows / batch 8 = 10 batches per epoch (the last holds 4): evaluations at 0.5, 1, 1.5, 2.
@@ -194,23 +186,10 @@ def test_killed_at_any_point_and_resumed_ends_like_an_uninterrupted_run(
 
     def killed_then_resumed(point):
         out = tmp_path / point.replace(":", "_")
-        killed = subprocess.run(
-            _tiny_command(tmp_path, out, data_dir, uncased_vocab),
-            env=_env() | {"KERAS_BERT_CRASH_AT": point},
-            cwd=REPO,
-            capture_output=True,
-            text=True,
-            timeout=600,
-        )
+        flags = _tiny_flags(tmp_path, out, data_dir, uncased_vocab)
+        killed = _recipe(flags, crash_at=point)
         assert killed.returncode == -signal.SIGKILL, (point, killed.stderr[-2000:])
-        resumed = subprocess.run(
-            _tiny_command(tmp_path, out, data_dir, uncased_vocab),
-            env=_env(),
-            cwd=REPO,
-            capture_output=True,
-            text=True,
-            timeout=600,
-        )
+        resumed = _recipe(flags)
         assert resumed.returncode == 0, (point, resumed.stderr[-3000:])
         assert "already exported" not in resumed.stdout or point != "export_publish"
         return out
