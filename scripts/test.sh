@@ -24,4 +24,7 @@ export TF_CPP_MIN_LOG_LEVEL="${TF_CPP_MIN_LOG_LEVEL:-2}"
 # `noqa`s, and `ruff format --check` (run `.venv/bin/ruff format .` to apply it).
 .venv/bin/ruff check .
 .venv/bin/ruff format --check .
-exec .venv/bin/python -m pytest --run-slow -q -rs --durations=25 "$@"
+# Two worker processes (pytest-xdist; KERAS_BERT_TEST_WORKERS=0 runs in this process), each
+# taking whole test files (--dist loadfile), so a module's fixtures are built once.
+exec .venv/bin/python -m pytest --run-slow -q -rs --durations=25 \
+  -n "${KERAS_BERT_TEST_WORKERS:-2}" --dist loadfile "$@"
