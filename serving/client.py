@@ -17,6 +17,7 @@ or `scores` (regression).
 
 import base64
 import dataclasses
+import http.client
 import json
 import ssl
 import sys
@@ -211,8 +212,12 @@ def _predict_rest(server, model_name, inputs, signature_name, version, timeout, 
             outputs = json.loads(response.read())["outputs"]
     except urllib.error.HTTPError as e:
         raise ClientError(e.code, json.loads(e.read() or b"{}").get("error", e.reason)) from None
-    except urllib.error.URLError as e:  # no answer: refused, or a TLS handshake that failed
-        raise ClientError("UNAVAILABLE", str(e.reason)) from None
+    except TimeoutError as e:
+        raise ClientError("DEADLINE_EXCEEDED", str(e)) from None
+    except (OSError, http.client.HTTPException) as e:
+        # No answer: refused, or a TLS handshake the server failed. Under TLS 1.3 a server that
+        # wants a client certificate says so after the handshake, on the first read.
+        raise ClientError("UNAVAILABLE", str(getattr(e, "reason", e))) from None
     if not isinstance(outputs, dict):  # one output: TF Serving drops its name; ask the metadata
         outputs = {
             _single_output_name(server, model_name, signature_name, version, timeout, tls): outputs
