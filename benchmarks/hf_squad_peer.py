@@ -73,7 +73,7 @@ def parse_args(argv=None):
         default=-1,
         help="Stop after N optimizer steps (smoke tests; -1: the epochs decide).",
     )
-    p.add_argument("--warmup_ratio", type=float, default=0.0)
+    p.add_argument("--warmup_ratio", type=float, default=0.0, help="Fraction of the steps, [0, 1).")
     p.add_argument(
         "--weight_decay",
         type=float,
@@ -93,7 +93,9 @@ def parse_args(argv=None):
         "(score with squad_peer_data --max_eval_examples=N).",
     )
     p.add_argument("--logging_steps", type=int, default=10, help="One progress line per N steps.")
-    return p.parse_args(argv)
+    args = p.parse_args(argv)
+    hf_peer_common.check_warmup_ratio(p, args)
+    return args
 
 
 def read_flat(path, limit=None) -> list[dict]:
