@@ -104,18 +104,26 @@ class Tls:
                 "a client certificate needs its key and a key its certificate: give both "
                 "--ssl_client_cert_file and --ssl_client_key_file, or neither"
             )
+        for flag, path in self._files():  # an unreadable file is a usage error, not a refusal
+            try:
+                _read_pem(path)
+            except OSError as e:
+                raise ValueError(f"{flag} {path}: cannot be read ({e.strerror})") from None
+
+    def _files(self):
+        """(flag, path) of each file given."""
+        named = (
+            ("--ssl_ca_file", self.ca_file),
+            ("--ssl_client_cert_file", self.cert_file),
+            ("--ssl_client_key_file", self.key_file),
+        )
+        return [(flag, path) for flag, path in named if path is not None]
 
     def grpc_credentials(self) -> grpc.ChannelCredentials:
-        def read(path):
-            if path is None:
-                return None
-            with open(path, "rb") as f:  # a local file, as the ssl module needs it
-                return f.read()
-
         return grpc.ssl_channel_credentials(
-            root_certificates=read(self.ca_file),
-            private_key=read(self.key_file),
-            certificate_chain=read(self.cert_file),
+            root_certificates=_read_pem(self.ca_file) if self.ca_file else None,
+            private_key=_read_pem(self.key_file) if self.key_file else None,
+            certificate_chain=_read_pem(self.cert_file) if self.cert_file else None,
         )
 
     def ssl_context(self) -> ssl.SSLContext:
@@ -123,6 +131,11 @@ class Tls:
         if self.cert_file:
             context.load_cert_chain(self.cert_file, self.key_file)
         return context
+
+
+def _read_pem(path) -> bytes:
+    with open(path, "rb") as f:  # a local file, as the ssl module needs it
+        return f.read()
 
 
 def _channel(server, tls):

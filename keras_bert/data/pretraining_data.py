@@ -366,9 +366,9 @@ def create_group_instances(
     """Instances of one document group, each with its sort key (`instance_key`).
 
     Each document's instances in pass `dupe` use their own random stream, seeded by
-    `settings.random_seed`, `dupe` and the document's key, and draw random next segments from the group
-    sorted by key: the result depends on the group's documents, never on their order or on how
-    the work was split.
+    `settings.random_seed`, `dupe` and the document's key, and draw random next segments from
+    the group sorted by key: the result depends on the group's documents, never on their order
+    or on how the work was split.
 
     Args:
         keyed_documents: (document_key(doc), doc) pairs of the group, in any order.

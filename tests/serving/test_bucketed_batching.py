@@ -17,6 +17,7 @@ from tensorflow_serving.apis import prediction_service_pb2_grpc
 from serving.batching import (
     BatchingOptions,
     BatchScheduler,
+    bucket_label,
     length_estimate,
     parse_batching_parameters,
 )
@@ -44,6 +45,18 @@ def test_parse_length_buckets():
         parse_batching_parameters("length_buckets: 32 length_buckets: 16")
     with pytest.raises(ValueError, match="must be increasing and positive"):
         parse_batching_parameters("length_buckets: 0 length_buckets: 16")
+
+
+def test_bucket_labels():
+    shapes = (("text", "|O", ()),)
+    assert [bucket_label(BUCKETS, (shapes, i)) for i in (0, 1, 2, 3, None)] == [
+        "<=8",
+        "<=16",
+        "<=32",
+        ">32",
+        "unestimated",
+    ]
+    assert bucket_label((), shapes) is None
 
 
 def test_length_estimate_counts_pieces_cls_and_seps():

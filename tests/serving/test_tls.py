@@ -415,3 +415,17 @@ def test_our_client_calls_tls_and_mtls_servers_and_is_refused_without_its_certif
     )
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert proc.stdout.splitlines()[0] == f"label: {want['labels'][0].decode()}"
+
+
+def test_client_tls_files_that_cannot_be_read_are_named(tmp_path, pki):
+    from serving import client
+
+    missing = tmp_path / "missing.pem"
+    with pytest.raises(
+        ValueError, match=f"--ssl_ca_file {missing}: cannot be read \\(No such file"
+    ):
+        client.Tls(str(missing))
+    cert, key = pki["files"]["client"]
+    with pytest.raises(ValueError, match=f"--ssl_client_key_file {missing}: cannot be read"):
+        client.Tls(None, cert, str(missing))
+    assert client.Tls(None, cert, key).cert_file == cert
