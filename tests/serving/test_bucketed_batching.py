@@ -96,10 +96,13 @@ def test_scheduler_merges_only_within_a_bucket():
         with concurrent.futures.ThreadPoolExecutor(len(lengths) + 1) as pool:
             blocker = pool.submit(submit, 1)  # holds the one batch thread until all are queued
             assert started.wait(30)
-            futures = [pool.submit(submit, n) for n in lengths]
-            deadline = time.monotonic() + 30
-            while len(scheduler._queue) < len(lengths) and time.monotonic() < deadline:
-                time.sleep(0.01)
+            futures = []
+            for queued, n in enumerate(lengths, 1):  # one at a time, so arrival order is known
+                futures.append(pool.submit(submit, n))
+                deadline = time.monotonic() + 30
+                while len(scheduler._queue) < queued and time.monotonic() < deadline:
+                    time.sleep(0.001)
+                assert len(scheduler._queue) == queued
             gate.set()
             got = [f.result(timeout=30)["pieces"].tolist() for f in futures]
             assert blocker.result(timeout=30)["pieces"].tolist() == [1]
