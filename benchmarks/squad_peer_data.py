@@ -82,7 +82,7 @@ def split_examples(
         version_2_with_negative=version_2_with_negative,
         max_eval_examples=max_eval_examples,
     )
-    return squad_family.load_examples(args)
+    return squad_family.load_examples(args)[:2]
 
 
 def flat_record(example) -> dict:

@@ -71,6 +71,12 @@ flags.DEFINE_list(
     None,
     "Override: display names in id order, exactly one per class (default: the task's).",
 )
+flags.DEFINE_float(
+    "null_score_diff_threshold",
+    None,
+    'Override, SQuAD v2.0 tasks: answer "" when null score - best span score exceeds this '
+    "(default: the task's, chosen at training by --null_threshold_dev_fraction or given).",
+)
 flags.DEFINE_boolean("do_lower_case", None, "Check only: must equal the task's.")
 flags.DEFINE_boolean("is_pair", None, "Check only: must equal the task's.")
 flags.DEFINE_enum(
@@ -94,6 +100,7 @@ def main(argv):
         do_lower_case=FLAGS.do_lower_case,
         is_pair=FLAGS.is_pair,
         task_type=FLAGS.task_type,
+        null_score_diff_threshold=FLAGS.null_score_diff_threshold,
     )
     try:
         if FLAGS.require_blessing:

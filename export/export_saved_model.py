@@ -26,6 +26,7 @@ class Overrides:
     do_lower_case: bool | None = None
     is_pair: bool | None = None
     task_type: str | None = None
+    null_score_diff_threshold: float | None = None
 
 
 def check_stated(task, overrides: Overrides) -> None:
@@ -50,13 +51,21 @@ def check_stated(task, overrides: Overrides) -> None:
 
 
 def apply_overrides(task, overrides: Overrides):
-    """The task with `max_seq_length` / `label_names` replaced (checked); the task itself if none.
+    """The task with `max_seq_length` / `label_names` / the v2.0 null threshold replaced
+    (checked); the task itself if none.
 
     Raises:
         ValueError: a max_seq_length the encoder or pairing cannot take, or a label count other
             than the task's number of classes.
     """
     check_stated(task, overrides)
+    if overrides.null_score_diff_threshold is not None:
+        if not getattr(task, "version_2_with_negative", False):
+            raise ValueError(
+                "--null_score_diff_threshold applies to a SQuAD v2.0 task (span question "
+                f"answering with version_2_with_negative); this task is {task.task_type}"
+            )
+        task.null_score_diff_threshold = float(overrides.null_score_diff_threshold)
     if overrides.label_names is not None:
         names = [str(x) for x in overrides.label_names]
         stored = task.label_names or []

@@ -48,6 +48,7 @@ class Rule(typing.NamedTuple):
 
 POSITIVE = Rule(lambda v: v > 0, "> 0")
 AT_LEAST_ONE = Rule(lambda v: v >= 1, ">= 1")
+A_FRACTION = Rule(lambda v: 0 < v < 1, "in (0, 1)")  # strictly between 0 and 1
 NOT_NEGATIVE = Rule(lambda v: v >= 0, ">= 0")
 
 

@@ -191,6 +191,12 @@ class Family:
     def monitor_of(self, data) -> str:
         return self.monitor
 
+    def tune(self, args, data, task) -> dict:
+        """Settings of the kept task chosen after training on a dev split (SQuAD v2.0's null
+        threshold), set on `task`; the metrics they add to metrics.json, {} when none (the
+        driver saves best_model.keras again when some are)."""
+        return {}
+
     def finish(self, args, data, task, out: str) -> dict:
         """Extra outputs of the kept task (scores of held-out splits, prediction files); the
         metrics they add to metrics.json."""
@@ -683,10 +689,17 @@ def run(family: Family, args: TrainingArgs, prepared: Prepared | None = None) ->
         tasks.append(task)
     summary = summarize_runs(family.monitor_of(prepared.data), runs)
     task = tasks[summary["best_run"]]
+    tuned = family.tune(args, prepared.data, task)
     with _extra_dir(prepared) as extra:
-        summary |= {"family": family.name, **family.finish(args, prepared.data, task, extra)}
+        summary |= {
+            "family": family.name,
+            **tuned,
+            **family.finish(args, prepared.data, task, extra),
+        }
     if chief:
-        if args.num_restarts > 1:
+        if tuned:
+            save_keras_file(task, fileio.join(out, "best_model.keras"))
+        elif args.num_restarts > 1:
             best = fileio.join(out, f"run_{summary['best_run']}", "best_model.keras")
             fileio.write_bytes(fileio.join(out, "best_model.keras"), fileio.read_bytes(best))
         crash_point("metrics_write")

@@ -31,10 +31,10 @@ from keras_bert.tokenization.full_tokenizer import load_vocab
 from keras_bert.training.callbacks import standard_callbacks, write_json_atomic
 from keras_bert.training.fit import resumable_fit
 from keras_bert.training.args import (
+    A_FRACTION,
     AT_LEAST_ONE,
     NOT_NEGATIVE,
     POSITIVE,
-    Rule,
     RuntimeArgs,
     arg,
     args_dataclass,
@@ -79,9 +79,7 @@ class PretrainConfig(RuntimeArgs):
     no_nsp: bool = arg(False, "Ablation: MLM only, no next-sentence head or loss.")
     ltr: bool = arg(False, "Ablation: left-to-right (causal) attention, no NSP.")
     dynamic_masking: bool = arg(False, "Redraw MLM masks every epoch in the input pipeline.")
-    masked_lm_prob: float = arg(
-        0.15, "For --dynamic_masking.", rule=Rule(lambda v: 0 < v < 1, "in (0, 1)")
-    )
+    masked_lm_prob: float = arg(0.15, "For --dynamic_masking.", rule=A_FRACTION)
     random_seed: int = arg(12345, "Seed for initialisation and input order.")
 
     @property

@@ -454,6 +454,27 @@ def test_overrides_are_checked_against_the_task(uncased_vocab):
     assert same.preprocessor.vocabulary == two.preprocessor.vocabulary
 
 
+def test_the_null_threshold_override_is_for_squad_v2_tasks_only(uncased_vocab):
+    from tests.export.conftest import tiny_classifier
+    from tests.tasks.test_span_question_answerer import tiny_task
+
+    override = Overrides(null_score_diff_threshold=2.5)
+    two = tiny_classifier(2, ["neg", "pos"], "sst2", seed=0, vocab_file=uncased_vocab)
+    for task, kind in ((two, "classification"), (tiny_task(), "span_question_answering")):
+        with pytest.raises(
+            ValueError,
+            match=re.escape(
+                "--null_score_diff_threshold applies to a SQuAD v2.0 task (span question "
+                f"answering with version_2_with_negative); this task is {kind}"
+            ),
+        ):
+            apply_overrides(task, override)
+    v2 = tiny_task(version_2_with_negative=True)
+    assert v2.null_score_diff_threshold == 0.0
+    assert apply_overrides(v2, override).null_score_diff_threshold == 2.5
+    assert v2.export_metadata()["null_score_diff_threshold"] == 2.5  # export_config.json's
+
+
 @pytest.mark.slow
 def test_cli_rejects_more_label_names_than_classes(exports):
     from tests.export.conftest import run_export

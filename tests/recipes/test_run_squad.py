@@ -5,6 +5,8 @@ import math
 
 import pytest
 
+from keras_bert.data import squad
+from keras_bert.evaluation import squad as squad_eval
 from keras_bert.tasks import SpanQuestionAnswerer, load_task
 from keras_bert.training import driver
 from keras_bert.training.families.squad import FAMILY, SquadArgs
@@ -15,8 +17,9 @@ from tests.recipes.recipe_process import REPO, exported_run_flags, run_recipe, t
 
 def tiny_squad_flags(data_dir, vocab_file) -> list[str]:
     """The data and size flags of both runs here: the real SQuAD v2.0 dev subset as train and
-    predict file (half held out), 4 questions trained, 5 predicted, bert_tiny over `vocab_file`
-    in 64-piece windows (stride 32, questions of <= 16 pieces), batches of 16."""
+    predict file (half held out), 4 questions trained, 5 predicted, 5 of the last quarter of the
+    training articles as the dev split that chooses the null threshold, bert_tiny over
+    `vocab_file` in 64-piece windows (stride 32, questions of <= 16 pieces), batches of 16."""
     squad_file = data_dir / "squad" / "dev-v2.0-subset.json"
     return [
         f"--train_file={squad_file}",
@@ -25,6 +28,7 @@ def tiny_squad_flags(data_dir, vocab_file) -> list[str]:
         "--holdout_fraction=0.5",
         "--max_train_examples=4",
         "--max_eval_examples=5",
+        "--null_threshold_dev_fraction=0.25",
         *tiny_run_flags(vocab_file, 64, 16),
         "--doc_stride=32",
         "--max_query_length=16",
@@ -70,16 +74,35 @@ def test_tiny_run_writes_predictions_metrics_and_export(tmp_path, data_dir, unca
         for qa in p["qas"]
     ]
     assert set(predictions) <= {qa["id"] for qa in held_out}
-    for qid, text in predictions.items():  # thresholded at 0.0 from the written null odds
+    # The null threshold: the official sweep's best-F1 one on the dev split (the last quarter of
+    # the training articles, capped at 5 questions), stored in the kept task and the export.
+    task = load_task(out)
+    examples = squad.read_squad_examples(str(squad_file), True)
+    training_titles = squad.split_by_title(examples, 0.5)[0]
+    dev = squad.split_by_title(training_titles, 0.25)[1][:5]
+    assert {e.title for e in dev}.isdisjoint(e.title for e in training_titles[:4])
+    features = task.features(dev)
+    sweep = squad_eval.evaluate(
+        squad_eval.dataset_of(dev), task.answer(dev, features, task.window_logits(features)), True
+    )
+    threshold = sweep["best_f1_thresh"]
+    assert metrics["null_score_diff_threshold"] == task.null_score_diff_threshold == threshold
+    assert metrics["null_threshold_dev"] == {
+        "questions": 5,
+        "articles": len({e.title for e in dev}),
+        "best_f1": sweep["best_f1"],
+        "best_exact": sweep["best_exact"],
+    }
+    for qid, text in predictions.items():  # thresholded there, from the written null odds
         best = next((n["text"] for n in nbest[qid] if n["text"]), "")
-        assert text == ("" if null_odds[qid] > 0.0 else best)
+        assert text == ("" if null_odds[qid] > threshold else best)
     exported = export_base / "qa_tiny" / "1"
     assert f"exported to {exported}" in proc.stdout and "export_path" not in metrics
     export_config = json.loads((exported / "assets" / "export_config.json").read_text())
     assert export_config["task_type"] == "span_question_answering"
     assert export_config["doc_stride"] == 32 and export_config["version_2_with_negative"] is True
     assert export_config["signatures"]["serving_default"] == "question, context"
-    task = load_task(out)
+    assert export_config["null_score_diff_threshold"] == threshold
     assert isinstance(task, SpanQuestionAnswerer) and task.version_2_with_negative
     assert task.doc_stride == 32 and task.preprocessor.max_seq_length == 64
 
@@ -135,6 +158,23 @@ def test_lengths_that_leave_no_context_are_a_usage_error(
         (
             {"predict_file": str(REPO / "README.md"), "train_batch_size": 0},
             "--train_batch_size must be >= 1, got 0",
+        ),
+        (
+            {"train_file": str(REPO / "README.md"), "null_threshold_dev_fraction": 0.2},
+            "--null_threshold_dev_fraction needs --version_2_with_negative and --train_file",
+        ),
+        (
+            {
+                "train_file": str(REPO / "README.md"),
+                "version_2_with_negative": True,
+                "null_threshold_dev_fraction": 0.2,
+                "null_score_diff_threshold": 1.5,
+            },
+            "give --null_score_diff_threshold or --null_threshold_dev_fraction",
+        ),
+        (
+            {"train_file": str(REPO / "README.md"), "null_threshold_dev_fraction": 1.0},
+            "--null_threshold_dev_fraction must be in \\(0, 1\\)",
         ),
     ],
 )

@@ -23,7 +23,7 @@ from keras_bert.data import squad
 from keras_bert.evaluation import squad as squad_eval
 from keras_bert.tasks.span_question_answerer import SpanQuestionAnswerer
 from keras_bert.training import model_setup
-from keras_bert.training.args import AT_LEAST_ONE, FinetuneArgs, Rule, arg, args_dataclass
+from keras_bert.training.args import A_FRACTION, AT_LEAST_ONE, FinetuneArgs, arg, args_dataclass
 from keras_bert import fileio
 from keras_bert.training.callbacks import write_json_atomic
 from keras_bert.training.driver import Family
@@ -43,7 +43,7 @@ class SquadArgs(FinetuneArgs):
         "Split both files by article title: train on the "
         "first titles, predict on the last fraction (disjoint "
         "articles).",
-        rule=Rule(lambda v: 0 < v < 1, "in (0, 1)"),
+        rule=A_FRACTION,
     )
     doc_stride: int = arg(squad.DOC_STRIDE, "Context pieces between window starts.")
     max_query_length: int = arg(squad.MAX_QUERY_LENGTH, "Question pieces kept.")
@@ -51,6 +51,13 @@ class SquadArgs(FinetuneArgs):
     max_answer_length: int = arg(30, "Longest answer, in pieces.", rule=AT_LEAST_ONE)
     null_score_diff_threshold: float = arg(
         0.0, "v2.0: predict no answer when null score - best span score exceeds this."
+    )
+    null_threshold_dev_fraction: float | None = arg(
+        None,
+        "v2.0: hold out this fraction of the training articles (by title) as a dev split; "
+        "after training, the official sweep's best-F1 null threshold on it is stored in the "
+        "kept task (best_model.keras, the export) in place of --null_score_diff_threshold.",
+        rule=A_FRACTION,
     )
 
     def validate(self) -> None:
@@ -61,6 +68,17 @@ class SquadArgs(FinetuneArgs):
             path = getattr(self, name)
             if path and not fileio.isfile(path):
                 raise ValueError(f"--{name}={path}: no such file")
+        if self.null_threshold_dev_fraction is not None:
+            if not self.version_2_with_negative or not self.train_file:
+                raise ValueError(
+                    "--null_threshold_dev_fraction needs --version_2_with_negative and "
+                    "--train_file (the threshold is chosen on held-out training articles)"
+                )
+            if "null_score_diff_threshold" in self.given():
+                raise ValueError(
+                    "give --null_score_diff_threshold or --null_threshold_dev_fraction (which "
+                    "chooses it), not both"
+                )
         try:
             squad.check_lengths(self.max_seq_length, self.doc_stride, self.max_query_length)
         except ValueError as e:
@@ -73,20 +91,33 @@ class SquadData:
     predict: list
     arrays: tuple | None = None  # (features, labels) of the training windows, made once
     predict_features: list | None = None
+    dev: list = dataclasses.field(default_factory=list)  # chooses the v2.0 null threshold
 
 
-def load_examples(args: SquadArgs) -> tuple[list, list]:
-    """(train examples, predict examples), split by title and cut to the max_* flags."""
+def load_examples(args: SquadArgs) -> tuple[list, list, list]:
+    """(train, predict, dev) examples: split by title and cut to the max_* flags; dev (the
+    last --null_threshold_dev_fraction of the training titles) is empty unless it is given."""
     v2 = args.version_2_with_negative
     train = squad.read_squad_examples(args.train_file, v2) if args.train_file else []
     predict = squad.read_squad_examples(args.predict_file, v2) if args.predict_file else []
     if args.holdout_fraction:
         train = squad.split_by_title(train, args.holdout_fraction)[0]
         predict = squad.split_by_title(predict, args.holdout_fraction)[1]
-        overlap = {e.title for e in train} & {e.title for e in predict}
+    dev = []
+    if args.null_threshold_dev_fraction:
+        train, dev = squad.split_by_title(train, args.null_threshold_dev_fraction)
+        if not train or not dev:
+            raise ValueError(
+                f"--null_threshold_dev_fraction={args.null_threshold_dev_fraction} leaves "
+                f"{len(train)} training and {len(dev)} dev questions; each needs an article"
+            )
+    split = {"held-out": predict if args.holdout_fraction else [], "dev": dev}
+    for name, other in split.items():
+        overlap = {e.title for e in train} & {e.title for e in other}
         if overlap:
-            raise ValueError(f"training and held-out articles overlap: {sorted(overlap)[:3]}")
-    return train[: args.max_train_examples], predict[: args.max_eval_examples]
+            raise ValueError(f"training and {name} articles overlap: {sorted(overlap)[:3]}")
+    cut = args.max_eval_examples
+    return train[: args.max_train_examples], predict[:cut], dev[:cut]
 
 
 def predict_and_score(task, args, data: SquadData, out: str | None = None) -> dict:
@@ -129,7 +160,8 @@ class Squad(Family):
     monitor = "f1"
 
     def read(self, args, preprocessor) -> SquadData:
-        return SquadData(*load_examples(args))
+        train, predict, dev = load_examples(args)
+        return SquadData(train, predict, dev=dev)
 
     def trains(self, data) -> bool:
         return bool(data.train)
@@ -166,6 +198,26 @@ class Squad(Family):
 
     def monitor_of(self, data) -> str | None:
         return "f1"
+
+    def tune(self, args, data, task) -> dict:
+        """With a dev split: the official sweep's best-F1 null threshold on it, set on the task."""
+        if not data.dev:
+            return {}
+        features = task.features(data.dev)
+        answers = task.answer(
+            data.dev, features, task.window_logits(features, args.eval_batch_size)
+        )
+        sweep = squad_eval.evaluate(squad_eval.dataset_of(data.dev), answers, True)
+        task.null_score_diff_threshold = float(sweep["best_f1_thresh"])
+        return {
+            "null_score_diff_threshold": task.null_score_diff_threshold,
+            "null_threshold_dev": {
+                "questions": len(data.dev),
+                "articles": len({e.title for e in data.dev}),
+                "best_f1": sweep["best_f1"],
+                "best_exact": sweep["best_exact"],
+            },
+        }
 
     def finish(self, args, data, task, out) -> dict:
         metrics = {
