@@ -105,11 +105,9 @@ def read_behaviour_tests(info):
     """--behaviour_tests' tests for a model with `info`'s labels (None without the flag)."""
     if not FLAGS.behaviour_tests:
         return None
-    if info.task_type != "classification":
-        fail_usage(
-            f"--behaviour_tests: template tests name a classifier's labels; a {info.task_type} "
-            "model gets the built-in invariance tests only (--invariance_rows)"
-        )
+    refusal = behaviour.template_tests_refusal(info.task_type)
+    if refusal:
+        fail_usage(f"--behaviour_tests: {refusal}")
     try:
         text = fileio.read_text(FLAGS.behaviour_tests)
         return behaviour.read_template_tests(text, info.label_names, FLAGS.behaviour_tests)

@@ -30,7 +30,9 @@ Other families (`FAMILY_INVARIANCE`) run the same perturbations through `invaria
 compares any outcome: NER (`ner_invariance`) perturbs each sentence (words joined by a space) and
 a row fails when the predicted entities change (spans and types over the words both taggings
 have, `same_entities`); multiple choice (`multiple_choice_invariance`) perturbs the context, keeps
-the endings, and a row fails when the chosen ending changes. Template tests are for classifiers.
+the endings, and a row fails when the chosen ending changes; span QA (`span_qa_invariance`)
+perturbs the question, keeps the context, and a row fails when the answer text changes (no name
+swap there: it would change what is asked). Template tests are for classifiers.
 """
 
 from __future__ import annotations
@@ -191,7 +193,9 @@ def _result(name, kind, tested, failed_rows) -> dict:
     }
 
 
-def invariance_of(predict, texts, seed: int = 0, same=None, show=str) -> list[dict]:
+def invariance_of(
+    predict, texts, seed: int = 0, same=None, show=str, perturbations=tuple(PERTURBATIONS)
+) -> list[dict]:
     """Every built-in perturbation on `texts`, for a model of any family.
 
     Args:
@@ -201,6 +205,7 @@ def invariance_of(predict, texts, seed: int = 0, same=None, show=str) -> list[di
         texts: the texts perturbed.
         same: function(before, after) -> bool, whether two outcomes agree (default ==).
         show: function(outcome) -> str, for the failing examples.
+        perturbations: the names of the PERTURBATIONS run (default all), in that order.
 
     Returns:
         per perturbation, {"name", "type": "invariance", "tested", "failures", "failure_rate",
@@ -210,7 +215,7 @@ def invariance_of(predict, texts, seed: int = 0, same=None, show=str) -> list[di
     same = same or (lambda a, b: a == b)
     base = predict(list(range(len(texts))), list(texts))
     results = []
-    for name in PERTURBATIONS:
+    for name in perturbations:
         changed = [i for i, t in enumerate(texts) if perturb(name, t, seed) != t]
         failed = []
         if changed:
@@ -329,12 +334,45 @@ def multiple_choice_invariance(
     return invariance_of(chosen, data.inputs["context"][:rows], seed, show=lambda k: f"ending {k}")
 
 
+def span_qa_invariance(predictor, data, rows=INVARIANCE_ROWS, seed=0, batch_size=32) -> list[dict]:
+    """`invariance_of` a span QA model on the first `rows` questions (the contexts kept): a row
+    fails when the answer text changes (an answer becoming "no answer" included). "name swap" is
+    not run: a name changed in the question alone changes what is asked."""
+    contexts = data.inputs["context"]
+
+    def answers(rows_, questions):
+        inputs = {"question": questions, "context": [contexts[i] for i in rows_]}
+        out = predictor.run_inputs(inputs, batch_size, progress=False)[0]
+        return [t.decode() if isinstance(t, bytes) else str(t) for t in out["answer_text"]]
+
+    return invariance_of(
+        answers,
+        data.inputs["question"][:rows],
+        seed,
+        show=lambda a: repr(a) if a else "no answer",
+        perturbations=[n for n in PERTURBATIONS if n != "name swap"],
+    )
+
+
 # task_type -> invariance tests of a predictor on an EvalData (no template tests: they name a
 # classifier's labels).
 FAMILY_INVARIANCE = {
     "token_classification": ner_invariance,
     "multiple_choice": multiple_choice_invariance,
+    "span_question_answering": span_qa_invariance,
 }
+
+
+def template_tests_refusal(task_type: str) -> str | None:
+    """Why a model of `task_type` takes no template tests (None: a classifier, which does)."""
+    if task_type == "classification":
+        return None
+    gets = (
+        "the built-in invariance tests only (--invariance_rows)"
+        if task_type in FAMILY_INVARIANCE
+        else "no behavioural tests"
+    )
+    return f"template tests name a classifier's labels; a {task_type} model gets {gets}"
 
 
 def run_predictor(predictor, data, tests=None, rows=INVARIANCE_ROWS, seed=0, batch_size=32):

@@ -1,5 +1,5 @@
-"""Invariance tests of an NER and a multiple-choice model: the shared perturbations on fixed
-sentences and contexts, failure rates of rule-based models counted by hand, and of tiny models
+"""Invariance tests of an NER, a multiple-choice and a span QA model: the shared perturbations on
+fixed sentences and contexts, failure rates of rule-based models counted by hand, and of tiny models
 against a count through the task's own predict."""
 
 import numpy as np
@@ -113,6 +113,47 @@ def test_multiple_choice_failure_rates_equal_a_hand_count():
     }
 
 
+def test_span_qa_failure_rates_equal_a_hand_count():
+    questions = ["who wrote in 1843 ?", "when was the tower built ?", "Where is it"]
+    contexts = ["Ada Lovelace wrote", "the Eiffel tower was built in 1889", "in Paris"]
+
+    def answerer(inputs):  # "" unless the question ends with "?"; then the context's first
+        # word for a lower-case question, its last word for another
+        texts = [
+            "" if not q.endswith("?") else (c.split()[0] if q[0].islower() else c.split()[-1])
+            for q, c in zip(inputs["question"], inputs["context"])
+        ]
+        return {"answer_text": np.asarray([t.encode() for t in texts], object)}
+
+    data = ep.EvalData(
+        "x",
+        [],
+        None,
+        None,
+        None,
+        None,
+        None,
+        None,
+        None,
+        {"question": questions, "context": contexts},
+    )
+    results = bh.span_qa_invariance(RulePredictor("span_question_answering", answerer), data)
+    rates = {r["name"]: (r["tested"], r["failures"]) for r in results}
+    # typo keeps the first letter and the "?" (every question has a word of 4 letters): no
+    # change; punctuation removes the "?" of rows 0-1 (answer -> "") and gives row 2 a "." (still
+    # no answer); casing upper-cases rows 0-1 (first word -> last word) and lower-cases row 2 (no
+    # "?": no answer either way). No name swap: it would change what is asked.
+    assert rates == {"typo": (3, 0), "punctuation": (3, 2), "casing": (3, 2)}
+    assert results[1]["examples"][0] == {
+        "row": 0,
+        "text": "who wrote in 1843 ?",
+        "perturbed": "who wrote in 1843 ",
+        "before": "'Ada'",
+        "after": "no answer",
+    }
+    assert results[2]["examples"][1]["after"] == "'1889'"
+
+
 def test_tiny_tagger_failure_rates_equal_a_count_through_the_task(tmp_path, uncased_vocab):
     """The pack's rates of a tiny tagger equal a row-by-row count with the task's own predict
     (another path than the serving signature the pack runs)."""
@@ -130,3 +171,43 @@ def test_tiny_tagger_failure_rates_equal_a_count_through_the_task(tmp_path, unca
         failures = sum(not bh.same_entities(b, a) for b, a in zip(before, after))
         assert (r["tested"], r["failures"]) == (len(changed), failures), r["name"]
     assert bh.run_predictor(tagger, data, rows=0) is None
+
+
+def test_tiny_reader_failure_rates_equal_a_count_through_the_task(tmp_path, uncased_vocab):
+    """The pack's rates of a tiny span QA model equal a row-by-row count with the task's own
+    predict_texts (another path than the serving signature the pack runs)."""
+    import json
+
+    from tests.evaluation.tiny_task import squad_json, tiny_reader
+
+    path = tmp_path / "dev.json"
+    path.write_text(json.dumps(squad_json(version_2=True)))
+    reader = TaskPredictor(tiny_reader(uncased_vocab, seed=3), name="reader")
+    data = ep.READERS["span_question_answering"](str(path), reader.info)
+    questions, contexts = data.inputs["question"], data.inputs["context"]
+    results = bh.run_predictor(reader, data, rows=200)
+    assert [r["name"] for r in results] == ["typo", "punctuation", "casing"]
+    for r in results:
+        rows = [i for i, q in enumerate(questions) if bh.perturb(r["name"], q) != q]
+        cut = [contexts[i] for i in rows]
+        before = reader.task.predict_texts([questions[i] for i in rows], cut)
+        after = reader.task.predict_texts([bh.perturb(r["name"], questions[i]) for i in rows], cut)
+        failures = sum(b["answer_text"] != a["answer_text"] for b, a in zip(before, after))
+        assert (r["tested"], r["failures"]) == (len(rows), failures), r["name"]
+    assert sum(r["failures"] for r in results) > 0  # the random reader's answers do move
+
+
+@pytest.mark.parametrize(
+    "task_type, gets",
+    [
+        ("token_classification", "the built-in invariance tests only (--invariance_rows)"),
+        ("span_question_answering", "the built-in invariance tests only (--invariance_rows)"),
+        ("multiple_choice", "the built-in invariance tests only (--invariance_rows)"),
+        ("regression", "no behavioural tests"),
+    ],
+)
+def test_template_tests_are_refused_for_other_families_with_what_they_get(task_type, gets):
+    assert bh.template_tests_refusal("classification") is None
+    assert bh.template_tests_refusal(task_type) == (
+        f"template tests name a classifier's labels; a {task_type} model gets {gets}"
+    )
