@@ -99,9 +99,10 @@ def model_config(name: str, base: pathlib.Path):
 
 
 class Server:
-    """`python -m serving.server` on a free port serving MODEL_NAME from `base`."""
+    """`python -m serving.server` on a free port serving MODEL_NAME from `base` (`extra`: more
+    server flags)."""
 
-    def __init__(self, base: pathlib.Path, work: pathlib.Path, poll_s: float):
+    def __init__(self, base: pathlib.Path, work: pathlib.Path, poll_s: float, *extra: str):
         from google.protobuf import text_format
         from tensorflow_serving.config import model_server_config_pb2
 
@@ -112,6 +113,7 @@ class Server:
             [
                 f"--model_config_file={work / 'models.config'}",
                 f"--file_system_poll_wait_seconds={poll_s}",
+                *extra,
             ],
             work / "server.log",
         )
