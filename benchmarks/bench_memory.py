@@ -16,6 +16,13 @@ Contenders (MiniLM-L6-H384, `--init_checkpoint=minilm_l6_h384_uncased`, real wei
 - run_classifier: SST-2, batch 32, max_seq_length 128, `--sst2_examples` training sentences
   (one epoch: 5 steps at the default 160), 64 dev sentences; its `best_model.keras` is the task
   the exports read;
+- the same run_classifier with `--mixed_precision=mixed_bfloat16`;
+- the peers at the same settings (SST-2, the same sentences, batch 32, length 128, one epoch):
+  keras-hub's BertTextClassifier on the same weights (`KERAS_HUB_FIT`: `fit` on inputs padded to
+  128, as its preprocessor pads), float32 and mixed_bfloat16; the Hugging Face Trainer
+  (`benchmarks/hf_glue_peer.py`, batches cut to their longest row, run_glue.py's default), float32
+  and `--bf16` autocast, run by `$KERAS_BERT_PEER_PYTHON` (torch, transformers; skipped with its
+  reason when absent);
 - `python -m export` SavedModel, `--tflite` (LiteRT float32) and `--quantize=int8` (LiteRT int8).
 
 The data is $KERAS_BERT_DATA_DIR (squad/dev-v1.1.json, glue/sst2). Run (about 6 minutes on
@@ -23,8 +30,8 @@ The data is $KERAS_BERT_DATA_DIR (squad/dev-v1.1.json, glue/sst2). Run (about 6 
 
     python -m benchmarks.bench_memory
 
-`--contenders` picks a subset by key (tensorflow, squad, sst2, savedmodel, litert, litert_int8;
-the exports need the sst2 run first, in the same `--work_dir`). `--noappend` only prints.
+`--contenders` picks a subset by key (`KEYS`; the exports need the sst2 run first, in the same
+`--work_dir`). `--noappend` only prints.
 """
 
 from __future__ import annotations
@@ -42,7 +49,32 @@ from absl import app, flags
 from benchmarks import common
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
-KEYS = ("tensorflow", "squad", "sst2", "savedmodel", "litert", "litert_int8")
+KEYS = (
+    "tensorflow",
+    "squad",
+    "sst2",
+    "sst2_bf16",
+    "keras_hub_sst2",
+    "keras_hub_sst2_bf16",
+    "hf_sst2",
+    "hf_sst2_bf16",
+    "savedmodel",
+    "litert",
+    "litert_int8",
+)
+PEER_KEYS = ("hf_sst2", "hf_sst2_bf16")  # run by the peer interpreter (torch, transformers)
+# keras-hub's BertTextClassifier fitted one epoch on the first N SST-2 sentences, padded to 128
+# as its preprocessor pads, batch 32, under the dtype policy given (bench_finetune's model).
+KERAS_HUB_FIT = """
+import sys
+from absl import flags
+from benchmarks import bench_finetune, common
+flags.FLAGS(["keras_hub_fit"])
+texts, labels = common.sst2_sentences("train", int(sys.argv[1]))
+x = common.keras_hub_inputs(common.featurize(texts, 128))
+model = bench_finetune.keras_hub_model(sys.argv[2])
+model.fit(x, labels.astype("int32"), batch_size=32, epochs=1, verbose=0)
+"""
 
 
 def commands(work_dir: str, data_dir: str, squad_questions: int, sst2_examples: int) -> dict:
@@ -51,6 +83,31 @@ def commands(work_dir: str, data_dir: str, squad_questions: int, sst2_examples: 
     squad_file = os.path.join(data_dir, "squad", "dev-v1.1.json")
     sst2_dir = os.path.join(work_dir, "sst2")
     export = [python, "-m", "export", f"--model_dir={sst2_dir}", "--model_name=sst2"]
+    sst2 = [
+        python,
+        "recipes/run_classifier.py",
+        "--task_name=sst2",
+        f"--data_dir={os.path.join(data_dir, 'glue')}",
+        f"--init_checkpoint={common.PRESET}",
+        "--max_seq_length=128",
+        "--train_batch_size=32",
+        f"--max_train_examples={sst2_examples}",
+        "--max_eval_examples=64",
+        "--num_train_epochs=1",
+        "--verbose=0",
+    ]
+    hf = [
+        common.peer_python(),
+        "benchmarks/hf_glue_peer.py",
+        f"--model_dir={common.model_dir()}",
+        f"--data_dir={os.path.join(data_dir, 'glue', 'sst2')}",
+        "--max_seq_length=128",
+        "--per_device_train_batch_size=32",
+        f"--max_train_examples={sst2_examples}",
+        "--max_eval_examples=64",
+        "--num_train_epochs=1",
+    ]
+    sizes = f"{sst2_examples} sentences, batch 32 x 128"
     return {
         "tensorflow": ("import tensorflow", [python, "-c", "import tensorflow"]),
         "squad": (
@@ -69,22 +126,30 @@ def commands(work_dir: str, data_dir: str, squad_questions: int, sst2_examples: 
                 f"--output_dir={os.path.join(work_dir, 'squad')}",
             ],
         ),
-        "sst2": (
-            f"run_classifier SST-2, {sst2_examples} sentences, batch 32 x 128",
+        "sst2": (f"run_classifier SST-2, {sizes}", [*sst2, f"--output_dir={sst2_dir}"]),
+        "sst2_bf16": (
+            f"run_classifier SST-2, {sizes}, mixed_bfloat16",
             [
-                python,
-                "recipes/run_classifier.py",
-                "--task_name=sst2",
-                f"--data_dir={os.path.join(data_dir, 'glue')}",
-                f"--init_checkpoint={common.PRESET}",
-                "--max_seq_length=128",
-                "--train_batch_size=32",
-                f"--max_train_examples={sst2_examples}",
-                "--max_eval_examples=64",
-                "--num_train_epochs=1",
-                "--verbose=0",
-                f"--output_dir={sst2_dir}",
+                *sst2,
+                "--mixed_precision=mixed_bfloat16",
+                f"--output_dir={os.path.join(work_dir, 'sst2_bf16')}",
             ],
+        ),
+        "keras_hub_sst2": (
+            f"keras-hub BertTextClassifier fit, {sizes} (padded)",
+            [python, "-c", KERAS_HUB_FIT, str(sst2_examples), "float32"],
+        ),
+        "keras_hub_sst2_bf16": (
+            f"keras-hub BertTextClassifier fit, {sizes} (padded), mixed_bfloat16",
+            [python, "-c", KERAS_HUB_FIT, str(sst2_examples), "mixed_bfloat16"],
+        ),
+        "hf_sst2": (
+            f"Hugging Face Trainer (hf_glue_peer), {sizes}",
+            [*hf, f"--output_dir={os.path.join(work_dir, 'hf_sst2')}"],
+        ),
+        "hf_sst2_bf16": (
+            f"Hugging Face Trainer (hf_glue_peer), {sizes}, --bf16 autocast",
+            [*hf, "--bf16", f"--output_dir={os.path.join(work_dir, 'hf_sst2_bf16')}"],
         ),
         "savedmodel": (
             "export, SavedModel",
@@ -162,8 +227,16 @@ def main(argv):
         work_dir, os.path.abspath(data_dir), FLAGS.squad_questions, FLAGS.sst2_examples
     )
     rows = []
+    peer_ready = (
+        common.torch_or_none() if set(PEER_KEYS) & set(FLAGS.contenders) else None
+    )  # prints why the peer is skipped
     for key in (k for k in KEYS if k in FLAGS.contenders):
         label, cmd = table[key]
+        if key in PEER_KEYS and not peer_ready:
+            rows.append(
+                [label, "", "", "skipped: no torch / transformers (KERAS_BERT_PEER_PYTHON)"]
+            )
+            continue
         log_path = os.path.join(work_dir, f"{key}.log")
         peak, seconds, code = peak_rss(cmd, log_path)
         status = "ok" if code == 0 else f"exit {code} (log: {log_path})"

@@ -42,3 +42,23 @@ def test_the_exports_read_the_classifier_run_and_write_apart(tmp_path):
     assert len(bases) == 3
     assert "--tflite" in table["litert"][1] and "--quantize=int8" in table["litert_int8"][1]
     assert "--max_train_examples=200" in table["squad"][1]
+
+
+def test_the_fine_tuning_contenders_share_their_settings(tmp_path):
+    """Ours, keras-hub and the Hugging Face Trainer: the same SST-2 sentences, batch 32 x 128,
+    one epoch; each in float32 and in its bfloat16 mode; each run apart."""
+    table = bench.commands(str(tmp_path), "data", squad_questions=200, sst2_examples=160)
+    ours, ours_bf16 = table["sst2"][1], table["sst2_bf16"][1]
+    assert ours_bf16[:-1] == ours[:-1] + ["--mixed_precision=mixed_bfloat16"]
+    for argv in (ours, table["hf_sst2"][1]):
+        for flag in ("--max_seq_length=128", "--max_train_examples=160", "--num_train_epochs=1"):
+            assert flag in argv
+    assert "--train_batch_size=32" in ours
+    hf, hf_bf16 = table["hf_sst2"][1], table["hf_sst2_bf16"][1]
+    assert "--per_device_train_batch_size=32" in hf and "--data_dir=data/glue/sst2" in hf
+    assert hf_bf16[:-2] == hf[:-1] and hf_bf16[-2] == "--bf16"
+    assert table["keras_hub_sst2"][1][-2:] == ["160", "float32"]
+    assert table["keras_hub_sst2_bf16"][1][-2:] == ["160", "mixed_bfloat16"]
+    assert "batch_size=32" in bench.KERAS_HUB_FIT and "featurize(texts, 128)" in bench.KERAS_HUB_FIT
+    outputs = [a for _, argv in table.values() for a in argv if a.startswith("--output_dir=")]
+    assert len(outputs) == len(set(outputs)) == 5  # squad, ours x 2, Hugging Face x 2
