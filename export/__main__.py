@@ -16,6 +16,8 @@ release gate for this very --model_dir (same fingerprint; docs/evaluation.md, "R
 
 from __future__ import annotations
 
+import dataclasses
+
 from absl import app, flags
 from keras_bert.cli import fail_usage
 
@@ -94,14 +96,8 @@ FLAGS = flags.FLAGS
 
 def main(argv):
     del argv
-    overrides = Overrides(
-        max_seq_length=FLAGS.max_seq_length,
-        label_names=FLAGS.label_names,
-        do_lower_case=FLAGS.do_lower_case,
-        is_pair=FLAGS.is_pair,
-        task_type=FLAGS.task_type,
-        null_score_diff_threshold=FLAGS.null_score_diff_threshold,
-    )
+    # Each Overrides field is the flag of its name (None: not given).
+    overrides = Overrides(**{f.name: FLAGS[f.name].value for f in dataclasses.fields(Overrides)})
     try:
         if FLAGS.require_blessing:
             check_blessing(FLAGS.require_blessing, FLAGS.model_dir)
