@@ -1,5 +1,5 @@
-"""The exported model's fast paths against ONNX Runtime: batch-1 latency, batch-32 throughput and
-int8 accuracy, in process and through `serving.server` gRPC.
+"""The exported model's fast paths against ONNX Runtime and OpenVINO: batch-1 latency, batch-32
+throughput and int8 accuracy, in process and through `serving.server` gRPC.
 
 From one fine-tuned classifier (`--model_dir`: a run_classifier `--output_dir` or a `.keras`
 task, e.g. SST-2 from `FULL=1 bash scripts/main_job.sh`) it writes two exports into a temporary
@@ -9,7 +9,9 @@ hold the same float32 SavedModel beside their `model.tflite`). Then:
 1. Agreement on SST-2 dev (872 sentences, the task's own preprocessor): accuracy of the
    SavedModel's `encoded`, of LiteRT float32 and of LiteRT int8; the share of int8 predictions
    equal to float32 ones; the largest probability difference of each LiteRT file against the
-   SavedModel.
+   SavedModel. With the OpenVINO peer, the same for OpenVINO float32 / int8 on our export, and
+   for its Hugging Face encoder the cosine of int8 to float32 `last_hidden_state` per real token
+   (the first 64 dev sentences).
 2. Speed, all contenders alternating (`common.alternate`), medians: p50 / p99 at 1 x
    `--latency_seq_length` (default 32) and sequences/s at `--batch_size` x `--seq_length`
    (default 32 x 128), on fixed random ids (`common.random_batch`):
@@ -28,10 +30,17 @@ hold the same float32 SavedModel beside their `model.tflite`). Then:
      benchmarks/ort_peer.py under `$KERAS_BERT_PEER_PYTHON`): Hugging Face BertModel from the
      same pretrained checkpoint via torch.onnx.export, int8 by `quantize_dynamic`. It runs the
      encoder only (no classifier head, no softmax), so it does slightly less work than ours.
+   - "OpenVINO float32 / int8 (our SavedModel)" and "OpenVINO float32 / int8 (HF ONNX)"
+     (optional peer, own process, benchmarks/openvino_peer.py under `$KERAS_BERT_PEER_PYTHON`,
+     `--openvino`): OpenVINO's CPU plugin on the `encoded` signature of our float32 export and
+     on ONNX Runtime's ONNX file of the Hugging Face encoder, int8 by NNCF post-training
+     quantization calibrated on `--openvino_calibration_sentences` SST-2 train sentences.
    Ratios: each row's p50 speed and throughput against ONNX Runtime float32 (float32 rows) or
-   ONNX Runtime int8 (int8 rows).
+   ONNX Runtime int8 (int8 rows), and, with the OpenVINO peer, against the faster of its two
+   rows in the same precision.
 
-    KERAS_BERT_PEER_PYTHON=<venv with torch, transformers, onnx, onnxruntime>/bin/python \\
+    KERAS_BERT_PEER_PYTHON=<venv with torch, transformers, onnx, onnxruntime[, openvino, nncf,
+        tensorflow]>/bin/python \\
         python -m benchmarks.bench_litert --model_dir=<run_dir> [--repetitions=7] [--append]
 """
 
@@ -66,11 +75,24 @@ flags.DEFINE_integer(
 )
 flags.DEFINE_bool("onnxruntime", True, "Include the ONNX Runtime peer when available.")
 flags.DEFINE_integer("onnxruntime_threads", 0, "ONNX Runtime intra-op threads (0 = its default).")
+flags.DEFINE_bool("openvino", True, "Include the OpenVINO peer when available.")
+flags.DEFINE_integer(
+    "openvino_threads", 0, "OpenVINO INFERENCE_NUM_THREADS (0 = its default).", lower_bound=0
+)
+flags.DEFINE_integer(
+    "openvino_calibration_sentences",
+    300,
+    "SST-2 train sentences calibrating OpenVINO's int8 models (nncf.quantize).",
+    lower_bound=1,
+)
 flags.DEFINE_bool("grpc", True, "Include the serving.server contenders.")
 flags.DEFINE_bool("append", False, "Append the tables to benchmarks/RESULTS.md.")
 flags.mark_flag_as_required("model_dir")
 
 INPUT_NAMES = ("input_word_ids", "input_mask", "input_type_ids")
+# OpenVINO contender name suffix -> benchmarks/openvino_peer.py source
+OPENVINO_SOURCES = {"our SavedModel": "ours", "HF ONNX": "hf"}
+HF_AGREEMENT_SENTENCES = 64  # dev sentences whose int8 / float32 encoder outputs are compared
 
 
 def export_versions(model_dir, base: pathlib.Path):
@@ -82,8 +104,8 @@ def export_versions(model_dir, base: pathlib.Path):
     paths, seconds = {}, {}
     for version, quantize in ((1, "float32"), (2, "int8")):
         start = time.perf_counter()
-        paths[quantize] = task.export(
-            base, "model", version=version, dtype="float32", litert=quantize
+        paths[quantize] = pathlib.Path(  # Task.export returns the directory as a str
+            task.export(base, "model", version=version, dtype="float32", litert=quantize)
         )
         seconds[quantize] = time.perf_counter() - start
     return task, paths, seconds
@@ -97,8 +119,37 @@ def litert_runner(path: pathlib.Path, threads: int):
     ).get_signature_runner("encoded")
 
 
-def agreement(task, paths, threads: int) -> dict:
-    """SST-2 dev accuracy of SavedModel / LiteRT float32 / LiteRT int8 and their agreement."""
+def openvino_outputs(ov, source: str, ids: dict, tmp: pathlib.Path) -> dict:
+    """quant -> the OpenVINO peer's output (benchmarks/openvino_peer.py, "predict") on `ids`."""
+    ids_file = tmp / f"openvino_{source}_ids.npz"
+    np.savez(ids_file, **ids)
+    outputs = {}
+    for quant in ("float32", "int8"):
+        out = tmp / f"openvino_{source}_{quant}.npz"
+        ov.add(
+            "predict",
+            source=source,
+            quant=quant,
+            threads=FLAGS.openvino_threads,
+            ids=str(ids_file),
+            out=str(out),
+        )
+        with np.load(out) as f:
+            outputs[quant] = f["output"]
+    return outputs
+
+
+def token_cosines(a, b, mask) -> np.ndarray:
+    """Cosine of a[i, t] and b[i, t] ([N, T, H]) for every real token (mask [N, T] == 1)."""
+    keep = np.asarray(mask, bool)
+    x, y = a[keep].astype(np.float64), b[keep].astype(np.float64)
+    return (x * y).sum(-1) / (np.linalg.norm(x, axis=-1) * np.linalg.norm(y, axis=-1))
+
+
+def agreement(task, paths, threads: int, ov=None, tmp: pathlib.Path | None = None) -> dict:
+    """SST-2 dev accuracy of SavedModel / LiteRT float32 / LiteRT int8 and their agreement; with
+    the OpenVINO peer `ov` (files under `tmp`) also of OpenVINO on our export, and the per-token
+    cosine of its Hugging Face int8 encoder to float32."""
     import tensorflow as tf
 
     texts, labels = common.sst2_sentences("dev")
@@ -121,16 +172,27 @@ def agreement(task, paths, threads: int) -> dict:
             run(**{k: v[i : i + 64] for k, v in ids.items()}) for i in range(0, len(texts), 64)
         ]
         probabilities[name] = np.concatenate([c["probabilities"] for c in chunks])
+    result = {"examples": len(texts)}
+    if ov is not None:
+        for quant, output in openvino_outputs(ov, "ours", ids, tmp).items():
+            probabilities[f"OpenVINO {quant}"] = output
+        few = {k: v[:HF_AGREEMENT_SENTENCES] for k, v in ids.items()}
+        hf = openvino_outputs(ov, "hf", few, tmp)
+        cos = token_cosines(hf["float32"], hf["int8"], few["input_mask"])
+        result["openvino_hf_int8_cosine"] = (float(cos.mean()), float(cos.min()), len(cos))
     preds = {n: p.argmax(-1) for n, p in probabilities.items()}
-    return {
-        "examples": len(texts),
-        "accuracy": {n: float(np.mean(p == labels)) for n, p in preds.items()},
-        "int8_same_prediction": float(np.mean(preds["LiteRT int8"] == preds["LiteRT float32"])),
-        "max_prob_diff": {
-            n: float(np.abs(probabilities[n] - probabilities["SavedModel"]).max())
-            for n in ("LiteRT float32", "LiteRT int8")
-        },
+    result["accuracy"] = {n: float(np.mean(p == labels)) for n, p in preds.items()}
+    result["same_prediction"] = {  # int8 against float32 of the same runtime
+        n: float(np.mean(preds[n] == preds[n.replace("int8", "float32")]))
+        for n in preds
+        if "int8" in n
     }
+    result["max_prob_diff"] = {
+        n: float(np.abs(probabilities[n] - probabilities["SavedModel"]).max())
+        for n in probabilities
+        if n != "SavedModel"
+    }
+    return result
 
 
 def start_server(base: pathlib.Path, tmp: pathlib.Path, litert: bool):
@@ -199,7 +261,7 @@ def grpc_call(address, model, features):
     return lambda: stub.Predict(request, timeout=60)
 
 
-def build_contenders(paths, shapes, servers, ort):
+def build_contenders(paths, shapes, servers, ort, ov=None):
     """name -> {(batch, seq): zero-argument callable}."""
     import tensorflow as tf
     from tensorflow.python.framework import convert_to_constants
@@ -232,7 +294,88 @@ def build_contenders(paths, shapes, servers, ort):
                     seq=shape[1],
                     threads=FLAGS.onnxruntime_threads,
                 )
+        if ov is not None:
+            for quant in ("float32", "int8"):
+                for label, source in OPENVINO_SOURCES.items():
+                    contenders.setdefault(f"OpenVINO {quant} ({label})", {})[shape] = ov.add(
+                        "encoder",
+                        source=source,
+                        quant=quant,
+                        batch=shape[0],
+                        seq=shape[1],
+                        threads=FLAGS.openvino_threads,
+                        seed=1,
+                    )
     return contenders
+
+
+def table_rows(names, p50: dict, p99: dict, seqs: dict) -> tuple[list[str], list[tuple]]:
+    """(ratio column names, one row per contender name): p50 ms, p99 ms, then each peer's p50
+    speed ratio and throughput ratio in the row's precision ("int8" in its name, else float32):
+    ONNX Runtime's row, and, where OpenVINO rows exist, the faster OpenVINO row of that
+    precision (smallest p50, largest seq/s, each taken separately)."""
+    p50, seqs = {n: p50[n] for n in names}, {n: seqs[n] for n in names}
+    with_openvino = any(n.startswith("OpenVINO ") for n in names)
+    rows = []
+    for name in names:
+        quant = "int8" if "int8" in name else "float32"
+        ort = f"onnxruntime {quant}"
+        speed = [common.ratio(p50.get(ort), p50[name])]
+        tput = [common.ratio(seqs[name], seqs.get(ort))]
+        if with_openvino:
+            peers = [n for n in names if n.startswith(f"OpenVINO {quant} ")]
+            speed.append(common.ratio(min((p50[n] for n in peers), default=None), p50[name]))
+            tput.append(common.ratio(seqs[name], max((seqs[n] for n in peers), default=None)))
+        rows.append((name, p50[name], p99[name], *speed, seqs[name], *tput))
+    peers = ["ONNX Runtime", *(["best OpenVINO"] if with_openvino else [])]
+    return peers, rows
+
+
+OPENVINO_NOTE = (
+    "OpenVINO (benchmarks/openvino_peer.py): CPU plugin, INFERENCE_PRECISION_HINT f32; int8 = "
+    "NNCF post-training static quantization (`nncf.quantize`, model_type TRANSFORMER: int8 "
+    "weights and activations, SmoothQuant and bias correction) calibrated on the first {n} SST-2 "
+    "train sentences, each at its own length. 'our SavedModel' converts the `encoded` signature "
+    "(as a TensorFlow ConcreteFunction, output probabilities; a conversion rule maps our "
+    "same-width Bitcasts to their input): the export directory does not convert, its "
+    "serving_default tokenizer table is refused ('HashTableV2 ... Variable or resource "
+    "`hash_table` is not initialized'), nor does model.tflite (BITCAST). 'HF ONNX' is ONNX "
+    "Runtime's model.onnx, the encoder only."
+)
+
+
+def start_openvino(export_dir: pathlib.Path, tmp: pathlib.Path):
+    """The OpenVINO peer on `export_dir`, calibrated on `--openvino_calibration_sentences`
+    SST-2 train sentences (`common.featurize` at `--seq_length`), or None (no `--openvino`, or
+    a one-line message where the peer interpreter lacks what it needs)."""
+    if not FLAGS.openvino or not common.openvino_or_none():
+        return None
+    texts, _ = common.sst2_sentences("train", FLAGS.openvino_calibration_sentences)
+    calibration = tmp / "openvino_calibration.npz"
+    np.savez(calibration, **common.featurize(texts, FLAGS.seq_length))
+    return common.OpenVinoPeer(export_dir, calibration)
+
+
+def agreement_notes(agree: dict) -> list[str]:
+    """The notes of `agreement`'s result: accuracy, int8 against float32, differences."""
+    acc, same, diff = agree["accuracy"], agree["same_prediction"], agree["max_prob_diff"]
+    notes = [
+        f"SST-2 dev ({agree['examples']} sentences): accuracy "
+        + ", ".join(f"{n} {100 * a:.2f}%" for n, a in acc.items())
+        + "; int8 predictions equal to the same runtime's float32: "
+        + ", ".join(f"{n} {100 * x:.2f}%" for n, x in same.items())
+        + "; largest probability difference against the SavedModel: "
+        + ", ".join(f"{n} {x:.2e}" for n, x in diff.items())
+        + "."
+    ]
+    if "openvino_hf_int8_cosine" in agree:
+        mean, low, tokens = agree["openvino_hf_int8_cosine"]
+        notes.append(
+            f"OpenVINO int8 (HF ONNX) against its float32, last_hidden_state on the first "
+            f"{HF_AGREEMENT_SENTENCES} dev sentences ({tokens} real tokens): cosine mean "
+            f"{mean:.4f}, minimum {low:.4f}."
+        )
+    return notes
 
 
 def main(argv):
@@ -246,10 +389,11 @@ def main(argv):
         print("exporting (LiteRT float32 -> 1, int8 -> 2) ...", flush=True)
         task, paths, export_seconds = export_versions(FLAGS.model_dir, tmp / "base")
         threads = FLAGS.litert_threads or len(os.sched_getaffinity(0))
-        print("SST-2 dev agreement ...", flush=True)
-        agree = agreement(task, paths, threads)
+        ov = start_openvino(paths["float32"], tmp)
         servers = {}
         try:
+            print("SST-2 dev agreement ...", flush=True)
+            agree = agreement(task, paths, threads, ov, tmp)
             if FLAGS.grpc:
                 print("starting servers ...", flush=True)
                 for litert in (False, True):
@@ -260,7 +404,7 @@ def main(argv):
                         label = f"LiteRT {model}" if litert else "SavedModel"
                         servers[f"gRPC {label}"] = (address, model)
             b, t, lt = FLAGS.batch_size, FLAGS.seq_length, FLAGS.latency_seq_length
-            contenders = build_contenders(paths, [(b, t), (1, lt)], servers, ort)
+            contenders = build_contenders(paths, [(b, t), (1, lt)], servers, ort, ov)
             print(f"throughput at {b} x {t} ...", flush=True)
             tput = common.alternate(
                 {n: c[(b, t)] for n, c in contenders.items()}, FLAGS.repetitions, warmup=2
@@ -278,57 +422,44 @@ def main(argv):
             for proc in procs:
                 proc.terminate()
                 proc.wait(timeout=30)
-            if ort is not None:
-                ort.close()
+            for peer in (ort, ov):
+                if peer is not None:
+                    peer.close()
     seqs = {n: b / common.median(v) for n, v in tput.items()}
     p50 = {n: common.percentile(v, 50) * 1e3 for n, v in lat.items()}
     p99 = {n: common.percentile(v, 99) * 1e3 for n, v in lat.items()}
-    rows = []
-    for name in contenders:
-        peer = "onnxruntime int8" if "int8" in name else "onnxruntime float32"
-        rows.append(
-            (
-                name,
-                p50[name],
-                p99[name],
-                common.ratio(p50.get(peer), p50[name]),
-                seqs[name],
-                common.ratio(seqs[name], seqs.get(peer)),
-            )
-        )
+    peers, rows = table_rows(list(contenders), p50, p99, seqs)
     table = common.markdown_table(
         [
             "contender",
             f"p50 ms @1x{lt}",
             "p99 ms",
-            "p50 speed vs ONNX Runtime (same precision)",
+            *(f"p50 speed vs {p} (same precision)" for p in peers),
             f"seq/s @{b}x{t}",
-            "vs ONNX Runtime (same precision)",
+            *(f"vs {p} (same precision)" for p in peers),
         ],
         rows,
     )
-    acc = agree["accuracy"]
     notes = [
         f"Model: {pathlib.Path(FLAGS.model_dir).name} ({task.task_name or 'classifier'}, "
         f"{len(task.label_names or [])} labels); exports took {export_seconds['float32']:.0f} s "
         f"(float32 LiteRT) and {export_seconds['int8']:.0f} s (int8).",
-        f"SST-2 dev ({agree['examples']} sentences): accuracy SavedModel "
-        f"{100 * acc['SavedModel']:.2f}%, LiteRT float32 {100 * acc['LiteRT float32']:.2f}%, "
-        f"LiteRT int8 {100 * acc['LiteRT int8']:.2f}%; int8 predictions equal to float32: "
-        f"{100 * agree['int8_same_prediction']:.2f}%; largest probability difference against "
-        f"the SavedModel: float32 {agree['max_prob_diff']['LiteRT float32']:.2e}, int8 "
-        f"{agree['max_prob_diff']['LiteRT int8']:.4f}.",
+        *agreement_notes(agree),
         f"LiteRT threads: {threads} (in process and in the --prefer_tflite_model server); "
         f"TensorFlow threads: {os.environ.get('BENCH_THREADS', 'default')}; ONNX Runtime "
-        f"intra-op threads: {FLAGS.onnxruntime_threads or 'default'}.",
+        f"intra-op threads: {FLAGS.onnxruntime_threads or 'default'}; OpenVINO threads: "
+        f"{FLAGS.openvino_threads or 'default'}.",
         f"{FLAGS.repetitions} alternating rounds at {b} x {t}; latency: "
         f"{FLAGS.latency_calls} calls per contender in alternating blocks of 10.",
         "ONNX Runtime runs the encoder only (Hugging Face BertModel, same pretrained weights), "
         "ours the whole classifier (encoder, pooler, head, softmax, labels).",
+        *([OPENVINO_NOTE.format(n=FLAGS.openvino_calibration_sentences)] if ov else []),
     ]
     body = common.with_notes(table, notes)
     common.report(
-        "Exported model: LiteRT and SavedModel against ONNX Runtime (bench_litert)",
+        "Exported model: LiteRT and SavedModel against ONNX Runtime"
+        + (" and OpenVINO" if ov else "")
+        + " (bench_litert)",
         body,
         desc,
         FLAGS.append,

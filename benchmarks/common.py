@@ -516,6 +516,22 @@ class OnnxRuntimePeer(ChildPeer):
         super().__init__("benchmarks.ort_peer", str(model_dir()), python=peer_python())
 
 
+class OpenVinoPeer(ChildPeer):
+    """OpenVINO on CPU, float32 and NNCF int8, of our export and of Hugging Face's BertModel, in a
+    child process run by `peer_python()` (benchmarks/openvino_peer.py)."""
+
+    def __init__(self, export_dir: str | pathlib.Path, calibration_npz: str | pathlib.Path):
+        """`export_dir`: a `Task.export` version directory; `calibration_npz`: our int8
+        calibration features (`featurize` of real sentences)."""
+        super().__init__(
+            "benchmarks.openvino_peer",
+            str(model_dir()),
+            str(export_dir),
+            str(calibration_npz),
+            python=peer_python(),
+        )
+
+
 class TensorFlowPeer(ChildPeer):
     """Our encoder in a child process with `intra_op` / `inter_op` TensorFlow threads
     (benchmarks/tf_peer.py)."""
@@ -573,6 +589,23 @@ def onnxruntime_or_none(python: str | None = None) -> str | None:
         print(
             f"ONNX Runtime peer skipped: {error} (optional, in the interpreter of "
             f"$KERAS_BERT_PEER_PYTHON: pip install onnxruntime onnx torch transformers)"
+        )
+        return None
+    return python
+
+
+OPENVINO_PEER_MODULES = ("openvino", "nncf", "tensorflow", "torch", "transformers", "onnx")
+
+
+def openvino_or_none(python: str | None = None) -> str | None:
+    """`python` (default `peer_python()`) if it imports `OPENVINO_PEER_MODULES` (what
+    benchmarks/openvino_peer.py needs), else None with a one-line message."""
+    python = python or peer_python()
+    error = _python_has(python, OPENVINO_PEER_MODULES)
+    if error:
+        print(
+            f"OpenVINO peer skipped: {error} (optional, in the interpreter of "
+            f"$KERAS_BERT_PEER_PYTHON: pip install {' '.join(OPENVINO_PEER_MODULES)})"
         )
         return None
     return python

@@ -37,21 +37,27 @@ import sys
 import tempfile
 import time
 
+# model.onnx's input name -> ours
+ONNX_INPUTS = {
+    "input_ids": "input_word_ids",
+    "attention_mask": "input_mask",
+    "token_type_ids": "input_type_ids",
+}
 
-def export_onnx(model_dir: str, out_dir: pathlib.Path) -> dict:
-    """Writes model.onnx and model.int8.onnx under out_dir; returns quant -> path."""
+
+def export_float32_onnx(model_dir: str, path: pathlib.Path) -> None:
+    """Writes `path`: `transformers.BertModel` of `model_dir` through `torch.onnx.export` as the
+    module docstring describes `model.onnx` (also the file benchmarks/openvino_peer.py converts
+    for its Hugging Face contenders)."""
     import torch
     import transformers
-    from onnxruntime.quantization import QuantType, quantize_dynamic
 
-    start = time.perf_counter()
     model = transformers.BertModel.from_pretrained(model_dir, attn_implementation="eager").eval()
     ids = torch.full((2, 16), 1000, dtype=torch.long)
     args = (ids, torch.ones_like(ids), torch.zeros_like(ids))
-    names = ["input_ids", "attention_mask", "token_type_ids"]
+    names = list(ONNX_INPUTS)
     axes = {n: {0: "batch", 1: "sequence"} for n in names}
     axes["last_hidden_state"] = {0: "batch", 1: "sequence"}
-    fp32 = out_dir / "model.onnx"
 
     class LastHidden(torch.nn.Module):  # one named output, not BertModel's output dataclass
         def __init__(self, bert):
@@ -67,7 +73,7 @@ def export_onnx(model_dir: str, out_dir: pathlib.Path) -> dict:
         torch.onnx.export(
             LastHidden(model),
             args,
-            str(fp32),
+            str(path),
             input_names=names,
             output_names=["last_hidden_state"],
             dynamic_axes=axes,
@@ -75,6 +81,15 @@ def export_onnx(model_dir: str, out_dir: pathlib.Path) -> dict:
             do_constant_folding=True,
             dynamo=False,
         )
+
+
+def export_onnx(model_dir: str, out_dir: pathlib.Path) -> dict:
+    """Writes model.onnx and model.int8.onnx under out_dir; returns quant -> path."""
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+
+    start = time.perf_counter()
+    fp32 = out_dir / "model.onnx"
+    export_float32_onnx(model_dir, fp32)
     exported = time.perf_counter()
     int8 = out_dir / "model.int8.onnx"
     quantize_dynamic(str(fp32), str(int8), weight_type=QuantType.QInt8)
@@ -87,8 +102,15 @@ def export_onnx(model_dir: str, out_dir: pathlib.Path) -> dict:
     return {"float32": fp32, "int8": int8}
 
 
-def main():
+def onnx_feeds(features: dict) -> dict:
+    """Our int32 features (`input_word_ids`, `input_mask`, `input_type_ids` [B, T]) as the int64
+    inputs of `model.onnx` (`input_ids`, `attention_mask`, `token_type_ids`)."""
     import numpy as np
+
+    return {onnx: np.asarray(features[ours], np.int64) for onnx, ours in ONNX_INPUTS.items()}
+
+
+def main():
     import onnxruntime as ort
 
     from benchmarks import common
@@ -110,12 +132,7 @@ def main():
         session = ort.InferenceSession(
             str(files[msg["quant"]]), options, providers=["CPUExecutionProvider"]
         )
-        batch = common.random_batch(msg["batch"], msg["seq"], msg.get("seed", 0))
-        feeds = {
-            "input_ids": batch["input_word_ids"].astype(np.int64),
-            "attention_mask": batch["input_mask"].astype(np.int64),
-            "token_type_ids": batch["input_type_ids"].astype(np.int64),
-        }
+        feeds = onnx_feeds(common.random_batch(msg["batch"], msg["seq"], msg.get("seed", 0)))
         return (lambda: None), (lambda s=session, f=feeds: s.run(["last_hidden_state"], f)[0])
 
     try:

@@ -1,0 +1,194 @@
+"""The OpenVINO peer: OpenVINO's CPU plugin running float32 and NNCF-int8 models of (a) our
+exported SavedModel and (b) Hugging Face's BertModel of the same checkpoint, in its own process
+(`common.OpenVinoPeer` starts it; bench_litert times it against ours).
+
+Sources, converted once per process on first use:
+- "ours": the `encoded` signature of EXPORT_DIR (a `Task.export` version directory), loaded with
+  TensorFlow and handed to `openvino.convert_model` as a ConcreteFunction that returns only
+  `probabilities` (float32 [B, C]; int32 `input_word_ids`, `input_mask`, `input_type_ids`
+  [B, T] in, both axes dynamic). The export directory itself does not convert:
+  `convert_model(EXPORT_DIR)` takes `serving_default`, whose in-graph tokenizer's vocabulary
+  table OpenVINO finds uninitialised ("HashTableV2 ... Variable or resource `hash_table` is not
+  initialized"), and `read_model(model.tflite)` stops at the BITCAST ops of the integer-bit head
+  transposes.
+- "hf": `model.onnx` of benchmarks/ort_peer.py (`export_float32_onnx`: torch.onnx.export of
+  `transformers.BertModel` from HF_MODEL_DIR, output `last_hidden_state` [B, T, H]) through
+  `openvino.convert_model`: the encoder alone, as the ONNX Runtime peer runs it.
+Quantizations: "float32" as converted; "int8" by NNCF post-training static quantization,
+`nncf.quantize(model, dataset, model_type=nncf.ModelType.TRANSFORMER)` (int8 weights and
+activations, activation scales from calibration), the dataset being the rows of CALIBRATION_NPZ
+(our features of real SST-2 sentences, `common.featurize`), one sentence per item cut to its own
+length. Models compile for "CPU" with `INFERENCE_PRECISION_HINT` f32 (no bfloat16 execution
+behind a float32 or int8 label) and `INFERENCE_NUM_THREADS` N (0 = OpenVINO's default).
+
+Needs openvino, nncf, tensorflow, torch, transformers and onnx in the interpreter that runs it
+(`$KERAS_BERT_PEER_PYTHON`); started, with the repository root as working directory, as
+
+    python -m benchmarks.openvino_peer HF_MODEL_DIR EXPORT_DIR CALIBRATION_NPZ
+
+Line protocol of benchmarks/torch_peer.py (`common.serve_peer`), commands:
+  {"cmd": "encoder", "source": "ours"|"hf", "quant": "float32"|"int8", "batch": B, "seq": T,
+   "threads": N}                                  -> {"ok": true}   (compiled model, fixed input)
+  {"cmd": "predict", "source": ..., "quant": ..., "threads": N, "ids": IN_NPZ, "out": OUT_NPZ}
+                                                  -> {"ok": true}   after writing OUT_NPZ
+  {"cmd": "run", "key": str}                      -> {"seconds": float}
+  {"cmd": "quit"}
+"encoder" inputs are `common.random_batch` (seed "seed", default 0). "predict" reads our three
+int32 features from IN_NPZ, runs them in chunks of 64 rows and writes the model's one output
+under the key "output" (probabilities for "ours", last_hidden_state for "hf").
+"""
+
+import pathlib
+import sys
+import tempfile
+import time
+
+SOURCES = ("ours", "hf")
+QUANTS = ("float32", "int8")
+PREDICT_CHUNK = 64
+
+
+def check_job(msg: dict) -> None:
+    """Raises ValueError unless msg names a known command, source and quantization."""
+    if msg["cmd"] not in ("encoder", "predict"):
+        raise ValueError(f"unknown command {msg['cmd']!r}")
+    if msg.get("source") not in SOURCES:
+        raise ValueError(f"source must be one of {SOURCES}, got {msg.get('source')!r}")
+    if msg.get("quant") not in QUANTS:
+        raise ValueError(f"quant must be one of {QUANTS}, got {msg.get('quant')!r}")
+
+
+def calibration_items(features: dict, source: str) -> list[dict]:
+    """One feed dict per row of `features` (our int32 [N, T] arrays), cut to the row's real
+    length (its `input_mask` sum), batch 1, under the input names of `source`'s model."""
+    from benchmarks.ort_peer import onnx_feeds
+
+    items = []
+    for i, length in enumerate(features["input_mask"].sum(axis=1)):
+        row = {k: v[i : i + 1, : int(length)] for k, v in features.items()}
+        items.append(onnx_feeds(row) if source == "hf" else row)
+    return items
+
+
+def bitcast_as_identity(node):
+    """OpenVINO conversion of a TensorFlow Bitcast between types of the same width: its input.
+
+    OpenVINO's TensorFlow frontend has no rule for Bitcast. Our graphs bitcast only around the
+    head transposes (`self_attention.swap_axes_1_2`: float -> same-width int, Transpose, back),
+    where dropping both casts leaves the same permutation of the same bits; a float result
+    where an integer one was expected would fail type checks downstream or show in the max
+    abs diff the benchmark prints.
+
+    Raises:
+        ValueError: a Bitcast that changes the element width (it changes the shape too).
+    """
+    x = node.get_input(0)
+    to = node.get_attribute("type")
+    if x.get_element_type().bitwidth != to.bitwidth:
+        raise ValueError(f"Bitcast {x.get_element_type()} -> {to} changes the element width")
+    return [x]
+
+
+def convert_ours(export_dir: str):
+    """openvino.Model of EXPORT_DIR's `encoded` signature, output `probabilities` only."""
+    import openvino as ov
+    import tensorflow as tf
+    from openvino.frontend.tensorflow import ConversionExtension
+
+    loaded = tf.saved_model.load(export_dir)  # owns the variables: alive until converted
+    encoded = loaded.signatures["encoded"]
+    probabilities = tf.function(lambda **ids: encoded(**ids)["probabilities"])
+    function = probabilities.get_concrete_function(**encoded.structured_input_signature[1])
+    return ov.convert_model(
+        function,
+        extension=[ConversionExtension("Bitcast", bitcast_as_identity)],
+    )
+
+
+def convert_hf(model_dir: str, tmp: pathlib.Path):
+    """openvino.Model of ort_peer's model.onnx of HF_MODEL_DIR."""
+    import openvino as ov
+
+    from benchmarks.ort_peer import export_float32_onnx
+
+    path = tmp / "model.onnx"
+    export_float32_onnx(model_dir, path)
+    return ov.convert_model(str(path))
+
+
+def feeds_for(features: dict, source: str) -> dict:
+    """Our int32 features as the inputs of `source`'s model."""
+    from benchmarks.ort_peer import onnx_feeds
+
+    return onnx_feeds(features) if source == "hf" else features
+
+
+def main():
+    import nncf
+    import numpy as np
+    import openvino as ov
+
+    from benchmarks import common
+
+    model_dir, export_dir, calibration_npz = sys.argv[1:4]
+    with np.load(calibration_npz) as f:
+        calibration = {k: f[k] for k in f.files}
+    tmp = None  # the temporary directory of model.onnx, set below
+    core = ov.Core()
+    models, compiled = {}, {}
+
+    def model(source, quant):
+        if (source, quant) not in models:
+            start = time.perf_counter()
+            if quant == "float32" and source == "ours":
+                models[source, quant] = convert_ours(export_dir)
+            elif quant == "float32":
+                models[source, quant] = convert_hf(model_dir, tmp)
+            else:
+                items = calibration_items(calibration, source)
+                models[source, quant] = nncf.quantize(
+                    model(source, "float32"),
+                    nncf.Dataset(items),
+                    model_type=nncf.ModelType.TRANSFORMER,
+                    subset_size=len(items),
+                )
+            print(
+                f"openvino_peer: {source} {quant} ready in {time.perf_counter() - start:.1f} s",
+                file=sys.stderr,
+                flush=True,
+            )
+        return models[source, quant]
+
+    def compiled_model(source, quant, threads):
+        key = source, quant, threads
+        if key not in compiled:
+            config = {"INFERENCE_PRECISION_HINT": "f32"}
+            if threads:
+                config["INFERENCE_NUM_THREADS"] = threads
+            compiled[key] = core.compile_model(model(source, quant), "CPU", config)
+        return compiled[key]
+
+    def load(msg):
+        check_job(msg)
+        source, quant = msg["source"], msg["quant"]
+        net = compiled_model(source, quant, int(msg.get("threads") or 0))
+        request = net.create_infer_request()
+        if msg["cmd"] == "predict":
+            with np.load(msg["ids"]) as f:
+                ids = {k: f[k] for k in f.files}
+            chunks = []
+            for i in range(0, len(ids["input_word_ids"]), PREDICT_CHUNK):
+                chunk = {k: v[i : i + PREDICT_CHUNK] for k, v in ids.items()}
+                chunks.append(request.infer(feeds_for(chunk, source))[0].copy())
+            np.savez(msg["out"], output=np.concatenate(chunks))
+            return (lambda: None), (lambda: None)
+        feeds = feeds_for(common.random_batch(msg["batch"], msg["seq"], msg.get("seed", 0)), source)
+        return (lambda: None), (lambda r=request, f=feeds: r.infer(f))
+
+    with tempfile.TemporaryDirectory(prefix="keras_bert_openvino_") as name:
+        tmp = pathlib.Path(name)
+        common.serve_peer(load)
+
+
+if __name__ == "__main__":
+    main()
