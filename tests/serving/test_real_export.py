@@ -110,3 +110,27 @@ def test_serves_real_export_with_batching(real_export, start_server, tmp_path):
         [p["probabilities"] for p in body["predictions"]], want["probabilities"], atol=1e-6
     )
     assert [p["labels"] for p in body["predictions"]] == [s.decode() for s in want["labels"]]
+
+
+def test_an_unloaded_version_frees_its_variables(real_export):
+    """tf.saved_model.load registers the export's custom-gradient functions process-wide, and
+    they hold the loaded functions and variables: a closed Servable removes exactly those, so
+    its variables are freed and the registry is as before (each MiniLM-L6 version swap kept
+    about 250 MB until it did; benchmarks/bench_server_memory.py)."""
+    import gc
+    import weakref
+
+    from serving import servable as servable_lib
+
+    registry = servable_lib._gradient_registry()
+    before = set(registry)
+    servable = servable_lib.Servable("rte", 1, str(real_export[1]))
+    added = set(registry) - before
+    assert added and servable._gradients == added  # 2 layers: a few per layer
+    variables = [weakref.ref(v) for v in servable._functions["serving_default"].variables]
+    assert variables
+    servable.close()
+    del servable
+    gc.collect()
+    assert set(registry) == before
+    assert [v() for v in variables] == [None] * len(variables)
