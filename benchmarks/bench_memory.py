@@ -21,8 +21,8 @@ Contenders (MiniLM-L6-H384, `--init_checkpoint=minilm_l6_h384_uncased`, real wei
   keras-hub's BertTextClassifier on the same weights (`KERAS_HUB_FIT`: `fit` on inputs padded to
   128, as its preprocessor pads), float32 and mixed_bfloat16; the Hugging Face Trainer
   (`benchmarks/hf_glue_peer.py`, batches cut to their longest row, run_glue.py's default), float32
-  and `--bf16` autocast, run by `$KERAS_BERT_PEER_PYTHON` (torch, transformers; skipped with its
-  reason when absent);
+  and `--bf16` autocast, run by `$KERAS_BERT_PEER_PYTHON` (torch, transformers, accelerate;
+  skipped with its reason when absent);
 - `python -m export` SavedModel, `--tflite` (LiteRT float32) and `--quantize=int8` (LiteRT int8).
 
 The data is $KERAS_BERT_DATA_DIR (squad/dev-v1.1.json, glue/sst2). Run (about 6 minutes on
@@ -62,7 +62,8 @@ KEYS = (
     "litert",
     "litert_int8",
 )
-PEER_KEYS = ("hf_sst2", "hf_sst2_bf16")  # run by the peer interpreter (torch, transformers)
+PEER_KEYS = ("hf_sst2", "hf_sst2_bf16")  # run by the peer interpreter, which needs:
+PEER_MODULES = ("torch", "transformers", "accelerate")
 # keras-hub's BertTextClassifier fitted one epoch on the first N SST-2 sentences, padded to 128
 # as its preprocessor pads, batch 32, under the dtype policy given (bench_finetune's model).
 KERAS_HUB_FIT = """
@@ -227,15 +228,16 @@ def main(argv):
         work_dir, os.path.abspath(data_dir), FLAGS.squad_questions, FLAGS.sst2_examples
     )
     rows = []
-    peer_ready = (
-        common.torch_or_none() if set(PEER_KEYS) & set(FLAGS.contenders) else None
-    )  # prints why the peer is skipped
+    peer_error = (  # the Trainer needs accelerate beside torch and transformers
+        common._python_has(common.peer_python(), PEER_MODULES)
+        if set(PEER_KEYS) & set(FLAGS.contenders)
+        else None
+    )
     for key in (k for k in KEYS if k in FLAGS.contenders):
         label, cmd = table[key]
-        if key in PEER_KEYS and not peer_ready:
-            rows.append(
-                [label, "", "", "skipped: no torch / transformers (KERAS_BERT_PEER_PYTHON)"]
-            )
+        if key in PEER_KEYS and peer_error:
+            print(f"{label}: skipped: {peer_error} (KERAS_BERT_PEER_PYTHON needs {PEER_MODULES})")
+            rows.append([label, "", "", f"skipped: {peer_error}"])
             continue
         log_path = os.path.join(work_dir, f"{key}.log")
         peak, seconds, code = peak_rss(cmd, log_path)
