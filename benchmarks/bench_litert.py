@@ -56,38 +56,46 @@ from absl import app, flags
 from benchmarks import common
 
 FLAGS = flags.FLAGS
-flags.DEFINE_string(
-    "model_dir", None, "Fine-tuned classifier: run_classifier output_dir or .keras."
-)
-flags.DEFINE_integer("repetitions", 7, "Alternating rounds at batch_size x seq_length.")
-common.define_encoder_shape_flags(latency_calls=200)
-flags.DEFINE_integer(
-    "litert_threads",
-    0,
-    "LiteRT interpreter threads, in process and in the "
-    "server (0 = one per CPU this process may use).",
-)
-flags.DEFINE_integer(
-    "server_threads",
-    0,
-    "serving.server --tensorflow_intra_op_parallelism "
-    "(0 = TensorFlow's default); the LiteRT server uses --litert_threads.",
-)
-flags.DEFINE_bool("onnxruntime", True, "Include the ONNX Runtime peer when available.")
-flags.DEFINE_integer("onnxruntime_threads", 0, "ONNX Runtime intra-op threads (0 = its default).")
-flags.DEFINE_bool("openvino", True, "Include the OpenVINO peer when available.")
-flags.DEFINE_integer(
-    "openvino_threads", 0, "OpenVINO INFERENCE_NUM_THREADS (0 = its default).", lower_bound=0
-)
-flags.DEFINE_integer(
-    "openvino_calibration_sentences",
-    300,
-    "SST-2 train sentences calibrating OpenVINO's int8 models (nncf.quantize).",
-    lower_bound=1,
-)
-flags.DEFINE_bool("grpc", True, "Include the serving.server contenders.")
-flags.DEFINE_bool("append", False, "Append the tables to benchmarks/RESULTS.md.")
-flags.mark_flag_as_required("model_dir")
+
+
+def define_flags() -> None:
+    """The benchmark's flags: defined when it runs (`__main__`), or by a test that removes
+    them afterwards, never at import (they would be global flags of any process importing it)."""
+    flags.DEFINE_string(
+        "model_dir", None, "Fine-tuned classifier: run_classifier output_dir or .keras."
+    )
+    flags.DEFINE_integer("repetitions", 7, "Alternating rounds at batch_size x seq_length.")
+    common.define_encoder_shape_flags(latency_calls=200)
+    flags.DEFINE_integer(
+        "litert_threads",
+        0,
+        "LiteRT interpreter threads, in process and in the "
+        "server (0 = one per CPU this process may use).",
+    )
+    flags.DEFINE_integer(
+        "server_threads",
+        0,
+        "serving.server --tensorflow_intra_op_parallelism "
+        "(0 = TensorFlow's default); the LiteRT server uses --litert_threads.",
+    )
+    flags.DEFINE_bool("onnxruntime", True, "Include the ONNX Runtime peer when available.")
+    flags.DEFINE_integer(
+        "onnxruntime_threads", 0, "ONNX Runtime intra-op threads (0 = its default)."
+    )
+    flags.DEFINE_bool("openvino", True, "Include the OpenVINO peer when available.")
+    flags.DEFINE_integer(
+        "openvino_threads", 0, "OpenVINO INFERENCE_NUM_THREADS (0 = its default).", lower_bound=0
+    )
+    flags.DEFINE_integer(
+        "openvino_calibration_sentences",
+        300,
+        "SST-2 train sentences calibrating OpenVINO's int8 models (nncf.quantize).",
+        lower_bound=1,
+    )
+    flags.DEFINE_bool("grpc", True, "Include the serving.server contenders.")
+    flags.DEFINE_bool("append", False, "Append the tables to benchmarks/RESULTS.md.")
+    flags.mark_flag_as_required("model_dir")
+
 
 INPUT_NAMES = ("input_word_ids", "input_mask", "input_type_ids")
 # OpenVINO contender name suffix -> benchmarks/openvino_peer.py source
@@ -467,4 +475,5 @@ def main(argv):
 
 
 if __name__ == "__main__":
+    define_flags()
     app.run(main)

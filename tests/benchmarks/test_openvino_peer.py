@@ -18,6 +18,17 @@ SKIP_MESSAGE = (
 )
 
 
+@pytest.fixture(scope="module", autouse=True)
+def litert_flags():
+    """bench_litert's flags, defined for this module's tests and removed after them: other test
+    files in the same worker process parse the global flags (recipes run in process)."""
+    before = set(flags.FLAGS)
+    bench_litert.define_flags()
+    yield
+    for name in set(flags.FLAGS) - before:
+        delattr(flags.FLAGS, name)
+
+
 @pytest.fixture
 def python_without_openvino(tmp_path, monkeypatch):
     """This interpreter, with an `openvino` package that refuses to import first on its path."""
