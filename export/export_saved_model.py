@@ -55,8 +55,9 @@ def apply_overrides(task, overrides: Overrides):
     (checked); the task itself if none.
 
     Raises:
-        ValueError: a max_seq_length the encoder or pairing cannot take, or a label count other
-            than the task's number of classes.
+        ValueError: a max_seq_length the encoder or pairing cannot take, a label count other
+            than the task's number of classes, or a null threshold that is NaN or given for a
+            task other than SQuAD v2.0.
     """
     check_stated(task, overrides)
     if overrides.null_score_diff_threshold is not None:
@@ -65,7 +66,13 @@ def apply_overrides(task, overrides: Overrides):
                 "--null_score_diff_threshold applies to a SQuAD v2.0 task (span question "
                 f"answering with version_2_with_negative); this task is {task.task_type}"
             )
-        task.null_score_diff_threshold = float(overrides.null_score_diff_threshold)
+        threshold = float(overrides.null_score_diff_threshold)
+        if threshold != threshold:
+            raise ValueError(
+                "--null_score_diff_threshold must be a number, not NaN (no score difference "
+                'would exceed it: the model would never answer "no answer")'
+            )
+        task.null_score_diff_threshold = threshold
     if overrides.label_names is not None:
         names = [str(x) for x in overrides.label_names]
         stored = task.label_names or []

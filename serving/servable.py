@@ -122,11 +122,16 @@ def load_saved_model(path: str):
     version kept all its memory after it was unloaded (about 250 MB per version swap of the
     MiniLM-L6 classifier, until the kernel killed the server). A server never takes gradients:
     `forget_gradients` removes them when the version unloads. Loads run one at a time, so each
-    claims only the names its own load added."""
+    claims only the names its own load added; a load that fails (a corrupt version, retried)
+    removes what it registered before raising."""
     registry = _gradient_registry()
     with _LOAD_LOCK:
         before = set(registry)
-        loaded = tf.saved_model.load(path, tags=["serve"])
+        try:
+            loaded = tf.saved_model.load(path, tags=["serve"])
+        except BaseException:
+            forget_gradients(set(registry) - before)
+            raise
         return loaded, set(registry) - before
 
 

@@ -377,7 +377,7 @@ def template_tests_refusal(task_type: str) -> str | None:
 
 def run_predictor(predictor, data, tests=None, rows=INVARIANCE_ROWS, seed=0, batch_size=32):
     """`run_behaviour` of a classifier `predictor` (`predictors.Predictor`) on an
-    `evidence_pack.EvalData`; the invariance tests of an NER or multiple-choice model
+    `evidence_pack.EvalData`; the invariance tests of an NER, span QA or multiple-choice model
     (`FAMILY_INVARIANCE`, with rows > 0); None for other models."""
     kind = predictor.info.task_type
     if kind in FAMILY_INVARIANCE:

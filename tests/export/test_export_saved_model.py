@@ -470,6 +470,8 @@ def test_the_null_threshold_override_is_for_squad_v2_tasks_only(uncased_vocab):
         ):
             apply_overrides(task, override)
     v2 = tiny_task(version_2_with_negative=True)
+    with pytest.raises(ValueError, match="--null_score_diff_threshold must be a number, not NaN"):
+        apply_overrides(v2, Overrides(null_score_diff_threshold=float("nan")))
     assert v2.null_score_diff_threshold == 0.0
     assert apply_overrides(v2, override).null_score_diff_threshold == 2.5
     assert v2.export_metadata()["null_score_diff_threshold"] == 2.5  # export_config.json's

@@ -173,6 +173,10 @@ def test_lengths_that_leave_no_context_are_a_usage_error(
             "give --null_score_diff_threshold or --null_threshold_dev_fraction",
         ),
         (
+            {"train_file": str(REPO / "README.md"), "null_score_diff_threshold": float("nan")},
+            "--null_score_diff_threshold must be a number, not NaN, got nan",
+        ),
+        (
             {"train_file": str(REPO / "README.md"), "null_threshold_dev_fraction": 1.0},
             "--null_threshold_dev_fraction must be in \\(0, 1\\)",
         ),

@@ -134,3 +134,21 @@ def test_an_unloaded_version_frees_its_variables(real_export):
     gc.collect()
     assert set(registry) == before
     assert [v() for v in variables] == [None] * len(variables)
+
+
+def test_a_failed_load_leaves_no_gradient_function_behind(real_export, tmp_path):
+    """A version whose variables are cut short fails after its functions (and their gradients)
+    were registered; the server retries such a version, so each try must clean up after itself."""
+    import shutil
+
+    from serving import servable as servable_lib
+
+    broken = tmp_path / "broken"
+    shutil.copytree(real_export[1], broken)
+    data = next((broken / "variables").glob("variables.data-*"))
+    data.write_bytes(data.read_bytes()[:100])
+    registry = servable_lib._gradient_registry()
+    before = set(registry)
+    with pytest.raises(Exception):
+        servable_lib.load_saved_model(str(broken))
+    assert set(registry) == before

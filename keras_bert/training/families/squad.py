@@ -23,7 +23,14 @@ from keras_bert.data import squad
 from keras_bert.evaluation import squad as squad_eval
 from keras_bert.tasks.span_question_answerer import SpanQuestionAnswerer
 from keras_bert.training import model_setup
-from keras_bert.training.args import A_FRACTION, AT_LEAST_ONE, FinetuneArgs, arg, args_dataclass
+from keras_bert.training.args import (
+    A_FRACTION,
+    AT_LEAST_ONE,
+    FinetuneArgs,
+    Rule,
+    arg,
+    args_dataclass,
+)
 from keras_bert import fileio
 from keras_bert.training.callbacks import write_json_atomic
 from keras_bert.training.driver import Family
@@ -50,7 +57,9 @@ class SquadArgs(FinetuneArgs):
     n_best_size: int = arg(20, "Start/end positions tried per window.", rule=AT_LEAST_ONE)
     max_answer_length: int = arg(30, "Longest answer, in pieces.", rule=AT_LEAST_ONE)
     null_score_diff_threshold: float = arg(
-        0.0, "v2.0: predict no answer when null score - best span score exceeds this."
+        0.0,
+        "v2.0: predict no answer when null score - best span score exceeds this.",
+        rule=Rule(lambda v: v == v, "a number, not NaN"),  # NaN would never answer "no answer"
     )
     null_threshold_dev_fraction: float | None = arg(
         None,
