@@ -404,8 +404,9 @@ def main(argv):
             f"{chk['max_prob_diff']:.4f}; dev accuracy float32 {100 * chk['accuracy_float32']:.1f}%"
             f", bfloat16 {100 * chk['accuracy_bfloat16']:.1f}%."
         )
-    body = common.with_notes(table, notes)
-    common.report("Encoder inference (bench_encoder)", body, desc, FLAGS.append, FLAGS.label)
+    common.report(
+        "Encoder inference (bench_encoder)", table, desc, FLAGS.append, FLAGS.label, notes
+    )
 
 
 if __name__ == "__main__":

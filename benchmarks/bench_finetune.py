@@ -285,8 +285,9 @@ def main(argv):
             f"(ours, same data order and seed, constant lr {LR}): float32 "
             f"{100 * acc['float32'][0]:.2f}%, bfloat16 {100 * acc['mixed_bfloat16'][0]:.2f}%."
         )
-    body = common.with_notes(table, notes)
-    common.report("Fine-tuning throughput (bench_finetune)", body, desc, FLAGS.append, FLAGS.label)
+    common.report(
+        "Fine-tuning throughput (bench_finetune)", table, desc, FLAGS.append, FLAGS.label, notes
+    )
 
 
 if __name__ == "__main__":

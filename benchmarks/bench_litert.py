@@ -463,14 +463,14 @@ def main(argv):
         "ours the whole classifier (encoder, pooler, head, softmax, labels).",
         *([OPENVINO_NOTE.format(n=FLAGS.openvino_calibration_sentences)] if ov else []),
     ]
-    body = common.with_notes(table, notes)
     common.report(
         "Exported model: LiteRT and SavedModel against ONNX Runtime"
         + (" and OpenVINO" if ov else "")
         + " (bench_litert)",
-        body,
+        table,
         desc,
         FLAGS.append,
+        notes=notes,
     )
 
 

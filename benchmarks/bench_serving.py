@@ -332,9 +332,12 @@ def main(argv):
         served, mean_batch = server_runs(base, tmp, sentence_source, clients)
         results.update(served)
     table2, rows, notes = results_table(results, mean_batch)
-    body = common.with_notes(table1 + ("\n\n" + table2 if rows else ""), notes)
     common.report(
-        "Serving: SavedModel in process and gRPC (bench_serving)", body, desc, FLAGS.append
+        "Serving: SavedModel in process and gRPC (bench_serving)",
+        table1 + ("\n\n" + table2 if rows else ""),
+        desc,
+        FLAGS.append,
+        notes=notes,
     )
 
 

@@ -279,10 +279,14 @@ def append_results(title: str, body: str, desc: dict, path: pathlib.Path | None 
     print(f"appended '{title}' to {path}")
 
 
-def report(title: str, body: str, desc: dict, append: bool, label: str = "") -> None:
-    """How a benchmark ends: prints `body` (its tables and notes) and, with `append` (its
-    `--append`), appends it to RESULTS.md by `append_results` under `title`, followed by
-    `", <label>"` when a `--label` is given."""
+def report(
+    title: str, body: str, desc: dict, append: bool, label: str = "", notes: Sequence[str] = ()
+) -> None:
+    """How a benchmark ends: prints `body` (its tables), then `notes` as `with_notes` lays them
+    out, and, with `append` (its `--append`), appends the same to RESULTS.md by `append_results`
+    under `title`, followed by `", <label>"` when a `--label` is given."""
+    if notes:
+        body = with_notes(body, notes)
     print(body)
     if append:
         append_results(title + (f", {label}" if label else ""), body, desc)
