@@ -5,7 +5,8 @@ Each case is a fresh `python -m serving.server` (`bench_reload_under_load.Server
 port, REST off, the `latest { num_versions: 1 }` policy) serving copies of one export of the
 MiniLM-L6 classifier (real weights, a fixed random 2-class head; `--model_dir` serves another
 export, which must hold model.tflite for the LiteRT case). Resident memory is the server process's
-`VmRSS` in /proc/<pid>/status (Linux), read after `--calls` Predict calls on the `encoded`
+`VmRSS` in /proc/<pid>/status (Linux; whether TensorFlow's runtime library is mapped, from
+/proc/<pid>/maps), read after `--calls` Predict calls on the `encoded`
 signature (1 x 32 random token ids, fewer when the export's max_seq_length is shorter), so every lazily built part is counted; `VmHWM` (the
 high-water mark) is printed beside it.
 
@@ -56,6 +57,11 @@ def resident_mib(pid: int) -> tuple[float, float]:
         if key in ("VmRSS", "VmHWM"):
             fields[key] = int(value.split()[0]) / 1024  # kB
     return fields["VmRSS"], fields["VmHWM"]
+
+
+def tensorflow_mapped(pid: int) -> bool:
+    """Whether process `pid` has TensorFlow's runtime library mapped (/proc/<pid>/maps)."""
+    return "libtensorflow" in pathlib.Path(f"/proc/{pid}/maps").read_text()
 
 
 def call_shape(model_dir: pathlib.Path) -> tuple[int, int]:
@@ -113,7 +119,10 @@ def measure_one(model_dir: pathlib.Path, work: pathlib.Path, calls: int, litert:
     server, controller, base = serve(model_dir, work, *flags_)
     try:
         call(server.address, [MODEL_NAME], calls, call_shape(model_dir))
-        result = {"one": resident_mib(server.proc.pid)}
+        result = {
+            "one": resident_mib(server.proc.pid),
+            "tensorflow": tensorflow_mapped(server.proc.pid),
+        }
         if not litert:
             shadow = work / "models" / SHADOW_NAME
             shadow.mkdir(parents=True)
@@ -158,6 +167,7 @@ def run_benchmark(model_dir: pathlib.Path, work: pathlib.Path, calls: int, cycle
         "saved_model": saved["one"],
         "second_model": saved["two"],
         "litert": litert["one"],
+        "tensorflow_loaded": {"saved_model": saved["tensorflow"], "litert": litert["tensorflow"]},
         "swaps": swaps,
         "swap_growth_mib": swaps[-1][1] - swaps[0][1],
         "second_half_mib_per_cycle": (swaps[-1][1] - half) / max(cycles - cycles // 2, 1),
@@ -169,12 +179,18 @@ def report(result: dict, cycles: int) -> str:
         return f"{x:,.0f}"
 
     saved, second, litert = result["saved_model"], result["second_model"], result["litert"]
+    loaded = {k: "yes" if v else "no" for k, v in result["tensorflow_loaded"].items()}
     table = common.markdown_table(
-        ["server", "resident MiB (VmRSS)", "peak MiB (VmHWM)"],
+        ["server", "resident MiB (VmRSS)", "peak MiB (VmHWM)", "TensorFlow runtime loaded"],
         [
-            ("SavedModel, one model", mib(saved[0]), mib(saved[1])),
-            ("SavedModel, a second model added", mib(second[0]), mib(second[1])),
-            ("LiteRT (--prefer_tflite_model), one model", mib(litert[0]), mib(litert[1])),
+            ("SavedModel, one model", mib(saved[0]), mib(saved[1]), loaded["saved_model"]),
+            ("SavedModel, a second model added", mib(second[0]), mib(second[1]), "yes"),
+            (
+                "LiteRT (--prefer_tflite_model), one model",
+                mib(litert[0]),
+                mib(litert[1]),
+                loaded["litert"],
+            ),
         ],
     )
     swaps = common.markdown_table(

@@ -18,6 +18,14 @@ Nothing is visible under its final name until it is complete:
   `PUBLISH_LAST` files come last and the `COMPLETE_MARKER` file last of all, so a reader that
   waits for the marker (`is_complete`) never takes a half-copied directory.
 
+Local paths in a process that has not imported TensorFlow (the model server serving LiteRT
+versions only, the serving client) are read and written through Python's `os` instead
+(`_PosixFiles`, the same operations with the same results), so that opening a local file does not
+load TensorFlow's runtime (about 670 MB resident); every URI, and every path once TensorFlow is
+imported, goes through `tf.io.gfile`. Errors: a missing path raises FileNotFoundError from
+`read_bytes` everywhere; other operations raise what `file_errors()` names (OSError, and
+`tf.errors.OpError` where TensorFlow is loaded).
+
 Schemes: this TensorFlow build (2.20, pip) registers `gs://` and `ram://`; `s3://`, `hdfs://`
 and others answer "File system scheme ... not implemented" until a plugin registers them
 (`pip install tensorflow-io`, then `import tensorflow_io` before use).
@@ -32,11 +40,12 @@ import json
 import os
 import posixpath
 import shutil
+import stat as stat_module
+import sys
 import tempfile
+import types
 import uuid
 from typing import Any, Iterator
-
-import tensorflow as tf
 
 # Written last into a published directory; its presence means the directory is complete.
 COMPLETE_MARKER = ".keras_bert_complete"
@@ -50,6 +59,85 @@ OBJECT_STORE_SCHEMES = ("gs", "s3")
 ATOMIC_RENAME_SCHEMES = ("", "file", "hdfs")
 # How long `check_reachable` waits for a remote file system before it gives up (seconds).
 REACH_TIMEOUT_SECONDS = 60.0
+
+
+class _PosixFiles:
+    """The operations of `tf.io.gfile` this module uses, on local paths through Python's `os`, for
+    processes without TensorFlow (module docstring); same arguments, same results."""
+
+    @staticmethod
+    def GFile(path, mode):
+        if "b" in mode:
+            return open(path, mode)
+        return open(path, mode, encoding="utf-8", newline="")  # as GFile: no newline translation
+
+    exists = staticmethod(os.path.exists)
+    isdir = staticmethod(os.path.isdir)
+    listdir = staticmethod(os.listdir)
+    walk = staticmethod(os.walk)
+    remove = staticmethod(os.remove)
+    rmtree = staticmethod(shutil.rmtree)
+
+    @staticmethod
+    def glob(pattern):
+        import glob
+
+        return glob.glob(pattern, include_hidden=True)
+
+    @staticmethod
+    def makedirs(path):
+        os.makedirs(path, exist_ok=True)
+
+    @staticmethod
+    def _check_target(dst, overwrite):
+        if not overwrite and os.path.exists(dst):
+            raise FileExistsError(errno.EEXIST, "File exists", dst)
+
+    @classmethod
+    def rename(cls, src, dst, overwrite=False):
+        cls._check_target(dst, overwrite)
+        os.replace(src, dst)
+
+    @classmethod
+    def copy(cls, src, dst, overwrite=False):
+        cls._check_target(dst, overwrite)
+        shutil.copyfile(src, dst)
+
+    @staticmethod
+    def stat(path):
+        st = os.stat(path)
+        return types.SimpleNamespace(
+            length=st.st_size,
+            mtime_nsec=st.st_mtime_ns,
+            is_directory=stat_module.S_ISDIR(st.st_mode),
+        )
+
+
+def _tensorflow():
+    """The `tensorflow` module if this process has imported it, else None (never imports it)."""
+    return sys.modules.get("tensorflow")
+
+
+def _files(path: str):
+    """`tf.io.gfile` for a URI or once TensorFlow is imported; `_PosixFiles` otherwise."""
+    if _tensorflow() is None and scheme(path) == "":
+        return _PosixFiles
+    import tensorflow as tf
+
+    return tf.io.gfile
+
+
+def file_errors() -> tuple:
+    """The exception types a file operation here may raise: OSError, and `tf.errors.OpError`
+    where TensorFlow is loaded (`except fileio.file_errors():`)."""
+    tf = _tensorflow()
+    return (OSError,) if tf is None else (OSError, tf.errors.OpError)
+
+
+def not_found_errors() -> tuple:
+    """FileNotFoundError, and `tf.errors.NotFoundError` where TensorFlow is loaded."""
+    tf = _tensorflow()
+    return (FileNotFoundError,) if tf is None else (FileNotFoundError, tf.errors.NotFoundError)
 
 
 class UnreachablePathError(FileNotFoundError):
@@ -95,26 +183,30 @@ def basename(path: str) -> str:
 
 def open_file(path: str, mode: str = "r"):
     """A file object (`tf.io.gfile.GFile`) for reading or writing; text unless `mode` has "b"."""
-    return tf.io.gfile.GFile(os.fspath(path), mode)
+    path = os.fspath(path)
+    return _files(path).GFile(path, mode)
 
 
 def exists(path: str) -> bool:
-    return tf.io.gfile.exists(os.fspath(path))
+    path = os.fspath(path)
+    return _files(path).exists(path)
 
 
 def isdir(path: str) -> bool:
-    return tf.io.gfile.isdir(os.fspath(path))
+    path = os.fspath(path)
+    return _files(path).isdir(path)
 
 
 def isfile(path: str) -> bool:
     path = os.fspath(path)
-    return tf.io.gfile.exists(path) and not tf.io.gfile.isdir(path)
+    files = _files(path)
+    return files.exists(path) and not files.isdir(path)
 
 
 def listdir(path: str) -> list[str]:
     """Names in a directory, sorted, without trailing slashes (object stores add them)."""
     path = os.fspath(path)
-    names = sorted(name.rstrip("/") for name in tf.io.gfile.listdir(path))
+    names = sorted(name.rstrip("/") for name in _files(path).listdir(path))
     return _real_children(path, names)
 
 
@@ -123,63 +215,70 @@ def _real_children(path: str, names: list[str]) -> list[str]:
     string prefix: `ram://d/assets` "holds" `.extra` when `ram://d/assets.extra/x` exists."""
     if scheme(path) != "ram":
         return names
-    return [name for name in names if tf.io.gfile.exists(posixpath.join(path, name))]
+    return [name for name in names if exists(posixpath.join(path, name))]
 
 
 def glob(pattern: str) -> list[str]:
     """Paths matching a glob (`*`, `?`, `[...]`), sorted."""
-    return sorted(tf.io.gfile.glob(os.fspath(pattern)))
+    pattern = os.fspath(pattern)
+    return sorted(_files(pattern).glob(pattern))
 
 
 def walk(top: str) -> Iterator[tuple[str, list[str], list[str]]]:
     """(directory, sub-directory names, file names) for `top` and each directory below it."""
-    for root, dirs, files in tf.io.gfile.walk(os.fspath(top)):
+    top = os.fspath(top)
+    for root, dirs, files in _files(top).walk(top):
         yield root, dirs, _real_children(root, files)
 
 
 def makedirs(path: str) -> None:
-    tf.io.gfile.makedirs(os.fspath(path))
+    path = os.fspath(path)
+    _files(path).makedirs(path)
 
 
 def remove(path: str) -> None:
     """Deletes a file; a missing one is not an error."""
+    path = os.fspath(path)
     try:
-        tf.io.gfile.remove(os.fspath(path))
-    except tf.errors.NotFoundError:
+        _files(path).remove(path)
+    except not_found_errors():
         pass
 
 
 def rmtree(path: str) -> None:
     """Deletes a directory tree; a missing one is not an error."""
     path = os.fspath(path)
-    if not tf.io.gfile.exists(path):
+    if not exists(path):
         return
     try:
-        tf.io.gfile.rmtree(path)
-    except tf.errors.NotFoundError:
-        if tf.io.gfile.exists(path):  # `ram://` fails on its phantom children once all is gone
+        _files(path).rmtree(path)
+    except not_found_errors():
+        if exists(path):  # `ram://` fails on its phantom children once all is gone
             raise
 
 
 def rename(src: str, dst: str, overwrite: bool = False) -> None:
-    tf.io.gfile.rename(os.fspath(src), os.fspath(dst), overwrite=overwrite)
+    src, dst = os.fspath(src), os.fspath(dst)
+    _files(src if scheme(src) else dst).rename(src, dst, overwrite=overwrite)
 
 
 def copy(src: str, dst: str, overwrite: bool = False) -> None:
-    tf.io.gfile.copy(os.fspath(src), os.fspath(dst), overwrite=overwrite)
+    src, dst = os.fspath(src), os.fspath(dst)
+    _files(src if scheme(src) else dst).copy(src, dst, overwrite=overwrite)
 
 
 def size(path: str) -> int:
-    return tf.io.gfile.stat(os.fspath(path)).length
+    return stat(path).length
 
 
 def stat(path: str):
     """`length` (bytes), `mtime_nsec` and `is_directory` of a path (tf.io.gfile's FileStatistics).
 
     Raises:
-        tf.errors.NotFoundError: no such path.
+        FileNotFoundError, or tf.errors.NotFoundError where TensorFlow is loaded: no such path.
     """
-    return tf.io.gfile.stat(os.fspath(path))
+    path = os.fspath(path)
+    return _files(path).stat(path)
 
 
 def absolute(path: str) -> str:
@@ -208,7 +307,7 @@ def read_bytes(path: str) -> bytes:
     try:
         with open_file(path, "rb") as f:
             return f.read()
-    except tf.errors.NotFoundError:
+    except not_found_errors():
         raise FileNotFoundError(errno.ENOENT, "No such file", os.fspath(path)) from None
 
 
@@ -384,14 +483,14 @@ def check_reachable(path: str, what: str = "path", timeout: float = REACH_TIMEOU
     if is_local(path):
         return
     pool = concurrent.futures.ThreadPoolExecutor(max_workers=1)
-    probe = pool.submit(tf.io.gfile.exists, path)
+    probe = pool.submit(exists, path)
     try:
         probe.result(timeout=timeout)
     except concurrent.futures.TimeoutError:
         raise UnreachablePathError(
             f"cannot reach {what} {path}: no answer from its file system in {timeout:g} s"
         ) from None
-    except (tf.errors.OpError, OSError) as e:
+    except file_errors() as e:
         cause = getattr(e, "message", None) or str(e)
         raise UnreachablePathError(
             f"cannot reach {what} {path}: {' '.join(cause.split())[:300]}"

@@ -10,7 +10,6 @@ import time
 
 import grpc
 import numpy as np
-import tensorflow as tf
 from google.protobuf import any_pb2
 from tensorflow.core.example import example_pb2
 from tensorflow_serving.apis import (
@@ -25,7 +24,7 @@ from tensorflow_serving.apis import (
 )
 
 from serving.storage import fileio
-from serving import errors, tensors
+from serving import dtypes, errors, tensors, tfrecords
 from serving.batching import BatchScheduler
 from serving.model_manager import check_configs
 from serving.request_logger import RequestLogger, check_logging_configs
@@ -223,7 +222,7 @@ class InferenceService:
 
     def _run_examples(self, servable, signature, serialized):
         ((alias, spec),) = signature.inputs.items()
-        if spec.dtype != tf.string:
+        if spec.dtype != dtypes.string:
             raise errors.invalid_argument(
                 f"signature '{signature.key}' input '{alias}' must be string"
             )
@@ -424,7 +423,7 @@ class InferenceService:
         if not fileio.exists(path):
             return 0
         count = 0
-        for record in tf.data.TFRecordDataset(path).as_numpy_iterator():
+        for record in tfrecords.iter_records(path):
             log = prediction_log_pb2.PredictionLog.FromString(record)
             kind = log.WhichOneof("log_type")
             try:

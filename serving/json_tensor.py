@@ -29,10 +29,9 @@ import math
 
 import grpc
 import numpy as np
-import tensorflow as tf
-from tensorflow.core.example import feature_pb2
 
-from serving import errors
+from serving import dtypes as dt, errors
+from tensorflow.core.example import feature_pb2
 
 ROW, COLUMNAR = "row", "columnar"
 _SPACE = " \t\n\v\f\r"  # absl::ascii_isspace
@@ -40,15 +39,15 @@ _B64 = {
     c: i for i, c in enumerate("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/")
 }
 _INT_RANGES = {
-    tf.int8: (-(2**31), 2**31 - 1),
-    tf.int16: (-(2**31), 2**31 - 1),
-    tf.int32: (-(2**31), 2**31 - 1),
-    tf.uint8: (-(2**31), 2**31 - 1),
-    tf.int64: (-(2**63), 2**63 - 1),
-    tf.uint32: (0, 2**32 - 1),
-    tf.uint64: (0, 2**64 - 1),
+    dt.int8: (-(2**31), 2**31 - 1),
+    dt.int16: (-(2**31), 2**31 - 1),
+    dt.int32: (-(2**31), 2**31 - 1),
+    dt.uint8: (-(2**31), 2**31 - 1),
+    dt.int64: (-(2**63), 2**63 - 1),
+    dt.uint32: (0, 2**32 - 1),
+    dt.uint64: (0, 2**64 - 1),
 }
-_MAX_EXACT_INT = {tf.float32: 2**24 - 1, tf.float64: 2**53 - 1}
+_MAX_EXACT_INT = {dt.float32: 2**24 - 1, dt.float64: 2**53 - 1}
 
 
 # ------------------------------------------------------------------ parsing helpers
@@ -164,7 +163,7 @@ def _is_lossless(value, dtype) -> bool:
 
 def dtype_string(dtype) -> str:
     """TensorFlow's DataTypeString (C++ names: float, double, half; others as tf.DType.name)."""
-    return {tf.float32: "float", tf.float64: "double", tf.float16: "half"}.get(dtype, dtype.name)
+    return {dt.float32: "float", dt.float64: "double", dt.float16: "half"}.get(dtype, dtype.name)
 
 
 def _type_error(value, dtype):
@@ -175,8 +174,8 @@ def _type_error(value, dtype):
 
 
 def _scalar(value, dtype):
-    """AddValueToTensor: one JSON leaf converted for `dtype` (a tf.DType)."""
-    if dtype == tf.string:
+    """AddValueToTensor: one JSON leaf converted for `dtype` (a `serving.dtypes.DType`)."""
+    if dtype == dt.string:
         if isinstance(value, dict):
             return decode_b64_object(value)
         if not isinstance(value, str):
@@ -184,17 +183,17 @@ def _scalar(value, dtype):
         return value.encode("utf-8", "surrogatepass")
     if isinstance(value, dict):
         raise _type_error(value, dtype)
-    if dtype in (tf.float32, tf.float64):
+    if dtype in (dt.float32, dt.float64):
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             raise _type_error(value, dtype)
         if not _is_lossless(value, dtype):
             raise errors.invalid_argument(
                 f"Cannot convert JSON value: {value_to_string(value)} to "
-                f"{'float' if dtype == tf.float32 else 'double'} without "
+                f"{'float' if dtype == dt.float32 else 'double'} without "
                 "loss of precision."
             )
         return float(value)
-    if dtype == tf.bool:
+    if dtype == dt.bool_:
         if not isinstance(value, bool):
             raise _type_error(value, dtype)
         return value
@@ -246,13 +245,13 @@ def _fill(value, level, shape, dtype, out):
 
 def to_array(values, shape, dtype) -> np.ndarray:
     """Leaves (already converted by `_scalar`) -> numpy array of `dtype` and `shape`."""
-    if dtype == tf.string:
+    if dtype == dt.string:
         array = np.empty(len(values), dtype=object)
         array[:] = values
         return array.reshape(shape)
     if dtype.is_integer:  # int8/int16/uint8 wrap like TensorProto's int_val does
         return (
-            np.array(values, dtype=np.int64 if dtype != tf.uint64 else np.uint64)
+            np.array(values, dtype=np.int64 if dtype != dt.uint64 else np.uint64)
             .astype(dtype.as_numpy_dtype)
             .reshape(shape)
         )
@@ -275,7 +274,7 @@ def predict_inputs(doc, dtypes: dict):
     """FillPredictRequestFromJson after the signature is known.
 
     Args:
-        doc: the parsed request object. dtypes: dict input alias -> tf.DType (the signature's inputs).
+        doc: the parsed request object. dtypes: dict input alias -> `serving.dtypes.DType` (the signature's inputs).
     Returns:
         (dict alias -> numpy array, ROW or COLUMNAR).
     Raises:
@@ -433,7 +432,7 @@ def _add_to_feature(value, name, feature):
         )
     elif isinstance(value, float):
         check("float_list")
-        if not _is_lossless(value, tf.float32):
+        if not _is_lossless(value, dt.float32):
             raise errors.invalid_argument(
                 f"Cannot convert JSON value: {value_to_string(value)} to float "
                 "without loss of precision."

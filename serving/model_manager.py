@@ -42,12 +42,11 @@ import threading
 import time
 
 import grpc
-import tensorflow as tf
 from tensorflow_serving.apis import get_model_status_pb2
 
 from serving.storage import fileio
 from serving import errors
-from serving.servable import explain_load_error, load_servable
+from serving.servable import explain_load_error, load_servable, tensorflow
 
 State = get_model_status_pb2.ModelVersionStatus.State
 _LOG = logging.getLogger("serving")
@@ -91,7 +90,7 @@ def _fingerprint(path):
         for name in files:
             try:
                 st = fileio.stat(fileio.join(root, name))
-            except (tf.errors.OpError, OSError):
+            except fileio.file_errors():
                 continue
             items.append((f"{rel_root}/{name}" if rel_root else name, st.length, st.mtime_nsec))
     return tuple(sorted(items))
@@ -133,9 +132,9 @@ def scan_versions(base_path, known_ready=frozenset()):
         if not fileio.exists(base_path):
             return Scan(exists=False)
         names = fileio.listdir(base_path)
-    except tf.errors.NotFoundError:
+    except (*fileio.not_found_errors(), NotADirectoryError):
         return Scan()  # a file, or removed since: no versions
-    except (tf.errors.OpError, OSError) as e:
+    except fileio.file_errors() as e:
         cause = " ".join((getattr(e, "message", None) or str(e)).split())[:300]
         raise fileio.UnreachablePathError(
             f"cannot reach model base path {base_path}: {cause}"
@@ -207,6 +206,15 @@ def check_configs(model_configs):
             raise ValueError(f"model '{c.name}' has no base_path")
 
 
+def prepare_file_systems(model_configs) -> None:
+    """A base path on a file system only TensorFlow reaches (gs://, ram://, s3:// with its plugin)
+    sets up TensorFlow before it is first read (`servable.tensorflow()`: its threads, and the
+    custom-op modules, which register plugins such as tensorflow_io's s3://); local base paths
+    need none (`keras_bert.fileio`)."""
+    if any(fileio.scheme(c.base_path) for c in model_configs):
+        tensorflow()
+
+
 def aspired_versions(policy, available_on_disk):
     """Versions to serve under a ServableVersionPolicy proto, given the version numbers on disk."""
     on_disk = sorted(available_on_disk)
@@ -252,6 +260,7 @@ class ModelManager:
         reach_timeout_s=REACH_TIMEOUT_S,
     ):
         check_configs(model_configs)
+        prepare_file_systems(model_configs)
         if max_num_load_retries < 0 or load_retry_interval_s < 0:
             raise ValueError(
                 f"max_num_load_retries={max_num_load_retries} and load_retry_interval_s="
@@ -343,6 +352,7 @@ class ModelManager:
             check_configs(model_configs)
         except ValueError as e:
             raise errors.invalid_argument(str(e)) from None
+        prepare_file_systems(model_configs)
         with self._poll_lock:
             added = self._apply(model_configs)
             self._poll_all()

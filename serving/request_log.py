@@ -30,11 +30,10 @@ import io
 import json
 import sys
 
-import tensorflow as tf
 from absl import app, flags
 from tensorflow_serving.apis import prediction_log_pb2
 
-from serving import tensors
+from serving import dtypes, tensors, tfrecords
 from serving.inference import input_examples
 from serving.request_logger import SUFFIX
 from serving.storage import fileio
@@ -72,9 +71,9 @@ def read_logs(files) -> tuple:
     logs, truncated = [], []
     for path in files:
         try:
-            for record in tf.data.TFRecordDataset(path).as_numpy_iterator():
+            for record in tfrecords.iter_records(path):
                 logs.append(prediction_log_pb2.PredictionLog.FromString(record))
-        except tf.errors.DataLossError:
+        except tfrecords.RecordError:
             truncated.append(path)
     return logs, truncated
 
@@ -92,12 +91,7 @@ def warmup_records(logs, max_records=MAX_WARMUP_RECORDS) -> list:
 
 def write_records(records, path) -> None:
     """PredictionLog records as a TFRecord file at `path` (complete when it appears)."""
-    fileio.makedirs(fileio.parent(path))
-    written = fileio.writing_path(path)
-    with tf.io.TFRecordWriter(written) as writer:
-        for record in records:
-            writer.write(record.SerializeToString())
-    fileio.commit_write(written, path)
+    tfrecords.write_records((record.SerializeToString() for record in records), path)
 
 
 def _strings(values) -> list:
@@ -108,7 +102,7 @@ def _predict_texts(request, text_inputs) -> dict:
     columns = {}
     for name in text_inputs:
         proto = request.inputs.get(name)
-        if proto is not None and proto.dtype == tf.string.as_datatype_enum:
+        if proto is not None and proto.dtype == dtypes.string.as_datatype_enum:
             columns[name] = _strings(tensors.to_numpy(proto, name).reshape([-1]))
     return columns
 
@@ -225,7 +219,7 @@ def run(
 
     Raises:
         FileNotFoundError: no log files; ValueError: a bad --texts extension; OSError or
-            tf.errors.OpError: an output that cannot be written.
+            tf.errors.OpError (`fileio.file_errors()`): an output that cannot be written.
     """
     files = log_files(log)
     logs, truncated = read_logs(files)
@@ -261,7 +255,7 @@ def main(argv):
             _FLAGS.text_inputs,
             _FLAGS.keep_duplicates,
         )
-    except (OSError, ValueError, tf.errors.OpError) as e:
+    except (ValueError, *fileio.file_errors()) as e:
         _fail(e)
     print("\n".join(lines))
 

@@ -50,18 +50,16 @@ import threading
 import time
 import uuid
 
-import tensorflow as tf
 from tensorflow_serving.apis import prediction_log_pb2
 
 from serving.storage import fileio
+from serving.tfrecords import RECORD_OVERHEAD_BYTES, open_records
 
 _LOG = logging.getLogger("serving")
 DEFAULT_MAX_FILE_BYTES = 64 << 20
 DEFAULT_QUEUE_SIZE = 1024
 RETRY_INTERVAL_S = 1.0
 SUFFIX = ".tfrecord"
-# Per record in a TFRecord file: length (8 bytes) + its CRC (4) + the data's CRC (4).
-RECORD_OVERHEAD_BYTES = 16
 QUEUE_FULL, WRITE_ERROR = "queue_full", "write_error"  # the `reason` label of dropped records
 _MAX_BATCH = 256  # records taken from the queue at once before a flush
 
@@ -91,11 +89,6 @@ def check_logging_configs(model_configs) -> None:
                 f"{owners[prefix]} and {config.name})"
             )
         owners[prefix] = config.name
-
-
-def open_records(path):
-    """A TFRecord writer at `path` (any URI TensorFlow's file systems take)."""
-    return tf.io.TFRecordWriter(path)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -235,7 +228,7 @@ class _Writer:
             return
         try:
             self._file.close()
-        except (tf.errors.OpError, OSError):
+        except fileio.file_errors():
             pass
         self._file, self._file_bytes = None, 0
         self._sequence += 1

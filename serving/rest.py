@@ -25,7 +25,6 @@ import sys
 import threading
 
 import grpc
-import tensorflow as tf
 from google.protobuf import json_format
 from tensorflow_serving.apis import (
     classification_pb2,
@@ -35,7 +34,7 @@ from tensorflow_serving.apis import (
     regression_pb2,
 )
 
-from serving import errors, json_tensor, json_writer
+from serving import errors, json_tensor, json_writer, tensors
 from serving.inference import DEFAULT_SIGNATURE
 
 _LOG = logging.getLogger("serving")
@@ -129,12 +128,12 @@ class RestApi:
                 arrays, fmt = json_tensor.predict_inputs(doc, dtypes)
                 row[0] = fmt == json_tensor.ROW
                 for alias, array in arrays.items():
-                    request.inputs[alias].CopyFrom(tf.make_tensor_proto(array))
+                    request.inputs[alias].CopyFrom(tensors.to_proto(array))
                 response = self.service.predict_on(servable, request)
                 return self.service.logged("predict_log", servable, request, response)
 
         response = self.service.observe("predict", request.model_spec, run, "REST")
-        outputs = {k: tf.make_ndarray(v) for k, v in response.outputs.items()}
+        outputs = {k: tensors.to_numpy(v, k) for k, v in response.outputs.items()}
         return json_writer.predict_json(outputs, row[0])
 
     def _classify_regress(self, match, doc, signature_name, verb):

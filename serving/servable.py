@@ -7,6 +7,11 @@ shapes all come from the MetaGraphDef tagged `serve` (`Servable`), or, with
 SignatureDefs (`LiteRtServable`), as tensorflow_model_server does with the same flag
 (tensorflow_serving/servables/tensorflow/tflite_session.cc): then only the flatbuffer's signatures
 are served.
+
+TensorFlow's runtime (about 670 MB resident) is loaded on the first SavedModel load, not at
+import (`tensorflow()`): a server whose versions are all served from LiteRT never loads it. The
+signatures, protos and dtypes the server reads need none of it (`serving.protos`,
+`serving.dtypes`).
 """
 
 import dataclasses
@@ -17,11 +22,10 @@ import threading
 
 import grpc
 import numpy as np
-import tensorflow as tf
-from tensorflow.core.protobuf import meta_graph_pb2, saved_model_pb2
 
+from serving import dtypes, errors
 from serving.storage import fileio
-from serving import errors
+from tensorflow.core.protobuf import meta_graph_pb2, saved_model_pb2
 
 PREDICT_METHOD = "tensorflow/serving/predict"
 CLASSIFY_METHOD = "tensorflow/serving/classify"
@@ -31,14 +35,46 @@ TFLITE_FILENAME = "model.tflite"  # tensorflow_model_server's name for it
 _LOG = logging.getLogger(__name__)
 _LOAD_LOCK = threading.Lock()  # one SavedModel load at a time: see load_saved_model
 _OP_NOT_REGISTERED = re.compile(r"Op type not registered '([^']+)'")
+_ON_TENSORFLOW_IMPORT = []  # callables run once, right after the first `tensorflow()`
+_TENSORFLOW_LOCK = threading.Lock()
+
+
+def on_tensorflow_import(fn) -> None:
+    """Runs `fn()` once when this process first needs TensorFlow's runtime (`tensorflow()`), or
+    now if it already has: for set-up that must precede the first model load (thread pools,
+    custom-op libraries)."""
+    with _TENSORFLOW_LOCK:
+        if _tensorflow_ready:
+            fn()
+        else:
+            _ON_TENSORFLOW_IMPORT.append(fn)
+
+
+_tensorflow_ready = False
+
+
+def tensorflow():
+    """The `tensorflow` module, imported on first use, after which the `on_tensorflow_import`
+    callables run (in the order given)."""
+    global _tensorflow_ready
+    with _TENSORFLOW_LOCK:
+        import tensorflow as tf
+
+        if not _tensorflow_ready:
+            _tensorflow_ready = True
+            for fn in _ON_TENSORFLOW_IMPORT:
+                fn()
+            _ON_TENSORFLOW_IMPORT.clear()
+        return tf
 
 
 @dataclasses.dataclass(frozen=True)
 class TensorSpec:
-    """Name, dtype (tf.DType) and shape (list of int, -1 = any; None = unknown rank) of a tensor."""
+    """Name, dtype (`serving.dtypes.DType`) and shape (list of int, -1 = any; None = unknown rank)
+    of a tensor."""
 
     name: str
-    dtype: tf.DType
+    dtype: dtypes.DType
     shape: list | None
 
 
@@ -55,7 +91,7 @@ def _spec(alias, tensor_info) -> TensorSpec:
     shape = None
     if not tensor_info.tensor_shape.unknown_rank:
         shape = [int(d.size) for d in tensor_info.tensor_shape.dim]
-    return TensorSpec(alias, tf.dtypes.as_dtype(tensor_info.dtype), shape)
+    return TensorSpec(alias, dtypes.as_dtype(tensor_info.dtype), shape)
 
 
 def read_signatures(path: str) -> dict:
@@ -98,7 +134,7 @@ def explain_load_error(error: Exception) -> str:
             f"Op type not registered '{match.group(1)}': the SavedModel uses an op from a custom-op "
             "library that this server process has not imported (tensorflow-text ops such as "
             "FastBertTokenizer / CaseFoldUTF8 / WordpieceTokenizeWithOffsets). Fix: pip install "
-            f"tensorflow-text=={tf.__version__.rsplit('.', 1)[0]}.* and start the server with "
+            f"tensorflow-text=={_tensorflow_minor()}.* and start the server with "
             "--custom_op_modules=tensorflow_text (the default), or export the model with the "
             "core-op tokenizer so no custom op is needed."
         )
@@ -106,7 +142,17 @@ def explain_load_error(error: Exception) -> str:
     return f"{type(error).__name__}: {first}"
 
 
+def _tensorflow_minor() -> str:
+    from importlib import metadata
+
+    try:
+        return metadata.version("tensorflow").rsplit(".", 1)[0]
+    except metadata.PackageNotFoundError:
+        return "<your TensorFlow version>"
+
+
 def _gradient_registry() -> dict:
+    tensorflow()
     from tensorflow.python.framework import ops
 
     return ops._gradient_registry._registry  # name -> gradient function, process-wide
@@ -128,7 +174,7 @@ def load_saved_model(path: str):
     with _LOAD_LOCK:
         before = set(registry)
         try:
-            loaded = tf.saved_model.load(path, tags=["serve"])
+            loaded = tensorflow().saved_model.load(path, tags=["serve"])
         except BaseException:
             forget_gradients(set(registry) - before)
             raise
@@ -137,6 +183,8 @@ def load_saved_model(path: str):
 
 def forget_gradients(names) -> None:
     """Removes the gradient functions `names` (from `load_saved_model`) from the registry."""
+    if not names:
+        return  # a LiteRT version: nothing registered, and no TensorFlow to load for it
     registry = _gradient_registry()
     for name in names:
         registry.pop(name, None)
@@ -189,7 +237,7 @@ class Servable:
 
     def run(self, key: str, inputs: dict) -> dict:
         """Calls signature `key` with numpy `inputs` (dtypes already matching); returns numpy outputs."""
-        fn = self._functions[key]
+        fn, tf = self._functions[key], tensorflow()
         try:
             outputs = fn(**{k: tf.constant(v) for k, v in inputs.items()})
         except Exception as e:
@@ -214,7 +262,7 @@ class Servable:
 def _litert_spec(alias, detail) -> TensorSpec:
     return TensorSpec(
         alias,
-        tf.dtypes.as_dtype(np.dtype(detail["dtype"])),
+        dtypes.as_dtype(np.dtype(detail["dtype"])),
         [int(d) for d in detail["shape_signature"]],
     )
 

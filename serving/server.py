@@ -50,7 +50,7 @@ from tensorflow_serving.config import model_server_config_pb2
 
 from serving.storage import fileio
 from serving import batching, errors, grpc_service, service_protos, ssl_config, tensors
-from serving import request_logger
+from serving import request_logger, servable
 from serving.inference import InferenceService
 from serving.metrics import Metrics
 from serving.model_manager import (
@@ -441,16 +441,27 @@ def main(argv):
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
         stream=sys.stderr,
     )
+    # TensorFlow's runtime set-up, at its first use: the first SavedModel load, or the first path
+    # on a file system only TensorFlow reaches (gs://, s3:// with tensorflow_io among the custom
+    # op modules). With --prefer_tflite_model and local paths, a server whose versions all hold a
+    # model.tflite never loads it.
+    servable.on_tensorflow_import(
+        lambda: set_tensorflow_threads(
+            _FLAGS.tensorflow_intra_op_parallelism, _FLAGS.tensorflow_inter_op_parallelism
+        )
+    )
+    servable.on_tensorflow_import(
+        lambda: import_custom_op_modules([m for m in _FLAGS.custom_op_modules if m])
+    )
+    start_paths = (_FLAGS.model_base_path, _FLAGS.model_config_file, _FLAGS.ssl_config_file)
+    if not _FLAGS.prefer_tflite_model or any(fileio.scheme(p) for p in start_paths if p):
+        servable.tensorflow()  # SavedModels or URIs ahead: set it up now
     tls_config = None
     if _FLAGS.ssl_config_file:
         try:
             tls_config = ssl_config.read_ssl_config(_FLAGS.ssl_config_file)
         except ssl_config.SSLConfigError as e:
             fail_usage(str(e))
-    set_tensorflow_threads(
-        _FLAGS.tensorflow_intra_op_parallelism, _FLAGS.tensorflow_inter_op_parallelism
-    )
-    import_custom_op_modules([m for m in _FLAGS.custom_op_modules if m])
     try:
         configs = model_configs(_FLAGS.model_name, _FLAGS.model_base_path, _FLAGS.model_config_file)
         batching_options = None

@@ -13,11 +13,11 @@ Every violation is INVALID_ARGUMENT with a message naming the input; never INTER
 """
 
 import dataclasses
+import sys
 
 import numpy as np
-import tensorflow as tf
 
-from serving import errors, tensor_protos
+from serving import dtypes, errors, tensor_protos
 
 DEFAULT_TEXT_INPUTS = ("text", "text_b")
 
@@ -35,9 +35,10 @@ class Limits:
 def to_numpy(proto, alias: str) -> np.ndarray:
     """TensorProto -> numpy (strings as an object array of bytes).
 
-    Numeric tensors in `tensor_content` are read directly (`tensor_protos.raw_to_numpy`, about
-    4x faster than tf.make_ndarray for the small tensors of a batch-1 request); the rest by
-    tf.make_ndarray.
+    Read by `tensor_protos` (what tf.make_ndarray reads, without TensorFlow; raw `tensor_content`
+    about 4x faster than tf.make_ndarray for the small tensors of a batch-1 request). A dtype it
+    does not hold (bfloat16, complex) is read by tf.make_ndarray when this process has loaded
+    TensorFlow (it serves a SavedModel), and refused otherwise: no LiteRT input takes one.
 
     Raises:
         ServingError INVALID_ARGUMENT naming `alias` when the proto is malformed (for example
@@ -46,29 +47,51 @@ def to_numpy(proto, alias: str) -> np.ndarray:
     array = tensor_protos.raw_to_numpy(proto)
     if array is not None:
         return array
+    tf = _loaded_tensorflow()
     try:
-        return tf.make_ndarray(proto)
+        if tf is not None and proto.dtype not in _OWN_DTYPES:
+            return tf.make_ndarray(proto)
+        return tensor_protos.to_numpy(proto)
     except Exception as e:
         raise errors.invalid_argument(f"input '{alias}' is not a valid TensorProto: {e}") from e
 
 
+# What `tensor_protos` reads and writes itself (numeric raw dtypes and strings).
+_OWN_DTYPES = frozenset(tensor_protos.RAW_DTYPES) | {dtypes.string.as_datatype_enum}
+
+
+def _loaded_tensorflow():
+    """The `tensorflow` module if this process has imported it (never imports it)."""
+    tf = sys.modules.get("tensorflow")
+    return tf if hasattr(tf, "make_ndarray") else None
+
+
 def to_proto(array):
-    """numpy (or anything np.asarray takes) -> TensorProto, equal to tf.make_tensor_proto's
-    (numeric arrays of more than one element written directly: `tensor_protos.raw_to_proto`)."""
+    """numpy (or anything np.asarray takes) -> TensorProto, equal to tf.make_tensor_proto's:
+    `tensor_protos.to_proto`, or tf.make_tensor_proto for the dtypes it does not write (bfloat16,
+    complex: only a SavedModel's outputs, with TensorFlow loaded)."""
     array = np.asarray(array)
     proto = tensor_protos.raw_to_proto(array)
-    return proto if proto is not None else tf.make_tensor_proto(array)
+    if proto is not None:
+        return proto
+    tf = _loaded_tensorflow()
+    try:
+        return tensor_protos.to_proto(array)
+    except ValueError:
+        if tf is None:
+            raise
+        return tf.make_tensor_proto(array)
 
 
 def _dtype_name(array):
     if array.dtype == object or array.dtype.kind in "SU":
         return "string"
-    return tf.dtypes.as_dtype(array.dtype).name
+    return dtypes.as_dtype(array.dtype).name
 
 
 def cast(alias, array, spec):
     want = spec.dtype
-    if want == tf.string:
+    if want == dtypes.string:
         if array.dtype == object and all(isinstance(x, bytes) for x in array.flat):
             return array
         if array.dtype.kind in "SU":
@@ -84,10 +107,15 @@ def cast(alias, array, spec):
         )
     if array.dtype == object or array.dtype.kind in "SU":
         raise errors.invalid_argument(f"input '{alias}' expects dtype {want.name} but got string")
-    have = tf.dtypes.as_dtype(array.dtype)
+    try:
+        have = dtypes.as_dtype(array.dtype)
+    except TypeError:
+        raise errors.invalid_argument(
+            f"input '{alias}' expects dtype {want.name} but got numpy {array.dtype}"
+        ) from None
     if have == want:
         return array
-    if have in (tf.int32, tf.int64) and want in (tf.int32, tf.int64):
+    if have in (dtypes.int32, dtypes.int64) and want in (dtypes.int32, dtypes.int64):
         info = np.iinfo(want.as_numpy_dtype)
         if array.size and (array.min() < info.min or array.max() > info.max):
             raise errors.invalid_argument(
@@ -132,7 +160,7 @@ def check_inputs(signature, arrays: dict, limits: Limits = Limits()) -> dict:
             if array.shape[0] == 0:
                 raise errors.invalid_argument(f"empty batch: input '{alias}' has batch size 0")
             batch[alias] = array.shape[0]
-        if spec.dtype == tf.string and alias in limits.text_inputs:
+        if spec.dtype == dtypes.string and alias in limits.text_inputs:
             for i, value in enumerate(array.flat):
                 _check_text(value, f"input '{alias}' element {i}", limits)
         out[alias] = array

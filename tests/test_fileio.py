@@ -79,7 +79,9 @@ def test_a_file_system_that_does_not_answer_fails_after_the_timeout(monkeypatch)
     import threading
 
     never = threading.Event()
-    monkeypatch.setattr(fileio.tf.io.gfile, "exists", lambda path: never.wait(5))
+    import tensorflow as tf
+
+    monkeypatch.setattr(tf.io.gfile, "exists", lambda path: never.wait(5))
     with pytest.raises(fileio.UnreachablePathError) as e:
         fileio.check_reachable("gs://bucket/run", "output dir", timeout=0.2)
     assert (
@@ -87,3 +89,40 @@ def test_a_file_system_that_does_not_answer_fails_after_the_timeout(monkeypatch)
         == "cannot reach output dir gs://bucket/run: no answer from its file system in 0.2 s"
     )
     never.set()
+
+
+def test_local_files_without_tensorflow_give_what_tf_io_gfile_gives(tmp_path):
+    """A process that has not imported TensorFlow (a LiteRT-only server) reads and writes local
+    paths through `os`; every operation gives what it gives through tf.io.gfile, and TensorFlow
+    stays unloaded."""
+    import json
+    import subprocess
+    import sys
+
+    from tests.conftest import REPO_ROOT
+    from tests.fileio_scenario import scenario
+
+    script = (
+        "import json, sys\n"
+        "from serving.storage import fileio\n"
+        "from tests.fileio_scenario import scenario\n"
+        "out = scenario(fileio, sys.argv[1])\n"
+        "print(json.dumps({'out': out, 'tensorflow': 'tensorflow' in sys.modules}))\n"
+    )
+    (tmp_path / "posix").mkdir()
+    (tmp_path / "gfile").mkdir()
+    run = subprocess.run(
+        [sys.executable, "-c", script, str(tmp_path / "posix")],
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert run.returncode == 0, run.stderr[-3000:]
+    posix = json.loads(run.stdout.strip().splitlines()[-1])
+    assert posix["tensorflow"] is False
+    assert fileio._files(str(tmp_path)) is not fileio._PosixFiles  # this process has TensorFlow
+    gfile = json.loads(json.dumps(scenario(fileio, str(tmp_path / "gfile"))))
+    assert posix["out"] == gfile
+    assert gfile["text"] == "x\r\ny\n" and gfile["listdir"] == [".hidden", "b", "config.json"]
+    assert gfile["read_missing"] == "FileNotFoundError" and gfile["copy_again"] is not None

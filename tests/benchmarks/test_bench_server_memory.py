@@ -17,6 +17,8 @@ def test_small_run_reads_every_case(tmp_path, uncased_vocab):
     for case in ("saved_model", "second_model", "litert"):
         rss, peak = result[case]
         assert 0 < rss <= peak, case
+    # The LiteRT server never loads TensorFlow's runtime; the SavedModel one needs it.
+    assert result["tensorflow_loaded"] == {"saved_model": True, "litert": False}
     assert [cycle for cycle, _ in result["swaps"]] == [0, 1, 3]
     assert result["swap_growth_mib"] == result["swaps"][-1][1] - result["swaps"][0][1]
     text = bench.report(result, 3)

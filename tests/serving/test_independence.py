@@ -22,3 +22,27 @@ def test_serving_imports_no_keras_bert_or_export():
                 if n.split(".")[0] in ("keras_bert", "export", "recipes")
             ]
     assert offenders == []
+
+
+def test_every_serving_module_imports_without_tensorflow_runtime():
+    """Importing any serving module loads no TensorFlow runtime (`import tensorflow` is 670 MB):
+    only a SavedModel load does (`servable.tensorflow()`), so a LiteRT-only server and the
+    client never hold it."""
+    import json
+    import subprocess
+    import sys
+
+    modules = sorted(f"serving.{p.stem}" for p in (REPO_ROOT / "serving").glob("*.py"))
+    script = (
+        "import importlib, json, sys\n"
+        f"for name in {modules!r}:\n"
+        "    importlib.import_module(name)\n"
+        "print(json.dumps(sorted(m for m in sys.modules if m in ('tensorflow', 'keras')\n"
+        "                        or m.startswith(('tensorflow.python', 'keras.')))))\n"
+    )
+    run = subprocess.run(
+        [sys.executable, "-c", script], cwd=REPO_ROOT, capture_output=True, text=True, timeout=120
+    )
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert json.loads(run.stdout.strip().splitlines()[-1]) == []
+    assert "serving.server" in modules and "serving.servable" in modules

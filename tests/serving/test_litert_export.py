@@ -422,6 +422,95 @@ def test_litert_servable_reload_failure_after_a_failed_call(litert_exports, tmp_
         servable.close()
 
 
+def tensorflow_mapped(pid) -> bool:
+    """Whether process `pid` has TensorFlow's runtime library mapped (Linux /proc/<pid>/maps)."""
+    return "libtensorflow" in pathlib.Path(f"/proc/{pid}/maps").read_text()
+
+
+def wait_available(stub, name, timeout=120):
+    from tensorflow_serving.apis import get_model_status_pb2
+
+    request = get_model_status_pb2.GetModelStatusRequest()
+    request.model_spec.name = name
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            states = [
+                s.state for s in stub.GetModelStatus(request, timeout=10).model_version_status
+            ]
+        except grpc.RpcError:
+            states = []
+        if get_model_status_pb2.ModelVersionStatus.AVAILABLE in states:
+            return
+        time.sleep(0.2)
+    raise TimeoutError(f"model {name} not AVAILABLE after {timeout} s")
+
+
+@pytest.mark.slow
+def test_litert_only_server_loads_no_tensorflow_until_a_saved_model_needs_it(
+    litert_exports, start_server, model_base, tmp_path
+):
+    """Every version served from LiteRT: TensorFlow's runtime is never loaded (gRPC and REST
+    predictions, the export's warmup record replayed, model metadata). A SavedModel-only model
+    added by a config reload then loads it, with the thread and custom-op set-up of the flags."""
+    from tensorflow_serving.apis import model_service_pb2_grpc
+
+    base, paths, ids = litert_exports
+    want = saved_model_encoded(paths["float32"], ids)
+    litert_only = (
+        f'config {{ name: "float32" base_path: "{base / "sst3"}" model_platform: "tensorflow" '
+        "model_version_policy { specific { versions: 1 } } }"
+    )
+    config = tmp_path / "models.config"
+    config.write_text(f"model_config_list {{ {litert_only} }}")
+    server = start_server(
+        [
+            f"--model_config_file={config}",
+            "--model_config_file_poll_wait_seconds=0.5",
+            "--prefer_tflite_model",
+            "--tensorflow_intra_op_parallelism=1",
+            "--tensorflow_inter_op_parallelism=1",
+        ]
+    )
+    assert "replayed 1 warmup requests for float32 version 1" in server.log()
+    with prediction_stub(server.grpc_target) as stub:
+        response = stub.Predict(
+            predict_request(model="float32", signature="encoded", **ids), timeout=60
+        )
+        np.testing.assert_allclose(
+            outputs(response)["probabilities"], want["probabilities"], atol=1e-4
+        )
+    body = json.dumps(
+        {"signature_name": "encoded", "inputs": {k: v.tolist() for k, v in ids.items()}}
+    )
+    host, port = server.rest_url.removeprefix("http://").split(":")
+    connection = http.client.HTTPConnection(host, int(port), timeout=60)
+    connection.request("POST", "/v1/models/float32:predict", body)
+    answer = json.loads(connection.getresponse().read())
+    connection.close()
+    np.testing.assert_allclose(answer["outputs"]["probabilities"], want["probabilities"], atol=1e-4)
+    assert not tensorflow_mapped(server.proc.pid)
+    assert "TensorFlow threads" not in server.log()
+
+    clf = f'config {{ name: "clf" base_path: "{model_base / "clf"}" model_platform: "tensorflow" }}'
+    config.write_text(f"model_config_list {{ {litert_only} {clf} }}")
+    with grpc.insecure_channel(server.grpc_target) as channel:
+        wait_available(model_service_pb2_grpc.ModelServiceStub(channel), "clf")
+    with prediction_stub(server.grpc_target) as stub:
+        response = stub.Predict(
+            predict_request(model="clf", text=["a fine film"], text_b=[""]), timeout=60
+        )
+        assert outputs(response)["probabilities"].shape == (1, 3)
+        response = stub.Predict(
+            predict_request(model="float32", signature="encoded", **ids), timeout=60
+        )
+        np.testing.assert_allclose(
+            outputs(response)["probabilities"], want["probabilities"], atol=1e-4
+        )
+    assert tensorflow_mapped(server.proc.pid)
+    assert "TensorFlow threads: intra-op 1, inter-op 1" in server.log()
+
+
 @pytest.mark.slow
 def test_without_the_flag_the_saved_model_serves_every_signature(litert_exports, start_server):
     base, _, _ = litert_exports
