@@ -55,16 +55,28 @@ _tensorflow_ready = False
 
 def tensorflow():
     """The `tensorflow` module, imported on first use, after which the `on_tensorflow_import`
-    callables run (in the order given)."""
+    callables run (in the order given), each once.
+
+    Raises:
+        the first exception a callable raised, after all of them ran (one failing set-up step,
+        e.g. thread pools sized too late, does not skip the next, e.g. the custom-op imports).
+    """
     global _tensorflow_ready
     with _TENSORFLOW_LOCK:
         import tensorflow as tf
 
         if not _tensorflow_ready:
             _tensorflow_ready = True
-            for fn in _ON_TENSORFLOW_IMPORT:
-                fn()
+            pending, failures = list(_ON_TENSORFLOW_IMPORT), []
             _ON_TENSORFLOW_IMPORT.clear()
+            for fn in pending:
+                try:
+                    fn()
+                except Exception as e:
+                    _LOG.error("TensorFlow set-up step %r failed: %s", fn, e)
+                    failures.append(e)
+            if failures:
+                raise failures[0]
         return tf
 
 

@@ -46,3 +46,26 @@ def test_every_serving_module_imports_without_tensorflow_runtime():
     assert run.returncode == 0, run.stderr[-3000:]
     assert json.loads(run.stdout.strip().splitlines()[-1]) == []
     assert "serving.server" in modules and "serving.servable" in modules
+
+
+def test_tensorflow_set_up_runs_every_step_once_even_after_a_failure(monkeypatch):
+    from serving import servable
+
+    monkeypatch.setattr(servable, "_tensorflow_ready", False)
+    monkeypatch.setattr(servable, "_ON_TENSORFLOW_IMPORT", [])
+    ran = []
+
+    def failing():
+        ran.append("threads")
+        raise RuntimeError("threads already initialised")
+
+    servable.on_tensorflow_import(failing)
+    servable.on_tensorflow_import(lambda: ran.append("custom ops"))
+    import pytest
+
+    with pytest.raises(RuntimeError, match="threads already initialised"):
+        servable.tensorflow()
+    assert ran == ["threads", "custom ops"]
+    servable.tensorflow()  # ready: nothing runs again
+    servable.on_tensorflow_import(lambda: ran.append("late"))  # runs at once
+    assert ran == ["threads", "custom ops", "late"]
