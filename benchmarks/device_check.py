@@ -100,15 +100,9 @@ CAPS = {
     "pytorch": (30, 30),
 }
 WATCHDOG_GRACE_S = 15.0
-# The dry run's encoder: 2 layers of width 32 over the real uncased vocabulary.
-TINY = dict(
-    vocab_size=30522,
-    hidden_size=32,
-    num_layers=2,
-    num_heads=2,
-    intermediate_size=64,
-    max_sequence_length=64,
-)
+# The dry run's encoder: the bert_tiny preset (2 layers of width 128) over the real uncased
+# vocabulary, randomly initialised.
+TINY_PRESET = "bert_tiny"
 DRY_RUN_SIZES = dict(
     batch_size=4,
     seq_length=16,
@@ -258,11 +252,11 @@ class Sizes:
 def make_encoder(dry_run: bool, dtype: str):
     """Ours: the real checkpoint, or (dry run) the tiny random encoder; Keras dtype policy `dtype`."""
     import keras_bert
-    from keras_bert.config import BertConfig
+    from keras_bert.config import PRESETS
     from keras_bert.models.bert_encoder import BertEncoder
 
     if dry_run:
-        return BertEncoder.from_config_object(BertConfig(**TINY), dtype=dtype)
+        return BertEncoder.from_config_object(PRESETS[TINY_PRESET], dtype=dtype)
     return keras_bert.from_pretrained(common.PRESET, dtype=dtype)
 
 
@@ -398,7 +392,7 @@ def keras_hub_rows(dry_run: bool, sizes: Sizes, precisions, xla: bool) -> list[R
     import tensorflow as tf
 
     from keras_bert.checkpoints.keras_hub_preset import keras_hub_backbone
-    from keras_bert.config import BertConfig
+    from keras_bert.config import PRESETS
 
     batches = sst2_batches(sizes, 4, sizes.batch_size)
     hub_batches = [(common.keras_hub_inputs(x), y) for x, y in batches]
@@ -406,7 +400,7 @@ def keras_hub_rows(dry_run: bool, sizes: Sizes, precisions, xla: bool) -> list[R
     for precision in precisions:
         keras.utils.set_random_seed(0)
         if dry_run:
-            backbone = keras_hub_backbone(BertConfig(**TINY), dtype=precision)
+            backbone = keras_hub_backbone(PRESETS[TINY_PRESET], dtype=precision)
         else:
             backbone = keras_hub.models.BertBackbone.from_preset(
                 str(common.model_dir()), dtype=precision
@@ -455,9 +449,9 @@ def pytorch_rows(dry_run: bool, sizes: Sizes, device: str, bf16s=(False, True)) 
     batches = sst2_batches(sizes, 1, sizes.batch_size)
     x, y = batches[0]
     from keras_bert.checkpoints.huggingface import hf_config_dict
-    from keras_bert.config import BertConfig
+    from keras_bert.config import PRESETS
 
-    config = hf_config_dict(BertConfig(**TINY)) if dry_run else None
+    config = hf_config_dict(PRESETS[TINY_PRESET]) if dry_run else None
     peer = common.TorchPeer()
     rows = []
     try:
