@@ -29,6 +29,7 @@ import apache_beam as beam
 import tensorflow as tf
 from apache_beam.ml.inference.base import RunInference
 
+from keras_bert import beam as beam_pipelines
 from keras_bert import fileio
 from keras_bert.batch_prediction import records
 from keras_bert.batch_prediction.model_handler import (
@@ -274,7 +275,8 @@ def run(config: BatchPredictConfig, options=None, prepared: Prepared | None = No
     output_dir = config.output_dir
     staged = fileio.staging_dir(output_dir)
     try:
-        with beam.Pipeline(options=options) as pipeline:
+        stateful = bool(config.bucket_boundaries)  # TextSignatureHandler's bucketed batching
+        with beam_pipelines.create_pipeline(options, stateful_batching=stateful) as pipeline:
             build(pipeline, config, prepared, staged)
         counts_path = fileio.join(staged, COUNTS_FILE)
         got = fileio.read_json(counts_path)

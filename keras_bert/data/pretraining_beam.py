@@ -27,6 +27,7 @@ from typing import Sequence
 
 import apache_beam as beam
 
+from keras_bert import beam as beam_pipelines
 from keras_bert import fileio
 from keras_bert.data import pretraining_data as pd
 
@@ -222,6 +223,6 @@ def run(
         pipeline_options: Beam PipelineOptions (default: the DirectRunner in this process).
     """
     settings.check()
-    with beam.Pipeline(options=pipeline_options) as pipeline:
+    with beam_pipelines.create_pipeline(pipeline_options) as pipeline:
         build(pipeline, input_files, output_files, settings, summary_path, config)
     return fileio.read_json(summary_path)["summary"]

@@ -146,4 +146,26 @@ def aligned_outputs(recorded: RecordedPredictions, data_path: str, num_rows: int
             )
         picked.append(by_key[key])
     names = recorded.summary["signature"]["outputs"]
-    return {name: np.asarray([r[name] for r in picked]) for name in names}
+    return {name: stacked([r[name] for r in picked], name) for name in names}
+
+
+def stacked(values: list, name: str) -> np.ndarray:
+    """One output's per-row values as one array [N, ...]. A tagger's `tags` and `words` were
+    padded per batch (to the batch's longest sentence), so rows from different batches differ in
+    length: they are padded to the longest as the signature pads, "" for text and 0 for numbers.
+
+    Raises:
+        DataError: rows of different ranks (not one output of one signature).
+    """
+    arrays = [np.asarray(v) for v in values]
+    shapes = {a.shape for a in arrays}
+    if len(shapes) <= 1:
+        return np.asarray(arrays)
+    if len({len(s) for s in shapes}) > 1:
+        raise DataError(f"output {name!r}: rows of different ranks {sorted(shapes)}")
+    dtype = np.result_type(*arrays)
+    fill = "" if dtype.kind in "US" else 0
+    out = np.full((len(arrays), *np.max(list(shapes), axis=0)), fill, dtype=dtype)
+    for i, a in enumerate(arrays):
+        out[(i, *(slice(0, n) for n in a.shape))] = a
+    return out

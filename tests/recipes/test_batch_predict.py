@@ -11,6 +11,7 @@ import os
 import numpy as np
 import pytest
 import tensorflow as tf
+from seqeval import metrics as sm
 from tensorflow_serving.apis import prediction_log_pb2
 
 from keras_bert import beam, fileio
@@ -18,7 +19,15 @@ from keras_bert.batch_prediction import model_handler, pipeline
 from keras_bert.batch_prediction.rows import InputRow
 from keras_bert.evaluation import recorded_predictions
 from keras_bert.evaluation.evidence_pack import DataError
-from tests.evaluation.tiny_task import TEXTS, heldout_rows, tiny_classifier, write_jsonl
+from keras_bert.data.conll import read_conll, to_iob2
+from tests.evaluation.tiny_task import (
+    CONLL,
+    TEXTS,
+    heldout_rows,
+    tiny_classifier,
+    tiny_tagger,
+    write_jsonl,
+)
 from tests.recipes.recipe_process import run_recipe
 
 # Each test runs a pipeline or a recipe (5-40 s on a 2-core CPU).
@@ -107,6 +116,60 @@ def test_outputs_equal_serving_default_with_and_without_buckets(export, tmp_path
             probabilities = tf.make_ndarray(log.response.outputs["probabilities"])
             assert probabilities.shape == (1, 3)
             np.testing.assert_allclose(probabilities[0], want["probabilities"][i], atol=1e-5)
+
+
+def test_buckets_that_never_fill_a_batch_are_flushed_at_the_end(export, tmp_path):
+    """No bucket holds batch_size rows: every batch is flushed at the end of the input. Beam's
+    DirectRunner would run this on its bundle-based runner, which fails here (apache/beam#28716);
+    keras_bert.beam.create_pipeline runs it on the FnApiRunner."""
+    texts = TEXTS[:6]
+    data = write_jsonl(tmp_path / "in.jsonl", [{"text": t} for t in texts])
+    config = pipeline.BatchPredictConfig(
+        model=export["version_dir"],
+        input=str(data),
+        output_dir=str(tmp_path / "out"),
+        batch_size=64,
+    )
+    assert config.bucket_boundaries == pipeline.DEFAULT_BUCKET_BOUNDARIES
+    summary = pipeline.run(config, direct_options())
+    assert summary["counts"] == {"rows_read": 6, "predicted": 6, "errors": 0}
+    want = serving_default(export, texts)
+    records = sorted(
+        read_jsonl_shards(tmp_path / "out", "predictions"), key=lambda r: r["input_row"]
+    )
+    assert [r["input_row"] for r in records] == list(range(6))
+    np.testing.assert_allclose(
+        [r["probabilities"] for r in records], want["probabilities"], atol=1e-5
+    )
+
+
+def test_the_recipe_on_two_worker_processes(export, tmp_path):
+    """recipes/batch_predict.py with --num_workers=2: Beam's FnApiRunner in two worker processes
+    (direct_num_workers, multi_processing), the outputs those of the export's serving_default."""
+    texts = TEXTS * 2
+    data = write_jsonl(
+        tmp_path / "in.jsonl", [{"id": f"k{i}", "text": t} for i, t in enumerate(texts)]
+    )
+    proc = run_recipe(
+        "batch_predict.py",
+        f"--model={export['base']}",
+        f"--input={data}",
+        "--key_column=id",
+        "--batch_size=4",
+        "--num_workers=2",
+        f"--output_dir={tmp_path / 'out'}",
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert proc.stdout.strip().splitlines()[-1].startswith("rows read 24, predicted 24, errors 0")
+    summary = json.loads((tmp_path / "out" / "batch_predict.json").read_text())
+    assert summary["pipeline_options"]["direct_num_workers"] == 2
+    assert summary["pipeline_options"]["direct_running_mode"] == "multi_processing"
+    want = serving_default(export, texts)
+    for r in read_jsonl_shards(tmp_path / "out", "predictions"):
+        i = int(r["id"][1:])
+        assert r["input_row"] == i
+        np.testing.assert_allclose(r["probabilities"], want["probabilities"][i], atol=1e-5)
+    assert len(read_jsonl_shards(tmp_path / "out", "predictions")) == 24
 
 
 def _example(**features):
@@ -373,6 +436,53 @@ def test_evaluate_predictions_equals_evaluate_model(export, tmp_path):
             f"{tmp_path / 'preds'}: the batch prediction did not read it"
         )
     )
+
+
+def test_ner_batch_predictions_evaluate_as_the_model_does(tmp_path, uncased_vocab):
+    """A tagger's batch prediction (sentences as their words joined by a space, rows joined to
+    the CoNLL file by order) scores exactly as evaluate.py --model on the same file, though its
+    tags were padded per batch to different widths."""
+    tagger = tiny_tagger(uncased_vocab, seed=2)
+    version_dir = tagger.export(tmp_path / "export", "tagger")
+    conll = tmp_path / "test.txt"
+    conll.write_text(CONLL)
+    sentences = read_conll(str(conll))
+    write_jsonl(tmp_path / "sentences.jsonl", [{"text": " ".join(s.words)} for s in sentences])
+    config = pipeline.BatchPredictConfig(
+        model=version_dir,
+        input=str(tmp_path / "sentences.jsonl"),
+        output_dir=str(tmp_path / "preds"),
+        batch_size=2,
+        bucket_boundaries=BOUNDARIES,
+    )
+    assert pipeline.run(config, direct_options())["counts"]["predicted"] == len(sentences)
+    widths = {len(r["tags"]) for r in read_jsonl_shards(tmp_path / "preds", "predictions")}
+    assert len(widths) > 1, widths  # batches padded to different widths
+    runs = {}
+    for name, model in (
+        ("live", f"--model={version_dir}"),
+        ("rec", f"--predictions={tmp_path / 'preds'}"),
+    ):
+        proc = run_recipe(
+            "evaluate.py",
+            "--noprogress",
+            model,
+            f"--data={conll}",
+            "--invariance_rows=0",
+            f"--output_dir={tmp_path / name}",
+        )
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        runs[name] = json.loads((tmp_path / name / "metrics.json").read_text())
+    # The reference scorer (seqeval, both sides in IOB2 as the pack scores) on the tagger's own tags.
+    own = [to_iob2(t) for t in tagger.predict_word_lists([list(s.words) for s in sentences])]
+    gold = [to_iob2(list(s.tags)) for s in sentences]
+    assert runs["rec"]["headline"]["accuracy"] == pytest.approx(sm.accuracy_score(gold, own))
+    assert runs["rec"]["headline"]["f1"] == pytest.approx(sm.f1_score(gold, own))
+    for m in runs.values():
+        m["model"].pop("path")
+        m.pop("latency")
+        m["provenance"].pop("command")
+    assert_same_metrics(runs["live"], runs["rec"])
 
 
 def test_row_order_join_without_a_key(export, tmp_path):
