@@ -11,8 +11,7 @@ A value the user gave is never overridden: `--num_workers` maps to the DirectRun
 `direct_num_workers` (and `direct_running_mode=multi_processing` when above 1) only when
 `--beam_pipeline_options` does not set those itself; both given and different is a usage error.
 
-`create_pipeline` makes the `beam.Pipeline`; a pipeline with stateful batching (batch
-prediction's length buckets) runs on Beam's FnApiRunner when the runner is the DirectRunner.
+`create_pipeline` makes the `beam.Pipeline`; on the DirectRunner it runs on Beam's FnApiRunner.
 """
 
 from __future__ import annotations
@@ -131,22 +130,23 @@ def is_direct_runner(options) -> bool:
     return name.lower().removesuffix("runner") == "direct"
 
 
-def create_pipeline(options=None, *, stateful_batching: bool = False):
+def create_pipeline(options=None):
     """The `beam.Pipeline` of `options` (None: the DirectRunner in this process).
 
-    Beam's DirectRunner runs a pipeline on Prism or the FnApiRunner, unless the pipeline holds a
-    stateful DoFn with a processing-time timer, as `BatchElements(max_batch_duration_secs=...)`
-    (RunInference's length-bucketed batching) does: then it falls back to its bundle-based
-    runner, which in Beam 2.77 fails with a bare AssertionError when no batch of a bucket fills
-    before the end of the input (the batches flushed at the window's end reach a GroupByKey that
-    has already completed; apache/beam#28716), and which runs in one process whatever
-    direct_num_workers says. With `stateful_batching` and the DirectRunner, the FnApiRunner runs
-    the pipeline instead: it flushes those batches at the end of the input and honours
-    direct_num_workers and direct_running_mode. Other runners are Beam's choice.
+    On the DirectRunner the pipeline runs on Beam's FnApiRunner, in this process or in
+    direct_num_workers worker processes (direct_running_mode). Beam's DirectRunner would choose
+    by itself: first Prism, whose binary it downloads from GitHub at run time (offline it logs the
+    failed download and falls back), then the FnApiRunner, and for a pipeline with a stateful
+    DoFn holding a processing-time timer, as `BatchElements(max_batch_duration_secs=...)` (batch
+    prediction's length-bucketed batching) does, its bundle-based runner. That one, in Beam 2.77,
+    fails with a bare AssertionError when no batch of a bucket fills before the end of the input
+    (the batches flushed at the window's end reach a GroupByKey that has already completed;
+    apache/beam#28716) and runs in one process whatever direct_num_workers says. The FnApiRunner
+    runs every pipeline here, the same on every machine. Other runners are Beam's.
     """
     import apache_beam as beam
 
-    if stateful_batching and is_direct_runner(options):
+    if is_direct_runner(options):
         from apache_beam.runners.portability.fn_api_runner import FnApiRunner
 
         return beam.Pipeline(runner=FnApiRunner(), options=options)

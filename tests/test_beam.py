@@ -1,6 +1,5 @@
 """keras_bert.beam: the shared Beam flags' options and the runner a pipeline gets."""
 
-import apache_beam as beam
 from apache_beam.runners.portability.fn_api_runner import FnApiRunner
 
 from keras_bert import beam as beam_pipelines
@@ -19,16 +18,14 @@ def test_the_direct_runner_is_recognised_by_every_spelling_and_by_default():
         assert not beam_pipelines.is_direct_runner(options(f"--runner={name}")), name
 
 
-def test_stateful_batching_on_the_direct_runner_runs_on_the_fn_api_runner():
+def test_the_direct_runner_runs_on_the_fn_api_runner_other_runners_are_beams():
     args = beam_pipelines.pipeline_args("DirectRunner", "", 2, True)
     assert args == [
         "--runner=DirectRunner",
         "--direct_num_workers=2",
         "--direct_running_mode=multi_processing",
     ]
-    made = beam_pipelines.create_pipeline(options(*args), stateful_batching=True)
-    assert isinstance(made.runner, FnApiRunner)
-    # Without stateful batching the DirectRunner chooses (Prism or the FnApiRunner).
-    plain = beam_pipelines.create_pipeline(options(*args))
-    assert type(plain.runner).__name__ == "SwitchingDirectRunner"
-    assert isinstance(beam_pipelines.create_pipeline(None, stateful_batching=True), beam.Pipeline)
+    assert isinstance(beam_pipelines.create_pipeline(options(*args)).runner, FnApiRunner)
+    assert isinstance(beam_pipelines.create_pipeline(None).runner, FnApiRunner)
+    made = beam_pipelines.create_pipeline(options("--runner=PortableRunner"))
+    assert type(made.runner).__name__ == "PortableRunner"

@@ -275,8 +275,7 @@ def run(config: BatchPredictConfig, options=None, prepared: Prepared | None = No
     output_dir = config.output_dir
     staged = fileio.staging_dir(output_dir)
     try:
-        stateful = bool(config.bucket_boundaries)  # TextSignatureHandler's bucketed batching
-        with beam_pipelines.create_pipeline(options, stateful_batching=stateful) as pipeline:
+        with beam_pipelines.create_pipeline(options) as pipeline:
             build(pipeline, config, prepared, staged)
         counts_path = fileio.join(staged, COUNTS_FILE)
         got = fileio.read_json(counts_path)
