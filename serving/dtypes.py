@@ -61,6 +61,12 @@ class DType:
         return self._numpy.type
 
     @property
+    def numpy_dtype(self):
+        """The numpy dtype arrays of this type have (object for strings); None where no array
+        holds one (resource, variant, quantized)."""
+        return self._numpy
+
+    @property
     def is_integer(self) -> bool:
         return self.name in _INTEGERS
 

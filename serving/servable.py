@@ -354,12 +354,8 @@ class LiteRtServable(Servable):
                 value is not 0 or 1 (the SavedModel's Assert, which the converter drops).
         """
         mask = inputs.get("input_mask")
-        if (
-            mask is not None
-            and mask.dtype.kind in "iu"
-            and mask.size
-            and (mask.min() < 0 or mask.max() > 1)
-        ):
+        # One pass: an integer other than 0 and 1 is nonzero shifted right by one (negatives too).
+        if mask is not None and mask.dtype.kind in "iu" and np.right_shift(mask, 1).any():
             raise errors.invalid_argument("input_mask: values must be 0 or 1")
         with self._run_lock:
             if self._stale:  # the last replacement failed: try again before running anything

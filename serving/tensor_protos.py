@@ -9,9 +9,11 @@ The server (`serving.tensors`) uses the raw fast paths and keeps TensorFlow for 
 `serving.client` uses all of it and never imports TensorFlow (`serving.protos`).
 """
 
+import math
+
 import numpy as np
 
-from serving.protos import tensor_pb2, tensor_shape_pb2, types_pb2
+from serving.protos import tensor_pb2, types_pb2
 
 # Numeric dtypes a TensorProto can carry as raw bytes in `tensor_content`.
 RAW_DTYPES = {
@@ -57,7 +59,10 @@ def _shape(proto):
 
 
 def _set_shape(proto, shape):
-    proto.tensor_shape.dim.extend(tensor_shape_pb2.TensorShapeProto.Dim(size=n) for n in shape)
+    proto.tensor_shape.SetInParent()  # present even for a scalar, as TensorFlow writes it
+    dims = proto.tensor_shape.dim
+    for n in shape:
+        dims.add(size=n)
     return proto
 
 
@@ -65,14 +70,13 @@ def raw_to_numpy(proto):
     """A numeric proto carried in `tensor_content` -> a writable numpy array; None otherwise
     (a value field, strings, another dtype, unknown rank, or content of the wrong size)."""
     dtype = RAW_DTYPES.get(proto.dtype)
-    if dtype is None or not proto.tensor_content or proto.tensor_shape.unknown_rank:
+    content = proto.tensor_content
+    if dtype is None or not content or proto.tensor_shape.unknown_rank:
         return None
     shape = _shape(proto)
-    if min(shape, default=0) < 0 or len(proto.tensor_content) != int(np.prod(shape)) * (
-        dtype.itemsize
-    ):
+    if min(shape, default=0) < 0 or len(content) != math.prod(shape) * dtype.itemsize:
         return None
-    return np.frombuffer(proto.tensor_content, dtype).reshape(shape).copy()
+    return np.frombuffer(content, dtype).reshape(shape).copy()
 
 
 def raw_to_proto(array: np.ndarray):

@@ -105,6 +105,8 @@ def cast(alias, array, spec):
         raise errors.invalid_argument(
             f"input '{alias}' expects dtype string but got {_dtype_name(array)}"
         )
+    if array.dtype == want.numpy_dtype:  # the common case: the dtype the signature takes
+        return array
     if array.dtype == object or array.dtype.kind in "SU":
         raise errors.invalid_argument(f"input '{alias}' expects dtype {want.name} but got string")
     try:

@@ -182,18 +182,17 @@ def test_server_prefers_the_tflite_file(litert_exports, start_server):
             predict_request(model="int8", signature="encoded", **ids), timeout=60
         )
         assert list(tf.make_ndarray(response.outputs["labels"])) == list(want["labels"])
-        # A mask value other than 0 / 1: refused with the SavedModel's message.
-        with pytest.raises(grpc.RpcError) as info:
-            stub.Predict(
-                predict_request(
-                    model="float32",
-                    signature="encoded",
-                    **dict(ids, input_mask=ids["input_mask"] * 2),
-                ),
-                timeout=30,
-            )
-        assert info.value.code() == grpc.StatusCode.INVALID_ARGUMENT
-        assert info.value.details() == "input_mask: values must be 0 or 1"
+        # A mask value other than 0 / 1 (above or below): refused with the SavedModel's message.
+        for bad_mask in (ids["input_mask"] * 2, -ids["input_mask"]):
+            with pytest.raises(grpc.RpcError) as info:
+                stub.Predict(
+                    predict_request(
+                        model="float32", signature="encoded", **dict(ids, input_mask=bad_mask)
+                    ),
+                    timeout=30,
+                )
+            assert info.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+            assert info.value.details() == "input_mask: values must be 0 or 1"
         # Longer than the 24-entry position table: refused, and the interpreter recovers.
         long_ids = {k: np.tile(v[:1], (1, 2)) for k, v in ids.items()}  # T = 32
         with pytest.raises(grpc.RpcError) as info:
