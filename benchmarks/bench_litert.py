@@ -93,6 +93,12 @@ def define_flags() -> None:
         lower_bound=1,
     )
     flags.DEFINE_bool("grpc", True, "Include the serving.server contenders.")
+    flags.DEFINE_bool(
+        "saved_model",
+        True,
+        "Include the SavedModel contenders (in process and served); --nosaved_model times the "
+        "LiteRT rows alone, with no TensorFlow runtime running between their blocks.",
+    )
     flags.DEFINE_bool("append", False, "Append the tables to benchmarks/RESULTS.md.")
     flags.mark_flag_as_required("model_dir")
 
@@ -283,10 +289,13 @@ def build_contenders(paths, shapes, servers, ort, ov=None):
     for shape in shapes:
         features = common.random_batch(*shape, seed=1)
         tensors = {k: tf.constant(v) for k, v in features.items()}
-        contenders.setdefault("SavedModel (TF)", {})[shape] = lambda t=tensors, keep=loaded: saved(
-            **t
-        )["probabilities"].numpy()
-        contenders.setdefault("SavedModel frozen (TF)", {})[shape] = lambda t=tensors: frozen(**t)
+        if FLAGS.saved_model:
+            contenders.setdefault("SavedModel (TF)", {})[shape] = lambda t=tensors, keep=loaded: (
+                saved(**t)["probabilities"].numpy()
+            )
+            contenders.setdefault("SavedModel frozen (TF)", {})[shape] = lambda t=tensors: frozen(
+                **t
+            )
         for quantize, runner in runners.items():  # one interpreter per file: resized per shape
             contenders.setdefault(f"LiteRT {quantize}", {})[shape] = lambda r=runner, f=features: r(
                 **f
@@ -337,6 +346,21 @@ def table_rows(names, p50: dict, p99: dict, seqs: dict) -> tuple[list[str], list
         rows.append((name, p50[name], p99[name], *speed, seqs[name], *tput))
     peers = ["ONNX Runtime", *(["best OpenVINO"] if with_openvino else [])]
     return peers, rows
+
+
+def served_overhead_notes(p50: dict) -> list[str]:
+    """One line per served contender whose in-process twin ran: served p50 minus in-process
+    p50 at batch 1 (issue 36's measure of the server's per-request cost)."""
+    pairs = {"gRPC SavedModel": "SavedModel (TF)"}
+    pairs.update({f"gRPC LiteRT {q}": f"LiteRT {q}" for q in ("float32", "int8")})
+    found = [(s, i) for s, i in pairs.items() if s in p50 and i in p50]
+    if not found:
+        return []
+    return [
+        "Served overhead at batch 1 (served p50 minus in-process p50): "
+        + ", ".join(f"{i} {p50[s] - p50[i]:.2f} ms" for s, i in found)
+        + "."
+    ]
 
 
 OPENVINO_NOTE = (
@@ -404,7 +428,7 @@ def main(argv):
             agree = agreement(task, paths, threads, ov, tmp)
             if FLAGS.grpc:
                 print("starting servers ...", flush=True)
-                for litert in (False, True):
+                for litert in (False, True) if FLAGS.saved_model else (True,):
                     proc, address = start_server(tmp / "base", tmp, litert)
                     procs.append(proc)
                     models = ("float32", "int8") if litert else ("saved_model",)
@@ -462,6 +486,7 @@ def main(argv):
         "ONNX Runtime runs the encoder only (Hugging Face BertModel, same pretrained weights), "
         "ours the whole classifier (encoder, pooler, head, softmax, labels).",
         *([OPENVINO_NOTE.format(n=FLAGS.openvino_calibration_sentences)] if ov else []),
+        *served_overhead_notes(p50),
     ]
     common.report(
         "Exported model: LiteRT and SavedModel against ONNX Runtime"

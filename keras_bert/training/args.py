@@ -250,6 +250,12 @@ class TrainingArgs(RuntimeArgs):
     save_checkpoints_steps: int | None = arg(
         1000, "Batches between step checkpoints.", rule=AT_LEAST_ONE
     )
+    log_steps: int = arg(
+        100,
+        "Batches between training-loss points in TensorBoard (<output_dir>/logs): the learning "
+        "curve's resolution.",
+        rule=AT_LEAST_ONE,
+    )
     num_restarts: int = arg(
         1, "Runs with seeds seed..seed+N-1; the best is kept.", rule=AT_LEAST_ONE
     )

@@ -79,6 +79,7 @@ HARMLESS_SETTINGS = frozenset(
         "export_tflite",
         "export_quantize",
         "save_checkpoints_steps",
+        "log_steps",
     }
 )
 
@@ -531,6 +532,7 @@ def train_one(family: Family, args: TrainingArgs, prepared: Prepared, seed: int,
         run_dir,  # every worker resumes from the chief's checkpoints (shared storage); only it writes
         save_freq=args.save_checkpoints_steps,
         is_chief=chief,
+        tensorboard_update_freq=args.log_steps,
     )
     evaluate = family.evaluator(args, prepared.data)
     monitor = family.monitor_of(prepared.data)

@@ -167,6 +167,21 @@ def test_table_rows_without_onnx_runtime_say_n_a():
     assert rows[0] == ("LiteRT int8", 2.0, 3.0, "n/a", "1.25x", 120.0, "n/a", "0.60x")
 
 
+def test_served_overhead_pairs_each_served_row_with_its_in_process_twin():
+    p50 = {
+        "LiteRT float32": 3.70,
+        "LiteRT int8": 1.37,
+        "gRPC LiteRT float32": 4.75,
+        "gRPC LiteRT int8": 2.27,
+        "gRPC SavedModel": 9.3,  # its in-process twin did not run (--nosaved_model): no pair
+    }
+    assert bench_litert.served_overhead_notes(p50) == [
+        "Served overhead at batch 1 (served p50 minus in-process p50): "
+        "LiteRT float32 1.05 ms, LiteRT int8 0.90 ms."
+    ]
+    assert bench_litert.served_overhead_notes({"LiteRT float32": 3.7}) == []
+
+
 def test_token_cosines_count_real_tokens_only():
     a = np.array([[[1.0, 0.0], [1.0, 1.0], [5.0, 5.0]]])
     b = np.array([[[1.0, 0.0], [1.0, -1.0], [-5.0, -5.0]]])

@@ -3,6 +3,7 @@
 import json
 
 import pytest
+from tensorboard.backend.event_processing import event_accumulator
 
 from tests.recipes.finished_run import assert_finished_run_dir, result_line
 from tests.recipes.recipe_process import exported_run_flags, run_recipe, tiny_run_flags
@@ -19,6 +20,7 @@ def test_two_step_smoke_with_export(tmp_path, data_dir, uncased_vocab):
         "--num_train_epochs=1",
         "--min_train_steps=0",
         "--verbose=0",
+        "--log_steps=1",
         *exported_run_flags(out, export_base, "rte_tiny"),
         "--export_dtype=bfloat16",
         tf_log_level="2",
@@ -36,7 +38,11 @@ def test_two_step_smoke_with_export(tmp_path, data_dir, uncased_vocab):
     assert len(metrics["runs"][0]["epochs"]) == 1 and 0 <= metrics["best"]["accuracy"] <= 1
     assert_finished_run_dir(out)
     assert json.loads((out / "checkpoints" / "checkpoint.json").read_text())["step"] == 2
-    assert list((out / "logs" / "train").glob("events.out.tfevents.*"))
+    # --log_steps=1: a training-loss point in TensorBoard after every batch (default: every 100).
+    events = event_accumulator.EventAccumulator(str(out / "logs" / "train"))
+    events.Reload()
+    assert [e.step for e in events.Tensors("batch_loss")] == [1, 2]
+    assert config["log_steps"] == 1 and "log_steps" in config["given"]
     assert (export_base / "rte_tiny" / "1" / "saved_model.pb").is_file()
     exported = json.loads(
         (export_base / "rte_tiny" / "1" / "assets" / "export_config.json").read_text()
