@@ -11,6 +11,7 @@ Directory layout (what the pretraining and fine-tuning recipes write, and `load_
 
 from __future__ import annotations
 
+import contextlib
 import os
 
 import keras
@@ -28,6 +29,40 @@ METADATA_FILE = "keras_bert_checkpoint.json"
 VOCAB_FILE = "vocab.txt"
 
 
+@contextlib.contextmanager
+def weights_through_disk():
+    """Within the block, Keras writes and reads a `.keras` file's weights through a temporary
+    file beside the archive, its own path for models larger than the free memory.
+
+    Otherwise Keras stages them in memory whenever the machine has room
+    (`saving_lib.is_memory_sufficient`): the weights, their HDF5 image and the bytes handed to the
+    zip at once, about 260 MiB above the training peak for MiniLM-L6 when a fine-tuning run
+    writes `best_model.keras` (benchmarks/RESULTS.md, "Peak resident memory"). Where Keras has no
+    such switch (another version), the block changes nothing.
+    """
+    try:
+        from keras.src.saving import saving_lib
+    except ImportError:  # pragma: no cover - a Keras without the module: its own behaviour
+        yield
+        return
+    original = getattr(saving_lib, "is_memory_sufficient", None)
+    if original is None:
+        yield
+        return
+    saving_lib.is_memory_sufficient = lambda model: False
+    try:
+        yield
+    finally:
+        saving_lib.is_memory_sufficient = original
+
+
+def load_keras_model(path, **kwargs):
+    """`keras.saving.load_model(path, **kwargs)` with the weights read through disk
+    (`weights_through_disk`)."""
+    with weights_through_disk():
+        return keras.saving.load_model(path, **kwargs)
+
+
 def _save_whole(save, path, suffix: str) -> None:
     """Runs `save(local_path)` and publishes the file as `path` (any URI) whole-or-nothing: a
     reader never sees a half-written file under its final name (`fileio.writing_local_file`)."""
@@ -40,9 +75,34 @@ def save_weights_file(model, path) -> None:
     _save_whole(model.save_weights, os.fspath(path), ".weights.h5")
 
 
+@contextlib.contextmanager
+def _without_optimizer(model):
+    """Within the block `model.optimizer` is None, so `model.save` leaves out its state."""
+    optimizer = getattr(model, "optimizer", None)
+    if optimizer is None:
+        yield
+        return
+    model.optimizer = None
+    try:
+        yield
+    finally:
+        model.optimizer = optimizer
+
+
+def load_keras_weights(model, path) -> None:
+    """`model.load_weights(path)` of a `.keras` file `save_keras_file` wrote: the model's weights
+    only (the file holds no optimizer state, and a compiled model's optimizer keeps its own)."""
+    with weights_through_disk(), _without_optimizer(model):
+        model.load_weights(path)
+
+
 def save_keras_file(model, path) -> None:
-    """`model.save(path)` (a `.keras` path or URI), visible only when complete."""
-    _save_whole(model.save, os.fspath(path), ".keras")
+    """`model.save(path)` (a `.keras` path or URI), visible only when complete, without the
+    optimizer's state: nothing reads it back (a task's `compile` is its own, so Keras compiles
+    no loaded task, and `load_weights` of a compiled one takes the model's weights alone), and
+    Adam's two moments would make the file three times the weights (273 MB for MiniLM-L6)."""
+    with weights_through_disk(), _without_optimizer(model):
+        _save_whole(model.save, os.fspath(path), ".keras")
 
 
 def save_encoder(encoder, directory, vocab_file=None, do_lower_case=None) -> str:
@@ -132,7 +192,7 @@ def load_keras_file(path: str, *, hidden_activation=None, dtype=None, causal=Non
     """
     if not fileio.exists(path):
         raise FileNotFoundError(f".keras file not found: {path}")
-    model = keras.saving.load_model(path)
+    model = load_keras_model(path)
     encoder = model if isinstance(model, BertEncoder) else getattr(model, "encoder", None)
     if not isinstance(encoder, BertEncoder):
         raise TypeError(f"{path} holds a {type(model).__name__}, not a BertEncoder")

@@ -5,9 +5,8 @@ from __future__ import annotations
 import logging
 import os
 
-import keras
-
 from keras_bert import fileio
+from keras_bert.checkpoints import keras_format
 from keras_bert.tasks.task import Task
 from keras_bert.tokenization.bert_preprocessor import BertPreprocessor
 
@@ -65,7 +64,8 @@ def load_task(path, compile: bool = False) -> Task:
     Args:
         path: a `.keras` file written by `task.save(...)`, or a fine-tuning `--output_dir` (its
             `best_model.keras`).
-        compile: bool, passed to `keras.saving.load_model`.
+        compile: bool, passed to `keras.saving.load_model` (weights read through disk:
+            `keras_format.weights_through_disk`).
 
     Returns:
         The task (e.g. a `TextClassifier`), ready for `predict` on raw strings and `export`.
@@ -75,7 +75,7 @@ def load_task(path, compile: bool = False) -> Task:
         TypeError: the file holds a Keras model that is not a keras_bert task.
     """
     keras_file = find_task_file(path)
-    model = keras.saving.load_model(keras_file, compile=compile)
+    model = keras_format.load_keras_model(keras_file, compile=compile)
     if not isinstance(model, Task):
         raise TypeError(
             f"{keras_file} holds a {type(model).__name__}, not a keras_bert task "

@@ -8,7 +8,7 @@ from typing import Callable
 import tensorflow as tf
 
 from keras_bert import fileio
-from keras_bert.checkpoints.keras_format import save_keras_file
+from keras_bert.checkpoints.keras_format import load_keras_weights, save_keras_file
 from keras_bert.training.callbacks import EvaluationCallback, ProgressLogger, ResumableCheckpoint
 from keras_bert.training.preemption import PreemptionWatcher, check_same_step, watch_preemption
 
@@ -119,7 +119,7 @@ def keep_best_model(task, checkpoint: ResumableCheckpoint, run_dir, is_chief: bo
     best_weights = fileio.join(run_dir, "best.weights.h5")
     best_model = fileio.join(run_dir, "best_model.keras")
     if checkpoint.complete:
-        task.load_weights(best_model)
+        load_keras_weights(task, best_model)
     else:
         if fileio.exists(best_weights):
             task.load_weights(best_weights)

@@ -259,3 +259,29 @@ def test_keras_hub_preset_loads_in_keras_hub(tmp_path, hf_dir, vocab_file):
     assert resolve_do_lower_case(tmp_path) is True
     assert open(resolve_vocab_file(tmp_path)).read().split() == VOCAB
     assert max_diff(encoder_outputs(load_encoder(tmp_path)), ours) <= 1e-6
+
+
+def test_keras_files_stage_their_weights_on_disk_not_in_memory(tmp_path):
+    """Inside `weights_through_disk` Keras takes its own large-model path (a temporary file
+    beside the archive, not an in-memory copy of the weights), and the switch is put back after,
+    also when the block fails; a file saved and read that way holds the same weights."""
+    from keras.src.saving import saving_lib
+
+    from keras_bert.checkpoints import keras_format
+    from tests.tiny import tiny_encoder
+
+    encoder = tiny_encoder()
+    encoder.build()
+    original = saving_lib.is_memory_sufficient
+    assert original(encoder)  # this machine has room: Keras would stage in memory
+    with keras_format.weights_through_disk():
+        assert saving_lib.is_memory_sufficient(encoder) is False
+    assert saving_lib.is_memory_sufficient is original
+    with pytest.raises(RuntimeError), keras_format.weights_through_disk():
+        raise RuntimeError("a failed save")
+    assert saving_lib.is_memory_sufficient is original
+    path = tmp_path / "encoder.keras"
+    keras_format.save_keras_file(encoder, path)
+    loaded = keras_format.load_keras_model(path)
+    for a, b in zip(encoder.weights, loaded.weights):
+        np.testing.assert_array_equal(a.numpy(), b.numpy())

@@ -1,7 +1,11 @@
 """ResumableCheckpoint / EvaluationCallback / resumable_fit on a tiny dense model (fast)."""
 
+import io
 import json
+import warnings
+import zipfile
 
+import h5py
 import keras
 import numpy as np
 import pytest
@@ -77,6 +81,12 @@ def test_keep_best_model_keeps_one_copy_and_a_rerun_trains_nothing(tmp_path):
     }
     for a, b in zip(model.weights, kept.weights):  # the best evaluation's weights, not the last
         np.testing.assert_array_equal(a.numpy(), b.numpy())
+    # The kept file holds the model's weights and not the optimizer's state (nothing reads it
+    # back); the model keeps its optimizer.
+    with zipfile.ZipFile(tmp_path / "best_model.keras") as archive:
+        with h5py.File(io.BytesIO(archive.read("model.weights.h5")), "r") as weights:
+            assert sorted(weights) == ["layers", "vars"]
+    assert model.optimizer is not None and model.optimizer.variables
 
     batches = []
     rerun, again = _model(), ResumableCheckpoint(tmp_path / "checkpoints", save_freq=1)
@@ -87,7 +97,9 @@ def test_keep_best_model_keeps_one_copy_and_a_rerun_trains_nothing(tmp_path):
         == 12
     )
     assert batches == [] and again.complete and again.restored_step == 12
-    keep_best_model(rerun, again, tmp_path)  # weights back from best_model.keras
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # e.g. Keras's "Skipping variable loading for optimizer"
+        keep_best_model(rerun, again, tmp_path)  # weights back from best_model.keras
     for a, b in zip(rerun.weights, kept.weights):
         np.testing.assert_array_equal(a.numpy(), b.numpy())
 
