@@ -14,6 +14,7 @@ IMPORTED_BY_TESTS = (
     "bench_reload_under_load",
     "bench_server_memory",
     "common",
+    "learning_curves",
     "openvino_peer",
 )
 
