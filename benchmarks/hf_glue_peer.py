@@ -13,8 +13,9 @@ linear layer), trained by `Trainer` with its defaults (AdamW `adamw_torch_fused`
 biases and LayerNorm weights, max_grad_norm 1.0, linear decay to 0 after --warmup_ratio of the
 steps, shuffled batches with the last partial one kept); `save_strategy="no"`. `--bf16` is
 `TrainingArguments(bf16=True)` on the CPU, i.e. accelerate's `torch.autocast("cpu",
-torch.bfloat16)`; the default is float32 because Trainer's CPU bf16 autocast did not learn in our
-SQuAD peer run. Needs torch, transformers and accelerate; never imports TensorFlow or
+torch.bfloat16)`, entered around each forward pass; the default is float32, as Trainer's. (The
+SQuAD peer's early --bf16 runs that did not learn had an extra autocast around the whole of
+`trainer.train()`, its own fault: see hf_squad_peer.py.) Needs torch, transformers and accelerate; never imports TensorFlow or
 keras_bert.
 
 Data: the GLUE TSVs are read directly (no `datasets`, no download; run_glue.py itself reads only

@@ -11,7 +11,7 @@ Follows transformers' `examples/pytorch/question-answering/run_qa.py` and `utils
 - model: `AutoModelForQuestionAnswering` from the checkpoint, trained by `transformers.Trainer`
   with its defaults (AdamW, weight decay 0, eps 1e-8, max_grad_norm 1.0, linear schedule,
   warmup = --warmup_ratio of the steps, shuffled with --seed); --bf16 = CPU autocast bfloat16
-  for training and prediction;
+  (Trainer's own in training, one around the prediction loop);
 - post-processing: per window the n_best_size best start and end logits are paired; a pair is
   kept when both are context tokens, end >= start and the span has <= max_answer_length
   tokens; the n-best over all windows is sorted by start + end logit; the text is cut from the
@@ -331,8 +331,12 @@ def main(argv=None):
         trainer.remove_callback(transformers.PrinterCallback)
         metrics["optimizer"] = getattr(training_args.optim, "value", str(training_args.optim))
         t0 = time.perf_counter()
-        with autocast(args.bf16):
-            result = trainer.train()
+        # Training takes Trainer's own autocast (TrainingArguments(bf16=...)), entered and left
+        # around each forward pass. Never a torch.autocast around trainer.train(): autocast keeps
+        # its bfloat16 copies of the weights until the outermost autocast region exits, so every
+        # step would run the first step's weights and the loss would stay at ln(max_seq_length)
+        # (what the first --bf16 runs of this peer did; benchmarks/RESULTS.md).
+        result = trainer.train()
         seconds = time.perf_counter() - t0
         steps = result.global_step
         # windows seen: full batches, the last batch of each epoch may be short
