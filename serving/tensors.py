@@ -105,7 +105,9 @@ def cast(alias, array, spec):
         raise errors.invalid_argument(
             f"input '{alias}' expects dtype string but got {_dtype_name(array)}"
         )
-    if array.dtype == want.numpy_dtype:  # the common case: the dtype the signature takes
+    # The common case, the dtype the signature takes (None: no array has it; and numpy reads a
+    # comparison with None as one with float64).
+    if want.numpy_dtype is not None and array.dtype == want.numpy_dtype:
         return array
     if array.dtype == object or array.dtype.kind in "SU":
         raise errors.invalid_argument(f"input '{alias}' expects dtype {want.name} but got string")
