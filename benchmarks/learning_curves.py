@@ -45,10 +45,13 @@ def ours(output_dir: str) -> dict[int, float]:
 
     from keras_bert import fileio
 
-    events = event_accumulator.EventAccumulator(
-        fileio.join(output_dir, "logs", "train"), size_guidance={"tensors": 0}
-    )
+    logs = fileio.join(output_dir, "logs", "train")
+    if not fileio.isdir(logs):
+        return {}
+    events = event_accumulator.EventAccumulator(logs, size_guidance={"tensors": 0})
     events.Reload()
+    if "batch_loss" not in events.Tags()["tensors"]:  # no logs, or a run without per-batch points
+        return {}
     means = {e.step: float(tf.make_ndarray(e.tensor_proto)) for e in events.Tensors("batch_loss")}
     return step_losses_from_running_means(means)
 
@@ -94,7 +97,10 @@ def main(argv):
             raise app.UsageError(f"--run={spec!r}: expected label=source")
         runs[label] = load(source)
         if not runs[label]:
-            raise app.UsageError(f"--run={spec!r}: no per-step training loss found in {source}")
+            raise app.UsageError(
+                f"--run={spec!r}: no per-step training loss found in {source} (an output_dir of "
+                "ours needs a run with --log_steps=1; a peer log, --logging_steps=1)"
+            )
     if not runs:
         raise app.UsageError("give at least one --run=label=source")
     print(table(runs, FLAGS.block))

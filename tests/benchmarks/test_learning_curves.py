@@ -65,3 +65,7 @@ def test_ours_reads_a_keras_tensorboard_log_at_every_step(tmp_path):
         for step in range(1, 5)
     }
     assert learning_curves.ours(str(tmp_path)) == pytest.approx(want, rel=1e-5)
+
+
+def test_an_output_dir_without_per_batch_losses_reads_as_none(tmp_path):
+    assert learning_curves.ours(str(tmp_path)) == {}  # no logs/ at all: empty, so main says why
