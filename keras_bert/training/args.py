@@ -189,6 +189,12 @@ class TrainingArgs(RuntimeArgs):
         0.1, "Fraction of steps of linear warmup.", rule=Rule(lambda v: 0 <= v <= 1, "in [0, 1]")
     )
     weight_decay: float = arg(0.01, "AdamW/LAMB decoupled weight decay.", rule=NOT_NEGATIVE)
+    adam_epsilon: float = arg(
+        1e-6,
+        "Epsilon of AdamW/LAMB, added to the root of the second moment after the step size's "
+        "bias correction, as TensorFlow and Keras add it (BERT's 1e-6; see docs/finetuning.md).",
+        rule=POSITIVE,
+    )
     optimizer: str = arg("adamw", "Optimizer.", choices=("adamw", "lamb"))
     gradient_accumulation_steps: int = arg(1, "Batches per optimizer update.", rule=AT_LEAST_ONE)
     max_grad_norm: float = arg(1.0, "Global-norm gradient clipping (0: off).", rule=NOT_NEGATIVE)

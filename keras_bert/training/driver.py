@@ -472,6 +472,7 @@ def compile_task(
         int(num_train_steps * args.warmup_proportion),
         optimizer_type=args.optimizer,
         weight_decay=args.weight_decay,
+        epsilon=args.adam_epsilon,
         global_clipnorm=args.max_grad_norm or None,
         gradient_accumulation_steps=args.gradient_accumulation_steps,
         loss_scale=args.mixed_precision == "mixed_float16",

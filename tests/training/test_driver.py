@@ -24,6 +24,21 @@ def _run(tmp_path, **kw):
     return driver.run(FAMILY, args), tmp_path / "out"
 
 
+def test_compile_task_builds_the_optimizer_the_flags_give():
+    task = FAMILY.build_task(None, None, None)
+    args = TinyArgs(output_dir="unused", adam_epsilon=1e-8, weight_decay=0.0, max_grad_norm=0.5)
+    driver.compile_task(task, args, num_train_steps=20, learning_rate=3e-4)
+    opt = task.optimizer
+    assert (opt.epsilon, opt.weight_decay, opt.global_clipnorm) == (1e-8, 0.0, 0.5)
+    assert float(opt._learning_rate(2)) == pytest.approx(3e-4)  # int(20 * 0.1) = 2 warmup steps
+    defaults = TinyArgs(output_dir="unused")
+    assert (defaults.adam_epsilon, defaults.weight_decay, defaults.max_grad_norm) == (
+        1e-6,
+        0.01,
+        1.0,
+    )
+
+
 @pytest.mark.slow
 def test_restarts_keep_the_best_finite_run_and_a_nan_run_is_never_best(tmp_path):
     summary, out = _run(tmp_path, num_restarts=2, nan_seed=42, num_train_epochs=1)
