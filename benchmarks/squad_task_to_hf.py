@@ -1,0 +1,78 @@
+"""A trained SQuAD task as a transformers `BertForQuestionAnswering` directory, for cross-evaluation.
+
+The PyTorch peer (`benchmarks/hf_squad_peer.py`) predicts with any such directory when it is
+given no --train_file. Run on our trained weights, it answers the question "is a gap between the
+two recipes in training, or in windowing and post-processing?": our model scored through the
+peer's windows, n-best pairing and text extraction against the same model scored by
+`run_squad.py` (docs/squad.md, "Equal optimizer steps").
+
+    python -m benchmarks.squad_task_to_hf --model_dir=runs/squad_v1 --output_dir=runs/squad_v1_hf
+    <torch venv>/bin/python benchmarks/hf_squad_peer.py --model_dir=runs/squad_v1_hf \
+        --validation_file=<squad_peer_data heldout.json> --output_dir=runs/squad_v1_hf_scored
+    python -m benchmarks.squad_peer_data --mode=score --input_file=... --holdout_fraction=0.5 \
+        --predictions_dir=runs/squad_v1_hf_scored
+
+Files: the encoder through `save_encoder(format="huggingface")` (BertModel names, which
+transformers loads under `bert.`), plus `qa_outputs.weight` [2, hidden] and `qa_outputs.bias`
+[2] from the task's `span_logits` Dense (column 0 start, column 1 end, as BertForQuestionAnswering
+splits its logits), `vocab.txt` and `tokenizer_config.json` from the task's preprocessor, and
+config.json naming `BertForQuestionAnswering`.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from absl import app, flags
+
+QA_WEIGHT, QA_BIAS = "qa_outputs.weight", "qa_outputs.bias"
+
+
+def write_squad_task_hf(task, directory: str) -> str:
+    """Writes the `SpanQuestionAnswerer` `task` (with its preprocessor) to `directory` as a
+    transformers BertForQuestionAnswering directory; returns `directory`."""
+    import safetensors.numpy
+
+    from keras_bert import fileio
+    from keras_bert.checkpoints import huggingface
+    from keras_bert.checkpoints.saver import save_encoder
+
+    pre = task.require_preprocessor("a BertForQuestionAnswering directory")
+    # The vocabulary as the preprocessor holds it (its vocab_file may be gone or remote); the
+    # writer copies it in place and adds tokenizer_config.json with the casing.
+    vocab_file = fileio.join(directory, "vocab.txt")
+    fileio.makedirs(directory)
+    fileio.write_bytes(vocab_file, ("\n".join(pre.vocabulary) + "\n").encode("utf-8"))
+    save_encoder(task.encoder, directory, vocab_file, pre.do_lower_case, format="huggingface")
+    weights = fileio.join(directory, huggingface.WEIGHTS_FILE)
+    tensors = safetensors.numpy.load(fileio.read_bytes(weights))
+    kernel = np.asarray(task.span_logits.kernel.numpy(), np.float32)  # [hidden, 2]
+    # contiguous: safetensors writes an array's buffer, and a transposed view's is the kernel's
+    tensors[QA_WEIGHT] = np.ascontiguousarray(kernel.T)
+    tensors[QA_BIAS] = np.asarray(task.span_logits.bias.numpy(), np.float32)
+    fileio.write_bytes(weights, safetensors.numpy.save(tensors, metadata={"format": "pt"}))
+    config_file = fileio.join(directory, huggingface.CONFIG_FILE)
+    config = fileio.read_json(config_file) | {"architectures": ["BertForQuestionAnswering"]}
+    fileio.write_json(config_file, config)
+    return directory
+
+
+def define_flags() -> None:
+    flags.DEFINE_string("model_dir", None, "A run_squad.py output_dir (or its saved task file).")
+    flags.DEFINE_string("output_dir", None, "Where the BertForQuestionAnswering directory goes.")
+    flags.mark_flags_as_required(["model_dir", "output_dir"])
+
+
+def main(argv):
+    del argv
+    from keras_bert.tasks.loading import load_task
+    from keras_bert.tasks.span_question_answerer import SpanQuestionAnswerer
+
+    task = load_task(flags.FLAGS.model_dir)
+    if not isinstance(task, SpanQuestionAnswerer):
+        raise app.UsageError(f"--model_dir holds a {type(task).__name__}, not a SQuAD task")
+    print(write_squad_task_hf(task, flags.FLAGS.output_dir))
+
+
+if __name__ == "__main__":
+    define_flags()
+    app.run(main)
