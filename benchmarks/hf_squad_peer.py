@@ -34,7 +34,8 @@ between window starts), so the peer makes fewer windows at the same flag value; 
 not cut to max_query_length (64 in ours); no max-context rule for span starts; the top n_best
 positions are taken over the whole window before invalid ones are dropped, and the n-best list
 is not deduplicated by text; weight decay 0 (ours 0.01 unless --weight_decay=0); the optimizer
-is the Trainer default (fused torch AdamW on torch >= 2.8).
+is the Trainer default (fused torch AdamW on torch >= 2.8) with epsilon 1e-8 in PyTorch's form
+(ours: 1e-6 in TensorFlow's, --adam_epsilon; docs/finetuning.md).
 
 Writes to --output_dir: predictions.json, null_odds.json and best_non_null_predictions.json
 (v2.0; the second is an addition for our threshold sweep), peer_metrics.json (train/predict
