@@ -29,7 +29,16 @@ QA_WEIGHT, QA_BIAS = "qa_outputs.weight", "qa_outputs.bias"
 
 def write_squad_task_hf(task, directory: str) -> str:
     """Writes the `SpanQuestionAnswerer` `task` (with its preprocessor) to `directory` as a
-    transformers BertForQuestionAnswering directory; returns `directory`."""
+    transformers BertForQuestionAnswering directory; returns `directory`.
+
+    config.json, which marks the directory as a model, is removed first (from an earlier write)
+    and written last, after the head is in the weights file: apart from the instant between the
+    encoder writer's config.json and its removal, a write cut short leaves a directory that
+    transformers refuses rather than one holding an encoder without its head.
+
+    Raises:
+        ValueError: the task has no preprocessor (no vocabulary to write).
+    """
     import safetensors.numpy
 
     from keras_bert import fileio
@@ -40,9 +49,14 @@ def write_squad_task_hf(task, directory: str) -> str:
     # The vocabulary as the preprocessor holds it (its vocab_file may be gone or remote); the
     # writer copies it in place and adds tokenizer_config.json with the casing.
     vocab_file = fileio.join(directory, "vocab.txt")
+    config_file = fileio.join(directory, huggingface.CONFIG_FILE)
     fileio.makedirs(directory)
+    if fileio.exists(config_file):
+        fileio.remove(config_file)
     fileio.write_bytes(vocab_file, ("\n".join(pre.vocabulary) + "\n").encode("utf-8"))
     save_encoder(task.encoder, directory, vocab_file, pre.do_lower_case, format="huggingface")
+    config = fileio.read_json(config_file) | {"architectures": ["BertForQuestionAnswering"]}
+    fileio.remove(config_file)  # until the head is in the weights file
     weights = fileio.join(directory, huggingface.WEIGHTS_FILE)
     tensors = safetensors.numpy.load(fileio.read_bytes(weights))
     kernel = np.asarray(task.span_logits.kernel.numpy(), np.float32)  # [hidden, 2]
@@ -50,8 +64,6 @@ def write_squad_task_hf(task, directory: str) -> str:
     tensors[QA_WEIGHT] = np.ascontiguousarray(kernel.T)
     tensors[QA_BIAS] = np.asarray(task.span_logits.bias.numpy(), np.float32)
     fileio.write_bytes(weights, safetensors.numpy.save(tensors, metadata={"format": "pt"}))
-    config_file = fileio.join(directory, huggingface.CONFIG_FILE)
-    config = fileio.read_json(config_file) | {"architectures": ["BertForQuestionAnswering"]}
     fileio.write_json(config_file, config)
     return directory
 

@@ -4,6 +4,7 @@ holds the task's encoder, its span head in transformers' layout, vocabulary and 
 import json
 
 import numpy as np
+import pytest
 import safetensors.numpy
 
 from benchmarks.squad_task_to_hf import QA_BIAS, QA_WEIGHT, write_squad_task_hf
@@ -44,3 +45,17 @@ def test_written_directory_gives_the_tasks_span_logits(tmp_path):
     np.testing.assert_allclose(logits[..., 0], want["start_logits"], rtol=1e-5, atol=1e-5)
     np.testing.assert_allclose(logits[..., 1], want["end_logits"], rtol=1e-5, atol=1e-5)
     assert np.ptp(logits[..., 0]) > 0.1 and np.abs(logits[..., 0] - logits[..., 1]).max() > 0.5
+
+
+def test_rewrite_over_an_earlier_directory_and_a_task_without_vocabulary(tmp_path):
+    task = tiny_task()
+    task.build()
+    out = tmp_path / "hf"
+    write_squad_task_hf(task, str(out))
+    first = (out / "model.safetensors").read_bytes()
+    write_squad_task_hf(task, str(out))  # over a complete directory: the same files again
+    assert (out / "model.safetensors").read_bytes() == first and (out / "config.json").is_file()
+    task.preprocessor = None
+    with pytest.raises(ValueError, match="needs the task's preprocessor"):
+        write_squad_task_hf(task, str(tmp_path / "none"))
+    assert not (tmp_path / "none" / "config.json").exists()
