@@ -7,7 +7,7 @@ import tensorflow as tf
 
 from keras_bert.layers.arguments import ConfigFromArguments
 from keras_bert.layers.dense import FlatDense
-from keras_bert.layers.dropout import BertDropout
+from keras_bert.layers.dropout import BertDropout, apply_keep_mask, keep_mask_16bit
 
 # Added to the logits of masked positions. google-research/bert modeling.py uses -10000: finite,
 # representable in float16 and bfloat16, and exp() of it is exactly 0 in float32 (PITFALLS.md).
@@ -49,6 +49,59 @@ def attention_bias(attention_mask):
     """
     mask = tf.cast(tf.expand_dims(attention_mask, 1), tf.float32)
     return (1.0 - mask) * MASK_LOGIT
+
+
+def attention_probs(query, key, bias, scale):
+    """softmax(query key^T * scale + bias) over keys, float32 [B, N, T, T] (logits and softmax in
+    float32, safe under mixed precision)."""
+    logits = tf.matmul(query, key, transpose_b=True)
+    return tf.nn.softmax(tf.cast(logits, tf.float32) * scale + bias, axis=-1)
+
+
+def attention_with_dropout(query, key, value, bias, scale, rate, seed):
+    """`dropout_16bit(attention_probs(...), rate, seed) @ value`, whose gradient keeps only the
+    float32 probabilities and the bool dropout mask (and the inputs).
+
+    Differentiated op by op, a training step keeps, per block, the probabilities for the softmax
+    and the dropped probabilities for the product, both [B, N, T, T] floats, beside the mask; here
+    the dropped probabilities are rebuilt from the two in the backward pass. In a MiniLM-L6 SQuAD
+    step (batch 32 x 384) that cut about 1 GB of the peak (benchmarks/RESULTS.md, "Where a
+    fine-tuning step's memory goes"). The forward values, the mask and the gradients are those of
+    the op-by-op form (up to float summation order). No gradient reaches `bias` (it comes from
+    the integer mask).
+
+    Args:
+        query, key, value: Tensors [B, N, T, D], compute dtype.
+        bias: float32 Tensor broadcastable to [B, N, T, T] (`attention_bias`).
+        scale: float, the logit scale (1 / sqrt(D)).
+        rate: float, the attention dropout rate (`dropout_16bit`'s range).
+        seed: int32 Tensor [2], the mask's stateless seed (`BertDropout.next_seed`).
+
+    Returns:
+        Tensor [B, N, T, D], compute dtype.
+    """
+
+    @tf.custom_gradient
+    def attend(q, k, v, b):
+        probs = attention_probs(q, k, b, scale)
+        keep = keep_mask_16bit(tf.shape(probs), rate, seed)
+        context = tf.matmul(apply_keep_mask(tf.cast(probs, q.dtype), keep, rate), v)
+
+        def grad(dcontext):
+            with tf.control_dependencies([dcontext]):  # in the backward pass, not kept from before
+                dropped = apply_keep_mask(tf.cast(probs, q.dtype), keep, rate)
+            dvalue = tf.matmul(dropped, dcontext, transpose_a=True)
+            dprobs = apply_keep_mask(tf.matmul(dcontext, v, transpose_b=True), keep, rate)
+            dprobs = tf.cast(dprobs, tf.float32)
+            dlogits = (dprobs - tf.reduce_sum(dprobs * probs, -1, keepdims=True)) * probs
+            dlogits = tf.cast(dlogits * scale, q.dtype)
+            dquery = tf.matmul(dlogits, k)
+            dkey = tf.matmul(dlogits, q, transpose_a=True)
+            return dquery, dkey, dvalue, None
+
+        return context, grad
+
+    return attend(query, key, value, bias)
 
 
 def on_rows(rows_fn, inputs, attention_mask, training=None):
@@ -146,10 +199,13 @@ class BertSelfAttention(ConfigFromArguments, keras.layers.Layer):
         query = split_heads(self.query(rows))
         key = split_heads(self.key(rows))
         value = split_heads(self.value(rows))
-        # [B, N, T, T] logits, in float32 for a safe softmax under mixed precision.
-        logits = tf.matmul(query, key, transpose_b=True)
-        logits = tf.cast(logits, tf.float32) * (1.0 / math.sqrt(head_size)) + bias
-        probs = tf.cast(tf.nn.softmax(logits, axis=-1), self.compute_dtype)
-        probs = self.dropout(probs, training=training)
-        context = swap_axes_1_2(tf.matmul(probs, value))  # [B, T, N, D]
+        scale = 1.0 / math.sqrt(head_size)
+        if training and self.dropout.rate > 0 and self.dropout.draws_16bit:
+            context = attention_with_dropout(
+                query, key, value, bias, scale, self.dropout.rate, self.dropout.next_seed()
+            )
+        else:
+            probs = tf.cast(attention_probs(query, key, bias, scale), self.compute_dtype)
+            context = tf.matmul(self.dropout(probs, training=training), value)
+        context = swap_axes_1_2(context)  # [B, T, N, D]
         return tf.reshape(context, [-1, self.hidden_size])
