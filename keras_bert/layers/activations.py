@@ -6,10 +6,10 @@ checkpoints use it under that name. "gelu_approximate" is the tanh form
 "gelu". The two differ by up to about 5e-4 per element (PITFALLS.md, Checkpoints).
 
 Both GELUs keep only their input for the backward pass. Differentiated op by op, the composite
-(`tf.nn.gelu`: a scale, erf or tanh, an add, two products) keeps four to five tensors of the
-feed-forward width per block until the backward pass: in a MiniLM-L6 SQuAD step (batch 32 x 384)
-that was about 1.2 GB of the peak (benchmarks/RESULTS.md, "Where a fine-tuning step's memory
-goes"). Here the derivative is computed from the kept input in the backward pass, after the
+(`tf.nn.gelu`: a scale, erf or tanh, an add, two products) keeps three (erf) or four (tanh)
+tensors of the feed-forward width per block until the backward pass: in a MiniLM-L6 SQuAD step
+(batch 32 x 384) about 0.7 GB of the peak (benchmarks/RESULTS.md, "Where a fine-tuning step's
+memory goes"). Here the derivative is computed from the kept input in the backward pass, after the
 incoming gradient (a control dependency, so TensorFlow's executor cannot run it early and keep
 its result through the forward pass).
 """
