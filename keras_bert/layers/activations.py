@@ -26,7 +26,7 @@ _TANH_CUBIC = 0.044715
 
 
 def _exact_derivative(x):
-    """d/dx x Phi(x) = Phi(x) + x phi(x), float32."""
+    """d/dx x Phi(x) = Phi(x) + x phi(x), in x's dtype."""
     cdf = 0.5 * (1.0 + tf.math.erf(x * _SQRT_HALF))
     return cdf + x * (tf.exp(-0.5 * tf.square(x)) * _INV_SQRT_2PI)
 
@@ -38,18 +38,22 @@ def _tanh_derivative(x):
     return 0.5 * (1.0 + t) + 0.5 * x * (1.0 - tf.square(t)) * du
 
 
+_UPCAST = (tf.bfloat16, tf.float16)
+
+
 def _lean_gelu(approximate: bool, derivative):
-    """GELU computed in float32 (bfloat16 / float16 inputs cast up and the result cast back),
-    whose gradient keeps only the input `x`."""
+    """GELU whose gradient keeps only the input `x`; bfloat16 / float16 inputs are computed in
+    float32 and the result cast back, float32 and float64 in their own dtype."""
 
     @tf.custom_gradient
     def fn(x):
-        y = tf.nn.gelu(tf.cast(x, tf.float32), approximate=approximate)
+        compute = tf.float32 if x.dtype in _UPCAST else x.dtype
+        y = tf.nn.gelu(tf.cast(x, compute), approximate=approximate)
 
         def grad(dy):
             with tf.control_dependencies([dy]):  # computed in the backward pass, not before
-                slope = derivative(tf.cast(x, tf.float32))
-            return tf.cast(tf.cast(dy, tf.float32) * slope, x.dtype)
+                slope = derivative(tf.cast(x, compute))
+            return tf.cast(tf.cast(dy, compute) * slope, x.dtype)
 
         return tf.cast(y, x.dtype), grad
 
