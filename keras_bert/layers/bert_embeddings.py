@@ -5,6 +5,7 @@ import tensorflow as tf
 
 from keras_bert.layers.arguments import ConfigFromArguments
 from keras_bert.layers.dropout import BertDropout
+from keras_bert.layers.initializers import truncated_normal
 
 
 @keras.saving.register_keras_serializable(package="keras_bert")
@@ -48,14 +49,13 @@ class BertEmbeddings(ConfigFromArguments, keras.layers.Layer):
         self.keep_arguments(locals())
 
     def build(self, input_shape=None):
-        init = keras.initializers.TruncatedNormal(stddev=self.initializer_range)
-        self.word_embeddings = self._table(self.vocab_size, init, "word_embeddings")
+        self.word_embeddings = self._table(self.vocab_size, "word_embeddings")
         self.position_embeddings = self.add_weight(
             name="position_embeddings",
             shape=(self.max_sequence_length, self.hidden_size),
-            initializer=init,
+            initializer=truncated_normal(self.initializer_range),
         )
-        self.type_embeddings = self._table(self.type_vocab_size, init, "type_embeddings")
+        self.type_embeddings = self._table(self.type_vocab_size, "type_embeddings")
         # LayerNorm statistics in float32 whatever the policy (mixed precision safety).
         self.layer_norm = keras.layers.LayerNormalization(
             epsilon=self.layer_norm_epsilon, dtype="float32", name="layer_norm"
@@ -64,12 +64,12 @@ class BertEmbeddings(ConfigFromArguments, keras.layers.Layer):
         self.dropout = BertDropout(self.dropout_rate, dtype=self.dtype_policy, name="dropout")
         self.built = True
 
-    def _table(self, rows, initializer, name):
+    def _table(self, rows, name):
         """A built [rows, hidden_size] Embedding layer in the layer's dtype policy."""
         table = keras.layers.Embedding(
             rows,
             self.hidden_size,
-            embeddings_initializer=initializer,
+            embeddings_initializer=truncated_normal(self.initializer_range),
             dtype=self.dtype_policy,
             name=name,
         )

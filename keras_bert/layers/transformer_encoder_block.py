@@ -7,6 +7,7 @@ from keras_bert.layers.arguments import ConfigFromArguments
 from keras_bert.layers.activations import get_activation
 from keras_bert.layers.dense import FlatDense
 from keras_bert.layers.dropout import BertDropout
+from keras_bert.layers.initializers import truncated_normal
 from keras_bert.layers.self_attention import BertSelfAttention, on_rows
 
 
@@ -62,7 +63,6 @@ class TransformerEncoderBlock(ConfigFromArguments, keras.layers.Layer):
         )
 
     def build(self, input_shape=None):
-        init = keras.initializers.TruncatedNormal(stddev=self.initializer_range)
         h = self.hidden_size
         self.self_attention.build((None, None, h))
 
@@ -70,7 +70,7 @@ class TransformerEncoderBlock(ConfigFromArguments, keras.layers.Layer):
             layer = FlatDense(
                 units,
                 activation_name=activation,
-                kernel_initializer=init,
+                kernel_initializer=truncated_normal(self.initializer_range),
                 dtype=self.dtype_policy,
                 name=name,
             )

@@ -130,8 +130,14 @@ def test_killed_before_metrics_are_written_and_resumed_ends_like_an_uninterrupte
         epochs=[1, 2],
         steps=4,
     )
-    run = metrics["runs"][0]  # the prediction file scored after each epoch: the best F1 kept
-    assert metrics["f1"] == metrics["best"]["f1"] == max(e["f1"] for e in run["epochs"])
+    # Each epoch's evaluation scores the prediction file at threshold 0 and the best is kept; the
+    # final scores are the kept model's answers at the threshold chosen after training on the dev
+    # split (docs/squad.md), so they need not equal the kept evaluation's.
+    run = metrics["runs"][0]
+    assert metrics["best"]["f1"] == max(e["f1"] for e in run["epochs"])
+    assert metrics["best"]["epoch"] in [e["epoch"] for e in run["epochs"]]
+    threshold = metrics["null_score_diff_threshold"]
+    assert load_task(tmp_path / "uninterrupted").null_score_diff_threshold == threshold
 
 
 def test_lengths_that_leave_no_context_are_a_usage_error(
