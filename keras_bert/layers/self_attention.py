@@ -1,5 +1,6 @@
 """Multi-head scaled dot-product self-attention (Vaswani et al. 2017, §3.2.2; BERT §3)."""
 
+import contextlib
 import math
 
 import keras
@@ -8,6 +9,7 @@ import tensorflow as tf
 from keras_bert.layers.arguments import ConfigFromArguments
 from keras_bert.layers.dense import FlatDense
 from keras_bert.layers.dropout import BertDropout, apply_keep_mask, keep_mask_16bit
+from keras_bert.layers.initializers import truncated_normal
 
 # Added to the logits of masked positions. google-research/bert modeling.py uses -10000: finite,
 # representable in float16 and bfloat16, and exp() of it is exactly 0 in float32 (PITFALLS.md).
@@ -16,11 +18,36 @@ MASK_LOGIT = -10000.0
 
 # Same-width integer types: a transpose moves bits, so it can run on these (see swap_axes_1_2).
 _BITS = {tf.float32: tf.int32, tf.bfloat16: tf.int16, tf.float16: tf.int16}
+_portable = False  # True inside `portable_attention()`
+
+
+@contextlib.contextmanager
+def portable_attention():
+    """Within it, traced attention takes the form other runtimes run best, for graphs they run
+    (the LiteRT export). Same function, other op order:
+
+    - Heads move by a float `Transpose`, not by `swap_axes_1_2`'s integer-bit one, which is
+      faster only in the TensorFlow runtime. LiteRT's XNNPACK delegate transposes float32 but not
+      int32, which falls to TensorFlow Lite's reference kernel (18.6% of an int8 32 x 128 call
+      of MiniLM-L6); and OpenVINO reads no BITCAST.
+    - The 1 / sqrt(head size) scale multiplies the query's product, where the LiteRT converter
+      folds it into the query's weights, not the [B, N, T, T] logits, a pass over the largest
+      tensor of the block.
+
+    benchmarks/RESULTS.md, "LiteRT's attention form". A function traced before the block keeps
+    the form it was traced with.
+    """
+    global _portable
+    previous, _portable = _portable, True
+    try:
+        yield
+    finally:
+        _portable = previous
 
 
 def _swap(x):
     itype = _BITS.get(x.dtype)
-    if itype is None:
+    if itype is None or _portable:
         return tf.transpose(x, [0, 2, 1, 3])
     return tf.bitcast(tf.transpose(tf.bitcast(x, itype), [0, 2, 1, 3]), x.dtype)
 
@@ -54,8 +81,10 @@ def attention_bias(attention_mask):
 def attention_probs(query, key, bias, scale):
     """softmax(query key^T * scale + bias) over keys, float32 [B, N, T, T] (logits and softmax in
     float32, safe under mixed precision)."""
-    logits = tf.matmul(query, key, transpose_b=True)
-    return tf.nn.softmax(tf.cast(logits, tf.float32) * scale + bias, axis=-1)
+    logits = tf.cast(tf.matmul(query, key, transpose_b=True), tf.float32)
+    if scale != 1.0:  # 1.0: the query carries it (`portable_attention`)
+        logits = logits * scale
+    return tf.nn.softmax(logits + bias, axis=-1)
 
 
 def attention_with_dropout(query, key, value, bias, scale, rate, seed):
@@ -157,10 +186,12 @@ class BertSelfAttention(ConfigFromArguments, keras.layers.Layer):
         self.keep_arguments(locals())
 
     def build(self, input_shape=None):
-        init = keras.initializers.TruncatedNormal(stddev=self.initializer_range)
         for name in ("query", "key", "value"):
             dense = FlatDense(
-                self.hidden_size, kernel_initializer=init, dtype=self.dtype_policy, name=name
+                self.hidden_size,
+                kernel_initializer=truncated_normal(self.initializer_range),
+                dtype=self.dtype_policy,
+                name=name,
             )
             dense.build((None, None, self.hidden_size))
             setattr(self, name, dense)
@@ -196,10 +227,13 @@ class BertSelfAttention(ConfigFromArguments, keras.layers.Layer):
         def split_heads(x):  # [B*T, H] -> [B, N, T, D]
             return swap_axes_1_2(tf.reshape(x, heads))
 
-        query = split_heads(self.query(rows))
+        scale = 1.0 / math.sqrt(head_size)
+        query = self.query(rows)
+        if _portable:
+            query, scale = query * tf.cast(scale, query.dtype), 1.0
+        query = split_heads(query)
         key = split_heads(self.key(rows))
         value = split_heads(self.value(rows))
-        scale = 1.0 / math.sqrt(head_size)
         if training and self.dropout.rate > 0 and self.dropout.draws_16bit:
             context = attention_with_dropout(
                 query, key, value, bias, scale, self.dropout.rate, self.dropout.next_seed()

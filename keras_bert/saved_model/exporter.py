@@ -35,6 +35,7 @@ import tensorflow as tf
 from keras_bert import fileio
 from keras_bert.config import check_max_seq_length
 from keras_bert.faults import crash_point
+from keras_bert.layers.self_attention import portable_attention
 from keras_bert.saved_model import litert as litert_lib
 from keras_bert.saved_model import versioning, warmup
 from keras_bert.saved_model.xla_marks import check_no_must_compile
@@ -232,12 +233,13 @@ def _litert_flatbuffer(task, preprocessor, quantize) -> bytes:
     """model.tflite's bytes: the `encoded` signature of a float32 copy of the task (a task under a
     16-bit policy, such as mixed_bfloat16 training or a bfloat16 export, is copied to float32:
     LiteRT's kernels, XNNPACK's among them, take no bfloat16). The converter reads a local
-    SavedModel: it is written to a local scratch directory, whatever the export's URI."""
+    SavedModel: it is written to a local scratch directory, whatever the export's URI. Attention
+    is traced in the form XNNPACK runs best (`portable_attention`)."""
     module = with_dtype(task, "float32").serving_module(preprocessor)
+    with portable_attention():
+        encoded = module.signatures()["encoded"]
     with fileio.local_temp_dir("keras_bert_litert_") as scratch:
-        return litert_lib.convert_signature(
-            module.signatures()["encoded"], scratch, quantize, signature_key="encoded"
-        )
+        return litert_lib.convert_signature(encoded, scratch, quantize, signature_key="encoded")
 
 
 def export_task(

@@ -33,6 +33,7 @@ import gc
 import tensorflow as tf
 
 from keras_bert import fileio
+from keras_bert.layers.self_attention import portable_attention
 
 TFLITE_FILENAME = "model.tflite"  # the name tensorflow_model_server --prefer_tflite_model loads
 QUANTIZATIONS = ("float32", "int8")
@@ -140,7 +141,9 @@ def convert_encoder(encoder, quantize: str = "float32") -> bytes:
             training=False,
         )["sequence_output"]
 
-    frozen = convert_to_constants.convert_variables_to_constants_v2(forward.get_concrete_function())
+    with portable_attention():  # the form XNNPACK runs best
+        function = forward.get_concrete_function()
+    frozen = convert_to_constants.convert_variables_to_constants_v2(function)
     converter = tf.lite.TFLiteConverter.from_concrete_functions([frozen])
     return _convert(_converter_for(converter, quantize), "the encoder")
 
