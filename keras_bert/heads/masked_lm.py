@@ -5,6 +5,7 @@ import tensorflow as tf
 
 from keras_bert.layers.arguments import ConfigFromArguments
 from keras_bert.layers.activations import get_activation
+from keras_bert.layers.initializers import truncated_normal
 
 
 @keras.saving.register_keras_serializable(package="keras_bert")
@@ -46,7 +47,7 @@ class MaskedLMHead(ConfigFromArguments, keras.layers.Layer):
         self.transform = keras.layers.Dense(
             self.hidden_size,
             activation=get_activation(self.hidden_activation),
-            kernel_initializer=keras.initializers.TruncatedNormal(stddev=self.initializer_range),
+            kernel_initializer=truncated_normal(self.initializer_range),
             dtype=self.dtype_policy,
             name="transform",
         )

@@ -4,6 +4,7 @@ import keras
 import tensorflow as tf
 
 from keras_bert.layers.arguments import ConfigFromArguments
+from keras_bert.layers.initializers import truncated_normal
 
 
 @keras.saving.register_keras_serializable(package="keras_bert")
@@ -28,7 +29,7 @@ class NextSentenceHead(ConfigFromArguments, keras.layers.Layer):
     def build(self, input_shape=None):
         self.dense = keras.layers.Dense(
             2,
-            kernel_initializer=keras.initializers.TruncatedNormal(stddev=self.initializer_range),
+            kernel_initializer=truncated_normal(self.initializer_range),
             dtype=self.dtype_policy,
             name="dense",
         )

@@ -8,6 +8,7 @@ import tensorflow as tf
 from keras_bert.layers.arguments import BuildsFromArguments
 from keras_bert.config import BertConfig
 from keras_bert.layers.bert_embeddings import BertEmbeddings
+from keras_bert.layers.initializers import truncated_normal
 from keras_bert.layers.self_attention import attention_bias
 from keras_bert.layers.transformer_encoder_block import TransformerEncoderBlock
 
@@ -79,7 +80,7 @@ class BertEncoder(BuildsFromArguments, keras.Model):
         self.pooler = keras.layers.Dense(
             cfg.hidden_size,
             activation="tanh",
-            kernel_initializer=keras.initializers.TruncatedNormal(stddev=cfg.initializer_range),
+            kernel_initializer=truncated_normal(cfg.initializer_range),
             dtype=self.dtype_policy,
             name="pooler",
         )

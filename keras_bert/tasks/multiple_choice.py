@@ -14,6 +14,7 @@ import numpy as np
 import tensorflow as tf
 
 from keras_bert.layers.dropout import BertDropout
+from keras_bert.layers.initializers import truncated_normal
 from keras_bert.saved_model.multiple_choice_signatures import MultipleChoiceServingModule
 from keras_bert.tasks.task import INPUT_NAMES, Task
 
@@ -70,7 +71,7 @@ class MultipleChoice(Task):
         self.dropout = BertDropout(self.dropout_rate, name="dropout")
         self.scorer = keras.layers.Dense(
             1,
-            kernel_initializer=keras.initializers.TruncatedNormal(stddev=self.initializer_range),
+            kernel_initializer=truncated_normal(self.initializer_range),
             dtype="float32",
             name="choice_score",
         )

@@ -20,6 +20,7 @@ import keras
 import tensorflow as tf
 
 from keras_bert.data import squad, squad_answers
+from keras_bert.layers.initializers import truncated_normal
 from keras_bert.saved_model.span_qa_signatures import SpanQAServingModule
 from keras_bert.tasks.task import Task, trim_to_longest
 from keras_bert.tokenization.full_tokenizer import FullTokenizer
@@ -96,7 +97,7 @@ class SpanQuestionAnswerer(Task):
         self.initializer_range = float(initializer_range)
         self.span_logits = keras.layers.Dense(
             2,
-            kernel_initializer=keras.initializers.TruncatedNormal(stddev=initializer_range),
+            kernel_initializer=truncated_normal(initializer_range),
             dtype="float32",
             name="span_logits",
         )  # logits and losses in float32

@@ -13,6 +13,7 @@ import numpy as np
 import tensorflow as tf
 
 from keras_bert.layers.dropout import BertDropout
+from keras_bert.layers.initializers import truncated_normal
 from keras_bert.saved_model.classifier_signatures import ClassifierServingModule
 from keras_bert.tasks.task import Task
 
@@ -97,7 +98,7 @@ class TextClassifier(Task):
         self.dropout = BertDropout(self.dropout_rate, name="dropout")
         self.classifier = keras.layers.Dense(
             self.num_classes,
-            kernel_initializer=keras.initializers.TruncatedNormal(stddev=self.initializer_range),
+            kernel_initializer=truncated_normal(self.initializer_range),
             dtype="float32",  # logits and losses in float32 (PITFALLS: numerics)
             name="logits",
         )

@@ -29,6 +29,7 @@ import tensorflow as tf
 
 from keras_bert.data import windows as windows_lib
 from keras_bert.layers.dropout import BertDropout
+from keras_bert.layers.initializers import truncated_normal
 from keras_bert.saved_model.token_classifier_signatures import TokenClassifierServingModule
 from keras_bert.tasks.task import INPUT_NAMES, Task
 from keras_bert.tokenization.bert_preprocessor import pack_ragged
@@ -270,7 +271,7 @@ class TokenClassifier(Task):
             ]
         self.tagger = keras.layers.Dense(
             len(label_names),
-            kernel_initializer=keras.initializers.TruncatedNormal(stddev=self.initializer_range),
+            kernel_initializer=truncated_normal(self.initializer_range),
             dtype="float32",
             name="tags",
         )
