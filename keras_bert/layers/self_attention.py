@@ -34,8 +34,8 @@ def portable_attention():
       folds it into the query's weights, not the [B, N, T, T] logits, a pass over the largest
       tensor of the block.
 
-    benchmarks/RESULTS.md, "LiteRT's attention form". A function traced before the block keeps
-    the form it was traced with.
+    benchmarks/RESULTS.md, "LiteRT's attention form". The switch is process-wide while the block
+    runs; a function traced before it keeps the form it was traced with.
     """
     global _portable
     previous, _portable = _portable, True
