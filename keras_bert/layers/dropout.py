@@ -56,7 +56,19 @@ def keep_mask_16bit(shape, rate: float, seed):
 
 def apply_keep_mask(inputs, keep, rate: float):
     """`dropout_16bit`'s output from its mask: inputs * 65536 / (65536 - k) where `keep`, else 0.
-    It is linear in `inputs`, so the same call on the gradient is the gradient."""
+    It is linear in `inputs`, so the same call on the gradient is the gradient.
+
+    Args:
+        inputs: float Tensor of any shape.
+        keep: bool Tensor of the same shape (`keep_mask_16bit`), True = kept.
+        rate: the drop rate the mask was drawn with (k = its 16-bit drop levels).
+
+    Returns:
+        Tensor of `inputs`' shape and dtype.
+
+    Raises:
+        ValueError: `rate` outside `dropout_16bit`'s range.
+    """
     drop_levels = _drop_levels(rate)
     scale = tf.cast(_LEVELS / (_LEVELS - drop_levels), inputs.dtype)
     # A scalar zero, broadcast: `zeros_like(inputs)` of a static shape is folded by Grappler into

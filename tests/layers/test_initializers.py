@@ -5,7 +5,7 @@ import itertools
 import keras
 import numpy as np
 
-from tests.tiny import tiny_encoder
+from tests.tiny import tiny_config, tiny_encoder
 
 
 def random_weights(seed):
@@ -29,7 +29,8 @@ def test_no_two_weights_of_a_new_encoder_share_their_values():
         n = min(x.size, y.size)
         assert not np.array_equal(x[:n], y[:n]), (a, b)
     for name, x in weights.items():
-        assert np.all(np.abs(x) <= 2 * 0.02), name  # truncated at two standard deviations
+        # Truncated at two standard deviations (google-research/bert's tf.truncated_normal).
+        assert np.all(np.abs(x) <= 2 * tiny_config().initializer_range), name
 
 
 def test_the_values_are_reproducible_under_one_seed():

@@ -138,6 +138,14 @@ def test_killed_before_metrics_are_written_and_resumed_ends_like_an_uninterrupte
     assert metrics["best"]["epoch"] in [e["epoch"] for e in run["epochs"]]
     threshold = metrics["null_score_diff_threshold"]
     assert load_task(tmp_path / "uninterrupted").null_score_diff_threshold == threshold
+    # The final scores are the official evaluator's on the answers written: the first 5 held-out
+    # questions, answered at that threshold.
+    examples = squad.read_squad_examples(str(data_dir / "squad" / "dev-v2.0-subset.json"), True)
+    predicted = squad.split_by_title(examples, 0.5)[1][:5]
+    answers = json.loads((tmp_path / "uninterrupted" / "predictions.json").read_text())
+    assert sorted(answers) == sorted(e.qas_id for e in predicted)
+    scores = squad_eval.official_scores(squad_eval.dataset_of(predicted), answers, True)
+    assert (scores["exact_match"], scores["f1"]) == (metrics["exact"], metrics["f1"])
 
 
 def test_lengths_that_leave_no_context_are_a_usage_error(
