@@ -35,6 +35,14 @@ WARMUP_FILE = ("assets.extra", "tf_serving_warmup_requests")  # under the versio
 _LOG = logging.getLogger("serving")
 
 
+def count_examples(input_proto) -> int:
+    """How many tf.Examples a tensorflow.serving.Input holds, counted without reading them."""
+    kind = input_proto.WhichOneof("kind")
+    if kind in ("example_list", "example_list_with_context"):
+        return len(getattr(input_proto, kind).examples)
+    return 0
+
+
 def input_examples(input_proto) -> list:
     """The tf.Examples of a tensorflow.serving.Input: its example_list, or each example of its
     example_list_with_context merged over the context (the example's features win)."""
@@ -178,8 +186,7 @@ class InferenceService:
             raise errors.invalid_argument(
                 f"duplicate output_filter entries: {list(request.output_filter)}"
             )
-        arrays = {k: tensors.to_numpy(v, k) for k, v in request.inputs.items()}
-        inputs = tensors.check_inputs(signature, arrays, self.limits)
+        inputs = tensors.read_inputs(signature, request.inputs, self.limits)
         outputs = self._run(servable, signature, inputs)
         response = predict_pb2.PredictResponse()
         self._response_spec(response.model_spec, servable, key)
@@ -189,14 +196,13 @@ class InferenceService:
 
     # ------------------------------------------------------------ Classify / Regress
     def _examples(self, input_proto):
-        examples = input_examples(input_proto)
-        if not examples:
+        """The serialized tf.Examples of an Input, counted against the batch limit before any is
+        merged or read."""
+        count = count_examples(input_proto)
+        if not count:
             raise errors.invalid_argument("empty batch: Input is empty (no tf.Example given)")
-        if self.limits.max_batch_size and len(examples) > self.limits.max_batch_size:
-            raise errors.invalid_argument(
-                f"batch size {len(examples)} exceeds the limit of {self.limits.max_batch_size} rows "
-                "per request (--max_request_batch_size)"
-            )
+        tensors.check_batch_size(count, self.limits)
+        examples = input_examples(input_proto)
         for row, ex in enumerate(examples):
             for name in self.limits.text_inputs:
                 if name in ex.features.feature:

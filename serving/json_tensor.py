@@ -64,6 +64,10 @@ def parse_json(body: bytes):
         doc = json.loads(body, parse_int=_parse_int)
     except UnicodeDecodeError:
         raise errors.invalid_argument("JSON Parse error: Invalid encoding in string.") from None
+    except RecursionError:  # Python's decoder stops at its recursion limit (about 1,000 levels)
+        raise errors.invalid_argument(
+            "JSON Parse error: arrays or objects nested too deeply to parse"
+        ) from None
     except json.JSONDecodeError as e:
         what = "Invalid value" if e.msg.startswith("Expecting value") else e.msg
         raise errors.invalid_argument(f"JSON Parse error: {what} at offset: {e.pos}") from None
@@ -86,7 +90,12 @@ def json_type(value) -> str:
 
 
 def value_to_string(value, limit=200) -> str:
-    text = json.dumps(value, ensure_ascii=False)
+    """`value` as JSON text for an error message, cut at `limit` characters (a value nested too
+    deeply to print is described, not printed)."""
+    try:
+        text = json.dumps(value, ensure_ascii=False)
+    except RecursionError:
+        return f"<a JSON {json_type(value)} nested too deeply to print>"
     return text if len(text) <= limit else text[:limit] + "..."
 
 
@@ -258,9 +267,12 @@ def to_array(values, shape, dtype) -> np.ndarray:
     return np.array(values, dtype=dtype.as_numpy_dtype).reshape(shape)
 
 
-def value_to_array(value, dtype):
-    """(numpy array, shape) of one JSON value for an input of `dtype`."""
+def value_to_array(value, dtype, check=None):
+    """(numpy array, shape) of one JSON value for an input of `dtype`; `check(shape)`, when
+    given, sees the shape its nesting declares before any element is converted."""
     shape, leaves = dense_shape(value), []
+    if check is not None:
+        check(shape)
     _fill(value, 0, shape, dtype, leaves)
     return to_array(leaves, shape, dtype), shape
 
@@ -270,11 +282,18 @@ def _shape_string(shape):
 
 
 # ------------------------------------------------------------------ predict requests
-def predict_inputs(doc, dtypes: dict):
+def _no_check(alias, shape):
+    return None
+
+
+def predict_inputs(doc, dtypes: dict, check=_no_check):
     """FillPredictRequestFromJson after the signature is known.
 
     Args:
-        doc: the parsed request object. dtypes: dict input alias -> `serving.dtypes.DType` (the signature's inputs).
+        doc: the parsed request object. dtypes: dict input alias -> `serving.dtypes.DType` (the
+            signature's inputs). check: `check(alias, shape)` sees each input's whole shape as
+            the body declares it (the row count, then the first row's nesting) before any of its
+            elements is converted, and raises to refuse it (`serving.tensors.check_shape`).
     Returns:
         (dict alias -> numpy array, ROW or COLUMNAR).
     Raises:
@@ -293,9 +312,9 @@ def predict_inputs(doc, dtypes: dict):
             "Excepting 'instances' to be an list/array",
             "No values in 'instances' array",
         )
-        return _row_inputs(instances, dtypes), ROW
+        return _row_inputs(instances, dtypes, check), ROW
     if has_inputs:
-        return _columnar_inputs(doc["inputs"], dtypes), COLUMNAR
+        return _columnar_inputs(doc["inputs"], dtypes, check), COLUMNAR
     raise errors.invalid_argument("Missing 'inputs' or 'instances' key")
 
 
@@ -335,7 +354,7 @@ class _Batch:
         }
 
 
-def _row_inputs(instances, dtypes):
+def _row_inputs(instances, dtypes, check):
     """FillTensorMapFromInstancesList."""
     if not isinstance(instances[0], dict) and len(dtypes) > 1:
         raise errors.invalid_argument(
@@ -343,6 +362,12 @@ def _row_inputs(instances, dtypes):
             "multiple input tensors required as per tensorinfo_map"
         )
     objects, names, batch = _is_element_object(instances[0]), sorted(dtypes), _Batch(dtypes)
+    # The first row fixes each input's shape (later rows must match it), so the row count and
+    # the first row's nesting are the whole request's claim: checked before anything is read.
+    first = instances[0].items() if objects else [(names[0], instances[0])]
+    for name, value in first:
+        if name in dtypes:
+            check(name, [len(instances)] + dense_shape(value))
     for row, element in enumerate(instances):
         if objects:
             if not _is_element_object(element):
@@ -376,7 +401,7 @@ def _row_inputs(instances, dtypes):
     return batch.arrays(len(instances))
 
 
-def _columnar_inputs(value, dtypes):
+def _columnar_inputs(value, dtypes, check):
     """FillTensorMapFromInputsMap: keys that are not inputs are ignored, as in TF Serving."""
     if not isinstance(value, dict) or is_b64_object(value):
         if len(dtypes) > 1:
@@ -385,12 +410,14 @@ def _columnar_inputs(value, dtypes):
                 "multiple input tensors required as per tensorinfo_map"
             )
         ((name, dtype),) = dtypes.items()
-        return {name: value_to_array(value, dtype)[0]}
+        return {name: value_to_array(value, dtype, lambda shape: check(name, shape))[0]}
     arrays = {}
     for name in sorted(dtypes):
         if name not in value:
             raise errors.invalid_argument(f"Missing named input: {name} in 'inputs' object.")
-        arrays[name] = value_to_array(value[name], dtypes[name])[0]
+        arrays[name] = value_to_array(
+            value[name], dtypes[name], lambda shape, name=name: check(name, shape)
+        )[0]
     return arrays
 
 
@@ -476,8 +503,10 @@ def _nonempty_array(doc, key, not_array, empty):
     return value
 
 
-def fill_examples(doc, input_proto, verb="classify"):
-    """FillClassify/RegressRequestFromJson: "context" (optional) and "examples" into an Input proto."""
+def fill_examples(doc, input_proto, verb="classify", check_count=None):
+    """FillClassify/RegressRequestFromJson: "context" (optional) and "examples" into an Input
+    proto. `check_count(n)`, when given, sees the number of examples before any is read, and
+    raises to refuse it (`serving.tensors.check_batch_size`)."""
     has_context = "context" in doc
     if has_context:
         make_example(doc["context"], input_proto.example_list_with_context.context)
@@ -492,6 +521,8 @@ def fill_examples(doc, input_proto, verb="classify"):
         "Expecting 'examples' value to be an list/array",
         "'examples' value is an empty array",
     )
+    if check_count is not None:
+        check_count(len(examples))
     target = (
         input_proto.example_list_with_context.examples
         if has_context

@@ -125,7 +125,13 @@ class RestApi:
             with self.service.acquire(request.model_spec) as servable:
                 signature = servable.signature(key)
                 dtypes = {alias: spec.dtype for alias, spec in signature.inputs.items()}
-                arrays, fmt = json_tensor.predict_inputs(doc, dtypes)
+                arrays, fmt = json_tensor.predict_inputs(
+                    doc,
+                    dtypes,
+                    lambda alias, shape: tensors.check_shape(
+                        signature, alias, shape, self.service.limits
+                    ),
+                )
                 row[0] = fmt == json_tensor.ROW
                 for alias, array in arrays.items():
                     request.inputs[alias].CopyFrom(tensors.to_proto(array))
@@ -143,7 +149,12 @@ class RestApi:
             else regression_pb2.RegressionRequest()
         )
         self._spec(request.model_spec, match, signature_name)
-        json_tensor.fill_examples(doc, request.input, verb)
+        json_tensor.fill_examples(
+            doc,
+            request.input,
+            verb,
+            lambda count: tensors.check_batch_size(count, self.service.limits),
+        )
         if verb == "classify":
             return json_writer.classification_json(self.service.classify(request, "REST").result)
         return json_writer.regression_json(self.service.regress(request, "REST").result)

@@ -7,7 +7,7 @@
 
 Flags keep tensorflow_model_server's names (`--tensorflow_intra_op_parallelism` and
 `--tensorflow_inter_op_parallelism` size TensorFlow's thread pools as there); extra ones (--host,
---max_request_bytes, --max_request_batch_size, --max_text_length, --text_inputs,
+--max_request_bytes, --max_request_batch_size, --max_request_elements, --max_text_length, --text_inputs,
 --custom_op_modules) are documented below and in docs/deployment.md. Serves any SavedModel from its signatures alone.
 
 Base paths and the config file may be local paths or any URI `tf.io.gfile` handles (`gs://`,
@@ -169,6 +169,12 @@ flags.DEFINE_integer(
     "max_request_batch_size",
     4096,
     "Most rows per request (0 = no limit); more is INVALID_ARGUMENT.",
+)
+flags.DEFINE_integer(
+    "max_request_elements",
+    tensors.Limits.max_elements,
+    "Most elements one input tensor of a request may declare (the product of its dimensions; "
+    "0 = no limit); more is INVALID_ARGUMENT, refused before anything is allocated.",
 )
 flags.DEFINE_integer("max_text_length", 65536, "Most UTF-8 bytes per text element (0 = no limit).")
 flags.DEFINE_list(
@@ -480,7 +486,10 @@ def main(argv):
     except (ValueError, OSError, text_format.ParseError) as e:
         raise app.UsageError(str(e)) from e
     limits = tensors.Limits(
-        _FLAGS.max_request_batch_size, _FLAGS.max_text_length, tuple(_FLAGS.text_inputs)
+        _FLAGS.max_request_batch_size,
+        _FLAGS.max_text_length,
+        tuple(_FLAGS.text_inputs),
+        _FLAGS.max_request_elements,
     )
     server = ModelServer(
         configs,

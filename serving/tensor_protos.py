@@ -4,7 +4,10 @@
 arrays of more than one element (host byte order), the dtype's value field (`float_val`,
 `int_val`, `half_val`, ...) for one element and for bool / uint16, `string_val` for strings.
 `to_numpy` reads what `tf.make_ndarray` reads, including a value field shorter than the shape
-(TensorFlow repeats the last value; an empty one means zeros / empty strings).
+(TensorFlow repeats the last value; an empty one means zeros / empty strings). That compact form
+is the one place where a proto's declared shape, not its content, sizes an allocation, so it is
+read only up to `max_filled` elements (a 39-byte proto can declare 2**31 strings); the content is
+counted against the shape before anything is allocated.
 The server (`serving.tensors`) uses the raw fast paths and keeps TensorFlow for everything else;
 `serving.client` uses all of it and never imports TensorFlow (`serving.protos`).
 """
@@ -54,7 +57,21 @@ _VALUE_FIELDS = {
 _ENUMS = {dtype: enum for enum, dtype in RAW_DTYPES.items()}
 
 
-def _shape(proto):
+# The most elements a compact proto (fewer values than its shape) is expanded to by default:
+# the server's default --max_request_elements.
+MAX_FILLED = 1 << 22
+# numpy's limit on the number of dimensions (TensorFlow's is 254).
+MAX_RANK = 64
+
+
+def dimensions(proto):
+    """The declared dimensions (at most MAX_RANK of them; ValueError past that, before reading
+    them)."""
+    if len(proto.tensor_shape.dim) > MAX_RANK:
+        raise ValueError(
+            f"TensorProto shape has {len(proto.tensor_shape.dim)} dimensions; at most "
+            f"{MAX_RANK} are accepted"
+        )
     return [d.size for d in proto.tensor_shape.dim]
 
 
@@ -71,9 +88,14 @@ def raw_to_numpy(proto):
     (a value field, strings, another dtype, unknown rank, or content of the wrong size)."""
     dtype = RAW_DTYPES.get(proto.dtype)
     content = proto.tensor_content
-    if dtype is None or not content or proto.tensor_shape.unknown_rank:
+    if (
+        dtype is None
+        or not content
+        or proto.tensor_shape.unknown_rank
+        or len(proto.tensor_shape.dim) > MAX_RANK
+    ):
         return None
-    shape = _shape(proto)
+    shape = dimensions(proto)
     if min(shape, default=0) < 0 or len(content) != math.prod(shape) * dtype.itemsize:
         return None
     return np.frombuffer(content, dtype).reshape(shape).copy()
@@ -127,45 +149,61 @@ def to_proto(array):
     return proto
 
 
-def to_numpy(proto) -> np.ndarray:
+def to_numpy(proto, max_filled: int = MAX_FILLED) -> np.ndarray:
     """TensorProto -> numpy (strings as an object array of bytes), as tf.make_ndarray reads it.
 
+    The content is counted against the declared shape first (`tensor_content` must hold exactly
+    the shape's bytes; a value field at most the shape's elements), and a value field shorter
+    than the shape (TensorFlow's compact form: the last value repeated) is expanded only up to
+    `max_filled` elements, so the proto's content, not its claim, bounds what is allocated.
+
     Raises:
-        ValueError: a dtype outside RAW_DTYPES and strings, unknown rank, or `tensor_content` /
-            a value field that does not fit the shape.
+        ValueError: a dtype outside RAW_DTYPES and strings, unknown rank, more than MAX_RANK
+            dimensions, a negative dimension, `tensor_content` / a value field that does not fit
+            the shape, or a compact proto declaring more than `max_filled` elements.
     """
     array = raw_to_numpy(proto)
     if array is not None:
         return array
     if proto.tensor_shape.unknown_rank:
         raise ValueError("a TensorProto of unknown rank has no numpy value")
-    shape = _shape(proto)
+    shape = dimensions(proto)
     if min(shape, default=0) < 0:
         raise ValueError(f"TensorProto shape {shape} has a negative dimension")
-    size = int(np.prod(shape))
+    size = math.prod(shape)  # a Python int: no overflow, whatever the claim
     if proto.dtype == types_pb2.DT_STRING:
-        values, dtype, fill = list(proto.string_val), None, b""
+        field, dtype, fill = proto.string_val, np.dtype(object), b""
     elif proto.dtype in RAW_DTYPES:
+        dtype = RAW_DTYPES[proto.dtype]
         if proto.tensor_content:
             raise ValueError(
                 f"tensor_content holds {len(proto.tensor_content)} bytes; shape {shape} of "
-                f"{RAW_DTYPES[proto.dtype]} needs {size * RAW_DTYPES[proto.dtype].itemsize}"
+                f"{dtype} needs {size * dtype.itemsize}"
             )
-        dtype = RAW_DTYPES[proto.dtype]
-        values = getattr(proto, _VALUE_FIELDS[proto.dtype])
-        if proto.dtype == types_pb2.DT_HALF:
-            values = np.array(values, np.uint16).view(np.float16)
-        values, fill = list(values), 0
+        field, fill = getattr(proto, _VALUE_FIELDS[proto.dtype]), 0
     else:
         known = proto.dtype in types_pb2.DataType.values()
         name = types_pb2.DataType.Name(proto.dtype) if known else proto.dtype
         raise ValueError(f"no numpy value for TensorProto dtype {name}")
-    if len(values) > size:
-        raise ValueError(f"TensorProto holds {len(values)} values for shape {shape}")
-    if len(values) < size:  # tf.make_ndarray: repeat the last value (none: zeros / b"")
-        values += [values[-1] if values else fill] * (size - len(values))
-    if proto.dtype == types_pb2.DT_STRING:  # an object array of bytes, never numpy's "S"
-        out = np.empty(size, object)
-        out[:] = values
-        return out.reshape(shape)
-    return np.array(values, dtype).reshape(shape)
+    count = len(field)  # counted without reading the values
+    if count > size:
+        raise ValueError(f"TensorProto holds {count} values for shape {shape}")
+    if count < size and size > max_filled:
+        raise ValueError(
+            f"TensorProto declares shape {shape} ({size} elements) but holds {count} values; "
+            f"a proto holding fewer values than its shape is expanded up to {max_filled} "
+            "elements only"
+        )
+    if proto.dtype == types_pb2.DT_HALF:
+        values = np.array(field, np.uint16).view(np.float16)
+    elif proto.dtype == types_pb2.DT_STRING:
+        values = np.empty(count, object)
+        values[:] = list(field)
+    else:
+        values = np.array(field, dtype)
+    if count == size:
+        return values.astype(dtype, copy=False).reshape(shape)
+    # tf.make_ndarray: repeat the last value (none: zeros / b"").
+    out = np.full(size, values[-1] if count else fill, dtype)
+    out[:count] = values
+    return out.reshape(shape)

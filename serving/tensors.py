@@ -6,6 +6,11 @@ Documented rules (what clients can rely on):
 - shapes must match the signature's rank and known dimensions; the batch dimension (dim 0) must be
   the same for all inputs (e.g. `text` and `text_b`) and non-zero ("empty batch"). Inputs of unknown
   rank are passed as they are (the model decides, as in TF Serving).
+- sizes are checked before they cost anything: a TensorProto's declared shape (its number of
+  dimensions, each dimension, the batch, their product) is checked against the signature and the
+  limits, then its content is counted against that shape, and only then is anything allocated or
+  read element by element (`read_inputs`); REST bodies go through the same `check_shape` before
+  their JSON is converted. A request may declare at most `max_elements` elements per input.
 - string inputs named in `Limits.text_inputs` (default `text`, `text_b`) are text: each element must
   be valid UTF-8 and at most `max_text_length` bytes. Other string inputs (e.g. serialized
   tf.Example) are passed through untouched.
@@ -13,6 +18,7 @@ Every violation is INVALID_ARGUMENT with a message naming the input; never INTER
 """
 
 import dataclasses
+import math
 import sys
 
 import numpy as np
@@ -25,14 +31,144 @@ DEFAULT_TEXT_INPUTS = ("text", "text_b")
 @dataclasses.dataclass(frozen=True)
 class Limits:
     """Per-request limits. max_batch_size: rows (0 = none); max_text_length: UTF-8 bytes per text
-    element (0 = none); text_inputs: names of string inputs checked as text."""
+    element (0 = none); text_inputs: names of string inputs checked as text; max_elements: most
+    elements one input may declare (the product of its dimensions; 0 = none)."""
 
     max_batch_size: int = 0
     max_text_length: int = 0
     text_inputs: tuple = DEFAULT_TEXT_INPUTS
+    max_elements: int = tensor_protos.MAX_FILLED
 
 
-def to_numpy(proto, alias: str) -> np.ndarray:
+def _shape_text(shape):
+    return ["?" if d < 0 else d for d in shape]
+
+
+def check_shape(signature, alias: str, shape, limits: Limits):
+    """One rule for every shape a request declares, checked before any allocation or per-element
+    work: a TensorProto's `tensor_shape` (`read_inputs`), a REST body's JSON nesting
+    (`serving.json_tensor`) and a converted array's shape (`check_inputs`).
+
+    Args:
+        signature: servable.Signature. alias: the input's name (one of `signature.inputs`).
+        shape: sequence of int, as declared (a TensorProto's dims may be any int64).
+        limits: Limits.
+    Returns:
+        The batch size (dim 0) when the signature gives the input a rank of at least 1, else None.
+    Raises:
+        ServingError INVALID_ARGUMENT: more dimensions than the signature's rank (or than
+            MAX_RANK where its rank is unknown), a negative dimension, a known dimension that
+            differs, an empty batch, a batch over `max_batch_size`, or more than `max_elements`
+            elements.
+    """
+    spec = signature.inputs[alias]
+    rank = len(shape)
+    check_rank(signature, alias, rank)
+    if spec.shape is not None and (
+        rank != len(spec.shape) or any(d >= 0 and d != n for d, n in zip(spec.shape, shape))
+    ):
+        raise errors.invalid_argument(
+            f"input '{alias}' has shape {list(shape)} but signature '{signature.key}' "
+            f"expects {_shape_text(spec.shape)}"
+        )
+    if any(n < 0 for n in shape):
+        raise errors.invalid_argument(
+            f"input '{alias}' has shape {list(shape)}: dimensions cannot be negative"
+        )
+    batch = None
+    if rank >= 1 and spec.shape is not None:  # unknown rank: no batch dimension assumed
+        batch = shape[0]
+        if batch == 0:
+            raise errors.invalid_argument(f"empty batch: input '{alias}' has batch size 0")
+        check_batch_size(batch, limits)
+    elements = math.prod(shape)
+    if limits.max_elements and elements > limits.max_elements:
+        raise errors.invalid_argument(
+            f"input '{alias}' has shape {list(shape)}, {elements} elements; the limit is "
+            f"{limits.max_elements} elements per input (--max_request_elements)"
+        )
+    return batch
+
+
+def check_rank(signature, alias: str, rank: int):
+    """A declared number of dimensions past MAX_RANK is refused before the dimensions are read:
+    INVALID_ARGUMENT naming the signature's rank where it has one."""
+    if rank <= tensor_protos.MAX_RANK:
+        return
+    spec = signature.inputs[alias]
+    expected = (
+        f"signature '{signature.key}' expects {_shape_text(spec.shape)}"
+        if spec.shape is not None
+        else f"at most {tensor_protos.MAX_RANK} are accepted"
+    )
+    raise errors.invalid_argument(f"input '{alias}' has {rank} dimensions; {expected}")
+
+
+def check_batch_size(batch: int, limits: Limits):
+    """INVALID_ARGUMENT when `batch` rows exceed `limits.max_batch_size` (one rule and one text
+    for every API: tensors, tf.Examples, REST rows)."""
+    if limits.max_batch_size and batch > limits.max_batch_size:
+        raise errors.invalid_argument(
+            f"batch size {batch} exceeds the limit of {limits.max_batch_size} rows "
+            "per request (--max_request_batch_size)"
+        )
+
+
+def check_names(signature, names):
+    """The request's input names must be exactly the signature's (INVALID_ARGUMENT otherwise)."""
+    want, have = set(signature.inputs), set(names)
+    if want != have:
+        raise errors.invalid_argument(
+            f"input size does not match signature '{signature.key}': got {sorted(have)}, expected "
+            f"{sorted(want)}. Missing but required: {sorted(want - have)}. Sent extra: "
+            f"{sorted(have - want)}"
+        )
+
+
+def check_batches(batches: dict):
+    """All inputs with a batch dimension must agree on it (INVALID_ARGUMENT otherwise).
+    `batches`: alias -> batch size (None: no batch dimension)."""
+    sizes = {k: v for k, v in batches.items() if v is not None}
+    if len(set(sizes.values())) > 1:
+        raise errors.invalid_argument(
+            "inputs have different batch sizes (dim 0): "
+            + ", ".join(f"{k}={v}" for k, v in sorted(sizes.items()))
+        )
+
+
+def read_inputs(signature, protos, limits: Limits = Limits()) -> dict:
+    """A request's TensorProtos -> validated numpy inputs (`check_inputs`), every declared size
+    checked before anything is allocated: the names, then each proto's declared shape
+    (`check_shape`, from the count of its dimensions up), the batch across inputs, then the
+    content against the shape (`to_numpy`), and only then the values.
+
+    Args:
+        signature: servable.Signature. protos: mapping alias -> TensorProto. limits: Limits.
+    Returns:
+        dict alias -> np.ndarray with the signature's dtypes.
+    Raises:
+        ServingError INVALID_ARGUMENT naming the input and the problem.
+    """
+    check_names(signature, protos)
+    batches = {}
+    for alias in sorted(protos):
+        proto = protos[alias]
+        if proto.tensor_shape.unknown_rank:
+            if signature.inputs[alias].shape is not None:
+                raise errors.invalid_argument(
+                    f"input '{alias}' has unknown rank but signature '{signature.key}' expects "
+                    f"{_shape_text(signature.inputs[alias].shape)}"
+                )
+            continue
+        dims = proto.tensor_shape.dim
+        check_rank(signature, alias, len(dims))  # before the dimensions are read
+        batches[alias] = check_shape(signature, alias, [d.size for d in dims], limits)
+    check_batches(batches)
+    arrays = {alias: to_numpy(protos[alias], alias, limits) for alias in sorted(protos)}
+    return check_inputs(signature, arrays, limits)
+
+
+def to_numpy(proto, alias: str, limits: Limits = Limits()) -> np.ndarray:
     """TensorProto -> numpy (strings as an object array of bytes).
 
     Read by `tensor_protos` (what tf.make_ndarray reads, without TensorFlow; raw `tensor_content`
@@ -50,10 +186,23 @@ def to_numpy(proto, alias: str) -> np.ndarray:
     tf = _loaded_tensorflow()
     try:
         if tf is not None and proto.dtype not in _OWN_DTYPES:
+            _check_tensorflow_content(proto, limits)
             return tf.make_ndarray(proto)
-        return tensor_protos.to_numpy(proto)
+        return tensor_protos.to_numpy(proto, limits.max_elements or sys.maxsize)
     except Exception as e:
         raise errors.invalid_argument(f"input '{alias}' is not a valid TensorProto: {e}") from e
+
+
+def _check_tensorflow_content(proto, limits):
+    """Before tf.make_ndarray reads a dtype `tensor_protos` does not hold (bfloat16, complex):
+    the declared element count within `limits.max_elements`, so its compact form cannot size an
+    allocation past it (ValueError otherwise)."""
+    if proto.tensor_shape.unknown_rank:
+        return
+    elements = math.prod(tensor_protos.dimensions(proto))
+    bound = limits.max_elements or sys.maxsize
+    if elements > bound:
+        raise ValueError(f"it declares {elements} elements; at most {bound} are read")
 
 
 # What `tensor_protos` reads and writes itself (numeric raw dtypes and strings).
@@ -141,43 +290,17 @@ def check_inputs(signature, arrays: dict, limits: Limits = Limits()) -> dict:
         ServingError INVALID_ARGUMENT naming the problem (missing/extra input, dtype, shape, empty
         or mismatched batch, batch over the limit, non-UTF-8 or over-long text).
     """
-    want, have = set(signature.inputs), set(arrays)
-    if want != have:
-        raise errors.invalid_argument(
-            f"input size does not match signature '{signature.key}': got {sorted(have)}, expected "
-            f"{sorted(want)}. Missing but required: {sorted(want - have)}. Sent extra: "
-            f"{sorted(have - want)}"
-        )
-    out, batch = {}, {}
+    check_names(signature, arrays)
+    out, batches = {}, {}
     for alias in sorted(arrays):
         spec, array = signature.inputs[alias], np.asarray(arrays[alias])
+        batches[alias] = check_shape(signature, alias, array.shape, limits)
         array = cast(alias, array, spec)
-        if spec.shape is not None:
-            if array.ndim != len(spec.shape) or any(
-                d >= 0 and d != n for d, n in zip(spec.shape, array.shape)
-            ):
-                raise errors.invalid_argument(
-                    f"input '{alias}' has shape {list(array.shape)} but signature '{signature.key}' "
-                    f"expects {['?' if d < 0 else d for d in spec.shape]}"
-                )
-        if array.ndim >= 1 and spec.shape is not None:  # unknown rank: no batch dimension assumed
-            if array.shape[0] == 0:
-                raise errors.invalid_argument(f"empty batch: input '{alias}' has batch size 0")
-            batch[alias] = array.shape[0]
         if spec.dtype == dtypes.string and alias in limits.text_inputs:
             for i, value in enumerate(array.flat):
                 _check_text(value, f"input '{alias}' element {i}", limits)
         out[alias] = array
-    if len(set(batch.values())) > 1:
-        raise errors.invalid_argument(
-            "inputs have different batch sizes (dim 0): "
-            + ", ".join(f"{k}={v}" for k, v in sorted(batch.items()))
-        )
-    if batch and limits.max_batch_size and max(batch.values()) > limits.max_batch_size:
-        raise errors.invalid_argument(
-            f"batch size {max(batch.values())} exceeds the limit of {limits.max_batch_size} rows "
-            "per request (--max_request_batch_size)"
-        )
+    check_batches(batches)
     return out
 
 

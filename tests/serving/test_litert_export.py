@@ -23,6 +23,7 @@ import pytest
 import tensorflow as tf
 from tensorflow_serving.apis import get_model_metadata_pb2
 
+from tests.serving.test_declared_sizes import declared_size_cases
 from tests.serving.test_grpc_api import outputs, predict_request, prediction_stub
 
 LABELS = ["negative", "neutral", "positive"]
@@ -171,6 +172,18 @@ def test_server_prefers_the_tflite_file(litert_exports, start_server):
         with pytest.raises(grpc.RpcError) as info:
             stub.Predict(predict_request(model="int8", text=["a text"]), timeout=30)
         assert info.value.code() == grpc.StatusCode.FAILED_PRECONDITION
+
+        # Sizes a request declares are checked before a LiteRT servable sees it, as for
+        # SavedModels (tests/serving/test_declared_sizes.py has every case).
+        for hostile, fragment in declared_size_cases(name="int8"):
+            with pytest.raises(grpc.RpcError) as info:
+                stub.Predict(hostile, timeout=30)
+            assert info.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+            assert fragment in info.value.details()
+            response = stub.Predict(
+                predict_request(model="int8", signature="encoded", **ids), timeout=60
+            )
+            assert list(tf.make_ndarray(response.outputs["labels"])) == list(want["labels"])
 
         # An id outside the embedding table: INVALID_ARGUMENT naming it, and the server goes on.
         bad = dict(ids, input_word_ids=ids["input_word_ids"] + 40000)
