@@ -31,7 +31,9 @@ Behaviour (as `tensorflow_model_server` with its default availability-preserving
   ServerCore::ReloadConfig does: added models are loaded before it returns, removed models stop
   taking requests and unload when idle, changed version policies apply with the same
   availability-preserving switch, and labels are updated last, only when each points to an
-  AVAILABLE version.
+  AVAILABLE version. `unapplied(configs)` says what of a config waits on load state (a refused
+  label, a specific version or a model with no version loaded yet); reloading the same config
+  applies what has become possible (`--model_config_file_poll_wait_seconds` does, at every poll).
 """
 
 import concurrent.futures
@@ -354,16 +356,23 @@ class ModelManager:
             raise errors.invalid_argument(str(e)) from None
         prepare_file_systems(model_configs)
         with self._poll_lock:
-            added = self._apply(model_configs)
+            added, changed = self._apply(model_configs)
             self._poll_all()
+            if changed:  # not logged again when the same config is applied again
+                _LOG.info("reloaded config: serving %s", self.model_names())
             self._check_added(added)
             self._update_labels(model_configs)
-        _LOG.info("reloaded config: serving %s", self.model_names())
 
     def _apply(self, model_configs):
-        """Swaps the model set under the lock; returns the added names."""
+        """Swaps the model set under the lock; returns the added names and whether anything in
+        the config changed."""
         wanted = {c.name: c for c in model_configs}
         with self._lock:
+            changed = set(wanted) != set(self._models) or any(
+                self._models[name].config != config
+                for name, config in wanted.items()
+                if name in self._models
+            )
             for name in [n for n in self._models if n not in wanted]:
                 _LOG.info("model %s removed from the config: unloading its versions", name)
                 for v in self._models.pop(name).versions.values():
@@ -381,7 +390,7 @@ class ModelManager:
                 else:
                     self._models[name] = _Model(config)
                     self._models[name].labels = {}
-        return added
+        return added, changed
 
     def _check_added(self, added):
         with self._lock:
@@ -409,6 +418,44 @@ class ModelManager:
                         )
             for config in model_configs:
                 self._models[config.name].labels = dict(config.version_labels)
+
+    def unapplied(self, model_configs):
+        """What of `model_configs` (the config last given to `reload`, or at start) is not in
+        effect because it waits on load state, one line each; empty when all of it is.
+
+        A label not assigned (or not removed) as configured: `reload` assigns labels only when
+        each names an AVAILABLE version. A version the `specific` policy names that is not
+        AVAILABLE (not on disk yet, or still loading). A model with no AVAILABLE version (its base
+        path missing, empty or unreachable). A model not served with this config (another config
+        was applied since). `reload` with the same config again applies what has become possible.
+        """
+        lines = []
+        with self._lock:
+            for config in model_configs:
+                name, model = config.name, self._models.get(config.name)
+                if model is None or model.config != config:
+                    lines.append(f"model {name} is not served with this config")
+                    continue
+                available = {n for n, v in model.versions.items() if v.state == State.AVAILABLE}
+                if not available:
+                    lines.append(f"model {name} has no available version")
+                policy = config.model_version_policy
+                if policy.WhichOneof("policy_choice") == "specific":
+                    lines += [
+                        f"model {name} version {n} (its specific policy) is not available"
+                        for n in sorted(set(policy.specific.versions) - available)
+                    ]
+                wanted = dict(config.version_labels)
+                lines += [
+                    f"model {name} label '{label}' not assigned to version {version}"
+                    for label, version in sorted(wanted.items())
+                    if model.labels.get(label) != version
+                ]
+                lines += [
+                    f"model {name} label '{label}' not removed"
+                    for label in sorted(set(model.labels) - set(wanted))
+                ]
+        return lines
 
     def _scan(self, model):
         """`scan_versions` of the model's base path in a worker thread, waiting at most

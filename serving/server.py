@@ -14,7 +14,8 @@ Base paths and the config file may be local paths or any URI `tf.io.gfile` handl
 `hdfs://`, `s3://` with its plugin, `ram://`), read through `keras_bert.fileio`: which version
 directories load when, failed loads (`--max_num_load_retries`, `--load_retry_interval_micros`) and
 base paths that cannot be reached are described in `serving.model_manager`;
-`--model_config_file_poll_wait_seconds` re-reads the config file and applies a changed one.
+`--model_config_file_poll_wait_seconds` re-reads the config file and applies a changed one, and
+applies it again while part of it waits on load state (a label whose version is not loaded yet).
 
 `--ssl_config_file` (tensorflow_model_server's flag): TLS on the gRPC port from a text-format
 `tensorflow.serving.SSLConfig`, mutual TLS with `client_verify`, and HTTPS on the REST port (our
@@ -121,8 +122,9 @@ flags.DEFINE_string(
     "ssl_config_file",
     "",
     "Text-format tensorflow.serving.SSLConfig (server_key, server_cert, custom_ca: the PEM "
-    "texts; client_verify: mutual TLS), a local path or a URI: TLS on the gRPC port as "
-    "tensorflow_model_server, and (our extension) HTTPS on the REST port.",
+    "texts; client_verify: mutual TLS; python -m serving.ssl_config writes it from the files), "
+    "a local path or a URI: TLS on the gRPC port as tensorflow_model_server, and (our "
+    "extension) HTTPS on the REST port.",
 )
 flags.DEFINE_integer(
     "request_log_max_file_bytes",
@@ -274,7 +276,8 @@ class ModelServer:
         seconds (--load_retry_interval_micros / 1e6).
         config_file: the --model_config_file `configs` came from, re-read every
             `config_poll_seconds` (0: never) and applied with `ModelManager.reload` when it
-            changed; a file that cannot be read or parsed is logged and the served set kept.
+            changed or part of it waits on load state (`reload_config_file`); a file that cannot
+            be read or parsed is logged and the served set kept.
         reach_timeout_s: see `ModelManager`.
         tls_config: a checked SSLConfig message (`ssl_config.read_ssl_config`) or None (plain text):
             TLS on the gRPC port (mutual TLS with client_verify) and HTTPS on the REST port.
@@ -311,6 +314,8 @@ class ModelServer:
         self.request_log.update(configs)
         self._config_file, self._config_poll_seconds = config_file, config_poll_seconds
         self._applied_config = [c.SerializeToString(deterministic=True) for c in configs]
+        self._unapplied = None  # lines of ModelManager.unapplied after the last poll; None: unknown
+        self._reload_error = None  # the last poll's reload error, logged once
         self._config_stop = threading.Event()
         self._config_thread = None
         self.health = health.HealthServicer()
@@ -401,8 +406,16 @@ class ModelServer:
             self.reload_config_file()
 
     def reload_config_file(self):
-        """Reads --model_config_file again and applies it if it changed (`ModelManager.reload`).
-        Returns True when a changed config was applied; errors are logged, never raised."""
+        """Reads --model_config_file again and applies it (`InferenceService.reload`) when it
+        changed, or when part of it was not in effect after the last poll (a failed reload, or
+        `ModelManager.unapplied`: a label refused because its version was not loaded, a specific
+        version or a model with no version on disk yet). TF Serving applies the file at every
+        poll, so such parts take effect at the first poll after their versions load; here the
+        same, without re-applying a config that is all in effect.
+
+        Returns True when the config was applied; errors are logged (again only when they
+        change), never raised.
+        """
         try:
             configs = model_configs(model_config_file=self._config_file)
         except (ValueError, OSError, text_format.ParseError, errors.ServingError) as e:
@@ -410,13 +423,31 @@ class ModelServer:
             return False
         serialized = [c.SerializeToString(deterministic=True) for c in configs]
         if serialized == self._applied_config:
-            return False
-        self._applied_config = serialized
-        _LOG.info("model config file %s changed: applying it", self._config_file)
+            if self._unapplied is None:  # the config the server started with
+                self._unapplied = self.manager.unapplied(configs)
+            if not self._unapplied:
+                return False
+        else:
+            self._applied_config = serialized
+            _LOG.info("model config file %s changed: applying it", self._config_file)
+        error = None
         try:
             self.service.reload(configs)
         except errors.ServingError as e:
-            _LOG.error("model config file %s: %s", self._config_file, e.message)
+            error = e.message
+        if error is not None and error != self._reload_error:
+            _LOG.error("model config file %s: %s", self._config_file, error)
+        self._reload_error = error
+        unapplied = self.manager.unapplied(configs) or ([error] if error else [])
+        if unapplied and unapplied != self._unapplied:
+            _LOG.info(
+                "model config file %s: not in effect yet: %s; applied again at the next poll",
+                self._config_file,
+                "; ".join(unapplied),
+            )
+        elif not unapplied and self._unapplied:
+            _LOG.info("model config file %s: all in effect", self._config_file)
+        self._unapplied = unapplied
         return True
 
     def stop(self, grace=5.0):

@@ -1,4 +1,5 @@
-"""`--ssl_config_file`: TLS for the gRPC port as tensorflow_model_server reads it, and for REST.
+"""`--ssl_config_file`: TLS for the gRPC port as tensorflow_model_server reads it, and for REST;
+`python -m serving.ssl_config` writes that file from certificate files.
 
 The file is a text-format `tensorflow.serving.SSLConfig` (tensorflow_serving/config/ssl_config.proto)
 holding the PEM texts themselves, not file names, as TF Serving's server.cc reads them:
@@ -7,6 +8,12 @@ holding the PEM texts themselves, not file names, as TF Serving's server.cc read
     server_cert: "-----BEGIN CERTIFICATE-----\\n...\\n-----END CERTIFICATE-----\\n"
     custom_ca: "-----BEGIN CERTIFICATE-----\\n...\\n-----END CERTIFICATE-----\\n"
     client_verify: true
+
+Written from the usual files (atomically, through keras_bert.fileio; a local file is made readable
+by its owner only, since it holds the private key):
+
+    python -m serving.ssl_config --server_cert=server.pem --server_key=server.key \
+        [--custom_ca=ca.pem --client_verify] --output=ssl.config
 
 gRPC (as TF Serving's BuildServerCredentialsFromSSLConfigFile): the key and certificate chain
 (`server_cert` may hold the chain, leaf first); with `client_verify`, clients must present a
@@ -17,14 +24,30 @@ set without `custom_ca`; gRPC's Python API has no such fallback, so that is refu
 REST (our extension; TF Serving's REST port has no TLS): the same key, certificate and, under
 `client_verify`, the same client-certificate rule, on the REST port (HTTPS only, TLS 1.2 or newer).
 
+Checked before anything binds, the same way by the server and by the command (`check_tls`), each
+problem one line naming the file (and field) and the cause, never a passphrase prompt: a field
+that holds a file path instead of PEM text (the server names the command that writes the file),
+text that is not PEM (or a key where a certificate belongs), an encrypted (passphrase-protected)
+private key, a key that does not match the certificate, a certificate outside its validity period
+(expired or not yet valid), and whatever else OpenSSL refuses to load.
+
 The tensorflow-serving-api 2.20 wheel does not ship `ssl_config_pb2`; `ssl_config_message()` uses
 it when installed, and otherwise registers the proto's one message, field for field, in protobuf's
 default pool under the proto's own file name.
 """
 
+import contextlib
+import datetime
+import os
+import re
 import ssl
+import sys
 
 import grpc
+from absl import app, flags
+from cryptography import x509
+from cryptography.exceptions import UnsupportedAlgorithm
+from cryptography.hazmat.primitives import serialization
 from google.protobuf import descriptor_pb2, descriptor_pool, message_factory, text_format
 
 from serving.storage import fileio
@@ -36,10 +59,15 @@ _FIELDS = (  # ssl_config.proto: name, number, type
     ("custom_ca", 3, descriptor_pb2.FieldDescriptorProto.TYPE_STRING),
     ("client_verify", 4, descriptor_pb2.FieldDescriptorProto.TYPE_BOOL),
 )
+_PEM_FIELDS = ("server_cert", "server_key", "custom_ca")  # the command's flag order
+_PEM_BEGIN = re.compile(r"-----BEGIN ([A-Z0-9 ]+)-----")
+_WRITE_COMMAND = "python -m serving.ssl_config"
+_FLAGS = flags.FLAGS
 
 
 class SSLConfigError(ValueError):
-    """A --ssl_config_file that cannot be used; the message is one line naming the file."""
+    """A --ssl_config_file (or a file for it) that cannot be used; the message is one line naming
+    the file and the cause."""
 
 
 def ssl_config_message():
@@ -72,6 +100,27 @@ def ssl_config_message():
     )
 
 
+def _one_line(text) -> str:
+    return " ".join(str(text).split())
+
+
+def _read(flag: str, path: str) -> bytes:
+    """The bytes of the file `path` given by `flag`.
+
+    Raises:
+        SSLConfigError: "<flag> <path>: no such file" / "cannot read it (<cause>)".
+    """
+    try:
+        fileio.check_reachable(path, "file")
+        return fileio.read_bytes(path)
+    except fileio.UnreachablePathError as e:
+        raise SSLConfigError(f"{flag} {path}: {_one_line(e)}") from None
+    except FileNotFoundError:
+        raise SSLConfigError(f"{flag} {path}: no such file") from None
+    except fileio.file_errors() as e:
+        raise SSLConfigError(f"{flag} {path}: cannot read it ({_one_line(e)})") from None
+
+
 def read_ssl_config(path: str):
     """Reads and checks `path` (a local path or any URI keras_bert.fileio handles).
 
@@ -79,19 +128,16 @@ def read_ssl_config(path: str):
         the SSLConfig message.
     Raises:
         SSLConfigError: "--ssl_config_file PATH: <problem>" for a file that cannot be read, is not
-            a text-format SSLConfig, lacks server_key / server_cert, sets client_verify without
-            custom_ca, or holds PEM text that TLS cannot use (`rest_ssl_context` is the check).
+            a text-format SSLConfig, lacks server_key / server_cert, holds a file path where PEM
+            text belongs, or fails `check_tls`.
     """
 
     def fail(problem):
-        return SSLConfigError(f"--ssl_config_file {path}: {' '.join(str(problem).split())}")
+        return SSLConfigError(f"--ssl_config_file {path}: {_one_line(problem)}")
 
     try:
-        fileio.check_reachable(path, "file")
-        text = fileio.read_text(path)
-    except FileNotFoundError:
-        raise fail("no such file") from None
-    except (OSError, UnicodeDecodeError) as e:
+        text = _read("--ssl_config_file", path).decode("utf-8")
+    except UnicodeDecodeError as e:
         raise fail(f"cannot read it ({e})") from None
     try:
         config = text_format.Parse(text, ssl_config_message()())
@@ -100,16 +146,143 @@ def read_ssl_config(path: str):
     missing = [f for f in ("server_key", "server_cert") if not getattr(config, f).strip()]
     if missing:
         raise fail(f"{' and '.join(missing)} empty (give the PEM text itself)")
-    if config.client_verify and not config.custom_ca.strip():
+    paths = {
+        f: getattr(config, f).strip() for f in _PEM_FIELDS if _looks_like_path(getattr(config, f))
+    }
+    if paths:
+        field = next(f for f in ("server_key", "server_cert", "custom_ca") if f in paths)
         raise fail(
-            "client_verify needs custom_ca (the PEM certificate of the CA that signs client "
-            "certificates)"
+            f"{field} looks like a file path ({paths[field]}); SSLConfig holds the PEM text "
+            f"itself: write this file with {_write_command(config, paths, path)}"
+        )
+    try:
+        check_tls(config, {f: f for f, _, _ in _FIELDS})
+    except SSLConfigError as e:
+        raise fail(e) from None
+    return config
+
+
+def _looks_like_path(text: str) -> bool:
+    """One line without a PEM block that names a file (a separator or an extension)."""
+    text = text.strip()
+    return bool(
+        text
+        and "\n" not in text
+        and "-----BEGIN" not in text
+        and re.search(r"[/\\]|\.[A-Za-z0-9]{1,4}$", text)
+    )
+
+
+def _write_command(config, paths, output) -> str:
+    """The `python -m serving.ssl_config` line that writes `config` right, from the file paths
+    found in it (placeholders for the rest)."""
+    placeholders = {"server_cert": "CERT.pem", "server_key": "KEY.pem", "custom_ca": "CA.pem"}
+    args = [
+        f"--{f}={paths.get(f, placeholders[f])}"
+        for f in _PEM_FIELDS
+        if f != "custom_ca" or config.custom_ca.strip()
+    ]
+    if config.client_verify:
+        args.append("--client_verify")
+    return " ".join([_WRITE_COMMAND, *args, f"--output={output}"])
+
+
+def _found(text: str, wanted: str) -> str:
+    labels = sorted(set(_PEM_BEGIN.findall(text)))
+    if not labels:
+        return f"no -----BEGIN {wanted}----- line"
+    return f"it holds {' and '.join(labels)} instead"
+
+
+def _refuse_passphrase():
+    """OpenSSL's password callback: asked only for an encrypted key, it answers nothing (its
+    default reads a passphrase from the terminal and waits)."""
+    raise SSLConfigError("server_key is an encrypted private key (no passphrase is asked for)")
+
+
+def _private_key(text: str, name: str):
+    """The key of PEM `text` (never asking for a passphrase); `name` names it in errors."""
+    labels = [label for label in _PEM_BEGIN.findall(text) if label.endswith("PRIVATE KEY")]
+    if not labels:
+        raise SSLConfigError(f"{name} is not a PEM private key ({_found(text, 'PRIVATE KEY')})")
+    try:
+        return serialization.load_pem_private_key(text.encode("utf-8"), password=None)
+    except TypeError:  # cryptography: "Password was not given but private key is encrypted"
+        raise SSLConfigError(
+            f"{name} is an encrypted (passphrase-protected) private key, and the server never "
+            "asks for a passphrase: decrypt it (openssl pkey -in ENCRYPTED.key -out KEY.pem) and "
+            "keep the result readable by the server's user only"
+        ) from None
+    except (ValueError, UnsupportedAlgorithm):
+        raise SSLConfigError(
+            f"{name} holds a -----BEGIN {labels[0]}----- block that cannot be parsed"
+        ) from None
+
+
+def _certificates(text: str, name: str, now: datetime.datetime) -> list:
+    """The certificates of PEM `text`, each within its validity period at `now`."""
+    if "CERTIFICATE" not in _PEM_BEGIN.findall(text):
+        raise SSLConfigError(f"{name} is not PEM certificate text ({_found(text, 'CERTIFICATE')})")
+    try:
+        certificates = x509.load_pem_x509_certificates(text.encode("utf-8"))
+    except ValueError:
+        raise SSLConfigError(
+            f"{name} holds a -----BEGIN CERTIFICATE----- block that cannot be parsed"
+        ) from None
+    for certificate in certificates:
+        subject = certificate.subject.rfc4514_string() or "no subject"
+        if certificate.not_valid_after_utc < now:
+            when = certificate.not_valid_after_utc
+            raise SSLConfigError(
+                f"{name} holds a certificate ({subject}) that expired on {when:%Y-%m-%d %H:%M:%S} UTC"
+            )
+        if certificate.not_valid_before_utc > now:
+            when = certificate.not_valid_before_utc
+            raise SSLConfigError(
+                f"{name} holds a certificate ({subject}) that is not valid until "
+                f"{when:%Y-%m-%d %H:%M:%S} UTC"
+            )
+    return certificates
+
+
+def _public_key_bytes(key) -> bytes:
+    return key.public_bytes(
+        serialization.Encoding.DER, serialization.PublicFormat.SubjectPublicKeyInfo
+    )
+
+
+def check_tls(config, names, now=None) -> None:
+    """Checks that TLS can use `config` as the server will, without ever asking for a passphrase.
+
+    Args:
+        config: an SSLConfig message with server_key and server_cert set.
+        names: field name -> how an error names it ("server_key" in the server, "--server_key
+            key.pem" in the command).
+        now: aware datetime for the validity check; default the current time.
+    Raises:
+        SSLConfigError: "<name> <problem>" (the cases in the module docstring).
+    """
+    now = now or datetime.datetime.now(datetime.timezone.utc)
+    if config.client_verify and not config.custom_ca.strip():
+        raise SSLConfigError(
+            f"{names['client_verify']} needs {names['custom_ca']} (the PEM certificate of the CA "
+            "that signs client certificates)"
+        )
+    key = _private_key(config.server_key, names["server_key"])
+    chain = _certificates(config.server_cert, names["server_cert"], now)
+    if config.custom_ca.strip():
+        _certificates(config.custom_ca, names["custom_ca"], now)
+    if _public_key_bytes(key.public_key()) != _public_key_bytes(chain[0].public_key()):
+        raise SSLConfigError(
+            f"{names['server_key']} does not match {names['server_cert']} (its first "
+            "certificate is for another key)"
         )
     try:
         rest_ssl_context(config)
     except (ssl.SSLError, ValueError) as e:
-        raise fail(f"the PEM text cannot be used for TLS ({e})") from None
-    return config
+        raise SSLConfigError(
+            f"{names['server_key']} and {names['server_cert']} cannot be used for TLS ({e})"
+        ) from None
 
 
 def grpc_credentials(config) -> grpc.ServerCredentials:
@@ -129,6 +302,7 @@ def rest_ssl_context(config) -> ssl.SSLContext:
 
     Raises:
         ssl.SSLError: PEM text OpenSSL cannot load, or a key that does not match the certificate.
+        SSLConfigError: an encrypted key (`_refuse_passphrase`: OpenSSL never prompts for it).
     """
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     context.minimum_version = ssl.TLSVersion.TLSv1_2
@@ -136,9 +310,115 @@ def rest_ssl_context(config) -> ssl.SSLContext:
         cert, key = fileio.join(scratch, "cert.pem"), fileio.join(scratch, "key.pem")
         fileio.write_text(cert, config.server_cert)
         fileio.write_text(key, config.server_key)
-        context.load_cert_chain(certfile=cert, keyfile=key)
+        context.load_cert_chain(certfile=cert, keyfile=key, password=_refuse_passphrase)
     if config.custom_ca:
         context.load_verify_locations(cadata=config.custom_ca)
     if config.client_verify:
         context.verify_mode = ssl.CERT_REQUIRED
     return context
+
+
+# ---------------------------------------------------------------- python -m serving.ssl_config
+def build_ssl_config(server_cert: str, server_key: str, custom_ca: str = "", client_verify=False):
+    """The SSLConfig for PEM files (local paths or URIs), checked as the server checks it
+    (`check_tls`, errors naming the flag and file).
+
+    Raises:
+        SSLConfigError: a file that cannot be read or is not PEM text, or a `check_tls` problem.
+    """
+    files = {"server_cert": server_cert, "server_key": server_key, "custom_ca": custom_ca}
+    names = {f: f"--{f} {path}" if path else f"--{f}" for f, path in files.items()}
+    names["client_verify"] = "--client_verify"
+    config = ssl_config_message()(client_verify=bool(client_verify))
+    for field, path in files.items():
+        if not path:
+            continue
+        try:
+            setattr(config, field, _read(f"--{field}", path).decode("utf-8"))
+        except UnicodeDecodeError:
+            raise SSLConfigError(
+                f"{names[field]} is not PEM text (a binary file: DER? convert it with "
+                f"openssl {'pkey' if field == 'server_key' else 'x509'} -inform der -in FILE -out "
+                "FILE.pem)"
+            ) from None
+    check_tls(config, names)
+    return config
+
+
+@contextlib.contextmanager
+def _owner_only():
+    """New local files readable and writable by their owner only (umask 077) inside the block."""
+    previous = os.umask(0o077)
+    try:
+        yield
+    finally:
+        os.umask(previous)
+
+
+def write_ssl_config(config, output: str) -> None:
+    """Writes `config` as text format to `output` (any URI) whole or not at all; a local file is
+    created readable by its owner only.
+
+    Raises:
+        OSError (or tf.errors.OpError for a URI): the file cannot be written.
+    """
+    with _owner_only():
+        fileio.write_text(output, text_format.MessageToString(config))
+
+
+def summary(config, output: str) -> str:
+    """The command's one-line report."""
+
+    def count(text, what):
+        n = len(x509.load_pem_x509_certificates(text.encode("utf-8"))) if text.strip() else 0
+        return f"{n} {what}{'' if n == 1 else 's'}"
+
+    leaf = x509.load_pem_x509_certificates(config.server_cert.encode("utf-8"))[0]
+    return (
+        f"wrote {output}: server_cert {leaf.subject.rfc4514_string()} (valid until "
+        f"{leaf.not_valid_after_utc:%Y-%m-%d}; {count(config.server_cert, 'certificate')} in the "
+        f"chain), custom_ca {count(config.custom_ca, 'certificate')}, client_verify "
+        f"{str(bool(config.client_verify)).lower()}; it holds the private key: keep it private"
+    )
+
+
+def _fail(message):
+    sys.stderr.write(f"serving.ssl_config: error: {_one_line(message)}\n")
+    sys.stderr.flush()
+    sys.exit(2)
+
+
+def define_flags():
+    """The command line's flags (defined only when run as a program: the server imports this
+    module and must not take them)."""
+    flags.DEFINE_string("server_cert", None, "PEM certificate of the server (a chain: leaf first).")
+    flags.DEFINE_string("server_key", None, "PEM private key of server_cert (not encrypted).")
+    flags.DEFINE_string(
+        "custom_ca", None, "PEM certificate(s) of the CA that signs client certificates."
+    )
+    flags.DEFINE_boolean(
+        "client_verify", False, "Require client certificates signed by --custom_ca (mutual TLS)."
+    )
+    flags.DEFINE_string("output", None, "The SSLConfig file to write (--ssl_config_file).")
+
+
+def main(argv):
+    if len(argv) > 1:
+        _fail(f"unexpected arguments {argv[1:]}")
+    if not (_FLAGS.server_cert and _FLAGS.server_key and _FLAGS.output):
+        _fail("give --server_cert, --server_key and --output")
+    try:
+        config = build_ssl_config(
+            _FLAGS.server_cert, _FLAGS.server_key, _FLAGS.custom_ca or "", _FLAGS.client_verify
+        )
+        write_ssl_config(config, _FLAGS.output)
+    except SSLConfigError as e:
+        _fail(e)
+    except fileio.file_errors() as e:
+        _fail(f"--output {_FLAGS.output}: cannot write it ({e})")
+    print(summary(config, _FLAGS.output))
+
+
+if __name__ == "__main__":
+    define_flags()
+    app.run(main)

@@ -1,7 +1,11 @@
 """ModelService/HandleReloadConfigRequest: a new model config replaces the served set as TF Serving's
 ServerCore::ReloadConfig does (models added and loaded before the call returns, models removed,
-version policies switched without a gap, labels updated only when valid), in process and under load."""
+version policies switched without a gap, labels updated only when valid), in process and under load;
+and a polled --model_config_file, whose parts that wait on load state (a refused label, a version
+or a base path not on disk yet) are applied at the poll after they become possible."""
 
+import logging
+import shutil
 import threading
 import time
 
@@ -18,6 +22,7 @@ from tensorflow_serving.config import model_server_config_pb2
 
 from serving import errors
 from serving.model_manager import ModelManager, State
+from serving.server import ModelServer, model_configs
 from tests.serving import saved_models
 from tests.serving.test_grpc_api import predict_request
 
@@ -191,3 +196,185 @@ def test_reload_under_load(start_server, base, tmp_path):
     seen = {v for _, _, v in calls}
     assert seen == {1, 2}, "the load spanned both switches"
     print(f"1600 requests, 0 errors; reloads took {b[1] - b[0]:.2f} s and {c[1] - c[0]:.2f} s")
+
+
+# ---- --model_config_file polled: what waits on load state is applied at a later poll ---------
+
+
+def _config_file(path, entries):
+    """A ModelServerConfig file of `entries` (ModelConfig text each, base paths relative to it)."""
+    path.write_text(
+        "model_config_list {\n" + "".join(f"  config {{ {entry} }}\n" for entry in entries) + "}\n"
+    )
+
+
+def _polled_server(config_file, poll_seconds=0):
+    """A ModelServer on `config_file` whose polls the test runs (`reload_config_file`)."""
+    server = ModelServer(
+        model_configs(model_config_file=str(config_file)),
+        port=0,
+        rest_api_port=0,
+        poll_seconds=poll_seconds,
+        config_file=str(config_file),
+    )
+    return server.start()
+
+
+def _labels(server, name):
+    return dict(server.manager._models[name].labels)
+
+
+def _served_by_label(server, name, label):
+    with server.manager.acquire(name, label=label) as servable:
+        return servable.version
+
+
+def _config_log(caplog):
+    return [
+        r.getMessage() for r in caplog.records if r.name == "serving" and "config" in r.getMessage()
+    ]
+
+
+def test_label_refused_by_a_poll_is_assigned_at_the_poll_after_its_version_loads(
+    base, tmp_path, caplog
+):
+    """TF Serving refuses a label whose version is not loaded and applies the file again at every
+    poll; the label appears at the first poll after the version loads, the file unchanged."""
+    shutil.copytree(base / "clf" / "1", tmp_path / "m" / "1")
+    config_file = tmp_path / "models.config"
+    policy = "model_version_policy { specific { versions: 1 versions: 2 } }"
+    _config_file(config_file, [f'name: "m" base_path: "m" {policy}'])
+    server = _polled_server(config_file)
+    try:
+        _config_file(
+            config_file,
+            [
+                f'name: "m" base_path: "m" {policy} version_labels {{ key: "stable" value: 1 }} '
+                'version_labels { key: "canary" value: 2 }'
+            ],
+        )
+        caplog.set_level(logging.INFO, logger="serving")
+        assert server.reload_config_file() is True  # changed: applied; canary refused
+        assert _labels(server, "m") == {}
+        assert server.reload_config_file() is True  # unchanged, version 2 not there: again
+        assert _labels(server, "m") == {}
+        assert server.manager.unapplied(model_configs(model_config_file=str(config_file))) == [
+            "model m version 2 (its specific policy) is not available",
+            "model m label 'canary' not assigned to version 2",
+            "model m label 'stable' not assigned to version 1",
+        ]
+        shutil.copytree(base / "clf" / "2", tmp_path / "m" / "2")
+        assert server.reload_config_file() is True  # the file unchanged: version 2 and labels
+        assert _labels(server, "m") == {"stable": 1, "canary": 2}
+        assert _served_by_label(server, "m", "canary") == 2
+        assert _served_by_label(server, "m", "stable") == 1
+        assert server.reload_config_file() is False  # all in effect: nothing applied again
+        refused = (
+            f"model config file {config_file}: Request to assign label to version 2 of model m, "
+            "which is not currently available for inference."
+        )
+        assert _config_log(caplog) == [  # each problem once, not at every poll
+            f"model config file {config_file} changed: applying it",
+            "reloaded config: serving ['m']",  # once: the same config applied again is not logged
+            refused,
+            f"model config file {config_file}: not in effect yet: model m version 2 (its specific "
+            "policy) is not available; model m label 'canary' not assigned to version 2; model m "
+            "label 'stable' not assigned to version 1; applied again at the next poll",
+            f"model config file {config_file}: all in effect",
+        ]
+    finally:
+        server.stop(grace=0)
+
+
+def test_label_is_assigned_at_the_next_poll_when_the_file_system_poll_loaded_it(base, tmp_path):
+    """With file-system polling on, the version loads between config polls; the next config poll
+    assigns the label it refused."""
+    shutil.copytree(base / "clf" / "1", tmp_path / "m" / "1")
+    config_file = tmp_path / "models.config"
+    _config_file(config_file, ['name: "m" base_path: "m" model_version_policy { all {} }'])
+    server = _polled_server(config_file, poll_seconds=0.05)
+    try:
+        _config_file(
+            config_file,
+            [
+                'name: "m" base_path: "m" model_version_policy { all {} } '
+                'version_labels { key: "canary" value: 2 }'
+            ],
+        )
+        assert server.reload_config_file() is True and _labels(server, "m") == {}
+        shutil.copytree(base / "clf" / "2", tmp_path / "m" / "2")
+        deadline = time.monotonic() + 60
+        while versions(server.manager, "m") != {2: State.AVAILABLE, 1: State.AVAILABLE}:
+            assert time.monotonic() < deadline, versions(server.manager, "m")
+            time.sleep(0.02)
+        assert _labels(server, "m") == {}  # loaded, but the label waits for a config poll
+        assert server.reload_config_file() is True
+        assert _served_by_label(server, "m", "canary") == 2
+        assert server.reload_config_file() is False
+    finally:
+        server.stop(grace=0)
+
+
+def test_model_whose_base_path_appears_later_and_the_labels_it_held_up(base, tmp_path):
+    """A model added with no version yet (NOT_FOUND) holds up every label of that config, as a
+    refused label does; the poll after its base path appears loads it and assigns them."""
+    shutil.copytree(base / "clf" / "1", tmp_path / "m" / "1")
+    config_file = tmp_path / "models.config"
+    _config_file(config_file, ['name: "m" base_path: "m"'])
+    server = _polled_server(config_file)
+    try:
+        _config_file(
+            config_file,
+            [
+                'name: "m" base_path: "m" version_labels { key: "stable" value: 1 }',
+                'name: "late" base_path: "late"',
+            ],
+        )
+        assert server.reload_config_file() is True
+        configs = model_configs(model_config_file=str(config_file))
+        assert server.manager.model_names() == ["late", "m"] and _labels(server, "m") == {}
+        assert server.manager.unapplied(configs) == [
+            "model m label 'stable' not assigned to version 1",
+            "model late has no available version",
+        ]
+        shutil.copytree(base / "reg" / "1", tmp_path / "late" / "1")
+        assert server.reload_config_file() is True
+        assert versions(server.manager, "late") == {1: State.AVAILABLE}
+        assert _served_by_label(server, "m", "stable") == 1
+        assert server.manager.unapplied(configs) == []
+        assert server.reload_config_file() is False
+    finally:
+        server.stop(grace=0)
+
+
+def test_specific_version_missing_at_start_loads_at_a_config_poll(base, tmp_path):
+    """The config the server started with counts too: with file-system polling off, a version its
+    specific policy names that appears later loads at the next config poll."""
+    shutil.copytree(base / "clf" / "1", tmp_path / "m" / "1")
+    config_file = tmp_path / "models.config"
+    _config_file(
+        config_file,
+        ['name: "m" base_path: "m" model_version_policy { specific { versions: 1 versions: 2 } }'],
+    )
+    server = _polled_server(config_file)
+    try:
+        assert versions(server.manager, "m") == {1: State.AVAILABLE}
+        assert server.reload_config_file() is True  # version 2 still missing: applied again
+        shutil.copytree(base / "clf" / "2", tmp_path / "m" / "2")
+        assert server.reload_config_file() is True
+        assert versions(server.manager, "m") == {2: State.AVAILABLE, 1: State.AVAILABLE}
+        assert server.reload_config_file() is False
+    finally:
+        server.stop(grace=0)
+
+
+def test_config_in_effect_is_not_applied_again(base, tmp_path, caplog):
+    config_file = tmp_path / "models.config"
+    _config_file(config_file, [f'name: "clf" base_path: "{base / "clf"}"'])
+    server = _polled_server(config_file)
+    try:
+        caplog.set_level(logging.INFO, logger="serving")
+        assert [server.reload_config_file() for _ in range(3)] == [False, False, False]
+        assert _config_log(caplog) == []
+    finally:
+        server.stop(grace=0)

@@ -1,5 +1,6 @@
-"""`--ssl_config_file`: TLS and mutual TLS with stock gRPC clients, HTTPS on the REST port, and
-one-line errors for a config that cannot be used.
+"""`--ssl_config_file`: TLS and mutual TLS with stock gRPC clients, HTTPS on the REST port,
+one-line errors for every certificate, key and CA a config cannot use (never a passphrase
+prompt), and `python -m serving.ssl_config`, which writes the config from certificate files.
 
 Certificates are made at test time with `cryptography`: a CA, a server certificate for localhost
 and 127.0.0.1, a client certificate the CA signed, and a second CA with its own client
@@ -8,12 +9,18 @@ certificate (valid, but not signed by the server's custom_ca). The clients are g
 """
 
 import datetime
+import fcntl
 import http.client
 import ipaddress
 import json
+import os
+import pty
+import select
 import ssl
+import stat
 import subprocess
 import sys
+import termios
 import time
 import urllib.error
 import urllib.request
@@ -49,16 +56,21 @@ def _pem_key(key):
     ).decode()
 
 
-def _certificate(subject, key, issuer_name, issuer_key, *, ca=False, server=False):
+def _certificate(subject, key, issuer_name, issuer_key, *, ca=False, server=False, valid=None):
+    """A PEM certificate; `valid` = (not before, not after), default 5 minutes ago to a day ahead."""
     now = datetime.datetime.now(datetime.timezone.utc)
+    not_before, not_after = valid or (
+        now - datetime.timedelta(minutes=5),
+        now + datetime.timedelta(days=1),
+    )
     builder = (
         x509.CertificateBuilder()
         .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, subject)]))
         .issuer_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, issuer_name)]))
         .public_key(key.public_key())
         .serial_number(x509.random_serial_number())
-        .not_valid_before(now - datetime.timedelta(minutes=5))
-        .not_valid_after(now + datetime.timedelta(days=1))
+        .not_valid_before(not_before)
+        .not_valid_after(not_after)
         .add_extension(x509.BasicConstraints(ca=ca, path_length=None), critical=True)
     )
     if server:
@@ -77,35 +89,65 @@ def _certificate(subject, key, issuer_name, issuer_key, *, ca=False, server=Fals
     )
 
 
-def _authority(name):
+def _authority(name, valid=None):
     key = ec.generate_private_key(ec.SECP256R1())
-    return name, key, _certificate(name, key, name, key, ca=True)
+    return name, key, _certificate(name, key, name, key, ca=True, valid=valid)
 
 
-def _issued(authority, subject, server=False):
+def _issued(authority, subject, server=False, valid=None):
     name, ca_key, _ = authority
     key = ec.generate_private_key(ec.SECP256R1())
-    return _pem_key(key), _certificate(subject, key, name, ca_key, server=server)
+    return _pem_key(key), _certificate(subject, key, name, ca_key, server=server, valid=valid)
+
+
+def _encrypted(pem_key, private_format):
+    """`pem_key` behind the passphrase "secret" (PKCS#8, or OpenSSL's traditional form with a
+    Proc-Type: 4,ENCRYPTED header)."""
+    key = serialization.load_pem_private_key(pem_key.encode(), password=None)
+    return key.private_bytes(
+        serialization.Encoding.PEM, private_format, serialization.BestAvailableEncryption(b"secret")
+    ).decode()
+
+
+def _utc(*fields):
+    return datetime.datetime(*fields, tzinfo=datetime.timezone.utc)
+
+
+PAST = (_utc(2019, 1, 1), _utc(2020, 1, 2, 3, 4, 5))  # expired
+FUTURE = (_utc(2100, 1, 2, 3, 4, 5), _utc(2101, 1, 1))  # not valid yet
 
 
 @pytest.fixture(scope="module")
 def pki(tmp_path_factory):
-    """PEM texts: "ca"; (key, cert) for "server", "client", "rogue"; "files": name -> (cert
-    path, key path) of the two client identities (Python's ssl loads them only from files)."""
+    """PEM texts: "ca"; (key, cert) for "server", "client", "rogue", and for "expired" / "future"
+    servers (certificates outside their validity period); "old_ca" (an expired CA certificate);
+    the server's key encrypted ("encrypted": PKCS#8, "encrypted_traditional"); "files": name ->
+    (cert path, key path) of "server", "client" and "rogue" (Python's ssl loads client identities
+    only from files), and "ca_file"."""
     ca, rogue_ca = _authority("keras-bert test CA"), _authority("another CA")
+    server = _issued(ca, "localhost", server=True)
     made = {
         "ca": ca[2],
-        "server": _issued(ca, "localhost", server=True),
+        "server": server,
         "client": _issued(ca, "a client"),
         "rogue": _issued(rogue_ca, "a client of another CA"),
+        "expired": _issued(ca, "localhost", server=True, valid=PAST),
+        "future": _issued(ca, "localhost", server=True, valid=FUTURE),
+        "old_ca": _authority("an expired CA", valid=PAST)[2],
+        "encrypted": _encrypted(server[0], serialization.PrivateFormat.PKCS8),
+        "encrypted_traditional": _encrypted(
+            server[0], serialization.PrivateFormat.TraditionalOpenSSL
+        ),
         "files": {},
     }
     root = tmp_path_factory.mktemp("pki")
-    for name in ("client", "rogue"):
+    for name in ("server", "client", "rogue"):
         key, cert = made[name]
         (root / f"{name}.key").write_text(key)
         (root / f"{name}.crt").write_text(cert)
         made["files"][name] = (str(root / f"{name}.crt"), str(root / f"{name}.key"))
+    (root / "ca.crt").write_text(made["ca"])
+    made["ca_file"] = str(root / "ca.crt")
     return made
 
 
@@ -139,56 +181,182 @@ def test_reads_tf_servings_text_proto(tmp_path, pki):
     assert context.verify_mode == ssl.CERT_REQUIRED
 
 
-@pytest.mark.parametrize(
-    "content, problem",
-    [
-        (None, "no such file"),
-        ("server_key: 3 bogus", "not a text-format tensorflow.serving.SSLConfig"),
-        ('server_kee: "x"', "not a text-format tensorflow.serving.SSLConfig"),
-        ("client_verify: false", "server_key and server_cert empty"),
-        ("no_ca", "client_verify needs custom_ca"),
-        ("bad_pem", "the PEM text cannot be used for TLS"),
-        ("mismatch", "the PEM text cannot be used for TLS"),
-    ],
+ENCRYPTED = (
+    "server_key is an encrypted (passphrase-protected) private key, and the server never asks "
+    "for a passphrase: decrypt it (openssl pkey -in ENCRYPTED.key -out KEY.pem) and keep the "
+    "result readable by the server's user only"
 )
-def test_bad_config_is_one_line_naming_the_file(tmp_path, pki, content, problem):
+
+
+def _bad_config(pki, case, path):
+    """(SSLConfig text, the problem read_ssl_config names after "--ssl_config_file PATH: ")."""
+    cases = {
+        "server_key: 3 bogus": (
+            "server_key: 3 bogus",
+            "not a text-format tensorflow.serving.SSLConfig (1:13 : 'server_key: 3 bogus': Expected "
+            "string but found: '3')",
+        ),
+        "misspelt field": (
+            'server_kee: "x"',
+            "not a text-format tensorflow.serving.SSLConfig (1:1 : Message type "
+            '"tensorflow.serving.SSLConfig" has no field named "server_kee".)',
+        ),
+        "empty": (
+            "client_verify: false",
+            "server_key and server_cert empty (give the PEM text itself)",
+        ),
+        "client_verify without custom_ca": (
+            _text_proto(pki, client_verify=True, custom_ca=""),
+            "client_verify needs custom_ca (the PEM certificate of the CA that signs client "
+            "certificates)",
+        ),
+        "key not PEM": (
+            _text_proto(pki, False, server_key="a key"),
+            "server_key is not a PEM private key (no -----BEGIN PRIVATE KEY----- line)",
+        ),
+        "key block corrupt": (
+            _text_proto(
+                pki,
+                False,
+                server_key="-----BEGIN PRIVATE KEY-----\nabc\n-----END PRIVATE KEY-----\n",
+            ),
+            "server_key holds a -----BEGIN PRIVATE KEY----- block that cannot be parsed",
+        ),
+        "key and cert swapped": (
+            _text_proto(pki, False, server_key=pki["server"][1], server_cert=pki["server"][0]),
+            "server_key is not a PEM private key (it holds CERTIFICATE instead)",
+        ),
+        "cert not PEM": (
+            _text_proto(pki, False, server_cert="not a certificate"),
+            "server_cert is not PEM certificate text (no -----BEGIN CERTIFICATE----- line)",
+        ),
+        "CA not PEM": (
+            _text_proto(pki, False, custom_ca=pki["client"][0]),
+            "custom_ca is not PEM certificate text (it holds PRIVATE KEY instead)",
+        ),
+        "encrypted key": (_text_proto(pki, False, server_key=pki["encrypted"]), ENCRYPTED),
+        "encrypted key, traditional form": (
+            _text_proto(pki, False, server_key=pki["encrypted_traditional"]),
+            ENCRYPTED,
+        ),
+        "key of another certificate": (  # the client's key with the server's certificate
+            _text_proto(pki, False, server_key=pki["client"][0]),
+            "server_key does not match server_cert (its first certificate is for another key)",
+        ),
+        "expired cert": (
+            _text_proto(pki, False, server_key=pki["expired"][0], server_cert=pki["expired"][1]),
+            "server_cert holds a certificate (CN=localhost) that expired on 2020-01-02 03:04:05 UTC",
+        ),
+        "cert not valid yet": (
+            _text_proto(pki, False, server_key=pki["future"][0], server_cert=pki["future"][1]),
+            "server_cert holds a certificate (CN=localhost) that is not valid until "
+            "2100-01-02 03:04:05 UTC",
+        ),
+        "expired CA": (
+            _text_proto(pki, True, custom_ca=pki["old_ca"]),
+            "custom_ca holds a certificate (CN=an expired CA) that expired on 2020-01-02 03:04:05 UTC",
+        ),
+        "file paths": (
+            'server_key: "/etc/tls/server.key" server_cert: "/etc/tls/server.pem" '
+            'custom_ca: "ca.pem" client_verify: true',
+            "server_key looks like a file path (/etc/tls/server.key); SSLConfig holds the PEM "
+            "text itself: write this file with python -m serving.ssl_config "
+            "--server_cert=/etc/tls/server.pem --server_key=/etc/tls/server.key "
+            f"--custom_ca=ca.pem --client_verify --output={path}",
+        ),
+        "one file path": (
+            _text_proto(pki, False, server_cert="certs/server.crt", custom_ca=""),
+            "server_cert looks like a file path (certs/server.crt); SSLConfig holds the PEM text "
+            "itself: write this file with python -m serving.ssl_config "
+            f"--server_cert=certs/server.crt --server_key=KEY.pem --output={path}",
+        ),
+    }
+    return cases[case]
+
+
+BAD_CONFIGS = [
+    "server_key: 3 bogus",
+    "misspelt field",
+    "empty",
+    "client_verify without custom_ca",
+    "key not PEM",
+    "key block corrupt",
+    "key and cert swapped",
+    "cert not PEM",
+    "CA not PEM",
+    "encrypted key",
+    "encrypted key, traditional form",
+    "key of another certificate",
+    "expired cert",
+    "cert not valid yet",
+    "expired CA",
+    "file paths",
+    "one file path",
+]
+
+
+@pytest.mark.parametrize("case", BAD_CONFIGS)
+def test_bad_config_is_one_line_naming_the_file_and_the_cause(tmp_path, pki, case):
     path = tmp_path / "ssl.config"
-    if content == "no_ca":
-        content = _text_proto(pki, client_verify=True, custom_ca="")
-    elif content == "bad_pem":
-        content = _text_proto(pki, client_verify=False, server_cert="not a certificate")
-    elif content == "mismatch":  # the client's key with the server's certificate
-        content = _text_proto(pki, client_verify=False, server_key=pki["client"][0])
-    if content is not None:
-        path.write_text(content)
+    content, problem = _bad_config(pki, case, path)
+    path.write_text(content)
     with pytest.raises(ssl_config.SSLConfigError) as info:
         ssl_config.read_ssl_config(str(path))
-    message = str(info.value)
-    assert message.startswith(f"--ssl_config_file {path}: {problem}") and "\n" not in message
+    assert str(info.value) == f"--ssl_config_file {path}: {problem}"
+
+
+def test_config_file_that_cannot_be_read_is_named(tmp_path):
+    with pytest.raises(ssl_config.SSLConfigError) as info:
+        ssl_config.read_ssl_config(str(tmp_path / "missing.config"))
+    assert str(info.value) == f"--ssl_config_file {tmp_path / 'missing.config'}: no such file"
+    with pytest.raises(ssl_config.SSLConfigError) as info:  # a directory: unreadable, even as root
+        ssl_config.read_ssl_config(str(tmp_path))
+    assert str(info.value) == (  # TensorFlow's file layer (imported here, as in the server)
+        f"--ssl_config_file {tmp_path}: cannot read it ({tmp_path}; Is a directory)"
+    )
+    (tmp_path / "latin1.config").write_bytes(b'server_key: "\xe9"')
+    with pytest.raises(ssl_config.SSLConfigError) as info:
+        ssl_config.read_ssl_config(str(tmp_path / "latin1.config"))
+    assert str(info.value) == (
+        f"--ssl_config_file {tmp_path / 'latin1.config'}: cannot read it ('utf-8' codec can't "
+        "decode byte 0xe9 in position 13: invalid continuation byte)"
+    )
+
+
+def test_an_encrypted_key_that_reaches_openssl_fails_instead_of_prompting(pki):
+    """The REST context never asks for a passphrase even for a config `check_tls` did not see."""
+    config = ssl_config.ssl_config_message()(
+        server_key=pki["encrypted"], server_cert=pki["server"][1]
+    )
+    with pytest.raises(ssl_config.SSLConfigError) as info:
+        ssl_config.rest_ssl_context(config)
+    assert str(info.value) == "server_key is an encrypted private key (no passphrase is asked for)"
+
+
+def _server(config_path, model_base, **popen):
+    return subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "serving.server",
+            f"--ssl_config_file={config_path}",
+            f"--model_base_path={model_base / 'clf'}",
+            "--port=0",
+            "--rest_api_port=0",
+        ],
+        cwd=REPO_ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        **popen,
+    )
 
 
 @pytest.mark.slow
 def test_server_exits_2_with_one_line_for_a_bad_config(tmp_path, model_base):
     unparsable = tmp_path / "unparsable.config"
     unparsable.write_text("server_key: {")
-    runs = {
-        path: subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "serving.server",
-                f"--ssl_config_file={path}",
-                f"--model_base_path={model_base / 'clf'}",
-                "--port=0",
-                "--rest_api_port=0",
-            ],
-            cwd=REPO_ROOT,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-        for path in (tmp_path / "missing.config", unparsable)
-    }
+    runs = {path: _server(path, model_base) for path in (tmp_path / "missing.config", unparsable)}
     for path, proc in runs.items():
         try:
             out, err = proc.communicate(timeout=180)
@@ -198,6 +366,188 @@ def test_server_exits_2_with_one_line_for_a_bad_config(tmp_path, model_base):
         last = err.strip().splitlines()[-1]
         assert last.startswith(f"serving.server: error: --ssl_config_file {path}: "), err[-2000:]
         assert "Traceback" not in err
+
+
+def _take_terminal():
+    """In the child: a new session whose controlling terminal is stdin (a pty), the terminal
+    OpenSSL's default passphrase callback reads from."""
+    os.setsid()
+    fcntl.ioctl(0, termios.TIOCSCTTY, 0)
+
+
+def _terminal_output(controller) -> bytes:
+    out = b""
+    while select.select([controller], [], [], 0)[0]:
+        try:
+            chunk = os.read(controller, 4096)
+        except OSError:  # EIO: the child closed its end
+            break
+        if not chunk:
+            break
+        out += chunk
+    return out
+
+
+@pytest.mark.slow
+def test_encrypted_key_ends_the_server_at_start_without_a_prompt(tmp_path, model_base, pki):
+    """On a terminal, OpenSSL's default callback prompted "Enter PEM pass phrase:" and waited
+    forever; now the server ends with exit 2 and one line, and writes nothing to the terminal.
+    The time is the server's imports (TensorFlow), a few seconds."""
+    path = tmp_path / "ssl.config"
+    content, problem = _bad_config(pki, "encrypted key", path)
+    path.write_text(content)
+    controller, terminal = pty.openpty()
+    start = time.monotonic()
+    proc = _server(path, model_base, stdin=terminal, preexec_fn=_take_terminal)
+    os.close(terminal)
+    try:
+        out, err = proc.communicate(timeout=60)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.communicate()
+        pytest.fail(f"no exit in 60 s; the terminal shows {_terminal_output(controller)!r}")
+    finally:
+        seconds = time.monotonic() - start
+        shown = _terminal_output(controller)
+        os.close(controller)
+    assert proc.returncode == 2, err[-2000:]
+    assert err.strip().splitlines()[-1] == (
+        f"serving.server: error: --ssl_config_file {path}: {problem}"
+    )
+    assert "Traceback" not in err and shown == b""
+    assert seconds < 60
+
+
+# ---------------------------------------------------------------- python -m serving.ssl_config
+def _command(*args):
+    return subprocess.run(
+        [sys.executable, "-m", "serving.ssl_config", *args],
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
+def test_command_writes_the_config_the_server_reads(tmp_path, pki):
+    cert, key = pki["files"]["server"]
+    output = tmp_path / "out" / "ssl.config"
+    output.parent.mkdir()
+    config = ssl_config.build_ssl_config(cert, key, pki["ca_file"], client_verify=True)
+    ssl_config.write_ssl_config(config, str(output))
+    assert sorted(p.name for p in output.parent.iterdir()) == ["ssl.config"]  # no temporary left
+    assert stat.S_IMODE(output.stat().st_mode) == 0o600  # it holds the private key
+    text = output.read_text()
+    assert text.startswith('server_key: "-----BEGIN PRIVATE KEY-----\\n') and text.count("\n") == 4
+    read = ssl_config.read_ssl_config(str(output))
+    assert (read.server_key, read.server_cert, read.custom_ca, read.client_verify) == (
+        pki["server"][0],
+        pki["server"][1],
+        pki["ca"],
+        True,
+    )
+    leaf = x509.load_pem_x509_certificate(pki["server"][1].encode())
+    assert ssl_config.summary(read, str(output)) == (
+        f"wrote {output}: server_cert CN=localhost (valid until "
+        f"{leaf.not_valid_after_utc:%Y-%m-%d}; 1 certificate in the chain), custom_ca 1 "
+        "certificate, client_verify true; it holds the private key: keep it private"
+    )
+
+
+def _command_problem(tmp_path, pki, case):
+    """(flags of `build_ssl_config`, the one line it raises) for each problem of the command."""
+    cert, key = pki["files"]["server"]
+    client_key = pki["files"]["client"][1]
+    encrypted, der, missing = (tmp_path / n for n in ("encrypted.key", "server.der", "missing.key"))
+    encrypted.write_text(pki["encrypted"])
+    der.write_bytes(
+        x509.load_pem_x509_certificate(pki["server"][1].encode()).public_bytes(
+            serialization.Encoding.DER
+        )
+    )
+    cases = {
+        "missing key file": ((cert, str(missing)), f"--server_key {missing}: no such file"),
+        "key file unreadable": (
+            (cert, str(tmp_path)),  # a directory (TensorFlow's file layer, loaded in this process)
+            f"--server_key {tmp_path}: cannot read it ({tmp_path}; Is a directory)",
+        ),
+        "encrypted key": (
+            (cert, str(encrypted)),
+            ENCRYPTED.replace("server_key", f"--server_key {encrypted}", 1),
+        ),
+        "DER certificate": (
+            (str(der), key),
+            f"--server_cert {der} is not PEM text (a binary file: DER? convert it with openssl "
+            "x509 -inform der -in FILE -out FILE.pem)",
+        ),
+        "key of another certificate": (
+            (cert, client_key),
+            f"--server_key {client_key} does not match --server_cert {cert} (its first "
+            "certificate is for another key)",
+        ),
+        "client_verify without custom_ca": (
+            (cert, key, "", True),
+            "--client_verify needs --custom_ca (the PEM certificate of the CA that signs client "
+            "certificates)",
+        ),
+        "CA not PEM": (
+            (cert, key, key),
+            f"--custom_ca {key} is not PEM certificate text (it holds PRIVATE KEY instead)",
+        ),
+    }
+    return cases[case]
+
+
+@pytest.mark.parametrize(
+    "case",
+    [
+        "missing key file",
+        "key file unreadable",
+        "encrypted key",
+        "DER certificate",
+        "key of another certificate",
+        "client_verify without custom_ca",
+        "CA not PEM",
+    ],
+)
+def test_command_names_the_file_and_the_cause(tmp_path, pki, case):
+    args, problem = _command_problem(tmp_path, pki, case)
+    with pytest.raises(ssl_config.SSLConfigError) as info:
+        ssl_config.build_ssl_config(*args)
+    assert str(info.value) == problem
+
+
+def test_command_line_writes_the_config_or_ends_with_one_line(tmp_path, pki):
+    cert, key = pki["files"]["server"]
+    output = tmp_path / "ssl.config"
+    proc = _command(f"--server_cert={cert}", f"--server_key={key}", f"--output={output}")
+    assert proc.returncode == 0, proc.stderr
+    leaf = x509.load_pem_x509_certificate(pki["server"][1].encode())
+    assert proc.stdout == (
+        f"wrote {output}: server_cert CN=localhost (valid until "
+        f"{leaf.not_valid_after_utc:%Y-%m-%d}; 1 certificate in the chain), custom_ca 0 "
+        "certificates, client_verify false; it holds the private key: keep it private\n"
+    )
+    assert ssl_config.read_ssl_config(str(output)).server_key == pki["server"][0]
+    failed = tmp_path / "failed.config"
+    (key_args, encrypted_problem) = _command_problem(tmp_path, pki, "encrypted key")
+    for args, problem in [
+        (
+            [f"--server_cert={cert}", f"--output={failed}"],
+            "give --server_cert, --server_key and --output",
+        ),
+        (
+            [f"--server_cert={cert}", f"--server_key={key_args[1]}", f"--output={failed}"],
+            encrypted_problem,
+        ),
+    ]:
+        proc = _command(*args)
+        assert (proc.returncode, proc.stdout, proc.stderr) == (
+            2,
+            "",
+            f"serving.ssl_config: error: {problem}\n",
+        ), args
+    assert not failed.exists()
 
 
 # ---------------------------------------------------------------- servers, stock clients
@@ -232,14 +582,25 @@ def _wait_serving(server, credentials):
 
 @pytest.fixture(scope="module")
 def tls_servers(pki, model_base, tmp_path_factory):
-    """Two servers for clf: "mtls" (client_verify: true) and "tls" (server certificate only)."""
+    """Two servers for clf: "mtls" (client_verify: true), its config written by
+    `python -m serving.ssl_config` from the certificate files, and "tls" (server certificate
+    only), its config written by hand as for tensorflow_model_server."""
     from tests.serving.conftest import ServerProcess
 
     root = tmp_path_factory.mktemp("tls")
+    cert, key = pki["files"]["server"]
+    written = _command(
+        f"--server_cert={cert}",
+        f"--server_key={key}",
+        f"--custom_ca={pki['ca_file']}",
+        "--client_verify",
+        f"--output={root / 'mtls.config'}",
+    )
+    assert written.returncode == 0, written.stderr
+    (root / "tls.config").write_text(_text_proto(pki, client_verify=False))
     servers = {}
-    for name, verify in (("mtls", True), ("tls", False)):
+    for name in ("mtls", "tls"):
         config = root / f"{name}.config"
-        config.write_text(_text_proto(pki, client_verify=verify))
         servers[name] = ServerProcess(
             [
                 "--model_name=clf",
