@@ -8,8 +8,11 @@ google-research/bert `run_squad.py::write_predictions`, on character offsets:
   then end order); the n-best list keeps the first `n_best_size` distinct texts, each
   `context[char_start:char_end]` (whitespace, accents and punctuation exactly as written);
 - v2.0: null score = min over windows of start_logit[CLS] + end_logit[CLS]; the answer is
-  empty when null score - best non-null score > `null_score_diff_threshold` (strict);
-- a question whose every candidate is invalid gets "" (no exception).
+  empty when null score - best non-null score > `null_score_diff_threshold` (strict; both sides
+  as float32, the serving graph's arithmetic: `predicts_null`);
+- the best non-null answer is the best valid span of all windows, taken before the n-best
+  cut (so a null answer filling the n-best alone does not hide it);
+- a question whose every candidate is invalid gets "" at any threshold (no exception).
 
 One deliberate difference: positions that cannot start (or end) an answer are removed before
 taking the `n_best_size` best, so [CLS], question and padding logits never crowd valid
@@ -27,6 +30,15 @@ N_BEST_SIZE = 20
 MAX_ANSWER_LENGTH = 30
 # null_odds of a question with no valid non-null candidate: always predicted empty.
 NO_ANSWER_ODDS = 1e9
+
+
+def predicts_null(null_odds: float, threshold: float) -> bool:
+    """The v2.0 rule: no answer when `null_odds` (null score - best non-null score) exceeds
+    `threshold`, strictly, both rounded to float32 as the serving graph compares them
+    (`keras_bert.saved_model.span_qa_signatures`), so Python and graph agree on every value
+    (beyond float32's range a value is +-inf, as TensorFlow converts it)."""
+    with np.errstate(over="ignore"):
+        return bool(np.float32(null_odds) > np.float32(threshold))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -119,8 +131,9 @@ def predict_example(
     Returns:
         dict: `text` (the prediction), `start`, `end` (character offsets, `text ==
         context[start:end]`; 0, 0 when empty), `score` (start + end logit of the chosen span;
-        the null score when empty), `null_score`, `best_non_null_text` ("" if none),
-        `null_odds` (null score - best non-null score, `NO_ANSWER_ODDS` when there is none),
+        the null score when empty), `null_score`, `best_non_null_text` (the best valid span
+        of all windows, "" if none), `null_odds` (null score - its score, `NO_ANSWER_ODDS`
+        when there is none),
         `nbest` (list of dicts text / start / end / start_logit / end_logit / probability).
 
     Raises:
@@ -132,6 +145,9 @@ def predict_example(
             f"{len(features)} features and {len(results)} results"
         )
     prelim, null = _candidates(context, features, results, n_best_size, max_answer_length)
+    # The best valid span of all windows, before the n-best cut (which the null answer may fill
+    # alone when n_best_size is 1), as the serving graph takes it.
+    best = prelim[0] if prelim else None
     if version_2_with_negative:
         prelim = sorted(prelim + [null], key=lambda c: -c.score)
     nbest, seen = [], set()
@@ -144,13 +160,13 @@ def predict_example(
         nbest.append(c)
     if (version_2_with_negative and "" not in seen) or not nbest:
         nbest.append(null)
-    best = next((c for c in nbest if c.text), None)
     odds = (
         NO_ANSWER_ODDS if best is None else float(np.float32(null.score) - np.float32(best.score))
     )
     answer = (
         best
-        if best is not None and not (version_2_with_negative and odds > null_score_diff_threshold)
+        if best is not None
+        and not (version_2_with_negative and predicts_null(odds, null_score_diff_threshold))
         else null
     )
     probabilities = _softmax([c.score for c in nbest])
@@ -204,8 +220,8 @@ def predict_examples(examples, features, results, **kwargs) -> dict:
 
 
 def with_threshold(answers: dict, threshold: float) -> dict:
-    """qas_id -> prediction text with another v2.0 null threshold (`null_odds > threshold` ->
-    "")."""
+    """qas_id -> prediction text with another v2.0 null threshold (`predicts_null` -> "")."""
     return {
-        q: "" if a["null_odds"] > threshold else a["best_non_null_text"] for q, a in answers.items()
+        q: "" if predicts_null(a["null_odds"], threshold) else a["best_non_null_text"]
+        for q, a in answers.items()
     }

@@ -5,14 +5,24 @@ NoAns splits, best null threshold) are called as they are, never rewritten. What
 - `dataset_of(examples)`: the official JSON `data` list for a subset of questions (e.g. held-out
   articles), so the evaluators score exactly the questions predicted;
 - one unit for both versions: percentages (tf-models-official's v1.1 returns fractions);
-- the v2.0 threshold sweep done right: the evaluator's `_find_best_thresh` adds a question's
-  score when its null odds are at or below the threshold, which is only correct if the scored
-  prediction is the best NON-NULL answer; `evaluate_v2` therefore sweeps on those, and scores
-  the thresholded predictions (`keras_bert.data.squad_answers`) separately.
+- the v2.0 threshold sweep done right (`best_threshold`). The evaluator's `_find_best_thresh`
+  reports points no threshold of ours reaches: all-null (nothing answered) at its starting
+  threshold 0.0, which answers every question whose null odds are at or below 0; and a point
+  inside a run of equal null odds, which a threshold answers all or none of. Ours walks only
+  the points our rule (`squad_answers.predicts_null`: null odds > threshold, strict, float32)
+  reaches: nothing answered (a threshold just below the lowest odds), then each run of equal
+  odds added whole (the threshold = those odds). The per-question scores are the official
+  scorer's (of the best NON-NULL answer and of ""), summed exactly; the best EM / F1 reported
+  are the official evaluator's on the predictions thresholded at the chosen value, so applying
+  the threshold (`with_threshold`, `SpanQuestionAnswerer.predict`, the export) reproduces them.
 """
 
 from __future__ import annotations
 
+import fractions
+import itertools
+
+import numpy as np
 from official.nlp.tools import squad_evaluate_v1_1, squad_evaluate_v2_0
 
 from keras_bert.data.squad_answers import with_threshold
@@ -80,6 +90,58 @@ def official_scores(dataset: list, predictions: dict, version_2_with_negative: b
     return {"exact_match": scored.pop("exact"), "f1": scored.pop("f1")} | scored
 
 
+def _raw_scores(dataset: list, predictions: dict) -> tuple[dict, dict]:
+    """Per question of `dataset` that `predictions` answers: the official v2.0 scorer's exact
+    (0 or 1) and F1 (0-1) of its prediction, as `squad_evaluate_v2_0.evaluate` computes them."""
+    kept = [
+        {"paragraphs": [{"qas": [qa]}]}
+        for article in dataset
+        for paragraph in article["paragraphs"]
+        for qa in paragraph["qas"]
+        if qa["id"] in predictions
+    ]
+    return squad_evaluate_v2_0._get_raw_scores(kept, predictions)
+
+
+def best_threshold(null_odds: dict, answered: dict, unanswered: dict) -> float:
+    """The lowest null threshold of the best score, among those our rule can reach.
+
+    Args:
+        null_odds: qas_id -> null score - best non-null score (finite as float32).
+        answered: qas_id -> the question's score when answered (its best non-null answer).
+        unanswered: qas_id -> its score when not ("" predicted); the questions scored are
+            these keys.
+
+    Returns:
+        float32 value T: `predicts_null(odds, T)` answers exactly the questions of the best
+        set. Nothing answered (no run of odds adds to the all-null score): the largest float32
+        below the lowest odds; else the odds of the last run answered. Scores are summed
+        exactly (fractions), so equal totals are equal and the lowest threshold wins.
+
+    Raises:
+        ValueError: a scored question's null odds is NaN or infinite (as float32).
+    """
+    with np.errstate(over="ignore"):  # what predicts_null compares
+        odds = {q: np.float32(null_odds[q]) for q in unanswered}
+    bad = [q for q in odds if not np.isfinite(odds[q])]
+    if bad:
+        raise ValueError(
+            f"null odds must be finite float32 numbers; question {bad[0]!r} has {null_odds[bad[0]]}"
+        )
+    if not odds:
+        return 0.0
+    order = sorted(unanswered, key=odds.__getitem__)
+    gain = {q: fractions.Fraction(answered[q]) - fractions.Fraction(unanswered[q]) for q in order}
+    lowest = odds[order[0]]
+    best_thresh = np.nextafter(lowest, np.float32(-np.inf))
+    score = best = fractions.Fraction(0)  # relative to answering nothing
+    for value, run in itertools.groupby(order, key=odds.__getitem__):
+        score += sum(gain[q] for q in run)
+        if score > best:
+            best, best_thresh = score, value
+    return float(best_thresh)
+
+
 def evaluate_v2(dataset: list, answers: dict) -> dict:
     """SQuAD v2.0 official metrics of thresholded predictions, plus the threshold sweep.
 
@@ -91,22 +153,22 @@ def evaluate_v2(dataset: list, answers: dict) -> dict:
     Returns:
         dict in percent: `exact`, `f1`, `total`, `HasAns_exact`, `HasAns_f1`, `HasAns_total`,
         `NoAns_exact`, `NoAns_f1`, `NoAns_total` (those present) for the predictions as given;
-        `best_exact`, `best_exact_thresh`, `best_f1`, `best_f1_thresh`: the scores at the best
-        null-score-difference threshold found by the official sweep (predict "" when
-        null_odds > thresh).
+        `best_exact_thresh`, `best_f1_thresh`: the null thresholds of the best EM and the
+        best F1 (`best_threshold`; predict "" when `predicts_null(null_odds, thresh)`), and
+        `best_exact`, `best_f1`: the official evaluator's EM and F1 of the predictions
+        thresholded there (`with_threshold`), i.e. what that threshold gives.
+
+    Raises:
+        ValueError: a null odds that is NaN or infinite.
     """
     out = _v2_scores(dataset, {q: a["text"] for q, a in answers.items()})
-    non_null = {q: a["best_non_null_text"] for q, a in answers.items()}
     null_odds = {q: float(a["null_odds"]) for q, a in answers.items()}
-    sweep = squad_evaluate_v2_0.evaluate(dataset, non_null, na_probs=null_odds)
-    out.update(
-        {
-            "best_exact": sweep["final_exact"],
-            "best_exact_thresh": sweep["final_exact_thresh"],
-            "best_f1": sweep["final_f1"],
-            "best_f1_thresh": sweep["final_f1_thresh"],
-        }
-    )
+    exact_on, f1_on = _raw_scores(dataset, {q: a["best_non_null_text"] for q, a in answers.items()})
+    exact_off, f1_off = _raw_scores(dataset, {q: "" for q in answers})
+    for key, on, off in (("exact", exact_on, exact_off), ("f1", f1_on, f1_off)):
+        threshold = best_threshold(null_odds, on, off)
+        out[f"best_{key}"] = _v2_scores(dataset, with_threshold(answers, threshold))[key]
+        out[f"best_{key}_thresh"] = threshold
     return out
 
 
@@ -118,6 +180,7 @@ def evaluate(dataset: list, answers: dict, version_2_with_negative: bool) -> dic
 
 
 __all__ = [
+    "best_threshold",
     "dataset_of",
     "evaluate",
     "evaluate_v1",

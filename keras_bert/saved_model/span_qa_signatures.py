@@ -20,7 +20,8 @@ encoded            input_word_ids, input_mask,          start_logits, end_logits
    in one call ([W, T], T = the longest window);
 3. best span: per window the n_best valid starts and ends, pairs with end >= start and at most
    max_answer_length pieces; the best pair over all windows of a question (ties: first window,
-   start rank, end rank); v2.0: empty when null score - best > threshold; no valid pair: empty.
+   start rank, end rank); v2.0: empty when null score - best > threshold (float32, as
+   `squad_answers.predicts_null`); no valid pair: empty.
 `start`/`end` are code-point offsets into the context (`answer_text == context[start:end]` in
 Python); 0, 0 for an empty answer, whose score is the null score (min over windows of
 start[CLS] + end[CLS]). Offsets count code points of valid UTF-8 input.
@@ -136,8 +137,9 @@ class SpanQAServingModule(ServingModule):
             )
             > 0
         )
-        if s["version_2_with_negative"]:
-            answered &= tf.logical_not(null - best > s["null_score_diff_threshold"])
+        if s["version_2_with_negative"]:  # squad_answers.predicts_null: float32 on both sides
+            threshold = tf.constant(s["null_score_diff_threshold"], tf.float32)
+            answered &= tf.logical_not(null - best > threshold)
         start = tf.where(
             answered, tf.gather(tf.gather(meta["start"], chosen), start_tok, batch_dims=1), 0
         )

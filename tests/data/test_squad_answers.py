@@ -1,5 +1,7 @@
 """SQuAD answers from window logits (`keras_bert.data.squad_answers`), on constructed logits."""
 
+import warnings
+
 import numpy as np
 import pytest
 
@@ -106,3 +108,31 @@ def test_nbest_dedupes_texts_and_sums_to_one(features):
     assert abs(sum(n["probability"] for n in out["nbest"]) - 1.0) < 1e-9
     with pytest.raises(ValueError, match="one result per feature"):
         post.predict_example(CONTEXT, features, results[:1])
+
+
+def test_the_null_rule_compares_in_float32_as_the_serving_graph():
+    odds = float(np.float32(0.1))  # 0.10000000149...: above 0.1 as float64, equal as float32
+    assert odds > 0.1 and post.predicts_null(odds, 0.1) is False
+    assert post.predicts_null(float(np.nextafter(np.float32(0.1), np.float32(1))), 0.1) is True
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # beyond float32: +-inf, as TensorFlow converts it
+        assert post.predicts_null(post.NO_ANSWER_ODDS, 1e40) is False
+        assert post.predicts_null(post.NO_ANSWER_ODDS, -1e40) is True
+    answers = {"a": {"null_odds": odds, "best_non_null_text": "five"}}
+    assert post.with_threshold(answers, 0.1) == {"a": "five"}
+
+
+def test_the_best_span_is_found_when_the_null_answer_fills_the_nbest_alone(features):
+    # null = -1 + -1 = -2 in every window; the best span "five" scores -1.5 + -1.5 = -3.
+    results = logits(features, {(1, "start", 5): -1.5, (1, "end", 5): -1.5})
+    for threshold, text in ((0.5, ""), (1.0, "five")):
+        out = post.predict_example(
+            CONTEXT,
+            features,
+            results,
+            n_best_size=1,
+            version_2_with_negative=True,
+            null_score_diff_threshold=threshold,
+        )
+        assert [n["text"] for n in out["nbest"]] == [""]
+        assert (out["best_non_null_text"], out["null_odds"], out["text"]) == ("five", 1.0, text)

@@ -1,7 +1,12 @@
 """SQuAD scoring through the official evaluators, by hand and on oracle logits of real questions."""
 
+import re
+
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from official.nlp.tools import squad_evaluate_v2_0
 
 from keras_bert.data import squad
 from keras_bert.data import squad_answers as post
@@ -65,6 +70,135 @@ def test_v2_scores_and_threshold_sweep_by_hand():
         ]
         == 75.0
     )
+
+
+def below(value) -> float:
+    """The largest float32 below `value`."""
+    return float(np.nextafter(np.float32(value), np.float32(-np.inf)))
+
+
+def scores_at(examples, answers, threshold) -> dict:
+    """The official v2.0 EM / F1 of `answers` thresholded at `threshold`."""
+    texts = post.with_threshold(answers, threshold)
+    return squad_eval.official_scores(squad_eval.dataset_of(examples), texts, True)
+
+
+# Two sets where answering nothing is best: the official sweep reports that score at its
+# starting threshold 0.0, which answers the questions of negative null odds (50 and 33.33).
+ALL_NULL_BEST = {
+    "two unanswerable": (
+        [example("A", [], True), example("B", [], True)],
+        {
+            "A": {"best_non_null_text": "Paris", "null_odds": -0.5},
+            "B": {"best_non_null_text": "1889", "null_odds": 2.0},
+        },
+        100.0,
+        50.0,
+    ),
+    "one answerable answered wrong": (
+        [example("A", ["1889"]), example("B", [], True), example("C", [], True)],
+        {
+            "A": {"best_non_null_text": "Paris", "null_odds": -0.5},
+            "B": {"best_non_null_text": "Tower", "null_odds": -0.25},
+            "C": {"best_non_null_text": "France", "null_odds": 1.0},
+        },
+        100.0 * 2 / 3,
+        100.0 / 3,
+    ),
+}
+
+
+@pytest.mark.parametrize("name", ALL_NULL_BEST)
+def test_the_best_threshold_gives_the_best_score_when_answering_nothing_is_best(name):
+    examples, answers, best, at_zero = ALL_NULL_BEST[name]
+    dataset = squad_eval.dataset_of(examples)
+    non_null = {q: a["best_non_null_text"] for q, a in answers.items()}
+    official = squad_evaluate_v2_0.evaluate(
+        dataset, non_null, na_probs={q: a["null_odds"] for q, a in answers.items()}
+    )
+    assert (official["final_f1"], official["final_f1_thresh"]) == (best, 0.0)
+    assert scores_at(examples, answers, 0.0)["f1"] == at_zero
+    given = {q: a | {"text": non_null[q]} for q, a in answers.items()}
+    scores = squad_eval.evaluate_v2(dataset, given)
+    threshold = below(-0.5)  # just below the lowest null odds: nothing answered
+    assert (scores["best_f1"], scores["best_f1_thresh"]) == (best, threshold)
+    assert (scores["best_exact"], scores["best_exact_thresh"]) == (best, threshold)
+    assert post.with_threshold(answers, threshold) == {q: "" for q in answers}
+    obtained = scores_at(examples, answers, threshold)
+    assert (obtained["exact_match"], obtained["f1"]) == (best, best)
+
+
+def test_a_run_of_equal_null_odds_is_answered_whole():
+    # The official sweep adds A (+1) alone and reports 100 at 1.0; at 1.0 B (equal odds, an
+    # unanswerable question answered) is answered too. No threshold answers A without B.
+    examples = [example("A", ["1889"]), example("B", [], True)]
+    answers = {
+        "A": {"best_non_null_text": "1889", "null_odds": 1.0, "text": ""},
+        "B": {"best_non_null_text": "Tower", "null_odds": 1.0, "text": ""},
+    }
+    dataset = squad_eval.dataset_of(examples)
+    official = squad_evaluate_v2_0.evaluate(
+        dataset, {"A": "1889", "B": "Tower"}, na_probs={"A": 1.0, "B": 1.0}
+    )
+    assert (official["final_exact"], official["final_exact_thresh"]) == (100.0, 1.0)
+    assert scores_at(examples, answers, 1.0)["exact_match"] == 50.0
+    scores = squad_eval.evaluate_v2(dataset, answers)
+    assert (scores["best_exact"], scores["best_exact_thresh"]) == (50.0, below(1.0))
+    assert scores_at(examples, answers, below(1.0))["exact_match"] == 50.0
+
+
+def test_the_sweep_refuses_odds_that_are_not_finite():
+    examples = [example("A", ["1889"])]
+    for bad in (float("nan"), float("inf"), 1e39):
+        answers = {"A": {"best_non_null_text": "1889", "null_odds": bad, "text": "1889"}}
+        message = f"null odds must be finite float32 numbers; question 'A' has {bad}"
+        with pytest.raises(ValueError, match=re.escape(message)):
+            squad_eval.evaluate_v2(squad_eval.dataset_of(examples), answers)
+
+
+GOLD = "Eiffel Tower in Paris"
+PREDICTIONS = ["", "1889", "Paris", "Tower in Paris", "the Eiffel Tower", "Paris , France"]
+questions = st.lists(
+    st.tuples(
+        st.booleans(),  # answerable
+        st.sampled_from(PREDICTIONS),  # best non-null answer ("": no valid span)
+        st.one_of(st.sampled_from([-1.0, -0.5, 0.0, 0.5, 2.0]), st.floats(-4, 4, width=32)),
+    ),
+    min_size=1,
+    max_size=10,
+)
+
+
+@settings(max_examples=120, deadline=None, suppress_health_check=list(HealthCheck))
+@given(questions)
+def test_the_stored_threshold_reproduces_the_best_score_property(drawn):
+    """Random questions, odds with ties: each best threshold gives its reported score through
+    the official evaluator, no threshold gives more, and without ties the score is the
+    official sweep's."""
+    examples, answers = [], {}
+    for i, (answerable, text, odds) in enumerate(drawn):
+        q = str(i)
+        examples.append(example(q, [GOLD] if answerable else [], not answerable))
+        odds = post.NO_ANSWER_ODDS if not text else odds
+        answers[q] = {"best_non_null_text": text, "null_odds": odds, "text": ""}
+    dataset = squad_eval.dataset_of(examples)
+    scores = squad_eval.evaluate_v2(dataset, answers)
+    values = sorted({float(np.float32(a["null_odds"])) for a in answers.values()})
+    reachable = [below(values[0]), *values]
+    for key, metric in (("exact", "exact_match"), ("f1", "f1")):
+        threshold = scores[f"best_{key}_thresh"]
+        assert threshold in reachable
+        assert scores_at(examples, answers, threshold)[metric] == scores[f"best_{key}"]
+        for other in reachable:
+            assert scores_at(examples, answers, other)[metric] <= scores[f"best_{key}"] + 1e-9
+        official = squad_evaluate_v2_0.evaluate(
+            dataset,
+            {q: a["best_non_null_text"] for q, a in answers.items()},
+            na_probs={q: a["null_odds"] for q, a in answers.items()},
+        )[f"final_{key}"]
+        assert official >= scores[f"best_{key}"] - 1e-9  # it also counts unreachable points
+        if len(values) == len(answers):
+            assert scores[f"best_{key}"] == pytest.approx(official, abs=1e-9)
 
 
 @pytest.mark.parametrize("version", ["v1.1", "v2.0"])

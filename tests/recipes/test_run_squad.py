@@ -4,8 +4,9 @@ import json
 import math
 
 import pytest
+import tensorflow as tf
 
-from keras_bert.data import squad
+from keras_bert.data import squad, squad_answers
 from keras_bert.evaluation import squad as squad_eval
 from keras_bert.tasks import SpanQuestionAnswerer, load_task
 from keras_bert.training import driver
@@ -74,28 +75,46 @@ def test_tiny_run_writes_predictions_metrics_and_export(tmp_path, data_dir, unca
         for qa in p["qas"]
     ]
     assert set(predictions) <= {qa["id"] for qa in held_out}
-    # The null threshold: the official sweep's best-F1 one on the dev split (the last quarter of
-    # the training articles, capped at 5 questions), stored in the kept task and the export.
+    # The null threshold: the sweep's best-F1 one on the dev split (the last quarter of the
+    # training articles, capped at 5 questions), stored in the kept task and the export.
     task = load_task(out)
     examples = squad.read_squad_examples(str(squad_file), True)
     training_titles = squad.split_by_title(examples, 0.5)[0]
     dev = squad.split_by_title(training_titles, 0.25)[1][:5]
     assert {e.title for e in dev}.isdisjoint(e.title for e in training_titles[:4])
     features = task.features(dev)
-    sweep = squad_eval.evaluate(
-        squad_eval.dataset_of(dev), task.answer(dev, features, task.window_logits(features)), True
-    )
+    dev_answers = task.answer(dev, features, task.window_logits(features))
+    dev_data = squad_eval.dataset_of(dev)
+    sweep = squad_eval.evaluate(dev_data, dev_answers, True)
     threshold = sweep["best_f1_thresh"]
     assert metrics["null_score_diff_threshold"] == task.null_score_diff_threshold == threshold
+    at_threshold = squad_eval.official_scores(
+        dev_data, squad_eval.with_threshold(dev_answers, threshold), True
+    )
     assert metrics["null_threshold_dev"] == {
         "questions": 5,
         "articles": len({e.title for e in dev}),
         "best_f1": sweep["best_f1"],
-        "best_exact": sweep["best_exact"],
+        "exact": at_threshold["exact_match"],
     }
+    assert at_threshold["f1"] == sweep["best_f1"]
+    # ... and the kept task's predict and the export's serving_default give those scores on the
+    # questions that chose it.
+    questions, contexts = [e.question for e in dev], [e.context for e in dev]
+    ids = [e.qas_id for e in dev]
+    predicted = [row["answer_text"] for row in task.predict((questions, contexts))]
+    served = tf.saved_model.load(str(export_base / "qa_tiny" / "1")).signatures["serving_default"](
+        question=tf.constant(questions), context=tf.constant(contexts)
+    )
+    assert [t.decode() for t in served["answer_text"].numpy()] == predicted
+    obtained = squad_eval.official_scores(dev_data, dict(zip(ids, predicted)), True)
+    assert (obtained["exact_match"], obtained["f1"]) == (
+        at_threshold["exact_match"],
+        sweep["best_f1"],
+    )
     for qid, text in predictions.items():  # thresholded there, from the written null odds
         best = next((n["text"] for n in nbest[qid] if n["text"]), "")
-        assert text == ("" if null_odds[qid] > threshold else best)
+        assert text == ("" if squad_answers.predicts_null(null_odds[qid], threshold) else best)
     exported = export_base / "qa_tiny" / "1"
     assert f"exported to {exported}" in proc.stdout and "export_path" not in metrics
     export_config = json.loads((exported / "assets" / "export_config.json").read_text())

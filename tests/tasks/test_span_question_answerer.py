@@ -1,6 +1,7 @@
 """SpanQuestionAnswerer: shapes, padding, raw-string predict, save/load, tiny overfit to EM 1.0."""
 
 import random
+import types
 
 import keras
 import numpy as np
@@ -12,6 +13,7 @@ from keras_bert.evaluation import squad as squad_eval
 from keras_bert.tasks.span_question_answerer import SpanQuestionAnswerer
 from keras_bert.tokenization.bert_preprocessor import BertPreprocessor
 from keras_bert.tokenization.full_tokenizer import FullTokenizer
+from keras_bert.training.families.squad import FAMILY, SquadData
 from tests.tiny import NO_DROPOUT, tiny_encoder
 
 WORDS = (
@@ -259,6 +261,88 @@ def v2_task_with_some_empty_answers():
     answers = task.answer(exs, features, task.window_logits(features))
     task.null_score_diff_threshold = float(np.median([a["null_odds"] for a in answers.values()]))
     return task
+
+
+# (question, context) pairs of negative, negative and positive null odds under `v2_tiny_task`
+NEGATIVE, NEGATIVE_2, POSITIVE = (DATA[3][:2], DATA[2][:2], ("who ?", "paris"))
+
+
+def v2_tiny_task(**kwargs):
+    return tiny_task(
+        max_seq_length=16,
+        max_query_length=6,
+        doc_stride=3,
+        version_2_with_negative=True,
+        n_best_size=4,
+        **kwargs,
+    )
+
+
+# name -> (dev questions: (pair, gold answer or None = unanswerable or "best" = the model's best
+# span), the best EM = F1 in percent, the pair whose null odds the threshold is, "below" or "at")
+THRESHOLD_SETS = {
+    "two unanswerable": ([(NEGATIVE, None), (POSITIVE, None)], 100.0, (NEGATIVE, "below")),
+    "one answerable answered wrong": (
+        [(NEGATIVE, "Paris"), (NEGATIVE_2, None), (POSITIVE, None)],
+        100.0 * 2 / 3,
+        (NEGATIVE, "below"),
+    ),
+    "the lowest answered right": ([(NEGATIVE, "best"), (POSITIVE, None)], 100.0, (NEGATIVE, "at")),
+}
+
+
+@pytest.fixture(scope="module")
+def tiny_v2():
+    """The task and each pair's `predict_example` dict (null odds, best span)."""
+    task = v2_tiny_task()
+    pairs = [NEGATIVE, NEGATIVE_2, POSITIVE]
+    exs = [squad.SquadExample(str(i), q, c) for i, (q, c) in enumerate(pairs)]
+    features = task.features(exs)
+    answers = task.answer(exs, features, task.window_logits(features))
+    by_pair = {pair: answers[str(i)] for i, pair in enumerate(pairs)}
+    assert by_pair[NEGATIVE]["null_odds"] < by_pair[NEGATIVE_2]["null_odds"] < 0
+    assert by_pair[POSITIVE]["null_odds"] > 0 and by_pair[NEGATIVE]["best_non_null_text"] != "Paris"
+    return task, by_pair
+
+
+@pytest.mark.parametrize("name", THRESHOLD_SETS)
+def test_the_tuned_threshold_gives_its_dev_score_through_predict_and_the_graph(name, tiny_v2):
+    """The squad family's `tune` chooses the threshold on the dev questions and stores it; the
+    task's predict and the code of its serving_default, applying it to those questions, get
+    the score reported (the official sweep's 0.0 would give 50 and 33.33 on the first two sets)."""
+    task, by_pair = tiny_v2
+    questions, best, (pair, side) = THRESHOLD_SETS[name]
+    dev = []
+    for i, ((question, context), gold) in enumerate(questions):
+        gold = by_pair[(question, context)]["best_non_null_text"] if gold == "best" else gold
+        answers = ((gold, context.index(gold)),) if gold else ()
+        dev.append(squad.SquadExample(str(i), question, context, answers, not gold, "t"))
+    metrics = FAMILY.tune(
+        types.SimpleNamespace(eval_batch_size=8), SquadData([], [], dev=dev), task
+    )
+    odds = np.float32(by_pair[pair]["null_odds"])
+    threshold = float(np.nextafter(odds, np.float32(-np.inf)) if side == "below" else odds)
+    assert task.null_score_diff_threshold == metrics["null_score_diff_threshold"] == threshold
+    assert metrics["null_threshold_dev"] == {
+        "questions": len(dev),
+        "articles": 1,
+        "best_f1": best,
+        "exact": best,
+    }
+    dataset = squad_eval.dataset_of(dev)
+    q, c = [e.question for e in dev], [e.context for e in dev]
+    predicted = [row["answer_text"] for row in task.predict((q, c))]
+    module = task.serving_module(task.preprocessor)  # the export's, with the task's settings
+    tf.config.run_functions_eagerly(True)  # its code, without 15 s of tracing (the SavedModel:
+    try:  # tests/recipes/test_run_squad.py)
+        served = module.serving_default(tf.constant(q), tf.constant(c))
+    finally:
+        tf.config.run_functions_eagerly(False)
+    assert [t.decode() for t in served["answer_text"].numpy()] == predicted
+    obtained = squad_eval.official_scores(
+        dataset, dict(zip([e.qas_id for e in dev], predicted)), True
+    )
+    assert (obtained["exact_match"], obtained["f1"]) == (best, best)
 
 
 @pytest.mark.slow

@@ -64,8 +64,9 @@ class SquadArgs(FinetuneArgs):
     null_threshold_dev_fraction: float | None = arg(
         None,
         "v2.0: hold out this fraction of the training articles (by title) as a dev split; "
-        "after training, the official sweep's best-F1 null threshold on it is stored in the "
-        "kept task (best_model.keras, the export) in place of --null_score_diff_threshold.",
+        "after training, the best-F1 null threshold on it (one that gives that F1 when "
+        "applied) is stored in the kept task (best_model.keras, the export) in place of "
+        "--null_score_diff_threshold.",
         rule=A_FRACTION,
     )
 
@@ -209,22 +210,28 @@ class Squad(Family):
         return "f1"
 
     def tune(self, args, data, task) -> dict:
-        """With a dev split: the official sweep's best-F1 null threshold on it, set on the task."""
+        """With a dev split: the sweep's best-F1 null threshold on it (`squad.best_threshold`),
+        set on the task; recorded with the official F1 (the best) and EM of the dev answers
+        at that threshold."""
         if not data.dev:
             return {}
         features = task.features(data.dev)
         answers = task.answer(
             data.dev, features, task.window_logits(features, args.eval_batch_size)
         )
-        sweep = squad_eval.evaluate(squad_eval.dataset_of(data.dev), answers, True)
-        task.null_score_diff_threshold = float(sweep["best_f1_thresh"])
+        dataset = squad_eval.dataset_of(data.dev)
+        threshold = squad_eval.evaluate(dataset, answers, True)["best_f1_thresh"]
+        task.null_score_diff_threshold = threshold
+        at = squad_eval.official_scores(
+            dataset, squad_eval.with_threshold(answers, threshold), True
+        )
         return {
-            "null_score_diff_threshold": task.null_score_diff_threshold,
+            "null_score_diff_threshold": threshold,
             "null_threshold_dev": {
                 "questions": len(data.dev),
                 "articles": len({e.title for e in data.dev}),
-                "best_f1": sweep["best_f1"],
-                "best_exact": sweep["best_exact"],
+                "best_f1": at["f1"],
+                "exact": at["exact_match"],
             },
         }
 
