@@ -19,7 +19,7 @@ import sys
 
 from absl import app, flags
 
-from keras_bert.evaluation import behaviour, comparison, evidence_pack, predictors
+from keras_bert.evaluation import behaviour, comparison, evidence_pack, model_record, predictors
 from keras_bert.evaluation import recorded_predictions
 from keras_bert.evaluation import data_health, provenance, release_gate, report_sections
 from keras_bert.evaluation import report_writer
@@ -131,14 +131,15 @@ def evaluate_one(predictor, data=None, tests=None):
     return data, result
 
 
-def evaluate_recorded():
+def evaluate_recorded(gate):
     """--predictions: the result of a batch prediction's recorded outputs on --data. The text
-    columns default to the ones the batch prediction read."""
+    columns default to the ones the batch prediction read. --baseline is checked first."""
     for name in ("model", "compare", "server", "behaviour_tests"):
         if FLAGS[name].value:
             fail_usage(f"--{name} does not apply to --predictions (nothing is run)")
     try:
         recorded = recorded_predictions.read(FLAGS.predictions)
+        check_baseline(gate, recorded.info, recorded.path)
         config = recorded.summary["config"]
         text_column = FLAGS.text_column if FLAGS["text_column"].present else config["text_column"]
         text_b_column = FLAGS.text_b_column or config.get("text_b_column")
@@ -177,7 +178,7 @@ def main(argv):
     )
     gate = read_gate()
     if FLAGS.predictions:
-        data, metrics, model_dir = evaluate_recorded()
+        data, metrics, model_dir = evaluate_recorded(gate)
         metrics.pop("predicted")
         add_pack_records(metrics, data, {"model": model_dir}, gate)
         write(metrics, *report_sections.evaluation_report(metrics))
@@ -185,11 +186,15 @@ def main(argv):
     if not FLAGS.model:
         fail_usage("give --model (a model to run) or --predictions (a batch prediction's output)")
     first = open_model(FLAGS.model, FLAGS.server_model_name)
+    check_baseline(gate, first.info, first.path)  # checked before any prediction
     second = None
     if FLAGS.compare:  # checked before any prediction
         second = open_model(FLAGS.compare, FLAGS.compare_server_model_name)
         try:
-            comparison.check_comparable(first.info, second.info)
+            model_record.check_comparable(
+                model_record.model_record(first.info, first.path),
+                model_record.model_record(second.info, second.path),
+            )
         except ValueError as e:
             fail_usage(str(e))
     if FLAGS.invariance_rows < 0:
@@ -225,6 +230,17 @@ def read_gate():
         fail_usage("--gate blesses one model: run it without --compare")
     try:
         return release_gate.read_gate(FLAGS.gate, FLAGS.baseline)
+    except release_gate.GateError as e:
+        fail_usage(str(e))
+
+
+def check_baseline(gate, info, path):
+    """Refuses a --baseline report of another kind of model than `info` (task type, labels,
+    metric scale: `model_record.check_comparable`, the rule of --compare)."""
+    if gate is None:
+        return
+    try:
+        release_gate.check_baseline(model_record.model_record(info, path), gate[1], FLAGS.baseline)
     except release_gate.GateError as e:
         fail_usage(str(e))
 

@@ -1,7 +1,9 @@
 """Classification and regression quality on a labelled set: the numbers of the evidence pack.
 
-Per-class precision, recall, F1 and support, macro and weighted averages and the confusion matrix
-come from scikit-learn (`precision_recall_fscore_support`, `confusion_matrix`). Calibration is the
+Per-class precision, recall, F1 and support, the weighted averages and the confusion matrix
+come from scikit-learn (`precision_recall_fscore_support`, `confusion_matrix`); the macro average
+is `metrics.macro_average` (scikit-learn's rule: over the classes in the gold labels or the
+predictions). Calibration is the
 expected calibration error of Guo et al. 2017 ("On Calibration of Modern Neural Networks", eq. 3):
 confidences (the top softmax probability) in `num_bins` equal-width bins over [0, 1],
 ECE = sum_b |B_b| / N * |accuracy(B_b) - mean confidence(B_b)|; the bins are also the
@@ -19,6 +21,11 @@ from keras_bert.evaluation import metrics as glue_metrics
 def per_class_report(gold, predicted, label_names) -> dict:
     """Precision, recall, F1 and support of each class, and their macro / weighted averages.
 
+    Every class of the model is listed, one absent from both the gold labels and the predictions
+    too (support 0, scores 0); the macro average is over the classes that occur in either
+    (`metrics.macro_average`, scikit-learn's `average="macro"` without `labels=`), the weighted
+    one weighs each class by its support.
+
     Args:
         gold, predicted: int arrays [N] of label ids in [0, C).
         label_names: list of C str, in id order.
@@ -29,9 +36,7 @@ def per_class_report(gold, predicted, label_names) -> dict:
         [0, 1] (0 where undefined: a class never predicted has precision 0).
     """
     labels = list(range(len(label_names)))
-    p, r, f, s = skm.precision_recall_fscore_support(
-        gold, predicted, labels=labels, zero_division=0.0
-    )
+    p, r, f, s, pred_counts = glue_metrics.class_counts(gold, predicted, len(labels))
     per_class = {
         name: {
             "precision": float(p[i]),
@@ -41,18 +46,21 @@ def per_class_report(gold, predicted, label_names) -> dict:
         }
         for i, name in enumerate(label_names)
     }
-    out = {"per_class": per_class}
-    for average in ("macro", "weighted"):
-        ap, ar, af, _ = skm.precision_recall_fscore_support(
-            gold, predicted, labels=labels, average=average, zero_division=0.0
-        )
-        out[f"{average}_avg"] = {
+    averages = {
+        "macro_avg": [glue_metrics.macro_average(v, s, pred_counts) for v in (p, r, f)],
+        "weighted_avg": skm.precision_recall_fscore_support(
+            gold, predicted, labels=labels, average="weighted", zero_division=0.0
+        )[:3],
+    }
+    return {"per_class": per_class} | {
+        key: {
             "precision": float(ap),
             "recall": float(ar),
             "f1": float(af),
             "support": int(len(gold)),
         }
-    return out
+        for key, (ap, ar, af) in averages.items()
+    }
 
 
 def confusion(gold, predicted, num_classes: int) -> list[list[int]]:

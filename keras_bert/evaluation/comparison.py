@@ -39,30 +39,6 @@ CONFIDENCE = 0.95
 # Fewest finite resample statistics an interval is computed from: 40 = 1 / 0.025, so each 2.5% tail
 # of the 95% interval rests on at least one resample.
 MIN_VALID_RESAMPLES = 40
-# Settings two models of a family must share to be scored on one file (SQuAD v1.1 vs v2.0 read
-# the file differently; multiple choice: the endings per row).
-COMPARABLE_SETTINGS = ("version_2_with_negative", "num_choices")
-
-
-def check_comparable(a, b) -> None:
-    """Raises ValueError unless the two `ModelInfo`s are the same task with the same labels."""
-    if a.task_type != b.task_type:
-        raise ValueError(
-            f"cannot compare a {a.task_type} model ({a.name}) with a {b.task_type} model ({b.name})"
-        )
-    if list(a.label_names) != list(b.label_names):
-        raise ValueError(
-            f"the models have different label names: {a.name} {a.label_names}, "
-            f"{b.name} {b.label_names}"
-        )
-    if a.is_pair != b.is_pair:
-        raise ValueError(f"{a.name} and {b.name} differ in taking one text or a pair")
-    for key in COMPARABLE_SETTINGS:
-        if a.settings.get(key) != b.settings.get(key):
-            raise ValueError(
-                f"the models differ in {key}: {a.name} {a.settings.get(key)}, "
-                f"{b.name} {b.settings.get(key)}"
-            )
 
 
 def _from_confusion(cm: np.ndarray) -> dict:
@@ -75,7 +51,7 @@ def _from_confusion(cm: np.ndarray) -> dict:
     total = gold.sum(-1)
     return {
         "accuracy": tp.sum(-1) / total,
-        "macro_f1": f1.mean(-1),
+        "macro_f1": glue_metrics.macro_average(f1, gold, pred),
         "weighted_f1": (f1 * gold).sum(-1) / total,
     }
 
@@ -216,6 +192,7 @@ def outcome_disagreements(data, pa: dict, pb: dict) -> dict:
         e = data.examples[i]
         rows.append(
             {
+                "row": i,
                 "guid": e.guid,
                 "text": e.text_a,
                 "text_b": e.text_b,
@@ -259,8 +236,8 @@ def disagreements(data, pa, pb, label_names) -> dict:
     """Examples where the two predicted label ids (int [N] each) differ, and which model was right.
 
     Returns:
-        {"count", "a_right", "b_right", "neither_right", "examples": [{"guid", "text", "text_b",
-        "gold", "a", "b", "right"}]} with right in {"a", "b", "neither"}.
+        {"count", "a_right", "b_right", "neither_right", "examples": [{"row" (0-based), "guid",
+        "text", "text_b", "gold", "a", "b", "right"}]} with right in {"a", "b", "neither"}.
     """
     gold = data.gold
     rows = []
@@ -269,6 +246,7 @@ def disagreements(data, pa, pb, label_names) -> dict:
         e = data.examples[i]
         rows.append(
             {
+                "row": int(i),
                 "guid": e.guid,
                 "text": e.text_a,
                 "text_b": e.text_b,
@@ -422,14 +400,14 @@ def _disagreement_blocks(m, a, b) -> list:
         return []
     rows = [
         [
-            r["guid"],
+            Num(f"disagreements.examples.{i}.row", r["row"]),
             r["text"] + (f" || {r['text_b']}" if r["text_b"] else ""),
             r["gold"],
             r["a"],
             r["b"],
             {"a": "A", "b": "B", "neither": "neither"}[r["right"]],
         ]
-        for r in d["examples"][:DISAGREEMENT_ROWS]
+        for i, r in enumerate(d["examples"][:DISAGREEMENT_ROWS])
     ]
     summary = Table(
         ["disagreements", "A right", "B right", "neither right"],
@@ -445,7 +423,12 @@ def _disagreement_blocks(m, a, b) -> list:
     return [
         ("h2", "Where they disagree"),
         summary,
-        Table(["id", "text", "gold", f"A: {a}", f"B: {b}", "right"], rows),
+        Table(
+            ["row", "text", "gold", f"A: {a}", f"B: {b}", "right"],
+            rows,
+            legend="right: the model whose prediction equals the gold one (neither: both are "
+            f"wrong). {ds.row_legend(m)}",
+        ),
     ]
 
 

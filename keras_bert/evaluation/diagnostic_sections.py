@@ -15,6 +15,34 @@ from keras_bert.evaluation.report_writer import Num, Table, fmt, keyed_rows, num
 LABEL_ISSUE_ROWS = 50
 SEGMENT_ROWS = 20
 HEALTH_FIELDS = ("examples", "unk_rate", "rows_with_unk", "truncated", "truncation_rate")
+# task_type -> what a row of its held-out file is; default: a data row of a CSV / TSV / JSONL
+# file (classification, regression) or of a SWAG CSV file (multiple choice).
+ROW_UNITS = {
+    "token_classification": "sentence of the CoNLL file (-DOCSTART- lines and blank lines are "
+    "not sentences)",
+    "span_question_answering": "question of the SQuAD file, in file order",
+}
+DATA_ROW = "data row of the held-out file (the header and blank JSON Lines lines not counted)"
+GATE_LEGEND = (
+    "pass: the value (min, max) or its change from the baseline (max_decrease, max_increase) is "
+    "within the threshold; FAIL: it is not, or the report or the baseline has no such number (the "
+    "reason follows); BLESSED: every check passed; NOT_BLESSED: at least one check failed."
+)
+
+
+def task_type(m: dict) -> str:
+    """The task type of a one-model metrics dict or of a comparison's first model."""
+    return (m.get("model") or m["models"]["a"])["task_type"]
+
+
+def row_legend(m: dict) -> str:
+    """How every row number of the report of `m` counts: the one numbering of the report, that of
+    metrics.json's `row` keys (0-based), defined where rows are shown."""
+    unit = ROW_UNITS.get(task_type(m), DATA_ROW)
+    return (
+        f"row: the 0-based {unit}; every row number in this report and metrics.json's row "
+        "count this way."
+    )
 
 
 def data_health_blocks(r: dict, prefix: str = "", title: str = "Data health") -> list:
@@ -67,7 +95,7 @@ def weak_segment_blocks(r: dict, prefix: str = "", title: str = "Weak segments")
         for i, s in enumerate(segs[:SEGMENT_ROWS])
     ]
     header = ["segment", "rows", "accuracy", "95% CI", "whole set", "adjusted p", "wrong examples"]
-    return [("h3", title), rule, Table(header, rows, list(range(len(rows))))]
+    return [("h3", title), rule, Table(header, rows, legend=row_legend(r))]
 
 
 def label_issue_blocks(r: dict, prefix: str = "", title: str = "Suspected label errors") -> list:
@@ -92,15 +120,19 @@ def label_issue_blocks(r: dict, prefix: str = "", title: str = "Suspected label 
     )
     what = (
         "words (cleanlab token classification)" if tokens else "rows (cleanlab)",
-        "row = 0-based sentence, token = 0-based word in it, score = probability of the given tag"
+        "token = 0-based word in the row, score = probability of the given tag"
         if tokens
-        else "row = 0-based data row, score = probability of the given label",
+        else "score = probability of the given label",
     )
     return [
         ("h2", title),
         f"{len(issues)} {what[0]} suspected by confident learning, most suspect first{shown}; "
         f"{what[1]}. {label_issues.CAVEAT}",
-        Table(["row", *(["token", "word"] if tokens else []), "given", "suggested", "score"], rows),
+        Table(
+            ["row", *(["token", "word"] if tokens else []), "given", "suggested", "score"],
+            rows,
+            legend=row_legend(r),
+        ),
     ]
 
 
@@ -125,7 +157,18 @@ def leakage_blocks(m: dict) -> list:
             ["exact duplicates", "near duplicates"],
             [[Num("leakage.exact", leak["exact"]), Num("leakage.near", leak["near"])]],
         ),
-        *([Table(["held-out row", "training row", "kind", "text"], rows)] if rows else []),
+        *(
+            [
+                Table(
+                    ["held-out row", "training row", "kind", "text"],
+                    rows,
+                    legend=f"{row_legend(m)} A training row is numbered the same way in the "
+                    "training file.",
+                )
+            ]
+            if rows
+            else []
+        ),
     ]
 
 
@@ -170,7 +213,13 @@ def gate_blocks(m: dict) -> list:
     return [
         ("h2", f"Release gate: {verdict}"),
         f"Gate {gate['file']}; baseline {gate['baseline'] or 'none'}. change = value - baseline.",
-        Table(["metric", "threshold", "value", "baseline", "change", "result"], rows, failed),
+        Table(
+            ["metric", "threshold", "value", "baseline", "change", "result"],
+            rows,
+            failed,
+            mark="FAIL",
+            legend=GATE_LEGEND,
+        ),
     ]
 
 
@@ -205,6 +254,10 @@ def behaviour_blocks(r: dict, prefix: str = "", title: str = "Behavioural tests"
             ["test", "type", "tested", "failures", "failure rate", "failing examples"],
             rows,
             failing,
+            mark="failing",
+            legend="tested: inputs the test ran on; failures: those that failed; failing: the "
+            "test has at least one failure, however few (the failure rate says how many); n/a: "
+            "no input to test.",
         ),
     ]
 
@@ -223,6 +276,11 @@ def behaviour_comparison_blocks(m: dict, a: str, b: str) -> list:
     ]
     return [
         ("h2", "Behavioural tests: which model fails which"),
-        "Failure rate per test (same inputs for both); fails: the model(s) with any failure.",
-        Table(["test", "type", "tested", f"A: {a}", f"B: {b}", "fails"], rows),
+        "Failure rate per test (same inputs for both).",
+        Table(
+            ["test", "type", "tested", f"A: {a}", f"B: {b}", "fails"],
+            rows,
+            legend="fails: which model has at least one failure on the test, however few: A, B, "
+            "both or neither; n/a: no input to test.",
+        ),
     ]

@@ -34,6 +34,7 @@ from keras_bert.evaluation.eval_data import (  # noqa: F401  (DataError, EvalDat
     token_statistics,
 )
 from keras_bert.evaluation.latency import latency_summary
+from keras_bert.evaluation.model_record import model_record
 
 
 def read_eval_data(
@@ -157,7 +158,8 @@ def evaluate(
     """One model on one held-out set.
 
     Returns:
-        dict: "model" (name, path, task_type, label_names, max_seq_length), "data" (file,
+        dict: "model" (`model_record.model_record`: name, path, task_type, label_names,
+        max_seq_length, is_pair, metric_scale, settings), "data" (file,
         examples, truncated count), the evaluator's fields, "latency" (`latency_summary`) and
         "predicted" (numpy [N], not JSON: pop it before writing metrics.json).
 
@@ -200,13 +202,7 @@ def evaluate_outputs(info, path: str, data: EvalData, outputs: dict) -> dict:
     result = EVALUATORS[info.task_type](data, outputs, info)
     add_diagnostics(result, data, info.label_names)
     return {
-        "model": {
-            "name": info.name,
-            "path": path,
-            "task_type": info.task_type,
-            "label_names": list(info.label_names),
-            "max_seq_length": info.max_seq_length,
-        },
+        "model": model_record(info, path),
         "data": {
             "file": data.path,
             "examples": len(data.examples),

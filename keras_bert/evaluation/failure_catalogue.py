@@ -121,13 +121,15 @@ def catalogue(examples, gold_names, predicted_names, confidence, extra=None) -> 
         extra: optional dict name -> list of N values added to each row (slices, token counts).
 
     Returns:
-        list of {"guid", "text", "text_b", "gold", "predicted", "confidence", **extra}.
+        list of {"row" (0-based index in `examples`), "guid", "text", "text_b", "gold",
+        "predicted", "confidence", **extra}.
     """
     rows = []
     for i, e in enumerate(examples):
         if gold_names[i] == predicted_names[i]:
             continue
         row = {
+            "row": i,
             "guid": e.guid,
             "text": e.text_a,
             "text_b": e.text_b,
@@ -146,6 +148,7 @@ def regression_catalogue(examples, gold, scores, extra=None, limit: int = 100) -
     order = np.argsort(-np.abs(gold - scores), kind="stable")[:limit]
     return [
         {
+            "row": int(i),
             "guid": examples[i].guid,
             "text": examples[i].text_a,
             "text_b": examples[i].text_b,

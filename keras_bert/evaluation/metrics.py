@@ -55,6 +55,47 @@ def primary_metric(task_name: str) -> str:
     return _PRIMARY.get(key, "accuracy")
 
 
+def present_classes(gold_counts, predicted_counts) -> np.ndarray:
+    """The classes a macro average counts: bool [..., C], True where a class occurs among the gold
+    labels or the predictions (counts [..., C] each).
+
+    scikit-learn's rule (`f1_score(average="macro")` without `labels=`): a class in neither has
+    no defined precision, recall or F1, so it is listed per class (support 0) but averaged nowhere.
+    """
+    return (np.asarray(gold_counts) + np.asarray(predicted_counts)) > 0
+
+
+def macro_average(values, gold_counts, predicted_counts) -> np.ndarray:
+    """The mean of per-class `values` [..., C] over the `present_classes` (0 where none is).
+
+    The one macro average of the project: the fine-tuning metric (`compute_metrics`), the
+    evidence pack's headline and macro row (`classification_report.per_class_report`) and
+    `--compare`'s bootstrap (`comparison.classification_bootstrap`) all take it.
+    """
+    present = present_classes(gold_counts, predicted_counts)
+    count = present.sum(-1)
+    total = np.where(present, np.asarray(values, np.float64), 0.0).sum(-1)
+    return np.divide(total, count, out=np.zeros(np.shape(total)), where=count > 0)
+
+
+def class_counts(labels, predictions, num_classes: int):
+    """(precision, recall, F1, gold support, predicted count), each float / int [C], of label ids
+    [N] in [0, num_classes); 0 where undefined (scikit-learn's `zero_division=0`)."""
+    p, r, f, support = skm.precision_recall_fscore_support(
+        labels, predictions, labels=list(range(num_classes)), zero_division=0.0
+    )
+    predicted = np.bincount(np.asarray(predictions, np.int64), minlength=num_classes)
+    return p, r, f, support, predicted
+
+
+def macro_f1(labels, predictions) -> float:
+    """Macro F1 of label ids [N] over the classes that occur in either (`macro_average`)."""
+    labels, predictions = np.asarray(labels, np.int64), np.asarray(predictions, np.int64)
+    num_classes = int(max(labels.max(), predictions.max())) + 1
+    _, _, f, support, predicted = class_counts(labels, predictions, num_classes)
+    return float(macro_average(f, support, predicted))
+
+
 def accuracy(labels, predictions) -> float:
     """Fraction of equal entries; labels, predictions: int arrays [N]."""
     return float(skm.accuracy_score(labels, predictions))
@@ -112,7 +153,7 @@ def compute_metrics(task_name: str, labels, predictions, positive_label=1) -> di
         if name == "f1":
             out[name] = f1(labels, predictions, positive_label)
         elif name == "macro_f1":
-            out[name] = float(skm.f1_score(labels, predictions, average="macro", zero_division=0.0))
+            out[name] = macro_f1(labels, predictions)
         elif name == "mse":
             out[name] = float(skm.mean_squared_error(labels, predictions))
         else:

@@ -23,7 +23,7 @@ from keras_bert.evaluation.report_writer import Num, Table
 
 # The failure table (`report_sections.failure_table`): (header, failure field, is a number).
 FAILURE_COLUMNS = (
-    ("id", "guid", False),
+    ("row", "row", True),
     ("context", "text", False),
     ("right choice", "gold", False),
     ("chosen", "predicted", False),
@@ -109,6 +109,7 @@ def evaluate_multiple_choice(data: EvalData, outputs: dict, info) -> dict:
     )
     failures = [
         {
+            "row": int(i),
             "guid": data.examples[i].guid,
             "text": data.examples[i].text_a,
             "text_b": None,

@@ -45,7 +45,7 @@ SENTENCE_BUCKETS = (5, 10, 20, 40)  # upper edges, inclusive, in words
 ERROR_KINDS = ("type", "boundary", "type_and_boundary", "spurious", "missed")
 # The failure table (`report_sections.failure_table`): (header, failure field, is a number).
 FAILURE_COLUMNS = (
-    ("id", "guid", False),
+    ("row", "row", True),
     ("sentence", "text", False),
     ("gold entities", "gold", False),
     ("predicted", "predicted", False),
@@ -230,6 +230,7 @@ def evaluate_ner(data: EvalData, outputs: dict, info) -> dict:
         words = data.reference["words"][i]
         failures.append(
             {
+                "row": int(i),
                 "guid": data.examples[i].guid,
                 "text": data.examples[i].text_a,
                 "text_b": None,

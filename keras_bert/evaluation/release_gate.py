@@ -16,6 +16,11 @@ report's value at the same path (value - baseline >= -max_decrease, resp. <= max
 the metric's own unit (0.02 = 2 points of a rate). A metric absent from the report (latency of
 recorded predictions) or from the baseline fails its check with the reason.
 
+A baseline must have measured the same kind of model: `check_baseline` refuses, before any
+prediction, a report of another task type, other label names or another metric scale (SQuAD's
+percentages against a fraction), by `model_record.check_comparable`, the rule `--compare` applies
+to its two models.
+
 The record (`gate`) lists every check with its value, baseline, threshold and pass; it is written to
 the report directory as a file named BLESSED (every check passed) or NOT_BLESSED (`write_blessing`),
 holding the record, the model's fingerprint (`provenance.model_fingerprint`) and the SHA-256 of
@@ -28,11 +33,13 @@ import hashlib
 import json
 
 from keras_bert import fileio
+from keras_bert.evaluation.model_record import check_comparable
 from keras_bert.evaluation.provenance import model_fingerprint
 
 THRESHOLDS = ("min", "max", "max_decrease", "max_increase")
 CHANGE = ("max_decrease", "max_increase")
 BLESSED, NOT_BLESSED = "BLESSED", "NOT_BLESSED"
+RECORD_KEYS = {"name", "task_type", "label_names"}  # in every report's "model"
 
 
 class GateError(ValueError):
@@ -220,3 +227,27 @@ def read_gate(gate_path: str, baseline_dir: str | None) -> tuple[list, dict | No
     if not fileio.isfile(baseline_file):
         raise GateError(f"--baseline {baseline_dir}: no metrics.json (not an evaluation report)")
     return checks, fileio.read_json(baseline_file)
+
+
+def check_baseline(record: dict, baseline: dict | None, baseline_dir: str | None) -> None:
+    """Refuses a baseline report (metrics.json `baseline` of `baseline_dir`, None: no baseline)
+    that did not measure the same kind of model as `record` (`model_record.model_record` of the
+    model to gate): the rule of `--compare`, `model_record.check_comparable`, so a percentage is
+    never set against a fraction nor one family's metric against another's.
+
+    Raises:
+        GateError: "--baseline DIR: <what differs, naming both models>", or a baseline that is
+            not a one-model report (no "model" record: a --compare report, a training run's).
+    """
+    if baseline is None:
+        return
+    measured = baseline.get("model")
+    if not isinstance(measured, dict) or not RECORD_KEYS <= set(measured):
+        raise GateError(
+            f"--baseline {baseline_dir}: its metrics.json is not a one-model evaluation report "
+            "(no model record); give the report of recipes/evaluate.py on one model"
+        )
+    try:
+        check_comparable(record, measured)
+    except ValueError as e:
+        raise GateError(f"--baseline {baseline_dir}: {e}") from None

@@ -8,6 +8,7 @@ cannot disagree. The sections particular to a task family come from `TASK_SECTIO
 from __future__ import annotations
 
 from keras_bert.evaluation import diagnostic_sections as ds
+from keras_bert.evaluation import failure_catalogue as fc
 from keras_bert.evaluation import multiple_choice_pack, ner_pack, span_qa_pack
 from keras_bert.evaluation.report_writer import (
     Figure,
@@ -20,6 +21,11 @@ from keras_bert.evaluation.report_writer import (
 )
 
 FAILURE_ROWS = 100
+MACRO_LEGEND = (
+    "support: gold examples of the class; macro avg: the mean over the classes that occur in the "
+    "gold labels or the predictions (scikit-learn's rule), so a class in neither (support 0, "
+    "never predicted) is listed but not averaged; weighted avg: the mean weighted by support."
+)
 LATENCY_FIELDS = (
     ("p50_ms", "p50 (ms)"),
     ("p95_ms", "p95 (ms)"),
@@ -54,7 +60,7 @@ def per_class_blocks(m: dict) -> list:
     ]
     return [
         ("h2", "Per-class precision, recall, F1"),
-        Table(["class", *fields], rows),
+        Table(["class", *fields], rows, legend=MACRO_LEGEND),
         ("h2", "Confusion matrix"),
         "Rows: gold label; columns: predicted label.",
         Table(["", *[f"pred {n}" for n in names]], cm_rows),
@@ -100,15 +106,20 @@ def slice_blocks(m: dict) -> list:
     rows = keyed_rows("slices", m["slices"], fields)
     flagged = [i for i, s in enumerate(m["slices"]) if s["flagged"]]
     rule = (
-        "flagged: >= 5 examples and mean absolute error >= 2x the overall one"
+        "its mean absolute error is at least twice the overall one"
         if regression
-        else "flagged: >= 5 examples and a one-sided binomial test against the overall error "
-        "rate with p < 0.05"
+        else f"a one-sided binomial test of its errors against the overall error rate gives "
+        f"p < {fc.ALPHA:g}"
     )
     return [
         ("h2", "Errors by slice"),
-        f"Highlighted rows are far above the overall rate ({rule}).",
-        Table(header, rows, flagged),
+        Table(
+            header,
+            rows,
+            flagged,
+            legend=f"flagged: the slice's error is far above the overall one: it has at least "
+            f"{fc.MIN_SUPPORT} examples and {rule}.",
+        ),
     ]
 
 
@@ -122,28 +133,32 @@ def failure_table(m: dict, columns) -> tuple[list, list]:
     return [header for header, _, _ in columns], rows
 
 
+def failure_section(m: dict, what: str, header, rows) -> list:
+    """The failure catalogue: weak segments, then `what` (a sentence) and the failure table."""
+    return [
+        ("h2", "Failure catalogue"),
+        *ds.weak_segment_blocks(m),
+        ("h3", "Failures"),
+        what,
+        Table(header, rows, legend=ds.row_legend(m)),
+    ]
+
+
 def failure_blocks(m: dict) -> list:
     failures = m["failures"]
     if m["model"]["task_type"] in FAILURE_COLUMNS:
         header, rows = failure_table(m, FAILURE_COLUMNS[m["model"]["task_type"]])
-        return [
-            ("h2", "Failure catalogue"),
-            *ds.weak_segment_blocks(m),
-            ("h3", "Failures"),
-            f"{len(failures)} examples with an error, the worst first"
-            + (
-                f"; the first {len(rows)} shown, all in metrics.json"
-                if len(rows) < len(failures)
-                else ""
-            )
-            + ".",
-            Table(header, rows),
-        ]
+        what = f"{len(failures)} examples with an error, the worst first" + (
+            f"; the first {len(rows)} shown, all in metrics.json"
+            if len(rows) < len(failures)
+            else ""
+        )
+        return failure_section(m, f"{what}.", header, rows)
     regression = m["model"]["task_type"] == "regression"
     pair = any(f["text_b"] is not None for f in failures)
     score = "abs_error" if regression else "confidence"
     header = (
-        ["id", "text"]
+        ["row", "text"]
         + (["text_b"] if pair else [])
         + ["gold", "predicted", score.replace("_", " "), "tokens", "truncated"]
     )
@@ -152,7 +167,7 @@ def failure_blocks(m: dict) -> list:
         gold = Num(f"failures.{i}.gold", f["gold"]) if regression else f["gold"]
         pred = Num(f"failures.{i}.predicted", f["predicted"]) if regression else f["predicted"]
         rows.append(
-            [f["guid"], f["text"]]
+            [Num(f"failures.{i}.row", f["row"]), f["text"]]
             + ([f["text_b"] or ""] if pair else [])
             + [gold, pred, Num(f"failures.{i}.{score}", f[score]), f["tokens"], fmt(f["truncated"])]
         )
@@ -166,13 +181,7 @@ def failure_blocks(m: dict) -> list:
         if len(failures) > FAILURE_ROWS
         else ""
     )
-    return [
-        ("h2", "Failure catalogue"),
-        *ds.weak_segment_blocks(m),
-        ("h3", "Failures"),
-        f"{what}{shown}.",
-        Table(header, rows),
-    ]
+    return failure_section(m, f"{what}{shown}.", header, rows)
 
 
 def latency_blocks(m: dict) -> list:

@@ -70,9 +70,30 @@ def keyed_rows(key: str, items, fields, text_fields=("family", "value")) -> list
 
 @dataclasses.dataclass
 class Table:
+    """A table: `header` (str cells), `rows` (lists of str | Num cells).
+
+    `flagged` row indices are marked with the status word `mark` (Markdown: "**first cell**
+    (mark)"; HTML: the row highlighted). `legend` is the line printed under the table ("Legend:
+    ..."): it defines the table's status words and marks and how its rows are numbered. A table
+    that marks rows needs a legend naming the mark, so no report shows a status word it does not
+    define.
+
+    Raises:
+        ValueError: rows are flagged and the legend does not define `mark`.
+    """
+
     header: list
-    rows: list  # list of lists of str | Num
-    flagged: list = dataclasses.field(default_factory=list)  # row indices to highlight
+    rows: list
+    flagged: list = dataclasses.field(default_factory=list)
+    mark: str = "flagged"
+    legend: str | None = None
+
+    def __post_init__(self):
+        if self.flagged and f"{self.mark}:" not in (self.legend or ""):
+            raise ValueError(
+                f"a table that marks rows {self.mark!r} needs a legend defining it "
+                f"('{self.mark}: ...'), got {self.legend!r}"
+            )
 
 
 @dataclasses.dataclass
@@ -170,8 +191,10 @@ def to_markdown(title: str, blocks: list) -> str:
             for i, row in enumerate(block.rows):
                 cells = [_cell_md(c) for c in row]
                 if i in block.flagged:
-                    cells[0] = f"**{cells[0]}** (flagged)"
+                    cells[0] = f"**{cells[0]}** ({block.mark})"
                 lines.append("| " + " | ".join(cells) + " |")
+            if block.legend:
+                lines += ["", f"Legend: {block.legend}"]
         elif isinstance(block, Figure):
             lines.append(f"![{block.alt}]({block.filename})")
         elif isinstance(block, tuple):  # ("h2", text)
@@ -195,9 +218,14 @@ def to_html(title: str, blocks: list) -> str:
         if isinstance(block, Table):
             rows = ["<tr>" + "".join(_cell_html(c, "th") for c in block.header) + "</tr>"]
             for i, row in enumerate(block.rows):
+                cells = [_cell_html(c) for c in row]
+                if i in block.flagged:  # the mark after the first cell's content, as in Markdown
+                    cells[0] = cells[0].replace("</td>", f" ({html.escape(block.mark)})</td>", 1)
                 cls = ' class="flag"' if i in block.flagged else ""
-                rows.append(f"<tr{cls}>" + "".join(_cell_html(c) for c in row) + "</tr>")
+                rows.append(f"<tr{cls}>" + "".join(cells) + "</tr>")
             body.append("<table>" + "\n".join(rows) + "</table>")
+            if block.legend:
+                body.append(f'<p class="legend">Legend: {html.escape(block.legend)}</p>')
         elif isinstance(block, Figure):
             data = base64.b64encode(block.png).decode("ascii")
             body.append(f'<img alt="{html.escape(block.alt)}" src="data:image/png;base64,{data}">')

@@ -35,7 +35,8 @@ BUCKET_FAMILIES = ("question word", "context length (words)", "answer length (wo
 CONTEXT_CHARS = 300  # of a context shown in the failure table (metrics.json: the question id)
 # The failure table (`report_sections.failure_table`): (header, failure field, is a number).
 FAILURE_COLUMNS = (
-    ("id", "guid", False),
+    ("row", "row", True),
+    ("question id", "guid", False),
     ("question", "text", False),
     (f"context (first {CONTEXT_CHARS} characters)", "text_b", False),
     ("gold", "gold", False),
@@ -180,6 +181,7 @@ def evaluate_span_qa(data: EvalData, outputs: dict, info) -> dict:
     score = np.asarray(outputs["score"], np.float64).reshape(-1)
     failures = [
         {
+            "row": i,
             "guid": e.qas_id,
             "text": e.question,
             "text_b": e.context[:CONTEXT_CHARS],

@@ -2,8 +2,13 @@
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from sklearn import metrics as skm
 
 from keras_bert.evaluation import classification_report as cr
+from keras_bert.evaluation import comparison, report_sections, report_writer
+from keras_bert.evaluation import metrics as glue_metrics
 
 NAMES = ["a", "b", "c"]
 GOLD = np.array([0, 0, 0, 0, 1, 1, 1, 2, 2, 2])
@@ -55,6 +60,47 @@ def test_calibration_edges_and_perfect_case():
     cal = cr.calibration([0.0, 1.0, 0.5], [False, True, True], num_bins=2)
     assert [b["count"] for b in cal["bins"]] == [2, 1]  # 0 and 0.5 in [0, 0.5], 1.0 in (0.5, 1]
     assert cr.calibration([1.0, 1.0], [True, True])["ece"] == 0.0
+
+
+# Class c occurs neither in the gold labels nor in the predictions: a and b have F1 2/3 each, so
+# scikit-learn's macro F1 (labels present in either) is 2/3; counting c as F1 0 would give 4/9.
+ABSENT_GOLD = np.array([0, 0, 0, 1, 1, 1])
+ABSENT_PRED = np.array([0, 0, 1, 1, 1, 0])
+
+
+def test_a_class_absent_from_gold_and_predictions_is_listed_but_not_averaged():
+    macro = skm.f1_score(ABSENT_GOLD, ABSENT_PRED, average="macro")
+    assert macro == pytest.approx(2 / 3)
+    m = cr.classification_metrics(ABSENT_GOLD, probabilities(ABSENT_GOLD, ABSENT_PRED), NAMES)
+    assert m["headline"]["macro_f1"] == macro  # the headline
+    assert (m["macro_avg"]["precision"], m["macro_avg"]["recall"], m["macro_avg"]["f1"]) == (
+        skm.precision_recall_fscore_support(ABSENT_GOLD, ABSENT_PRED, average="macro")[:3]
+    )
+    assert m["per_class"]["c"] == {"precision": 0.0, "recall": 0.0, "f1": 0.0, "support": 0}
+    # The per-class table of the report: c listed with support 0, the macro row.
+    shown = m | {"model": {"name": "m", "label_names": NAMES}}
+    markdown = report_writer.to_markdown("T", report_sections.per_class_blocks(shown))
+    assert "| c | 0.0000 | 0.0000 | 0.0000 | 0 |" in markdown
+    assert "| macro avg | 0.6667 | 0.6667 | 0.6667 | 6 |" in markdown
+    assert f"Legend: {report_sections.MACRO_LEGEND}" in markdown
+    # --compare's bootstrap point estimate and the fine-tuning metric.
+    other = np.array([0, 0, 0, 1, 1, 1])
+    boot = comparison.classification_bootstrap(ABSENT_GOLD, ABSENT_PRED, other, 3, samples=40)
+    assert (boot["macro_f1"]["a"], boot["macro_f1"]["b"]) == (macro, 1.0)
+    fine_tuning = glue_metrics.compute_metrics("text_classification", ABSENT_GOLD, ABSENT_PRED)
+    assert fine_tuning["macro_f1"] == macro
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 3), st.integers(0, 3)), min_size=1, max_size=30))
+def test_every_macro_average_is_scikit_learns(pairs):
+    gold, pred = (np.array(x) for x in zip(*pairs))
+    expected = skm.f1_score(gold, pred, average="macro", zero_division=0)
+    report = cr.per_class_report(gold, pred, ["a", "b", "c", "d"])
+    assert report["macro_avg"]["f1"] == pytest.approx(expected, abs=1e-12)
+    boot = comparison.classification_bootstrap(gold, pred, pred, 4, samples=1)
+    assert boot["macro_f1"]["a"] == pytest.approx(expected, abs=1e-12)
+    assert glue_metrics.macro_f1(gold, pred) == pytest.approx(expected, abs=1e-12)
 
 
 def test_a_class_never_predicted_has_zero_precision():

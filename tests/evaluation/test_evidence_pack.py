@@ -59,13 +59,14 @@ def test_evaluate_matches_the_task_and_sklearn(tmp_path, predictor):
     np.testing.assert_array_equal(result.pop("predicted"), pred)
     assert result["headline"]["accuracy"] == pytest.approx(np.mean(pred == gold))
     assert result["headline"]["macro_f1"] == pytest.approx(
-        f1_score(gold, pred, average="macro", labels=[0, 1, 2], zero_division=0)
+        f1_score(gold, pred, average="macro", zero_division=0)
     )
     assert result["confusion_matrix"] == confusion_matrix(gold, pred, labels=[0, 1, 2]).tolist()
     errors = [i for i in range(len(pred)) if pred[i] != gold[i]]
     assert sorted(f["guid"] for f in result["failures"]) == sorted(
         f"heldout.jsonl-{i + 1}" for i in errors
     )
+    assert sorted(f["row"] for f in result["failures"]) == errors  # 0-based data rows
     confidences = [f["confidence"] for f in result["failures"]]
     assert confidences == sorted(confidences, reverse=True)
     np.testing.assert_allclose(sorted(confidences), sorted(expected.max(1)[errors]), rtol=1e-5)

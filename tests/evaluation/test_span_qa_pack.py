@@ -11,6 +11,7 @@ from official.nlp.tools import squad_evaluate_v1_1, squad_evaluate_v2_0
 
 from keras_bert.evaluation import comparison, report_sections, report_writer, span_qa_pack
 from keras_bert.evaluation import evidence_pack as ep
+from keras_bert.evaluation.model_record import check_comparable, model_record
 from keras_bert.evaluation.predictors import ModelInfo
 from tests.evaluation.tiny_task import squad_json
 
@@ -117,18 +118,11 @@ def test_count_bootstrap_of_exact_match():
 
 
 def test_v1_and_v2_readers_cannot_be_compared():
-    def info(version_2):
-        return ModelInfo(
-            "r",
-            "span_question_answering",
-            [],
-            True,
-            [],
-            True,
-            32,
-            {"version_2_with_negative": version_2},
-        )
+    def record(version_2):
+        settings = {"version_2_with_negative": version_2}
+        info = ModelInfo("r", "span_question_answering", [], True, [], True, 32, settings)
+        return model_record(info, "p")
 
-    comparison.check_comparable(info(True), info(True))
+    check_comparable(record(True), record(True))
     with pytest.raises(ValueError, match="differ in version_2_with_negative"):
-        comparison.check_comparable(info(False), info(True))
+        check_comparable(record(False), record(True))

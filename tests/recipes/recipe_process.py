@@ -3,6 +3,8 @@
 `run_recipe("run_ner.py", *flags)` runs recipes/run_ner.py with the repository on PYTHONPATH,
 TensorFlow's C++ logs quiet and no GPU visible, and returns the finished process (text output);
 `recipe_env()` is that environment, for tests that start the process themselves.
+`run_recipe_main("evaluate", *flags)` runs an absl recipe's `main` in this process instead (ram://
+paths, monkeypatched library code).
 `tiny_run_flags(vocab, ...)` are the flags every fine-tuning recipe test starts from: a bert_tiny
 encoder over `vocab`, short sequences, small batches; `exported_run_flags(...)` where the run
 writes and exports to.
@@ -10,8 +12,11 @@ writes and exports to.
 
 import os
 import pathlib
+import runpy
 import subprocess
 import sys
+
+from absl import flags
 
 from keras_bert.faults import ENV as CRASH_ENV
 
@@ -54,6 +59,20 @@ def run_recipe(
         text=True,
         timeout=timeout,
     )
+
+
+def run_recipe_main(name: str, *argv: str) -> None:
+    """Runs recipes/<name>.py's `main` in this process with `argv` as its flags, then removes
+    the flags it defined (each recipe defines its own into absl's global FLAGS)."""
+    module = f"recipe_{name}"
+    recipe = runpy.run_path(str(REPO / "recipes" / f"{name}.py"), run_name=module)
+    try:
+        flags.FLAGS([name, *argv])
+        recipe["main"]([name])
+    finally:
+        for flag in list(flags.FLAGS.flags_by_module_dict().get(module, [])):
+            delattr(flags.FLAGS, flag.name)
+        flags.FLAGS.unparse_flags()
 
 
 def tiny_run_flags(

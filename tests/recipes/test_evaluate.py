@@ -12,11 +12,19 @@ import sys
 import numpy as np
 import pytest
 
-from keras_bert.evaluation import behaviour, label_issues
+from keras_bert.evaluation import behaviour, label_issues, predictors
+from keras_bert.evaluation.diagnostic_sections import GATE_LEGEND, row_legend
 from keras_bert.evaluation.provenance import model_fingerprint
 from keras_bert.evaluation.report_writer import fmt, lookup
-from tests.evaluation.tiny_task import LABELS, TEXTS, heldout_rows, tiny_classifier, write_jsonl
-from tests.recipes.recipe_process import REPO, recipe_env, run_recipe
+from tests.evaluation.tiny_task import (
+    LABELS,
+    NER_TAGS,
+    TEXTS,
+    heldout_rows,
+    tiny_classifier,
+    write_jsonl,
+)
+from tests.recipes.recipe_process import REPO, recipe_env, run_recipe, run_recipe_main
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 
@@ -258,6 +266,69 @@ def chromium(url, profile):
     return subprocess.run(cmd, capture_output=True, text=True, timeout=120)
 
 
+ROW_LEGEND = (
+    "row: the 0-based data row of the held-out file (the header and blank JSON Lines lines not "
+    "counted); every row number in this report and metrics.json's row count this way."
+)
+
+
+def tables_and_legends(markdown: str) -> list[tuple[list[str], str]]:
+    """(the lines of each table, the line under it: its legend or "") of a report.md."""
+    lines, out, i = markdown.split("\n"), [], 0
+    while i < len(lines):
+        if not lines[i].startswith("|"):
+            i += 1
+            continue
+        start = i
+        while i < len(lines) and lines[i].startswith("|"):
+            i += 1
+        under = lines[i + 1] if i + 1 < len(lines) else ""
+        out.append((lines[start:i], under if under.startswith("Legend: ") else ""))
+    return out
+
+
+def test_report_numbers_rows_one_way_and_defines_its_status_words(single_report):
+    m = json.loads((single_report / "metrics.json").read_text())
+    md = (single_report / "report.md").read_text()
+    assert row_legend(m) == ROW_LEGEND
+    # One numbering: the 0-based data row (TEXTS[i] is data row i), never the file's line.
+    assert (
+        "heldout.jsonl-" not in md
+        and "heldout.jsonl-" not in (single_report / "report.html").read_text()
+    )
+    tables = tables_and_legends(md)
+    failures = next(t for t in tables if t[0][0].startswith("| row | text |"))
+    shown = [line.split(" | ")[:2] for line in failures[0][2:]]
+    assert shown == [[f"| {f['row']}", TEXTS[f["row"]]] for f in m["failures"]]
+    issues = next(t for t in tables if t[0][0] == "| row | given | suggested | score |")
+    assert [line.split(" | ")[:2] for line in issues[0][2:]] == [
+        [f"| {x['row']}", LABELS[x["row"] % 3]] for x in m["label_issues"]
+    ]  # the given label of that data row of heldout_rows()
+    leaks = next(t for t in tables if t[0][0].startswith("| held-out row | training row |"))
+    assert [line.split(" | ")[:2] for line in leaks[0][2:]] == [["| 0", "0"], ["| 3", "1"]]
+    for lines, legend in tables:  # every table that shows row numbers says how they count
+        if "row" in lines[0].split(" | ")[0]:
+            assert ROW_LEGEND in legend, lines[0]
+    # Every status word that marks a row is defined in the legend under its table.
+    behaviour_table = next(t for t in tables if t[0][0].startswith("| test | type | tested |"))
+    assert behaviour_table[1] == (
+        "Legend: tested: inputs the test ran on; failures: those that failed; failing: the test "
+        "has at least one failure, however few (the failure rate says how many); n/a: no input "
+        "to test."
+    )
+    for lines, legend in tables:
+        for line in lines:
+            if "** (" in line:
+                mark = line.split("** (")[1].split(")")[0]
+                assert f"{mark}: " in legend, line
+    slices = next(t for t in tables if t[0][0].startswith("| slice | value | examples | errors"))
+    assert slices[1] == (
+        "Legend: flagged: the slice's error is far above the overall one: it has at least 5 "
+        "examples and a one-sided binomial test of its errors against the overall error rate "
+        "gives p < 0.05."
+    )
+
+
 @pytest.mark.skipif(
     CHROMIUM is None,
     reason="chromium not installed (scripts/setup.sh installs "
@@ -360,6 +431,15 @@ def test_compare_two_models(models, tmp_path):
     assert_numbers_equal_metrics(keyed_numbers((out / "report.html").read_text()), m)
     md = (out / "report.md").read_text()
     assert "| metric | A: run_a | B: b.keras | delta | 95% CI |" in md
+    assert "heldout.jsonl-" not in md  # the disagreements by 0-based data row, as every row
+    lines, legend = next(t for t in tables_and_legends(md) if t[0][0].startswith("| row | text |"))
+    assert [line.split(" | ")[:2] for line in lines[2:]] == [
+        [f"| {r['row']}", TEXTS[r["row"]]] for r in d["examples"]
+    ]
+    assert legend == (
+        "Legend: right: the model whose prediction equals the gold one (neither: both are "
+        f"wrong). {ROW_LEGEND}"
+    )
     row = " | ".join(fmt(acc[k]) for k in ("a", "b", "delta"))
     assert f"| accuracy | {row} | [{fmt(acc['ci_low'])}, {fmt(acc['ci_high'])}] |" in md
     for png in ("confusion_a.png", "confusion_b.png", "reliability.png", "per_class_f1.png"):
@@ -448,7 +528,9 @@ def test_failing_gate_is_not_blessed_and_export_refuses(models, single_report, t
     assert record["model"] == m["provenance"]["models"]["model"]
     assert f"NOT_BLESSED ({out / 'NOT_BLESSED'}): latency.p99_ms = " in proc.stderr
     assert_numbers_equal_metrics(keyed_numbers((out / "report.html").read_text()), m)
-    assert "## Release gate: NOT_BLESSED" in (out / "report.md").read_text()
+    md = (out / "report.md").read_text()
+    assert "## Release gate: NOT_BLESSED" in md and "| **latency.p99_ms** (FAIL) |" in md
+    assert f"Legend: {GATE_LEGEND}" in md  # pass, FAIL, BLESSED, NOT_BLESSED defined
     refused = run_export(
         f"--model_dir={models['run_a']}",
         f"--export_base={tmp_path / 'exports'}",
@@ -498,3 +580,101 @@ def test_blessed_task_exports_and_another_model_is_refused(models, tmp_path):
     )
     assert done.returncode == 0, done.stderr[-3000:]
     assert (tmp_path / "exports" / "a" / "1" / "saved_model.pb").is_file()
+
+
+# The "model" records of reports of other kinds than run_a (a classifier over LABELS, fractions),
+# and the one line each baseline is refused with.
+OTHER_BASELINES = {
+    "regression": (
+        {"task_type": "regression", "label_names": []},
+        "cannot compare a classification model (run_a) with a regression model (base.keras)",
+    ),
+    "token_classification": (
+        {"task_type": "token_classification", "label_names": NER_TAGS},
+        "cannot compare a classification model (run_a) with a token_classification model "
+        "(base.keras)",
+    ),
+    "span_question_answering": (
+        {"task_type": "span_question_answering", "label_names": [], "metric_scale": "percent"},
+        "cannot compare a classification model (run_a) with a span_question_answering model "
+        "(base.keras)",
+    ),
+    "multiple_choice": (
+        {"task_type": "multiple_choice", "label_names": []},
+        "cannot compare a classification model (run_a) with a multiple_choice model (base.keras)",
+    ),
+    "other labels": (
+        {"task_type": "classification", "label_names": ["neg", "pos"]},
+        "the models have different label names: run_a ['neg', 'neutral', 'pos'], base.keras "
+        "['neg', 'pos']",
+    ),
+    "another scale": (
+        {"task_type": "classification", "label_names": LABELS, "metric_scale": "percent"},
+        "the models' metrics are on different scales: run_a fraction, base.keras percent "
+        "(fraction: 0-1, percent: 0-100)",
+    ),
+}
+
+
+class Unrun(predictors.Predictor):
+    """A model that is never to be run: what it is (`info`), and a test failure if it predicts."""
+
+    def __init__(self, name, labels):
+        self.info = predictors.ModelInfo(name, "classification", labels, False, [], True, 16)
+
+    def predict_inputs(self, inputs):
+        raise AssertionError("a prediction was made")
+
+
+def refusal_before_any_prediction(monkeypatch, capsys, tmp_path, *flags) -> str:
+    """The usage error of evaluate.py's `main` run in this process with `flags` on the held-out
+    file, where --model opens run_a (LABELS) and --compare base.keras (neg, pos), both `Unrun`;
+    returns the stderr line."""
+    models = {"run_a": Unrun("run_a", LABELS), "base.keras": Unrun("base.keras", ["neg", "pos"])}
+    monkeypatch.setattr(predictors, "open_predictor", lambda path, *args: models[path])
+    monkeypatch.setattr(sys, "argv", ["evaluate.py"])  # the program name of the message
+    data = write_jsonl(tmp_path / "heldout.jsonl", heldout_rows())
+    with pytest.raises(SystemExit) as e:
+        run_recipe_main(
+            "evaluate", "--noprogress", f"--data={data}", f"--output_dir={tmp_path / 'out'}", *flags
+        )
+    assert e.value.code == 2 and not (tmp_path / "out").exists()
+    return capsys.readouterr().err
+
+
+@pytest.mark.parametrize("kind", list(OTHER_BASELINES))
+def test_gate_refuses_a_baseline_of_another_kind(tmp_path, monkeypatch, capsys, kind):
+    measured, message = OTHER_BASELINES[kind]
+    baseline = tmp_path / "baseline"
+    baseline.mkdir()
+    record = {"name": "base.keras", "path": "in-process task (keras)", "max_seq_length": 16}
+    (baseline / "metrics.json").write_text(
+        json.dumps({"model": record | measured, "headline": {"accuracy": 0.5}})
+    )
+    gate = write_gate(tmp_path / "gate.json", [{"metric": "headline.accuracy", "max_decrease": 0}])
+    err = refusal_before_any_prediction(
+        monkeypatch, capsys, tmp_path, "--model=run_a", f"--gate={gate}", f"--baseline={baseline}"
+    )
+    assert err == f"evaluate.py: error: --baseline {baseline}: {message}\n"
+
+
+def test_compare_refuses_by_the_same_rule(tmp_path, monkeypatch, capsys):
+    err = refusal_before_any_prediction(
+        monkeypatch, capsys, tmp_path, "--model=run_a", "--compare=base.keras"
+    )
+    assert err == f"evaluate.py: error: {OTHER_BASELINES['other labels'][1]}\n"
+
+
+def test_a_baseline_that_is_no_one_model_report_is_refused(tmp_path, monkeypatch, capsys):
+    baseline = tmp_path / "cmp"  # a --compare report: "models", no "model"
+    baseline.mkdir()
+    (baseline / "metrics.json").write_text(json.dumps({"models": {}, "headline": {}}))
+    gate = write_gate(tmp_path / "gate.json", [{"metric": "headline.accuracy", "min": 0}])
+    err = refusal_before_any_prediction(
+        monkeypatch, capsys, tmp_path, "--model=run_a", f"--gate={gate}", f"--baseline={baseline}"
+    )
+    assert err == (
+        f"evaluate.py: error: --baseline {baseline}: its metrics.json is not a one-model "
+        "evaluation report (no model record); give the report of recipes/evaluate.py on one "
+        "model\n"
+    )

@@ -4,16 +4,14 @@ read back there, and no local `ram:` directory (what pathlib's folding of `ram:/
 
 ram:// lives in one process, so everything runs in process: the fine-tuning families through
 `driver.prepare` / `driver.run` (what `cli.run_recipe` calls), pretraining through
-`run_pretraining`, and the absl recipes through their `main` (`_run_absl_recipe`). An unreachable
+`run_pretraining`, and the absl recipes through their `main` (`recipe_process.run_recipe_main`). An unreachable
 remote URI is checked once in a subprocess (the exit status and the one stderr line) and in process.
 """
 
 import json
 import os
-import runpy
 
 import pytest
-from absl import flags
 
 from keras_bert import fileio
 from keras_bert.cli import check_paths_reachable
@@ -28,7 +26,7 @@ from tests.recipes.on_ram import (
     tiny_checkpoint,
     write,
 )
-from tests.recipes.recipe_process import REPO, run_recipe
+from tests.recipes.recipe_process import run_recipe, run_recipe_main
 
 SST2 = [("a good film", 1), ("a bad film", 0), ("great plot", 1), ("dull movie", 0)] * 3
 TEXT = "\n".join(
@@ -53,7 +51,6 @@ def _fine_tune_sst2(ram: str, dev_rows, output_dir: str) -> tuple[dict, dict]:
         init_checkpoint=tiny_checkpoint(ram, f"{ram}/vocab.txt"),
         max_seq_length=8,
         train_batch_size=4,
-        min_train_steps=0,
         **quiet_epoch(output_dir),
     )
     return run_and_assert_kept(classification, args, "task_name", "data_dir", "init_checkpoint")
@@ -80,7 +77,6 @@ def test_run_ner_on_ram(ram):
         init_checkpoint=tiny_checkpoint(ram, f"{ram}/vocab.txt"),
         max_seq_length=8,
         train_batch_size=2,
-        min_train_steps=0,
         **quiet_epoch(f"{ram}/ner"),
     )
     run_family(ner, args)
@@ -90,24 +86,10 @@ def test_run_ner_on_ram(ram):
     assert fileio.read_json(f"{ram}/ner/metrics.json")["family"] == "ner"
 
 
-def _run_absl_recipe(name: str, *argv: str) -> None:
-    """Runs recipes/<name>.py's `main` in this process with `argv` as its flags, then removes
-    the flags it defined (each recipe defines its own into absl's global FLAGS)."""
-    module = f"recipe_{name}"
-    recipe = runpy.run_path(str(REPO / "recipes" / f"{name}.py"), run_name=module)
-    try:
-        flags.FLAGS([name, *argv])
-        recipe["main"]([name])
-    finally:
-        for flag in list(flags.FLAGS.flags_by_module_dict().get(module, [])):
-            delattr(flags.FLAGS, flag.name)
-        flags.FLAGS.unparse_flags()
-
-
 @pytest.mark.slow  # about 15-30 s on 2 CPU cores
 def test_vocab_pretraining_data_pretraining_and_features_on_ram(ram, capsys):
     fileio.write_text(f"{ram}/corpus/a.txt", TEXT + "\n")
-    _run_absl_recipe(
+    run_recipe_main(
         "create_vocab",
         f"--input_file={ram}/corpus/*.txt",
         f"--vocab_file={ram}/learned/vocab.txt",
@@ -120,7 +102,7 @@ def test_vocab_pretraining_data_pretraining_and_features_on_ram(ram, capsys):
     assert record["config"]["vocab_file"] == f"{ram}/learned/vocab.txt"
     assert record["vocab_size_written"] == len(learned) - 1
 
-    _run_absl_recipe(
+    run_recipe_main(
         "create_pretraining_data",
         f"--input_file={ram}/corpus/a.txt",
         f"--output_file={ram}/shards/train.tfrecord",
@@ -169,7 +151,7 @@ def test_vocab_pretraining_data_pretraining_and_features_on_ram(ram, capsys):
     ]
 
     fileio.write_text(f"{ram}/sentences.txt", "a good film\nthe plot ||| was dull\n")
-    _run_absl_recipe(
+    run_recipe_main(
         "extract_features",
         f"--input_file={ram}/sentences.txt",
         f"--output_file={ram}/features/out.jsonl",
@@ -195,7 +177,7 @@ def test_evaluate_on_ram(ram):
     _fine_tune_sst2(ram, SST2, f"{ram}/run")
     held_out = "text,label\n" + "".join(f"{t},{'positive' if y else 'negative'}\n" for t, y in SST2)
     fileio.write_text(f"{ram}/heldout.csv", held_out)
-    _run_absl_recipe(
+    run_recipe_main(
         "evaluate",
         f"--model={ram}/run",
         f"--data={ram}/heldout.csv",
