@@ -24,11 +24,13 @@ Deliberate difference: a string output that is not valid UTF-8 prints as `{"b64"
 writes the raw bytes, which makes the whole response invalid JSON).
 """
 
+import itertools
 import json
 import math
 
 import grpc
 import numpy as np
+import orjson
 
 from serving import dtypes as dt, errors
 from tensorflow.core.example import feature_pb2
@@ -61,6 +63,21 @@ def parse_json(body: bytes):
     if not body:
         raise errors.invalid_argument("JSON Parse error: The document is empty")
     try:
+        # orjson keeps integers outside [-2**63, 2**64) as doubles, as rapidjson does.
+        doc = orjson.loads(body)
+    except orjson.JSONDecodeError:
+        # What orjson does not take (NaN / Infinity, numbers past a double, lone surrogates,
+        # nesting past 1,024 levels, errors) Python's parser reads, or words the error of.
+        doc = _parse_with_python(body)
+    if not isinstance(doc, dict):
+        raise errors.invalid_argument(f"JSON Value: {value_to_string(doc)} Is not object")
+    return doc
+
+
+def _parse_with_python(body: bytes):
+    """json.loads with TF Serving's errors; integers outside [-2**63, 2**64) become doubles, as
+    rapidjson keeps them (`_parse_int`)."""
+    try:
         doc = json.loads(body, parse_int=_parse_int)
     except UnicodeDecodeError:
         raise errors.invalid_argument("JSON Parse error: Invalid encoding in string.") from None
@@ -71,8 +88,6 @@ def parse_json(body: bytes):
     except json.JSONDecodeError as e:
         what = "Invalid value" if e.msg.startswith("Expecting value") else e.msg
         raise errors.invalid_argument(f"JSON Parse error: {what} at offset: {e.pos}") from None
-    if not isinstance(doc, dict):
-        raise errors.invalid_argument(f"JSON Value: {value_to_string(doc)} Is not object")
     return doc
 
 
@@ -90,13 +105,23 @@ def json_type(value) -> str:
 
 
 def value_to_string(value, limit=200) -> str:
-    """`value` as JSON text for an error message, cut at `limit` characters (a value nested too
-    deeply to print is described, not printed)."""
+    """`value` as JSON text for an error message, cut at `limit` characters. The text is made
+    piece by piece and only up to the cut, so printing a part of a 64 MB body costs what the
+    part costs (a value nested too deeply to print is described, not printed)."""
+    pieces, size = [], 0
     try:
-        text = json.dumps(value, ensure_ascii=False)
+        for piece in _PRINTER.iterencode(value):
+            pieces.append(piece)
+            size += len(piece)
+            if size > limit:
+                break
     except RecursionError:
         return f"<a JSON {json_type(value)} nested too deeply to print>"
+    text = "".join(pieces)
     return text if len(text) <= limit else text[:limit] + "..."
+
+
+_PRINTER = json.JSONEncoder(ensure_ascii=False)
 
 
 def signature_name(doc) -> str:
@@ -267,12 +292,97 @@ def to_array(values, shape, dtype) -> np.ndarray:
     return np.array(values, dtype=dtype.as_numpy_dtype).reshape(shape)
 
 
-def value_to_array(value, dtype, check=None):
+def _dense_leaves(value, shape):
+    """The leaves of `value` in row-major order when it is a dense nest of lists of `shape` whose
+    leaves are not lists, else None. Each level is checked and flattened by C loops (`map`,
+    `set`, `chain`), not a Python call per element."""
+    nodes = [value]
+    for size in shape:
+        if set(map(type, nodes)) != {list} or set(map(len, nodes)) != {size}:
+            return None if nodes else []
+        nodes = list(itertools.chain.from_iterable(nodes))
+    return None if list in set(map(type, nodes)) else nodes
+
+
+def _integer_array(value, shape, dtype):
+    """numpy's own conversion of a nest of JSON integers (C loops throughout), for a body that
+    holds no `true` / `false` (numpy would read them as 1 / 0); None unless every leaf is an
+    integer that `dtype` takes and the nest is dense with `shape`."""
+    try:
+        array = np.array(value)
+    except (ValueError, OverflowError, TypeError):
+        return None
+    if array.dtype.kind not in "iu" or array.shape != tuple(shape) or not array.size:
+        return None
+    low, high = int(array.min()), int(array.max())
+    if dtype in _MAX_EXACT_INT:
+        if max(-low, high) > _MAX_EXACT_INT[dtype]:
+            return None
+        return array.astype(dtype.as_numpy_dtype)
+    if not _INT_RANGES[dtype][0] <= low <= high <= _INT_RANGES[dtype][1]:
+        return None
+    wide = np.uint64 if dtype == dt.uint64 else np.int64  # int8/int16/uint8 wrap, as int_val
+    return array.astype(wide).astype(dtype.as_numpy_dtype)
+
+
+def _fast_array(value, dtype, plain_numbers=False):
+    """`value` as a numpy array of `dtype` by whole-array conversion, or None when it is not the
+    plain case (dense, one JSON type of leaf that `dtype` takes, every value in range); then the
+    element-by-element path (`_fill`, `_scalar`) converts it or words its error. Both accept and
+    produce the same: this path only takes what that one would take unchanged.
+    `plain_numbers`: the body holds no `true` / `false`, so integers go through numpy alone."""
+    shape = dense_shape(value)
+    if plain_numbers and (dtype in _MAX_EXACT_INT or dtype in _INT_RANGES):
+        array = _integer_array(value, shape, dtype)
+        if array is not None:
+            return array
+    leaves = _dense_leaves(value, shape)
+    if leaves is None:
+        return None
+    if not leaves:
+        return to_array([], shape, dtype) if dtype in _FAST_DTYPES else None
+    kinds = set(map(type, leaves))
+    if dtype == dt.string:
+        if kinds != {str}:
+            return None  # {"b64": ...} objects or wrong types: element by element
+        return to_array([x.encode("utf-8", "surrogatepass") for x in leaves], shape, dtype)
+    if dtype == dt.bool_:
+        return np.array(leaves, np.bool_).reshape(shape) if kinds == {bool} else None
+    if kinds != {int}:
+        if kinds == {float} and dtype in (dt.float32, dt.float64):
+            array = np.array(leaves, np.float64)
+            finite = array[np.isfinite(array)]
+            if finite.size and np.abs(finite).max() > np.finfo(dtype.as_numpy_dtype).max:
+                return None
+            return array.astype(dtype.as_numpy_dtype).reshape(shape)
+        return None
+    low, high = min(leaves), max(leaves)
+    if dtype in _MAX_EXACT_INT:
+        if max(-low, high) > _MAX_EXACT_INT[dtype]:
+            return None
+        return np.array(leaves, np.float64).astype(dtype.as_numpy_dtype).reshape(shape)
+    if (
+        dtype not in _INT_RANGES
+        or not _INT_RANGES[dtype][0] <= low <= high <= _INT_RANGES[dtype][1]
+    ):
+        return None
+    return to_array(leaves, shape, dtype)
+
+
+_FAST_DTYPES = {dt.string, dt.bool_, *_MAX_EXACT_INT, *_INT_RANGES}
+
+
+def value_to_array(value, dtype, check=None, plain_numbers=False):
     """(numpy array, shape) of one JSON value for an input of `dtype`; `check(shape)`, when
-    given, sees the shape its nesting declares before any element is converted."""
-    shape, leaves = dense_shape(value), []
+    given, sees the shape its nesting declares before any element is converted
+    (`plain_numbers`: see `_fast_array`)."""
+    shape = dense_shape(value)
     if check is not None:
         check(shape)
+    array = _fast_array(value, dtype, plain_numbers)
+    if array is not None:
+        return array, shape
+    leaves = []
     _fill(value, 0, shape, dtype, leaves)
     return to_array(leaves, shape, dtype), shape
 
@@ -286,7 +396,7 @@ def _no_check(alias, shape):
     return None
 
 
-def predict_inputs(doc, dtypes: dict, check=_no_check):
+def predict_inputs(doc, dtypes: dict, check=_no_check, plain_numbers=False):
     """FillPredictRequestFromJson after the signature is known.
 
     Args:
@@ -294,6 +404,8 @@ def predict_inputs(doc, dtypes: dict, check=_no_check):
             signature's inputs). check: `check(alias, shape)` sees each input's whole shape as
             the body declares it (the row count, then the first row's nesting) before any of its
             elements is converted, and raises to refuse it (`serving.tensors.check_shape`).
+        plain_numbers: the body holds no `true` / `false` literal (`holds_no_booleans`), which
+            lets integers be converted by numpy alone.
     Returns:
         (dict alias -> numpy array, ROW or COLUMNAR).
     Raises:
@@ -312,9 +424,9 @@ def predict_inputs(doc, dtypes: dict, check=_no_check):
             "Excepting 'instances' to be an list/array",
             "No values in 'instances' array",
         )
-        return _row_inputs(instances, dtypes, check), ROW
+        return _row_inputs(instances, dtypes, check, plain_numbers), ROW
     if has_inputs:
-        return _columnar_inputs(doc["inputs"], dtypes, check), COLUMNAR
+        return _columnar_inputs(doc["inputs"], dtypes, check, plain_numbers), COLUMNAR
     raise errors.invalid_argument("Missing 'inputs' or 'instances' key")
 
 
@@ -354,7 +466,33 @@ class _Batch:
         }
 
 
-def _row_inputs(instances, dtypes, check):
+def holds_no_booleans(body: bytes) -> bool:
+    """True when the request body has no `true` / `false` anywhere (strings included), so no
+    parsed value is a bool (`predict_inputs`' plain_numbers)."""
+    return b"true" not in body and b"false" not in body
+
+
+def _fast_rows(instances, dtypes, names, objects, plain_numbers=False):
+    """The plain case of the row format converted input by input as whole arrays: every row an
+    object holding exactly the input names (or, with one input, every row a value), each input's
+    rows dense and of one shape. None otherwise (then the row-by-row path converts it or words
+    its error)."""
+    if objects:
+        keys = set(names)
+        if "b64" in keys or not all(type(e) is dict and e.keys() == keys for e in instances):
+            return None
+        columns = {name: [e[name] for e in instances] for name in names}
+    else:
+        columns = {names[0]: instances}
+    arrays = {}
+    for name, column in columns.items():
+        arrays[name] = _fast_array(column, dtypes[name], plain_numbers)
+        if arrays[name] is None:
+            return None
+    return arrays
+
+
+def _row_inputs(instances, dtypes, check, plain_numbers=False):
     """FillTensorMapFromInstancesList."""
     if not isinstance(instances[0], dict) and len(dtypes) > 1:
         raise errors.invalid_argument(
@@ -368,6 +506,9 @@ def _row_inputs(instances, dtypes, check):
     for name, value in first:
         if name in dtypes:
             check(name, [len(instances)] + dense_shape(value))
+    arrays = _fast_rows(instances, dtypes, names, objects, plain_numbers)
+    if arrays is not None:
+        return arrays
     for row, element in enumerate(instances):
         if objects:
             if not _is_element_object(element):
@@ -401,7 +542,7 @@ def _row_inputs(instances, dtypes, check):
     return batch.arrays(len(instances))
 
 
-def _columnar_inputs(value, dtypes, check):
+def _columnar_inputs(value, dtypes, check, plain_numbers=False):
     """FillTensorMapFromInputsMap: keys that are not inputs are ignored, as in TF Serving."""
     if not isinstance(value, dict) or is_b64_object(value):
         if len(dtypes) > 1:
@@ -410,13 +551,15 @@ def _columnar_inputs(value, dtypes, check):
                 "multiple input tensors required as per tensorinfo_map"
             )
         ((name, dtype),) = dtypes.items()
-        return {name: value_to_array(value, dtype, lambda shape: check(name, shape))[0]}
+        return {
+            name: value_to_array(value, dtype, lambda shape: check(name, shape), plain_numbers)[0]
+        }
     arrays = {}
     for name in sorted(dtypes):
         if name not in value:
             raise errors.invalid_argument(f"Missing named input: {name} in 'inputs' object.")
         arrays[name] = value_to_array(
-            value[name], dtypes[name], lambda shape, name=name: check(name, shape)
+            value[name], dtypes[name], lambda shape, name=name: check(name, shape), plain_numbers
         )[0]
     return arrays
 

@@ -14,18 +14,31 @@ TensorFlow Serving maps the gRPC code to (400 INVALID_ARGUMENT / FAILED_PRECONDI
 429 RESOURCE_EXHAUSTED, 501 UNIMPLEMENTED, 503 UNAVAILABLE, 500 INTERNAL); a body over
 --max_request_bytes is 413. Status and metadata print every field TF Serving's JSON printer prints,
 default-valued ones included.
+
+The HTTP server is Tornado's (`RestServer`): one asyncio loop holds every connection, so an idle
+or slow one costs a socket and no thread; the model calls run on a bounded pool of
+`RestOptions.num_threads` threads; connections past `max_connections` are answered 503 and
+closed; a request's header must arrive within `idle_timeout_s` of the connection's last response
+(or of its start) and its body within `body_timeout_s`, both as whole deadlines, so a client that
+trickles a byte at a time cannot hold a connection (Python's `http.server`, used before, held a
+thread per connection and no deadline).
 """
 
-import http.server
+import asyncio
+import concurrent.futures
+import dataclasses
+import http
 import json
 import logging
 import re
-import ssl
-import sys
+import socket
 import threading
+import time
 
-import grpc
+import tornado.httpserver
+import tornado.netutil
 from google.protobuf import json_format
+from tornado import httputil
 from tensorflow_serving.apis import (
     classification_pb2,
     get_model_metadata_pb2,
@@ -113,10 +126,10 @@ class RestApi:
         signature_name = json_tensor.signature_name(doc)
         verb = match["verb"].lower()
         if verb == "predict":
-            return self._predict(match, doc, signature_name)
+            return self._predict(match, doc, signature_name, json_tensor.holds_no_booleans(body))
         return self._classify_regress(match, doc, signature_name, verb)
 
-    def _predict(self, match, doc, signature_name):
+    def _predict(self, match, doc, signature_name, plain_numbers=False):
         request = predict_pb2.PredictRequest()
         self._spec(request.model_spec, match, signature_name)
         key, row = signature_name or DEFAULT_SIGNATURE, [False]
@@ -131,6 +144,7 @@ class RestApi:
                     lambda alias, shape: tensors.check_shape(
                         signature, alias, shape, self.service.limits
                     ),
+                    plain_numbers,
                 )
                 row[0] = fmt == json_tensor.ROW
                 for alias, array in arrays.items():
@@ -165,138 +179,282 @@ def _is_api_path(path):
     return path[:4].lower() == "/v1/"
 
 
-def make_handler(api: RestApi, metrics):
-    class Handler(http.server.BaseHTTPRequestHandler):
-        protocol_version = "HTTP/1.1"
-        server_version = "keras-bert-serving"
-        timeout = 120  # seconds of socket inactivity before a connection is dropped
-
-        def setup(self):
-            super().setup()  # applies `timeout` to the socket, the handshake included
-            if isinstance(self.connection, ssl.SSLSocket):
-                self.connection.do_handshake()
-
-        def log_message(self, fmt, *args):  # quiet: one debug line per request
-            _LOG.debug("rest %s", fmt % args)
-
-        def _drain(self, length, cap=256 << 20):
-            # Read (and drop) an oversized body so the client sees the 413 instead of a broken pipe.
-            left = min(length, cap)
-            while left > 0:
-                chunk = self.rfile.read(min(left, 1 << 16))
-                if not chunk:
-                    break
-                left -= len(chunk)
-
-        def _send(self, status, body, content_type="application/json"):
-            if isinstance(body, str):
-                body = body.encode("utf-8")
-            elif not isinstance(body, bytes):
-                body = json.dumps(body, ensure_ascii=False).encode("utf-8")
-            self.send_response(status)
-            self.send_header("Content-Type", content_type)
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-
-        def _error(self, error):
-            self._send(
-                error.http_status if isinstance(error, errors.ServingError) else 500,
-                {"error": error.message if isinstance(error, errors.ServingError) else str(error)},
-            )
-
-        def _answered(self, verb, handle):
-            """Runs `handle()`, which sends the response, and answers its errors as JSON: a
-            ServingError with its own HTTP status, anything else logged with its traceback and
-            answered 500 (INTERNAL), the same for GET and POST."""
-            try:
-                return handle()
-            except errors.ServingError as e:
-                return self._error(e)
-            except Exception as e:
-                _LOG.exception("REST %s failed", verb)
-                return self._error(
-                    errors.ServingError(grpc.StatusCode.INTERNAL, f"{type(e).__name__}: {e}")
-                )
-
-        def do_GET(self):
-            return self._answered("GET", self._get)
-
-        def _get(self):
-            path = self.path.split("?")[0]
-            if path == METRICS_PATH:
-                body, content_type = metrics.exposition()
-                return self._send(200, body, content_type)
-            if not _is_api_path(path):
-                return self._send(404, {"error": f"Not Found: GET {path}"})
-            return self._send(200, api.get(path))
-
-        def do_POST(self):
-            return self._answered("POST", self._post)
-
-        def _post(self):
-            length = self.headers.get("Content-Length")
-            if length is None:
-                self.close_connection = True
-                return self._send(411, {"error": "Content-Length header is required"})
-            length = int(length)
-            if length > api.max_request_bytes:
-                self.close_connection = True
-                self._drain(length)
-                return self._send(
-                    413,
-                    {
-                        "error": f"request body of {length} bytes exceeds "
-                        f"--max_request_bytes={api.max_request_bytes}"
-                    },
-                )
-            body, path = self.rfile.read(length), self.path.split("?")[0]
-            if not _is_api_path(path):
-                return self._send(404, {"error": f"Not Found: POST {path}"})
-            return self._send(200, api.post(path, body))
-
-    return Handler
+def _is_api_path(path):
+    """TF Serving routes `(?i)/v1/.*` to its REST handler; anything else is 404 from the HTTP server."""
+    return path[:4].lower() == "/v1/"
 
 
-class _HTTPServer(http.server.ThreadingHTTPServer):
-    daemon_threads = True
+@dataclasses.dataclass(frozen=True)
+class RestOptions:
+    """The REST port's bounds (the server's --rest_api_* flags).
 
-    def handle_error(self, request, client_address):
-        # A refused TLS handshake (no or untrusted client certificate, a plain-HTTP caller) or a
-        # client that went away is the client's problem: one debug line, not a traceback.
-        error = sys.exc_info()[1]
-        if isinstance(error, (ssl.SSLError, ConnectionError, TimeoutError)):
-            _LOG.debug("rest connection from %s dropped: %s", client_address, error)
+    num_threads: threads answering requests (model calls, JSON conversion); more requests wait.
+    max_connections: open connections held at once; more are answered 503 and closed.
+    idle_timeout_s: a request's header must be whole within this many seconds of the connection
+        opening or of its last response (a keep-alive connection idle longer is closed).
+    body_timeout_s: a request's body must be whole within this many seconds of its header.
+    max_header_bytes: the most bytes of a request line and headers.
+    backlog: the listen queue of connections not yet accepted.
+    """
+
+    num_threads: int = 16
+    max_connections: int = 2000
+    idle_timeout_s: float = 60.0
+    body_timeout_s: float = 60.0
+    max_header_bytes: int = 64 << 10
+    backlog: int = 1024
+
+
+# An oversized body is read (and dropped) up to this many bytes so the client sees the 413
+# instead of a connection reset; past it the connection is closed unanswered.
+DRAIN_CAP_BYTES = 256 << 20
+_JSON = "application/json"
+
+
+def _json_body(value) -> bytes:
+    if isinstance(value, bytes):
+        return value
+    if isinstance(value, str):
+        return value.encode("utf-8")
+    return json.dumps(value, ensure_ascii=False).encode("utf-8")
+
+
+class _Responder:
+    """What the REST port answers, apart from the HTTP transport: (status, body bytes, content
+    type) for a method, a path and a body. Errors are JSON: a ServingError with its own HTTP
+    status, anything else logged with its traceback and answered 500 (INTERNAL)."""
+
+    def __init__(self, api: RestApi, metrics):
+        self.api, self.metrics = api, metrics
+
+    def answer(self, method, path, body):
+        try:
+            return self._answer(method, path, body)
+        except errors.ServingError as e:
+            return e.http_status, _json_body({"error": e.message}), _JSON
+        except Exception as e:
+            _LOG.exception("REST %s failed", method)
+            return 500, _json_body({"error": f"{type(e).__name__}: {e}"}), _JSON
+
+    def _answer(self, method, path, body):
+        if method == "GET" and path == METRICS_PATH:
+            text, content_type = self.metrics.exposition()
+            return 200, _json_body(text), content_type
+        if not _is_api_path(path):
+            return 404, _json_body({"error": f"Not Found: {method} {path}"}), _JSON
+        if method == "GET":
+            return 200, _json_body(self.api.get(path)), _JSON
+        if method == "POST":
+            return 200, _json_body(self.api.post(path, body)), _JSON
+        raise errors.invalid_argument(f"Malformed request: {method} {path}")
+
+
+class _Exchange(httputil.HTTPMessageDelegate):
+    """One request on a connection: its header, its body, then the answer from the thread pool."""
+
+    def __init__(self, port, connection):
+        self.port, self.connection = port, connection
+        self.chunks, self.refusal = [], None
+
+    def headers_received(self, start_line, headers):
+        self.method, self.path = start_line.method, start_line.path.split("?")[0]
+        if self.method != "POST":
             return
-        super().handle_error(request, client_address)
+        length = headers.get("Content-Length")
+        if length is not None and not length.isdigit():
+            return  # Tornado answers 400 for a Content-Length that is not one integer
+        if length is None:
+            self.refusal = (411, {"error": "Content-Length header is required"})
+        elif int(length) > self.port.max_request_bytes:
+            self.refusal = (
+                413,
+                {
+                    "error": f"request body of {length} bytes exceeds "
+                    f"--max_request_bytes={self.port.max_request_bytes}"
+                },
+            )
+            self.connection.set_max_body_size(min(int(length), DRAIN_CAP_BYTES))
+
+    def data_received(self, chunk):
+        if self.refusal is None:
+            self.chunks.append(chunk)
+
+    def finish(self):
+        asyncio.ensure_future(self._respond())
+
+    def on_connection_close(self):
+        self.chunks = []
+
+    async def _respond(self):
+        close = self.refusal is not None
+        if close:
+            status, body, content_type = self.refusal[0], _json_body(self.refusal[1]), _JSON
+        else:
+            status, body, content_type = await asyncio.get_running_loop().run_in_executor(
+                self.port.pool,
+                self.port.responder.answer,
+                self.method,
+                self.path,
+                b"".join(self.chunks),
+            )
+        self.chunks = []
+        headers = httputil.HTTPHeaders(
+            {
+                "Content-Type": content_type,
+                "Content-Length": str(len(body)),
+                "Server": "keras-bert-serving",
+            }
+        )
+        if close:
+            headers["Connection"] = "close"
+        reason = http.HTTPStatus(status).phrase
+        try:
+            written = self.connection.write_headers(
+                httputil.ResponseStartLine("HTTP/1.1", status, reason), headers, body
+            )
+            self.connection.finish()
+        except Exception as e:  # the client went away while the answer was computed
+            _LOG.debug("rest response not sent: %s", e)
+            return
+        if close:
+            written.add_done_callback(lambda _: self.connection.stream.close())
+
+
+# A refused connection is kept open this long, at most LINGER_MAX of them at a time, so its
+# client can read the 503 (past that, refused connections are closed at once).
+LINGER_S = 1.0
+LINGER_MAX = 256
+_REFUSED_BODY = _json_body({"error": "too many open connections (--rest_api_max_connections)"})
+_REFUSED = (
+    b"HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\nConnection: close\r\n"
+    + f"Content-Length: {len(_REFUSED_BODY)}\r\n\r\n".encode()
+    + _REFUSED_BODY
+)
+
+
+class _HTTPServer(tornado.httpserver.HTTPServer, httputil.HTTPServerConnectionDelegate):
+    """Tornado's HTTP/1.1 server with a bound on open connections; each request goes to an
+    `_Exchange`."""
+
+    def initialize(self, port, **kwargs):
+        super().initialize(self, **kwargs)
+        self.port, self._lingering = port, 0
+
+    def handle_stream(self, stream, address):
+        if len(self._connections) >= self.port.options.max_connections:
+            self.port.refused += 1
+            if hasattr(stream, "wait_for_handshake") or self._lingering >= LINGER_MAX:
+                stream.close()  # TLS: no handshake is spent on a connection that is refused
+            else:
+                asyncio.ensure_future(self._refuse(stream))
+            return
+        super().handle_stream(stream, address)
+
+    async def _refuse(self, stream):
+        """Answers 503, then reads (and drops) what the client still sends for up to LINGER_S
+        before closing: closing with unread bytes resets the connection, and the client would
+        lose the answer."""
+        self._lingering += 1
+        try:
+            await stream.write(_REFUSED)
+            stream.socket.shutdown(socket.SHUT_WR)
+            deadline = time.monotonic() + LINGER_S
+            while time.monotonic() < deadline:
+                await asyncio.wait_for(
+                    stream.read_bytes(1 << 16, partial=True), deadline - time.monotonic()
+                )
+        except Exception:  # the client closed (the usual end), reset, or the linger ran out
+            pass
+        finally:
+            self._lingering -= 1
+            stream.close()
+
+    def start_request(self, server_conn, request_conn):
+        return _Exchange(self.port, request_conn)
+
+
+def raise_open_files_limit(connections: int):
+    """Raises this process's soft limit on open files (often 1,024) towards its hard limit so
+    that `connections` sockets fit beside the model files; logs when it cannot."""
+    import resource  # Unix only; the server runs on Linux
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    want = connections + 256
+    if soft == resource.RLIM_INFINITY or soft >= want:
+        return
+    new = want if hard == resource.RLIM_INFINITY else min(want, hard)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (new, hard))
+    if new < want:
+        _LOG.warning(
+            "open files limited to %d (hard limit): fewer than --rest_api_max_connections=%d "
+            "connections may be held",
+            new,
+            connections,
+        )
 
 
 class RestServer:
-    """ThreadingHTTPServer on (host, port) serving the REST API in a daemon thread.
+    """The REST API on (host, port), served by Tornado on an asyncio loop of its own thread.
 
     With `ssl_context` (`serving.ssl_config.rest_ssl_context`, from --ssl_config_file; our
-    extension, TF Serving's REST port is plain HTTP) it speaks HTTPS only. The TLS handshake runs
-    in the connection's own thread (`Handler.setup`), under the handler's socket timeout, so a
-    slow or refused client never holds up the accept loop.
+    extension, TF Serving's REST port is plain HTTP) it speaks HTTPS only; handshakes run on the
+    loop, within the header deadline, so a slow or refused client never holds up another.
+    The port is bound in the constructor (errors then, and `port` known); `start` serves.
     """
 
-    def __init__(self, host, port, api, metrics, ssl_context=None):
-        handler = make_handler(api, metrics)
-        self._httpd = _HTTPServer((host, port), handler)
-        if ssl_context is not None:
-            self._httpd.socket = ssl_context.wrap_socket(
-                self._httpd.socket, server_side=True, do_handshake_on_connect=False
-            )
-        self._thread = threading.Thread(target=self._httpd.serve_forever, name="rest", daemon=True)
+    def __init__(self, host, port, api, metrics, ssl_context=None, options=RestOptions()):
+        self.options, self.max_request_bytes = options, api.max_request_bytes
+        # Tornado logs each malformed or timed-out connection at INFO: a client's problem.
+        logging.getLogger("tornado.general").setLevel(logging.WARNING)
+        self.responder = _Responder(api, metrics)
+        self.refused = 0
+        self._ssl_context = ssl_context
+        self._sockets = tornado.netutil.bind_sockets(
+            port, address=host, family=socket.AF_UNSPEC, backlog=options.backlog
+        )
+        self.pool = concurrent.futures.ThreadPoolExecutor(
+            max_workers=options.num_threads, thread_name_prefix="rest"
+        )
+        self._loop = self._stopping = None
+        self._ready = threading.Event()
+        self._thread = threading.Thread(target=self._serve, name="rest", daemon=True)
 
     @property
     def port(self):
-        return self._httpd.server_address[1]
+        return self._sockets[0].getsockname()[1]
 
     def start(self):
         self._thread.start()
+        self._ready.wait()
         return self
 
+    def _serve(self):
+        asyncio.run(self._main())
+
+    async def _main(self):
+        self._loop, self._stopping = asyncio.get_running_loop(), asyncio.Event()
+        server = _HTTPServer(
+            port=self,
+            ssl_options=self._ssl_context,
+            idle_connection_timeout=self.options.idle_timeout_s,
+            body_timeout=self.options.body_timeout_s,
+            max_header_size=self.options.max_header_bytes,
+            max_body_size=self.max_request_bytes,
+        )
+        server.add_sockets(self._sockets)
+        self._ready.set()
+        await self._stopping.wait()
+        server.stop()
+        try:
+            await asyncio.wait_for(server.close_all_connections(), 5)
+        except asyncio.TimeoutError:
+            pass
+
     def stop(self):
-        self._httpd.shutdown()
-        self._httpd.server_close()
+        if self._loop is not None and self._thread.is_alive():
+            self._loop.call_soon_threadsafe(self._stopping.set)
+            self._thread.join(timeout=10)
+        else:
+            for sock in self._sockets:
+                sock.close()
+        self.pool.shutdown(wait=False, cancel_futures=True)

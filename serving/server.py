@@ -61,7 +61,7 @@ from serving.model_manager import (
     ModelManager,
     check_configs,
 )
-from serving.rest import RestApi, RestServer
+from serving.rest import RestApi, RestOptions, RestServer, raise_open_files_limit
 
 _LOG = logging.getLogger("serving")
 _FLAGS = flags.FLAGS
@@ -118,6 +118,28 @@ flags.DEFINE_boolean(
     "name does the same).",
 )
 flags.DEFINE_integer("grpc_max_threads", 16, "gRPC worker threads.")
+flags.DEFINE_integer(
+    "rest_api_num_threads",
+    RestOptions.num_threads,
+    "Threads answering REST requests (tensorflow_model_server's flag); the connections "
+    "themselves take no thread.",
+)
+flags.DEFINE_integer(
+    "rest_api_max_connections",
+    RestOptions.max_connections,
+    "Most REST connections open at once; more are answered 503 and closed.",
+)
+flags.DEFINE_float(
+    "rest_api_idle_timeout_seconds",
+    RestOptions.idle_timeout_s,
+    "A REST request's header must be whole within this many seconds of the connection "
+    "opening or of its previous response; an idle keep-alive connection is closed after it.",
+)
+flags.DEFINE_float(
+    "rest_api_body_timeout_seconds",
+    RestOptions.body_timeout_s,
+    "A REST request's body must be whole within this many seconds of its header.",
+)
 flags.DEFINE_string(
     "ssl_config_file",
     "",
@@ -283,6 +305,7 @@ class ModelServer:
             TLS on the gRPC port (mutual TLS with client_verify) and HTTPS on the REST port.
         request_log_max_file_bytes, request_log_queue_size: see `request_logger.RequestLogger`
             (the configs' logging_config entries say what is logged where).
+        rest_options: rest.RestOptions, the REST port's bounds (threads, connections, deadlines).
     """
 
     def __init__(
@@ -306,6 +329,7 @@ class ModelServer:
         tls_config=None,
         request_log_max_file_bytes=request_logger.DEFAULT_MAX_FILE_BYTES,
         request_log_queue_size=request_logger.DEFAULT_QUEUE_SIZE,
+        rest_options=RestOptions(),
     ):
         self.metrics = Metrics()
         self.request_log = request_logger.RequestLogger(
@@ -370,6 +394,7 @@ class ModelServer:
                 ssl_context=(
                     ssl_config.rest_ssl_context(tls_config) if tls_config is not None else None
                 ),
+                options=rest_options,
             )
             if rest_api_port
             else None
@@ -478,6 +503,8 @@ def main(argv):
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
         stream=sys.stderr,
     )
+    if _FLAGS.rest_api_port:
+        raise_open_files_limit(_FLAGS.rest_api_max_connections)
     # TensorFlow's runtime set-up, at its first use: the first SavedModel load, or the first path
     # on a file system only TensorFlow reaches (gs://, s3:// with tensorflow_io among the custom
     # op modules). With --prefer_tflite_model and local paths, a server whose versions all hold a
@@ -541,6 +568,12 @@ def main(argv):
         tls_config=tls_config,
         request_log_max_file_bytes=_FLAGS.request_log_max_file_bytes,
         request_log_queue_size=_FLAGS.request_log_queue_size,
+        rest_options=RestOptions(
+            num_threads=_FLAGS.rest_api_num_threads,
+            max_connections=_FLAGS.rest_api_max_connections,
+            idle_timeout_s=_FLAGS.rest_api_idle_timeout_seconds,
+            body_timeout_s=_FLAGS.rest_api_body_timeout_seconds,
+        ),
     )
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())

@@ -1,0 +1,367 @@
+"""The REST port: its JSON conversion, its served overhead beside gRPC, and connections held.
+
+1. Conversion, in process: a 32 x 128 `encoded` request body (row format) through the
+   element-by-element port of TF Serving's json_tensor.cc (`_fill`, kept as the fallback) and
+   through what the server runs (orjson, then whole-array conversion), alternating, medians; then
+   hostile bodies up to --max_request_bytes, each refused or converted, in CPU seconds.
+2. Served: one client, one request at a time, batch 1 x 32 tokens on `encoded`: in process
+   (`tf.saved_model.load`), through the server's gRPC port and through its REST port (keep-alive),
+   alternating in blocks; served overhead = served p50 minus in-process p50.
+3. Connections: a normal REST client's p50 / p99 while the server is quiet, then while
+   --idle_connections connections that each sent half a POST header are held open; the server's
+   threads both times and how long opening those connections took; then --new_connections
+   connections opened one after another (connect, GET the model status, close): per second.
+
+The model is the MiniLM SST-2 classifier of the serving benchmarks (a fixed random head). With
+--baseline_tree (a checkout of an earlier commit of this repository), parts 2 and 3 also run
+against a server started from that tree, side by side in the same run.
+
+    python -m benchmarks.bench_rest [--idle_connections=1000] [--new_connections=10000]
+        [--baseline_tree=<checkout>] [--noappend]
+"""
+
+import http.client
+import json
+import pathlib
+import resource
+import socket
+import subprocess
+import tempfile
+import time
+
+import numpy as np
+from absl import app, flags
+
+from benchmarks import common
+
+FLAGS = flags.FLAGS
+flags.DEFINE_integer("calls", 200, "Served calls per contender (part 2), and the normal client's.")
+flags.DEFINE_integer("idle_connections", 1000, "Connections held open in part 3.")
+flags.DEFINE_integer("new_connections", 10000, "Connections opened one after another in part 3.")
+flags.DEFINE_float("open_seconds", 300.0, "Most seconds spent opening the held connections.")
+flags.DEFINE_string("baseline_tree", "", "A checkout of an earlier commit: its server too.")
+flags.DEFINE_integer("max_request_bytes", 64 << 20, "The server's default, for part 1.")
+flags.DEFINE_bool("append", True, "Append the tables to benchmarks/RESULTS.md.")
+
+MODEL = "bench_minilm"
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+
+
+# ------------------------------------------------------------------ 1. conversion
+def _ids_body(rows, length, seed=0):
+    rng = np.random.default_rng(seed)
+    instances = [
+        {
+            "input_word_ids": rng.integers(1000, 30000, length).tolist(),
+            "input_mask": [1] * length,
+            "input_type_ids": [0] * length,
+        }
+        for _ in range(rows)
+    ]
+    return json.dumps({"signature_name": "encoded", "instances": instances}).encode()
+
+
+def _element_by_element(body, dtypes):
+    from serving import json_tensor
+
+    doc = json.loads(body, parse_int=json_tensor._parse_int)
+    batch = json_tensor._Batch(dtypes)
+    for element in doc["instances"]:
+        for name, value in element.items():
+            batch.add(name, value)
+    return batch.arrays(len(doc["instances"]))
+
+
+def _as_served(body, dtypes, check):
+    from serving import json_tensor
+
+    doc = json_tensor.parse_json(body)
+    return json_tensor.predict_inputs(doc, dtypes, check, json_tensor.holds_no_booleans(body))[0]
+
+
+def conversion():
+    from serving import dtypes as dt, errors, tensors
+    from serving.servable import Signature, TensorSpec
+
+    ids = {k: dt.int32 for k in ("input_word_ids", "input_mask", "input_type_ids")}
+    signature = Signature(
+        "encoded", "", {k: TensorSpec(k, dt.int32, [-1, -1]) for k in ids}, {}, None
+    )
+    limits = tensors.Limits(max_batch_size=4096, max_text_length=65536)
+
+    def check(alias, shape):
+        return tensors.check_shape(signature, alias, shape, limits)
+
+    body = _ids_body(32, 128)
+    got, want = _as_served(body, ids, check), _element_by_element(body, ids)
+    assert all(np.array_equal(got[k], want[k]) for k in ids)
+    times = common.alternate(
+        {
+            "element by element": lambda: _element_by_element(body, ids),
+            "as served": lambda: _as_served(body, ids, check),
+        },
+        repetitions=200,
+        log=False,
+    )
+    rows = [
+        (name, f"{common.median(t) * 1e3:.3f}", f"{common.percentile(t, 99) * 1e3:.3f}")
+        for name, t in times.items()
+    ]
+    speedup = common.median(times["element by element"]) / common.median(times["as served"])
+    text = {"text": dt.string, "text_b": dt.string}
+    text_signature = Signature(
+        "serving_default", "", {k: TensorSpec(k, dt.string, [-1]) for k in text}, {}, None
+    )
+    hostile = {
+        "1.5 million strings": (
+            json.dumps({"inputs": {"text": ["ab"] * 1_500_000, "text_b": ["c"]}}).encode(),
+            text,
+            text_signature,
+        ),
+        "20,000 rows of 128 ids": (_ids_body(20_000, 128), ids, signature),
+        "4,096 rows of 1,024 ids": (_ids_body(4096, 1024), ids, signature),
+        "nesting 100,000 deep": (
+            b'{"inputs": ' + b"[" * 100_000 + b"]" * 100_000 + b"}",
+            ids,
+            signature,
+        ),
+        "one string as long as the body limit allows": (
+            b'{"instances": [{"text_b": "", "text": "'
+            + b"a" * (FLAGS.max_request_bytes - 40)
+            + b'"}]}',
+            text,
+            text_signature,
+        ),
+    }
+    hostile_rows = []
+    for name, (hostile_body, dtypes, sig) in hostile.items():
+
+        def checker(alias, shape, sig=sig):
+            return tensors.check_shape(sig, alias, shape, limits)
+
+        start = time.process_time()
+        try:
+            _as_served(hostile_body, dtypes, checker)
+            outcome = "converted"
+        except errors.ServingError as e:
+            outcome = f"refused: {e.message[:70]}"
+        hostile_rows.append(
+            (name, f"{len(hostile_body) / 1e6:.1f}", f"{time.process_time() - start:.3f}", outcome)
+        )
+    return (
+        common.markdown_table(["32 x 128 ids, row format", "p50 (ms)", "p99 (ms)"], rows)
+        + f"\n\nSpeed-up of the served path: {speedup:.1f}x.\n\n"
+        + common.markdown_table(["hostile body", "MB", "CPU s", "outcome"], hostile_rows)
+    )
+
+
+# ------------------------------------------------------------------ servers
+class Server:
+    """`python -m serving.server` started from `tree` on free ports, REST on."""
+
+    def __init__(self, tree, base, log):
+        self.port, self.rest_port = common.free_port(), common.free_port()
+        self.log = open(log, "w")
+        self.proc = subprocess.Popen(
+            common.server_command(
+                f"--port={self.port}",
+                f"--rest_api_port={self.rest_port}",
+                f"--model_name={MODEL}",
+                f"--model_base_path={base / MODEL}",
+                "--file_system_poll_wait_seconds=0",
+                "--tensorflow_intra_op_parallelism=1",
+            ),
+            cwd=tree,
+            stdout=self.log,
+            stderr=subprocess.STDOUT,
+        )
+        deadline = time.monotonic() + 300
+        while time.monotonic() < deadline:
+            try:
+                if self.available():
+                    return
+            except OSError:
+                pass
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"server from {tree} exited: see {log}")
+            time.sleep(0.5)
+        raise RuntimeError(f"server from {tree} not serving in 300 s: see {log}")
+
+    def available(self):
+        connection = http.client.HTTPConnection("127.0.0.1", self.rest_port, timeout=30)
+        try:
+            connection.request("GET", f"/v1/models/{MODEL}")
+            return b'"AVAILABLE"' in connection.getresponse().read()
+        finally:
+            connection.close()
+
+    def threads(self):
+        for line in pathlib.Path(f"/proc/{self.proc.pid}/status").read_text().splitlines():
+            if line.startswith("Threads:"):
+                return int(line.split()[1])
+        return -1
+
+    def stop(self):
+        common.stop_process(self.proc, 30)
+        self.log.close()
+
+
+def _ids(length=32):
+    return common.random_batch(1, length)
+
+
+def _grpc_caller(server, ids):
+    import grpc
+    import tensorflow as tf
+    from tensorflow_serving.apis import predict_pb2, prediction_service_pb2_grpc
+
+    channel = grpc.insecure_channel(f"127.0.0.1:{server.port}")
+    stub = prediction_service_pb2_grpc.PredictionServiceStub(channel)
+    request = predict_pb2.PredictRequest()
+    request.model_spec.name, request.model_spec.signature_name = MODEL, "encoded"
+    for name, value in ids.items():
+        request.inputs[name].CopyFrom(tf.make_tensor_proto(value))
+    return lambda: stub.Predict(request, timeout=60)
+
+
+def _rest_caller(server, ids):
+    body = json.dumps(
+        {"signature_name": "encoded", "instances": [{k: v[0].tolist() for k, v in ids.items()}]}
+    )
+    connection = http.client.HTTPConnection("127.0.0.1", server.rest_port, timeout=60)
+
+    def call():
+        connection.request("POST", f"/v1/models/{MODEL}:predict", body)
+        response = connection.getresponse()
+        response.read()
+        assert response.status == 200, response.status
+
+    return call
+
+
+def served(servers, path):
+    import tensorflow as tf
+
+    ids = _ids()
+    fn = tf.saved_model.load(str(path)).signatures["encoded"]
+    tensors = {k: tf.constant(v) for k, v in ids.items()}
+    contenders = {"in process": lambda: fn(**tensors)}
+    for label, server in servers.items():
+        contenders[f"gRPC, {label}"] = _grpc_caller(server, ids)
+        contenders[f"REST, {label}"] = _rest_caller(server, ids)
+    times = common.alternate(contenders, repetitions=FLAGS.calls // 10, inner=10, log=False)
+    base = common.median(times["in process"])
+    rows = [
+        (
+            name,
+            f"{common.median(t) * 1e3:.2f}",
+            f"{common.percentile(t, 99) * 1e3:.2f}",
+            "" if name == "in process" else f"{(common.median(t) - base) * 1e3:.2f}",
+        )
+        for name, t in times.items()
+    ]
+    return common.markdown_table(
+        ["1 x 32, encoded", "p50 (ms)", "p99 (ms)", "served overhead (ms)"], rows
+    )
+
+
+def _hold(server, count, seconds):
+    """Opens up to `count` connections that each send half a POST header, for at most
+    `seconds`; returns (sockets, seconds taken)."""
+    held, start = [], time.monotonic()
+    head = f"POST /v1/models/{MODEL}:predict HTTP/1.1\r\nHost: x\r\nContent-Length: 10\r\n"
+    while len(held) < count and time.monotonic() - start < seconds:
+        try:
+            sock = socket.create_connection(("127.0.0.1", server.rest_port), timeout=5)
+            sock.sendall(head.encode())
+            held.append(sock)
+        except OSError:
+            time.sleep(0.05)
+    return held, time.monotonic() - start
+
+
+def _client_latencies(server, calls):
+    call, out = _rest_caller(server, _ids()), []
+    for _ in range(calls):
+        out.append(common.time_call(call))
+    return out
+
+
+def connections(servers):
+    rows = []
+    for label, server in servers.items():
+        quiet = _client_latencies(server, FLAGS.calls)
+        threads_quiet = server.threads()
+        held, opened_s = _hold(server, FLAGS.idle_connections, FLAGS.open_seconds)
+        time.sleep(1)
+        threads_held = server.threads()
+        try:
+            loaded = _client_latencies(server, FLAGS.calls)
+        finally:
+            for sock in held:
+                sock.close()
+        time.sleep(2)
+        start, opened = time.monotonic(), 0
+        for _ in range(FLAGS.new_connections):
+            with socket.create_connection(("127.0.0.1", server.rest_port), timeout=30) as sock:
+                sock.sendall(f"GET /v1/models/{MODEL} HTTP/1.1\r\nHost: x\r\n\r\n".encode())
+                if sock.recv(4096).startswith(b"HTTP/1.1 200"):
+                    opened += 1
+        rate = opened / (time.monotonic() - start)
+        q99, l99 = common.percentile(quiet, 99), common.percentile(loaded, 99)
+        rows.append(
+            (
+                label,
+                f"{common.median(quiet) * 1e3:.2f} / {q99 * 1e3:.2f}",
+                f"{len(held)} in {opened_s:.1f} s",
+                f"{common.median(loaded) * 1e3:.2f} / {l99 * 1e3:.2f}",
+                f"{l99 / q99:.2f}x",
+                f"{threads_quiet} -> {threads_held}",
+                f"{rate:.0f} ({opened} answered)",
+            )
+        )
+    return common.markdown_table(
+        [
+            "server",
+            "quiet p50 / p99 (ms)",
+            "connections held",
+            "held: p50 / p99 (ms)",
+            "p99 held / quiet",
+            "threads quiet -> held",
+            "new connections per s",
+        ],
+        rows,
+    )
+
+
+def main(argv):
+    del argv
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (min(hard, FLAGS.idle_connections + 1024), hard))
+    desc = common.machine_description(["tornado", "orjson"])
+    sections = ["### 1. JSON conversion (in process)\n\n" + conversion()]
+    with tempfile.TemporaryDirectory() as tmp:
+        tmp = pathlib.Path(tmp)
+        path = common.sst2_classifier(128).export(str(tmp), MODEL)
+        trees = {"this tree": ROOT}
+        if FLAGS.baseline_tree:
+            trees["baseline tree"] = pathlib.Path(FLAGS.baseline_tree).resolve()
+        servers = {}
+        try:
+            for label, tree in trees.items():
+                servers[label] = Server(tree, tmp, tmp / f"{label.replace(' ', '_')}.log")
+            sections.append("### 2. Served, one request at a time\n\n" + served(servers, path))
+            sections.append("### 3. Connections\n\n" + connections(servers))
+        finally:
+            for server in servers.values():
+                server.stop()
+    common.report(
+        "REST port: conversion, served overhead, connections",
+        "\n\n".join(sections),
+        desc,
+        FLAGS.append,
+    )
+
+
+if __name__ == "__main__":
+    app.run(main)
