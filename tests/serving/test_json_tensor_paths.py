@@ -158,3 +158,23 @@ def test_printing_part_of_a_large_value_costs_only_the_part():
     assert text == json.dumps(big)[:200] + "..."
     deep = json.loads("[" * 900 + "]" * 900)
     assert json_tensor.value_to_string(deep).startswith(("[[[[", "<a JSON Array nested"))
+
+
+@hypothesis.settings(max_examples=300, deadline=None)
+@hypothesis.given(values=st.lists(_leaf, max_size=5) | st.lists(st.integers(-(2**64), 2**64)))
+def test_a_feature_list_adds_the_same_on_both_paths(values):
+    """`make_example`'s whole-list path against value-by-value `_add_to_feature`."""
+    from tensorflow.core.example import feature_pb2
+
+    body = json.dumps({"v": values}).encode()
+    values = json_tensor.parse_json(body)["v"]
+    slow = feature_pb2.Feature()
+    try:
+        for value in values:
+            json_tensor._add_to_feature(value, "f", slow)
+    except errors.ServingError:
+        assert not json_tensor._add_all_to_feature(values, feature_pb2.Feature())
+        return
+    fast = feature_pb2.Feature()
+    if json_tensor._add_all_to_feature(values, fast):
+        assert fast == slow
