@@ -5,7 +5,9 @@ one model call of at most `max_batch_size` rows (waiting at most `batch_timeout_
 first request), padded up to the next `allowed_batch_sizes` entry by repeating the batch's first row,
 and the outputs are sliced back per request, as TensorFlow Serving's BasicBatchScheduler and
 batching session do. For a model whose rows are independent (every BERT signature: each row is
-tokenized, padded and attended to on its own), each response equals the unbatched answer.
+tokenized, padded and attended to on its own), each response equals the unbatched answer, widths
+included ("Output widths" below: a signature whose widths only the call's contents decide is not
+merged).
 
 Requests merge only when their non-batch shapes and dtypes agree (e.g. `encoded` inputs of the same
 sequence length). When a merged call fails, each of its requests runs again on its own, so every
@@ -30,6 +32,17 @@ is padded to about its bucket, not to the longest request in the queue. Requests
 inputs (`encoded` ids) already merge only with requests of the same padded length (the client's
 `seq_length`), with or without buckets: the server never cuts a client's padding, since per-token
 outputs have that length. Grouping changes only which requests share a call, never a row's answer.
+
+Output widths (`call_sized_outputs`). An output dim after the batch dim that is dynamic in the
+signature (-1, or unknown rank) is sized by each model call. Merged requests share their inputs'
+non-batch shapes (above), so such a dim is each request's own when the model sizes it from the
+input shapes, as every id signature does (`encoded` [B, T] ids -> per-token [B, T, C], or
+[B, C, T] -> [B, C]). A signature whose inputs have no dynamic dim after the batch dim (text [B],
+endings [B, 4], tf.Examples [B]) gives the call nothing but its rows' contents to size such a dim
+by: the token classifier's `tags` / `words` [B, W] are as wide as the call's longest sentence,
+padded with "". The server does not know where a row's values end (a padding value can be a real
+one), so it does not merge, split or pad the requests of such a signature: each runs as one call
+of its own, exactly as with batching off, and its answer is the unbatched one by construction.
 """
 
 import bisect
@@ -207,6 +220,23 @@ def length_estimate(inputs: dict) -> int | None:
             tokens += pieces + 1
         longest = max(longest, tokens)
     return longest
+
+
+def _dynamic_after_batch(spec) -> bool:
+    return spec.shape is None or -1 in spec.shape[1:]
+
+
+def call_sized_outputs(signature) -> list:
+    """The outputs of `signature` whose widths a merged call would decide (module docstring,
+    "Output widths"), sorted; [] when its requests may merge.
+
+    Args:
+        signature: anything with `inputs` and `outputs`, dicts name -> spec whose `shape` is a list
+            of ints (-1 = dynamic) or None (unknown rank), e.g. `serving.servable.Signature`.
+    """
+    if any(_dynamic_after_batch(spec) for spec in signature.inputs.values()):
+        return []
+    return sorted(name for name, spec in signature.outputs.items() if _dynamic_after_batch(spec))
 
 
 class _Task:

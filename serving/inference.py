@@ -25,7 +25,7 @@ from tensorflow_serving.apis import (
 
 from serving.storage import fileio
 from serving import dtypes, errors, tensors, tfrecords
-from serving.batching import BatchScheduler
+from serving.batching import BatchScheduler, call_sized_outputs
 from serving.model_manager import check_configs
 from serving.request_logger import RequestLogger, check_logging_configs
 from serving.servable import CLASSIFY_METHOD, REGRESS_METHOD
@@ -111,11 +111,13 @@ class InferenceService:
         return self.manager.acquire(spec.name, _version_of(spec), spec.version_label or None)
 
     def _run(self, servable, signature, inputs):
-        """Calls the signature, through the batch scheduler when batching is on."""
+        """Calls the signature, through the batch scheduler when batching is on and the
+        signature's output widths do not depend on the call (`batching.call_sized_outputs`)."""
         if (
             self.batching is None
             or any(np.ndim(v) == 0 for v in inputs.values())
             or len({np.shape(v)[0] for v in inputs.values()}) != 1
+            or call_sized_outputs(signature)
         ):
             return servable.run(signature.key, inputs)
         key = (id(servable), signature.key)

@@ -7,13 +7,24 @@ import time
 import urllib.request
 
 import grpc
+import hypothesis
 import numpy as np
 import pytest
 import tensorflow as tf
+from hypothesis import strategies as st
 from tensorflow_serving.apis import prediction_service_pb2_grpc
 
-from serving import errors
-from serving.batching import BatchingOptions, BatchScheduler, parse_batching_parameters
+from serving import dtypes, errors
+from serving.batching import (
+    BatchingOptions,
+    BatchScheduler,
+    call_sized_outputs,
+    parse_batching_parameters,
+)
+from serving.inference import InferenceService
+from serving.metrics import Metrics
+from serving.servable import PREDICT_METHOD, Signature, TensorSpec
+from serving.tensors import Limits
 from tests.serving.test_grpc_api import predict_request
 from tests.tolerance import assert_close_across_paths
 
@@ -338,3 +349,141 @@ def test_a_failed_merged_call_runs_each_request_alone():
         scheduler.stop()
     assert calls[0] == [1, 2, 150, 300]  # the merged call, then each request alone
     assert sorted(calls[1:]) == [[1, 150], [2], [300]]
+
+
+def _signature(inputs, outputs, key="key"):
+    """A Signature from {name: shape} dicts (dtype float: `call_sized_outputs` reads shapes)."""
+    spec = {n: TensorSpec(n, dtypes.as_dtype(np.dtype(np.float32)), s) for n, s in inputs.items()}
+    out = {n: TensorSpec(n, dtypes.as_dtype(np.dtype(np.float32)), s) for n, s in outputs.items()}
+    return Signature(key, PREDICT_METHOD, spec, out, None)
+
+
+def test_call_sized_outputs_come_from_the_signature_shapes():
+    # The exported shapes (keras_bert/saved_model/*_signatures.py): only the token classifier's
+    # text signature has widths that no input shape decides.
+    ner = _signature({"text": [-1]}, {"tags": [-1, -1], "words": [-1, -1], "num_words": [-1]})
+    assert call_sized_outputs(ner) == ["tags", "words"]
+    ids = {n: [-1, -1] for n in ("input_word_ids", "input_mask", "input_type_ids")}
+    ner_ids = _signature(ids, {"probabilities": [-1, -1, 7], "tag_ids": [-1, -1]})
+    swag = _signature({"context": [-1], "endings": [-1, 4]}, {"probabilities": [-1, 4]})
+    swag_ids = _signature(
+        {n: [-1, -1, -1] for n in ids}, {"probabilities": [-1, -1], "choice": [-1]}
+    )
+    squad = _signature({"question": [-1], "context": [-1]}, {"answer_text": [-1], "score": [-1]})
+    squad_ids = _signature(ids, {"start_logits": [-1, -1], "end_logits": [-1, -1]})
+    classify = _signature({"inputs": [-1]}, {"classes": [-1, 3], "scores": [-1, 3]})
+    for merged in (ner_ids, swag, swag_ids, squad, squad_ids, classify):
+        assert call_sized_outputs(merged) == []
+    assert call_sized_outputs(_signature({"x": None}, {"y": None})) == []  # unknown ranks
+    assert call_sized_outputs(_signature({"x": [-1]}, {"y": None, "z": [-1, 2]})) == ["y"]
+    assert call_sized_outputs(_signature({"x": [-1, 3]}, {"y": [-1, -1]})) == ["y"]
+
+
+class _PaddingServable:
+    """Signatures `words` (text [B] -> words [B, W]: each text's words, "" padding to the call's
+    most words) and `ids` (x [B, T] -> y [B, T]); records the rows of every call."""
+
+    name, version = "fake", 1
+    signatures = {
+        "words": _signature({"text": [-1]}, {"words": [-1, -1]}, "words"),
+        "ids": _signature({"x": [-1, -1]}, {"y": [-1, -1]}, "ids"),
+    }
+
+    def __init__(self):
+        self.calls, self.closers = [], []
+
+    def run(self, key, inputs):
+        self.calls.append((key, len(next(iter(inputs.values())))))
+        if key == "ids":
+            return {"y": inputs["x"] * 2}
+        words = [t.split() for t in inputs["text"]]
+        width = max(len(w) for w in words)
+        return {"words": np.array([w + [b""] * (width - len(w)) for w in words], object)}
+
+    def add_closer(self, fn):
+        self.closers.append(fn)
+
+
+def test_service_never_merges_a_signature_whose_widths_the_call_decides():
+    """Two concurrent 1-row requests of a 2-row batching service: the `ids` ones share a call;
+    the `words` ones each run alone and come back as wide as their own text."""
+    servable = _PaddingServable()
+    service = InferenceService(
+        None,
+        Limits(),
+        BatchingOptions(max_batch_size=2, batch_timeout_micros=10_000_000, num_batch_threads=1),
+        Metrics(),
+    )
+    texts = [np.array([b"EU rejects"], object), np.array([b"Peter Blackburn went home ."], object)]
+    ids = [np.array([[1, 2, 0]], np.int32), np.array([[3, 4, 5]], np.int32)]
+    try:
+        with concurrent.futures.ThreadPoolExecutor(2) as pool:
+            words = list(
+                pool.map(
+                    lambda t: service._run(servable, servable.signatures["words"], {"text": t}),
+                    texts,
+                )
+            )
+            doubled = list(
+                pool.map(
+                    lambda x: service._run(servable, servable.signatures["ids"], {"x": x}), ids
+                )
+            )
+    finally:
+        for close in servable.closers:
+            close()
+    assert [w["words"].tolist() for w in words] == [
+        [[b"EU", b"rejects"]],
+        [[b"Peter", b"Blackburn", b"went", b"home", b"."]],
+    ]
+    assert [d["y"].tolist() for d in doubled] == [[[2, 4, 0]], [[6, 8, 10]]]
+    assert sorted(servable.calls) == [("ids", 2), ("words", 1), ("words", 1)]
+
+
+_SENTENCE = st.lists(st.sampled_from([b"EU", b"rejects", b"German", b"lamb", b"."]), max_size=11)
+_REQUEST = st.one_of(
+    st.tuples(st.just("words"), st.lists(_SENTENCE.map(b" ".join), min_size=1, max_size=3)),
+    st.tuples(st.just("ids"), st.integers(1, 3), st.integers(1, 4)),  # rows, width
+)
+
+
+@hypothesis.settings(max_examples=25, deadline=None)
+@hypothesis.given(st.lists(_REQUEST, min_size=1, max_size=6), st.sampled_from([(), (2, 4)]))
+@hypothesis.example(  # the reported case: a 2-word request beside an 11-word one
+    [
+        ("words", [b"EU rejects"]),
+        ("words", [b"EU rejects German lamb . EU rejects German lamb . ."]),
+    ],
+    (),
+)
+def test_concurrent_requests_get_their_unbatched_answers(requests, allowed_batch_sizes):
+    """Whatever requests arrive together (merged, padded to an allowed size, or run alone), each
+    answer equals the servable's answer to that request alone, shapes included."""
+    servable = _PaddingServable()
+    options = BatchingOptions(
+        max_batch_size=4,
+        batch_timeout_micros=5000,
+        num_batch_threads=2,
+        allowed_batch_sizes=allowed_batch_sizes,
+    )
+    service = InferenceService(None, Limits(), options, Metrics())
+    calls = []
+    for i, request in enumerate(requests):
+        if request[0] == "words":
+            inputs = {"text": np.array(request[1], object)}
+        else:
+            rows, width = request[1:]
+            inputs = {"x": np.arange(rows * width, dtype=np.int32).reshape(rows, width) + i}
+        calls.append((servable.signatures[request[0]], inputs))
+    try:
+        with concurrent.futures.ThreadPoolExecutor(len(calls)) as pool:
+            got = list(pool.map(lambda call: service._run(servable, *call), calls))
+    finally:
+        for close in servable.closers:
+            close()
+    for (signature, inputs), answer in zip(calls, got):
+        want = servable.run(signature.key, inputs)
+        assert answer.keys() == want.keys()
+        for name in want:
+            assert answer[name].shape == want[name].shape
+            np.testing.assert_array_equal(answer[name], want[name])
