@@ -19,7 +19,7 @@ from __future__ import annotations
 import dataclasses
 
 from absl import app, flags
-from keras_bert.cli import fail_usage
+from keras_bert.cli import check_flag_partners, fail_usage
 
 from export.export_saved_model import Overrides, export_saved_task
 from keras_bert.evaluation.release_gate import check_blessing
@@ -96,6 +96,7 @@ FLAGS = flags.FLAGS
 
 def main(argv):
     del argv
+    check_flag_partners("export")
     # Each Overrides field is the flag of its name (None: not given).
     overrides = Overrides(**{f.name: FLAGS[f.name].value for f in dataclasses.fields(Overrides)})
     try:

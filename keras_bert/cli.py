@@ -11,7 +11,9 @@ from __future__ import annotations
 import dataclasses
 import os
 import sys
-from typing import NoReturn
+from typing import Callable, NoReturn
+
+from keras_bert.training import flag_dependencies
 
 USAGE_EXIT_CODE = 2
 
@@ -90,6 +92,19 @@ def require_reachable_flags(*names: str) -> None:
         fail_usage(str(e))
 
 
+def check_flag_partners(table: str, flag_values=None) -> None:
+    """Ends the program as a usage error (`fail_usage`: one line naming both flags, exit 2) when
+    a flag on its command line acts only with (or without) another that is not there:
+    `flag_dependencies.TABLE[table]`. Every program that defines its flags by hand calls it first
+    thing in its `main` (the argument sets check the table on construction)."""
+    from absl import flags
+
+    try:
+        flag_dependencies.check_flags(table, flags.FLAGS if flag_values is None else flag_values)
+    except flag_dependencies.MissingPartnerError as e:
+        fail_usage(str(e))
+
+
 def print_result(headline: dict, output_dir) -> None:
     """Prints one line for the person who ran the recipe: the headline numbers and where the
     whole record is (`<output_dir>/metrics.json`), instead of the whole record.
@@ -108,34 +123,66 @@ def print_result(headline: dict, output_dir) -> None:
     print(f"{parts} (all metrics: {str(output_dir).rstrip('/')}/metrics.json)", flush=True)
 
 
-def run_recipe(family) -> None:
-    """The whole command line of a training recipe: one absl flag per field of `family.Args`
-    (`keras_bert.training.args.define_flags`), then the one driver
-    (`keras_bert.training.driver.run`) and the one result line.
+def argument_set_main(cls, prepare: Callable, finish: Callable, flag_values=None) -> Callable:
+    """The `main(argv)` of a program whose flags are the fields of the argument set `cls`
+    (`keras_bert.training.args.define_flags`): no positional argument; every URI among the
+    values reachable; the settings read back (`args.from_flags`: each value's rule, the checks
+    across fields and the flags that act only with another); `prepared = prepare(args)`; then
+    `finish(args, prepared)`.
 
-    Bad flags or data (whatever `driver.prepare` raises as ValueError / FileNotFoundError) end
-    the program as a usage error (`fail_usage`), before anything is trained or written.
+    A ValueError or FileNotFoundError before `finish` (bad flags or data) ends the program as a
+    usage error (`fail_usage`, exit 2), before anything is trained or written.
+
+    Args:
+        flag_values: the parsed absl FlagValues (default: absl's global FLAGS).
     """
-    from absl import app, flags
+    from absl import flags
 
     from keras_bert.training import args as args_lib
-    from keras_bert.training import driver
-
-    args_lib.define_flags(family.Args, module_name=sys.argv[0])
 
     def main(argv):
+        fv = flags.FLAGS if flag_values is None else flag_values  # an empty FlagValues is falsy
         if len(argv) > 1:
             fail_usage(f"unexpected arguments: {' '.join(argv[1:])}")
         try:
             # Before the flags are checked: a check may already read a file (SQuAD's files).
-            check_paths_reachable(
-                {f.name: flags.FLAGS[f.name].value for f in dataclasses.fields(family.Args)}
-            )
-            args = args_lib.from_flags(family.Args)
-            prepared = driver.prepare(family, args)
+            check_paths_reachable({f.name: fv[f.name].value for f in dataclasses.fields(cls)})
+            args = args_lib.from_flags(cls, fv)
+            prepared = prepare(args)
         except (ValueError, FileNotFoundError) as e:  # bad flags or data: one line, exit code 2
             fail_usage(str(e))
+        finish(args, prepared)
+
+    return main
+
+
+def run_argument_set(cls, main: Callable) -> None:
+    """Defines one absl flag per field of the argument set `cls` (listed by the running
+    program's `--help`) and runs `main` (`argument_set_main`, `recipe_main`) on them."""
+    from absl import app
+
+    from keras_bert.training import args as args_lib
+
+    args_lib.define_flags(cls, module_name=sys.argv[0])
+    app.run(main)
+
+
+def recipe_main(family, flag_values=None) -> Callable:
+    """The `main(argv)` of a training recipe (`argument_set_main` of `family.Args`): the one
+    driver's `prepare` (bad flags or data: a usage error), its `run`, the one result line."""
+    from keras_bert.training import driver
+
+    def finish(args, prepared):
         summary = driver.run(family, args, prepared)
         print_result(family.headline(summary), args.output_dir)
 
-    app.run(main)
+    return argument_set_main(
+        family.Args, lambda args: driver.prepare(family, args), finish, flag_values
+    )
+
+
+def run_recipe(family) -> None:
+    """The whole command line of a training recipe: one absl flag per field of `family.Args`,
+    then `recipe_main(family)`: the one driver (`keras_bert.training.driver.run`) and the one
+    result line."""
+    run_argument_set(family.Args, recipe_main(family))

@@ -18,7 +18,7 @@ from absl import app, flags
 
 from keras_bert import beam
 from keras_bert.batch_prediction import pipeline
-from keras_bert.cli import fail_usage, require_reachable_flags
+from keras_bert.cli import check_flag_partners, fail_usage, require_reachable_flags
 
 F = flags
 F.DEFINE_string("model", None, "SavedModel version dir, or a model base dir (newest version).")
@@ -52,6 +52,7 @@ def bucket_boundaries(text: str) -> tuple:
 def main(argv):
     if len(argv) > 1:
         fail_usage(f"unexpected arguments: {' '.join(argv[1:])}")
+    check_flag_partners("batch_predict")
     require_reachable_flags("model", "input", "output_dir")
     config = pipeline.BatchPredictConfig(
         model=FLAGS.model,

@@ -18,7 +18,7 @@ variables with their reasons).
 from absl import app, flags
 
 from keras_bert import checkpoints, fileio
-from keras_bert.cli import fail_usage, require_reachable_flags
+from keras_bert.cli import check_flag_partners, fail_usage, require_reachable_flags
 
 FLAGS = flags.FLAGS
 flags.DEFINE_string("init_checkpoint", None, "Preset name, checkpoint directory or prefix.")
@@ -48,6 +48,7 @@ flags.mark_flags_as_required(["init_checkpoint", "output_dir"])
 
 def main(argv):
     del argv
+    check_flag_partners("convert_checkpoint")
     require_reachable_flags("init_checkpoint", "output_dir", "vocab_file")
     try:
         encoder = checkpoints.load_encoder(

@@ -20,7 +20,12 @@ import time
 from absl import app, flags
 
 from keras_bert import beam as beam_flags
-from keras_bert.cli import define_corpus_flags, fail_usage, require_reachable_flags
+from keras_bert.cli import (
+    check_flag_partners,
+    define_corpus_flags,
+    fail_usage,
+    require_reachable_flags,
+)
 from keras_bert.data import pretraining_data as pd
 from keras_bert.data.file_patterns import expand_file_patterns
 
@@ -72,6 +77,7 @@ CONFIG_FLAGS = (
 
 def main(argv):
     del argv
+    check_flag_partners("create_pretraining_data")
     import logging
 
     from keras_bert.data import pretraining_beam

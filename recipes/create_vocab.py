@@ -16,7 +16,12 @@ from keras_bert.data import pretraining_data as pd
 from keras_bert.data.file_patterns import expand_file_patterns
 from keras_bert.data import vocab_builder
 from keras_bert import fileio
-from keras_bert.cli import define_corpus_flags, fail_usage, require_reachable_flags
+from keras_bert.cli import (
+    check_flag_partners,
+    define_corpus_flags,
+    fail_usage,
+    require_reachable_flags,
+)
 
 FLAGS = flags.FLAGS
 define_corpus_flags()
@@ -32,6 +37,7 @@ flags.mark_flags_as_required(["input_file", "vocab_file"])
 
 def main(argv):
     del argv
+    check_flag_partners("create_vocab")
     start = time.time()
     require_reachable_flags("input_file", "vocab_file")
     try:

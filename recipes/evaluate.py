@@ -24,7 +24,7 @@ from keras_bert.evaluation import recorded_predictions
 from keras_bert.evaluation import data_health, provenance, release_gate, report_sections
 from keras_bert.evaluation import report_writer
 from keras_bert import fileio
-from keras_bert.cli import fail_usage, require_reachable_flags
+from keras_bert.cli import check_flag_partners, fail_usage, require_reachable_flags
 
 F = flags
 F.DEFINE_string(
@@ -134,9 +134,6 @@ def evaluate_one(predictor, data=None, tests=None):
 def evaluate_recorded(gate):
     """--predictions: the result of a batch prediction's recorded outputs on --data. The text
     columns default to the ones the batch prediction read. --baseline is checked first."""
-    for name in ("model", "compare", "server", "behaviour_tests"):
-        if FLAGS[name].value:
-            fail_usage(f"--{name} does not apply to --predictions (nothing is run)")
     try:
         recorded = recorded_predictions.read(FLAGS.predictions)
         check_baseline(gate, recorded.info, recorded.path)
@@ -159,6 +156,7 @@ def evaluate_recorded(gate):
 
 def main(argv):
     del argv
+    check_flag_partners("evaluate")
     if FLAGS.batch_size < 1:
         fail_usage(f"--batch_size must be >= 1, got {FLAGS.batch_size}")
     if FLAGS.machine_cost_per_hour is not None and FLAGS.machine_cost_per_hour < 0:
@@ -223,8 +221,6 @@ def main(argv):
 def read_gate():
     """(checks, baseline metrics) of --gate / --baseline, or None without --gate."""
     if not FLAGS.gate:
-        if FLAGS.baseline:
-            fail_usage("--baseline is the reference of a --gate: give --gate too")
         return None
     if FLAGS.compare:
         fail_usage("--gate blesses one model: run it without --compare")

@@ -17,7 +17,7 @@ from keras_bert import features, fileio
 from keras_bert.config import check_max_seq_length
 from keras_bert.tokenization.bert_preprocessor import BertPreprocessor
 from keras_bert.training import model_setup
-from keras_bert.cli import fail_usage, require_reachable_flags
+from keras_bert.cli import check_flag_partners, fail_usage, require_reachable_flags
 
 F = flags
 F.DEFINE_string("input_file", None, "UTF-8 text, one example per line ('A ||| B' for pairs).")
@@ -44,6 +44,7 @@ class _Source:
 
 def main(argv):
     del argv
+    check_flag_partners("extract_features")
     if FLAGS.batch_size < 1:
         fail_usage(f"--batch_size must be >= 1, got {FLAGS.batch_size}")
     require_reachable_flags("input_file", "output_file", "init_checkpoint", "vocab_file")

@@ -16,26 +16,21 @@ directory: config.json, encoder.weights.h5, vocab.txt; pass it to run_classifier
 """
 
 import json
-import sys
 
-from absl import app
-
-from keras_bert.cli import fail_usage
-from keras_bert.training import args as args_lib
-from keras_bert.training import pretraining
-
-args_lib.define_flags(pretraining.PretrainConfig, module_name=sys.argv[0])
+from keras_bert.cli import argument_set_main, run_argument_set
+from keras_bert.training.pretraining import PretrainConfig, run_pretraining
 
 
-def main(argv):
-    if len(argv) > 1:
-        fail_usage(f"unexpected arguments: {' '.join(argv[1:])}")
-    try:
-        metrics = pretraining.run_pretraining(args_lib.from_flags(pretraining.PretrainConfig))
-    except (ValueError, FileNotFoundError) as e:  # bad flags or inputs: one line, no traceback
-        fail_usage(str(e))
+def print_final(config, metrics):
     print(json.dumps(metrics["final"]))
 
 
+def main_of(flag_values=None):
+    """The recipe's `main(argv)` on the parsed `flag_values` (default: absl's global FLAGS): bad
+    flags or inputs (whatever `run_pretraining` raises as ValueError / FileNotFoundError) end it
+    with one line and exit code 2, no traceback."""
+    return argument_set_main(PretrainConfig, run_pretraining, print_final, flag_values)
+
+
 if __name__ == "__main__":
-    app.run(main)
+    run_argument_set(PretrainConfig, main_of())

@@ -49,6 +49,7 @@ from grpc_reflection.v1alpha import reflection
 from tensorflow_serving.apis import model_service_pb2_grpc, prediction_service_pb2_grpc
 from tensorflow_serving.config import model_server_config_pb2
 
+from serving.module_files import load_project_module
 from serving.storage import fileio
 from serving import batching, errors, grpc_service, service_protos, ssl_config, tensors
 from serving import request_logger, servable
@@ -62,6 +63,10 @@ from serving.model_manager import (
     check_configs,
 )
 from serving.rest import RestApi, RestOptions, RestServer, raise_open_files_limit
+
+# The table of flags that act only with another (keras_bert/training/flag_dependencies.py), for
+# this program as for every recipe; loaded from its file: the server imports no model code.
+flag_dependencies = load_project_module("keras_bert.training.flag_dependencies")
 
 _LOG = logging.getLogger("serving")
 _FLAGS = flags.FLAGS
@@ -79,7 +84,8 @@ flags.DEFINE_string(
     "model_config_file",
     "",
     "Text-format ModelServerConfig (several models, version "
-    "policies, labels), a local path or a URI; overrides --model_name/--model_base_path.",
+    "policies, labels), a local path or a URI; instead of --model_name/--model_base_path "
+    "(which are refused beside it).",
 )
 flags.DEFINE_float(
     "model_config_file_poll_wait_seconds",
@@ -108,7 +114,9 @@ flags.DEFINE_float(
 flags.DEFINE_boolean(
     "enable_batching", False, "Merge concurrent requests into batched model calls."
 )
-flags.DEFINE_string("batching_parameters_file", "", "Text-format BatchingParameters.")
+flags.DEFINE_string(
+    "batching_parameters_file", "", "With --enable_batching: text-format BatchingParameters."
+)
 flags.DEFINE_boolean(
     "enable_large_batch_splitting",
     False,
@@ -498,6 +506,10 @@ def fail_usage(message: str):
 
 def main(argv):
     del argv
+    try:  # a flag that acts only with another that is not given: before anything starts
+        flag_dependencies.check_flags("serving.server", _FLAGS)
+    except flag_dependencies.MissingPartnerError as e:
+        fail_usage(str(e))
     logging.basicConfig(
         level=logging.INFO,
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
@@ -539,8 +551,6 @@ def main(argv):
                 batching_options = dataclasses.replace(
                     batching_options, enable_large_batch_splitting=True
                 )
-        elif _FLAGS.enable_large_batch_splitting:
-            raise ValueError("--enable_large_batch_splitting needs --enable_batching")
     except (ValueError, OSError, text_format.ParseError) as e:
         raise app.UsageError(str(e)) from e
     limits = tensors.Limits(

@@ -7,23 +7,6 @@ on its own and registered under its own name, `keras_bert.fileio`: a process tha
 keras_bert (a test, a notebook) shares the one module object, and patches to it reach the server.
 """
 
-import importlib.util
-import sys
+from serving.module_files import load_project_module
 
-from serving.module_files import exec_registered
-
-_NAME = "keras_bert.fileio"
-
-
-def _load():
-    if _NAME in sys.modules:
-        return sys.modules[_NAME]
-    package = importlib.util.find_spec("keras_bert")  # found, not imported
-    if package is None or not package.submodule_search_locations:
-        raise ImportError("keras_bert (for keras_bert/fileio.py) is not on the path")
-    location = f"{list(package.submodule_search_locations)[0]}/fileio.py"
-    spec = importlib.util.spec_from_file_location(_NAME, location)
-    return exec_registered(spec, _NAME)
-
-
-fileio = _load()
+fileio = load_project_module("keras_bert.fileio")

@@ -20,6 +20,7 @@ import typing
 from typing import ClassVar
 
 from keras_bert.config import check_max_seq_length
+from keras_bert.training import flag_dependencies
 
 PRECISIONS = ("float32", "mixed_float16", "mixed_bfloat16")
 STRATEGIES = ("default", "mirrored", "multi_worker_mirrored", "tpu")
@@ -90,16 +91,28 @@ def arg(
 class ArgumentSet:
     """Base of an argument set (`TrainingArgs`, `keras_bert.training.pretraining.PretrainConfig`):
     every field checked against its `arg` metadata on construction, the defaults, the settings as
-    config.json records them, and which fields the user gave."""
+    config.json records them, and which fields the user gave.
+
+    `given_flags` (not a field): the names of the flags on the command line (`from_flags`); None
+    (a call from Python): the fields whose value is not the default (`given`).
+    """
 
     FAMILY_DEFAULTS: ClassVar[dict] = {}
+    # The entry of `flag_dependencies.TABLE` whose flags act only with (or without) another.
+    FLAG_TABLE: ClassVar[str | None] = None
 
-    def __post_init__(self):
-        """Check every field against its rule, then across fields (`validate`).
+    given_flags: dataclasses.InitVar[frozenset | None] = None
+
+    def __post_init__(self, given_flags=None):
+        """Check every field against its rule, then across fields (`validate`), then that no
+        given flag acts only with another that is missing (`flag_dependencies.TABLE`).
 
         Raises:
-            ValueError: naming the flag, e.g. "--train_batch_size must be >= 1, got 0".
+            ValueError: naming the flag, e.g. "--train_batch_size must be >= 1, got 0", or both
+                flags, e.g. "--export_quantize acts only with --export_dir (...)".
         """
+        if given_flags is not None:
+            self.__dict__["_given"] = set(given_flags)
         for f in dataclasses.fields(self):
             value, meta = getattr(self, f.name), f.metadata
             if meta.get("required") and value in (None, ""):
@@ -114,6 +127,12 @@ class ArgumentSet:
             if meta.get("check") is not None and not meta["check"](value):
                 raise ValueError(f"--{f.name} must be {meta['rule']}, got {value!r}")
         self.validate()
+        if self.FLAG_TABLE is not None:
+            flag_dependencies.check(
+                self.FLAG_TABLE,
+                {f.name: getattr(self, f.name) for f in dataclasses.fields(self)},
+                self.given(),
+            )
 
     def validate(self) -> None:
         """Checks across fields (subclasses extend it). Raises ValueError naming the flags."""
@@ -158,6 +177,8 @@ class TrainingArgs(RuntimeArgs):
     """Settings of any training run of the driver: optimisation, batches and evaluation, runtime,
     export. Sizes are in examples (a family says what an example is: a sentence, a window, a
     question with its four endings), tokens (incl. [CLS]/[SEP]) and batches / optimizer steps."""
+
+    FLAG_TABLE = "training"
 
     output_dir: str = arg(
         help="Output directory (a rerun with the same flags resumes).", required=True
@@ -403,7 +424,8 @@ def define_flags(cls, flag_values=None, module_name: str | None = None) -> None:
 
 def from_flags(cls, flag_values=None):
     """`cls` from the parsed flags `define_flags(cls)` defined; `args.given()` is then the flags
-    the user passed. Raises ValueError (a bad value, naming the flag)."""
+    the user passed. Raises ValueError (a bad value, naming the flag; a given flag whose partner
+    is missing, naming both: `flag_dependencies`)."""
     from absl import flags
 
     fv = flags.FLAGS if flag_values is None else flag_values  # an empty FlagValues is falsy
@@ -418,6 +440,7 @@ def from_flags(cls, flag_values=None):
                     f"--{f.name} must be integers separated by commas, got {','.join(value)}"
                 ) from None
         values[f.name] = value
-    args = cls(**values)
-    args.__dict__["_given"] = {f.name for f in dataclasses.fields(cls) if fv[f.name].present}
-    return args
+    return cls(
+        **values,
+        given_flags=frozenset(f.name for f in dataclasses.fields(cls) if fv[f.name].present),
+    )

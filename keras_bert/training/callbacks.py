@@ -196,6 +196,7 @@ class EvaluationCallback(keras.callbacks.Callback):
         )
         self.step_fn = step_fn
         self.steps_per_epoch = steps_per_epoch
+        self._inner_step = None  # the global step of the last evaluation inside an epoch
         self.state = {"epochs": [], "best": None}
         if self.state_file is not None and fileio.exists(self.state_file):
             self.state = fileio.read_json(self.state_file)
@@ -218,11 +219,16 @@ class EvaluationCallback(keras.callbacks.Callback):
             return
         if self.step_fn() % self.steps_per_epoch in self.inner_points:
             self._evaluate(self._epochs_done(0), logs)
+            self._inner_step = self.step_fn()
             if self.should_stop:
                 self.model.stop_training = True
 
     def on_epoch_end(self, epoch, logs=None):
-        self._evaluate(self._epochs_done(epoch), logs)
+        # An epoch that ends right after an evaluation inside it (a time limit stopping training
+        # there, or a fractional last epoch ending at that point) holds the weights just
+        # evaluated: they are not evaluated again.
+        if self.step_fn is None or self._inner_step != self.step_fn():
+            self._evaluate(self._epochs_done(epoch), logs)
         if self.should_stop:
             self.model.stop_training = True
 

@@ -63,7 +63,9 @@ logger = logging.getLogger(__name__)
 
 # Settings that do not change what a run computes: a rerun into the same output_dir may differ
 # here. pad_to_multiple_of only cuts masked padding columns; output_dir is where the old
-# config.json was read from, however it is spelled; the export settings act after training.
+# config.json was read from, however it is spelled; the export settings act after training;
+# max_train_seconds is a limit of the process, as a kill is (a rerun of a killed run resumes the
+# same batches under its own limit; a run the limit stopped is finished, and a rerun reuses it).
 HARMLESS_SETTINGS = frozenset(
     {
         "verbose",
@@ -80,6 +82,7 @@ HARMLESS_SETTINGS = frozenset(
         "export_quantize",
         "save_checkpoints_steps",
         "log_steps",
+        "max_train_seconds",
     }
 )
 
@@ -406,18 +409,23 @@ def fit_batches(strategy, static_shapes: bool, **kwargs):
 
 
 class TimeBudget(keras.callbacks.Callback):
-    """Stops training once `seconds` of training wall time have passed (checked per batch)."""
+    """Stops training once `seconds` of training wall time have passed (--max_train_seconds),
+    checked after each batch: counted from the end of the first batch this process trains (the
+    train step's tracing excluded), the dev evaluations during training included. Keras then
+    ends the epoch as usual (its end-of-epoch evaluation runs), and `resumable_fit` trains no
+    further epoch. `stopped`: whether it stopped the training."""
 
     def __init__(self, seconds: float | None):
         super().__init__()
-        self.seconds, self.start = seconds, None
+        self.seconds, self.start, self.stopped = seconds, None, False
 
     def on_train_batch_end(self, batch, logs=None):
         if self.seconds is None:
             return
-        self.start = self.start or time.monotonic()
+        if self.start is None:
+            self.start = time.monotonic()
         if time.monotonic() - self.start > self.seconds:
-            self.model.stop_training = True
+            self.model.stop_training = self.stopped = True
 
 
 def is_chief(strategy) -> tuple[bool, int]:
@@ -573,17 +581,26 @@ def train_one(family: Family, args: TrainingArgs, prepared: Prepared, seed: int,
         )
 
     start = time.monotonic()
+    budget = TimeBudget(args.max_train_seconds)
     steps = resumable_fit(
         task,
         make_train,
         schedule.steps_per_epoch,
         schedule.epochs,
         checkpoint,
-        [checkpoint, *evaluators, TimeBudget(args.max_train_seconds)] + (cbs[1:] if chief else []),
+        [checkpoint, *evaluators, budget] + (cbs[1:] if chief else []),
         verbose=args.verbose,
         total_steps=schedule.total_batches,
     )
     train_seconds = time.monotonic() - start
+    if budget.stopped:
+        logger.warning(
+            "--max_train_seconds=%g reached: training stopped after %d of %d batches, "
+            "evaluated there; the best evaluation is kept",
+            args.max_train_seconds,
+            steps,
+            schedule.total_batches,
+        )
     for evaluator in evaluators:
         if not evaluator.state["epochs"]:  # stopped by the time budget before any evaluation
             evaluator.set_model(task)
@@ -598,6 +615,7 @@ def train_one(family: Family, args: TrainingArgs, prepared: Prepared, seed: int,
         "learning_rate": learning_rate,
         "train_examples": n,
         "train_seconds": train_seconds,
+        "time_limit_reached": budget.stopped,  # --max_train_seconds stopped this process's run
         "resumed_from_step": checkpoint.restored_step,
         "epochs": state["epochs"],
         "best": state["best"],

@@ -34,6 +34,7 @@ def resumable_fit(
         checkpoint: the ResumableCheckpoint (also in `callbacks` or not; it is added if missing).
             An evaluation due at the restored step and never recorded (a kill between the
             checkpoint and the evaluation) is taken first (`EvaluationCallback.evaluate_if_due`).
+            A run it records as complete (`ResumableCheckpoint.finalize`) trains nothing.
         callbacks: other callbacks; an EvaluationCallback in it may stop the run early.
         total_steps: stop after this many batches (a fractional last epoch); default
             epochs * steps_per_epoch. make_train_dataset must then yield the shorter last epoch.
@@ -52,6 +53,8 @@ def resumable_fit(
     callbacks.insert(callbacks.index(checkpoint) + 1, watcher)
     step = checkpoint.restore(model)
     check_same_step(getattr(model, "distribute_strategy", None), step, str(checkpoint.directory))
+    if checkpoint.complete:  # a finished run (its weights kept elsewhere): nothing to train,
+        return step  # though it stopped before total_steps (early stopping, a time limit)
     evaluators = [c for c in callbacks if isinstance(c, EvaluationCallback)]
     total_steps = (
         epochs * steps_per_epoch

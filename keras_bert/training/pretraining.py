@@ -50,6 +50,8 @@ class PretrainConfig(RuntimeArgs):
     `run_pretraining.py` where one exists), and the recipe's flags are made from the fields
     (`args.define_flags`). Sizes in tokens, examples and optimizer steps."""
 
+    FLAG_TABLE = "pretraining"
+
     input_file: str = arg(
         help="Pretraining TFRecords: comma-separated paths or globs.", required=True
     )

@@ -459,16 +459,15 @@ def test_ner_batch_predictions_evaluate_as_the_model_does(tmp_path, uncased_voca
     widths = {len(r["tags"]) for r in read_jsonl_shards(tmp_path / "preds", "predictions")}
     assert len(widths) > 1, widths  # batches padded to different widths
     runs = {}
-    for name, model in (
-        ("live", f"--model={version_dir}"),
-        ("rec", f"--predictions={tmp_path / 'preds'}"),
+    for name, model in (  # --invariance_rows acts only with a model to run
+        ("live", (f"--model={version_dir}", "--invariance_rows=0")),
+        ("rec", (f"--predictions={tmp_path / 'preds'}",)),
     ):
         proc = run_recipe(
             "evaluate.py",
             "--noprogress",
-            model,
+            *model,
             f"--data={conll}",
-            "--invariance_rows=0",
             f"--output_dir={tmp_path / name}",
         )
         assert proc.returncode == 0, proc.stderr[-3000:]

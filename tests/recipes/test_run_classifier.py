@@ -18,7 +18,6 @@ def test_two_step_smoke_with_export(tmp_path, data_dir, uncased_vocab):
         f"--data_dir={data_dir / 'glue'}",
         *tiny_run_flags(uncased_vocab, 32, 4, 8),
         "--num_train_epochs=1",
-        "--min_train_steps=0",
         "--verbose=0",
         "--log_steps=1",
         *exported_run_flags(out, export_base, "rte_tiny"),

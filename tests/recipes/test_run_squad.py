@@ -194,7 +194,7 @@ def test_lengths_that_leave_no_context_are_a_usage_error(
         ),
         (
             {"train_file": str(REPO / "README.md"), "null_threshold_dev_fraction": 0.2},
-            "--null_threshold_dev_fraction needs --version_2_with_negative and --train_file",
+            "--null_threshold_dev_fraction acts only with --version_2_with_negative",
         ),
         (
             {

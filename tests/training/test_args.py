@@ -220,7 +220,10 @@ def test_schedule_of_the_family_epochs_and_accumulation():
     assert resolution.derived == {
         "num_train_epochs": {"value": 3.0, "why": "not given: the family's 3 epochs"}
     }
-    fractional = dataclasses.replace(args, num_train_epochs=1.5)
+    # --min_train_steps acts only without --num_train_epochs: back to its default beside it.
+    fractional = dataclasses.replace(
+        args, num_train_epochs=1.5, min_train_steps=TrainingArgs.default("min_train_steps")
+    )
     assert driver.Schedule.of(fractional, 64, 3.0) == driver.Schedule(
         steps_per_epoch=2, epochs=2, total_batches=3, num_train_steps=1, num_train_epochs=1.5
     )

@@ -2,18 +2,22 @@
 NaN is never the best, ties go to the lower dev loss, early stopping, the time budget, the weight
 average, and SIGKILL at several points ending like an uninterrupted run."""
 
+import itertools
 import json
 import os
 import pathlib
 import signal
 import subprocess
 import sys
+import types
 
 import numpy as np
 import pytest
 
 import keras_bert
 from keras_bert.training import driver
+from keras_bert.training.families import classification
+from tests.tiny import tiny_run_args
 from tests.training.tiny_family import FAMILY, TinyArgs
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
@@ -88,9 +92,71 @@ def test_time_budget_stops_training_and_still_evaluates_once(tmp_path, monkeypat
     summary, out = _run(tmp_path, num_train_epochs=5, max_train_seconds=2.5)
     run = summary["runs"][0]
     # The clock starts as the first batch ends (tracing excluded): 1 s, then 2 s, then 3 s > 2.5.
-    assert run["steps"] == 3
+    assert run["steps"] == 3 and run["time_limit_reached"] is True
     assert [e["epoch"] for e in run["epochs"]] == [round(3 / 6, 4)]
     assert (out / "best_model.keras").is_file()
+
+
+def _driver_clock(monkeypatch):
+    """The driver's clock (the time limit's) moves 1 s at every reading, no other clock does: the
+    limit starts as the first batch ends and reads k s after batch k."""
+    ticks = itertools.count()
+    clock = types.SimpleNamespace(monotonic=lambda: float(next(ticks)))
+    monkeypatch.setattr(driver, "time", clock)
+
+
+@pytest.mark.slow
+def test_a_time_limit_at_an_evaluation_inside_an_epoch_evaluates_once_and_a_rerun_trains_nothing(
+    tmp_path, monkeypatch
+):
+    _driver_clock(monkeypatch)
+    settings = dict(num_train_epochs=2, evaluations_per_epoch=2, script="0.25,0.75")
+    summary, out = _run(tmp_path, max_train_seconds=2.5, **settings)
+    run = summary["runs"][0]
+    # 6 batches an epoch, evaluated after 3 of them; the limit stops training there (3 s > 2.5).
+    assert (run["steps"], run["time_limit_reached"]) == (3, True)
+    # Once: the epoch's end evaluated nothing more (a second evaluation would have scored 0.75).
+    assert [(e["epoch"], e["accuracy"]) for e in run["epochs"]] == [(0.5, 0.25)]
+    assert summary["best"]["epoch"] == 0.5 and (out / "best_model.keras").is_file()
+    # The run is finished: a rerun, under another limit, reuses it and trains nothing.
+    again, _ = _run(tmp_path, max_train_seconds=1000.0, **settings)
+    rerun = again["runs"][0]
+    assert (rerun["steps"], rerun["time_limit_reached"]) == (3, False)
+    assert rerun["epochs"] == run["epochs"] and again["best"] == summary["best"]
+
+
+@pytest.mark.slow
+def test_a_run_the_time_limit_stops_still_keeps_its_best_writes_metrics_and_exports(
+    tmp_path, monkeypatch, data_dir, uncased_vocab
+):
+    _driver_clock(monkeypatch)
+    models = tmp_path / "models"
+    args = classification.ClassifierArgs(
+        task_name="sst2",
+        data_dir=str(data_dir / "glue"),
+        max_seq_length=16,
+        train_batch_size=4,
+        **tiny_run_args(
+            tmp_path / "out",
+            uncased_vocab,
+            max_examples=16,
+            max_train_seconds=1.5,
+            export_dir=str(models),
+            model_name="sst2",
+        ),
+    )
+    summary = driver.run(classification.FAMILY, args)
+    run = summary["runs"][0]
+    # 16 rows in batches of 4: 4 batches laid out, stopped after the second (2 s > 1.5).
+    assert (run["steps"], run["time_limit_reached"]) == (2, True)
+    assert [e["epoch"] for e in run["epochs"]] == [0.5]  # evaluated where it stopped
+    metrics = json.loads((tmp_path / "out" / "metrics.json").read_text())
+    assert metrics["best"] == summary["best"] and metrics["runs"][0]["time_limit_reached"]
+    kept = keras_bert.load_task(tmp_path / "out")
+    for got, want in zip(kept.get_weights(), summary["task"].get_weights()):
+        np.testing.assert_array_equal(got, want)
+    assert summary["export_path"] == str(models / "sst2" / "1")
+    assert (models / "sst2" / "1" / "saved_model.pb").is_file()
 
 
 @pytest.mark.slow
@@ -125,6 +191,7 @@ def _command(out):
         "--num_train_epochs=2",
         "--evaluations_per_epoch=2",
         "--save_checkpoints_steps=2",
+        "--dropout_rate=0.1",  # encoder and head: the resumed run must draw the killed run's masks
         "--verbose=0",
     ]
 
@@ -177,24 +244,15 @@ def test_sigkill_anywhere_then_rerun_ends_like_an_uninterrupted_run(tmp_path, po
     want, want_weights = uninterrupted
     got, got_weights = _finished(out)
     assert [e["epoch"] for e in want["runs"][0]["epochs"]] == [0.5, 1, 1.5, 2]
-    assert _approx_equal(got, want)
+    _assert_same_run(got, got_weights, want, want_weights)
+
+
+def _assert_same_run(got, got_weights, want, want_weights):
+    """Equal metrics.json (less what a resume cannot repeat) and equal kept weights, bit for bit."""
+    assert got == want
+    assert len(got_weights) == len(want_weights)
     for a, b in zip(got_weights, want_weights):
-        np.testing.assert_allclose(a, b, rtol=0, atol=1e-6)
-
-
-def _approx_equal(got, want) -> bool:
-    """Equal JSON, floats within 1e-6 (the dev metrics of the same weights, recomputed)."""
-    if isinstance(want, dict):
-        assert got.keys() == want.keys(), (sorted(got), sorted(want))
-        return all(_approx_equal(got[k], want[k]) for k in want)
-    if isinstance(want, list):
-        assert len(got) == len(want)
-        return all(_approx_equal(g, w) for g, w in zip(got, want))
-    if isinstance(want, float):
-        assert got == pytest.approx(want, abs=1e-6), (got, want)
-        return True
-    assert got == want, (got, want)
-    return True
+        np.testing.assert_array_equal(a, b)
 
 
 @pytest.fixture
@@ -276,7 +334,10 @@ def test_sigterm_saves_the_step_stops_and_a_rerun_ends_like_an_uninterrupted_run
         "rerun the same command to resume" in stopped.stderr
     )
     state = json.loads((out / "checkpoints" / "checkpoint.json").read_text())
-    assert state == {"step": 3, "weights": "ckpt-3.weights.h5"}
+    assert (state["step"], state["weights"]) == (3, "ckpt-3.weights.h5")
+    # One mask per dropout layer and batch, 3 batches: the embeddings', the block's three
+    # (attention probabilities, attention output, feed-forward output) and the head's.
+    assert [draws for _, draws in state["random"]["seed_generators"]] == [3, 3, 3, 3, 3]
     # 6 batches an epoch: the evaluation due at step 3 (epoch 0.5) was not taken before stopping;
     # the rerun takes it first.
     assert not (out / "metrics_state.json").exists()
@@ -285,7 +346,4 @@ def test_sigterm_saves_the_step_stops_and_a_rerun_ends_like_an_uninterrupted_run
     )
     assert resumed.returncode == 0, resumed.stderr[-3000:]
     want, want_weights = uninterrupted
-    got, got_weights = _finished(out)
-    assert _approx_equal(got, want)
-    for a, b in zip(got_weights, want_weights):
-        np.testing.assert_allclose(a, b, rtol=0, atol=1e-6)
+    _assert_same_run(*_finished(out), want, want_weights)

@@ -142,7 +142,6 @@ ANY_POINT_RUN = (
         "--max_train_examples=76",
         "--max_eval_examples=48",
         "--num_train_epochs=2",
-        "--min_train_steps=0",
         "--learning_rate=3e-3",
         "--evaluations_per_epoch=2",
         "--save_checkpoints_steps=1",

@@ -29,6 +29,8 @@ from keras_bert.training.driver import Family
 class ClassifierArgs(FinetuneArgs):
     """`FinetuneArgs` plus the data of a classification run."""
 
+    FLAG_TABLE = "classification"
+
     task_name: str = arg(
         help="GLUE task (cola, sst2, mrpc, stsb, qqp, mnli, qnli, rte, wnli) or "
         "text_classification / text_pair_classification / text_regression.",

@@ -35,6 +35,8 @@ class DistillArgs(TrainingArgs):
     """`TrainingArgs` plus the teacher, the data and the student (no model source: the student
     comes from the teacher, or from `student_preset`)."""
 
+    FLAG_TABLE = "distillation"
+
     teacher: str = arg(
         help="Fine-tuned teacher: an output_dir or a .keras task file.", required=True
     )

@@ -26,6 +26,8 @@ from keras_bert.training.driver import Family
 class NerArgs(FinetuneArgs):
     """`FinetuneArgs` plus the data and head of a NER run (sizes in sentences and pieces)."""
 
+    FLAG_TABLE = "ner"
+
     # Length-grouped batches cost NER about 1 dev F1 on CoNLL-2003 at the documented budget
     # (benchmarks/RESULTS.md, "CoNLL-2003 and length grouping"): batches of random lengths.
     FAMILY_DEFAULTS = {"group_by_length": False}

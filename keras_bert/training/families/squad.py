@@ -40,6 +40,8 @@ from keras_bert.training.driver import Family
 class SquadArgs(FinetuneArgs):
     """`FinetuneArgs` plus the SQuAD files and windows (sizes in questions and pieces)."""
 
+    FLAG_TABLE = "squad"
+
     FAMILY_DEFAULTS = {"max_seq_length": squad.MAX_SEQ_LENGTH, "eval_batch_size": 32}
 
     train_file: str | None = arg(None, "SQuAD JSON to train on.")
@@ -78,17 +80,13 @@ class SquadArgs(FinetuneArgs):
             path = getattr(self, name)
             if path and not fileio.isfile(path):
                 raise ValueError(f"--{name}={path}: no such file")
-        if self.null_threshold_dev_fraction is not None:
-            if not self.version_2_with_negative or not self.train_file:
-                raise ValueError(
-                    "--null_threshold_dev_fraction needs --version_2_with_negative and "
-                    "--train_file (the threshold is chosen on held-out training articles)"
-                )
-            if "null_score_diff_threshold" in self.given():
-                raise ValueError(
-                    "give --null_score_diff_threshold or --null_threshold_dev_fraction (which "
-                    "chooses it), not both"
-                )
+        if self.null_threshold_dev_fraction is not None and (
+            "null_score_diff_threshold" in self.given()
+        ):
+            raise ValueError(
+                "give --null_score_diff_threshold or --null_threshold_dev_fraction (which "
+                "chooses it), not both"
+            )
         try:
             squad.check_lengths(self.max_seq_length, self.doc_stride, self.max_query_length)
         except ValueError as e:

@@ -24,6 +24,8 @@ from keras_bert.training.driver import Family
 class SwagArgs(FinetuneArgs):
     """`FinetuneArgs` plus the SWAG files (sizes in examples of four choices)."""
 
+    FLAG_TABLE = "swag"
+
     FAMILY_DEFAULTS = {"train_batch_size": 16, "eval_batch_size": 32}
 
     train_file: str = arg(help="SWAG train.csv (official layout).", required=True)
