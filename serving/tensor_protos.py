@@ -4,7 +4,8 @@
 arrays of more than one element (host byte order), the dtype's value field (`float_val`,
 `int_val`, `half_val`, ...) for one element and for bool / uint16, `string_val` for strings.
 `to_numpy` reads what `tf.make_ndarray` reads, including a value field shorter than the shape
-(TensorFlow repeats the last value; an empty one means zeros / empty strings). That compact form
+(TensorFlow repeats the last value; an empty one means zeros / empty strings), and strings in
+`tensor_content` (what TensorFlow's C++ `AsProtoTensorContent` writes) as C++ reads them. That compact form
 is the one place where a proto's declared shape, not its content, sizes an allocation, so it is
 read only up to `max_filled` elements (a 39-byte proto can declare 2**31 strings); the content is
 counted against the shape before anything is allocated.
@@ -149,8 +150,59 @@ def to_proto(array):
     return proto
 
 
+def _varint32(data: bytes, pos: int):
+    """(value, next position) of the varint32 at `pos` (protobuf's and TensorFlow's
+    GetVarint32: at most 5 bytes, a value below 2**32); ValueError otherwise."""
+    value = 0
+    for shift in range(0, 35, 7):
+        if pos >= len(data):
+            break
+        byte = data[pos]
+        pos += 1
+        value |= (byte & 0x7F) << shift
+        if not byte & 0x80:
+            if value >= 1 << 32:
+                break
+            return value, pos
+    raise ValueError("tensor_content of a string TensorProto has a malformed length")
+
+
+def decode_string_list(content: bytes, count: int) -> np.ndarray:
+    """The `count` strings a DT_STRING TensorProto carries in `tensor_content`, as TensorFlow's
+    C++ `Tensor::FromProto` reads them (port::DecodeStringList: every length as a varint32, then
+    the bytes, nothing left over) and its `AsProtoTensorContent` writes them; Python's
+    tf.make_ndarray does not read this form. Each string takes at least one byte, so `count` is
+    checked against the content before anything is allocated.
+
+    Returns:
+        object array [count] of bytes.
+    Raises:
+        ValueError: more strings declared than the content can hold, a malformed length, or
+            lengths that do not add up to the rest of the content.
+    """
+    if count > len(content):
+        raise ValueError(
+            f"tensor_content holds {len(content)} bytes; {count} strings need at least {count}"
+        )
+    sizes, pos = [], 0
+    for _ in range(count):
+        size, pos = _varint32(content, pos)
+        sizes.append(size)
+    if sum(sizes) != len(content) - pos:
+        raise ValueError(
+            f"tensor_content holds {len(content) - pos} bytes of strings after their lengths; "
+            f"the lengths add up to {sum(sizes)}"
+        )
+    out = np.empty(count, object)
+    for i, size in enumerate(sizes):
+        out[i] = content[pos : pos + size]
+        pos += size
+    return out
+
+
 def to_numpy(proto, max_filled: int = MAX_FILLED) -> np.ndarray:
-    """TensorProto -> numpy (strings as an object array of bytes), as tf.make_ndarray reads it.
+    """TensorProto -> numpy (strings as an object array of bytes), as tf.make_ndarray reads it,
+    and strings in `tensor_content` as TensorFlow's C++ reads them (`decode_string_list`).
 
     The content is counted against the declared shape first (`tensor_content` must hold exactly
     the shape's bytes; a value field at most the shape's elements), and a value field shorter
@@ -160,7 +212,8 @@ def to_numpy(proto, max_filled: int = MAX_FILLED) -> np.ndarray:
     Raises:
         ValueError: a dtype outside RAW_DTYPES and strings, unknown rank, more than MAX_RANK
             dimensions, a negative dimension, `tensor_content` / a value field that does not fit
-            the shape, or a compact proto declaring more than `max_filled` elements.
+            the shape (strings: `decode_string_list`), or a compact proto declaring more than
+            `max_filled` elements.
     """
     array = raw_to_numpy(proto)
     if array is not None:
@@ -171,6 +224,8 @@ def to_numpy(proto, max_filled: int = MAX_FILLED) -> np.ndarray:
     if min(shape, default=0) < 0:
         raise ValueError(f"TensorProto shape {shape} has a negative dimension")
     size = math.prod(shape)  # a Python int: no overflow, whatever the claim
+    if proto.dtype == types_pb2.DT_STRING and proto.tensor_content:
+        return decode_string_list(proto.tensor_content, size).reshape(shape)
     if proto.dtype == types_pb2.DT_STRING:
         field, dtype, fill = proto.string_val, np.dtype(object), b""
     elif proto.dtype in RAW_DTYPES:

@@ -104,3 +104,49 @@ def test_tensorflow_free_errors_name_the_problem():
         tensor_protos.to_proto(np.array([1j], np.complex64))
     with pytest.raises(ValueError, match="cannot write int into a string tensor"):
         tensor_protos.to_proto(np.array([b"a", 3], dtype=object))
+
+
+def _string_content(*strings):
+    """TensorFlow C++'s EncodeStringList: the varint32 lengths, then the bytes."""
+    lengths = b""
+    for s in strings:
+        n = len(s)
+        while n >= 0x80:
+            lengths += bytes([n & 0x7F | 0x80])
+            n >>= 7
+        lengths += bytes([n])
+    return lengths + b"".join(strings)
+
+
+def _string_proto(content, *shape):
+    proto = tensor_pb2.TensorProto(dtype=tf.string.as_datatype_enum, tensor_content=content)
+    for n in shape:
+        proto.tensor_shape.dim.add(size=n)
+    return proto
+
+
+def test_strings_in_tensor_content_are_read_as_tensorflows_cpp_reads_them():
+    """A DT_STRING proto may carry its strings in tensor_content (C++ AsProtoTensorContent);
+    it was read as empty strings (a fuzz finding). Lengths of 1 and 2 varint bytes."""
+    strings = [b"a", b"", b"\xff" * 300, "é".encode()]
+    for reader in (tensor_protos.to_numpy, lambda p: tensors.to_numpy(p, "text")):
+        array = reader(_string_proto(_string_content(*strings), 2, 2))
+        assert array.dtype == object and array.shape == (2, 2)
+        assert array.tolist() == [[b"a", b""], [b"\xff" * 300, "é".encode()]]
+
+
+@pytest.mark.parametrize(
+    "content,shape,message",
+    [
+        (b"\x01a", [2**40], "tensor_content holds 2 bytes; 1099511627776 strings need at least"),
+        (b"\x02a", [1], "after their lengths; the lengths add up to 2"),
+        (b"\x01ab", [1], "tensor_content holds 2 bytes of strings after their lengths"),
+        (b"\xff\xff\xff\xff\xff\x01" + b"a" * 8, [1], "has a malformed length"),
+        (b"\x80", [1], "has a malformed length"),
+    ],
+)
+def test_strings_in_tensor_content_that_do_not_fit_are_refused(content, shape, message):
+    with pytest.raises(ValueError, match=message):
+        tensor_protos.to_numpy(_string_proto(content, *shape))
+    with pytest.raises(errors.ServingError, match="input 'text' is not a valid TensorProto"):
+        tensors.to_numpy(_string_proto(content, *shape), "text")

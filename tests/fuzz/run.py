@@ -1,0 +1,132 @@
+"""Coverage-guided runs of the serving fuzz targets (atheris, libFuzzer; requirements-fuzz.txt).
+
+    python -m tests.fuzz.run rest_json --runs=1000000 --max_total_time=3600
+    python -m tests.fuzz.run grpc_predict --max_total_time=600 --merge
+
+Starts libFuzzer on `tests.fuzz.serving_targets.TARGETS[<target>]` (the `serving` package and
+the targets instrumented for coverage) in a child process, seeded with
+tests/fuzz/corpus/<target>/. New corpus entries go to <out>/<target>/corpus/, findings (the input
+and libFuzzer's `crash-*` / `timeout-*` / `oom-*` file) to <out>/<target>/, its log to
+<out>/<target>/fuzz.log; `--merge` then adds to the tree's corpus only the new entries that
+reach new coverage (libFuzzer -merge=1). The last line printed, also written to
+<out>/<target>/summary.json, gives executions, seconds and findings. libFuzzer stops at the
+first finding; replay it with `python -m tests.fuzz.run <target> --replay=<file>`.
+Exit status: 0 with no finding, 1 with one.
+"""
+
+import argparse
+import json
+import pathlib
+import re
+import subprocess
+import sys
+import time
+
+CORPUS = pathlib.Path(__file__).parent / "corpus"
+# libFuzzer's -timeout: a hang (the 1 s CPU budget of an input is the targets' own check).
+HANG_TIMEOUT_S = 30
+RSS_LIMIT_MB = 6144
+
+
+def _child(target, libfuzzer_args):
+    """In the child process: instrument, then hand control to libFuzzer (never returns)."""
+    import atheris  # only the coverage-guided runs need it (requirements-fuzz.txt)
+
+    with atheris.instrument_imports(include=["serving", "tests.fuzz"]):
+        from tests.fuzz import serving_targets
+
+    fn = serving_targets.TARGETS[target]
+    if target != "rest_json":
+        serving_targets.servables.server()  # built once, before the first input
+    atheris.Setup([sys.argv[0], *libfuzzer_args], fn)
+    atheris.Fuzz()
+
+
+def _replay(target, path):
+    from tests.fuzz import serving_targets
+
+    serving_targets.TARGETS[target](pathlib.Path(path).read_bytes())
+    print(f"{path}: no finding")
+
+
+def _libfuzzer_args(args, out):
+    corpus = out / "corpus"
+    corpus.mkdir(parents=True, exist_ok=True)
+    flags = [
+        f"-artifact_prefix={out}/",
+        f"-timeout={HANG_TIMEOUT_S}",
+        f"-rss_limit_mb={RSS_LIMIT_MB}",
+        "-print_final_stats=1",
+    ]
+    if args.runs:
+        flags.append(f"-runs={args.runs}")
+    if args.max_total_time:
+        flags.append(f"-max_total_time={args.max_total_time}")
+    if args.max_len:
+        flags.append(f"-max_len={args.max_len}")
+    return [*flags, str(corpus), str(CORPUS / args.target)]
+
+
+def _summary(target, log_text, seconds, out):
+    runs = re.findall(r"stat::number_of_executed_units:\s+(\d+)", log_text)
+    if not runs:
+        runs = re.findall(r"^#(\d+)\s", log_text, re.MULTILINE)
+    findings = sorted(
+        p.name for p in out.iterdir() if p.name.startswith(("crash-", "timeout-", "oom-"))
+    )
+    return {
+        "target": target,
+        "executions": int(runs[-1]) if runs else 0,
+        "seconds": round(seconds),
+        "findings": findings,
+        "new_corpus_entries": len(list((out / "corpus").iterdir())),
+    }
+
+
+def _run(args):
+    out = pathlib.Path(args.out) / args.target
+    out.mkdir(parents=True, exist_ok=True)
+    command = [sys.executable, "-m", "tests.fuzz.run", "--child", args.target, "--"]
+    command += _libfuzzer_args(args, out)
+    start = time.monotonic()
+    with open(out / "fuzz.log", "w") as log:
+        subprocess.run(command, stdout=log, stderr=subprocess.STDOUT, check=False)
+    summary = _summary(args.target, (out / "fuzz.log").read_text(errors="replace"), 0, out)
+    summary["seconds"] = round(time.monotonic() - start)
+    if args.merge:
+        merge = [sys.executable, "-m", "tests.fuzz.run", "--child", args.target, "--"]
+        merge += ["-merge=1", str(CORPUS / args.target), str(out / "corpus")]
+        with open(out / "merge.log", "w") as log:
+            subprocess.run(merge, stdout=log, stderr=subprocess.STDOUT, check=False)
+    (out / "summary.json").write_text(json.dumps(summary) + "\n")
+    print(json.dumps(summary))
+    return 1 if summary["findings"] else 0
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("target")
+    parser.add_argument("--runs", type=int, default=0, help="executions (0: no limit)")
+    parser.add_argument("--max_total_time", type=int, default=0, help="seconds (0: no limit)")
+    parser.add_argument("--max_len", type=int, default=0, help="longest input (0: libFuzzer's)")
+    parser.add_argument("--out", default="runs/fuzz", help="folder of the run's outputs")
+    parser.add_argument("--merge", action="store_true", help="add new coverage to the tree")
+    parser.add_argument("--replay", help="run the target once on this file")
+    parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("libfuzzer_args", nargs="*", help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.child:
+        return _child(args.target, args.libfuzzer_args)
+    # Imported here, not at the top: the child must import `serving` inside atheris'
+    # instrumentation, which a module-level import would pre-empt.
+    from tests.fuzz.serving_targets import TARGETS
+
+    if args.target not in TARGETS:
+        parser.error(f"unknown target {args.target!r}; targets: {', '.join(TARGETS)}")
+    if args.replay:
+        return _replay(args.target, args.replay)
+    return _run(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

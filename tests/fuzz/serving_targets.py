@@ -1,0 +1,499 @@
+"""Fuzz targets for every input surface of the server: `target(data: bytes)`, each raising on a
+finding and returning on anything else.
+
+A finding is:
+- an exception other than `serving.errors.ServingError` with a code other than INTERNAL (an
+  INTERNAL or 5xx answer is one too: the server blamed itself for a request);
+- more than `CPU_LIMIT_S` seconds of this process's CPU on one input (CPU, not wall-clock time,
+  so a loaded machine does not raise false findings);
+- a wrong answer to a property: the whole-array JSON conversion disagreeing with TF Serving's
+  element-by-element one; an input converted to another shape than the one its declared size was
+  checked as; a TensorProto read differently from `tf.make_ndarray`; a refused request whose
+  handling allocated more than `REFUSED_ALLOCATION_BYTES` beyond its own size.
+
+Targets (`TARGETS`), and what their bytes are:
+    rest_json        a REST body: json_tensor.parse_json, then predict_inputs for several
+                     signatures and fill_examples for classify and regress, no model.
+    rest_http        "<METHOD> <path>\\n<body>": the REST port's answer (RestApi and the error
+                     mapping) against the in-process server (`tests.fuzz.servables`).
+    grpc_predict, grpc_classify, grpc_regress, grpc_multi_inference, grpc_model_metadata,
+    grpc_model_status
+                     the wire bytes of that request proto (FromString), through the
+                     InferenceService method the gRPC servicer calls.
+    grpc_tensor_protos
+                     structure-aware: the bytes choose a signature and build each input's
+                     TensorProto (any dtype, unknown rank, hostile dimensions, tensor_content or
+                     any value field, half and string types) for a Predict request.
+
+Run them coverage-guided with `python -m tests.fuzz.run <target>`; tests/fuzz/test_serving_targets.py
+replays the saved corpus (tests/fuzz/corpus/<target>/) and drives them with hypothesis.
+"""
+
+import json
+import math
+import time
+import tracemalloc
+
+import grpc
+import numpy as np
+from google.protobuf import message
+from tensorflow.core.framework import tensor_pb2, types_pb2
+from tensorflow_serving.apis import (
+    classification_pb2,
+    get_model_metadata_pb2,
+    get_model_status_pb2,
+    inference_pb2,
+    predict_pb2,
+    regression_pb2,
+)
+
+from serving import dtypes as dt, errors, json_tensor, tensor_protos, tensors
+from serving.servable import Signature, TensorSpec
+from tests.fuzz import servables
+from tests.fuzz.byte_source import ByteSource
+
+CPU_LIMIT_S = 1.0
+REFUSED_ALLOCATION_BYTES = 1 << 20
+
+
+class Finding(AssertionError):
+    """A property of the server does not hold for this input."""
+
+
+def refused_well(error: Exception):
+    """Returns when `error` is the documented refusal (a ServingError that is not INTERNAL);
+    raises Finding otherwise."""
+    if isinstance(error, errors.ServingError) and error.code not in (
+        grpc.StatusCode.INTERNAL,
+        grpc.StatusCode.UNKNOWN,
+        grpc.StatusCode.DATA_LOSS,
+    ):
+        return
+    raise Finding(f"not a documented refusal: {type(error).__name__}: {error}") from error
+
+
+def timed(fn, server=False):
+    """`fn` as a target that also fails an input costing more than CPU_LIMIT_S of CPU (with
+    `server`, the in-process server is built first, outside the time of any input)."""
+
+    def target(data: bytes):
+        if server:
+            servables.server()
+        start = time.process_time()
+        fn(data)
+        spent = time.process_time() - start
+        if spent > CPU_LIMIT_S:
+            raise Finding(f"{spent:.2f} s of CPU on one input of {len(data)} bytes")
+
+    target.__name__, target.__doc__ = fn.__name__, fn.__doc__
+    return target
+
+
+# ------------------------------------------------------------------ REST JSON, no model
+def _signature(key, **inputs):
+    return Signature(
+        key,
+        "tensorflow/serving/predict",
+        {a: TensorSpec(a, *s) for a, s in inputs.items()},
+        {},
+        None,
+    )
+
+
+_IDS = (dt.int32, [-1, -1])
+JSON_SIGNATURES = [
+    _signature("text", text=(dt.string, [-1])),
+    _signature("pair", text=(dt.string, [-1]), text_b=(dt.string, [-1])),
+    _signature("ids", input_word_ids=_IDS, input_mask=_IDS, input_type_ids=_IDS),
+    _signature("swag", text=(dt.string, [-1]), choices=(dt.string, [-1, 4])),
+    _signature("float", x=(dt.float32, [-1])),
+    *[
+        _signature(f"any_{d.name}", default=(d, None))
+        for d in (dt.int32, dt.int64, dt.uint64, dt.float32, dt.float64, dt.string, dt.bool_)
+    ],
+    _signature("any_int8", default=(dt.int8, None)),
+    _signature("mixed", a=(dt.int32, None), b=(dt.string, [-1]), c=(dt.float64, [-1, 2])),
+]
+
+
+class _Fallback:
+    """Within the block, the whole-array conversion declines everything, so the
+    element-by-element port of json_tensor.cc converts the request alone."""
+
+    def __enter__(self):
+        self.saved = json_tensor._fast_array
+        json_tensor._fast_array = lambda *args, **kwargs: None
+
+    def __exit__(self, *exc):
+        json_tensor._fast_array = self.saved
+
+
+def _convert(doc, signature, plain_numbers):
+    """(arrays or the ServingError, {alias: shapes the check saw})."""
+    checked = {}
+
+    def check(alias, shape):
+        checked.setdefault(alias, []).append(list(shape))
+        tensors.check_shape(signature, alias, shape, servables.LIMITS)
+
+    dtypes = {alias: spec.dtype for alias, spec in signature.inputs.items()}
+    try:
+        arrays, _ = json_tensor.predict_inputs(doc, dtypes, check, plain_numbers)
+    except Exception as e:
+        refused_well(e)
+        return e, checked
+    return arrays, checked
+
+
+def _same_arrays(fast, slow, where):
+    if isinstance(fast, Exception) or isinstance(slow, Exception):
+        if type(fast) is not type(slow) or str(fast) != str(slow):
+            raise Finding(f"{where}: whole-array path {fast!r} but element path {slow!r}")
+        return
+    if fast.keys() != slow.keys():
+        raise Finding(f"{where}: inputs {sorted(fast)} against {sorted(slow)}")
+    for name in fast:
+        a, b = fast[name], slow[name]
+        if a.dtype != b.dtype or a.shape != b.shape:
+            raise Finding(f"{where} '{name}': {a.dtype}{a.shape} against {b.dtype}{b.shape}")
+        if a.dtype.kind == "f":
+            equal = np.array_equal(a, b, equal_nan=True)
+        else:
+            equal = a.tolist() == b.tolist()
+        if not equal:
+            raise Finding(f"{where} '{name}': values differ between the two paths")
+
+
+def _check_declared(arrays, checked, where):
+    """Every converted input was checked, as the shape it came out with, before conversion."""
+    for name, array in arrays.items():
+        if list(array.shape) not in checked.get(name, []):
+            raise Finding(
+                f"{where} '{name}': converted to {list(array.shape)} but checked as "
+                f"{checked.get(name)}"
+            )
+
+
+@timed
+def rest_json(data: bytes):
+    """A REST request body through the JSON layer, for every signature of JSON_SIGNATURES and
+    for classify / regress."""
+    try:
+        doc = json_tensor.parse_json(data)
+        json_tensor.signature_name(doc)
+    except Exception as e:
+        refused_well(e)
+        return
+    plain = json_tensor.holds_no_booleans(data)
+    for signature in JSON_SIGNATURES:
+        fast, checked = _convert(doc, signature, plain)
+        with _Fallback():
+            slow, _ = _convert(doc, signature, False)
+        _same_arrays(fast, slow, f"signature '{signature.key}'")
+        if not isinstance(fast, Exception):
+            _check_declared(fast, checked, f"signature '{signature.key}'")
+    for verb, request in (
+        ("classify", classification_pb2.ClassificationRequest()),
+        ("regress", regression_pb2.RegressionRequest()),
+    ):
+        counted = []
+
+        def count(n):
+            counted.append(n)
+            tensors.check_batch_size(n, servables.LIMITS)
+
+        try:
+            json_tensor.fill_examples(doc, request.input, verb, count)
+        except Exception as e:
+            refused_well(e)
+            continue
+        if [len(doc["examples"])] != counted or counted[0] != _example_count(request.input):
+            raise Finding(
+                f"{verb}: {counted} examples counted, {_example_count(request.input)} read"
+            )
+
+
+def _example_count(input_proto):
+    kind = input_proto.WhichOneof("kind")
+    return len(getattr(input_proto, kind).examples) if kind else 0
+
+
+# ------------------------------------------------------------------ REST port, in process
+_METHODS = ("GET", "POST", "PUT", "DELETE", "HEAD")
+
+
+def rest_http(data: bytes):
+    """`<METHOD> <path>\\n<body>` answered by the REST port's answer path: never 5xx, always a
+    JSON body ({"error": str} when refused), never a status outside the documented ones."""
+    head, _, body = data.partition(b"\n")
+    method, _, path = head.decode("latin-1").partition(" ")
+    status, text, content_type = servables.server().answer(method, path, body)
+    if status >= 500 and status != 501:
+        raise Finding(f"{method} {path!r} answered {status}: {text[:300]!r}")
+    if path == "/monitoring/prometheus/metrics" and method == "GET":
+        return
+    answer = json.loads(text)
+    if status != 200 and not (
+        isinstance(answer, dict) and list(answer) == ["error"] and isinstance(answer["error"], str)
+    ):
+        raise Finding(
+            f"{method} {path!r} answered {status} without an error object: {text[:300]!r}"
+        )
+
+
+rest_http = timed(rest_http, server=True)
+
+
+# ------------------------------------------------------------------ gRPC requests, in process
+def _grpc_target(name, request_class, call):
+    """A target parsing a `request_class` from wire bytes and answering it with
+    `call(service, request)`, as the gRPC servicer does."""
+
+    def target(data: bytes):
+        try:
+            request = request_class.FromString(data)
+        except message.DecodeError:
+            return  # grpc refuses it before any handler runs
+        try:
+            response = call(servables.server().service, request)
+        except Exception as e:
+            refused_well(e)
+            return
+        response.SerializeToString()
+
+    target.__name__ = target.__qualname__ = name
+    target.__doc__ = f"{request_class.DESCRIPTOR.name} wire bytes through InferenceService."
+    return timed(target, server=True)
+
+
+grpc_predict = _grpc_target("grpc_predict", predict_pb2.PredictRequest, lambda s, r: s.predict(r))
+grpc_classify = _grpc_target(
+    "grpc_classify", classification_pb2.ClassificationRequest, lambda s, r: s.classify(r)
+)
+grpc_regress = _grpc_target(
+    "grpc_regress", regression_pb2.RegressionRequest, lambda s, r: s.regress(r)
+)
+grpc_multi_inference = _grpc_target(
+    "grpc_multi_inference",
+    inference_pb2.MultiInferenceRequest,
+    lambda s, r: s.multi_inference(r),
+)
+grpc_model_metadata = _grpc_target(
+    "grpc_model_metadata",
+    get_model_metadata_pb2.GetModelMetadataRequest,
+    lambda s, r: s.get_model_metadata(r),
+)
+grpc_model_status = _grpc_target(
+    "grpc_model_status",
+    get_model_status_pb2.GetModelStatusRequest,
+    lambda s, r: s.get_model_status(r),
+)
+
+
+# ------------------------------------------------------------------ TensorProtos, structure-aware
+# (model, signature key, input aliases) the structure-aware target sends to.
+PROTO_SIGNATURES = [
+    ("clf", "serving_default", ("text", "text_b")),
+    ("clf", "encoded", ("input_mask", "input_type_ids", "input_word_ids")),
+    ("reg", "serving_default", ("text",)),
+    ("swag", "serving_default", ("choices", "text")),
+    ("hp2", "serving_default", ("x",)),
+    *[
+        ("echo", key, ("default",))
+        for key in ("int32", "float", "double", "string", "int8", "int16", "uint8", "int64")
+        + ("uint32", "uint64", "bool", "float16")
+    ],
+    ("echo", "multi", ("dbl_tensor", "float_tensor", "int_tensor", "str_tensor")),
+]
+_DTYPES = sorted(types_pb2.DataType.values())
+_COMMON_DTYPES = [
+    types_pb2.DT_STRING,
+    types_pb2.DT_INT32,
+    types_pb2.DT_INT64,
+    types_pb2.DT_FLOAT,
+    types_pb2.DT_HALF,
+    types_pb2.DT_DOUBLE,
+    types_pb2.DT_BOOL,
+    types_pb2.DT_BFLOAT16,
+]
+_HOSTILE_DIMS = [0, 1, 2, 3, 4, 5, -1, -2, 2**31 - 1, 2**31, 2**32 + 1, 2**62, 2**63 - 1, -(2**63)]
+_VALUE_FIELDS = [
+    "string_val",
+    "int_val",
+    "int64_val",
+    "float_val",
+    "double_val",
+    "half_val",
+    "bool_val",
+    "uint32_val",
+    "uint64_val",
+    "scomplex_val",
+    "dcomplex_val",
+]
+_ITEMSIZE = {enum: dtype.itemsize for enum, dtype in tensor_protos.RAW_DTYPES.items()}
+
+
+def _field_values(src, field, count):
+    if field == "string_val":
+        return [src.take(src.pick([0, 1, 3, 8, 70])) for _ in range(count)]
+    if field == "bool_val":
+        return [bool(src.below(2)) for _ in range(count)]
+    if field in ("float_val", "double_val", "scomplex_val", "dcomplex_val"):
+        specials = [0.0, -0.0, 1.5, math.nan, math.inf, -math.inf, 3.5e38, 1e308]
+        return [src.pick(specials) for _ in range(count)]
+    bits = {"int_val": 32, "half_val": 32, "uint32_val": 32}.get(field, 64)
+    signed = field in ("int_val", "half_val", "int64_val")
+    values = []
+    for _ in range(count):
+        value = src.uint(bits // 8)
+        if signed and value >= 2 ** (bits - 1):
+            value -= 2**bits
+        values.append(value)
+    return values
+
+
+def tensor_proto_from(src: ByteSource) -> tensor_pb2.TensorProto:
+    """A TensorProto built from `src`: any dtype (mostly the common ones), unknown rank or a rank
+    of 0-4 (rarely past numpy's 64), small or hostile dimensions, and `tensor_content` (sized to
+    the shape or not) or value fields."""
+    proto = tensor_pb2.TensorProto()
+    proto.dtype = src.pick(_COMMON_DTYPES) if src.below(4) else src.pick(_DTYPES + [99, 10**6])
+    if src.chance(16):
+        proto.tensor_shape.unknown_rank = True
+    rank = 65 if src.chance(64) else src.pick([0, 1, 1, 2, 2, 3, 4])
+    for _ in range(rank):
+        size = src.pick(_HOSTILE_DIMS) if src.chance(6) else src.below(5)
+        proto.tensor_shape.dim.add(size=size)
+    elements = math.prod(d.size for d in proto.tensor_shape.dim)
+    kind = src.below(4)
+    if kind == 1:  # raw bytes, mostly exactly what the shape needs
+        need = elements * _ITEMSIZE.get(proto.dtype, 1)
+        size = need if 0 <= need <= 4096 and src.below(4) else src.below(64)
+        proto.tensor_content = src.take(size).ljust(size, b"\0")
+    elif kind >= 2:  # value fields: the one of the dtype, or any
+        for _ in range(1 + src.chance(4)):
+            field = src.pick(_VALUE_FIELDS)
+            count = elements if 0 <= elements <= 64 and src.below(3) else src.below(6)
+            getattr(proto, field).extend(_field_values(src, field, count))
+    return proto
+
+
+def predict_request_from(src: ByteSource) -> predict_pb2.PredictRequest:
+    """A PredictRequest to one of PROTO_SIGNATURES (at times with an input left out, an extra
+    one, an unknown version or an output filter), its inputs built by `tensor_proto_from`."""
+    model, key, aliases = src.pick(PROTO_SIGNATURES)
+    request = predict_pb2.PredictRequest()
+    request.model_spec.name = model
+    request.model_spec.signature_name = key
+    if src.chance(16):
+        request.model_spec.version.value = src.pick([0, 1, 2, 123, 2**63 - 1])
+    names = list(aliases)
+    if src.chance(16):
+        names.pop(src.below(len(names)))
+    if src.chance(16):
+        names.append("extra")
+    for alias in names:
+        request.inputs[alias].CopyFrom(tensor_proto_from(src))
+    if src.chance(16):
+        request.output_filter.append(src.pick(["y", "default", "scores", "nope"]))
+    return request
+
+
+def encode_string_list(strings) -> bytes:
+    """TensorFlow's C++ port::EncodeStringList: every length as a varint32, then the bytes (the
+    `tensor_content` of a DT_STRING TensorProto written by `AsProtoTensorContent`)."""
+    strings = [bytes(s) for s in strings]
+    lengths = bytearray()
+    for s in strings:
+        n = len(s)
+        while n >= 0x80:
+            lengths.append(n & 0x7F | 0x80)
+            n >>= 7
+        lengths.append(n)
+    return bytes(lengths) + b"".join(strings)
+
+
+def _as_tensorflow_reads(proto):
+    """tf.make_ndarray's value of `proto`, or None when it refuses it (or is not asked: only
+    protos of at most 4,096 declared elements are read by both)."""
+    import tensorflow as tf  # only for the comparison; serving.tensors reads protos without it
+
+    if proto.tensor_shape.unknown_rank or len(proto.tensor_shape.dim) > tensor_protos.MAX_RANK:
+        return None
+    dims = [d.size for d in proto.tensor_shape.dim]
+    if min(dims, default=0) < 0 or math.prod(dims) > 4096:
+        return None
+    try:
+        return tf.make_ndarray(proto)
+    except Exception:
+        return None
+
+
+def _read_as_tensorflow(proto):
+    """Finding when `serving.tensor_protos` reads `proto` into another value than
+    tf.make_ndarray, or takes one that TensorFlow refuses."""
+    try:
+        ours = tensor_protos.to_numpy(proto)
+    except ValueError:
+        return
+    if proto.dtype == types_pb2.DT_STRING and proto.tensor_content:  # C++'s form, not Python's
+        if encode_string_list(ours.flat) != proto.tensor_content:
+            raise Finding(f"strings {ours.tolist()} do not encode back to {proto.tensor_content!r}")
+        return
+    theirs = _as_tensorflow_reads(proto)
+    if theirs is None:
+        if ours.size <= 4096:
+            raise Finding(f"read a TensorProto that tf.make_ndarray refuses: {proto}")
+        return
+    if ours.dtype != theirs.dtype or ours.shape != theirs.shape:
+        raise Finding(
+            f"{ours.dtype}{ours.shape} against tf.make_ndarray's {theirs.dtype}{theirs.shape}"
+        )
+    if ours.dtype == object:  # tf.make_ndarray pads a compact string proto with str ""
+        equal = list(ours.flat) == [x.encode() if isinstance(x, str) else x for x in theirs.flat]
+    else:
+        equal = np.array_equal(ours, theirs, equal_nan=ours.dtype.kind in "fc")
+    if not equal:
+        raise Finding(f"values differ from tf.make_ndarray's for {proto}")
+
+
+def grpc_tensor_protos(data: bytes):
+    """A structure-aware Predict request (`predict_request_from`); properties: a documented
+    answer, every input proto read as tf.make_ndarray reads it, and a refused request having
+    allocated at most REFUSED_ALLOCATION_BYTES beyond its own size (traced by tracemalloc)."""
+    request = predict_request_from(ByteSource(data))
+    for proto in request.inputs.values():
+        _read_as_tensorflow(proto)
+    service = servables.server().service
+    if not tracemalloc.is_tracing():
+        tracemalloc.start()
+    tracemalloc.reset_peak()
+    base = tracemalloc.get_traced_memory()[0]
+    try:
+        service.predict(request)
+    except Exception as e:
+        refused_well(e)
+        grown = tracemalloc.get_traced_memory()[1] - base
+        if grown > REFUSED_ALLOCATION_BYTES + 64 * request.ByteSize():
+            raise Finding(
+                f"refused ({e}) after allocating {grown} bytes for a {request.ByteSize()}-byte "
+                "request"
+            ) from e
+
+
+grpc_tensor_protos = timed(grpc_tensor_protos, server=True)
+
+TARGETS = {
+    fn.__name__: fn
+    for fn in (
+        rest_json,
+        rest_http,
+        grpc_predict,
+        grpc_classify,
+        grpc_regress,
+        grpc_multi_inference,
+        grpc_model_metadata,
+        grpc_model_status,
+        grpc_tensor_protos,
+    )
+}
