@@ -59,11 +59,10 @@ from google.protobuf import (
     descriptor_pb2,
     descriptor_pool,
     message_factory,
-    text_format,
     wrappers_pb2,
 )
 
-from serving import errors
+from serving import errors, text_protos
 
 
 LENGTH_BUCKETS_FIELD_NUMBER = 1000
@@ -167,8 +166,13 @@ class BatchingOptions:
 def parse_batching_parameters(text: str) -> BatchingOptions:
     """Parses a tensorflow_model_server batching parameters text proto, e.g.
     `max_batch_size { value: 32 } batch_timeout_micros { value: 5000 } allowed_batch_sizes: 8`.
-    Raises ValueError (unknown field, bad syntax or inconsistent values)."""
-    proto = text_format.Parse(text, BatchingParameters())
+
+    Raises:
+        text_format.ParseError: an unknown field, bad syntax or messages nested too deeply
+            (`serving.text_protos.parse`).
+        ValueError: inconsistent values (`BatchingOptions`).
+    """
+    proto = text_protos.parse(text, BatchingParameters())
     kwargs = {}
     for name in (
         "max_batch_size",

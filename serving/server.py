@@ -52,7 +52,7 @@ from tensorflow_serving.config import model_server_config_pb2
 from serving.module_files import load_project_module
 from serving.storage import fileio
 from serving import batching, errors, grpc_service, service_protos, ssl_config, tensors
-from serving import request_logger, servable
+from serving import request_logger, servable, text_protos
 from serving.inference import InferenceService
 from serving.metrics import Metrics
 from serving.model_manager import (
@@ -241,7 +241,7 @@ def model_configs(model_name="default", model_base_path="", model_config_file=""
     """
     if model_config_file:
         fileio.check_reachable(model_config_file, "model config file", REACH_TIMEOUT_S)
-        config = text_format.Parse(
+        config = text_protos.parse(
             fileio.read_text(model_config_file), model_server_config_pb2.ModelServerConfig()
         )
         configs = list(config.model_config_list.config)

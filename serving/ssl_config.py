@@ -50,6 +50,7 @@ from cryptography.exceptions import UnsupportedAlgorithm
 from cryptography.hazmat.primitives import serialization
 from google.protobuf import descriptor_pb2, descriptor_pool, message_factory, text_format
 
+from serving import text_protos
 from serving.storage import fileio
 
 _PROTO_FILE = "tensorflow_serving/config/ssl_config.proto"
@@ -140,7 +141,7 @@ def read_ssl_config(path: str):
     except UnicodeDecodeError as e:
         raise fail(f"cannot read it ({e})") from None
     try:
-        config = text_format.Parse(text, ssl_config_message()())
+        config = text_protos.parse(text, ssl_config_message()())
     except text_format.ParseError as e:
         raise fail(f"not a text-format tensorflow.serving.SSLConfig ({e})") from None
     missing = [f for f in ("server_key", "server_cert") if not getattr(config, f).strip()]
