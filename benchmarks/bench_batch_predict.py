@@ -35,8 +35,10 @@ flags.DEFINE_boolean("append", False, "Append the table to benchmarks/RESULTS.md
 
 
 def sst2_sentences(rows: int) -> list[str]:
+    from keras_bert import fileio  # loads TensorFlow: after the thread settings
+
     data_dir = pathlib.Path(os.environ.get("KERAS_BERT_DATA_DIR", "../shared/data"))
-    lines = (data_dir / "glue" / "sst2" / "train.tsv").read_text(encoding="utf-8").splitlines()
+    lines = fileio.text_lines(fileio.read_user_text(str(data_dir / "glue" / "sst2" / "train.tsv")))
     sentences = [line.split("\t")[0].strip() for line in lines[1:] if line.strip()]
     return [sentences[i % len(sentences)] for i in range(rows)]
 

@@ -65,10 +65,12 @@ def _recipe_command(root: pathlib.Path, args: list[str]) -> callable:
 def _corpus(sources, copies: int) -> str:
     """The WikiText files `copies` times; each document of copy c gains the paragraph
     "Copy c ." after its title, so that no two documents are equal."""
+    from keras_bert import fileio  # loads TensorFlow: after the thread settings
+
     out = []
     for c in range(copies):
         for source in sources:
-            for line in source.read_text(encoding="utf-8").splitlines():
+            for line in fileio.text_lines(fileio.read_user_text(str(source))):
                 out.append(line)
                 if line.startswith(" = ") and not line.startswith(" = = "):
                     out.append(f" Copy {c} . ")

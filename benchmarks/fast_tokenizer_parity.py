@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import collections
 import difflib
-import json
 import os
 import pathlib
 
@@ -36,7 +35,7 @@ def texts_by_source(data_dir: str) -> dict[str, list[str]]:
     from keras_bert import fileio
     from keras_bert.data.glue import read_glue
 
-    squad = json.loads(fileio.read_text(f"{data_dir}/squad/dev-v1.1.json"))["data"]
+    squad = fileio.read_json(f"{data_dir}/squad/dev-v1.1.json")["data"]
     paragraphs = [p for a in squad for p in a["paragraphs"]]
     return {
         "SST-2 dev sentences": [e.text_a for e in read_glue("sst2", "dev", data_dir)],
@@ -58,7 +57,7 @@ def main(argv):
         "KERAS_BERT_DATA_DIR", str(pathlib.Path(__file__).resolve().parents[2] / "shared" / "data")
     )
     vocab_file = FLAGS.vocab_file or f"{data_dir}/vocab/bert-base-uncased-vocab.txt"
-    vocab = fileio.read_text(vocab_file).splitlines()
+    vocab = fileio.text_lines(fileio.read_user_text(vocab_file))
     reference = FullTokenizer(vocab_file, do_lower_case=True)
     fast = tf_text.FastBertTokenizer(
         vocab=vocab, token_out_type=tf.int64, lower_case_nfd_strip_accents=True

@@ -168,10 +168,8 @@ def read_tsv(path, columns, limit=None) -> tuple[list[dict], int]:
     Raises:
         SystemExit: a column missing from the header.
     """
-    with open(path, encoding="utf-8-sig", newline="") as f:
-        lines = f.read().split("\n")
-    if lines and lines[-1] == "":
-        lines.pop()
+    fileio = hf_peer_common.project_fileio()
+    lines = fileio.text_lines(fileio.read_user_text(str(path)))
     header = lines[0].rstrip("\r").split("\t")
     missing = [c for c in columns if c not in header]
     if missing:

@@ -88,8 +88,7 @@ def parse_args(argv=None):
 
 
 def read_jsonl(path, limit=None) -> list[dict]:
-    with open(path, encoding="utf-8") as f:
-        rows = [json.loads(line) for line in f if line.strip()]
+    rows = hf_peer_common.project_fileio().read_jsonl(str(path))
     return rows[:limit] if limit else rows
 
 
@@ -271,8 +270,7 @@ def main(argv=None):
         records, info = predict_split(
             trainer, tokenizer, sentences, label_to_id, label_list, args.max_seq_length
         )
-        with open(out / f"predictions_{name}.json", "w", encoding="utf-8") as f:
-            f.writelines(json.dumps(r, ensure_ascii=False) + "\n" for r in records)
+        hf_peer_common.project_fileio().write_jsonl(str(out / f"predictions_{name}.json"), records)
         predictions[name] = info
         print(f"{name}: {json.dumps(info)}", flush=True)
 

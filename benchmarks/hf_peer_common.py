@@ -4,13 +4,26 @@ share: their `Trainer` hyperparameter flags and the `TrainingArguments` they all
 The peers run as scripts in the torch environment (`<torch venv>/bin/python
 benchmarks/hf_glue_peer.py ...`), so they import this file as a sibling module (`import
 hf_peer_common`: a script's own folder is on `sys.path`). Like them it never imports TensorFlow or
-keras_bert.
+keras_bert; `project_fileio` loads the project's file module alone, for its rules on reading and
+writing files (JSON Lines split at "\n" only).
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import pathlib
+
+_FILEIO = pathlib.Path(__file__).resolve().parents[1] / "keras_bert" / "fileio.py"
+
+
+def project_fileio():
+    """keras_bert/fileio.py loaded from its file alone (it imports only the standard library; the
+    keras_bert package, which loads Keras, is not imported): `read_jsonl`, `write_jsonl`."""
+    spec = importlib.util.spec_from_file_location("keras_bert_fileio_for_peers", _FILEIO)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def peer_parser(doc: str) -> argparse.ArgumentParser:

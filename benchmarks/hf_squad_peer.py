@@ -101,7 +101,7 @@ def parse_args(argv=None):
 
 def read_flat(path, limit=None) -> list[dict]:
     """Records of a flat SQuAD JSON (`{"data": [{"id", "context", "question", "answers"}]}`)."""
-    records = json.loads(pathlib.Path(path).read_text(encoding="utf-8"))["data"]
+    records = hf_peer_common.project_fileio().read_json(str(path))["data"]
     return records[:limit]
 
 

@@ -37,6 +37,7 @@ import pathlib
 
 from absl import app, flags
 
+from keras_bert import fileio
 from keras_bert.data import conll
 from keras_bert.evaluation.ner import entity_scores
 
@@ -58,18 +59,6 @@ FLAGS = flags.FLAGS
 SCORE_KEYS = ("precision", "recall", "f1", "accuracy")  # what families.ner.ner_scores keeps
 
 
-def read_jsonl(path) -> list[dict]:
-    """One JSON object per non-blank line of `path`."""
-    with open(path, encoding="utf-8") as f:
-        return [json.loads(line) for line in f if line.strip()]
-
-
-def write_jsonl(path, records) -> None:
-    with open(path, "w", encoding="utf-8") as f:
-        for record in records:
-            f.write(json.dumps(record, ensure_ascii=False) + "\n")
-
-
 def write_splits(data_dir, output_dir) -> dict:
     """Writes `<split>.json` for train, valid, test and `data_info.json`; returns the latter
     (`{"splits": {split: conll.counts(...)}, "label_names": conll.label_list(train)}`)."""
@@ -77,8 +66,8 @@ def write_splits(data_dir, output_dir) -> dict:
     out.mkdir(parents=True, exist_ok=True)
     splits = conll.read_conll_splits(data_dir)
     for name, sentences in splits.items():
-        write_jsonl(
-            out / f"{name}.json",
+        fileio.write_jsonl(
+            str(out / f"{name}.json"),
             ({"tokens": list(s.words), "ner_tags": list(s.tags)} for s in sentences),
         )
     info = {
@@ -102,9 +91,9 @@ def score(gold_file, predictions_file, max_examples=None) -> dict:
         ValueError: different numbers of sentences, or a prediction line whose tokens differ
             from the gold sentence's or whose tag count differs from its word count.
     """
-    gold = read_jsonl(gold_file)
+    gold = fileio.read_jsonl(str(gold_file))
     gold = gold[:max_examples] if max_examples else gold
-    predicted = read_jsonl(predictions_file)
+    predicted = fileio.read_jsonl(str(predictions_file))
     if len(predicted) != len(gold):
         raise ValueError(
             f"{predictions_file}: {len(predicted)} sentences, but {len(gold)} in "

@@ -37,6 +37,7 @@ import pathlib
 
 from absl import app, flags, logging
 
+from keras_bert import fileio
 from keras_bert.evaluation import squad as squad_eval
 from keras_bert.training.families import squad as squad_family
 
@@ -139,7 +140,7 @@ def write_split(input_file, holdout_fraction, version_2_with_negative, output_di
 def _read_json(path: pathlib.Path) -> dict:
     if not path.is_file():
         raise FileNotFoundError(f"{path}: not found (did the peer finish?)")
-    return json.loads(path.read_text(encoding="utf-8"))
+    return fileio.read_json(str(path))
 
 
 def score(

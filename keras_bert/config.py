@@ -8,7 +8,6 @@ mapping tables of this module.
 from __future__ import annotations
 
 import dataclasses
-import json
 import os
 
 from keras_bert import fileio
@@ -127,15 +126,13 @@ class BertConfig:
 
         Raises:
             FileNotFoundError: if `path` does not exist (named in the message).
-            ValueError: if the file is not valid JSON or lacks a required key (both named).
+            ValueError: if the file is not UTF-8 or not JSON (`fileio.read_json`'s
+                `UserFileError`) or lacks a required key (both named).
         """
         path = os.fspath(path)
         if not fileio.exists(path):
             raise FileNotFoundError(f"BERT config file not found: {path}")
-        try:
-            values = json.loads(fileio.read_text(path))
-        except json.JSONDecodeError as e:
-            raise ValueError(f"{path} is not valid JSON: {e}") from e
+        values = fileio.read_json(path)
         try:
             return cls.from_dict(values)
         except (KeyError, ValueError, TypeError) as e:

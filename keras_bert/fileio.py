@@ -26,6 +26,16 @@ imported, goes through `tf.io.gfile`. Errors: a missing path raises FileNotFound
 `read_bytes` everywhere; other operations raise what `file_errors()` names (OSError, and
 `tf.errors.OpError` where TensorFlow is loaded).
 
+Files a user gives (data, vocabularies, label and template files, gates, configs) are read by one
+rule: `read_user_text` decodes UTF-8 and drops a leading byte-order mark (Excel and Notepad write
+one), so every reader gives the same result with and without it; bytes that are not UTF-8 are a
+`UserFileError` (a ValueError, one line naming the file, the byte offset and the line), except in
+batch prediction, which refuses such a row alone. Line-oriented files (JSON Lines, one text per
+line, vocab.txt) split at "\n" only (`text_lines`; "\r\n" accepted), never at the other line
+breaks of `str.splitlines()`, which JSON allows raw inside strings; JSON Lines are read by
+`jsonl_lines` / `read_jsonl` and written by `jsonl_line` / `write_jsonl`. JSON is parsed by
+`parse_json` (at most `MAX_JSON_DEPTH` levels), CSV / TSV by `csv_records` (fields of any length).
+
 Schemes: this TensorFlow build (2.20, pip) registers `gs://` and `ram://`; `s3://`, `hdfs://`
 and others answer "File system scheme ... not implemented" until a plugin registers them
 (`pip install tensorflow-io`, then `import tensorflow_io` before use).
@@ -35,7 +45,9 @@ from __future__ import annotations
 
 import concurrent.futures
 import contextlib
+import csv
 import errno
+import io
 import json
 import os
 import posixpath
@@ -321,7 +333,14 @@ def read_text(path: str, encoding: str = "utf-8", errors: str = "strict") -> str
 
 
 def read_json(path: str) -> Any:
-    return json.loads(read_text(path))
+    """A JSON file (a config, a labels file, a record): `parse_json` of `read_user_text`.
+
+    Raises:
+        FileNotFoundError: as `read_bytes`.
+        UserFileError: not UTF-8, not JSON, or nested deeper than `MAX_JSON_DEPTH` (naming it).
+    """
+    path = os.fspath(path)
+    return parse_json(read_user_text(path), path)
 
 
 def _temporary_name(path: str) -> str:
@@ -497,3 +516,207 @@ def check_reachable(path: str, what: str = "path", timeout: float = REACH_TIMEOU
         ) from None
     finally:
         pool.shutdown(wait=False)
+
+
+# Files a user gives: one decoding rule, one line rule, one JSON Lines form (module docstring).
+
+BYTE_ORDER_MARK = b"\xef\xbb\xbf"
+# Deepest nesting of arrays and objects a JSON file or line may have. Our formats nest at most
+# about 10 levels (SQuAD: 9); Python's parser, and the pickling and printing of what it returns,
+# stop at the interpreter's recursion limit (about 1,000 levels) with a RecursionError instead.
+MAX_JSON_DEPTH = 100
+
+
+class UserFileError(ValueError):
+    """A file a user gave that cannot be read as its format says: bytes that are not UTF-8, a line
+    that is not JSON, JSON nested too deep, a CSV record the csv module refuses. One line:
+    "<where>: <problem>", where names the file (and line) as typed.
+
+    Attributes:
+        where: str, the file (`path`, or `path:line`).
+        problem: str, what is wrong, without `where` (a batch prediction's row reason).
+    """
+
+    def __init__(self, where: str, problem: str):
+        super().__init__(f"{where}: {problem}")
+        self.where, self.problem = where, problem
+
+
+def decode_user_text(data: bytes, where: str, errors: str = "strict") -> str:
+    """The one decoding rule for a file a user gives: UTF-8, one leading byte-order mark (which
+    Excel and Notepad write) dropped, so a file reads the same with and without it.
+
+    Args:
+        data: the file's bytes.
+        where: the file as the user typed it, for the error message.
+        errors: "strict" (a whole file: bytes that are not UTF-8 are an error) or
+            "surrogateescape" (a reader that refuses row by row, batch prediction: each bad byte
+            becomes U+DC80..U+DCFF, for the row holding it to be refused).
+
+    Raises:
+        UserFileError: "<where>: not UTF-8 text: byte 0xff at byte offset 1234 (line 5) ...".
+    """
+    body = data[len(BYTE_ORDER_MARK) :] if data.startswith(BYTE_ORDER_MARK) else data
+    try:
+        return body.decode("utf-8", errors)
+    except UnicodeDecodeError as e:
+        offset = e.start + len(data) - len(body)
+        line = data.count(b"\n", 0, offset) + 1
+        raise UserFileError(
+            where,
+            f"not UTF-8 text: byte 0x{data[offset]:02x} at byte offset {offset} (line {line}) "
+            f"({e.reason}); save the file as UTF-8",
+        ) from None
+
+
+def read_user_text(path: str) -> str:
+    """A file a user gave (data, vocabulary, labels, templates, gate, config) as text, by
+    `decode_user_text`'s rule; no newline translation.
+
+    Raises:
+        FileNotFoundError: as `read_bytes`.
+        UserFileError: bytes that are not UTF-8, naming the file, the byte offset and the line.
+    """
+    path = os.fspath(path)
+    return decode_user_text(read_bytes(path), path)
+
+
+def text_lines(text: str) -> list[str]:
+    """The lines of a line-oriented file (JSON Lines, one text per line, vocab.txt, a corpus):
+    split at "\\n" only, a "\\r" before it dropped (Windows line ends); text after the last "\\n" is
+    a last line, an empty one is not.
+
+    Never `str.splitlines()`: it also splits at U+2028, U+2029, U+0085, \\v, \\f and \\x1c-\\x1e,
+    which JSON allows raw inside a string and which our writers write raw (`jsonl_line`).
+    """
+    lines = text.split("\n")
+    if lines[-1] == "":
+        lines.pop()
+    return [line[:-1] if line.endswith("\r") else line for line in lines]
+
+
+def json_depth(value: Any) -> int:
+    """How deeply arrays and objects nest in a parsed JSON value (0 for a scalar), counted
+    without recursion."""
+    deepest, stack = 0, [(value, 1)] if isinstance(value, (dict, list)) else []
+    while stack:
+        item, depth = stack.pop()
+        deepest = max(deepest, depth)
+        children = item.values() if isinstance(item, dict) else item
+        stack.extend((c, depth + 1) for c in children if isinstance(c, (dict, list)))
+    return deepest
+
+
+def parse_json(text: str, where: str) -> Any:
+    """A user's JSON text (a file, or one line of a JSON Lines file) as Python values.
+
+    Raises:
+        UserFileError: "<where>: not JSON: <the parser's message>", or "<where>: not JSON:
+            arrays or objects nested deeper than MAX_JSON_DEPTH levels".
+    """
+    too_deep = f"not JSON: arrays or objects nested deeper than {MAX_JSON_DEPTH} levels"
+    try:
+        value = json.loads(text)
+    except RecursionError:
+        raise UserFileError(where, too_deep) from None
+    except json.JSONDecodeError as e:
+        raise UserFileError(where, f"not JSON: {e}") from None
+    # Counting brackets bounds the depth from above: most texts need no walk.
+    if text.count("[") + text.count("{") > MAX_JSON_DEPTH and json_depth(value) > MAX_JSON_DEPTH:
+        raise UserFileError(where, too_deep)
+    return value
+
+
+def jsonl_lines(text: str) -> Iterator[tuple[int, str]]:
+    """(line number from 1, line) of each non-blank line of JSON Lines text (`text_lines`)."""
+    for number, line in enumerate(text_lines(text), 1):
+        if line.strip():
+            yield number, line
+
+
+def parse_jsonl(text: str, where: str) -> list:
+    """Every value of JSON Lines text (one JSON value per line; blank lines skipped).
+
+    Raises:
+        UserFileError: a line that is not JSON ("<where>:<line>: not JSON: ...").
+    """
+    return [parse_json(line, f"{where}:{n}") for n, line in jsonl_lines(text)]
+
+
+def read_jsonl(path: str) -> list:
+    """`parse_jsonl` of a JSON Lines file.
+
+    Raises:
+        FileNotFoundError: as `read_bytes`.
+        UserFileError: not UTF-8, or a line that is not JSON ("<path>:<line>: not JSON: ...").
+    """
+    path = os.fspath(path)
+    return parse_jsonl(read_user_text(path), path)
+
+
+def jsonl_line(value: Any) -> str:
+    """One line of a JSON Lines file, without its "\\n": `value` as compact JSON, non-ASCII text
+    raw (U+2028 included: readers split at "\\n" only), a lone surrogate (which UTF-8 cannot
+    encode) as its `\\\\udXXX` escape."""
+    line = json.dumps(value, ensure_ascii=False)
+    try:
+        line.encode("utf-8")
+    except UnicodeEncodeError:
+        return json.dumps(value)
+    return line
+
+
+def jsonl_text(values) -> str:
+    """The text of a JSON Lines file holding `values`: `jsonl_line` of each, each ending in "\\n"."""
+    return "".join(jsonl_line(value) + "\n" for value in values)
+
+
+def write_jsonl(path: str, values) -> None:
+    """`write_text` of `jsonl_text(values)`: the file appears whole or not at all."""
+    write_text(path, jsonl_text(values))
+
+
+def _csv_field_limit(text: str) -> None:
+    """Lets the csv module read any field of `text`: no field is longer than the text holding it
+    (the module refuses fields over 131,072 characters by default; the limit is process-wide and
+    only ever raised here)."""
+    if len(text) >= csv.field_size_limit():
+        csv.field_size_limit(len(text) + 1)
+
+
+def csv_records(
+    text: str, where: str, delimiter: str = ","
+) -> tuple[list[str], Iterator[tuple[int, dict]]]:
+    """The header and records of CSV / TSV text with a header row (RFC 4180 quoting; any field
+    length).
+
+    Args:
+        text: the file's text (`read_user_text`).
+        where: the file as typed, for errors.
+        delimiter: "," or "\\t".
+
+    Returns:
+        (column names, [] for an empty file; an iterator of (line number where the record ends,
+        `csv.DictReader` row: fields past the header under the key None, missing ones None)).
+
+    Raises (from the iterator):
+        UserFileError: a record the csv module refuses, "<where>:<line>: not CSV: ...".
+    """
+    _csv_field_limit(text)
+    reader = csv.DictReader(io.StringIO(text, newline=""), delimiter=delimiter)
+    try:
+        header = list(reader.fieldnames or [])
+    except csv.Error as e:
+        raise UserFileError(f"{where}:1", f"not CSV: {e}") from None
+
+    def records():
+        while True:
+            try:
+                row = next(reader)
+            except StopIteration:
+                return
+            except csv.Error as e:
+                raise UserFileError(f"{where}:{reader.line_num}", f"not CSV: {e}") from None
+            yield reader.line_num, row
+
+    return header, records()

@@ -20,6 +20,7 @@ import time
 from absl import app, flags
 
 from keras_bert import beam as beam_flags
+from keras_bert import fileio
 from keras_bert.cli import (
     check_flag_partners,
     define_corpus_flags,
@@ -106,9 +107,12 @@ def main(argv):
     summary_path = FLAGS.output_file.split(",")[0].strip() + ".summary.json"
     # The runner's own settings (--runner, --num_workers, ...) change no byte: not in the config.
     config = {name: FLAGS[name].value for name in CONFIG_FLAGS}
-    summary = pretraining_beam.run(
-        input_files, output_files, settings, summary_path, config, options
-    )
+    try:
+        summary = pretraining_beam.run(
+            input_files, output_files, settings, summary_path, config, options
+        )
+    except fileio.UserFileError as e:  # an input that is not UTF-8: one line, exit code 2
+        fail_usage(str(e))
     print(
         f"wrote {summary['instances']} instances from {summary['documents']} documents to "
         f"{len(output_files)} file(s) in {time.time() - start:.1f} s ({FLAGS.runner}); masked "

@@ -42,14 +42,14 @@ def main(argv):
     require_reachable_flags("input_file", "vocab_file")
     try:
         files = expand_file_patterns(FLAGS.input_file)
-    except FileNotFoundError as e:  # a usage error: one line, exit code 2
+        lines = [
+            sentence
+            for path in files
+            for doc in pd.read_raw_documents(path, FLAGS.input_format)
+            for sentence in doc
+        ]
+    except (FileNotFoundError, ValueError) as e:  # a usage error: one line, exit code 2
         fail_usage(str(e))
-    lines = [
-        sentence
-        for path in files
-        for doc in pd.read_raw_documents(path, FLAGS.input_format)
-        for sentence in doc
-    ]
     reserved = list(vocab_builder.RESERVED_TOKENS) + FLAGS.extra_reserved_tokens
     vocab = vocab_builder.learn_wordpiece_vocab(
         lines, FLAGS.vocab_size, FLAGS.do_lower_case, reserved, min_count=FLAGS.min_count

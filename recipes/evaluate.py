@@ -23,7 +23,6 @@ from keras_bert.evaluation import behaviour, comparison, evidence_pack, model_re
 from keras_bert.evaluation import recorded_predictions
 from keras_bert.evaluation import data_health, provenance, release_gate, report_sections
 from keras_bert.evaluation import report_writer
-from keras_bert import fileio
 from keras_bert.cli import check_flag_partners, fail_usage, require_reachable_flags
 
 F = flags
@@ -109,8 +108,7 @@ def read_behaviour_tests(info):
     if refusal:
         fail_usage(f"--behaviour_tests: {refusal}")
     try:
-        text = fileio.read_text(FLAGS.behaviour_tests)
-        return behaviour.read_template_tests(text, info.label_names, FLAGS.behaviour_tests)
+        return behaviour.read_template_file(FLAGS.behaviour_tests, info.label_names)
     except (FileNotFoundError, ValueError) as e:
         fail_usage(f"--behaviour_tests: {e}")
 

@@ -8,9 +8,6 @@ One example per input line ("A ||| B" for a pair); one JSON object per line out 
 keras_bert/features.py). See docs/ner_swag_features.md.
 """
 
-import io
-import json
-
 from absl import app, flags
 
 from keras_bert import features, fileio
@@ -53,6 +50,8 @@ def main(argv):
     source = _Source()
     try:
         vocab_file, do_lower_case = model_setup.resolve_vocab(source)
+        # Every line is an example (linex_index), lines ending at "\n" as the reference's readline.
+        texts = fileio.text_lines(fileio.read_user_text(FLAGS.input_file))
         preprocessor = BertPreprocessor(
             vocab_file, do_lower_case=do_lower_case, max_seq_length=FLAGS.max_seq_length
         )
@@ -61,15 +60,13 @@ def main(argv):
         layers = features.parse_layers(FLAGS.layers, encoder.bert_config.num_layers)
     except (ValueError, FileNotFoundError) as e:  # bad flags or checkpoint: exit code 2
         fail_usage(str(e))
-    with io.StringIO(fileio.read_text(FLAGS.input_file), newline=None) as f:
-        texts = [line.rstrip("\n") for line in f]  # every line is an example (linex_index)
     # Streamed under a temporary name, visible under --output_file only when complete.
     written = fileio.writing_path(FLAGS.output_file)
     with fileio.open_file(written, "w") as out:
         for index, (tokens, values) in enumerate(
             features.extract_features(encoder, preprocessor, texts, layers, FLAGS.batch_size)
         ):
-            out.write(json.dumps(features.feature_json(index, tokens, values)) + "\n")
+            out.write(fileio.jsonl_line(features.feature_json(index, tokens, values)) + "\n")
     fileio.commit_write(written, FLAGS.output_file)
     print(f"wrote {len(texts)} examples to {FLAGS.output_file}")
 

@@ -27,7 +27,6 @@ Requests without text inputs (ids only) are counted and left out. Once labelled:
 import csv
 import datetime
 import io
-import json
 import sys
 
 from absl import app, flags
@@ -170,10 +169,7 @@ def write_texts(rows, path, keep_duplicates=False) -> tuple:
     columns = ["text", *(["text_b"] if pair else []), "label"]
     columns += ["model", "version", "signature", "logged_at"]
     if _FORMATS[suffix] is None:
-        text = "".join(
-            json.dumps({c: row.get(c, "") for c in columns}, ensure_ascii=False) + "\n"
-            for row in kept
-        )
+        text = fileio.jsonl_text({c: row.get(c, "") for c in columns} for row in kept)
     else:
         buffer = io.StringIO(newline="")
         writer = csv.DictWriter(buffer, columns, delimiter=_FORMATS[suffix], restval="")

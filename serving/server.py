@@ -235,14 +235,15 @@ def model_configs(model_name="default", model_base_path="", model_config_file=""
     absolute; URIs kept as typed).
 
     Raises:
-        ValueError: no model given, or a config without entries / with bad entries.
+        ValueError: no model given, a config without entries / with bad entries, or a config
+            file that is not UTF-8 (`fileio.UserFileError`; a byte-order mark is dropped).
         OSError (fileio.UnreachablePathError, FileNotFoundError): an unreadable config file.
         text_format.ParseError: not a text-format ModelServerConfig.
     """
     if model_config_file:
         fileio.check_reachable(model_config_file, "model config file", REACH_TIMEOUT_S)
         config = text_protos.parse(
-            fileio.read_text(model_config_file), model_server_config_pb2.ModelServerConfig()
+            fileio.read_user_text(model_config_file), model_server_config_pb2.ModelServerConfig()
         )
         configs = list(config.model_config_list.config)
         if not configs:
@@ -545,7 +546,7 @@ def main(argv):
             batching_options = batching.BatchingOptions()
             if _FLAGS.batching_parameters_file:
                 batching_options = batching.parse_batching_parameters(
-                    fileio.read_text(_FLAGS.batching_parameters_file)
+                    fileio.read_user_text(_FLAGS.batching_parameters_file)
                 )
             if _FLAGS.enable_large_batch_splitting:
                 batching_options = dataclasses.replace(

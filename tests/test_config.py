@@ -91,7 +91,7 @@ def test_file_errors_name_the_file(tmp_path):
         BertConfig.from_json_file(tmp_path / "nope.json")
     bad = tmp_path / "bad.json"
     bad.write_text("{")
-    with pytest.raises(ValueError, match="bad.json is not valid JSON"):
+    with pytest.raises(ValueError, match="bad.json: not JSON: Expecting"):
         BertConfig.from_json_file(bad)
     partial = tmp_path / "partial.json"
     partial.write_text(json.dumps({"num_hidden_layers": 2, "model_type": "bert"}))

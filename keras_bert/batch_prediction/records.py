@@ -5,7 +5,11 @@
   came from (file as expanded from --input, 0-based data row), then each `serving_default`
   output under its signature name (numbers, lists; strings decoded from UTF-8).
 - errors-*.jsonl: `{"<key column>": key or null, "input_file", "input_row", "raw": the row as
-  read, "reason": one line}`.
+  read, "reason": one line}`: the key whenever the row's key column could be read, whatever else
+  is wrong with the row.
+
+Each is one line of `keras_bert.fileio.jsonl_line` (text raw, U+2028 included: every reader
+splits at "\n" only).
 - prediction_logs-*.tfrecord: `tensorflow.serving.PredictionLog` with `predict_log.request` (the
   model spec, `text` [1] and `text_b` [1]) and `predict_log.response` (every output with a
   leading batch dimension of 1), as tfx-bsl's RunInference writes them and TF Serving logs them.
@@ -16,12 +20,13 @@ runner, the worker count or the batching.
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import numpy as np
 import tensorflow as tf
 from tensorflow_serving.apis import prediction_log_pb2
+
+from keras_bert import fileio
 
 SIGNATURE = "serving_default"
 SUMMARY_FILE = "batch_predict.json"
@@ -43,14 +48,14 @@ def prediction_json(row, outputs: dict, key_column: str | None) -> str:
     record = _where(row, key_column)
     for name in sorted(outputs):
         record[name] = as_json(outputs[name])
-    return json.dumps(record, ensure_ascii=False)
+    return fileio.jsonl_line(record)
 
 
 def error_json(item, reason: str, key_column: str | None) -> str:
     """One line of errors-*.jsonl for a `RowError`, or an `InputRow` whose prediction failed."""
     record = _where(item, key_column)
     record.update(raw=item.raw, reason=reason)
-    return json.dumps(record, ensure_ascii=False)
+    return fileio.jsonl_line(record)
 
 
 def prediction_log(row, outputs: dict, export) -> bytes:

@@ -5,26 +5,29 @@ Formats (by extension, as `keras_bert.data.text_files`): `.csv` (header row, RFC
 `.tsv` / `.tab` (tab separated, header row), `.jsonl` / `.json` (one JSON object per line, blank
 lines skipped), `.tfrecord` / `.tfrecords` (serialized `tf.train.Example`, bytes features for the
 texts; the key may be bytes, int64 or float). A file is read whole by one worker through
-`keras_bert.fileio` (any `tf.io.gfile` URI).
+`keras_bert.fileio` (any `tf.io.gfile` URI), by its rule for user files: UTF-8, a leading
+byte-order mark dropped, JSON lines split at "\n" only ("\r\n" accepted; never at U+2028 and the
+other breaks of `str.splitlines()`), CSV fields of any length; bytes that are not UTF-8 refuse
+only a row whose text or key holds them, never the file.
 
 Rows are numbered from 0 within their file, counting data rows only (the CSV header and blank
 JSONL lines are not rows), the numbering `text_files.read_text_file` gives the same file, so a
 prediction can be joined back to a labelled file by row order.
 
 A row becomes a `RowError` when a text column (or the key column) is missing or null, a text is
-empty or whitespace, a byte sequence is not UTF-8, a JSON line is not an object, a CSV row has
-more fields than its header, or a TFRecord record is not a `tf.train.Example`. A TFRecord file
-corrupt past some record gives one `RowError` for the rest of the file (its rows cannot be
-counted).
+empty or whitespace, a text or key is not UTF-8 (or holds a lone surrogate), a JSON line is not
+JSON (a line whose bytes are not UTF-8 outside its strings: "line is not UTF-8") or not an
+object, a CSV row has more fields than its header, or a TFRecord record is not a
+`tf.train.Example`. A `RowError` keeps every field that could be read: the key whenever the key
+column holds one, whatever else is wrong with the row, and the raw row. A TFRecord file corrupt
+past some record, or a CSV file the csv module gives up on, gives one `RowError` for the rest of
+the file (its rows cannot be counted).
 """
 
 from __future__ import annotations
 
 import base64
-import csv
 import dataclasses
-import io
-import json
 from typing import Any, Iterator
 
 import tensorflow as tf
@@ -86,8 +89,9 @@ class InputRow:
 class RowError:
     """A row that cannot be predicted, and why (one line).
 
-    Attributes: as `InputRow` (key None when it could not be read; row None for "the rest of a
-    corrupt file"), plus `reason`: str.
+    Attributes: as `InputRow` (key None only when it could not be read: no key column, a line
+    that is not a JSON object, a record that is not a tf.train.Example; row None for "the rest
+    of a corrupt file"), plus `reason`: str.
     """
 
     file_index: int
@@ -119,11 +123,16 @@ def file_format(path: str) -> str:
 
 
 def csv_header(path: str) -> list[str]:
-    """The header row of a CSV / TSV file (for a usage check before the pipeline runs)."""
+    """The header row of a CSV / TSV file (for a usage check before the pipeline runs), read as
+    `read_rows` reads it; undecodable bytes shown as `\\xNN`.
+
+    Raises:
+        fileio.UserFileError (a ValueError): a header the csv module refuses, naming the file.
+    """
     delimiter = "," if file_format(path) == "csv" else "\t"
     with fileio.open_file(path, "rb") as f:
-        first = f.readline().decode("utf-8-sig", "replace")
-    return next(csv.reader([first], delimiter=delimiter), [])
+        first = fileio.decode_user_text(f.readline(), path, "surrogateescape")
+    return [_shown(name) for name in fileio.csv_records(first, path, delimiter)[0]]
 
 
 def check_columns(path: str, columns: Columns) -> None:
@@ -151,101 +160,121 @@ def read_rows(file_index: int, path: str, columns: Columns) -> Iterator[InputRow
         yield from _tfrecord_rows(file_index, path, columns)
 
 
+def _key(values: dict, columns: Columns) -> tuple[Any, str | None]:
+    """(the key column's value, None); (None, why) when it cannot be read; (None, None) without a
+    key column."""
+    if not columns.key:
+        return None, None
+    key = values.get(columns.key)
+    if key is None:
+        return None, f"missing key column {columns.key!r}"
+    if isinstance(key, bytes):
+        try:
+            key = key.decode("utf-8")
+        except UnicodeDecodeError:
+            return None, f"key column {columns.key!r} is not UTF-8"
+    if isinstance(key, str) and _not_utf8(key):
+        return None, f"key column {columns.key!r} is not UTF-8"
+    return key, None
+
+
 def _row(file_index, path, row, values: dict, columns: Columns, raw) -> InputRow | RowError:
     """Checks a row's values (str, or bytes where the format gives bytes) against `columns`."""
+    key, problem = _key(values, columns)
 
-    def error(reason, key=None):
+    def error(reason):
         return RowError(file_index, path, row, key, raw, reason)
 
-    key = None
-    if columns.key:
-        key = values.get(columns.key)
-        if key is None:
-            return error(f"missing key column {columns.key!r}")
-        if isinstance(key, bytes):
-            try:
-                key = key.decode("utf-8")
-            except UnicodeDecodeError:
-                return error(f"key column {columns.key!r} is not UTF-8")
-        if isinstance(key, str) and _has_escaped_bytes(key):
-            return error(f"key column {columns.key!r} is not UTF-8")
+    if problem:
+        return error(problem)
     texts = []
     for column in columns.texts():
         value = values.get(column)
         if value is None:
-            return error(f"missing text column {column!r}", key)
+            return error(f"missing text column {column!r}")
         if isinstance(value, bytes):
             try:
                 value = value.decode("utf-8")
             except UnicodeDecodeError:
-                return error(f"text column {column!r} is not UTF-8", key)
+                return error(f"text column {column!r} is not UTF-8")
         if not isinstance(value, str):
-            return error(f"text column {column!r} holds {type(value).__name__}, not text", key)
-        if _has_escaped_bytes(value):
-            return error(f"text column {column!r} is not UTF-8", key)
+            return error(f"text column {column!r} holds {type(value).__name__}, not text")
+        if _not_utf8(value):
+            return error(f"text column {column!r} is not UTF-8")
         if not value.strip():
-            return error(f"empty text in column {column!r}", key)
+            return error(f"empty text in column {column!r}")
         texts.append(value)
     return InputRow(file_index, path, row, key, texts[0], texts[1] if len(texts) > 1 else None, raw)
 
 
-def _has_escaped_bytes(text: str) -> bool:
-    """Whether `surrogateescape` decoding left an undecodable byte (U+DC80..U+DCFF) in `text`."""
-    return any("\udc80" <= ch <= "\udcff" for ch in text)
+def _not_utf8(text: str) -> bool:
+    """Whether `text` holds a surrogate: an undecodable byte left by `surrogateescape` decoding
+    (U+DC80..U+DCFF), or a lone surrogate from a JSON escape (`"\\ud800"`), which UTF-8 cannot
+    encode."""
+    return any("\ud800" <= ch <= "\udfff" for ch in text)
 
 
 def _shown(text: str) -> str:
-    """A string with undecodable bytes as `\\xNN`, fit for JSON."""
-    return text.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+    """A string with undecodable bytes as `\\xNN` (other lone surrogates as `\\udXXX`), fit for
+    UTF-8 JSON."""
+    try:
+        return text.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+    except UnicodeEncodeError:  # a surrogate outside U+DC80..U+DCFF
+        return text.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
+def _shown_value(value):
+    """A parsed JSON value with `_shown` applied to every string in it (keys included)."""
+    if isinstance(value, str):
+        return _shown(value)
+    if isinstance(value, dict):
+        return {_shown(k): _shown_value(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_shown_value(v) for v in value]
+    return value
+
+
+def _read_text(path) -> str:
+    """The file by `keras_bert.fileio`'s rule for user files (a byte-order mark dropped), each
+    undecodable byte kept as U+DC80..U+DCFF so that only the rows holding one are refused."""
+    return fileio.decode_user_text(fileio.read_bytes(path), path, "surrogateescape")
 
 
 def _csv_rows(file_index, path, columns, delimiter):
-    text = fileio.read_bytes(path).decode("utf-8", "surrogateescape")
-    if text.startswith("\ufeff"):
-        text = text[1:]
-    reader = csv.DictReader(io.StringIO(text, newline=""), delimiter=delimiter)
-    header = reader.fieldnames or []
-    for row, values in enumerate(reader):
-        raw = {
-            _shown(k): _shown(v) if isinstance(v, str) else v
-            for k, v in values.items()
-            if k is not None
-        }
-        if None in values:  # fields past the header
-            raw["(extra fields)"] = [_shown(v) for v in values[None]]
-            yield RowError(
-                file_index,
-                path,
-                row,
-                None,
-                raw,
-                f"{len(header) + len(values[None])} fields; the header has {len(header)}",
-            )
-            continue
-        yield _row(file_index, path, row, values, columns, raw)
+    header, records = fileio.csv_records(_read_text(path), path, delimiter)
+    row = 0
+    try:
+        for _, values in records:
+            raw = {
+                _shown(k): _shown(v) if isinstance(v, str) else v
+                for k, v in values.items()
+                if k is not None
+            }
+            if None in values:  # fields past the header
+                raw["(extra fields)"] = [_shown(v) for v in values[None]]
+                reason = f"{len(header) + len(values[None])} fields; the header has {len(header)}"
+                yield RowError(file_index, path, row, _key(values, columns)[0], raw, reason)
+            else:
+                yield _row(file_index, path, row, values, columns, raw)
+            row += 1
+    except fileio.UserFileError as e:  # the csv module gave up: the rest cannot be counted
+        yield RowError(file_index, path, None, None, None, f"after {row} rows: {e}")
 
 
 def _jsonl_rows(file_index, path, columns):
-    row = 0
-    for line in fileio.read_bytes(path).splitlines():
-        if line.startswith(b"\xef\xbb\xbf") and row == 0:
-            line = line[3:]
-        if not line.strip():
-            continue
-        shown = line.decode("utf-8", "backslashreplace")
+    for row, (number, line) in enumerate(fileio.jsonl_lines(_read_text(path))):
+        shown = _shown(line)
         try:
-            values = json.loads(line.decode("utf-8"))
-        except UnicodeDecodeError:
-            yield RowError(file_index, path, row, None, shown, "line is not UTF-8")
-        except json.JSONDecodeError as e:
-            yield RowError(file_index, path, row, None, shown, f"not JSON: {e}")
-        else:
-            if isinstance(values, dict):
-                yield _row(file_index, path, row, values, columns, values)
-            else:
-                reason = f"not a JSON object but {type(values).__name__}"
-                yield RowError(file_index, path, row, None, shown, reason)
-        row += 1
+            values = fileio.parse_json(line, f"{path}:{number}")
+        except fileio.UserFileError as e:
+            reason = "line is not UTF-8" if _not_utf8(line) else e.problem
+            yield RowError(file_index, path, row, None, shown, reason)
+            continue
+        if not isinstance(values, dict):
+            reason = f"not a JSON object but {type(values).__name__}"
+            yield RowError(file_index, path, row, None, shown, reason)
+            continue
+        yield _row(file_index, path, row, values, columns, _shown_value(values))
 
 
 def _feature_value(feature: tf.train.Feature):

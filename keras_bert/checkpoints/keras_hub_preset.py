@@ -12,8 +12,6 @@ dropout rate and initializer stddev 0.02; `KERAS_HUB_LIMITS` is what the writer 
 
 from __future__ import annotations
 
-import io
-import json
 import tempfile
 
 import numpy as np
@@ -87,7 +85,7 @@ def is_keras_hub_preset(directory: str) -> bool:
         return False
     try:
         registered = fileio.read_json(path).get("registered_name") or ""
-    except (json.JSONDecodeError, AttributeError):
+    except (fileio.UserFileError, AttributeError):
         return False
     return registered.startswith("keras_hub>")
 
@@ -170,7 +168,7 @@ def read_do_lower_case(directory: str):
 def _vocabulary_lines(vocab_file) -> list[str]:
     """The tokens of a vocab.txt as keras-hub's BertTokenizer reads a local file (one a line,
     trailing whitespace stripped), from any URI."""
-    return [line.rstrip() for line in io.StringIO(fileio.read_text(vocab_file))]
+    return [line.rstrip() for line in fileio.text_lines(fileio.read_user_text(vocab_file))]
 
 
 def write_keras_hub_preset(encoder, directory: str, vocab_file=None, do_lower_case=None) -> str:

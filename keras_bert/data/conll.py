@@ -69,7 +69,8 @@ def read_conll(path) -> list[NerSentence]:
     """Reads one CoNLL column file.
 
     Args:
-        path: str or path-like; UTF-8 text.
+        path: str or path-like; UTF-8 text (`keras_bert.fileio.read_user_text`: a byte-order
+            mark dropped), lines ending in "\n" or "\r\n".
 
     Returns:
         list of `NerSentence` in file order, tags converted to IOB2. `-DOCSTART-` lines and blank
@@ -77,12 +78,11 @@ def read_conll(path) -> list[NerSentence]:
 
     Raises:
         FileNotFoundError: no such file.
-        ValueError: a token line with fewer than 2 columns or a bad tag, naming file and line.
+        ValueError: not UTF-8 (`fileio.UserFileError`); a token line with fewer than 2 columns or a bad tag, naming file and line.
     """
     path = os.fspath(path)
     sentences, words, tags, document = [], [], [], -1
-    lines = fileio.read_text(path).replace("\r\n", "\n").replace("\r", "\n").split("\n")
-    for number, line in enumerate(lines, 1):
+    for number, line in enumerate(fileio.text_lines(fileio.read_user_text(path)), 1):
         columns = line.split()
         if not columns or columns[0] == DOCSTART:
             _finish(words, tags, max(document, 0), sentences)

@@ -311,7 +311,8 @@ def read_tsv_file(
         list of InputExample, in file order; guid = "<split>-<line number>".
 
     Raises:
-        MalformedRowError: with on_error="raise", naming file, line and the problem.
+        MalformedRowError: with on_error="raise", naming file, line and the problem; whatever
+            on_error says, a header with fewer columns than the task's rows use.
         ValueError: a bad on_error value.
     """
     if on_error not in ("warn", "raise", "ignore"):
@@ -319,11 +320,8 @@ def read_tsv_file(
     task = get_task(task_name)
     cols = task.unlabelled if split.startswith("test") else task.labelled
     path = os.fspath(path)
-    text = fileio.read_text(path, encoding="utf-8-sig")
     # Physical lines only: "\n" (with an optional "\r" before it). Never a csv quote parser.
-    lines = text.split("\n")
-    if lines and lines[-1] == "":
-        lines.pop()
+    lines = fileio.text_lines(fileio.read_user_text(path))
     examples: list[InputExample] = []
     num_columns = cols.num_columns
     start = 0
@@ -331,6 +329,13 @@ def read_tsv_file(
         if not lines:
             raise MalformedRowError(f"{path}: empty file, expected a header line")
         num_columns = len(lines[0].rstrip("\r").split("\t"))
+        used = [i for i in (cols.text_a, cols.text_b, cols.label) if i is not None]
+        needed = max(i + 1 if i >= 0 else -i for i in used)
+        if num_columns < needed:
+            raise MalformedRowError(
+                f"{path}:1: the header has {num_columns} tab-separated columns; {task.name} "
+                f"{split} rows need at least {needed}"
+            )
         start = 1
     for index in range(start, len(lines)):
         lineno = index + 1

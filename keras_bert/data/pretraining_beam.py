@@ -221,8 +221,18 @@ def run(
 
     Args:
         pipeline_options: Beam PipelineOptions (default: the DirectRunner in this process).
+
+    Raises:
+        fileio.UserFileError: an input file that is not UTF-8, naming it, the byte offset and the
+            line (a worker's error reaches the runner wrapped in the runner's own exception;
+            after a failed run the inputs are decoded again here to name the file in one line).
     """
     settings.check()
-    with beam_pipelines.create_pipeline(pipeline_options) as pipeline:
-        build(pipeline, input_files, output_files, settings, summary_path, config)
+    try:
+        with beam_pipelines.create_pipeline(pipeline_options) as pipeline:
+            build(pipeline, input_files, output_files, settings, summary_path, config)
+    except Exception:
+        for path in input_files:
+            fileio.read_user_text(path)  # raises UserFileError for a file that is not UTF-8
+        raise
     return fileio.read_json(summary_path)["summary"]

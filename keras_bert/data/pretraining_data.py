@@ -34,7 +34,6 @@ from __future__ import annotations
 import collections
 import dataclasses
 import hashlib
-import io
 import random
 import re
 from typing import Iterable, Sequence
@@ -96,32 +95,31 @@ def read_raw_documents(path: str, input_format: str = "text") -> list[list[str]]
     """Reads a corpus file into documents, each a list of sentence strings.
 
     Args:
-        path: str, a UTF-8 text file.
+        path: str, a UTF-8 text file (`keras_bert.fileio.read_user_text`: a byte-order mark
+            dropped; lines end at "\n" or "\r\n", `fileio.text_lines`).
         input_format: "text" = google-research/bert's format (one sentence per line, a blank
             line between documents); "wikitext" = WikiText (`wiki.*.raw` or `.tokens`): a
             top-level ` = Title = ` line starts a document, ` = = Section = = ` headings and
             blank lines are dropped, each paragraph line is split by `split_wikitext_sentences`.
 
     Raises:
-        ValueError: for an unknown input_format.
+        ValueError: for an unknown input_format; a file that is not UTF-8
+            (`fileio.UserFileError`, naming the file, byte offset and line).
     """
     if input_format not in ("text", "wikitext"):
         raise ValueError(f"input_format must be 'text' or 'wikitext', got {input_format!r}")
     documents: list[list[str]] = [[]]
-    with io.StringIO(fileio.read_text(path, errors="replace"), newline=None) as f:
-        for line in f:
-            if input_format == "text":
-                line = line.strip()
-                if not line:
-                    documents.append([])
-                else:
-                    documents[-1].append(line)
-            elif _WIKITEXT_TITLE.match(line.rstrip("\n")) and not _WIKITEXT_HEADING.match(
-                line.rstrip("\n")
-            ):
+    for line in fileio.text_lines(fileio.read_user_text(path)):
+        if input_format == "text":
+            line = line.strip()
+            if not line:
                 documents.append([])
-            elif line.strip() and not _WIKITEXT_HEADING.match(line.rstrip("\n")):
-                documents[-1].extend(split_wikitext_sentences(line))
+            else:
+                documents[-1].append(line)
+        elif _WIKITEXT_TITLE.match(line) and not _WIKITEXT_HEADING.match(line):
+            documents.append([])
+        elif line.strip() and not _WIKITEXT_HEADING.match(line):
+            documents[-1].extend(split_wikitext_sentences(line))
     return [d for d in documents if d]
 
 

@@ -24,7 +24,6 @@ Packing: `[CLS] question [SEP] context-window [SEP]`, type ids 0 then 1, padding
 from __future__ import annotations
 
 import dataclasses
-import json
 import logging
 import os
 
@@ -99,19 +98,42 @@ def read_squad_examples(path, version_2_with_negative: bool = False) -> list[Squ
     Answers whose text is not at `answer_start` in the context are dropped with a warning (the
     question stays; with no answer left it is skipped from training by `convert_example`).
 
+    The file is read by `keras_bert.fileio.read_json` (UTF-8, a byte-order mark dropped, at most
+    `fileio.MAX_JSON_DEPTH` levels of nesting).
+
     Raises:
         FileNotFoundError: no such file.
-        ValueError: not SQuAD JSON (no `data` list), or `is_impossible` questions in a file read
-            with version_2_with_negative=False.
+        ValueError: not UTF-8, not JSON or nested too deep (`fileio.UserFileError`); not SQuAD
+            JSON (no `data` list, or an article, paragraph, question or answer without its
+            fields), naming the file; or `is_impossible` questions in a file read with
+            version_2_with_negative=False.
     """
     path = os.fspath(path)
     if not fileio.isfile(path):
         raise FileNotFoundError(f"SQuAD file not found: {path}")
-    data = json.loads(fileio.read_text(path))
+    data = fileio.read_json(path)
     if not isinstance(data, dict) or not isinstance(data.get("data"), list):
         raise ValueError(f"{path} is not SQuAD JSON: expected an object with a 'data' list")
+    try:
+        return _examples(data["data"], path, version_2_with_negative)
+    except KeyError as e:
+        raise ValueError(f"{path} is not SQuAD JSON: a field {e} is missing") from None
+    except (TypeError, AttributeError) as e:
+        raise ValueError(f"{path} is not SQuAD JSON: {e}") from None
+
+
+def _answer_start(value, question_id) -> int:
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        raise TypeError(
+            f"question {question_id}: answer_start {value!r} is not an integer"
+        ) from None
+
+
+def _examples(articles: list, path: str, version_2_with_negative: bool) -> list[SquadExample]:
     examples = []
-    for article in data["data"]:
+    for article in articles:
         for paragraph in article["paragraphs"]:
             context = paragraph["context"]
             for qa in paragraph["qas"]:
@@ -123,7 +145,7 @@ def read_squad_examples(path, version_2_with_negative: bool = False) -> list[Squ
                     )
                 answers = []
                 for a in [] if impossible else qa.get("answers", []):
-                    text, start = a["text"], int(a["answer_start"])
+                    text, start = a["text"], _answer_start(a["answer_start"], qa["id"])
                     if context[start : start + len(text)] != text:
                         logger.warning(
                             "question %s: answer %r is not at character %d of its context; dropped",

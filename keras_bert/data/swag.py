@@ -9,9 +9,7 @@ sentence (`sent2`) followed by one ending; four such sequences per example (PITF
 
 from __future__ import annotations
 
-import csv
 import dataclasses
-import io
 import os
 
 from keras_bert import fileio
@@ -40,7 +38,9 @@ def read_swag(path, require_labels: bool = True) -> list[SwagExample]:
     """Reads a SWAG CSV file.
 
     Args:
-        path: str or path-like, UTF-8 CSV with a header row (official layout above).
+        path: str or path-like, UTF-8 CSV with a header row (official layout above), read by
+            `keras_bert.fileio.read_user_text` (a byte-order mark dropped) and
+            `fileio.csv_records` (fields of any length).
         require_labels: True: every row needs `label` in 0..3 (train / val); False: a missing or
             empty label gives None (test).
 
@@ -50,22 +50,23 @@ def read_swag(path, require_labels: bool = True) -> list[SwagExample]:
 
     Raises:
         FileNotFoundError: no such file.
-        ValueError: missing columns (named), or a bad label (naming the row).
+        ValueError: missing columns (named), a bad label or a row with fewer fields than the
+            header (naming the row), or a file that is not UTF-8 (`fileio.UserFileError`).
     """
     path = os.fspath(path)
-    with io.StringIO(fileio.read_text(path), newline="") as f:
-        reader = csv.DictReader(f)
-        missing = [c for c in REQUIRED if c not in (reader.fieldnames or [])]
-        if missing:
-            raise ValueError(
-                f"{path}: missing SWAG columns {missing} (header: {reader.fieldnames})"
-            )
-        if require_labels and "label" not in reader.fieldnames:
-            raise ValueError(f"{path}: no 'label' column (pass require_labels=False for test.csv)")
-        return [_example(row, i, path, require_labels) for i, row in enumerate(reader)]
+    header, records = fileio.csv_records(fileio.read_user_text(path), path)
+    missing = [c for c in REQUIRED if c not in header]
+    if missing:
+        raise ValueError(f"{path}: missing SWAG columns {missing} (header: {header})")
+    if require_labels and "label" not in header:
+        raise ValueError(f"{path}: no 'label' column (pass require_labels=False for test.csv)")
+    return [_example(row, i, path, require_labels) for i, (_, row) in enumerate(records)]
 
 
 def _example(row: dict, index: int, path, require_labels: bool) -> SwagExample:
+    short = [c for c in REQUIRED if row[c] is None]
+    if short:
+        raise ValueError(f"{path}: row {index + 1}: no {short} (fewer fields than the header)")
     raw = (row.get("label") or "").strip()
     label = None
     if raw or require_labels:

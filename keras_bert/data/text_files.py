@@ -6,16 +6,15 @@ Task types (`--task_name` of recipes/run_classifier.py):
   text_regression           one text (optionally text_b) column, float labels
 
 The format follows the extension: `.csv` (RFC 4180 quoting, header row), `.tsv`/`.tab` (tab
-separated, header row, csv quoting), `.jsonl`/`.json` (one JSON object per line). Labels are kept
+separated, header row, csv quoting), `.jsonl`/`.json` (one JSON object per line, lines ending in
+"\n" or "\r\n"). Files are read by `keras_bert.fileio`'s one rule for user files (UTF-8, a
+byte-order mark dropped; `read_user_text`, `csv_records`, `jsonl_lines`). Labels are kept
 as strings (`1` and `1.0` are different classes); the label set is the sorted set of training labels,
 all names or all ids (`keras_bert.data.labels`).
 """
 
 from __future__ import annotations
 
-import csv
-import json
-import io
 import os
 
 from keras_bert import fileio
@@ -46,7 +45,9 @@ def read_text_file(
     Raises:
         FileNotFoundError: the file does not exist.
         ValueError: unknown extension; empty file (no rows); a missing column (naming it and the
-            columns present); an empty label; a non-numeric regression label; a bad JSON line.
+            columns present); an empty label; a non-numeric regression label; a bad JSON line
+            or a line holding another JSON value than an object; not UTF-8
+            (`fileio.UserFileError`, naming file and byte offset).
     """
     path = os.fspath(path)
     if not fileio.isfile(path):
@@ -56,31 +57,25 @@ def read_text_file(
     wanted = [c for c in (text_column, text_b_column, label_column) if c is not None]
     rows: list[tuple[int, dict]] = []
     if suffix in (".csv", ".tsv", ".tab"):
-        with io.StringIO(fileio.read_text(path, encoding="utf-8-sig"), newline="") as f:
-            reader = csv.DictReader(f, delimiter="," if suffix == ".csv" else "\t")
-            columns = reader.fieldnames or []
-            if not columns:
-                raise ValueError(f"{path}: empty file (no header row)")
-            missing = [c for c in wanted if c not in columns]
-            if missing:
-                raise ValueError(f"{path}: missing column(s) {missing}; columns present: {columns}")
-            for row in reader:
-                rows.append((reader.line_num, row))
+        text = fileio.read_user_text(path)
+        columns, records = fileio.csv_records(text, path, "," if suffix == ".csv" else "\t")
+        if not columns:
+            raise ValueError(f"{path}: empty file (no header row)")
+        missing = [c for c in wanted if c not in columns]
+        if missing:
+            raise ValueError(f"{path}: missing column(s) {missing}; columns present: {columns}")
+        rows = list(records)
     elif suffix in (".jsonl", ".json"):
-        with io.StringIO(fileio.read_text(path, encoding="utf-8-sig"), newline=None) as f:
-            for lineno, line in enumerate(f, 1):
-                if not line.strip():
-                    continue
-                try:
-                    row = json.loads(line)
-                except json.JSONDecodeError as e:
-                    raise ValueError(f"{path}:{lineno}: not a JSON object: {e}") from None
-                missing = [c for c in wanted if c not in row]
-                if missing:
-                    raise ValueError(
-                        f"{path}:{lineno}: missing key(s) {missing}; keys present: {sorted(row)}"
-                    )
-                rows.append((lineno, row))
+        for lineno, line in fileio.jsonl_lines(fileio.read_user_text(path)):
+            row = fileio.parse_json(line, f"{path}:{lineno}")
+            if not isinstance(row, dict):
+                raise ValueError(f"{path}:{lineno}: not a JSON object but {type(row).__name__}")
+            missing = [c for c in wanted if c not in row]
+            if missing:
+                raise ValueError(
+                    f"{path}:{lineno}: missing key(s) {missing}; keys present: {sorted(row)}"
+                )
+            rows.append((lineno, row))
     else:
         raise ValueError(f"{path}: unknown file type {suffix!r}; use .csv, .tsv or .jsonl")
     if not rows:

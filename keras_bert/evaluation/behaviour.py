@@ -38,13 +38,13 @@ swap there: it would change what is asked). Template tests are for classifiers.
 from __future__ import annotations
 
 import itertools
-import json
 import random
 import re
 
 import numpy as np
 from seqeval.metrics.sequence_labeling import get_entities
 
+from keras_bert import fileio
 from keras_bert.data.conll import to_iob2
 
 NAMES = (
@@ -108,9 +108,20 @@ def perturb(name: str, text: str, seed: int = 0) -> str:
     return PERTURBATIONS[name](text, random.Random(f"{seed}\0{text}"))
 
 
+def read_template_file(path: str, label_names) -> list[dict]:
+    """`read_template_tests` of a template file (`keras_bert.fileio.read_user_text`: UTF-8, a
+    byte-order mark dropped).
+
+    Raises:
+        FileNotFoundError: no such file.
+        ValueError: not UTF-8 (`fileio.UserFileError`); BehaviourError as `read_template_tests`.
+    """
+    return read_template_tests(fileio.read_user_text(path), label_names, path)
+
+
 def read_template_tests(text: str, label_names, where: str = "tests") -> list[dict]:
     """The tests of a JSONL template file's text, expanded: [{"name", "type", "texts", "text_b",
-    "label" (id), ...}].
+    "label" (id), ...}]. Lines end at "\n" only (`keras_bert.fileio.jsonl_lines`).
 
     Raises:
         BehaviourError: a line that is not a JSON object, an unknown field or type, a label not
@@ -118,14 +129,12 @@ def read_template_tests(text: str, label_names, where: str = "tests") -> list[di
             `prepend` / `append` or with a direction other than up / down.
     """
     tests = []
-    for number, line in enumerate(text.splitlines(), 1):
-        if not line.strip():
-            continue
+    for number, line in fileio.jsonl_lines(text):
         at = f"{where} line {number}"
         try:
-            spec = json.loads(line)
-        except json.JSONDecodeError as e:
-            raise BehaviourError(f"{at}: not JSON: {e}") from None
+            spec = fileio.parse_json(line, at)
+        except fileio.UserFileError as e:
+            raise BehaviourError(str(e)) from None
         if not isinstance(spec, dict):
             raise BehaviourError(f"{at}: expected a JSON object")
         unknown = set(spec) - TEMPLATE_FIELDS
@@ -155,12 +164,18 @@ def read_template_tests(text: str, label_names, where: str = "tests") -> list[di
                 prepend=spec.get("prepend", ""),
                 append=spec.get("append", ""),
                 direction=spec["direction"],
-                tolerance=float(spec.get("tolerance", 0.0)),
+                tolerance=_tolerance(spec.get("tolerance", 0.0), at),
             )
         tests.append(test)
     if not tests:
         raise BehaviourError(f"{where}: no tests")
     return tests
+
+
+def _tolerance(value, at: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise BehaviourError(f'{at}: "tolerance" must be a number, got {value!r}')
+    return float(value)
 
 
 def _inputs(spec: dict, at: str) -> list[str]:
@@ -172,14 +187,25 @@ def _inputs(spec: dict, at: str) -> list[str]:
     template, fill = spec.get("template"), spec.get("fill") or {}
     if not isinstance(template, str):
         raise BehaviourError(f'{at}: give "texts" or "template" (with "fill")')
+    if not isinstance(fill, dict):
+        raise BehaviourError(f'{at}: "fill" must map each template field to a list of strings')
     keys = sorted(set(re.findall(r"{(\w+)}", template)))
     missing = [k for k in keys if not fill.get(k)]
     if missing:
         raise BehaviourError(f'{at}: template field(s) {missing} have no values in "fill"')
-    return [
-        template.format(**dict(zip(keys, values)))
-        for values in itertools.product(*(fill[k] for k in keys))
-    ]
+    if not all(
+        isinstance(fill[k], list) and all(isinstance(v, str) for v in fill[k]) for k in keys
+    ):
+        raise BehaviourError(f'{at}: "fill" must map each template field to a list of strings')
+    try:
+        return [
+            template.format(**dict(zip(keys, values)))
+            for values in itertools.product(*(fill[k] for k in keys))
+        ]
+    except (KeyError, IndexError, ValueError) as e:  # braces that are not {field}
+        raise BehaviourError(
+            f'{at}: "template" {template!r} holds braces that are not a {{field}} ({e})'
+        ) from None
 
 
 def _result(name, kind, tested, failed_rows) -> dict:

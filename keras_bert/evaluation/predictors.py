@@ -224,7 +224,7 @@ def read_export_info(version_dir, name: str | None = None) -> ModelInfo:
                 f"{version_dir}: not a keras_bert SavedModel version directory ({relative} missing)"
             )
     config = fileio.read_json(fileio.join(version_dir, EXPORT_CONFIG))
-    vocabulary = fileio.read_text(fileio.join(version_dir, VOCAB_ASSET)).split("\n")[:-1]
+    vocabulary = fileio.text_lines(fileio.read_user_text(fileio.join(version_dir, VOCAB_ASSET)))
     return ModelInfo(
         name or config.get("model_name") or fileio.basename(fileio.parent(version_dir)),
         config["task_type"],

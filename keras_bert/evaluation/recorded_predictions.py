@@ -16,7 +16,6 @@ model itself is not loaded and nothing is timed.
 from __future__ import annotations
 
 import dataclasses
-import json
 
 import numpy as np
 
@@ -56,11 +55,7 @@ class RecordedPredictions:
 
 
 def _jsonl(directory: str, names: list) -> list:
-    lines = []
-    for name in names:
-        text = fileio.read_text(fileio.join(directory, name))
-        lines += [json.loads(line) for line in text.splitlines() if line.strip()]
-    return lines
+    return [record for name in names for record in fileio.read_jsonl(fileio.join(directory, name))]
 
 
 def read(directory: str) -> RecordedPredictions:

@@ -30,7 +30,6 @@ metrics.json. `check_blessing` is what `python -m export --require_blessing=REPO
 from __future__ import annotations
 
 import hashlib
-import json
 
 from keras_bert import fileio
 from keras_bert.evaluation.model_record import check_comparable
@@ -54,9 +53,9 @@ def parse_gate(text: str, where: str = "gate") -> list[dict]:
             numeric threshold of THRESHOLDS, or an unknown field.
     """
     try:
-        gate = json.loads(text)
-    except json.JSONDecodeError as e:
-        raise GateError(f"{where}: not JSON: {e}") from None
+        gate = fileio.parse_json(text, where)
+    except fileio.UserFileError as e:
+        raise GateError(str(e)) from None
     if not isinstance(gate, dict) or not isinstance(gate.get("checks"), list) or not gate["checks"]:
         raise GateError(f'{where}: expected {{"checks": [...]}} with at least one check')
     checks = []
@@ -216,7 +215,11 @@ def read_gate(gate_path: str, baseline_dir: str | None) -> tuple[list, dict | No
     """
     if not fileio.isfile(gate_path):
         raise GateError(f"--gate {gate_path}: no such file")
-    checks = parse_gate(fileio.read_text(gate_path), f"--gate {gate_path}")
+    try:
+        text = fileio.read_user_text(gate_path)
+    except fileio.UserFileError as e:
+        raise GateError(f"--gate {e}") from None
+    checks = parse_gate(text, f"--gate {gate_path}")
     if needs_baseline(checks) and not baseline_dir:
         raise GateError(
             f"--gate {gate_path} has change checks ({', '.join(CHANGE)}): give --baseline=REPORT_DIR"

@@ -72,22 +72,21 @@ def convert_to_unicode(text) -> str:
 def load_vocab(vocab_file) -> "collections.OrderedDict[str, int]":
     """Reads a BERT `vocab.txt` (one token per line, id = line number) into an ordered dict.
 
-    Trailing whitespace (newline) is stripped from each line, as in the reference.
+    Lines end at "\n" only (`keras_bert.fileio.text_lines`), as the reference's `readline`; each
+    line is stripped of surrounding whitespace, as in the reference. The file is decoded by
+    `fileio.read_user_text` (UTF-8, a byte-order mark dropped).
 
     Raises:
         FileNotFoundError: if `vocab_file` does not exist.
-        ValueError: if the file holds no tokens.
+        ValueError: if the file holds no tokens, or is not UTF-8 (`fileio.UserFileError`, naming
+            the file, byte offset and line).
     """
     vocab_file = os.fspath(vocab_file)
     if not fileio.isfile(vocab_file):
         raise FileNotFoundError(f"vocab_file not found: {vocab_file}")
     vocab = collections.OrderedDict()
-    lines = fileio.read_bytes(vocab_file).split(b"\n")
-    if lines[-1] == b"":
-        lines.pop()  # the newline ending the last line
-    for index, line in enumerate(lines):
-        token = line.decode("utf-8", "ignore").strip()
-        vocab[token] = index
+    for index, line in enumerate(fileio.text_lines(fileio.read_user_text(vocab_file))):
+        vocab[line.strip()] = index
     if not vocab:
         raise ValueError(f"vocab_file {vocab_file} holds no tokens")
     return vocab

@@ -13,7 +13,6 @@ nsp_accuracy), `history.jsonl` (one line of metrics per `save_checkpoints_steps`
 from __future__ import annotations
 
 import dataclasses
-import json
 import time
 
 import keras
@@ -162,8 +161,8 @@ def _history_callback(path: str, checkpoint, start: float):
         }
         # Appended by a whole rewrite: an object store cannot append, and a reader never sees
         # a half line.
-        old = fileio.read_text(path) if fileio.exists(path) else ""
-        fileio.write_text(path, old + json.dumps(record) + "\n")
+        old = fileio.read_user_text(path) if fileio.exists(path) else ""
+        fileio.write_text(path, old + fileio.jsonl_text([record]))
 
     return keras.callbacks.LambdaCallback(on_epoch_end=append)
 
@@ -251,7 +250,7 @@ def run_pretraining(config: PretrainConfig) -> dict:
         config.vocab_file,
         config.do_lower_case,
     )
-    history = [json.loads(line) for line in fileio.read_text(history_path).splitlines()]
+    history = fileio.read_jsonl(history_path)
     metrics = {
         "steps": steps,
         "resumed_from_step": resumed_from,

@@ -147,6 +147,18 @@ def test_quotes_are_plain_characters_and_crlf(tmp_path):
     ]
 
 
+def test_a_header_narrower_than_the_task_is_one_error_whatever_on_error_says(tmp_path):
+    """Found by tests/test_fileio_readers.py's fuzzing: an IndexError on every row before."""
+    path = tmp_path / "train.tsv"
+    path.write_text("id,text\nr1,a\n", encoding="utf-8")  # a CSV given as SST-2's TSV
+    for on_error in ("warn", "ignore", "raise"):
+        with pytest.raises(glue.MalformedRowError) as e:
+            glue.read_tsv_file(path, "sst2", "train", on_error=on_error)
+        assert str(e.value) == (
+            f"{path}:1: the header has 1 tab-separated columns; sst2 train rows need at least 2"
+        )
+
+
 def test_test_split_has_no_labels_and_mnli_splits(tmp_path):
     (tmp_path / "MNLI").mkdir()
     header = "index\tpromptID\tpairID\tgenre\ts1b\ts2b\ts1p\ts2p\tsentence1\tsentence2"

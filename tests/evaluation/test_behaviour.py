@@ -143,6 +143,26 @@ def test_template_tests():
         ('{"type": "mft", "label": "pos", "template": "a {x}"}', "field(s) ['x'] have no values"),
         ('{"type": "dir", "label": "pos", "texts": ["x"], "direction": "up"}', "needs"),
         ('{"type": "mft", "label": "pos", "texts": ["x"], "colour": 1}', "unknown field(s)"),
+        # Found by tests/test_fileio_readers.py's fuzzing: format errors, not one line naming it.
+        (
+            '{"type": "mft", "label": "pos", "template": "a {x} }", "fill": {"x": ["y"]}}',
+            "\"template\" 'a {x} }' holds braces that are not a {field} (Single '}' encountered",
+        ),
+        (
+            '{"type": "mft", "label": "pos", "template": "a {x\ufeff}", "fill": {}}',
+            "holds braces that are not a {field} ('x\\ufeff')",
+        ),
+        ('{"type": "mft", "label": "pos", "template": "a {x}", "fill": ["x"]}', '"fill" must map'),
+        (
+            '{"type": "mft", "label": "pos", "template": "a {x}", "fill": {"x": "ab"}}',
+            '"fill" must',
+        ),
+        (
+            '{"type": "dir", "label": "pos", "texts": ["x"], "direction": "up", "append": "!", '
+            '"tolerance": "0.1"}',
+            "\"tolerance\" must be a number, got '0.1'",
+        ),
+        ("[" * 5000 + "]" * 5000, "not JSON: arrays or objects nested deeper than 100 levels"),
     ],
 )
 def test_bad_template_lines(line, message):

@@ -57,7 +57,7 @@ def serving_default(export, texts):
 def read_jsonl_shards(directory, kind):
     lines = []
     for path in sorted(fileio.glob(fileio.join(str(directory), f"{kind}-*.jsonl"))):
-        lines += [json.loads(line) for line in fileio.read_text(path).splitlines()]
+        lines += fileio.read_jsonl(path)
     return lines
 
 
@@ -234,13 +234,13 @@ def test_malformed_rows_go_to_errors_with_reasons_on_ram_uris(export):
     ]
     reasons = [
         ("a.jsonl", 1, None, "not JSON"),
-        ("a.jsonl", 2, None, "line is not UTF-8"),
+        ("a.jsonl", 2, "j2", "text column 'text' is not UTF-8"),
         ("a.jsonl", 3, "j3", "missing text column 'text'"),
         ("a.jsonl", 4, "j4", "empty text in column 'text'"),
         ("a.jsonl", 5, None, "not a JSON object but list"),
         ("a.jsonl", 6, None, "missing key column 'id'"),
         ("b.csv", 1, "c1", "missing text column 'text'"),
-        ("b.csv", 2, None, "3 fields; the header has 2"),
+        ("b.csv", 2, "c2", "3 fields; the header has 2"),
         ("b.csv", 3, "c3", "text column 'text' is not UTF-8"),
         ("c.tfrecord", 1, "t1", "missing text column 'text'"),
         ("c.tfrecord", 2, None, "record is not a tf.train.Example"),
@@ -252,7 +252,7 @@ def test_malformed_rows_go_to_errors_with_reasons_on_ram_uris(export):
         (fileio.basename(e["input_file"]), e["input_row"]): e["raw"]
         for e in read_jsonl_shards(f"{base}/out", "errors")
     }
-    assert raw[("a.jsonl", 2)] == '{"id": "j2", "text": "caf\\xe9 au lait"}'
+    assert raw[("a.jsonl", 2)] == {"id": "j2", "text": "caf\\xe9 au lait"}
     assert raw[("b.csv", 3)] == {"id": "c3", "text": "na\\xefve"}
     assert base64.b64decode(raw[("c.tfrecord", 2)]) == b"\x08not an example"
     assert fileio.is_complete(f"{base}/out")

@@ -1,12 +1,11 @@
 """Feature extraction: layer parsing, values equal the encoder's own layer outputs, and
 recipes/extract_features.py's JSON lines (google-research layout) from a saved checkpoint."""
 
-import json
-
 import keras
 import numpy as np
 import pytest
 
+from keras_bert import fileio
 from keras_bert.checkpoints import save_encoder
 from keras_bert.features import extract_features, parse_layers, split_pair
 from keras_bert.tokenization import BertPreprocessor
@@ -75,7 +74,7 @@ def test_recipe_writes_google_layout_from_a_checkpoint(tmp_path):
     ]
     proc = run_recipe("extract_features.py", *flags, timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:]
-    lines = [json.loads(line) for line in out.read_text().splitlines()]
+    lines = fileio.read_jsonl(str(out))
     assert [x["linex_index"] for x in lines] == [0, 1, 2, 3]
     reference = FullTokenizer(str(vocab), do_lower_case=True)
     pre = BertPreprocessor(vocabulary=VOCAB, do_lower_case=True, max_seq_length=16)

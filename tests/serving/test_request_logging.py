@@ -43,6 +43,7 @@ from tensorflow_serving.config import model_server_config_pb2
 
 from serving import request_log, request_logger
 from serving.metrics import Metrics
+from serving.storage import fileio
 from tests.serving.conftest import ServerProcess
 from tests.serving.test_grpc_api import outputs, predict_request
 
@@ -288,7 +289,7 @@ def test_texts_of_classify_requests_as_jsonl_without_repeats(tmp_path):
     log = prediction_log_pb2.PredictionLog()
     examples = log.classify_log.request.input.example_list_with_context
     examples.context.features.feature["text_b"].bytes_list.value.append(b"shared")
-    for text in ("one", "two", "one"):
+    for text in ("one", "two\u2028lines", "one"):  # U+2028: raw in JSON, not a line end
         examples.examples.add().features.feature["text"].bytes_list.value.append(text.encode())
     log.log_metadata.model_spec.name = "clf"
     ids_only = prediction_log_pb2.PredictionLog()
@@ -297,16 +298,20 @@ def test_texts_of_classify_requests_as_jsonl_without_repeats(tmp_path):
     assert without_text == 1
     assert [(r["text"], r["text_b"]) for r in rows] == [
         ("one", "shared"),
-        ("two", "shared"),
+        ("two\u2028lines", "shared"),
         ("one", "shared"),
     ]
     path = tmp_path / "texts.jsonl"
     assert request_log.write_texts(rows, str(path)) == (2, 1)
-    lines = [json.loads(line) for line in path.read_text().splitlines()]
+    lines = fileio.read_jsonl(str(path))
     assert [(r["text"], r["text_b"], r["label"], r["model"]) for r in lines] == [
         ("one", "shared", "", "clf"),
-        ("two", "shared", "", "clf"),
+        ("two\u2028lines", "shared", "", "clf"),
     ]
+    from keras_bert.data import text_files  # keras_bert loads Keras: only for this check
+
+    examples = text_files.read_text_file(str(path), "text", "text_b", None)
+    assert [e.text_a for e in examples] == ["one", "two\u2028lines"]
     with pytest.raises(ValueError, match="give a .csv, .tsv or .jsonl"):
         request_log.write_texts(rows, str(tmp_path / "texts.txt"))
 
