@@ -49,9 +49,9 @@ def main(argv):
         fail_usage(f"--input_file={FLAGS.input_file} is not a file")
     source = _Source()
     try:
-        vocab_file, do_lower_case = model_setup.resolve_vocab(source)
         # Every line is an example (linex_index), lines ending at "\n" as the reference's readline.
         texts = fileio.text_lines(fileio.read_user_text(FLAGS.input_file))
+        vocab_file, do_lower_case = model_setup.resolve_vocab(source)
         preprocessor = BertPreprocessor(
             vocab_file, do_lower_case=do_lower_case, max_seq_length=FLAGS.max_seq_length
         )
