@@ -3,12 +3,14 @@ and early stopping, TensorBoard and the progress bar (`standard_callbacks`).
 
 Why not `keras.callbacks.BackupAndRestore(save_freq=N)`: in Keras 3 it restores the *epoch* only;
 a run killed mid-epoch replays that whole epoch and ends with more optimizer steps than an
-uninterrupted one. `ResumableCheckpoint` stores the exact global batch count next to the weights
+uninterrupted one, and it keeps no random state. `ResumableCheckpoint` stores the exact global
+batch count and the random state (dropout's seed generators, `random_state`) next to the weights
 (which include the optimizer state), and `resumable_fit` skips the batches already trained.
 """
 
 from __future__ import annotations
 
+import logging
 import os
 import sys
 import time
@@ -19,8 +21,11 @@ import numpy as np
 from keras_bert import fileio
 from keras_bert.checkpoints.keras_format import save_weights_file
 from keras_bert.faults import crash_point
+from keras_bert.training import random_state
 from keras_bert.training.optimizer import averaged_weights
 from keras_bert.training.selection import is_better
+
+logger = logging.getLogger(__name__)
 
 
 def write_json_atomic(path: str, obj) -> None:
@@ -32,8 +37,12 @@ class ResumableCheckpoint(keras.callbacks.Callback):
     """Save model + optimizer weights every `save_freq` batches and at each epoch end.
 
     Files in `directory`: `ckpt-<step>.weights.h5` (the last `keep`) and `checkpoint.json`
-    ({"step": global batches trained, "weights": file name}); both are written whole-or-nothing
-    (`keras_bert.fileio`), so a kill at any moment leaves the previous checkpoint intact. When the run
+    ({"step": global batches trained, "weights": file name, "random": the random state after
+    that step, `random_state.capture`}); both are written whole-or-nothing (`keras_bert.fileio`),
+    so a kill at any moment leaves the previous checkpoint intact. `restore` puts the weights,
+    the optimizer state and the random state back, so the steps after a resume draw the dropout
+    masks the uninterrupted run drew (a checkpoint.json without "random", from an older
+    version, resumes with the masks of a fresh start, and says so). When the run
     is over and its result kept elsewhere, `finalize()` records the last step with
     `"weights": null, "complete": true` and deletes the step checkpoints (hundreds of MB for a
     BERT with its optimizer state); `restore` then sets the step without loading anything
@@ -82,6 +91,14 @@ class ResumableCheckpoint(keras.callbacks.Callback):
         if model.optimizer is not None and not model.optimizer.built:
             model.optimizer.build(model.trainable_variables)
         model.load_weights(fileio.join(self.directory, state["weights"]))
+        if "random" in state:
+            random_state.restore(model, state["random"], self.state_path)
+        else:
+            logger.warning(
+                "%s records no random state (written by an older version): the dropout masks "
+                "after this resume differ from an uninterrupted run's",
+                self.state_path,
+            )
         self.step = self._last_saved = self.restored_step = int(state["step"])
         return self.step
 
@@ -91,7 +108,10 @@ class ResumableCheckpoint(keras.callbacks.Callback):
         fileio.makedirs(self.directory)
         name = f"ckpt-{self.step}.weights.h5"
         save_weights_file(self.model, fileio.join(self.directory, name))
-        write_json_atomic(self.state_path, {"step": self.step, "weights": name})
+        write_json_atomic(
+            self.state_path,
+            {"step": self.step, "weights": name, "random": random_state.capture(self.model)},
+        )
         self._last_saved = self.step
         old = sorted(
             fileio.glob(fileio.join(self.directory, "ckpt-*.weights.h5")),

@@ -2,12 +2,10 @@
 and check it ends as an uninterrupted run with those flags does (shared by the recipe tests)."""
 
 import json
-import pathlib
 import signal
 
 import numpy as np
 
-from keras_bert.config import BertConfig
 from keras_bert.tasks import load_task
 from tests.recipes.finished_run import assert_finished_run_dir
 from tests.recipes.recipe_process import run_recipe
@@ -23,16 +21,6 @@ UNREPEATABLE = frozenset(
         "train_loss",
     }
 )
-
-
-def bert_tiny_without_dropout(directory) -> str:
-    """--bert_config_file of bert_tiny with no dropout in the encoder (--dropout_rate is only the
-    head's): a run resumed mid-training then draws no masks the killed process would have."""
-    path = pathlib.Path(directory) / "bert_tiny_no_dropout.json"
-    BertConfig.from_preset("bert_tiny", dropout_rate=0.0, attention_dropout_rate=0.0).to_json_file(
-        path
-    )
-    return str(path)
 
 
 def repeatable(record):

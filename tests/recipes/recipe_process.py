@@ -82,8 +82,8 @@ def tiny_run_flags(
     max_examples: int | None = None,
     bert_config_file=None,
 ) -> list[str]:
-    """The encoder and size flags of a tiny fine-tuning run: bert_tiny (or `bert_config_file`,
-    e.g. kill_resume.bert_tiny_without_dropout) over `vocab_file`, `max_seq_length` pieces,
+    """The encoder and size flags of a tiny fine-tuning run: bert_tiny (or the BertConfig JSON
+    `bert_config_file`) over `vocab_file`, `max_seq_length` pieces,
     batches of `train_batch_size`; with `max_examples`, at most that many train and eval examples."""
     encoder = f"--bert_config_file={bert_config_file}" if bert_config_file else "--preset=bert_tiny"
     flags = [

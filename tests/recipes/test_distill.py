@@ -84,15 +84,15 @@ def test_distill_export_and_compare(tmp_path, teacher_and_data):
 
 
 @pytest.mark.slow
-def test_killed_at_the_last_evaluation_and_resumed_ends_like_an_uninterrupted_run(
+def test_killed_mid_epoch_with_dropout_and_resumed_ends_like_an_uninterrupted_run(
     tmp_path, teacher_and_data
 ):
     flags = [*data_flags(teacher_and_data), "--num_train_epochs=2", "--verbose=0"]
-    # 6 batches an epoch: killed as the last evaluation starts, resumed at step 12 and the
-    # evaluation made up. Not mid-epoch: the student keeps the teacher's encoder dropout (0.1)
-    # and a resumed process draws other masks (dev loss differs at 1e-4 after "train_batch:9").
+    # 6 batches an epoch, a checkpoint at each epoch end: killed after batch 3 of epoch 2,
+    # resumed at step 6. The student keeps the teacher's encoder dropout (0.1): the resumed
+    # batches draw the masks the uninterrupted run drew (`random_state`).
     assert_killed_and_resumed_like_uninterrupted(
-        tmp_path, "distill.py", flags, "evaluation:2", resumed_from_step=12, epochs=[1, 2], steps=12
+        tmp_path, "distill.py", flags, "train_batch:9", resumed_from_step=6, epochs=[1, 2], steps=12
     )
 
 

@@ -14,10 +14,7 @@ from keras_bert.data import conll
 from keras_bert.evaluation.ner import entity_scores
 from keras_bert.tasks import TokenClassifier, load_task
 from tests.recipes.finished_run import served_in_fresh_process, assert_finished_run_dir, result_line
-from tests.recipes.kill_resume import (
-    assert_killed_and_resumed_like_uninterrupted,
-    bert_tiny_without_dropout,
-)
+from tests.recipes.kill_resume import assert_killed_and_resumed_like_uninterrupted
 from tests.recipes.recipe_process import exported_run_flags, recipe_env, run_recipe, tiny_run_flags
 from tests.serving.conftest import ServerProcess
 
@@ -148,14 +145,14 @@ def test_killed_at_the_first_evaluation_and_resumed_ends_like_an_uninterrupted_r
 ):
     flags = [
         f"--data_dir={data_dir / 'conll2003'}",
-        *tiny_run_flags(uncased_vocab, 32, 4, 8, bert_tiny_without_dropout(tmp_path)),
+        *tiny_run_flags(uncased_vocab, 32, 4, 8),
         "--num_train_epochs=2",
         "--learning_rate=1e-3",
-        "--dropout_rate=0",
         "--verbose=0",
     ]
     # 13 windows -> 4 batches an epoch; killed as epoch 1's evaluation starts (its checkpoint
-    # written), resumed at step 4: the lost evaluation made up, then epoch 2 trained.
+    # written), resumed at step 4: the lost evaluation made up, then epoch 2 trained with the
+    # dropout masks (bert_tiny's 0.1 and the head's) the uninterrupted run drew.
     metrics = assert_killed_and_resumed_like_uninterrupted(
         tmp_path, "run_ner.py", flags, "evaluation:1", resumed_from_step=4, epochs=[1, 2], steps=8
     )

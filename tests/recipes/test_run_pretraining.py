@@ -15,8 +15,9 @@ from tests.conftest import REPO_ROOT
 SEQ, PRED = 64, 10
 
 
-@pytest.fixture(scope="module")
-def shards(tmp_path_factory, data_dir, uncased_vocab):
+def write_shards(directory, data_dir, uncased_vocab) -> str:
+    """Two pretraining shards in `directory` from the first 10 WikiText-2 test documents
+    (sequences of `SEQ` pieces, `PRED` predictions, two duplicates); their glob."""
     from keras_bert.data import pretraining_data as pd
     from keras_bert.tokenization import FullTokenizer
 
@@ -28,9 +29,14 @@ def shards(tmp_path_factory, data_dir, uncased_vocab):
     instances = pd.create_training_instances(
         docs, list(tok.vocab), SEQ, dupe_factor=2, max_predictions_per_seq=PRED, random_seed=1
     )
-    out = tmp_path_factory.mktemp("shards") / "wiki.tfrecord"
+    out = directory / "wiki.tfrecord"
     pd.write_instances(instances, tok.vocab, pd.shard_paths(str(out), 2), SEQ, PRED)
     return f"{out}-*"
+
+
+@pytest.fixture(scope="module")
+def shards(tmp_path_factory, data_dir, uncased_vocab):
+    return write_shards(tmp_path_factory.mktemp("shards"), data_dir, uncased_vocab)
 
 
 def _cmd(shards, vocab, out, steps, *extra):

@@ -10,10 +10,7 @@ from keras_bert.data import swag
 from keras_bert.tasks import MultipleChoice, load_task
 from tests.data.test_swag import HEADER, ROWS, write
 from tests.recipes.finished_run import served_in_fresh_process, assert_finished_run_dir, result_line
-from tests.recipes.kill_resume import (
-    assert_killed_and_resumed_like_uninterrupted,
-    bert_tiny_without_dropout,
-)
+from tests.recipes.kill_resume import assert_killed_and_resumed_like_uninterrupted
 from tests.recipes.recipe_process import exported_run_flags, recipe_env, run_recipe, tiny_run_flags
 from tests.recipes.test_run_ner import serve_and_predict
 
@@ -102,14 +99,13 @@ def test_killed_after_the_first_best_is_saved_and_resumed_ends_like_an_uninterru
     flags = [
         f"--train_file={data}",
         f"--dev_file={data}",
-        *tiny_run_flags(uncased_vocab, 24, 2, bert_config_file=bert_tiny_without_dropout(tmp_path)),
+        *tiny_run_flags(uncased_vocab, 24, 2),
         "--num_train_epochs=2",
         "--learning_rate=1e-3",
-        "--dropout_rate=0",
         "--verbose=0",
     ]
     # 2 batches an epoch; killed once epoch 1's best weights are written, before its evaluation
-    # is recorded: resumed at step 2, the evaluation made up.
+    # is recorded: resumed at step 2, the evaluation made up; dropout on (bert_tiny's 0.1).
     assert_killed_and_resumed_like_uninterrupted(
         tmp_path, "run_swag.py", flags, "best_saved:1", resumed_from_step=2, epochs=[1, 2], steps=4
     )

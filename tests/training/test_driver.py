@@ -1,6 +1,6 @@
 """The one fine-tuning driver on a tiny fake family (`tiny_family`): restarts keep the best run, a
 NaN is never the best, ties go to the lower dev loss, early stopping, the time budget, the weight
-average, and SIGKILL at several points ending like an uninterrupted run."""
+average, and SIGKILL at several points ending like an uninterrupted run (dropout on, bit for bit)."""
 
 import itertools
 import json

@@ -2,6 +2,8 @@
 dev scores. `python -m tests.training.tiny_family --output_dir=...` is its recipe (flags generated
 from `TinyArgs`, as every recipe's), for the kill-and-resume tests in real subprocesses.
 
+`--dropout_rate` acts in the encoder (hidden and attention) and before the head; 0 by default.
+
 Rows: 8 token ids from a vocabulary of 50 ([CLS]=1 first, [SEP]=2 last, padding 0 after a random
 length); label 1 when id 7 appears. The dev loss is the real one; `script` replaces the dev accuracy
 of evaluation i by its i-th value (to make ties, a best epoch, a NaN), `nan_seed` makes every
@@ -21,14 +23,14 @@ from keras_bert.training.driver import Family
 from keras_bert.training.families.classification import dev_loss
 from tests.tiny import NO_DROPOUT, tiny_config
 
-CONFIG = tiny_config(
-    vocab_size=50, hidden_size=16, intermediate_size=32, max_sequence_length=16, **NO_DROPOUT
-)
+SIZES = dict(vocab_size=50, hidden_size=16, intermediate_size=32, max_sequence_length=16)
+CONFIG = tiny_config(**SIZES, **NO_DROPOUT)
 
 
 @args_dataclass
 class TinyArgs(TrainingArgs):
-    FAMILY_DEFAULTS = {"train_batch_size": 8, "learning_rate": 1e-2}
+    # --dropout_rate is the encoder's (hidden and attention) and the head's; none by default.
+    FAMILY_DEFAULTS = {"train_batch_size": 8, "learning_rate": 1e-2, "dropout_rate": 0.0}
 
     rows: int = arg(48, "Training rows.")
     script: str | None = arg(None, "Comma-separated dev accuracy of each evaluation (tests).")
@@ -58,7 +60,9 @@ class Tiny(Family):
         return {"train": synthetic(args.rows, 0), "dev": synthetic(32, 1)}
 
     def build_task(self, args, data, preprocessor):
-        return TextClassifier(BertEncoder.from_config_object(CONFIG), 2, dropout_rate=0.0)
+        rate = args.dropout_rate if args is not None else 0.0
+        config = tiny_config(**SIZES, dropout_rate=rate, attention_dropout_rate=rate)
+        return TextClassifier(BertEncoder.from_config_object(config), 2, dropout_rate=rate)
 
     def train_arrays(self, task, data):
         return data["train"]
