@@ -98,11 +98,22 @@ class InferenceService:
             code = grpc.StatusCode.INTERNAL
             raise errors.ServingError(code, f"{type(e).__name__}: {e}") from e
         finally:
-            model = spec.name if spec is not None else ""
+            model = self._metric_model(spec)
             self.metrics.requests.labels(model, str(version or ""), api, code.name).inc()
             seconds = time.monotonic() - start
             self.metrics.latency.labels(model, api).observe(seconds)
             self.metrics.tf.record_request(model, api, entrypoint, code.name, seconds)
+
+    def _metric_model(self, spec) -> str:
+        """The `model` label of a request's metrics: its model's name when that model is
+        configured, else "". A name a request sends is not a label: a client sending a new name
+        each time would add a series to every metric per request (5,000 names grew the
+        exposition from 29 KB to 8.7 MB), without bound. TF Serving counts only requests that
+        reach a servable."""
+        name = spec.name if spec is not None else ""
+        if self.manager is not None and name not in self.manager.model_names():
+            return ""
+        return name
 
     def acquire(self, spec):
         """ModelManager.acquire for a ModelSpec (context manager yielding the Servable)."""

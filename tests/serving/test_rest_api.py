@@ -274,7 +274,7 @@ def test_prometheus_metrics(server):
         value(r'serving_requests_total\{api="predict",model="reg",status="OK",version="1"\}') >= 1
     )
     assert (
-        value(r'serving_requests_total\{api="predict",model="nope",status="NOT_FOUND",version=""\}')
+        value(r'serving_requests_total\{api="predict",model="",status="NOT_FOUND",version=""\}')
         >= 1
     )
     assert value(r'serving_request_latency_seconds_count\{api="predict",model="reg"\}') >= 1
