@@ -28,6 +28,7 @@ from tests.evaluation.tiny_task import (
     tiny_tagger,
     write_jsonl,
 )
+from tests.recipes.beam_logs import beam_info_lines
 from tests.recipes.recipe_process import run_recipe
 
 # Each test runs a pipeline or a recipe (5-40 s on a 2-core CPU).
@@ -145,7 +146,9 @@ def test_buckets_that_never_fill_a_batch_are_flushed_at_the_end(export, tmp_path
 
 def test_the_recipe_on_two_worker_processes(export, tmp_path):
     """recipes/batch_predict.py with --num_workers=2: Beam's FnApiRunner in two worker processes
-    (direct_num_workers, multi_processing), the outputs those of the export's serving_default."""
+    (direct_num_workers, multi_processing), the outputs those of the export's serving_default,
+    and no log line of Beam's at INFO (79 before: its workers' start-up, gRPC channels and
+    shutdown)."""
     texts = TEXTS * 2
     data = write_jsonl(
         tmp_path / "in.jsonl", [{"id": f"k{i}", "text": t} for i, t in enumerate(texts)]
@@ -161,6 +164,8 @@ def test_the_recipe_on_two_worker_processes(export, tmp_path):
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert proc.stdout.strip().splitlines()[-1].startswith("rows read 24, predicted 24, errors 0")
+    # Beam's own logs stay at warnings here and in the worker processes (keras_bert.beam_worker)
+    assert beam_info_lines(proc.stdout + proc.stderr) == []
     summary = json.loads((tmp_path / "out" / "batch_predict.json").read_text())
     assert summary["pipeline_options"]["direct_num_workers"] == 2
     assert summary["pipeline_options"]["direct_running_mode"] == "multi_processing"

@@ -8,6 +8,7 @@ import sys
 import pytest
 
 from tests.conftest import REPO_ROOT
+from tests.recipes.beam_logs import beam_info_lines
 
 
 def _run(*args):
@@ -72,9 +73,10 @@ def test_vocab_then_data_deterministic_across_workers(wiki_slice, tmp_path):
         2: f"{wiki_slice}",
         1: f"{wiki_slice.parent / 'later.raw'},{wiki_slice.parent / 'earlier.raw'}",
     }
-    for workers in (2, 1):
+    logs = {}
+    for workers in (2, 1):  # progress logged by the 2 worker processes, not by the single run
         out = tmp_path / f"w{workers}" / "data.tfrecord"
-        _run(
+        logs[workers] = _run(
             "recipes.create_pretraining_data",
             f"--input_file={inputs[workers]}",
             "--input_format=wikitext",
@@ -85,8 +87,8 @@ def test_vocab_then_data_deterministic_across_workers(wiki_slice, tmp_path):
             "--do_whole_word_mask",
             f"--num_workers={workers}",
             "--random_seed=9",
-            "--noprogress",
-        )
+            "--progress" if workers == 2 else "--noprogress",
+        ).stderr
         files = sorted(out.parent.iterdir())
         assert sorted(f.name for f in files) == sorted(
             [f"data.tfrecord-0000{i}-of-00003" for i in range(3)] + ["data.tfrecord.summary.json"]
@@ -106,6 +108,15 @@ def test_vocab_then_data_deterministic_across_workers(wiki_slice, tmp_path):
     }
     assert records == s["shards"] and all(n > 0 for n in records.values())
     assert s["documents"] == 8
+    # Beam's own logs stay at warnings, here and in the worker processes; the workers' loggers
+    # of this project take the recipe's levels (--progress: INFO; --noprogress: WARNING)
+    assert beam_info_lines(logs[2]) == [] and beam_info_lines(logs[1]) == []
+    progress = [line for line in logs[2].splitlines() if "pretraining data: group" in line]
+    assert progress == [
+        "INFO:keras_bert.data.pretraining_beam:pretraining data: group 0 made "
+        f"{s['instances']} instances"
+    ]
+    assert "pretraining data:" not in logs[1]
     assert report["config"]["do_whole_word_mask"] is True and report["config"]["random_seed"] == 9
     assert s["instances"] == sum(s["shards"].values()) > 300
     assert abs(s["masked_fraction"] - 0.15) < 0.01  # whole words may undershoot a little

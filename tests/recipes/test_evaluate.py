@@ -331,8 +331,8 @@ def test_report_numbers_rows_one_way_and_defines_its_status_words(single_report)
 
 @pytest.mark.skipif(
     CHROMIUM is None,
-    reason="chromium not installed (scripts/setup.sh installs "
-    "Debian's chromium; it failed or was skipped here)",
+    reason="chromium not installed (scripts/test.sh installs Debian's chromium when run as "
+    "root; here it was not root, was told KERAS_BERT_NO_CHROMIUM=1, or the install failed)",
 )
 def test_html_report_in_headless_chromium(single_report, tmp_path):
     page = (single_report / "report.html").read_text()
