@@ -136,10 +136,10 @@ def read_ssl_config(path: str):
     def fail(problem):
         return SSLConfigError(f"--ssl_config_file {path}: {_one_line(problem)}")
 
-    try:
-        text = _read("--ssl_config_file", path).decode("utf-8")
-    except UnicodeDecodeError as e:
-        raise fail(f"cannot read it ({e})") from None
+    try:  # the rule for every file a user gives: UTF-8, a byte-order mark dropped
+        text = fileio.decode_user_text(_read("--ssl_config_file", path), path)
+    except fileio.UserFileError as e:
+        raise fail(e.problem) from None
     try:
         config = text_protos.parse(text, ssl_config_message()())
     except text_format.ParseError as e:
@@ -335,8 +335,8 @@ def build_ssl_config(server_cert: str, server_key: str, custom_ca: str = "", cli
         if not path:
             continue
         try:
-            setattr(config, field, _read(f"--{field}", path).decode("utf-8"))
-        except UnicodeDecodeError:
+            setattr(config, field, fileio.decode_user_text(_read(f"--{field}", path), path))
+        except fileio.UserFileError:
             raise SSLConfigError(
                 f"{names[field]} is not PEM text (a binary file: DER? convert it with "
                 f"openssl {'pkey' if field == 'server_key' else 'x509'} -inform der -in FILE -out "

@@ -318,9 +318,19 @@ def test_config_file_that_cannot_be_read_is_named(tmp_path):
     with pytest.raises(ssl_config.SSLConfigError) as info:
         ssl_config.read_ssl_config(str(tmp_path / "latin1.config"))
     assert str(info.value) == (
-        f"--ssl_config_file {tmp_path / 'latin1.config'}: cannot read it ('utf-8' codec can't "
-        "decode byte 0xe9 in position 13: invalid continuation byte)"
+        f"--ssl_config_file {tmp_path / 'latin1.config'}: not UTF-8 text: byte 0xe9 at byte "
+        "offset 13 (line 1) (invalid continuation byte); save the file as UTF-8"
     )
+
+
+def test_a_byte_order_mark_changes_nothing(tmp_path, pki):
+    """Notepad saves UTF-8 with a byte-order mark: read as every user file is (keras_bert.fileio)."""
+    text = _text_proto(pki, client_verify=True)
+    (tmp_path / "plain.config").write_text(text)
+    (tmp_path / "marked.config").write_bytes(b"\xef\xbb\xbf" + text.encode())
+    marked = ssl_config.read_ssl_config(str(tmp_path / "marked.config"))
+    assert marked == ssl_config.read_ssl_config(str(tmp_path / "plain.config"))
+    assert marked.server_cert == pki["server"][1]
 
 
 def test_an_encrypted_key_that_reaches_openssl_fails_instead_of_prompting(pki):
