@@ -12,9 +12,13 @@ Directory layout (what the pretraining and fine-tuning recipes write, and `load_
 from __future__ import annotations
 
 import contextlib
+import errno
+import math
 import os
+import tempfile
 
 import keras
+import tensorflow as tf
 
 # Registers BertEncoder / BertPretrainer for `.keras` files. Task classes (keras_bert.tasks)
 # are registered by the package itself; importing them here would make checkpoints depend on
@@ -63,16 +67,68 @@ def load_keras_model(path, **kwargs):
         return keras.saving.load_model(path, **kwargs)
 
 
-def _save_whole(save, path, suffix: str) -> None:
+# What an HDF5 weights file holds beyond the variables' values: measured at most 2.4 KiB per
+# variable and 40 KiB per file (Keras 3 `save_weights`, with and without an optimizer).
+_H5_BYTES_PER_VARIABLE, _H5_BYTES_PER_FILE = 4 << 10, 64 << 10
+# The errors that say a file system has no room for a write (disk full, quota, RLIMIT_FSIZE).
+_NO_ROOM = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG)
+
+
+def h5_bytes_bound(model) -> int:
+    """Bytes, at most, of the HDF5 file Keras writes for `model`'s weights: the values of its
+    variables and of its optimizer's (when it has a built one; Keras saves those too), plus
+    HDF5's own structures."""
+    variables = list(model.weights)
+    optimizer = getattr(model, "optimizer", None)
+    if optimizer is not None and optimizer.built:
+        variables += list(optimizer.variables)
+    values = sum(math.prod(v.shape) * tf.as_dtype(v.dtype).size for v in variables)
+    return values + _H5_BYTES_PER_VARIABLE * len(variables) + _H5_BYTES_PER_FILE
+
+
+def check_room(directory: str, nbytes: int, path: str) -> None:
+    """Raises a plain OSError when local `directory` has no room for `nbytes` more bytes.
+
+    HDF5 must never meet a full disk: a write that fails inside it leaves the library with a file
+    it can neither flush nor close, and the process ends in a segmentation fault (at the next HDF5
+    save or at exit) after pages of "Can't decrement id ref count" (h5py issues 914, 2160). So
+    the room is asked for first: a hidden file of `nbytes` is allocated in `directory` (the file
+    system's own answer, quotas and RLIMIT_FSIZE included), then deleted. A file system that
+    cannot allocate ahead (EOPNOTSUPP and the like) is not checked. Another writer filling the
+    disk during the save can still meet HDF5 there.
+
+    Raises:
+        OSError: ENOSPC, EDQUOT or EFBIG, "<reason>: writing <path> needs about <n> MiB".
+    """
+    fd, probe = tempfile.mkstemp(prefix=".room-check-", dir=directory)
+    try:
+        os.posix_fallocate(fd, 0, nbytes)
+    except OSError as e:
+        if e.errno in _NO_ROOM:
+            raise OSError(
+                e.errno, f"{e.strerror}: writing {path} needs about {nbytes / 2**20:.1f} MiB"
+            ) from None
+    finally:
+        os.close(fd)
+        os.remove(probe)
+
+
+def _save_whole(model, save, path, suffix: str) -> None:
     """Runs `save(local_path)` and publishes the file as `path` (any URI) whole-or-nothing: a
-    reader never sees a half-written file under its final name (`fileio.writing_local_file`)."""
+    reader never sees a half-written file under its final name (`fileio.writing_local_file`).
+    A disk without room for the HDF5 file fails first, with a plain OSError (`check_room`)."""
     with fileio.writing_local_file(path, suffix) as local:
+        check_room(os.path.dirname(local), h5_bytes_bound(model), path)
         save(local)
 
 
 def save_weights_file(model, path) -> None:
-    """`model.save_weights(path)` (a `.weights.h5` path or URI), visible only when complete."""
-    _save_whole(model.save_weights, os.fspath(path), ".weights.h5")
+    """`model.save_weights(path)` (a `.weights.h5` path or URI), visible only when complete.
+
+    Raises:
+        OSError: no room for the file (`check_room`); nothing is written.
+    """
+    _save_whole(model, model.save_weights, os.fspath(path), ".weights.h5")
 
 
 @contextlib.contextmanager
@@ -102,7 +158,7 @@ def save_keras_file(model, path) -> None:
     no loaded task, and `load_weights` of a compiled one takes the model's weights alone), and
     Adam's two moments would make the file three times the weights (273 MB for MiniLM-L6)."""
     with weights_through_disk(), _without_optimizer(model):
-        _save_whole(model.save, os.fspath(path), ".keras")
+        _save_whole(model, model.save, os.fspath(path), ".keras")
 
 
 def save_encoder(encoder, directory, vocab_file=None, do_lower_case=None) -> str:

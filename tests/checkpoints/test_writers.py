@@ -6,7 +6,10 @@ google-research checkpoint holds `hf_to_google` of them. The keras-hub preset is
 keras-hub's own `BertBackbone.from_preset` and compared with our forward pass.
 """
 
+import errno
 import json
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -20,6 +23,7 @@ from keras_bert.checkpoints import (
     save_encoder,
 )
 from keras_bert.models.bert_encoder import BertEncoder
+from tests.conftest import REPO_ROOT
 from tests.checkpoints.helpers import (
     CFG,
     FEATURES,
@@ -285,3 +289,74 @@ def test_keras_files_stage_their_weights_on_disk_not_in_memory(tmp_path):
     loaded = keras_format.load_keras_model(path)
     for a, b in zip(encoder.weights, loaded.weights):
         np.testing.assert_array_equal(a.numpy(), b.numpy())
+
+
+# A child process under RLIMIT_FSIZE (every file it writes at most 16 KiB: a full disk, EFBIG):
+# a weights file and a .keras file of a compiled tiny classifier do not fit; with the limit
+# lifted, both save. Without `check_room`, HDF5 met the limit itself and the process ended in a
+# segmentation fault.
+_SAVE_ON_A_FULL_DISK = """
+import os, resource, sys
+import keras
+from keras_bert.checkpoints.keras_format import save_keras_file, save_weights_file
+from keras_bert.tasks import TextClassifier
+from tests.tiny import tiny_encoder
+
+out = sys.argv[1]
+task = TextClassifier(tiny_encoder(), 2)
+task.build()
+task.compile(optimizer="adam", loss="sparse_categorical_crossentropy")
+task.optimizer.build(task.trainable_variables)
+unlimited = resource.getrlimit(resource.RLIMIT_FSIZE)
+resource.setrlimit(resource.RLIMIT_FSIZE, (16 << 10, unlimited[1]))
+for save, name in ((save_weights_file, "ckpt.weights.h5"), (save_keras_file, "best.keras")):
+    try:
+        save(task, os.path.join(out, name))
+    except OSError as e:
+        print(e.errno, e.strerror.split(":")[0], sorted(os.listdir(out)))
+resource.setrlimit(resource.RLIMIT_FSIZE, unlimited)
+save_weights_file(task, os.path.join(out, "ckpt.weights.h5"))
+save_keras_file(task, os.path.join(out, "best.keras"))
+print(sorted(os.listdir(out)))
+"""
+
+
+@pytest.mark.slow
+def test_a_full_disk_fails_hdf5_saves_with_one_error_and_no_crash(tmp_path):
+    proc = subprocess.run(
+        [sys.executable, "-c", _SAVE_ON_A_FULL_DISK, str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=REPO_ROOT,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert proc.stdout.splitlines() == [
+        f"{errno.EFBIG} File too large []",
+        f"{errno.EFBIG} File too large []",
+        "['best.keras', 'ckpt.weights.h5']",
+    ]
+    assert "Can't decrement id ref count" not in proc.stderr
+
+
+def test_h5_bytes_bound_covers_the_files_keras_writes(tmp_path):
+    from keras_bert.checkpoints.keras_format import (
+        h5_bytes_bound,
+        save_keras_file,
+        save_weights_file,
+    )
+    from keras_bert.tasks import TextClassifier
+    from tests.tiny import tiny_encoder
+
+    task = TextClassifier(tiny_encoder(vocab_size=300, hidden_size=16), 2)
+    task.build()
+    save_weights_file(task, tmp_path / "plain.weights.h5")
+    bound = h5_bytes_bound(task)
+    assert (tmp_path / "plain.weights.h5").stat().st_size <= bound
+    task.compile(optimizer="adam", loss="sparse_categorical_crossentropy")
+    task.optimizer.build(task.trainable_variables)
+    save_weights_file(task, tmp_path / "optimizer.weights.h5")  # Adam's two moments as well
+    assert (tmp_path / "optimizer.weights.h5").stat().st_size <= h5_bytes_bound(task)
+    assert h5_bytes_bound(task) > bound
+    save_keras_file(task, tmp_path / "task.keras")  # the optimizer left out: the plain bound
+    assert (tmp_path / "task.keras").stat().st_size <= bound
