@@ -8,7 +8,6 @@ ram:// lives in one process, so everything runs in process: the fine-tuning fami
 remote URI is checked once in a subprocess (the exit status and the one stderr line) and in process.
 """
 
-import json
 import os
 
 import pytest
@@ -142,7 +141,7 @@ def test_vocab_pretraining_data_pretraining_and_features_on_ram(ram, capsys):
     assert fileio.read_json(f"{ram}/pretrain/config.json")["flags"]["output_dir"] == (
         f"{ram}/pretrain"
     )
-    assert len(fileio.read_text(f"{ram}/pretrain/history.jsonl").splitlines()) == 1
+    assert len(fileio.read_jsonl(f"{ram}/pretrain/history.jsonl")) == 1
     assert fileio.listdir(f"{ram}/pretrain/encoder") == [
         "config.json",
         "encoder.weights.h5",
@@ -159,9 +158,9 @@ def test_vocab_pretraining_data_pretraining_and_features_on_ram(ram, capsys):
         "--layers=-1",
         "--max_seq_length=8",
     )
-    lines = fileio.read_text(f"{ram}/features/out.jsonl").splitlines()
-    assert [json.loads(line)["linex_index"] for line in lines] == [0, 1]
-    assert [t["token"] for t in json.loads(lines[0])["features"]] == [
+    lines = fileio.read_jsonl(f"{ram}/features/out.jsonl")
+    assert [line["linex_index"] for line in lines] == [0, 1]
+    assert [t["token"] for t in lines[0]["features"]] == [
         "[CLS]",
         "a",
         "good",
