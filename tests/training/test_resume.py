@@ -19,8 +19,8 @@ RECIPE = "run_classifier.py"  # run from the repository root, as a user does
 STEPS_PER_EPOCH, EPOCHS = 100, 2
 
 
-# A run: the encoder's sizes (vocab 30522, 2 heads, 32 positions, no dropout), then the flags that
-# set its length and schedule.
+# A run: the encoder's sizes (vocab 30522, 2 heads, 32 positions, dropout 0.1 in the encoder and
+# before the head), then the flags that set its length and schedule.
 MID_EPOCH_RUN = (
     {"hidden_size": 32, "num_layers": 2, "intermediate_size": 48},
     [
@@ -44,8 +44,6 @@ def _sst2_flags(run, tmp_path, output_dir, data_dir, uncased_vocab) -> list[str]
                 "vocab_size": 30522,
                 "num_heads": 2,
                 "max_sequence_length": 32,
-                "dropout_rate": 0.0,
-                "attention_dropout_rate": 0.0,
                 **sizes,
             }
         )
@@ -56,7 +54,6 @@ def _sst2_flags(run, tmp_path, output_dir, data_dir, uncased_vocab) -> list[str]
         f"--bert_config_file={config}",
         f"--vocab_file={uncased_vocab.resolve()}",
         "--max_seq_length=16",
-        "--dropout_rate=0",
         "--verbose=0",
         f"--output_dir={output_dir}",
         *flags,
@@ -117,10 +114,13 @@ def test_sigkill_mid_training_then_restart_matches_uninterrupted(tmp_path, data_
     assert resumed["resumed_from_step"] >= killed_at
     assert resumed["steps"] == reference["steps"] == STEPS_PER_EPOCH * EPOCHS
     assert json.loads(state.read_text())["step"] == STEPS_PER_EPOCH * EPOCHS
-    # Epoch 2 saw identical batches from identical weights (no dropout): same loss and accuracy.
-    ref_epoch2, res_epoch2 = reference["epochs"][1], resumed["epochs"][1]
-    assert res_epoch2["train_loss"] == pytest.approx(ref_epoch2["train_loss"], rel=1e-3)
-    assert res_epoch2["accuracy"] == pytest.approx(ref_epoch2["accuracy"], abs=1 / 32)
+    # The resumed batches drew the killed run's dropout masks: the same dev metrics after epoch 1
+    # (its running training loss covers only the batches after the restart), and epoch 2, whole
+    # in both runs, the same in every figure.
+    ref_epoch1, res_epoch1 = reference["epochs"][0], resumed["epochs"][0]
+    del ref_epoch1["train_loss"], res_epoch1["train_loss"]
+    assert res_epoch1 == ref_epoch1
+    assert resumed["epochs"][1] == reference["epochs"][1]
 
 
 # ---- killed at any moment: the same evaluations, best and kept weights as an uninterrupted run ----
@@ -202,7 +202,7 @@ def test_killed_at_any_point_and_resumed_ends_like_an_uninterrupted_run(
         assert evals == ref_evals, point
         assert best == ref_best, point
         for got, want in zip(weights, ref_weights):
-            np.testing.assert_allclose(got, want, atol=1e-6, err_msg=point)
+            np.testing.assert_array_equal(got, want, err_msg=point)
         assert versions == ["1"], point  # the export is done once, never twice
         assert sha == exported_sha(weights), point
 
