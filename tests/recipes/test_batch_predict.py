@@ -353,7 +353,7 @@ def test_a_run_that_predicts_no_row_exits_1_and_keeps_its_errors(export, tmp_pat
     assert [(e["id"], e["reason"]) for e in errors] == [
         ("1", "empty text in column 'text'"),
         ("2", "empty text in column 'text'"),
-        (None, "3 fields; the header has 2"),  # a malformed row: its key is not read
+        ("3", "3 fields; the header has 2"),  # a malformed row keeps the key it has
     ]
 
 
