@@ -8,10 +8,12 @@ import unicodedata
 import numpy as np
 import pytest
 import tensorflow as tf
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from keras_bert.tokenization import BertPreprocessor, FullTokenizer
 from keras_bert.tokenization.bert_preprocessor import pack_ragged
-from tests.tokenization import corpora
+from tests.tokenization import corpora, strategies
 
 KEYS = ("input_word_ids", "input_mask", "input_type_ids")
 
@@ -280,6 +282,55 @@ def test_tf_text_matches_reference_on_conll_cased(data_dir, cased_vocab):
     assert len(texts) == 3250
     got = _tokens(prep, ref, texts)
     assert [i for i, (t, g) in enumerate(zip(texts, got)) if g != ref.tokenize(t)] == []
+
+
+def _documented_tf_text_difference(ref, text, lower) -> bool:
+    """Whether docs/tokenization.md explains a difference between tf_text and the reference on
+    `text`: a character NFKC case folding maps otherwise (uncased), or a word of the reference's
+    basic tokenizer over 200 UTF-8 bytes (tensorflow-text counts bytes, the reference code
+    points)."""
+    words = ref.basic_tokenizer.tokenize(text)
+    too_long = any(len(w.encode("utf-8")) > 200 for w in words)
+    return too_long or (lower and any(_nfkc_affected(c) for c in text))
+
+
+@pytest.fixture(scope="module")
+def tf_text_pairs(uncased_vocab, cased_vocab):
+    """(reference, tf_text preprocessor, do_lower_case) for the uncased and the cased vocab."""
+    return [
+        (FullTokenizer(vocab, lower), BertPreprocessor(vocab, lower, tokenizer="tf_text"), lower)
+        for vocab, lower in ((uncased_vocab, True), (cased_vocab, False))
+    ]
+
+
+@pytest.mark.slow
+@settings(max_examples=100, deadline=None, suppress_health_check=list(HealthCheck))
+@given(texts=st.lists(strategies.texts, min_size=1, max_size=4))
+def test_tf_text_differs_from_reference_only_as_documented(tf_text_pairs, texts):
+    for ref, prep, lower in tf_text_pairs:
+        got = prep.tokenize(tf.constant(texts)).to_list()
+        for text, ids in zip(texts, got):
+            if ids != ref.tokenize_to_ids(text):
+                assert _documented_tf_text_difference(ref, text, lower), repr(text)
+
+
+@settings(max_examples=50, deadline=None, suppress_health_check=list(HealthCheck))
+@given(
+    pairs=st.lists(st.tuples(strategies.texts, strategies.texts), min_size=1, max_size=4),
+    max_seq_length=st.sampled_from([3, 4, 7, 12]),
+)
+def test_packing_of_any_text_equals_reference_encode(reference, pairs, max_seq_length):
+    # BertPreprocessor = the tokenizer (its ids equal the reference's: test_core_tokenizer's
+    # properties) then pack_ragged, checked here on the ids of any text against `encode`.
+    texts_a, texts_b = [list(t) for t in zip(*pairs)]
+    ids_a, ids_b = (
+        tf.ragged.constant([reference.tokenize_to_ids(t) for t in texts], tf.int32, ragged_rank=1)
+        for texts in (texts_a, texts_b)
+    )
+    out = pack_ragged(ids_a, ids_b, max_seq_length, 101, 102, 0)
+    want = _ref_batch(reference, texts_a, texts_b, max_seq_length)
+    for k in KEYS:
+        np.testing.assert_array_equal(out[k], want[k], err_msg=f"{k} T={max_seq_length}")
 
 
 def test_python_list_of_two_strings_is_a_batch_not_a_pair(uncased_vocab):

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from keras_bert.tokenization import BertPreprocessor, CoreBertTokenizer, FullTokenizer
 from keras_bert.tokenization import core_tokenizer
-from tests.tokenization import corpora
+from tests.tokenization import corpora, strategies
 
 
 @pytest.fixture(scope="module")
@@ -140,19 +140,9 @@ def test_conll_and_sst2_cased(pairs, data_dir):
     _assert_same(ref, fn, texts)
 
 
-_any_char = st.characters(min_codepoint=0, max_codepoint=0x10FFFF, exclude_categories=("Cs",))
-_interesting = st.sampled_from(
-    list(
-        " \t\n\r\x00\x0b\u00a0\u2028\u200b\u200d\ufffd\ufeff\u0301\u0338.,!?[]#\u03a3\u03c3"
-        "AaÉéßİıǅﬁ中カ한😀\U000e0041\U00020000"
-    )
-)
-_texts = st.text(alphabet=st.one_of(_any_char, _interesting), max_size=300)
-
-
 @pytest.mark.slow
-@settings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck))
-@given(texts=st.lists(_texts, min_size=1, max_size=8))
+@settings(max_examples=100, deadline=None, suppress_health_check=list(HealthCheck))
+@given(texts=st.lists(strategies.texts, min_size=1, max_size=4))
 def test_random_unicode_both_vocabs(pairs, texts):
     for ref, fn in pairs.values():
         got = fn(tf.constant([t.encode("utf-8") for t in texts])).to_list()
@@ -163,7 +153,7 @@ def test_random_unicode_both_vocabs(pairs, texts):
 @settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
 @given(
     data=st.lists(
-        st.one_of(st.binary(max_size=120), _texts.map(lambda t: t.encode("utf-8")[:-1])),
+        st.one_of(st.binary(max_size=120), strategies.texts.map(lambda t: t.encode("utf-8")[:-1])),
         min_size=1,
         max_size=8,
     )
