@@ -125,7 +125,7 @@ def read_squad_examples(path, version_2_with_negative: bool = False) -> list[Squ
 def _answer_start(value, question_id) -> int:
     try:
         return int(value)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):  # OverflowError: 1e400 is infinity
         raise TypeError(
             f"question {question_id}: answer_start {value!r} is not an integer"
         ) from None

@@ -30,6 +30,7 @@ metrics.json. `check_blessing` is what `python -m export --require_blessing=REPO
 from __future__ import annotations
 
 import hashlib
+import math
 
 from keras_bert import fileio
 from keras_bert.evaluation.model_record import check_comparable
@@ -70,10 +71,21 @@ def parse_gate(text: str, where: str = "gate") -> list[dict]:
                 + (f"; unknown field(s) {sorted(unknown)}" if unknown else "")
             )
         value = check[given[0]]
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
-            raise GateError(f"{where}: check {i} ({check['metric']}): {given[0]} must be a number")
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not _finite(value):
+            raise GateError(
+                f"{where}: check {i} ({check['metric']}): {given[0]} must be a finite number"
+            )
         checks.append({"metric": check["metric"], "kind": given[0], "threshold": float(value)})
     return checks
+
+
+def _finite(value) -> bool:
+    """Whether a JSON number is finite as a float (NaN, Infinity and integers past a double's
+    range are not: no metric compares with them)."""
+    try:
+        return math.isfinite(value)
+    except OverflowError:
+        return False
 
 
 def needs_baseline(checks) -> bool:

@@ -51,6 +51,21 @@ def test_reader_errors(tmp_path):
         squad.read_squad_examples(bad)
 
 
+def test_an_infinite_answer_start_is_a_value_error(tmp_path):
+    # Found by the squad_json fuzz target: JSON's 1e400 reads as infinity, and int(inf) raised an
+    # OverflowError that no recipe turns into one line.
+    path = tmp_path / "inf.json"
+    path.write_text(
+        '{"data": [{"paragraphs": [{"context": "ab", "qas": [{"id": "1", "question": "q", '
+        '"answers": [{"text": "b", "answer_start": 1e400}]}]}]}]}'
+    )
+    with pytest.raises(ValueError) as raised:
+        squad.read_squad_examples(path)
+    assert str(raised.value) == (
+        f"{path} is not SQuAD JSON: question 1: answer_start inf is not an integer"
+    )
+
+
 def make_example(context, answer=None, question="what ?", impossible=False):
     answers = () if answer is None else ((answer, context.index(answer)),)
     return squad.SquadExample("q", question, context, answers, impossible)

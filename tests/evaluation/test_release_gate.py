@@ -70,7 +70,16 @@ def test_missing_metrics_fail_their_check():
             "check 0 (a) needs exactly one of ['min', 'max', 'max_decrease', 'max_increase']",
         ),
         ('{"checks": [{"metric": "a", "minimum": 1}]}', "unknown field(s) ['minimum']"),
-        ('{"checks": [{"metric": "a", "min": "0.8"}]}', "check 0 (a): min must be a number"),
+        (
+            '{"checks": [{"metric": "a", "min": "0.8"}]}',
+            "check 0 (a): min must be a finite number",
+        ),
+        # Found by the gate_json fuzz target: NaN passed (every check against it fails, and
+        # the written record is not JSON), and an integer past a double's range raised an
+        # OverflowError from float().
+        ('{"checks": [{"metric": "a", "min": NaN}]}', "check 0 (a): min must be a finite number"),
+        ('{"checks": [{"metric": "a", "max": -Infinity}]}', "max must be a finite number"),
+        ('{"checks": [{"metric": "a", "max": 1' + "0" * 400 + "}]}", "max must be a finite number"),
     ],
 )
 def test_bad_gate_files(text, message):
