@@ -111,7 +111,10 @@ def test_a_dead_letter_without_a_readable_key_says_null(tmp_path):
 def test_a_line_break_of_splitlines_inside_a_text_stays_in_its_row(char, tmp_path):
     data = f'{{"id": "a", "text": "one{char}row"}}\r\n\r\n{{"id": "b", "text": "{char}y"}}\n'
     path, got = _rows(tmp_path, "d.jsonl", data.encode())
-    assert [(r.row, r.key, r.text) for r in got] == [(0, "a", f"one{char}row"), (1, "b", f"{char}y")]
+    assert [(r.row, r.key, r.text) for r in got] == [
+        (0, "a", f"one{char}row"),
+        (1, "b", f"{char}y"),
+    ]
     line = records.error_json(got[0], "failed", "id")  # the dead letter holds the text raw
     assert char in line and fileio.parse_jsonl(line, "errors")[0]["raw"]["text"] == f"one{char}row"
 

@@ -15,8 +15,7 @@ def _nested_any(depth: int) -> str:
     assert struct_pb2.StructuredValue  # registered, as in a server that loaded TensorFlow
     inner = "list_value { values { " * depth + "} } " * depth
     return (
-        "custom_model_config { [type.googleapis.com/tensorflow.StructuredValue] { "
-        f"{inner}}} }}"
+        f"custom_model_config {{ [type.googleapis.com/tensorflow.StructuredValue] {{ {inner}}} }}"
     )
 
 
