@@ -371,7 +371,9 @@ class ModelServer:
             ("grpc.max_send_message_length", -1),
         ]
         self.grpc_server = grpc.server(
-            concurrent.futures.ThreadPoolExecutor(grpc_max_threads), options=options
+            concurrent.futures.ThreadPoolExecutor(grpc_max_threads),
+            options=options,
+            interceptors=[grpc_service.UndecodableRequests()],
         )
         prediction_service_pb2_grpc.add_PredictionServiceServicer_to_server(
             grpc_service.PredictionServicer(self.service), self.grpc_server

@@ -249,11 +249,15 @@ def to_numpy(proto, max_filled: int = MAX_FILLED) -> np.ndarray:
             f"a proto holding fewer values than its shape is expanded up to {max_filled} "
             "elements only"
         )
-    if proto.dtype == types_pb2.DT_HALF:
-        values = np.array(field, np.uint16).view(np.float16)
+    if proto.dtype == types_pb2.DT_HALF:  # the low 16 bits of each int32, as C++ reads them
+        values = np.array(field, np.int64).astype(np.uint16).view(np.float16)
     elif proto.dtype == types_pb2.DT_STRING:
         values = np.empty(count, object)
         values[:] = list(field)
+    elif dtype.kind in "iu" and dtype.itemsize < 4:
+        # int8 / int16 / uint8 / uint16 in int32 `int_val`: wrapped as C++'s static_cast does
+        # (numpy refuses a value out of range with OverflowError).
+        values = np.array(field, np.int64).astype(dtype)
     else:
         values = np.array(field, dtype)
     if count == size:

@@ -233,9 +233,14 @@ def to_proto(array):
 
 
 def _dtype_name(array):
+    """The dtype's TensorFlow name for a message; numpy's where TensorFlow has none for it
+    (tf.make_ndarray reads a quantized proto into a structured dtype, e.g. qint16)."""
     if array.dtype == object or array.dtype.kind in "SU":
         return "string"
-    return dtypes.as_dtype(array.dtype).name
+    try:
+        return dtypes.as_dtype(array.dtype).name
+    except TypeError:
+        return f"numpy {array.dtype}"
 
 
 def cast(alias, array, spec):
@@ -264,7 +269,7 @@ def cast(alias, array, spec):
         have = dtypes.as_dtype(array.dtype)
     except TypeError:
         raise errors.invalid_argument(
-            f"input '{alias}' expects dtype {want.name} but got numpy {array.dtype}"
+            f"input '{alias}' expects dtype {want.name} but got {_dtype_name(array)}"
         ) from None
     if have == want:
         return array

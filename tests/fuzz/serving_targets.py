@@ -413,6 +413,32 @@ def encode_string_list(strings) -> bytes:
     return bytes(lengths) + b"".join(strings)
 
 
+# dtype -> (value field, bits, signed) where a value field holds wider integers than the dtype.
+_NARROW = {
+    types_pb2.DT_HALF: ("half_val", 16, False),
+    types_pb2.DT_INT8: ("int_val", 8, True),
+    types_pb2.DT_INT16: ("int_val", 16, True),
+    types_pb2.DT_UINT8: ("int_val", 8, False),
+    types_pb2.DT_UINT16: ("int_val", 16, False),
+}
+
+
+def _wrapped(proto):
+    """`proto` with each value of a field wider than its dtype cut to the dtype's bits, as
+    TensorFlow's C++ reads it (a static_cast); tf.make_ndarray refuses such values instead."""
+    if proto.dtype not in _NARROW:
+        return proto
+    field, bits, signed = _NARROW[proto.dtype]
+    values = [v % (1 << bits) for v in getattr(proto, field)]
+    if signed:
+        values = [v - (1 << bits) if v >= 1 << (bits - 1) else v for v in values]
+    copy = tensor_pb2.TensorProto()
+    copy.CopyFrom(proto)
+    copy.ClearField(field)
+    getattr(copy, field).extend(values)
+    return copy
+
+
 def _as_tensorflow_reads(proto):
     """tf.make_ndarray's value of `proto`, or None when it refuses it (or is not asked: only
     protos of at most 4,096 declared elements are read by both)."""
@@ -440,7 +466,7 @@ def _read_as_tensorflow(proto):
         if encode_string_list(ours.flat) != proto.tensor_content:
             raise Finding(f"strings {ours.tolist()} do not encode back to {proto.tensor_content!r}")
         return
-    theirs = _as_tensorflow_reads(proto)
+    theirs = _as_tensorflow_reads(_wrapped(proto))
     if theirs is None:
         if ours.size <= 4096:
             raise Finding(f"read a TensorProto that tf.make_ndarray refuses: {proto}")

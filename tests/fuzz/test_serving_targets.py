@@ -6,6 +6,7 @@ says what one is), so each case here fails with the finding's own message."""
 import json
 import pathlib
 
+import grpc
 import hypothesis
 import hypothesis.strategies as st
 import numpy as np
@@ -13,6 +14,7 @@ import pytest
 from tensorflow.core.framework import tensor_pb2, types_pb2
 from tensorflow_serving.apis import predict_pb2
 
+from serving import errors
 from tests.fuzz import seeds, serving_targets, servables
 from tests.fuzz.byte_source import ByteSource
 
@@ -163,3 +165,20 @@ def test_model_names_a_request_sends_add_no_metric_series(server):
     assert "fuzz" not in after
     assert len(after) - len(before) < 2000  # the model="" series, at most, are new
     assert 'serving_requests_total{api="predict",model="",status="NOT_FOUND",version=""}' in after
+
+
+def test_a_quantized_proto_to_a_string_input_is_refused_by_name(server):
+    """Finding (grpc_predict): a DT_QINT16 proto, which tf.make_ndarray reads into a numpy
+    structured dtype, sent to a string input was INTERNAL (TypeError naming the dtype)."""
+    request = predict_pb2.PredictRequest()
+    request.model_spec.name = "clf"
+    request.inputs["text_b"].CopyFrom(_strings_in_tensor_content([b"a", b"b"], [2]))
+    request.inputs["text"].dtype = types_pb2.DT_QINT16
+    request.inputs["text"].tensor_shape.dim.add(size=2)
+    request.inputs["text"].string_val.extend([b"ok", b"caf\xe9"])
+    with pytest.raises(errors.ServingError) as info:
+        server.service.predict(request)
+    assert info.value.code == grpc.StatusCode.INVALID_ARGUMENT
+    assert info.value.message == (
+        "input 'text' expects dtype string but got numpy [('qint16', '<i2')]"
+    )

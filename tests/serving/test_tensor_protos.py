@@ -150,3 +150,25 @@ def test_strings_in_tensor_content_that_do_not_fit_are_refused(content, shape, m
         tensor_protos.to_numpy(_string_proto(content, *shape))
     with pytest.raises(errors.ServingError, match="input 'text' is not a valid TensorProto"):
         tensors.to_numpy(_string_proto(content, *shape), "text")
+
+
+@pytest.mark.parametrize(
+    "dtype,field,values,want",
+    [
+        (tf.float16, "half_val", [141096748, -1, 15360], [0xF72C, 0xFFFF, 0x3C00]),
+        (tf.int8, "int_val", [300, -129, 5], [44, 127, 5]),
+        (tf.int16, "int_val", [70000, -32769], [4464, 32767]),
+        (tf.uint8, "int_val", [256, -1], [0, 255]),
+        (tf.uint16, "int_val", [65536, -1], [0, 65535]),
+    ],
+)
+def test_value_fields_wider_than_the_dtype_are_cut_as_cpp_reads_them(dtype, field, values, want):
+    """A half_val / int_val value outside its dtype (a fuzz finding: OverflowError, not the
+    documented ValueError) keeps its low bits, as TensorFlow's C++ static_cast reads it."""
+    proto = tensor_pb2.TensorProto(dtype=dtype.as_datatype_enum)
+    proto.tensor_shape.dim.add(size=len(values))
+    getattr(proto, field).extend(values)
+    array = tensor_protos.to_numpy(proto)
+    assert array.dtype == dtype.as_numpy_dtype
+    bits = array.view(np.uint16) if dtype == tf.float16 else array
+    assert bits.tolist() == want
