@@ -720,3 +720,18 @@ def csv_records(
             yield reader.line_num, row
 
     return header, records()
+
+
+def record_width_problem(row: dict) -> str | None:
+    """What is wrong with the width of a `csv_records` row, or None for a whole one: a record
+    with more fields than its header (an unquoted delimiter in a text: the texts would be cut)
+    or fewer (the missing texts would be silently empty).
+
+    Returns:
+        "N more field(s) than the header" / "fewer fields than the header", or None.
+    """
+    if row.get(None):
+        return f"{len(row[None])} more field(s) than the header"
+    if any(value is None for key, value in row.items() if key is not None):
+        return "fewer fields than the header"
+    return None

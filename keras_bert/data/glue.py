@@ -39,6 +39,7 @@ import os
 from typing import Iterable, Sequence
 
 from keras_bert import fileio
+from keras_bert.data.labels import regression_value
 
 logger = logging.getLogger(__name__)
 
@@ -348,7 +349,7 @@ def read_tsv_file(
             raw = fields[cols.label].strip()
             if task.is_regression:
                 try:
-                    label = float(raw)
+                    label = regression_value(raw)
                 except ValueError:
                     problem = f"label {raw!r} is not a number"
             elif raw not in task.labels:

@@ -18,11 +18,26 @@ not counted), as `row` in metrics.json's `label_issues` does.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 
 class LabelError(ValueError):
     """A label that breaks the rule, with its data row."""
+
+
+def regression_value(raw: str) -> float:
+    """A regression label's text as a float, by one rule for every reader: a finite number
+    ("nan" and "inf" parse as floats, but no loss or metric can use them).
+
+    Raises:
+        ValueError: text that is not a finite number.
+    """
+    value = float(raw)
+    if not math.isfinite(value):
+        raise ValueError(f"not a finite number: {raw!r}")
+    return value
 
 
 def _is_id(label: str) -> bool:

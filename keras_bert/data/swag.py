@@ -50,8 +50,8 @@ def read_swag(path, require_labels: bool = True) -> list[SwagExample]:
 
     Raises:
         FileNotFoundError: no such file.
-        ValueError: missing columns (named), a bad label or a row with fewer fields than the
-            header (naming the row), or a file that is not UTF-8 (`fileio.UserFileError`).
+        ValueError: missing columns (named), a bad label or a row with fewer or more fields than
+            the header (naming the row), or a file that is not UTF-8 (`fileio.UserFileError`).
     """
     path = os.fspath(path)
     header, records = fileio.csv_records(fileio.read_user_text(path), path)
@@ -67,6 +67,9 @@ def _example(row: dict, index: int, path, require_labels: bool) -> SwagExample:
     short = [c for c in REQUIRED if row[c] is None]
     if short:
         raise ValueError(f"{path}: row {index + 1}: no {short} (fewer fields than the header)")
+    problem = fileio.record_width_problem(row)
+    if problem:  # an unquoted comma in a text: the endings would be cut
+        raise ValueError(f"{path}: row {index + 1}: {problem}")
     raw = (row.get("label") or "").strip()
     label = None
     if raw or require_labels:

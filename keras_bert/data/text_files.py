@@ -45,7 +45,9 @@ def read_text_file(
     Raises:
         FileNotFoundError: the file does not exist.
         ValueError: unknown extension; empty file (no rows); a missing column (naming it and the
-            columns present); an empty label; a non-numeric regression label; a bad JSON line
+            columns present); a CSV / TSV record with more or fewer fields than the header
+            (`fileio.record_width_problem`); an empty label; a regression label that is not a
+            finite number (`labels.regression_value`); a bad JSON line
             or a line holding another JSON value than an object; not UTF-8
             (`fileio.UserFileError`, naming file and byte offset).
     """
@@ -65,6 +67,10 @@ def read_text_file(
         if missing:
             raise ValueError(f"{path}: missing column(s) {missing}; columns present: {columns}")
         rows = list(records)
+        for lineno, row in rows:
+            problem = fileio.record_width_problem(row)
+            if problem:
+                raise ValueError(f"{path}:{lineno}: {problem}")
     elif suffix in (".jsonl", ".json"):
         for lineno, line in fileio.jsonl_lines(fileio.read_user_text(path)):
             row = fileio.parse_json(line, f"{path}:{lineno}")
@@ -90,7 +96,7 @@ def read_text_file(
                 raise ValueError(f"{path}:{lineno}: empty label in column {label_column!r}")
             if regression:
                 try:
-                    label = float(raw)
+                    label = labels.regression_value(raw)
                 except ValueError:
                     raise ValueError(
                         f"{path}:{lineno}: regression label {raw!r} is not a number"

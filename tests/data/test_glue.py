@@ -216,3 +216,14 @@ def test_tfds_rows_map_labels_by_name():
         "stsb", "dev", [{"sentence1": b"a", "sentence2": b"b", "label": 3.8}]
     )
     assert stsb[0].label == pytest.approx(3.8)
+
+
+def test_a_non_finite_stsb_score_is_a_malformed_row(tmp_path):
+    # Found by the glue_tsv fuzz target: "nan" and "inf" parsed as STS-B scores.
+    path = tmp_path / "dev.tsv"
+    header = "genre\tfilename\tyear\told_index\tsource1\tsource2\tsentence1\tsentence2\tscore\n"
+    path.write_text(header + "g\tf\ty\t0\ts\ts\ta\tb\tnan\ng\tf\ty\t1\ts\ts\tc\td\t-inf\n")
+    with pytest.raises(glue.MalformedRowError) as raised:
+        glue.read_tsv_file(path, "stsb", "dev", on_error="raise")
+    assert str(raised.value) == f"{path}:2: malformed stsb row: label 'nan' is not a number"
+    assert glue.read_tsv_file(path, "stsb", "dev", on_error="ignore") == []

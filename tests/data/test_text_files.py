@@ -67,3 +67,30 @@ def test_errors_name_the_problem(tmp_path):
         ValueError, match=r"^training data: 1 distinct label\(s\) \['pos'\]; need at least 2$"
     ):
         text_files.label_list_from_examples([InputExample("a", "x", None, "pos")])
+
+
+@pytest.mark.parametrize(
+    "suffix, body, message",
+    [
+        # Found by the own_data fuzz target: a short record read its missing texts as "", and
+        # an unquoted comma cut a text, both silently; "nan" was a regression label.
+        (".csv", "text,label\na\n", "t.csv:2: fewer fields than the header"),
+        (".csv", "text,label\na, b,pos\n", "t.csv:2: 1 more field(s) than the header"),
+        (".tsv", "text\tlabel\nx\t1\ny\t1\tz\tw\n", "t.tsv:3: 2 more field(s) than the header"),
+    ],
+)
+def test_records_of_another_width_than_the_header_are_refused(tmp_path, suffix, body, message):
+    path = tmp_path / f"t{suffix}"
+    path.write_text(body)
+    with pytest.raises(ValueError) as raised:
+        text_files.read_text_file(path, label_column=None)
+    assert str(raised.value) == f"{tmp_path}/{message}"
+
+
+@pytest.mark.parametrize("raw", ["nan", "inf", "-Infinity"])
+def test_regression_labels_are_finite(tmp_path, raw):
+    path = tmp_path / "r.jsonl"
+    path.write_text(json.dumps({"text": "a", "label": raw}) + "\n")
+    with pytest.raises(ValueError) as raised:
+        text_files.read_text_file(path, regression=True)
+    assert str(raised.value) == f"{path}:1: regression label {raw!r} is not a number"
