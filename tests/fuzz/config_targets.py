@@ -31,8 +31,6 @@ corpus (tests/fuzz/corpus/<target>/).
 """
 
 import functools
-import pathlib
-import tempfile
 
 # The server sets TensorFlow up before it reads a model config file (unless every path is local
 # and --prefer_tflite_model), registering TensorFlow's protos: an Any field may name any of them.
@@ -45,64 +43,16 @@ from serving.model_manager import aspired_versions
 from serving.server import model_configs
 from serving.storage import fileio
 from tests.fuzz.serving_targets import Finding, timed
+from tests.fuzz.user_files import same_with_bom_and_crlf
 from tests.serving import test_tls
 
-BOM = b"\xef\xbb\xbf"
 VERSIONS_ON_DISK = (1, 2, 3, 7, 2**63 - 1)
-
-
-@functools.cache
-def _scratch() -> pathlib.Path:
-    """A scratch directory, in memory where the machine has one (a file written per input)."""
-    memory = pathlib.Path("/dev/shm")
-    return pathlib.Path(
-        tempfile.mkdtemp(prefix="config-fuzz-", dir=memory if memory.is_dir() else None)
-    )
-
-
-def _outcome(read, data: bytes, documented: tuple):
-    """("ok", value) or ("error", type name) of `read(path)` on a file holding `data`; raises
-    Finding for an error that is not documented."""
-    path = _scratch() / "config.txt"
-    path.write_bytes(data)
-    try:
-        return "ok", read(str(path))
-    except documented as e:
-        message = str(e)
-        if "\n" in message.strip() or not message.strip():
-            raise Finding(f"documented {type(e).__name__} without a one-line message: {e!r}")
-        return "error", type(e).__name__
-    except Exception as e:
-        raise Finding(f"not a documented error: {type(e).__name__}: {e}") from e
-
-
-def _comparable(value):
-    """Protos (alone or in a list) as their serialized bytes, to compare outcomes."""
-    if isinstance(value, list):
-        return [_comparable(v) for v in value]
-    if hasattr(value, "SerializeToString"):
-        return value.SerializeToString(deterministic=True)
-    return value
-
-
-def _same_with_bom_and_crlf(read, data: bytes, documented: tuple):
-    """The outcome of `data`, checked equal with a byte-order mark before it and (for text
-    without "\\r" of its own) with "\\r\\n" line ends."""
-    first = _outcome(read, data, documented)
-    variants = [("a byte-order mark", BOM + data)]
-    if b"\r" not in data and b"\n" in data and b'"' not in data:  # line ends outside strings
-        variants.append(("Windows line ends", data.replace(b"\n", b"\r\n")))
-    for what, variant in variants:
-        other = _outcome(read, variant, documented)
-        if (first[0], _comparable(first[1])) != (other[0], _comparable(other[1])):
-            raise Finding(f"read differently with {what}: {first} against {other}")
-    return first
 
 
 @timed
 def model_config(data: bytes):
     """--model_config_file bytes through `serving.server.model_configs`."""
-    kind, configs = _same_with_bom_and_crlf(
+    kind, configs = same_with_bom_and_crlf(
         _model_configs_from, data, (ValueError, OSError, text_format.ParseError)
     )
     if kind != "ok":
@@ -133,7 +83,7 @@ def _batching_options(path):
 @timed
 def batching_config(data: bytes):
     """--batching_parameters_file bytes, read as `serving.server.main` reads them."""
-    kind, options = _same_with_bom_and_crlf(
+    kind, options = same_with_bom_and_crlf(
         _batching_options, data, (ValueError, text_format.ParseError)
     )
     if kind == "ok" and options.execution_batch_size > options.max_batch_size:
@@ -168,7 +118,7 @@ def with_pem_texts(data: bytes) -> bytes:
 @timed
 def ssl_config_target(data: bytes):
     """--ssl_config_file bytes (placeholders expanded) through `ssl_config.read_ssl_config`."""
-    kind, config = _same_with_bom_and_crlf(
+    kind, config = same_with_bom_and_crlf(
         ssl_config.read_ssl_config,
         with_pem_texts(data),
         (ssl_config.SSLConfigError,),

@@ -1,10 +1,10 @@
-"""Coverage-guided runs of the serving fuzz targets (atheris, libFuzzer; requirements-fuzz.txt).
+"""Coverage-guided runs of the fuzz targets (atheris, libFuzzer; requirements-fuzz.txt).
 
     python -m tests.fuzz.run rest_json --runs=1000000 --max_total_time=3600
     python -m tests.fuzz.run grpc_predict --max_total_time=600 --merge
 
-Starts libFuzzer on `tests.fuzz.serving_targets.TARGETS[<target>]` (the `serving` package and
-the targets instrumented for coverage) in a child process, seeded with
+Starts libFuzzer on `TARGETS[<target>]` of one of `TARGET_MODULES` (the `serving` and
+`keras_bert` packages and the targets instrumented for coverage) in a child process, seeded with
 tests/fuzz/corpus/<target>/. New corpus entries go to <out>/<target>/corpus/, findings (the input
 and libFuzzer's `crash-*` / `timeout-*` / `oom-*` file) to <out>/<target>/, its log to
 <out>/<target>/fuzz.log; `--merge` then adds to the tree's corpus only the new entries that
@@ -15,6 +15,7 @@ Exit status: 0 with no finding, 1 with one.
 """
 
 import argparse
+import importlib
 import json
 import pathlib
 import re
@@ -23,29 +24,43 @@ import sys
 import time
 
 CORPUS = pathlib.Path(__file__).parent / "corpus"
+# libFuzzer dictionaries (-dict): tests/fuzz/dicts/<target>.dict where one helps.
+DICTS = pathlib.Path(__file__).parent / "dicts"
 # libFuzzer's -timeout: a hang (the 1 s CPU budget of an input is the targets' own check).
 HANG_TIMEOUT_S = 30
 RSS_LIMIT_MB = 6144
+# The modules whose `TARGETS` (name -> target(data: bytes)) this runner runs; names are unique.
+TARGET_MODULES = (
+    "tests.fuzz.serving_targets",
+    "tests.fuzz.config_targets",
+    "tests.fuzz.reader_targets",
+)
+
+
+def targets() -> dict:
+    """Target name -> its function, over every module of TARGET_MODULES."""
+    found = {}
+    for name in TARGET_MODULES:
+        found.update(importlib.import_module(name).TARGETS)
+    return found
 
 
 def _child(target, libfuzzer_args):
     """In the child process: instrument, then hand control to libFuzzer (never returns)."""
     import atheris  # only the coverage-guided runs need it (requirements-fuzz.txt)
 
-    with atheris.instrument_imports(include=["serving", "tests.fuzz"]):
+    with atheris.instrument_imports(include=["serving", "keras_bert", "tests.fuzz"]):
         from tests.fuzz import serving_targets
 
-    fn = serving_targets.TARGETS[target]
-    if target != "rest_json":
+        fn = targets()[target]
+    if target in serving_targets.TARGETS and target != "rest_json":
         serving_targets.servables.server()  # built once, before the first input
     atheris.Setup([sys.argv[0], *libfuzzer_args], fn)
     atheris.Fuzz()
 
 
 def _replay(target, path):
-    from tests.fuzz import serving_targets
-
-    serving_targets.TARGETS[target](pathlib.Path(path).read_bytes())
+    targets()[target](pathlib.Path(path).read_bytes())
     print(f"{path}: no finding")
 
 
@@ -64,6 +79,8 @@ def _libfuzzer_args(args, out):
         flags.append(f"-max_total_time={args.max_total_time}")
     if args.max_len:
         flags.append(f"-max_len={args.max_len}")
+    if (DICTS / f"{args.target}.dict").exists():
+        flags.append(f"-dict={DICTS / f'{args.target}.dict'}")
     return [*flags, str(corpus), str(CORPUS / args.target)]
 
 
@@ -119,10 +136,9 @@ def main(argv=None):
         return _child(args.target, args.libfuzzer_args)
     # Imported here, not at the top: the child must import `serving` inside atheris'
     # instrumentation, which a module-level import would pre-empt.
-    from tests.fuzz.serving_targets import TARGETS
-
-    if args.target not in TARGETS:
-        parser.error(f"unknown target {args.target!r}; targets: {', '.join(TARGETS)}")
+    known = targets()
+    if args.target not in known:
+        parser.error(f"unknown target {args.target!r}; targets: {', '.join(known)}")
     if args.replay:
         return _replay(args.target, args.replay)
     return _run(args)
