@@ -305,7 +305,7 @@ def _file(name: str) -> bytes:
     return (READERS / name).read_bytes()
 
 
-def _with_option(target: str, option, content: bytes) -> bytes:
+def with_option(target: str, option, content: bytes) -> bytes:
     index = OPTIONS[target].index(option)
     width = 1 if len(OPTIONS[target]) <= 256 else 2
     return index.to_bytes(width, "little") + content
@@ -408,8 +408,8 @@ def seeds() -> dict:
             out[target] = files
             continue
         first = OPTIONS[target][0]
-        out[target] = [_with_option(target, first, f) for f in files] + [
-            _with_option(target, option, files[0]) for option in OPTIONS[target][1:]
+        out[target] = [with_option(target, first, f) for f in files] + [
+            with_option(target, option, files[0]) for option in OPTIONS[target][1:]
         ]
     return out
 

@@ -5,6 +5,7 @@ finding-*) and over hypothesis' splices of it. A target raises on a finding (an 
 error, more than 1 s of CPU on one input, a file read differently with a byte-order mark or
 Windows line ends, a broken property), so each case fails with the finding's own message."""
 
+import json
 import pathlib
 
 import hypothesis
@@ -49,3 +50,82 @@ def test_splices_of_the_corpus_give_no_finding(target, data):
     end = data.draw(st.integers(start, min(len(entry), start + 64)))
     inserted = data.draw(st.binary(max_size=32) | st.text(max_size=16).map(str.encode))
     TARGETS[target](entry[:start] + inserted + entry[end:])
+
+
+# ------------------------------------------------------------ structure-aware JSON (hypothesis)
+# libFuzzer's byte mutations rarely keep JSON valid; these build files of each reader's shape
+# with any value (wrong types, huge or non-finite numbers, lone surrogates) in any field.
+_leaf = (
+    st.none()
+    | st.booleans()
+    | st.integers(-(2**70), 2**70)
+    | st.floats()
+    | st.text(max_size=8)
+    | st.just([])
+    | st.just({})
+)
+
+
+def _shaped(fields: dict):
+    """A JSON object with each of `fields` (name -> strategy of a good value) present or not,
+    holding a good value or any leaf."""
+    return st.fixed_dictionaries({}, optional={k: v | _leaf for k, v in fields.items()})
+
+
+_text = st.text(max_size=20)
+_answer = _shaped({"text": _text, "answer_start": st.integers(-3, 30)})
+_qa = _shaped(
+    {
+        "id": _text,
+        "question": _text,
+        "answers": st.lists(_answer, max_size=2),
+        "is_impossible": st.booleans(),
+    }
+)
+_paragraph = _shaped({"context": _text, "qas": st.lists(_qa, max_size=2)})
+_squad = _shaped({"data": st.lists(_shaped({"paragraphs": st.lists(_paragraph, max_size=2)}))})
+_check = _shaped(
+    {"metric": st.sampled_from(["accuracy", "f1.macro", "f1.per_class.*", "loss", "x.y"])}
+    | {k: st.floats() for k in ("min", "max", "max_decrease", "max_increase")}
+)
+_bert_config = _shaped(
+    {
+        k: st.integers(-2, 70)
+        for k in ("vocab_size", "hidden_size", "num_layers", "num_heads", "intermediate_size")
+    }
+    | {"num_hidden_layers": st.integers(0, 3), "dropout_rate": st.floats(-1, 2)}
+    | {"model_type": st.sampled_from(["bert", "gpt2"]), "hidden_act": st.sampled_from(["gelu"])}
+)
+_template = _shaped(
+    {
+        "name": _text,
+        "type": st.sampled_from(["mft", "inv", "dir", "other"]),
+        "template": st.sampled_from(["I {verb} it.", "{x}", "{", "plain"]),
+        "verb": st.lists(_text, max_size=3),
+        "texts": st.lists(_text, max_size=3),
+        "label": st.sampled_from(["positive", "negative", 0, 1, 2]),
+        "direction": st.sampled_from(["up", "down", "sideways"]),
+        "append": _text,
+    }
+)
+JSON_FILES = {
+    "squad_json": _squad.map(lambda v: json.dumps(v).encode()),
+    "gate_json": _shaped({"checks": st.lists(_check, max_size=3)}).map(
+        lambda v: json.dumps(v).encode()
+    ),
+    "bert_config": _bert_config.map(lambda v: json.dumps(v).encode()),
+    "behaviour_templates": st.lists(_template, max_size=3).map(
+        lambda vs: "".join(json.dumps(v) + "\n" for v in vs).encode()
+    ),
+}
+
+
+@pytest.mark.parametrize("target", sorted(JSON_FILES))
+@hypothesis.settings(max_examples=60, deadline=None, derandomize=True)
+@hypothesis.given(data=st.data())
+def test_generated_json_files_give_no_finding(target, data):
+    content = data.draw(JSON_FILES[target])
+    if target in reader_targets.OPTIONS:
+        option = data.draw(st.sampled_from(reader_targets.OPTIONS[target]))
+        content = reader_targets.with_option(target, option, content)
+    TARGETS[target](content)
