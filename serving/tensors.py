@@ -153,13 +153,16 @@ def read_inputs(signature, protos, limits: Limits = Limits()) -> dict:
     batches = {}
     for alias in sorted(protos):
         proto = protos[alias]
-        if proto.tensor_shape.unknown_rank:
-            if signature.inputs[alias].shape is not None:
-                raise errors.invalid_argument(
-                    f"input '{alias}' has unknown rank but signature '{signature.key}' expects "
-                    f"{_shape_text(signature.inputs[alias].shape)}"
+        if proto.tensor_shape.unknown_rank:  # a value needs its shape, whatever the signature
+            spec = signature.inputs[alias]
+            raise errors.invalid_argument(
+                f"input '{alias}' has unknown rank but "
+                + (
+                    f"signature '{signature.key}' expects {_shape_text(spec.shape)}"
+                    if spec.shape is not None
+                    else "a tensor sent must give its shape"
                 )
-            continue
+            )
         dims = proto.tensor_shape.dim
         check_rank(signature, alias, len(dims))  # before the dimensions are read
         batches[alias] = check_shape(signature, alias, [d.size for d in dims], limits)
@@ -196,9 +199,11 @@ def to_numpy(proto, alias: str, limits: Limits = Limits()) -> np.ndarray:
 def _check_tensorflow_content(proto, limits):
     """Before tf.make_ndarray reads a dtype `tensor_protos` does not hold (bfloat16, complex):
     the declared element count within `limits.max_elements`, so its compact form cannot size an
-    allocation past it (ValueError otherwise)."""
+    allocation past it, and a known rank (tf.make_ndarray reads the dimensions of a proto flagged
+    unknown rank, unchecked: 64 bytes declaring 2**33 bfloat16 grew a server past its memory).
+    ValueError otherwise."""
     if proto.tensor_shape.unknown_rank:
-        return
+        raise ValueError("a TensorProto of unknown rank has no numpy value")
     elements = math.prod(tensor_protos.dimensions(proto))
     bound = limits.max_elements or sys.maxsize
     if elements > bound:

@@ -5,6 +5,7 @@ says what one is), so each case here fails with the finding's own message."""
 
 import json
 import pathlib
+import tracemalloc
 
 import grpc
 import hypothesis
@@ -182,3 +183,28 @@ def test_a_quantized_proto_to_a_string_input_is_refused_by_name(server):
     assert info.value.message == (
         "input 'text' expects dtype string but got numpy [('qint16', '<i2')]"
     )
+
+
+def test_a_proto_flagged_unknown_rank_is_refused_before_tensorflow_reads_its_dimensions(server):
+    """Finding (grpc_tensor_protos): a 64-byte bfloat16 proto flagged unknown_rank whose
+    dimensions say [4, 2**31], sent to an input of unknown rank, went to tf.make_ndarray
+    unchecked, which allocated the 17 GB its dimensions claim (and filled them: the fuzzing
+    process was killed); refused after that by the element limit."""
+    request = predict_pb2.PredictRequest()
+    request.model_spec.name = "hp2"
+    proto = request.inputs["x"]
+    proto.dtype = types_pb2.DT_BFLOAT16
+    proto.tensor_shape.unknown_rank = True
+    for n in (4, 2**31):
+        proto.tensor_shape.dim.add(size=n)
+    proto.half_val.extend([16256, 16256])
+    tracemalloc.start()
+    try:
+        with pytest.raises(errors.ServingError) as info:
+            server.service.predict(request)
+        grown = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert info.value.code == grpc.StatusCode.INVALID_ARGUMENT
+    assert info.value.message == "input 'x' has unknown rank but a tensor sent must give its shape"
+    assert grown < 1 << 20
