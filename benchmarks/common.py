@@ -455,10 +455,12 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def sst2_classifier(max_seq_length: int = 128):
+def sst2_classifier(max_seq_length: int = 128, encoder_config: dict | None = None):
     """The served model of the serving benchmarks: `PRESET`'s encoder under a TextClassifier with
     a fixed random head (seed 0), labels negative/positive, task "sst2", its lower-casing
-    BertPreprocessor at `max_seq_length`; built by one call, ready to `export`."""
+    BertPreprocessor at `max_seq_length`; built by one call, ready to `export`.
+    `encoder_config`: BertEncoder arguments of a randomly drawn encoder (seed 0) to use instead
+    of PRESET's (its vocabulary stays PRESET's: vocab_size 30522)."""
     import keras
     import keras_bert
     from keras_bert.checkpoints import resolve_vocab_file
@@ -469,8 +471,13 @@ def sst2_classifier(max_seq_length: int = 128):
     preprocessor = BertPreprocessor(
         resolve_vocab_file(PRESET), do_lower_case=True, max_seq_length=max_seq_length
     )
+    encoder = (
+        keras_bert.from_pretrained(PRESET)
+        if encoder_config is None
+        else keras_bert.BertEncoder(**encoder_config)
+    )
     task = TextClassifier(
-        keras_bert.from_pretrained(PRESET),
+        encoder,
         num_classes=2,
         label_names=["negative", "positive"],
         task_name="sst2",

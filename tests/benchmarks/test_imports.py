@@ -16,6 +16,7 @@ IMPORTED_BY_TESTS = (
     "common",
     "learning_curves",
     "openvino_peer",
+    "soak",
     "squad_task_to_hf",
 )
 

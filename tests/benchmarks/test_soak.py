@@ -1,0 +1,82 @@
+"""benchmarks/soak.py at a CI size: about 20 s of 4 clients (gRPC and REST, good and bad
+requests) on a tiny core-op model while every event of the cycle runs (version swap, config
+reload adding and removing a model, a version that fails to load, the serving version's directory
+deleted, request logs rotated on a full disk), disk-full faults during an export and a training
+run (a child process), then a SIGKILL as the server applies a changed config file and a restart.
+
+The small disks are tmpfs mounts where the test may mount (root), else RLIMIT_FSIZE: what must
+hold is the same. Latencies and memory are reported, never asserted (SPEC section 10)."""
+
+import pytest
+
+from benchmarks import soak
+from tests.serving import saved_models
+
+
+@pytest.mark.slow
+def test_small_soak_fails_no_good_request_and_every_fault_leaves_whole_files(tmp_path):
+    saved_models.build_classifier(str(tmp_path / "model"), seed=0)
+    kind = soak.disk_kind("auto")
+    # tmpfs: room for two checkpoints and not a third (the run stops at step 3, the checkpoint of
+    # step 2 on disk); fsize: no checkpoint fits (it stops at step 1, nothing on disk).
+    multiple = 2.5 if kind == "tmpfs" else 0.5
+    result = soak.run_soak(
+        tmp_path / "model",
+        tmp_path / "run",
+        minutes=0.3,
+        clients=4,
+        interval_s=0.5,
+        poll_s=0.3,
+        sample_s=5.0,
+        disk=kind,
+        export_fractions=(0.5,),
+        checkpoint_multiples=(multiple,),
+    )
+    assert result["good"] > 0 and dict(result["failed_good"]) == {}
+    assert result["bad_5xx"] == 0 and result["bad_unanswered"] == 0
+    answered = {k for k, _ in result["bad_status"]}
+    assert answered == set(soak.BAD_GRPC) | set(soak.BAD_REST)
+    assert all(400 <= status < 500 for _, status in result["bad_status"])
+    assert set(result["events"]) == set(soak.EVENTS)
+    assert result["rows"] and all(row[7] == 0 and row[9] == 0 for row in result["rows"])
+
+    # Every request log file reads to its last complete record, before and after the SIGKILL.
+    for logs in (result["request_logs"], result["restart"]["logs_after_kill"]):
+        assert logs["corrupt"] == 0 and logs["records"] > 0
+    full = "No space left on device" if kind == "tmpfs" else "File too large"
+    assert any(
+        line.startswith("request log of model soak: cannot write") and full in line
+        for line in result["server_errors"]
+    )
+    assert any(
+        "failed to load soak version N: DecodeError" in line for line in result["server_errors"]
+    )
+    restart = result["restart"]
+    assert set(restart["models"]) - {soak.SECOND} == {soak.MODEL, soak.EXPORTED, soak.KILLED}
+    n = len(restart["models"]) * len(soak.SENTENCES)
+    assert restart["good_after_restart"] == f"{n} of {n}"
+
+    # The export with half its room fails with the disk's error and publishes nothing; with the
+    # room back the next one publishes version 2. No staging directory is left, no version is
+    # incomplete, and the server loaded every version it saw.
+    faults = result["faults"]
+    first, last = faults["export"]
+    assert first["outcome"].endswith(full) and first["versions"] == [1]
+    assert last["outcome"] == "published 2" and last["versions"] == [1, 2]
+    for attempt in faults["export"]:
+        assert attempt["incomplete"] == [] and attempt["hidden"] == []
+    assert result["exported_states"] == {2: "AVAILABLE", 1: "END"}
+
+    # The training run stops at a checkpoint save with one OSError; what is on disk is a
+    # complete checkpoint or none, and the rerun resumes from it to the end.
+    (attempt,) = faults["checkpoint"]
+    assert attempt["outcome"].startswith(f"OSError: [Errno {28 if kind == 'tmpfs' else 27}] ")
+    assert "ckpt-" in attempt["outcome"] and attempt["outcome"].endswith(" MiB")
+    assert attempt["weights_present"] and attempt["hidden"] == []
+    assert attempt["resumed_from"] == (attempt["state_step"] or 0)
+    assert attempt["final_step"] == 6
+    assert attempt["state_step"] == (2 if kind == "tmpfs" else None)
+
+    text = soak.report(result)
+    assert "| minute | RSS MiB | threads | fds |" in text
+    assert "failed good 0 (target 0)" in text and "answered 5xx 0 (target 0)" in text
