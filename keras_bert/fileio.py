@@ -352,6 +352,7 @@ def write_bytes(path: str, data: bytes) -> None:
 
     Local: a temporary file beside it, flushed to disk (fsync), then `os.replace`. An object store:
     the upload (an object is visible only when whole). Other URIs: a temporary name, then rename.
+    A write that fails (a full disk) removes its temporary file before the error goes on.
     """
     path = os.fspath(path)
     if is_object_store(path):
@@ -359,16 +360,20 @@ def write_bytes(path: str, data: bytes) -> None:
             f.write(data)
         return
     tmp = _temporary_name(path)
-    if is_local(path):
-        with open(tmp, "wb") as f:
+    try:
+        if is_local(path):
+            with open(tmp, "wb") as f:
+                f.write(data)
+                f.flush()
+                os.fsync(f.fileno())
+            os.replace(tmp, path)
+            return
+        with open_file(tmp, "wb") as f:
             f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-        return
-    with open_file(tmp, "wb") as f:
-        f.write(data)
-    rename(tmp, path, overwrite=True)
+        rename(tmp, path, overwrite=True)
+    except BaseException:
+        remove(tmp)
+        raise
 
 
 @contextlib.contextmanager

@@ -258,3 +258,21 @@ def test_written_records_round_trip_through_a_file(tmp_path):
     for path in (str(tmp_path / "x.jsonl"), "ram://fileio_jsonl/x.jsonl"):
         fileio.write_jsonl(path, records)
         assert fileio.read_jsonl(path) == records
+
+
+@pytest.mark.parametrize("base", ["ram://fileio_failed_write", None])
+def test_a_failed_write_leaves_the_old_file_and_no_temporary(base, tmp_path, monkeypatch):
+    base = base or str(tmp_path)
+    fileio.makedirs(base)
+    path = fileio.join(base, "checkpoint.json")
+    fileio.write_json(path, {"step": 1})
+
+    def full_disk(*args, **kwargs):  # where a full disk fails a local write, or a rename
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(fileio.os, "fsync", full_disk)
+    monkeypatch.setattr(fileio, "rename", full_disk)
+    with pytest.raises(OSError, match="No space left on device"):
+        fileio.write_json(path, {"step": 2})
+    assert fileio.listdir(base) == ["checkpoint.json"]
+    assert fileio.read_json(path) == {"step": 1}
