@@ -163,16 +163,17 @@ class BatchingOptions:
         return self.max_batch_size if self.max_execution_batch_size else None
 
 
-def parse_batching_parameters(text: str) -> BatchingOptions:
+def parse_batching_parameters(text: str, where: str = "") -> BatchingOptions:
     """Parses a tensorflow_model_server batching parameters text proto, e.g.
-    `max_batch_size { value: 32 } batch_timeout_micros { value: 5000 } allowed_batch_sizes: 8`.
+    `max_batch_size { value: 32 } batch_timeout_micros { value: 5000 } allowed_batch_sizes: 8`;
+    `where` (the file as the user named it) starts each error message when given.
 
     Raises:
         text_format.ParseError: an unknown field, bad syntax or messages nested too deeply
             (`serving.text_protos.parse`).
         ValueError: inconsistent values (`BatchingOptions`).
     """
-    proto = text_protos.parse(text, BatchingParameters())
+    proto = text_protos.parse(text, BatchingParameters(), where)
     kwargs = {}
     for name in (
         "max_batch_size",
@@ -191,7 +192,12 @@ def parse_batching_parameters(text: str) -> BatchingOptions:
         kwargs["allowed_batch_sizes"] = tuple(int(x) for x in proto.allowed_batch_sizes)
     if proto.length_buckets:
         kwargs["length_buckets"] = tuple(int(x) for x in proto.length_buckets)
-    return BatchingOptions(**kwargs)
+    try:
+        return BatchingOptions(**kwargs)
+    except ValueError as e:
+        if not where:
+            raise
+        raise ValueError(f"{where}: {e}") from None
 
 
 # What BERT's BasicTokenizer splits a text into before WordPiece: runs of word characters, and

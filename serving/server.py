@@ -243,7 +243,9 @@ def model_configs(model_name="default", model_base_path="", model_config_file=""
     if model_config_file:
         fileio.check_reachable(model_config_file, "model config file", REACH_TIMEOUT_S)
         config = text_protos.parse(
-            fileio.read_user_text(model_config_file), model_server_config_pb2.ModelServerConfig()
+            fileio.read_user_text(model_config_file),
+            model_server_config_pb2.ModelServerConfig(),
+            model_config_file,
         )
         configs = list(config.model_config_list.config)
         if not configs:
@@ -548,14 +550,15 @@ def main(argv):
             batching_options = batching.BatchingOptions()
             if _FLAGS.batching_parameters_file:
                 batching_options = batching.parse_batching_parameters(
-                    fileio.read_user_text(_FLAGS.batching_parameters_file)
+                    fileio.read_user_text(_FLAGS.batching_parameters_file),
+                    f"--batching_parameters_file {_FLAGS.batching_parameters_file}",
                 )
             if _FLAGS.enable_large_batch_splitting:
                 batching_options = dataclasses.replace(
                     batching_options, enable_large_batch_splitting=True
                 )
     except (ValueError, OSError, text_format.ParseError) as e:
-        raise app.UsageError(str(e)) from e
+        fail_usage(str(e))
     limits = tensors.Limits(
         _FLAGS.max_request_batch_size,
         _FLAGS.max_text_length,

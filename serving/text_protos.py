@@ -12,16 +12,28 @@ stops at 100 levels).
 from google.protobuf import text_format
 
 
-def parse(text: str, message):
+def parse(text: str, message, where: str = ""):
     """`text_format.Parse(text, message)`: fills and returns `message`.
+
+    Args:
+        text: the file's text.
+        message: an empty message of the file's type.
+        where: the file as the user named it, to start each error message with (`"<where>: not
+            a text-format <type>: <problem>"`); "" leaves the parser's own messages as they are.
 
     Raises:
         text_format.ParseError: text that is not a text-format `message`, including messages
-            nested deeper than the parser can recurse.
+            nested deeper than the parser can recurse ("messages nested too deeply").
     """
     try:
         return text_format.Parse(text, message)
     except RecursionError:
-        raise text_format.ParseError(
-            f"messages nested too deeply for a text-format {message.DESCRIPTOR.full_name}"
-        ) from None
+        problem = "messages nested too deeply"
+    except text_format.ParseError as e:
+        if not where:
+            raise
+        problem = str(e)
+    prefix = f"{where}: " if where else ""
+    raise text_format.ParseError(
+        f"{prefix}not a text-format {message.DESCRIPTOR.full_name}: {problem}"
+    ) from None
