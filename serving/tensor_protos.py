@@ -262,7 +262,9 @@ def to_numpy(proto, max_filled: int = MAX_FILLED) -> np.ndarray:
         values = np.array(field, dtype)
     if count == size:
         return values.astype(dtype, copy=False).reshape(shape)
-    # tf.make_ndarray: repeat the last value (none: zeros / b"").
-    out = np.full(size, values[-1] if count else fill, dtype)
+    # tf.make_ndarray: repeat the last value (none: zeros / b""). `fill`, not np.full: np.full
+    # converts a bytes value through numpy's bytes_, which drops its trailing NUL bytes.
+    out = np.empty(size, dtype)
+    out.fill(values[-1] if count else fill)
     out[:count] = values
     return out.reshape(shape)

@@ -18,6 +18,7 @@ import argparse
 import importlib
 import json
 import pathlib
+import random
 import re
 import subprocess
 import sys
@@ -55,8 +56,41 @@ def _child(target, libfuzzer_args):
         fn = targets()[target]
     if target in serving_targets.TARGETS and target != "rest_json":
         serving_targets.servables.server()  # built once, before the first input
-    atheris.Setup([sys.argv[0], *libfuzzer_args], fn)
+    request_class = serving_targets.GRPC_REQUESTS.get(target)
+    if request_class is None:
+        atheris.Setup([sys.argv[0], *libfuzzer_args], fn)
+    else:
+        atheris.Setup(
+            [sys.argv[0], *libfuzzer_args], fn, custom_mutator=_proto_mutator(request_class)
+        )
     atheris.Fuzz()
+
+
+def _proto_mutator(request_class):
+    """libFuzzer's custom mutator for a target fed a `request_class` message's wire bytes: half
+    the time a field-level mutation of the parsed message (`tests.fuzz.live.mutate_message`:
+    hostile values, grown or cleared repeated fields and maps, deeper), so that mutants reach
+    past the parser; else libFuzzer's own byte mutation."""
+    import atheris  # as in _child
+
+    from tests.fuzz import live
+
+    def mutator(data, max_size, seed):
+        rng = random.Random(seed)
+        if rng.random() < 0.5:
+            try:
+                message = request_class.FromString(data)
+            except Exception:  # not a message: a byte mutation instead
+                message = None
+            if message is not None:
+                for _ in range(rng.randint(1, 3)):
+                    live.mutate_message(message, rng)
+                out = message.SerializeToString()
+                if len(out) <= max_size:
+                    return out
+        return atheris.Mutate(data, max_size)
+
+    return mutator
 
 
 def _replay(target, path):

@@ -246,9 +246,14 @@ rest_http = timed(rest_http, server=True)
 
 
 # ------------------------------------------------------------------ gRPC requests, in process
+# gRPC target name -> the request message its bytes are (for a protobuf-aware mutator).
+GRPC_REQUESTS = {}
+
+
 def _grpc_target(name, request_class, call):
     """A target parsing a `request_class` from wire bytes and answering it with
     `call(service, request)`, as the gRPC servicer does."""
+    GRPC_REQUESTS[name] = request_class
 
     def target(data: bytes):
         try:

@@ -188,3 +188,12 @@ def test_a_proto_of_unknown_rank_has_no_value_on_either_reader():
     proto.dtype = tf.float32.as_datatype_enum
     with pytest.raises(ValueError, match="a TensorProto of unknown rank has no numpy value"):
         tensor_protos.to_numpy(proto)
+
+
+def test_a_compact_string_proto_repeats_its_last_string_whole():
+    """TensorFlow's compact form repeats the last value; a string ending in NUL bytes lost them
+    in the copies (np.full goes through numpy's bytes_; a fuzz finding against tf.make_ndarray)."""
+    proto = tensor_pb2.TensorProto(dtype=tf.string.as_datatype_enum, string_val=[b"a", b"l\0\0"])
+    proto.tensor_shape.dim.add(size=4)
+    assert tensor_protos.to_numpy(proto).tolist() == [b"a", b"l\0\0", b"l\0\0", b"l\0\0"]
+    assert tf.make_ndarray(proto).tolist() == [b"a", b"l\0\0", b"l\0\0", b"l\0\0"]
