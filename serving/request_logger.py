@@ -29,8 +29,9 @@ Behaviour:
 - A request never waits for the disk and never fails because of its log: the record goes to a
   bounded queue (`queue_size` records per model) that one background thread per model writes.
   A full queue (a slow disk) drops the record; a write that fails (a full, read-only or missing
-  disk) drops the records written since the file was last flushed, closes that file, and drops
-  every record for `retry_interval_s` before a new file is tried. Metrics count each record
+  disk) drops the records written since the file was last flushed, closes that file (deleting
+  it when no record of it was flushed: a full disk does not gather an empty file per retry), and
+  drops every record for `retry_interval_s` before a new file is tried. Metrics count each record
   sampled, written (flushed) or dropped (by reason): `serving_request_log_sampled_total`,
   `serving_request_log_written_total`, `serving_request_log_dropped_total{reason}`.
 - A reloaded config (the config file or HandleReloadConfigRequest) applies at once: a changed
@@ -123,6 +124,7 @@ class _Writer:
         self._file = None
         self._file_bytes = 0
         self._unflushed = 0  # records written to `_file` since its last successful flush
+        self._flushed = 0  # records of `_file` flushed
         self._retry_at = 0.0  # time.monotonic() before which records are dropped (after an error)
         self._thread = threading.Thread(target=self._run, name=f"request-log-{model}", daemon=True)
         self._thread.start()
@@ -213,24 +215,31 @@ class _Writer:
             )
             self._drop(self._unflushed + len(batch) - done, WRITE_ERROR)
             self._unflushed = 0
-            self._close()
+            self._close(failed=True)
             self._retry_at = time.monotonic() + self._retry_s
 
     def _flush(self):
         self._file.flush()
         self._metrics.request_log_written.labels(self.model).inc(self._unflushed)
+        self._flushed += self._unflushed
         self._unflushed = 0
 
-    def _close(self):
+    def _close(self, failed=False):
         """Closes the current file (errors ignored: its records are already counted) and moves
-        to the next file name."""
+        to the next file name; after a failed write, a file none of whose records was flushed
+        (nothing in it counted as written) is deleted."""
         if self._file is None:
             return
         try:
             self._file.close()
         except fileio.file_errors():
             pass
-        self._file, self._file_bytes = None, 0
+        if failed and not self._flushed:
+            try:
+                fileio.remove(self._path())
+            except fileio.file_errors():
+                pass
+        self._file, self._file_bytes, self._flushed = None, 0, 0
         self._sequence += 1
 
 

@@ -32,6 +32,7 @@ import grpc
 import pytest
 import tensorflow as tf
 from prometheus_client.parser import text_string_to_metric_families
+from tensorboard.summary.writer.record_writer import RecordWriter
 from tensorflow_serving.apis import (
     get_model_status_pb2,
     model_service_pb2_grpc,
@@ -410,6 +411,54 @@ def test_enospc_drops_records_and_a_later_file_is_tried(tmp_path, monkeypatch):
         _count(metrics, "serving_request_log_dropped_total", model="m", reason="write_error") == 2
     )
     assert len(opened) == 2 and opened[0] != opened[1]  # a failed file is closed, the next is new
+
+
+class _FillingDisk:
+    """Files on a disk that fills while the request log writes: a record is one write; the first
+    `records` fit, the next stores half of its bytes and fails with ENOSPC, as every later one
+    (storing nothing)."""
+
+    def __init__(self, records):
+        self.left = records
+
+    def open(self, path):
+        disk, file = self, open(path, "wb")
+
+        class File:
+            def write(self, data):
+                disk.left -= 1
+                if disk.left < 0:
+                    file.write(data[: len(data) // 2] if disk.left == -1 else b"")
+                    raise OSError(28, "No space left on device")
+                file.write(data)
+
+            def flush(self):
+                file.flush()
+
+            def close(self):
+                file.close()
+
+        return RecordWriter(File())
+
+
+def test_a_disk_that_fills_keeps_the_complete_records_and_no_empty_file(tmp_path, monkeypatch):
+    monkeypatch.setattr(request_logger, "open_records", _FillingDisk(records=2).open)
+    metrics = Metrics()
+    logger = request_logger.RequestLogger(metrics, retry_interval_s=0.0)
+    logger.update([_config(tmp_path / "m")])
+    for i, text in enumerate("abcde"):  # one at a time: a, b fit; c is cut; d, e find no room
+        _log(logger, text)
+        _settled(metrics, i + 1)
+    logger.stop()
+    assert _count(metrics, "serving_request_log_written_total", model="m") == 2
+    assert (
+        _count(metrics, "serving_request_log_dropped_total", model="m", reason="write_error") == 3
+    )
+    files = request_log.log_files(str(tmp_path / "m"))  # d's and e's empty files are gone
+    assert [f[-14:] for f in files] == ["00000.tfrecord"]
+    logs, truncated = request_log.read_logs(files)
+    assert [tf.make_ndarray(x.predict_log.request.inputs["text"])[0] for x in logs] == [b"a", b"b"]
+    assert truncated == files  # cut inside c: every record before it reads
 
 
 def test_a_reloaded_logging_config_applies_at_once(tmp_path):
