@@ -18,43 +18,22 @@ import sys
 
 import grpc
 from google.protobuf import descriptor
-from tensorflow_serving.apis import (
-    classification_pb2,
-    get_model_metadata_pb2,
-    get_model_status_pb2,
-    inference_pb2,
-    predict_pb2,
-    regression_pb2,
-)
 
-from tests.fuzz import seeds
+from tests.fuzz import seeds, serving_targets
 
 OPENAPI = pathlib.Path(__file__).resolve().parents[2] / "docs" / "openapi.yaml"
 # Every unary RPC a client may send (HandleReloadConfigRequest, an administrative call that
 # replaces the served models, is left out: a mutated one would reconfigure the server).
-METHODS = {
-    "grpc_predict": ("/tensorflow.serving.PredictionService/Predict", predict_pb2.PredictRequest),
-    "grpc_classify": (
-        "/tensorflow.serving.PredictionService/Classify",
-        classification_pb2.ClassificationRequest,
-    ),
-    "grpc_regress": (
-        "/tensorflow.serving.PredictionService/Regress",
-        regression_pb2.RegressionRequest,
-    ),
-    "grpc_multi_inference": (
-        "/tensorflow.serving.PredictionService/MultiInference",
-        inference_pb2.MultiInferenceRequest,
-    ),
-    "grpc_model_metadata": (
-        "/tensorflow.serving.PredictionService/GetModelMetadata",
-        get_model_metadata_pb2.GetModelMetadataRequest,
-    ),
-    "grpc_model_status": (
-        "/tensorflow.serving.ModelService/GetModelStatus",
-        get_model_status_pb2.GetModelStatusRequest,
-    ),
+_PATHS = {
+    "grpc_predict": "/tensorflow.serving.PredictionService/Predict",
+    "grpc_classify": "/tensorflow.serving.PredictionService/Classify",
+    "grpc_regress": "/tensorflow.serving.PredictionService/Regress",
+    "grpc_multi_inference": "/tensorflow.serving.PredictionService/MultiInference",
+    "grpc_model_metadata": "/tensorflow.serving.PredictionService/GetModelMetadata",
+    "grpc_model_status": "/tensorflow.serving.ModelService/GetModelStatus",
 }
+# target -> (gRPC method path, request message class)
+METHODS = {name: (path, serving_targets.GRPC_REQUESTS[name]) for name, path in _PATHS.items()}
 FAULTS = {
     grpc.StatusCode.INTERNAL,
     grpc.StatusCode.UNKNOWN,
@@ -202,11 +181,17 @@ class GrpcRun:
     findings: list = dataclasses.field(default_factory=list)
 
 
-def mutate_grpc(target: str, count: int, seed: int = 0, timeout_s: float = 10.0) -> GrpcRun:
-    """Sends `count` mutated requests (`mutate` of a seed request; the methods in turn) to the gRPC server at `target` on one raw channel, and records what came
-    back; stops at the first finding that the server no longer answers."""
+def mutate_grpc(
+    target: str, count: int, seed: int = 0, timeout_s: float = 10.0, extra=None
+) -> GrpcRun:
+    """Sends `count` mutated requests (`mutate` of a seed request; the methods in turn) to the
+    gRPC server at `target` on one raw channel and records what came back; stops at the first
+    finding that the server no longer answers. `extra`: target -> more seed requests (wire
+    bytes), e.g. to models the seeds do not name."""
     rng, run = random.Random(seed), GrpcRun()
     requests = seed_requests()
+    for name, items in (extra or {}).items():
+        requests[name] = requests[name] + list(items)
     pool = [data for items in requests.values() for data in items]
     options = [("grpc.max_receive_message_length", -1)]
     with grpc.insecure_channel(target, options=options) as channel:

@@ -16,15 +16,6 @@ import random
 
 import numpy as np
 from tensorflow.core.example import example_pb2
-from tensorflow_serving.apis import (
-    classification_pb2,
-    get_model_metadata_pb2,
-    get_model_status_pb2,
-    inference_pb2,
-    predict_pb2,
-    regression_pb2,
-)
-
 from serving import tensors
 from tests.fuzz import serving_targets
 from tests.serving import test_declared_sizes, test_errors, test_rest_api, test_rest_conformance
@@ -32,6 +23,7 @@ from tests.serving.test_rest_conformance import CALL_CASES, DECODE_CASES, ENCODE
 
 CORPUS = pathlib.Path(__file__).parent / "corpus"
 MAX_SEED_BYTES = 16 << 10
+_REQUESTS = serving_targets.GRPC_REQUESTS  # target -> its request message class
 ECHO = test_rest_conformance.ECHO
 
 
@@ -125,7 +117,7 @@ def grpc_requests():
     for request, _ in test_declared_sizes.CASES.values():
         requests["grpc_predict"].append(request)
     for model, key, aliases in serving_targets.PROTO_SIGNATURES:
-        request = predict_pb2.PredictRequest()
+        request = _REQUESTS["grpc_predict"]()
         request.model_spec.name, request.model_spec.signature_name = model, key
         with serving_targets.servables.server().manager.acquire(model) as servable:
             signature = servable.signature(key)
@@ -139,12 +131,7 @@ def grpc_requests():
         ("grpc_regress", "reg", "regression", "text"),
         ("grpc_regress", "hp2", "regress_x_to_y", "x"),
     ):
-        request_class = (
-            classification_pb2.ClassificationRequest
-            if method == "grpc_classify"
-            else regression_pb2.RegressionRequest
-        )
-        request = request_class()
+        request = _REQUESTS[method]()
         request.model_spec.name, request.model_spec.signature_name = model, key
         if feature == "x":
             for x in (1.0, 2.5):
@@ -155,7 +142,7 @@ def grpc_requests():
             request.input.example_list_with_context.context.CopyFrom(_example(text_b="b"))
             request.input.example_list_with_context.examples.append(_example(text="a"))
         requests[method].append(request)
-    multi = inference_pb2.MultiInferenceRequest()
+    multi = _REQUESTS["grpc_multi_inference"]()
     for key, method in (
         ("classify_x_to_y", "tensorflow/serving/classify"),
         ("regress_x_to_y", "tensorflow/serving/regress"),
@@ -166,8 +153,8 @@ def grpc_requests():
     requests["grpc_multi_inference"].append(multi)
     for name, version, label in (("clf", None, ""), ("hp2", 123, ""), ("hp2", None, "stable")):
         for request in (
-            get_model_metadata_pb2.GetModelMetadataRequest(metadata_field=["signature_def"]),
-            get_model_status_pb2.GetModelStatusRequest(),
+            _REQUESTS["grpc_model_metadata"](metadata_field=["signature_def"]),
+            _REQUESTS["grpc_model_status"](),
         ):
             request.model_spec.name = name
             if version is not None:
@@ -176,7 +163,7 @@ def grpc_requests():
                 request.model_spec.version_label = label
             target = (
                 "grpc_model_status"
-                if isinstance(request, get_model_status_pb2.GetModelStatusRequest)
+                if isinstance(request, _REQUESTS["grpc_model_status"])
                 else "grpc_model_metadata"
             )
             requests[target].append(request)
