@@ -3,9 +3,9 @@ change under it, and the moments that break files: a full disk while an export i
 training checkpoint is saved and the request log writes; a SIGKILL during a config reload.
 
 Traffic: `--clients` threads (even ones gRPC, odd ones REST with a new connection per request)
-send back to back; one request in `--bad_every` is bad (BAD_GRPC / BAD_REST: an unknown model,
-signature, input or verb, a deleted version, a wrong dtype, non-UTF-8 text, a text, batch, body
-or declared size over the server's limits, malformed, nested or mistyped JSON), the others are
+send back to back; one request in five (`bad_every`) is bad (BAD_GRPC / BAD_REST: an unknown
+model, signature, input or verb, a deleted version, a wrong dtype, non-UTF-8 text, a text, batch,
+body or declared size over the server's limits, malformed, nested or mistyped JSON), the others are
 good (Predict of one sentence to a model now served, no version: the newest). A good request
 must succeed (target: 0 failed); a bad one must get a 4xx (gRPC: a code TF Serving maps to one,
 `serving.errors.http_status`; target: 0 answered 5xx).
@@ -271,7 +271,10 @@ def disk_faults(directory: str, kind: str, export_fractions, checkpoint_multiple
 
 def run_disk_faults(disk: SmallDisk, work: pathlib.Path, export_fractions, multiples) -> dict:
     """`disk_faults` in a child process (its output in work/disk_faults.log)."""
-    code = "import json, sys; from benchmarks import soak; print(json.dumps(soak.disk_faults(*json.loads(sys.argv[1]))))"
+    code = (
+        "import json, sys; from benchmarks import soak\n"
+        "print(json.dumps(soak.disk_faults(*json.loads(sys.argv[1]))))"
+    )
     args = json.dumps([str(disk.path), disk.kind, list(export_fractions), list(multiples)])
     proc = subprocess.run(
         [sys.executable, "-c", code, args],

@@ -19,7 +19,7 @@ from __future__ import annotations
 import dataclasses
 
 from absl import app, flags
-from keras_bert.cli import check_flag_partners, fail_usage
+from keras_bert.cli import check_flag_partners, fail_usage, failing_without_room
 
 from export.export_saved_model import Overrides, export_saved_task
 from keras_bert.evaluation.release_gate import check_blessing
@@ -102,16 +102,17 @@ def main(argv):
     try:
         if FLAGS.require_blessing:
             check_blessing(FLAGS.require_blessing, FLAGS.model_dir)
-        path = export_saved_task(
-            FLAGS.model_dir,
-            FLAGS.export_base,
-            FLAGS.model_name,
-            version=FLAGS.version,
-            tokenizer=FLAGS.tokenizer,
-            dtype=FLAGS.dtype,
-            overrides=overrides,
-            litert=litert_option(FLAGS.tflite, FLAGS.quantize),
-        )
+        with failing_without_room():  # a full disk: one line, exit 1, no version published
+            path = export_saved_task(
+                FLAGS.model_dir,
+                FLAGS.export_base,
+                FLAGS.model_name,
+                version=FLAGS.version,
+                tokenizer=FLAGS.tokenizer,
+                dtype=FLAGS.dtype,
+                overrides=overrides,
+                litert=litert_option(FLAGS.tflite, FLAGS.quantize),
+            )
     except (ValueError, FileNotFoundError, FileExistsError, TypeError) as e:
         fail_usage(str(e))
     print(path)

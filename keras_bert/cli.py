@@ -4,29 +4,63 @@ one line a finished run prints, and the whole command line of a training recipe 
 Bad flags or bad input files are the user's to fix, not a crash: one line on stderr naming the
 problem, in the `prog: error: message` form argparse and most Unix tools use, and exit status 2,
 without a traceback or the flag help (absl's `UsageError` prints the whole module docstring first).
+A file system without room (full, a quota, a file-size limit) ends a run the same way, with exit
+status 1 (`failing_without_room`).
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import errno
 import os
 import sys
-from typing import Callable, NoReturn
+from typing import Callable, Iterator, NoReturn
 
 from keras_bert.training import flag_dependencies
 
 USAGE_EXIT_CODE = 2
+NO_ROOM_EXIT_CODE = 1
+# How a file system says it has no room: the disk is full, a quota is reached, a file would pass
+# RLIMIT_FSIZE. TensorFlow's file errors carry only the words.
+_NO_ROOM_ERRNOS = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG)
+_NO_ROOM_WORDS = ("No space left on device", "Disk quota exceeded", "File too large")
 
 
-def fail_usage(message: str) -> NoReturn:
-    """Writes `<program>: error: <message>` to stderr and exits with status 2."""
+def fail_usage(message: str, status: int = USAGE_EXIT_CODE) -> NoReturn:
+    """Writes `<program>: error: <message>` to stderr and exits with `status` (default 2)."""
     # The program's own file name (not a user path).
     program = os.path.basename(sys.argv[0]) if sys.argv and sys.argv[0] else "keras_bert"
     if program == "__main__.py":
         program = os.path.basename(os.path.dirname(os.path.abspath(sys.argv[0])))
     sys.stderr.write(f"{program}: error: {' '.join(str(message).split())}\n")
     sys.stderr.flush()
-    sys.exit(USAGE_EXIT_CODE)
+    sys.exit(status)
+
+
+def is_no_room(error: BaseException) -> bool:
+    """Whether `error` (an OSError, or TensorFlow's `OpError` for a file) says a file system has
+    no room for a write."""
+    if isinstance(error, OSError) and error.errno in _NO_ROOM_ERRNOS:
+        return True
+    return type(error).__module__.startswith("tensorflow") and any(
+        words in str(error) for words in _NO_ROOM_WORDS
+    )
+
+
+@contextlib.contextmanager
+def failing_without_room() -> Iterator[None]:
+    """Within the block, an error saying a file system has no room (`is_no_room`) ends the
+    program with `<program>: error: <message>` on stderr and exit status 1, no traceback: the
+    machine's to fix, not the command's. What the writers leave is whole or absent (exports are
+    published by a rename, checkpoints and files replaced whole), so the same command, run again
+    once there is room, resumes or writes anew."""
+    try:
+        yield
+    except Exception as e:
+        if not is_no_room(e):
+            raise
+        fail_usage(str(e), NO_ROOM_EXIT_CODE)
 
 
 def calling_module_name(depth: int = 2) -> str:
@@ -131,7 +165,8 @@ def argument_set_main(cls, prepare: Callable, finish: Callable, flag_values=None
     `finish(args, prepared)`.
 
     A ValueError or FileNotFoundError before `finish` (bad flags or data) ends the program as a
-    usage error (`fail_usage`, exit 2), before anything is trained or written.
+    usage error (`fail_usage`, exit 2), before anything is trained or written; a file system
+    without room, anywhere, with one line and exit 1 (`failing_without_room`).
 
     Args:
         flag_values: the parsed absl FlagValues (default: absl's global FLAGS).
@@ -144,14 +179,15 @@ def argument_set_main(cls, prepare: Callable, finish: Callable, flag_values=None
         fv = flags.FLAGS if flag_values is None else flag_values  # an empty FlagValues is falsy
         if len(argv) > 1:
             fail_usage(f"unexpected arguments: {' '.join(argv[1:])}")
-        try:
-            # Before the flags are checked: a check may already read a file (SQuAD's files).
-            check_paths_reachable({f.name: fv[f.name].value for f in dataclasses.fields(cls)})
-            args = args_lib.from_flags(cls, fv)
-            prepared = prepare(args)
-        except (ValueError, FileNotFoundError) as e:  # bad flags or data: one line, exit code 2
-            fail_usage(str(e))
-        finish(args, prepared)
+        with failing_without_room():
+            try:
+                # Before the flags are checked: a check may already read a file (SQuAD's files).
+                check_paths_reachable({f.name: fv[f.name].value for f in dataclasses.fields(cls)})
+                args = args_lib.from_flags(cls, fv)
+                prepared = prepare(args)
+            except (ValueError, FileNotFoundError) as e:  # bad flags or data: one line, exit 2
+                fail_usage(str(e))
+            finish(args, prepared)
 
     return main
 

@@ -352,7 +352,8 @@ def write_bytes(path: str, data: bytes) -> None:
 
     Local: a temporary file beside it, flushed to disk (fsync), then `os.replace`. An object store:
     the upload (an object is visible only when whole). Other URIs: a temporary name, then rename.
-    A write that fails (a full disk) removes its temporary file before the error goes on.
+    A write that fails (a full disk) removes its temporary file before the error goes on, naming
+    `path` when the system's error names no file.
     """
     path = os.fspath(path)
     if is_object_store(path):
@@ -371,8 +372,10 @@ def write_bytes(path: str, data: bytes) -> None:
         with open_file(tmp, "wb") as f:
             f.write(data)
         rename(tmp, path, overwrite=True)
-    except BaseException:
+    except BaseException as e:
         remove(tmp)
+        if isinstance(e, OSError) and e.errno and e.filename is None:  # "File too large": which?
+            raise OSError(e.errno, f"{e.strerror}: writing {path}") from None
         raise
 
 

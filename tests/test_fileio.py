@@ -272,7 +272,8 @@ def test_a_failed_write_leaves_the_old_file_and_no_temporary(base, tmp_path, mon
 
     monkeypatch.setattr(fileio.os, "fsync", full_disk)
     monkeypatch.setattr(fileio, "rename", full_disk)
-    with pytest.raises(OSError, match="No space left on device"):
+    with pytest.raises(OSError) as info:
         fileio.write_json(path, {"step": 2})
+    assert str(info.value) == f"[Errno 28] No space left on device: writing {path}"
     assert fileio.listdir(base) == ["checkpoint.json"]
     assert fileio.read_json(path) == {"step": 1}

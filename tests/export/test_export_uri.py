@@ -106,3 +106,33 @@ def test_staging_dir_of_a_killed_export_is_removed_by_the_next(tmp_path, uncased
     assert out.returncode == 0, out.stderr[-3000:]
     assert out.stdout.strip().splitlines()[-1] == str(tmp_path / "models" / "sst2" / "1")
     assert os.listdir(tmp_path / "models" / "sst2") == ["1"]
+
+
+@pytest.mark.slow
+def test_a_full_disk_ends_the_export_with_one_line_and_publishes_nothing(tmp_path, uncased_vocab):
+    """`python -m export` under RLIMIT_FSIZE (every file at most 64 KiB, as a full disk): exit
+    status 1, one error line naming the disk's reason, no traceback, no version and no staging
+    directory; with the room back the same command publishes version 1."""
+    import os
+    import resource
+
+    from tests.export.conftest import run_export, tiny_classifier
+
+    tiny_classifier(2, ["no", "yes"], "sst2", seed=1, vocab_file=uncased_vocab).save(
+        tmp_path / "task.keras"
+    )
+
+    def small_files():
+        resource.setrlimit(resource.RLIMIT_FSIZE, (64 << 10, resource.RLIM_INFINITY))
+
+    args = (tmp_path / "task.keras", tmp_path / "models", "sst2")
+    full = run_export(*args, timeout=300, preexec_fn=small_files)
+    assert full.returncode == 1, full.stderr[-3000:]
+    assert "Traceback" not in full.stderr
+    last = full.stderr.strip().splitlines()[-1]
+    assert last.startswith("export: error: ") and "File too large" in last
+    assert str(tmp_path / "models" / "sst2") in last  # where
+    assert os.listdir(tmp_path / "models" / "sst2") == []
+    out = run_export(*args, timeout=300)
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert os.listdir(tmp_path / "models" / "sst2") == ["1"]
