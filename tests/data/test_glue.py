@@ -219,7 +219,8 @@ def test_tfds_rows_map_labels_by_name():
 
 
 def test_a_non_finite_stsb_score_is_a_malformed_row(tmp_path):
-    # Found by the glue_tsv fuzz target: "nan" and "inf" parsed as STS-B scores.
+    # The glue_tsv fuzz target's property (a regression label is a finite number): "nan" and
+    # "inf" parsed as STS-B scores.
     path = tmp_path / "dev.tsv"
     header = "genre\tfilename\tyear\told_index\tsource1\tsource2\tsentence1\tsentence2\tscore\n"
     path.write_text(header + "g\tf\ty\t0\ts\ts\ta\tb\tnan\ng\tf\ty\t1\ts\ts\tc\td\t-inf\n")

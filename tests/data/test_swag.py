@@ -92,8 +92,8 @@ def test_unlabelled_test_file_and_errors(tmp_path):
         swag.read_swag(write(tmp_path / "bad.csv", HEADER, bad))
     with pytest.raises(ValueError, match=r"missing SWAG columns \['ending3'\]"):
         swag.read_swag(write(tmp_path / "cut.csv", HEADER[:10], [r[:10] for r in ROWS]))
-    # Found by the swag_csv fuzz target: an unquoted comma in an ending added a field past the
-    # header, and the reader kept the cut ending.
+    # The own_data fuzz target's finding, of the same kind here: an unquoted comma in an ending
+    # added a field past the header, and the reader kept the cut ending.
     path = tmp_path / "wide.csv"
     path.write_text(",".join(HEADER) + "\n" + ",".join(ROWS[0]) + ",more\n")
     with pytest.raises(ValueError) as raised:

@@ -73,7 +73,8 @@ def test_errors_name_the_problem(tmp_path):
     "suffix, body, message",
     [
         # Found by the own_data fuzz target: a short record read its missing texts as "", and
-        # an unquoted comma cut a text, both silently; "nan" was a regression label.
+        # an unquoted comma cut a text, both silently. Its property (a regression label is a
+        # finite number) found "nan" and "inf" labels.
         (".csv", "text,label\na\n", "t.csv:2: fewer fields than the header"),
         (".csv", "text,label\na, b,pos\n", "t.csv:2: 1 more field(s) than the header"),
         (".tsv", "text\tlabel\nx\t1\ny\t1\tz\tw\n", "t.tsv:3: 2 more field(s) than the header"),

@@ -34,7 +34,7 @@ def test_parse_fills_the_message():
 
 
 def test_nesting_past_the_recursion_limit_is_a_parse_error(tmp_path):
-    # Found by the model_config fuzz target: a RecursionError escaped the server's start-up
+    # Found with the model_config fuzz target: a RecursionError escaped the server's start-up
     # (a traceback) and ended the config file poller's thread.
     shallow = text_protos.parse(_nested_any(3), model_server_config_pb2.ModelServerConfig())
     assert shallow.custom_model_config.type_url.endswith("tensorflow.StructuredValue")
