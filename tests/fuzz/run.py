@@ -7,8 +7,9 @@ Starts libFuzzer on `TARGETS[<target>]` of one of `TARGET_MODULES` (the `serving
 `keras_bert` packages and the targets instrumented for coverage) in a child process, seeded with
 tests/fuzz/corpus/<target>/. New corpus entries go to <out>/<target>/corpus/, findings (the input
 and libFuzzer's `crash-*` / `timeout-*` / `oom-*` file) to <out>/<target>/, its log to
-<out>/<target>/fuzz.log; `--merge` then adds to the tree's corpus only the new entries that
-reach new coverage (libFuzzer -merge=1). The last line printed, also written to
+<out>/<target>/fuzz.log; `--merge` then copies the run's new entries (each one libFuzzer kept
+for new coverage, named by its SHA-1) into the tree's corpus (libFuzzer's own -merge=1 re-runs
+argv[0], which under `python -m` is not an executable). The last line printed, also written to
 <out>/<target>/summary.json, gives executions, seconds and findings. libFuzzer stops at the
 first finding; replay it with `python -m tests.fuzz.run <target> --replay=<file>`.
 Exit status: 0 with no finding, 1 with one.
@@ -134,6 +135,15 @@ def _summary(target, log_text, seconds, out):
     }
 
 
+def merge_corpus(source: pathlib.Path, tree: pathlib.Path) -> int:
+    """Copies the corpus entries of `source` that `tree` lacks; returns how many."""
+    have = {p.name for p in tree.iterdir()}
+    new = [p for p in sorted(source.iterdir()) if p.name not in have]
+    for path in new:
+        (tree / path.name).write_bytes(path.read_bytes())
+    return len(new)
+
+
 def _run(args):
     out = pathlib.Path(args.out) / args.target
     out.mkdir(parents=True, exist_ok=True)
@@ -145,10 +155,7 @@ def _run(args):
     summary = _summary(args.target, (out / "fuzz.log").read_text(errors="replace"), 0, out)
     summary["seconds"] = round(time.monotonic() - start)
     if args.merge:
-        merge = [sys.executable, "-m", "tests.fuzz.run", "--child", args.target, "--"]
-        merge += ["-merge=1", str(CORPUS / args.target), str(out / "corpus")]
-        with open(out / "merge.log", "w") as log:
-            subprocess.run(merge, stdout=log, stderr=subprocess.STDOUT, check=False)
+        summary["merged_into_tree"] = merge_corpus(out / "corpus", CORPUS / args.target)
     (out / "summary.json").write_text(json.dumps(summary) + "\n")
     print(json.dumps(summary))
     return 1 if summary["findings"] else 0

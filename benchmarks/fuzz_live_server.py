@@ -1,0 +1,164 @@
+"""The long live-server fuzz: a real `python -m serving.server --prefer_tflite_model` on loopback
+serving SavedModels (clf, reg, echo, hp2, swag: tests/fuzz/servables.py) and a LiteRT model
+(`lite`: a tiny exported TextClassifier whose version holds model.tflite), attacked in rounds
+by schemathesis over docs/openapi.yaml and by the protobuf-mutating gRPC client
+(tests/fuzz/live.py) until --requests requests or --max_seconds have gone. After each round a
+good request must still be answered; the server's resident memory and the size of its metrics
+are recorded.
+
+    python -m benchmarks.fuzz_live_server --requests=100000 --out=runs/fuzz_live
+
+Prints one JSON line per round and a final summary (also <out>/summary.json): requests sent
+per port, status counts, findings (written to <out>/findings/), seconds, server RSS before and
+after. Exit status 1 when there was a finding.
+"""
+
+import argparse
+import json
+import pathlib
+import sys
+import time
+import urllib.request
+
+import numpy as np
+from tensorflow_serving.apis import predict_pb2
+
+from tests.fuzz import live, servables
+from tests.serving.conftest import ServerProcess
+from tests.serving.test_grpc_api import predict_request, prediction_stub
+
+MODELS = list(servables.MODELS) + ["lite"]
+
+
+def build(base: pathlib.Path, vocab_file: str) -> pathlib.Path:
+    """The models and their ModelServerConfig under `base`; returns the config's path."""
+    from tests.export.conftest import tiny_classifier  # builds a keras_bert task (slow import)
+
+    config = servables.build_models(base)
+    model = tiny_classifier(3, ["negative", "neutral", "positive"], "sst3", 3, vocab_file)
+    model.export(base, "lite", litert="float32")  # base/lite/<version>/model.tflite
+    lite = f'config {{ name: "lite" base_path: "{base / "lite"}" model_platform: "tensorflow" }}'
+    config = config.rstrip().rstrip("}") + lite + "\n}\n"
+    (base / "models.config").write_text(config)
+    return base / "models.config"
+
+
+def lite_seeds() -> dict:
+    """PredictRequests to the LiteRT model's `encoded` signature (the gRPC seeds name clf)."""
+    request = predict_pb2.PredictRequest()
+    request.model_spec.name, request.model_spec.signature_name = "lite", "encoded"
+    ids = {"input_word_ids": [[101, 2023, 102]], "input_mask": [[1, 1, 1]]}
+    ids["input_type_ids"] = [[0, 0, 0]]
+    one = predict_request("lite", "encoded", **{k: _int32(v) for k, v in ids.items()})
+    return {"grpc_predict": [request.SerializeToString(), one.SerializeToString()]}
+
+
+def _int32(rows):
+    return np.array(rows, np.int32)
+
+
+def _rss_bytes(pid) -> int:
+    for line in pathlib.Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) * 1024
+    return 0
+
+
+def _still_answers(server) -> float:
+    """Seconds a good Predict and a good REST call take now (raises when either fails)."""
+    start = time.monotonic()
+    with prediction_stub(server.grpc_target) as stub:
+        stub.Predict(predict_request(text=["still serving"], text_b=[""]), timeout=60)
+    body = json.dumps({"instances": ["ok"]}).encode()
+    with urllib.request.urlopen(server.rest_url + "/v1/models/reg:predict", body, 60) as r:
+        assert r.status == 200
+    return time.monotonic() - start
+
+
+def _metrics_bytes(server) -> int:
+    with urllib.request.urlopen(server.rest_url + "/monitoring/prometheus/metrics", None, 60) as r:
+        return len(r.read())
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--requests", type=int, default=100_000)
+    parser.add_argument("--max_seconds", type=int, default=3600)
+    parser.add_argument("--out", default="runs/fuzz_live")
+    parser.add_argument(
+        "--rest_cases_per_operation",
+        type=int,
+        default=200,
+        help="schemathesis cases per operation in a round (16 operations)",
+    )
+    parser.add_argument("--grpc_per_round", type=int, default=5000, help="mutated gRPC requests")
+    parser.add_argument("--vocab_file", default="../shared/data/vocab/bert-base-uncased-vocab.txt")
+    args = parser.parse_args(argv)
+    out = pathlib.Path(args.out).resolve()
+    (out / "findings").mkdir(parents=True, exist_ok=True)
+    config = build(out / "models", args.vocab_file)
+    server = ServerProcess(
+        [f"--model_config_file={config}", "--file_system_poll_wait_seconds=0"]
+        + ["--prefer_tflite_model"],
+        out / "server.log",
+    )
+    try:
+        server.wait_serving()
+    except Exception:
+        server.stop()
+        raise
+    start, rounds, totals = time.monotonic(), 0, {"rest": 0, "grpc": 0}
+    codes, findings = {}, []
+    rss_start, metrics_start = _rss_bytes(server.proc.pid), _metrics_bytes(server)
+    st_config = live.write_schemathesis_config(out / "schemathesis.toml", MODELS, [1, 123])
+    try:
+        while sum(totals.values()) < args.requests and time.monotonic() - start < args.max_seconds:
+            code, output = live.run_schemathesis(
+                server.rest_url, st_config, args.rest_cases_per_operation, seed=rounds
+            )
+            cases = [line for line in output.splitlines() if " generated, " in line]
+            totals["rest"] += int(cases[-1].split()[0]) if cases else 0
+            if code != 0:
+                findings.append(f"schemathesis round {rounds}")
+                (out / "findings" / f"schemathesis-{rounds}.txt").write_text(output)
+            run = live.mutate_grpc(
+                server.grpc_target, args.grpc_per_round, seed=rounds, extra=lite_seeds()
+            )
+            totals["grpc"] += run.sent
+            for name, count in run.codes.items():
+                codes[name] = codes.get(name, 0) + count
+            for i, (target, status, details, data) in enumerate(run.findings):
+                findings.append(f"{target} {status}: {details[:200]}")
+                (out / "findings" / f"{target}-{rounds}-{i}.bin").write_bytes(data)
+            seconds = _still_answers(server)
+            print(
+                json.dumps(
+                    {
+                        "round": rounds,
+                        "requests": totals,
+                        "good_request_seconds": round(seconds, 3),
+                        "rss_mb": _rss_bytes(server.proc.pid) >> 20,
+                        "findings": len(findings),
+                    }
+                ),
+                flush=True,
+            )
+            rounds += 1
+    finally:
+        summary = {
+            "requests": totals,
+            "grpc_codes": codes,
+            "findings": findings,
+            "seconds": round(time.monotonic() - start),
+            "rss_mb": [rss_start >> 20, _rss_bytes(server.proc.pid) >> 20],
+            "metrics_bytes": [metrics_start, _metrics_bytes(server)],
+            "server_alive": server.proc.poll() is None,
+        }
+        server.stop()
+        (out / "summary.json").write_text(json.dumps(summary) + "\n")
+        print(json.dumps(summary))
+    return 1 if findings else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
