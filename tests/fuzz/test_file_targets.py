@@ -13,6 +13,7 @@ import hypothesis.strategies as st
 import pytest
 
 from tests.fuzz import config_targets, reader_targets
+from tests.tokenization import strategies
 
 CORPUS = pathlib.Path(__file__).parent / "corpus"
 TARGETS = {**config_targets.TARGETS, **reader_targets.TARGETS}
@@ -121,7 +122,7 @@ JSON_FILES = {
 
 
 @pytest.mark.parametrize("target", sorted(JSON_FILES))
-@hypothesis.settings(max_examples=60, deadline=None, derandomize=True)
+@hypothesis.settings(max_examples=strategies.examples(60), deadline=None, derandomize=True)
 @hypothesis.given(data=st.data())
 def test_generated_json_files_give_no_finding(target, data):
     content = data.draw(JSON_FILES[target])

@@ -10,7 +10,17 @@ BERT's tokenizers treat specially (PITFALLS.md, Tokenization).
 - long words around the 200-character limit, of one-byte and of multi-byte characters.
 """
 
+import os
+
 from hypothesis import strategies as st
+
+
+def examples(default: int) -> int:
+    """A property's max_examples: `default` in the suite; a long run sets
+    KERAS_BERT_PROPERTY_EXAMPLES (benchmarks/RESULTS.md, "Fuzzing: data readers, config files,
+    tokenizers")."""
+    return int(os.environ.get("KERAS_BERT_PROPERTY_EXAMPLES", default))
+
 
 any_char = st.characters(min_codepoint=0, max_codepoint=0x10FFFF, exclude_categories=("Cs",))
 special_char = st.one_of(

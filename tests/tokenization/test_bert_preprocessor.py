@@ -304,7 +304,9 @@ def tf_text_pairs(uncased_vocab, cased_vocab):
 
 
 @pytest.mark.slow
-@settings(max_examples=100, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(
+    max_examples=strategies.examples(100), deadline=None, suppress_health_check=list(HealthCheck)
+)
 @given(texts=st.lists(strategies.texts, min_size=1, max_size=4))
 def test_tf_text_differs_from_reference_only_as_documented(tf_text_pairs, texts):
     for ref, prep, lower in tf_text_pairs:
@@ -314,7 +316,9 @@ def test_tf_text_differs_from_reference_only_as_documented(tf_text_pairs, texts)
                 assert _documented_tf_text_difference(ref, text, lower), repr(text)
 
 
-@settings(max_examples=50, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(
+    max_examples=strategies.examples(50), deadline=None, suppress_health_check=list(HealthCheck)
+)
 @given(
     pairs=st.lists(st.tuples(strategies.texts, strategies.texts), min_size=1, max_size=4),
     max_seq_length=st.sampled_from([3, 4, 7, 12]),

@@ -141,7 +141,9 @@ def test_conll_and_sst2_cased(pairs, data_dir):
 
 
 @pytest.mark.slow
-@settings(max_examples=100, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(
+    max_examples=strategies.examples(100), deadline=None, suppress_health_check=list(HealthCheck)
+)
 @given(texts=st.lists(strategies.texts, min_size=1, max_size=4))
 def test_random_unicode_both_vocabs(pairs, texts):
     for ref, fn in pairs.values():
