@@ -126,13 +126,16 @@ class BertConfig:
 
         Raises:
             FileNotFoundError: if `path` does not exist (named in the message).
-            ValueError: if the file is not UTF-8 or not JSON (`fileio.read_json`'s
-                `UserFileError`) or lacks a required key (both named).
+            ValueError: if the file is not UTF-8, not JSON (`fileio.read_json`'s
+                `UserFileError`) or another JSON value than an object, or lacks a required key
+                (both named).
         """
         path = os.fspath(path)
         if not fileio.exists(path):
             raise FileNotFoundError(f"BERT config file not found: {path}")
         values = fileio.read_json(path)
+        if not isinstance(values, dict):
+            raise ValueError(f"{path}: not a JSON object but {type(values).__name__}")
         try:
             return cls.from_dict(values)
         except (KeyError, ValueError, TypeError) as e:

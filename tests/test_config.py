@@ -101,3 +101,11 @@ def test_file_errors_name_the_file(tmp_path):
     unknown.write_text(json.dumps({"hidden_sise": 2}))
     with pytest.raises(ValueError, match="hidden_sise"):
         BertConfig.from_json_file(unknown)
+    # Found by the bert_config fuzz target: a JSON string holding "num_hidden_layers" was taken
+    # for Google's config and raised AttributeError ('str' object has no attribute 'get').
+    for text, kind in (('"num_hidden_layers"', "str"), ("[1]", "list"), ("7", "int")):
+        other = tmp_path / "other.json"
+        other.write_text(text)
+        with pytest.raises(ValueError) as raised:
+            BertConfig.from_json_file(other)
+        assert str(raised.value) == f"{other}: not a JSON object but {kind}"
