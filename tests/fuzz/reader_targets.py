@@ -28,7 +28,6 @@ corpus (tests/fuzz/corpus/<target>/); `python -m tests.fuzz.reader_targets` rewr
 """
 
 import dataclasses
-import hashlib
 import itertools
 import json
 import math
@@ -42,6 +41,7 @@ from keras_bert.config import BertConfig
 from keras_bert.data import conll, glue, labels, squad, swag, text_files
 from keras_bert.evaluation import behaviour, release_gate
 from keras_bert.tokenization import FullTokenizer
+from tests.fuzz import seeds as seed_files
 from tests.fuzz.byte_source import ByteSource
 from tests.fuzz.serving_targets import Finding, timed
 from tests.fuzz.user_files import same_with_bom_and_crlf
@@ -140,14 +140,23 @@ def conll_target(data: bytes):
             raise Finding(f"tags not in IOB2: {s.tags}")
 
 
+def _read_with_option(target: str, data: bytes, reader, name: str):
+    """(the option, the outcome of `reader(path, option)` on the file after the option bytes):
+    `same_with_bom_and_crlf` of a file `name`."""
+    option, content = _options(target, data)
+    return option, same_with_bom_and_crlf(
+        lambda path: reader(path, option), content, DOCUMENTED, name
+    )
+
+
 @timed
 def squad_json(data: bytes):
-    version_2, content = _options("squad_json", data)
-
-    def read(path):
-        return squad.read_squad_examples(path, version_2_with_negative=version_2)
-
-    kind, examples = same_with_bom_and_crlf(read, content, DOCUMENTED, "input.json")
+    _, (kind, examples) = _read_with_option(
+        "squad_json",
+        data,
+        lambda path, v2: squad.read_squad_examples(path, version_2_with_negative=v2),
+        "input.json",
+    )
     for e in examples if kind == "ok" else []:
         for text, start in e.answers:
             if not isinstance(start, int) or e.context[start : start + len(text)] != text:
@@ -156,12 +165,12 @@ def squad_json(data: bytes):
 
 @timed
 def swag_csv(data: bytes):
-    require_labels, content = _options("swag_csv", data)
-
-    def read(path):
-        return swag.read_swag(path, require_labels=require_labels)
-
-    kind, examples = same_with_bom_and_crlf(read, content, DOCUMENTED, "input.csv")
+    require_labels, (kind, examples) = _read_with_option(
+        "swag_csv",
+        data,
+        lambda path, labelled: swag.read_swag(path, require_labels=labelled),
+        "input.csv",
+    )
     for e in examples if kind == "ok" else []:
         if len(e.endings) != 4 or not all(isinstance(t, str) for t in e.endings):
             raise Finding(f"endings {e.endings!r}")
@@ -414,23 +423,9 @@ def seeds() -> dict:
     return out
 
 
-def digest(data: bytes) -> str:
-    """A seed's file name after `seed-`: the start of its SHA-1."""
-    return hashlib.sha1(data).hexdigest()[:16]
-
-
 def write_seeds(corpus=CORPUS) -> dict:
     """Rewrites the seed-* files of every reader target; returns {target: count}."""
-    counts = {}
-    for target, items in seeds().items():
-        folder = corpus / target
-        folder.mkdir(parents=True, exist_ok=True)
-        for old in folder.glob("seed-*"):
-            old.unlink()
-        for item in items:
-            (folder / f"seed-{digest(item)}").write_bytes(item)
-        counts[target] = len(set(items))
-    return counts
+    return seed_files.write(corpus, seeds())
 
 
 if __name__ == "__main__":

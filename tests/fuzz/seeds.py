@@ -192,17 +192,18 @@ def digest(data: bytes) -> str:
     return hashlib.sha1(data).hexdigest()[:16]
 
 
-def write(corpus=CORPUS):
-    """Rewrites the seed-* files of every target; returns {target: count}."""
+def write(corpus=CORPUS, made=None):
+    """Rewrites the seed-* files of every target of `made` (target -> seed bytes; default the
+    serving targets' `seeds()`); returns {target: count}."""
     counts = {}
-    for name, items in seeds().items():
+    for name, items in (seeds() if made is None else made).items():
         folder = corpus / name
         folder.mkdir(parents=True, exist_ok=True)
         for old in folder.glob("seed-*"):
             old.unlink()
         kept = {digest(b): b for b in items if len(b) <= MAX_SEED_BYTES}
-        for digest, data in sorted(kept.items()):
-            (folder / f"seed-{digest}").write_bytes(data)
+        for name_digest, data in sorted(kept.items()):
+            (folder / f"seed-{name_digest}").write_bytes(data)
         counts[name] = len(kept)
     return counts
 

@@ -12,7 +12,7 @@ import hypothesis
 import hypothesis.strategies as st
 import pytest
 
-from tests.fuzz import config_targets, reader_targets
+from tests.fuzz import config_targets, reader_targets, seeds
 from tests.tokenization import strategies
 
 CORPUS = pathlib.Path(__file__).parent / "corpus"
@@ -37,7 +37,7 @@ def test_the_saved_corpus_replays_without_a_finding(target):
 def test_the_reader_seeds_are_what_the_seed_writer_writes():
     for target, items in reader_targets.seeds().items():
         names = {p.name for p in (CORPUS / target).glob("seed-*")}
-        want = {f"seed-{reader_targets.digest(b)}" for b in items}
+        want = {f"seed-{seeds.digest(b)}" for b in items if len(b) <= seeds.MAX_SEED_BYTES}
         assert names == want, f"{target}: rerun python -m tests.fuzz.reader_targets"
 
 
