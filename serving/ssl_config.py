@@ -62,6 +62,7 @@ _FIELDS = (  # ssl_config.proto: name, number, type
 )
 _PEM_FIELDS = ("server_cert", "server_key", "custom_ca")  # the command's flag order
 _PEM_BEGIN = re.compile(r"-----BEGIN ([A-Z0-9 ]+)-----")
+_PEM_BLOCK = re.compile(r"-----BEGIN ([A-Z0-9 ]+)-----.*?-----END \1-----", re.DOTALL)
 _WRITE_COMMAND = "python -m serving.ssl_config"
 _FLAGS = flags.FLAGS
 
@@ -186,6 +187,13 @@ def _write_command(config, paths, output) -> str:
     if config.client_verify:
         args.append("--client_verify")
     return " ".join([_WRITE_COMMAND, *args, f"--output={output}"])
+
+
+def _pem_blocks(text: str) -> str:
+    """The PEM blocks of `text` alone: what OpenSSL reads of a PEM file, which skips the text
+    around the blocks; Python's `load_verify_locations(cadata=...)` takes only ASCII text, and
+    text around the blocks may be anything."""
+    return "".join(block.group(0) + "\n" for block in _PEM_BLOCK.finditer(text))
 
 
 def _found(text: str, wanted: str) -> str:
@@ -313,7 +321,7 @@ def rest_ssl_context(config) -> ssl.SSLContext:
         fileio.write_text(key, config.server_key)
         context.load_cert_chain(certfile=cert, keyfile=key, password=_refuse_passphrase)
     if config.custom_ca:
-        context.load_verify_locations(cadata=config.custom_ca)
+        context.load_verify_locations(cadata=_pem_blocks(config.custom_ca))
     if config.client_verify:
         context.verify_mode = ssl.CERT_REQUIRED
     return context

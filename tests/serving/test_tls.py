@@ -333,6 +333,23 @@ def test_a_byte_order_mark_changes_nothing(tmp_path, pki):
     assert marked.server_cert == pki["server"][1]
 
 
+def test_text_around_the_ca_blocks_is_skipped_as_openssl_skips_it(pki):
+    """Found by the ssl_config fuzz target: a non-ASCII character between the PEM blocks of
+    custom_ca (a comment, a byte-order mark) raised TypeError from Python's
+    load_verify_locations(cadata=...), which takes ASCII text only."""
+    server_key, server_cert = pki["server"]
+    custom_ca = "CA für Zürich\n\ufeff" + pki["ca"] + "end ✓\n"
+    config = ssl_config.ssl_config_message()(
+        server_key=server_key, server_cert=server_cert, custom_ca=custom_ca, client_verify=True
+    )
+    ssl_config.check_tls(config, {f: f for f, _, _ in ssl_config._FIELDS})
+    context = ssl_config.rest_ssl_context(config)
+    assert context.verify_mode == ssl.CERT_REQUIRED
+    assert [c["subject"] for c in context.get_ca_certs()] == [
+        ((("commonName", "keras-bert test CA"),),)
+    ]
+
+
 def test_an_encrypted_key_that_reaches_openssl_fails_instead_of_prompting(pki):
     """The REST context never asks for a passphrase even for a config `check_tls` did not see."""
     config = ssl_config.ssl_config_message()(
