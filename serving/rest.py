@@ -179,11 +179,6 @@ def _is_api_path(path):
     return path[:4].lower() == "/v1/"
 
 
-def _is_api_path(path):
-    """TF Serving routes `(?i)/v1/.*` to its REST handler; anything else is 404 from the HTTP server."""
-    return path[:4].lower() == "/v1/"
-
-
 @dataclasses.dataclass(frozen=True)
 class RestOptions:
     """The REST port's bounds (the server's --rest_api_* flags).
