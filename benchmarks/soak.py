@@ -613,6 +613,7 @@ def server_stats(pid: int) -> tuple:
 
 COLUMNS = ("minute", "RSS MiB", "threads", "fds", "good", "p50 ms", "p99 ms", "failed good")
 COLUMNS += ("bad", "bad 5xx", "events")
+WINDOW = 5  # spans per RSS window in the report
 
 
 def spans(calls: list, samples: list, events: list, start: float, sample_s: float) -> list:
@@ -625,7 +626,7 @@ def spans(calls: list, samples: list, events: list, start: float, sample_s: floa
         done = collections.Counter(kind for t, kind in events if lo <= t < at)
         rows.append(
             (
-                round((at - start) / 60, 2),
+                f"{round((at - start) / 60, 2):g}",  # minutes
                 round(rss, 1),
                 threads,
                 fds,
@@ -822,6 +823,11 @@ def report(result: dict) -> str:
     table = common.markdown_table(COLUMNS, rows)
     rss = [r[1] for r in result["rows"]]
     growth = (max(rss[1:] or rss) / rss[0] - 1) * 100 if rss else 0.0
+    # A reload/swap cycle moves RSS by more than 5% (a second model, a second version loaded or
+    # not): single spans compare different phases; the highest and lowest of each WINDOW spans
+    # (about two cycles at the default pace) compare like with like.
+    windows = [rss[i : i + WINDOW] for i in range(0, len(rss), WINDOW)]
+    trend = (max(windows[-1]) / max(windows[0]) - 1) * 100 if rss else 0.0
     threads = [r[2] for r in result["rows"]]
     fds = [r[3] for r in result["rows"]]
     lines = [
@@ -833,7 +839,9 @@ def report(result: dict) -> str:
         f"unanswered {result['bad_unanswered']}; statuses of bad requests "
         f"{dict(sorted(result['bad_status'].items()))}.",
         f"RSS: first span {rss[0] if rss else 'n/a'} MiB, most after it "
-        f"{max(rss[1:] or rss or [0])} MiB ({growth:+.1f}%, target at most +5%); threads "
+        f"{max(rss[1:] or rss or [0])} MiB ({growth:+.1f}%, target at most +5%); highest / "
+        f"lowest per {WINDOW} spans {[(max(w), min(w)) for w in windows]}, the last highest "
+        f"{trend:+.1f}% against the first; threads "
         f"{min(threads or [0])}-{max(threads or [0])}, file descriptors "
         f"{min(fds or [0])}-{max(fds or [0])} (first {threads[:1]} / {fds[:1]}, last "
         f"{threads[-1:]} / {fds[-1:]}).",
