@@ -710,10 +710,11 @@ def run_soak(
     export_fractions=(0.05, 0.3, 0.6, 0.9, 1.2, 1.5),
     checkpoint_multiples=(0.5, 1.5, 2.5, 3.5),
     bad_every: int = 5,
+    log_disk_bytes: int = LOG_DISK_BYTES,
 ) -> dict:
     """The whole run in `work` (a fresh directory); the result dict `report` lays out."""
     kind = disk_kind(disk)
-    log_disk = SmallDisk(work / "logs", kind, LOG_DISK_BYTES)
+    log_disk = SmallDisk(work / "logs", kind, log_disk_bytes)
     fault_disk = SmallDisk(work / "faults", kind, FAULT_DISK_BYTES) if export_fractions else None
     soak = Soak(work, source, log_disk, fault_disk and fault_disk.path / "exports" / EXPORTED)
     soak.bad_every = bad_every

@@ -31,6 +31,7 @@ def test_small_soak_fails_no_good_request_and_every_fault_leaves_whole_files(tmp
         disk=kind,
         export_fractions=(0.5,),
         checkpoint_multiples=(multiple,),
+        log_disk_bytes=64 << 10,  # full within a second of traffic, whatever the machine's pace
     )
     assert result["good"] > 0 and dict(result["failed_good"]) == {}
     assert result["bad_5xx"] == 0 and result["bad_unanswered"] == 0
