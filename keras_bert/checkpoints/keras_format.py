@@ -118,7 +118,7 @@ def _save_whole(model, save, path, suffix: str) -> None:
     reader never sees a half-written file under its final name (`fileio.writing_local_file`).
     A disk without room for the HDF5 file fails first, with a plain OSError (`check_room`)."""
     with fileio.writing_local_file(path, suffix) as local:
-        check_room(os.path.dirname(local), h5_bytes_bound(model), path)
+        check_room(fileio.parent(local), h5_bytes_bound(model), path)
         save(local)
 
 
