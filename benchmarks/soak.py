@@ -13,7 +13,9 @@ must succeed (target: 0 failed); a bad one must get a 4xx (gRPC: a code TF Servi
 The server reads `--model_config_file` every `--poll_s` (written whole: a temporary file, then a
 rename) and polls its base paths as often: model "soak" (`latest { num_versions: 2 }`, its
 requests logged to a small disk); "soak_b" while a reload has added it; "exported", whose base
-path the disk faults export into. Every `--interval_s` the next event of EVENTS runs:
+path the disk faults export into. Every `--interval_s` (by default `--sample_s` over the number of
+events: one whole cycle per span, so every span's sample is read at the same point of the cycle
+and compares like with like) the next event of EVENTS runs, on a fixed schedule:
 publish (a new version copied in under a hidden name and renamed; the versions beyond the newest
 two deleted), config: add soak_b (and request-log sampling 0.5), corrupt version (a version whose
 saved_model.pb is not a SavedModel: reported END with its error, never served; then deleted),
@@ -712,7 +714,9 @@ def run_soak(
     bad_every: int = 5,
     log_disk_bytes: int = LOG_DISK_BYTES,
 ) -> dict:
-    """The whole run in `work` (a fresh directory); the result dict `report` lays out."""
+    """The whole run in `work` (a fresh directory); the result dict `report` lays out.
+    `interval_s` 0: `sample_s` / len(EVENTS), a whole cycle per span."""
+    interval_s = interval_s or sample_s / len(EVENTS)
     kind = disk_kind(disk)
     log_disk = SmallDisk(work / "logs", kind, log_disk_bytes)
     fault_disk = SmallDisk(work / "faults", kind, FAULT_DISK_BYTES) if export_fractions else None
@@ -760,13 +764,13 @@ def run_soak(
             or (fault_disk is not None and worker.is_alive())
         ):
             now = time.monotonic()
+            if now >= next_sample + sample_s:  # before the event due at the same moment
+                next_sample += sample_s
+                samples.append((next_sample, *server_stats(pid)))
             if now >= next_event:
                 soak.event(EVENTS[n % len(EVENTS)])
                 n += 1
-                next_event = time.monotonic() + interval_s
-            if now >= next_sample + sample_s:
-                next_sample += sample_s
-                samples.append((next_sample, *server_stats(pid)))
+                next_event += interval_s  # on the schedule, so spans stay in phase
             time.sleep(0.05)
         stop.set()
         for thread in threads:
@@ -825,8 +829,8 @@ def report(result: dict) -> str:
     rss = [r[1] for r in result["rows"]]
     growth = (max(rss[1:] or rss) / rss[0] - 1) * 100 if rss else 0.0
     # A reload/swap cycle moves RSS by more than 5% (a second model, a second version loaded or
-    # not): single spans compare different phases; the highest and lowest of each WINDOW spans
-    # (about two cycles at the default pace) compare like with like.
+    # not): spans compare like with like when each holds whole cycles (the default pace); the
+    # highest and lowest of each WINDOW spans are a second view that holds at any pace.
     windows = [rss[i : i + WINDOW] for i in range(0, len(rss), WINDOW)]
     trend = (max(windows[-1]) / max(windows[0]) - 1) * 100 if rss else 0.0
     threads = [r[2] for r in result["rows"]]
@@ -885,7 +889,12 @@ FLAGS = flags.FLAGS
 def define_flags():
     flags.DEFINE_float("minutes", 30.0, "Least duration of the traffic.")
     flags.DEFINE_integer("clients", 8, "Client threads (half gRPC, half REST).", lower_bound=1)
-    flags.DEFINE_float("interval_s", 20.0, "Seconds between events.", lower_bound=0)
+    flags.DEFINE_float(
+        "interval_s",
+        0.0,
+        "Seconds between events (0: sample_s over the number of events).",
+        lower_bound=0,
+    )
     flags.DEFINE_float("poll_s", 1.0, "The server's config-file and file-system poll.")
     flags.DEFINE_float("sample_s", 60.0, "Seconds per row of the table.")
     flags.DEFINE_enum("disk", "auto", ["auto", "tmpfs", "fsize"], "Small disks (see the doc).")
@@ -912,7 +921,7 @@ def main(argv):
         )
     body = report(result) + (
         f"\n{FLAGS.clients} clients, at least {FLAGS.minutes:g} minutes, an event every "
-        f"{FLAGS.interval_s:g} s, server polls every {FLAGS.poll_s:g} s, model {FLAGS.model}; "
+        f"{FLAGS.interval_s or FLAGS.sample_s / len(EVENTS):g} s, server polls every {FLAGS.poll_s:g} s, model {FLAGS.model}; "
         f"command: nice -n 10 python -m benchmarks.soak (the machine shared with other work).\n"
     )
     common.report("Soak and faults", body, desc, FLAGS.append)
