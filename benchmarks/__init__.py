@@ -1,1 +1,1 @@
-"""Side-by-side benchmark scripts (issue 7); run as `python -m benchmarks.bench_<name>`."""
+"""Side-by-side benchmark scripts; run as `python -m benchmarks.bench_<name>`."""

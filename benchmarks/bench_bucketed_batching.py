@@ -1,4 +1,4 @@
-"""Item 3 of issue 36: length-bucketed batching against today's padding-to-longest batching.
+"""Length-bucketed batching against padding-to-longest batching, behind the server.
 
 Two arms, each a fresh `python -m serving.server --enable_batching` on a free loopback port with
 the same batching parameters, the second with `length_buckets` added (docs/deployment.md, section
@@ -12,7 +12,7 @@ call each, 1 s of warm-up, then `--seconds` measured) send Predict with one text
 mixed with long texts (consecutive dev sentences joined to at least `--long_words` words; the
 tokenizer cuts them at the model's max_seq_length), a fraction `--long_fraction` of all requests,
 in one fixed shuffled order (seed 0); client k starts at its own offset in it. Reported per arm:
-requests/s, p50 and p99 latency (ms), and the ratios bucketed / padded (the target, issue 36:
+requests/s, p50 and p99 latency (ms), and the ratios bucketed / padded (the target:
 higher throughput and lower p99 with buckets). With `--repetitions` > 1 the arms alternate (A B,
 B A, ...) and the medians are reported. Clients and server share the machine's cores.
 
@@ -272,7 +272,7 @@ def main(argv):
         f"{list(args['length_buckets'])}; model: "
         f"{'MiniLM-L6 classifier' if not FLAGS.model_dir else pathlib.Path(FLAGS.model_dir).name}.\n"
     )
-    common.report("Length-bucketed batching (issue 36, item 3)", body, desc, FLAGS.append)
+    common.report("Length-bucketed batching", body, desc, FLAGS.append)
     return 0
 
 

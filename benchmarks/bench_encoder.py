@@ -1,4 +1,4 @@
-"""Item 2 of issue 7: encoder inference, ours (TensorFlow and LiteRT) vs keras-hub BertBackbone vs
+"""Encoder inference speed, ours (TensorFlow and LiteRT) vs keras-hub BertBackbone vs
 Hugging Face on PyTorch and on ONNX Runtime.
 
 All contenders carry the same real weights (`minilm_l6_h384_uncased`, all-MiniLM-L6-v2) and run

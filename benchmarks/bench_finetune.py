@@ -1,4 +1,4 @@
-"""Item 3 of issue 7: fine-tuning throughput (examples/s), ours vs keras-hub vs PyTorch.
+"""Fine-tuning throughput (examples/s), ours vs keras-hub vs PyTorch.
 
 Same data (the first SST-2 train sentences, tokenized once by our FullTokenizer with the
 checkpoint's vocab, padded to --seq_length), same batch, same optimizer settings (AdamW, lr 2e-5,

@@ -350,7 +350,7 @@ def table_rows(names, p50: dict, p99: dict, seqs: dict) -> tuple[list[str], list
 
 def served_overhead_notes(p50: dict) -> list[str]:
     """One line per served contender whose in-process twin ran: served p50 minus in-process
-    p50 at batch 1 (issue 36's measure of the server's per-request cost)."""
+    p50 at batch 1 (the server's own cost of a request)."""
     pairs = {"gRPC SavedModel": "SavedModel (TF)"}
     pairs.update({f"gRPC LiteRT {q}": f"LiteRT {q}" for q in ("float32", "int8")})
     found = [(s, i) for s, i in pairs.items() if s in p50 and i in p50]

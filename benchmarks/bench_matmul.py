@@ -1,4 +1,4 @@
-"""Item 1 of issue 7: the machine's ceilings, large float32 / bfloat16 matrix products (GFLOP/s).
+"""The machine's ceilings: large float32 / bfloat16 matrix products (GFLOP/s).
 
 TensorFlow `tf.matmul` of two N x N matrices (2 N^3 FLOPs) in float32 and bfloat16, alternating,
 medians; PyTorch bfloat16 too when the optional peer is installed. The float32 and bfloat16

@@ -1,4 +1,4 @@
-"""Item 3 of issue 37: peak resident memory of our own fine-tuning runs and exports.
+"""Peak resident memory of our own fine-tuning runs and exports.
 
 Each contender is one command line in its own fresh process; its peak resident memory is the
 `ru_maxrss` that `os.wait4` returns for that process (the kernel's high-water mark of its resident
@@ -252,9 +252,7 @@ def main(argv):
             "of each contender's own process. Wall seconds are from a shared 2-core machine and "
             "are not a timing result.\n\n"
         )
-        common.append_results(
-            "Peak resident memory (bench_memory, issue 37 item 3)", note + body, desc
-        )
+        common.append_results("Peak resident memory (bench_memory)", note + body, desc)
 
 
 if __name__ == "__main__":

@@ -1,4 +1,4 @@
-"""Item 4 of issue 36: zero-drop reloads, measured under load.
+"""Reloads under load: requests dropped and latency while versions and configs change.
 
 `--clients` closed-loop gRPC clients (threads, one channel each) send Predict to one model of a
 `python -m serving.server` (no version: the newest AVAILABLE one) for at least `--seconds`, while
@@ -18,7 +18,7 @@ the old one unloaded, read by polling GetModelStatus every 20 ms; reload: the ca
 `--window_margin_s`. A request is inside a window when its [send, answer] interval overlaps one.
 Reported: requests, failed requests (any gRPC error: the target is 0) and p50 / p99 latency,
 outside and inside the windows and by event kind, and the ratio of p99 inside to outside (target:
-at most 2x, issue 36). Clients and server share the machine's cores.
+at most 2x). Clients and server share the machine's cores.
 
 The model is a copy of `--model_dir` (a SavedModel version directory, e.g. from
 `python -m export`); without it the MiniLM-L6 classifier (real weights, a fixed random 2-class
@@ -424,7 +424,7 @@ def main(argv):
         f"{FLAGS.window_margin_s:g} s; model: "
         f"{'MiniLM-L6 classifier' if not FLAGS.model_dir else pathlib.Path(FLAGS.model_dir).name}.\n"
     )
-    common.report("Reload under load (issue 36, item 4)", body, desc, FLAGS.append)
+    common.report("Reload under load", body, desc, FLAGS.append)
     return 1 if result["failed"] else 0
 
 

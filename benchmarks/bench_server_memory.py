@@ -1,4 +1,4 @@
-"""Item 6 of issue 36: the model server's resident memory, with one model, per added model, and
+"""The model server's resident memory, with one model, per added model, and
 over repeated version swaps.
 
 Each case is a fresh `python -m serving.server` (`bench_reload_under_load.Server`: a free gRPC
@@ -236,7 +236,7 @@ def main(argv):
         f"{FLAGS.calls} calls of {CALL_SHAPE[0]} x {CALL_SHAPE[1]} on `encoded` before each "
         "reading; each case a fresh server.\n"
     )
-    common.report("Server resident memory (issue 36, item 6)", body, desc, FLAGS.append)
+    common.report("Server resident memory", body, desc, FLAGS.append)
 
 
 if __name__ == "__main__":

@@ -1,4 +1,4 @@
-"""Item 4 of issue 7: the exported SavedModel, in process and behind our gRPC server.
+"""Served latency of the exported SavedModel, in process and behind our gRPC server.
 
 Builds a `BertClassifier` on the real MiniLM weights (a fixed random 2-class head, seed 0: speed
 does not depend on the head) and exports it with `TextClassifier.export`

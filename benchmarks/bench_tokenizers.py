@@ -1,5 +1,5 @@
 """Tokenizer throughput: tensorflow-text FastBertTokenizer vs our core-op tokenizer vs the
-Python reference, on the same SST-2 dev sentences (issue 5).
+Python reference, on the same SST-2 dev sentences.
 
 Contenders, each in its own `tf.function` with a `[None]` string signature (graph mode, as in
 tf.data and serving), in one process, alternating repetitions, medians (benchmarks/common.py):

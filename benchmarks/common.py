@@ -1,7 +1,7 @@
 """Shared helpers of the benchmark scripts: machine description, alternating timing, medians,
 ratio tables, and appending a section to `benchmarks/RESULTS.md`.
 
-Timing discipline (issue 7): every contender of a comparison runs in the same process, in
+Timing discipline: every contender of a comparison runs in the same process, in
 alternating repetitions (A, B, C, A, B, C, ...), after its own warm-up, and the figure reported is
 the median over repetitions, so that drift and noise from other load on the machine hit all
 contenders alike. Timings are never asserted anywhere (SPEC section 10).
@@ -32,7 +32,7 @@ def encoder_flops_per_token(num_layers: int, hidden: int, intermediate: int, seq
     """Forward FLOPs per token (int), embeddings and pooler excluded.
 
     Per layer: 2*(4*H*H + 2*H*I) for the dense layers plus 2*2*T*H for QK^T and PV.
-    For MiniLM-L6-H384 (H=384, I=1536) at T=128 that is 22.4 MFLOP per token (issue 7).
+    For MiniLM-L6-H384 (H=384, I=1536) at T=128 that is 22.4 MFLOP per token.
     """
     return float(
         num_layers * (2 * (4 * hidden * hidden + 2 * hidden * intermediate) + 4 * seq_len * hidden)

@@ -1,4 +1,4 @@
-"""Device check (issue 33): what this build does on an NVIDIA GPU, as one Markdown table, in under
+"""Device check: what this build does on an NVIDIA GPU, as one Markdown table, in under
 8 minutes.
 
     bash scripts/device_check.sh [--output=runs/device_check/<name>.md] [--budget_s=450]

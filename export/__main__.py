@@ -19,7 +19,8 @@ from __future__ import annotations
 import dataclasses
 
 from absl import app, flags
-from keras_bert.cli import check_flag_partners, fail_usage, failing_without_room
+from keras_bert.cli import fail_usage, failing_without_room
+from keras_bert.training.flag_dependencies import check_flag_partners
 
 from export.export_saved_model import Overrides, export_saved_task
 from keras_bert.evaluation.release_gate import check_blessing

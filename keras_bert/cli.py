@@ -1,5 +1,7 @@
-"""What the command lines (recipes/, `python -m export`) share: how a usage error ends a run, the
-one line a finished run prints, and the whole command line of a training recipe (`run_recipe`).
+"""What the command lines (recipes/, `python -m export`, `serving.server`) share: how a usage error
+ends a run, how an unreachable URI is caught before anything runs, and the one line a finished run
+prints. A leaf: it imports nothing of keras_bert but `fileio` (a training recipe's whole command
+line is `keras_bert.training.recipe.run_recipe`).
 
 Bad flags or bad input files are the user's to fix, not a crash: one line on stderr naming the
 problem, in the `prog: error: message` form argparse and most Unix tools use, and exit status 2,
@@ -15,9 +17,7 @@ import dataclasses
 import errno
 import os
 import sys
-from typing import Callable, Iterator, NoReturn
-
-from keras_bert.training import flag_dependencies
+from typing import Iterator, NoReturn
 
 USAGE_EXIT_CODE = 2
 NO_ROOM_EXIT_CODE = 1
@@ -27,10 +27,13 @@ _NO_ROOM_ERRNOS = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG)
 _NO_ROOM_WORDS = ("No space left on device", "Disk quota exceeded", "File too large")
 
 
-def fail_usage(message: str, status: int = USAGE_EXIT_CODE) -> NoReturn:
-    """Writes `<program>: error: <message>` to stderr and exits with `status` (default 2)."""
+def fail_usage(message: str, status: int = USAGE_EXIT_CODE, program: str = "") -> NoReturn:
+    """Writes `<program>: error: <message>` on one line of stderr and exits with `status`
+    (default 2). `program`: the name to print (default: the running file's name, or its package's
+    for a `__main__.py`)."""
     # The program's own file name (not a user path).
-    program = os.path.basename(sys.argv[0]) if sys.argv and sys.argv[0] else "keras_bert"
+    if not program:
+        program = os.path.basename(sys.argv[0]) if sys.argv and sys.argv[0] else "keras_bert"
     if program == "__main__.py":
         program = os.path.basename(os.path.dirname(os.path.abspath(sys.argv[0])))
     sys.stderr.write(f"{program}: error: {' '.join(str(message).split())}\n")
@@ -101,7 +104,7 @@ def check_paths_reachable(values) -> None:
 
     Raises:
         keras_bert.fileio.UnreachablePathError (a FileNotFoundError): "cannot reach --<flag>
-            <URI as typed>: <cause>", one line; `run_recipe` ends the program with it (exit 2).
+            <URI as typed>: <cause>", one line; a recipe's main ends the program with it (exit 2).
     """
     from keras_bert import fileio
 
@@ -126,19 +129,6 @@ def require_reachable_flags(*names: str) -> None:
         fail_usage(str(e))
 
 
-def check_flag_partners(table: str, flag_values=None) -> None:
-    """Ends the program as a usage error (`fail_usage`: one line naming both flags, exit 2) when
-    a flag on its command line acts only with (or without) another that is not there:
-    `flag_dependencies.TABLE[table]`. Every program that defines its flags by hand calls it first
-    thing in its `main` (the argument sets check the table on construction)."""
-    from absl import flags
-
-    try:
-        flag_dependencies.check_flags(table, flags.FLAGS if flag_values is None else flag_values)
-    except flag_dependencies.MissingPartnerError as e:
-        fail_usage(str(e))
-
-
 def print_result(headline: dict, output_dir) -> None:
     """Prints one line for the person who ran the recipe: the headline numbers and where the
     whole record is (`<output_dir>/metrics.json`), instead of the whole record.
@@ -155,70 +145,3 @@ def print_result(headline: dict, output_dir) -> None:
 
     parts = ", ".join(f"{label} {shown(value)}" for label, value in headline.items())
     print(f"{parts} (all metrics: {str(output_dir).rstrip('/')}/metrics.json)", flush=True)
-
-
-def argument_set_main(cls, prepare: Callable, finish: Callable, flag_values=None) -> Callable:
-    """The `main(argv)` of a program whose flags are the fields of the argument set `cls`
-    (`keras_bert.training.args.define_flags`): no positional argument; every URI among the
-    values reachable; the settings read back (`args.from_flags`: each value's rule, the checks
-    across fields and the flags that act only with another); `prepared = prepare(args)`; then
-    `finish(args, prepared)`.
-
-    A ValueError or FileNotFoundError before `finish` (bad flags or data) ends the program as a
-    usage error (`fail_usage`, exit 2), before anything is trained or written; a file system
-    without room, anywhere, with one line and exit 1 (`failing_without_room`).
-
-    Args:
-        flag_values: the parsed absl FlagValues (default: absl's global FLAGS).
-    """
-    from absl import flags
-
-    from keras_bert.training import args as args_lib
-
-    def main(argv):
-        fv = flags.FLAGS if flag_values is None else flag_values  # an empty FlagValues is falsy
-        if len(argv) > 1:
-            fail_usage(f"unexpected arguments: {' '.join(argv[1:])}")
-        with failing_without_room():
-            try:
-                # Before the flags are checked: a check may already read a file (SQuAD's files).
-                check_paths_reachable({f.name: fv[f.name].value for f in dataclasses.fields(cls)})
-                args = args_lib.from_flags(cls, fv)
-                prepared = prepare(args)
-            except (ValueError, FileNotFoundError) as e:  # bad flags or data: one line, exit 2
-                fail_usage(str(e))
-            finish(args, prepared)
-
-    return main
-
-
-def run_argument_set(cls, main: Callable) -> None:
-    """Defines one absl flag per field of the argument set `cls` (listed by the running
-    program's `--help`) and runs `main` (`argument_set_main`, `recipe_main`) on them."""
-    from absl import app
-
-    from keras_bert.training import args as args_lib
-
-    args_lib.define_flags(cls, module_name=sys.argv[0])
-    app.run(main)
-
-
-def recipe_main(family, flag_values=None) -> Callable:
-    """The `main(argv)` of a training recipe (`argument_set_main` of `family.Args`): the one
-    driver's `prepare` (bad flags or data: a usage error), its `run`, the one result line."""
-    from keras_bert.training import driver
-
-    def finish(args, prepared):
-        summary = driver.run(family, args, prepared)
-        print_result(family.headline(summary), args.output_dir)
-
-    return argument_set_main(
-        family.Args, lambda args: driver.prepare(family, args), finish, flag_values
-    )
-
-
-def run_recipe(family) -> None:
-    """The whole command line of a training recipe: one absl flag per field of `family.Args`,
-    then `recipe_main(family)`: the one driver (`keras_bert.training.driver.run`) and the one
-    result line."""
-    run_argument_set(family.Args, recipe_main(family))

@@ -18,7 +18,8 @@ from absl import app, flags
 
 from keras_bert import beam
 from keras_bert.batch_prediction import pipeline
-from keras_bert.cli import check_flag_partners, fail_usage, require_reachable_flags
+from keras_bert.cli import fail_usage, require_reachable_flags
+from keras_bert.training.flag_dependencies import check_flag_partners
 
 F = flags
 F.DEFINE_string("model", None, "SavedModel version dir, or a model base dir (newest version).")

@@ -18,7 +18,8 @@ variables with their reasons).
 from absl import app, flags
 
 from keras_bert import checkpoints, fileio
-from keras_bert.cli import check_flag_partners, fail_usage, require_reachable_flags
+from keras_bert.cli import fail_usage, require_reachable_flags
+from keras_bert.training.flag_dependencies import check_flag_partners
 
 FLAGS = flags.FLAGS
 flags.DEFINE_string("init_checkpoint", None, "Preset name, checkpoint directory or prefix.")

@@ -21,12 +21,8 @@ from absl import app, flags
 
 from keras_bert import beam as beam_flags
 from keras_bert import fileio
-from keras_bert.cli import (
-    check_flag_partners,
-    define_corpus_flags,
-    fail_usage,
-    require_reachable_flags,
-)
+from keras_bert.cli import define_corpus_flags, fail_usage, require_reachable_flags
+from keras_bert.training.flag_dependencies import check_flag_partners
 from keras_bert.data import pretraining_data as pd
 from keras_bert.data.file_patterns import expand_file_patterns
 

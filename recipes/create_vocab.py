@@ -16,12 +16,8 @@ from keras_bert.data import pretraining_data as pd
 from keras_bert.data.file_patterns import expand_file_patterns
 from keras_bert.data import vocab_builder
 from keras_bert import fileio
-from keras_bert.cli import (
-    check_flag_partners,
-    define_corpus_flags,
-    fail_usage,
-    require_reachable_flags,
-)
+from keras_bert.cli import define_corpus_flags, fail_usage, require_reachable_flags
+from keras_bert.training.flag_dependencies import check_flag_partners
 
 FLAGS = flags.FLAGS
 define_corpus_flags()

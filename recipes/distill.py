@@ -11,7 +11,7 @@ resumes and every training flag applies (--help). See keras_bert.training.famili
 and docs/evaluation.md.
 """
 
-from keras_bert.cli import run_recipe
+from keras_bert.training.recipe import run_recipe
 from keras_bert.training.families.distillation import FAMILY
 
 if __name__ == "__main__":

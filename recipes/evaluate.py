@@ -23,7 +23,8 @@ from keras_bert.evaluation import behaviour, comparison, evidence_pack, model_re
 from keras_bert.evaluation import recorded_predictions
 from keras_bert.evaluation import data_health, provenance, release_gate, report_sections
 from keras_bert.evaluation import report_writer
-from keras_bert.cli import check_flag_partners, fail_usage, require_reachable_flags
+from keras_bert.cli import fail_usage, require_reachable_flags
+from keras_bert.training.flag_dependencies import check_flag_partners
 
 F = flags
 F.DEFINE_string(

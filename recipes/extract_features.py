@@ -14,7 +14,8 @@ from keras_bert import features, fileio
 from keras_bert.config import check_max_seq_length
 from keras_bert.tokenization.bert_preprocessor import BertPreprocessor
 from keras_bert.training import model_setup
-from keras_bert.cli import check_flag_partners, fail_usage, require_reachable_flags
+from keras_bert.cli import fail_usage, require_reachable_flags
+from keras_bert.training.flag_dependencies import check_flag_partners
 
 F = flags
 F.DEFINE_string("input_file", None, "UTF-8 text, one example per line ('A ||| B' for pairs).")

@@ -10,7 +10,7 @@ classification; the driver and the files it writes: keras_bert.training.driver;
 docs/finetuning.md.
 """
 
-from keras_bert.cli import run_recipe
+from keras_bert.training.recipe import run_recipe
 from keras_bert.training.families.classification import FAMILY
 
 if __name__ == "__main__":

@@ -10,7 +10,7 @@ flag: --help. The family: keras_bert.training.families.ner; the driver and the f
 keras_bert.training.driver; docs/ner_swag_features.md.
 """
 
-from keras_bert.cli import run_recipe
+from keras_bert.training.recipe import run_recipe
 from keras_bert.training.families.ner import FAMILY
 
 if __name__ == "__main__":

@@ -17,7 +17,7 @@ directory: config.json, encoder.weights.h5, vocab.txt; pass it to run_classifier
 
 import json
 
-from keras_bert.cli import argument_set_main, run_argument_set
+from keras_bert.training.recipe import argument_set_main, run_argument_set
 from keras_bert.training.pretraining import PretrainConfig, run_pretraining
 
 

@@ -10,7 +10,7 @@ metrics.json. Every flag: --help. The family: keras_bert.training.families.squad
 the files it writes: keras_bert.training.driver; docs/squad.md.
 """
 
-from keras_bert.cli import run_recipe
+from keras_bert.training.recipe import run_recipe
 from keras_bert.training.families.squad import FAMILY
 
 if __name__ == "__main__":

@@ -9,7 +9,7 @@ Every flag: --help. The family: keras_bert.training.families.swag; the driver an
 writes: keras_bert.training.driver; docs/ner_swag_features.md.
 """
 
-from keras_bert.cli import run_recipe
+from keras_bert.training.recipe import run_recipe
 from keras_bert.training.families.swag import FAMILY
 
 if __name__ == "__main__":

@@ -23,7 +23,7 @@ from tensorflow_serving.apis import (
     regression_pb2,
 )
 
-from serving.storage import fileio
+from keras_bert import fileio
 from serving import dtypes, errors, tensors, tfrecords
 from serving.batching import BatchScheduler, call_sized_outputs
 from serving.model_manager import check_configs

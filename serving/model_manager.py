@@ -46,7 +46,7 @@ import time
 import grpc
 from tensorflow_serving.apis import get_model_status_pb2
 
-from serving.storage import fileio
+from keras_bert import fileio
 from serving import errors
 from serving.servable import explain_load_error, load_servable, tensorflow
 

@@ -35,7 +35,7 @@ from tensorflow_serving.apis import prediction_log_pb2
 from serving import dtypes, tensors, tfrecords
 from serving.inference import input_examples
 from serving.request_logger import SUFFIX
-from serving.storage import fileio
+from keras_bert import fileio
 
 MAX_WARMUP_RECORDS = 1000  # TF Serving's limit (servables/tensorflow/saved_model_warmup_util.cc)
 _EXAMPLE_LOGS = ("classify_log", "regress_log", "multi_inference_log")

@@ -53,7 +53,7 @@ import uuid
 
 from tensorflow_serving.apis import prediction_log_pb2
 
-from serving.storage import fileio
+from keras_bert import fileio
 from serving.tfrecords import RECORD_OVERHEAD_BYTES, open_records
 
 _LOG = logging.getLogger("serving")

@@ -24,7 +24,7 @@ import grpc
 import numpy as np
 
 from serving import dtypes, errors
-from serving.storage import fileio
+from keras_bert import fileio
 from tensorflow.core.protobuf import meta_graph_pb2, saved_model_pb2
 
 PREDICT_METHOD = "tensorflow/serving/predict"

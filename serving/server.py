@@ -49,8 +49,9 @@ from grpc_reflection.v1alpha import reflection
 from tensorflow_serving.apis import model_service_pb2_grpc, prediction_service_pb2_grpc
 from tensorflow_serving.config import model_server_config_pb2
 
-from serving.module_files import load_project_module
-from serving.storage import fileio
+from keras_bert import cli, fileio
+from keras_bert.training import flag_dependencies  # the table every recipe checks too
+
 from serving import batching, errors, grpc_service, service_protos, ssl_config, tensors
 from serving import request_logger, servable, text_protos
 from serving.inference import InferenceService
@@ -64,9 +65,6 @@ from serving.model_manager import (
 )
 from serving.rest import RestApi, RestOptions, RestServer, raise_open_files_limit
 
-# The table of flags that act only with another (keras_bert/training/flag_dependencies.py), for
-# this program as for every recipe; loaded from its file: the server imports no model code.
-flag_dependencies = load_project_module("keras_bert.training.flag_dependencies")
 
 _LOG = logging.getLogger("serving")
 _FLAGS = flags.FLAGS
@@ -502,11 +500,9 @@ class ModelServer:
 
 def fail_usage(message: str):
     """Ends the program as a usage error: `serving.server: error: <message>` on one line of
-    stderr and exit status 2 (the form keras_bert.cli uses; absl's UsageError would print the
+    stderr and exit status 2 (`keras_bert.cli.fail_usage`; absl's UsageError would print the
     whole module docstring first)."""
-    sys.stderr.write(f"serving.server: error: {' '.join(str(message).split())}\n")
-    sys.stderr.flush()
-    sys.exit(2)
+    cli.fail_usage(message, program="serving.server")
 
 
 def main(argv):

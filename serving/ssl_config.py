@@ -41,7 +41,6 @@ import datetime
 import os
 import re
 import ssl
-import sys
 
 import grpc
 from absl import app, flags
@@ -51,7 +50,7 @@ from cryptography.hazmat.primitives import serialization
 from google.protobuf import descriptor_pb2, descriptor_pool, message_factory, text_format
 
 from serving import text_protos
-from serving.storage import fileio
+from keras_bert import cli, fileio
 
 _PROTO_FILE = "tensorflow_serving/config/ssl_config.proto"
 _FIELDS = (  # ssl_config.proto: name, number, type
@@ -392,9 +391,7 @@ def summary(config, output: str) -> str:
 
 
 def _fail(message):
-    sys.stderr.write(f"serving.ssl_config: error: {_one_line(message)}\n")
-    sys.stderr.flush()
-    sys.exit(2)
+    cli.fail_usage(message, program="serving.ssl_config")
 
 
 def define_flags():

@@ -16,7 +16,7 @@ from typing import Iterator
 from tensorboard.compat.tensorflow_stub.pywrap_tensorflow import masked_crc32c
 from tensorboard.summary.writer.record_writer import RecordWriter
 
-from serving.storage import fileio
+from keras_bert import fileio
 
 _HEADER = struct.Struct("<QI")  # length, masked CRC of the length
 _FOOTER = struct.Struct("<I")  # masked CRC of the data

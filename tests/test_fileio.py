@@ -106,7 +106,7 @@ def test_local_files_without_tensorflow_give_what_tf_io_gfile_gives(tmp_path):
 
     script = (
         "import json, sys\n"
-        "from serving.storage import fileio\n"
+        "from keras_bert import fileio\n"
         "from tests.fileio_scenario import scenario\n"
         "out = scenario(fileio, sys.argv[1])\n"
         "print(json.dumps({'out': out, 'tensorflow': 'tensorflow' in sys.modules}))\n"

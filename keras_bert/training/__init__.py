@@ -8,26 +8,38 @@
   survive SIGKILL, TensorBoard, progress bar.
 - `driver.run(family, args)`: the one fine-tuning driver of every task family
   (`keras_bert.training.families`: classification, squad, ner, swag, distillation), with one
-  argument set (`keras_bert.training.args.FinetuneArgs`, flags generated from its fields).
+  argument set (`keras_bert.training.args.FinetuneArgs`, flags generated from its fields);
+  `recipe.run_recipe(family)`: a training recipe's whole command line.
+
+Importing the package loads none of them (PEP 562): `keras_bert.training.flag_dependencies`
+(read by `serving.server`) comes without Keras.
 """
 
-from keras_bert.training.callbacks import ResumableCheckpoint, standard_callbacks
-from keras_bert.training.fit import resumable_fit
-from keras_bert.training.optimizer import (
-    FusedAdamW,
-    WarmupLinearDecay,
-    create_optimizer,
-    set_mixed_precision,
-)
-from keras_bert.training.strategy import get_strategy
+import importlib
 
-__all__ = [
-    "get_strategy",
-    "create_optimizer",
-    "FusedAdamW",
-    "WarmupLinearDecay",
-    "set_mixed_precision",
-    "standard_callbacks",
-    "ResumableCheckpoint",
-    "resumable_fit",
-]
+# Public name -> the module that defines it.
+_PUBLIC = {
+    "get_strategy": "keras_bert.training.strategy",
+    "create_optimizer": "keras_bert.training.optimizer",
+    "FusedAdamW": "keras_bert.training.optimizer",
+    "WarmupLinearDecay": "keras_bert.training.optimizer",
+    "set_mixed_precision": "keras_bert.training.optimizer",
+    "standard_callbacks": "keras_bert.training.callbacks",
+    "ResumableCheckpoint": "keras_bert.training.callbacks",
+    "resumable_fit": "keras_bert.training.fit",
+}
+
+
+def __getattr__(name):
+    if name not in _PUBLIC:
+        raise AttributeError(f"module 'keras_bert.training' has no attribute {name!r}")
+    value = getattr(importlib.import_module(_PUBLIC[name]), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_PUBLIC))
+
+
+__all__ = list(_PUBLIC)

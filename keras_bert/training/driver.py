@@ -52,7 +52,6 @@ from keras_bert.training import model_setup, resume_check
 from keras_bert import fileio
 from keras_bert.checkpoints.google import directory_name
 from keras_bert.checkpoints.keras_format import save_keras_file
-from keras_bert.cli import check_paths_reachable
 from keras_bert.training.args import Resolution, TrainingArgs
 from keras_bert.training.fit import build_for_training, keep_best_model, resumable_fit
 from keras_bert.training.optimizer import create_optimizer, set_mixed_precision
@@ -447,7 +446,6 @@ def prepare(family: Family, args: TrainingArgs) -> Prepared:
     Raises:
         ValueError / FileNotFoundError: naming the flag, file or row.
     """
-    check_paths_reachable(args)  # an unreachable URI: one line, before anything is read or written
     out = args.output_dir
     set_mixed_precision(args.mixed_precision)
     strategy = get_strategy(args.strategy, tpu=args.tpu)

@@ -18,16 +18,18 @@ is. From Python, an argument set's field counts as given when it differs from it
 `TABLE` maps a program (or the argument set of a fine-tuning family) to its entries, in the order
 they are checked; the first missing partner is the one reported. The argument sets
 (`keras_bert.training.args`) check it on construction (`ArgumentSet.FLAG_TABLE` names their
-entry), the hand-written programs through `keras_bert.cli.check_flag_partners` (`check_flags`),
-first thing in their `main`.
+entry), the hand-written programs through `check_flag_partners` (`check_flags`), first thing in
+their `main`.
 
-This module imports nothing of keras_bert: `serving.server`, which imports no model code, loads its
-file on its own (`serving.module_files.load_project_module`).
+This module imports nothing of keras_bert but the leaf `keras_bert.cli`: `serving.server`, which
+imports no model code, reads the table too.
 """
 
 from __future__ import annotations
 
 from typing import Callable, Iterable, Mapping, NamedTuple
+
+from keras_bert.cli import fail_usage
 
 
 class Condition(NamedTuple):
@@ -226,7 +228,7 @@ TABLE: dict[str, tuple[Needs, ...]] = {
         Needs("preset", absent("bert_config_file"), RANDOM_INIT),
         Needs("bert_config_file", absent("init_checkpoint"), RANDOM_INIT),
     ),
-    # Programs that define their flags by hand (keras_bert.cli.check_flag_partners).
+    # Programs that define their flags by hand (check_flag_partners).
     "create_pretraining_data": BEAM,
     "batch_predict": BEAM,
     "create_vocab": (),
@@ -321,3 +323,16 @@ def check_flags(table: str, flag_values) -> None:
         {n: flag_values[n].value for n in names},
         {n for n in names if flag_values[n].present},
     )
+
+
+def check_flag_partners(table: str, flag_values=None) -> None:
+    """Ends the program as a usage error (`fail_usage`: one line naming both flags, exit 2) when
+    a flag on its command line acts only with (or without) another that is not there:
+    `TABLE[table]`. Every program that defines its flags by hand calls it first
+    thing in its `main` (the argument sets check the table on construction)."""
+    from absl import flags
+
+    try:
+        check_flags(table, flags.FLAGS if flag_values is None else flag_values)
+    except MissingPartnerError as e:
+        fail_usage(str(e))

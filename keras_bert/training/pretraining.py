@@ -19,7 +19,6 @@ import keras
 
 from keras_bert import fileio
 from keras_bert.checkpoints.keras_format import save_encoder
-from keras_bert.cli import check_paths_reachable
 from keras_bert.checkpoints.loader import load_encoder
 from keras_bert.config import BertConfig, check_max_seq_length
 from keras_bert.data.file_patterns import expand_file_patterns
@@ -201,7 +200,6 @@ def run_pretraining(config: PretrainConfig) -> dict:
         ValueError: see `build_pretrainer`; an output_dir holding a run with other settings.
     """
     start = time.time()
-    check_paths_reachable(config)  # an unreachable URI: one line, before anything is written
     shards = expand_file_patterns(config.input_file, what="pretraining shard")
     fileio.makedirs(config.output_dir)
     keras.utils.set_random_seed(config.random_seed)

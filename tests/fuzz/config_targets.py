@@ -41,7 +41,7 @@ from google.protobuf import text_format
 from serving import batching, ssl_config
 from serving.model_manager import aspired_versions
 from serving.server import model_configs
-from serving.storage import fileio
+from keras_bert import fileio
 from tests.fuzz.serving_targets import Finding, timed
 from tests.fuzz.user_files import same_with_bom_and_crlf
 from tests.serving import test_tls

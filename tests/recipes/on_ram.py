@@ -2,7 +2,7 @@
 for gs:// / s3://), shared by test_uri_paths.py and test_uri_paths_families.py.
 
 ram:// lives in one process, so the fine-tuning families run in process: `run_family` does what
-`cli.run_recipe` does (`driver.prepare`, then `driver.run`). The `ram` fixture (conftest.py) gives
+`recipe.run_recipe` does (`driver.prepare`, then `driver.run`). The `ram` fixture (conftest.py) gives
 each test a fresh root holding a small vocab.txt (`RESERVED` + `WORDS`), from `ram_root`.
 """
 
@@ -49,7 +49,7 @@ def tiny_checkpoint(root: str, vocab: str) -> str:
 
 def run_family(family, args) -> dict:
     """Runs the fine-tuning family of module `family` (e.g. `families.ner`) with `args` in this
-    process, as `cli.run_recipe` does; returns the run's summary."""
+    process, as `recipe.run_recipe` does; returns the run's summary."""
     return driver.run(family.FAMILY, args, driver.prepare(family.FAMILY, args))
 
 

@@ -5,7 +5,7 @@ there (metrics, predictions, config, one complete export version) and no local `
 in the cwd (the `ram` fixture of tests/recipes/conftest.py checks that at teardown).
 
 As in test_uri_paths.py, everything runs in process (`driver.prepare` / `driver.run`, what
-`cli.run_recipe` calls), since ram:// lives in one process.
+`recipe.run_recipe` calls), since ram:// lives in one process.
 """
 
 import csv

@@ -281,7 +281,7 @@ GOOD_2x5 = encoded_request([[101, 2000, 2001, 2002, 102], [101, 7592, 1010, 2088
 
 @pytest.mark.slow
 def test_litert_errors_belong_to_their_request(litert_exports, start_server, tmp_path):
-    """Issue 31: the LiteRT wrapper's error reporter keeps every earlier error's text. Two clients
+    """The LiteRT wrapper's error reporter keeps every earlier error's text. Two clients
     send bad, bad, good and bad requests in turn; each answer is exactly what a fresh interpreter
     gives for that request alone (no earlier text, a good request after failures unchanged). Then
     with batching, a bad and a good request merged into one failing call get their own answers."""

@@ -44,7 +44,7 @@ from tensorflow_serving.config import model_server_config_pb2
 
 from serving import request_log, request_logger
 from serving.metrics import Metrics
-from serving.storage import fileio
+from keras_bert import fileio
 from tests.serving.conftest import ServerProcess
 from tests.serving.test_grpc_api import outputs, predict_request
 

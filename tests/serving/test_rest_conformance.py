@@ -805,7 +805,7 @@ def test_classify_regress_request_protos(request_class):
     }
 
 
-# ---------------------------------------------------------------- b64 and key rules (issue 16, item 1)
+# ---------------------------------------------------------------- b64 and key rules
 _LONG = bytes(range(256)) * 2  # base64.encodebytes writes it in 76-character lines
 
 

@@ -17,12 +17,12 @@ import pytest
 from absl import flags
 
 import serving.server
-from keras_bert import cli
 from keras_bert.data import text_files
 from keras_bert.training import args as args_lib
 from keras_bert.training import driver, flag_dependencies
 from keras_bert.training.families import classification, distillation, ner, squad, swag
 from keras_bert.training.pretraining import PretrainConfig
+from keras_bert.training.recipe import recipe_main
 from tests.recipes.recipe_process import REPO, recipe_env, run_recipe, run_recipe_main
 from tests.training import tiny_family
 
@@ -180,7 +180,7 @@ def test_each_entry_is_a_one_line_usage_error_before_anything_starts(
             main_of = recipe["main_of"]
         else:
             family, program, required = FAMILIES[table]
-            cls, main_of = family.Args, lambda fv: cli.recipe_main(family, fv)
+            cls, main_of = family.Args, lambda fv: recipe_main(family, fv)
 
             def prepared(*args):
                 raise AssertionError("prepared")

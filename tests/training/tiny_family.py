@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from keras_bert.cli import run_recipe
+from keras_bert.training.recipe import run_recipe
 from keras_bert.models.bert_encoder import BertEncoder
 from keras_bert.tasks.text_classifier import TextClassifier
 from keras_bert.training.args import TrainingArgs, arg, args_dataclass
