@@ -9,17 +9,17 @@ in one process, alternating repetitions, medians:
   ("bfloat16 weights": variables stored in bfloat16, LayerNorm and softmax still in float32;
   outputs bit-identical to `mixed_bfloat16`, without casting ~11M weights per call).
 - ours and keras-hub with N TensorFlow threads (`--ours_threads`, default 1): the same float32
-  and bfloat16-weights encoders in a child process (benchmarks/tf_peer.py) whose intra-op and
+  and bfloat16-weights encoders in a child process (benchmarks/peers/tf_peer.py) whose intra-op and
   inter-op pools hold N threads; the counterpart of PyTorch's thread settings below.
 - keras-hub: `BertBackbone.from_preset(<the same HF directory>)` inside `tf.function`; float32,
   `mixed_bfloat16` and `bfloat16`.
 - PyTorch (optional peer): `transformers.BertModel.from_pretrained(<same directory>)`, eval mode,
   `torch.inference_mode()`; float32 and bfloat16 autocast; in its own process
-  (benchmarks/torch_peer.py), timed there, inputs of the same shapes.
+  (benchmarks/peers/torch_peer.py), timed there, inputs of the same shapes.
 - ONNX Runtime (optional peer): the same `BertModel` exported with `torch.onnx.export` (opset 17),
   float32 and dynamic int8 (`onnxruntime.quantization.quantize_dynamic`, int8 weights), run by
   ONNX Runtime's CPU provider with all graph optimizations, `--onnxruntime_threads` intra-op
-  threads; in its own process (benchmarks/ort_peer.py), timed there. How BERT is commonly
+  threads; in its own process (benchmarks/peers/ort_peer.py), timed there. How BERT is commonly
   deployed with ONNX Runtime.
 - ours on LiteRT: our float32 encoder converted by `keras_bert.saved_model.litert.convert_encoder`
   (float32, and int8 dynamic-range quantization), run by `ai_edge_litert`'s Interpreter (XNNPACK)
@@ -58,7 +58,7 @@ flags.DEFINE_list(
     "ours_threads",
     ["1"],
     "Extra TensorFlow thread settings for ours, one contender "
-    "each, in its own process (benchmarks/tf_peer.py) with N intra-op and N inter-op "
+    "each, in its own process (benchmarks/peers/tf_peer.py) with N intra-op and N inter-op "
     "threads: the counterpart of --torch_threads (a batch-1 server runs best with 1). "
     "Empty = none.",
 )

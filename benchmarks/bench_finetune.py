@@ -7,7 +7,7 @@ weight decay 0.01; ours runs it as `FusedAdamW`, the fused-kernel AdamW of run_c
 - ours: `keras_bert.tasks.TextClassifier(from_pretrained(...), 2)`, `compile()` + `train_on_batch`;
 - keras-hub: `BertTextClassifier(BertBackbone.from_preset(<same dir>), 2, preprocessor=None)`;
 - PyTorch (optional): `transformers.BertForSequenceClassification`, `torch.optim.AdamW`,
-  bfloat16 through `torch.autocast`, in its own process (benchmarks/torch_peer.py).
+  bfloat16 through `torch.autocast`, in its own process (benchmarks/peers/torch_peer.py).
 Keras contenders compile with the same `jit_compile` (default "auto", which is XLA on the
 TensorFlow backend, the setting a user gets by default). float32 and `mixed_bfloat16`.
 Train steps alternate between contenders (--steps_per_round each), medians over rounds.

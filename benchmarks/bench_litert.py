@@ -27,11 +27,11 @@ hold the same float32 SavedModel beside their `model.tflite`). Then:
      `--prefer_tflite_model`), official `tensorflow_serving` stubs, one channel, one request at
      a time (the client's proto building is done before the clock starts);
    - "onnxruntime float32" / "onnxruntime int8" (optional peer, own process,
-     benchmarks/ort_peer.py under `$KERAS_BERT_PEER_PYTHON`): Hugging Face BertModel from the
+     benchmarks/peers/ort_peer.py under `$KERAS_BERT_PEER_PYTHON`): Hugging Face BertModel from the
      same pretrained checkpoint via torch.onnx.export, int8 by `quantize_dynamic`. It runs the
      encoder only (no classifier head, no softmax), so it does slightly less work than ours.
    - "OpenVINO float32 / int8 (our SavedModel)" and "OpenVINO float32 / int8 (HF ONNX)"
-     (optional peer, own process, benchmarks/openvino_peer.py under `$KERAS_BERT_PEER_PYTHON`,
+     (optional peer, own process, benchmarks/peers/openvino_peer.py under `$KERAS_BERT_PEER_PYTHON`,
      `--openvino`): OpenVINO's CPU plugin on the `encoded` signature of our float32 export and
      on ONNX Runtime's ONNX file of the Hugging Face encoder, int8 by NNCF post-training
      quantization calibrated on `--openvino_calibration_sentences` SST-2 train sentences.
@@ -104,7 +104,7 @@ def define_flags() -> None:
 
 
 INPUT_NAMES = ("input_word_ids", "input_mask", "input_type_ids")
-# OpenVINO contender name suffix -> benchmarks/openvino_peer.py source
+# OpenVINO contender name suffix -> benchmarks/peers/openvino_peer.py source
 OPENVINO_SOURCES = {"our SavedModel": "ours", "HF ONNX": "hf"}
 HF_AGREEMENT_SENTENCES = 64  # dev sentences whose int8 / float32 encoder outputs are compared
 
@@ -134,7 +134,7 @@ def litert_runner(path: pathlib.Path, threads: int):
 
 
 def openvino_outputs(ov, source: str, ids: dict, tmp: pathlib.Path) -> dict:
-    """quant -> the OpenVINO peer's output (benchmarks/openvino_peer.py, "predict") on `ids`."""
+    """quant -> the OpenVINO peer's output (benchmarks/peers/openvino_peer.py, "predict") on `ids`."""
     ids_file = tmp / f"openvino_{source}_ids.npz"
     np.savez(ids_file, **ids)
     outputs = {}
@@ -364,7 +364,7 @@ def served_overhead_notes(p50: dict) -> list[str]:
 
 
 OPENVINO_NOTE = (
-    "OpenVINO (benchmarks/openvino_peer.py): CPU plugin, INFERENCE_PRECISION_HINT f32; int8 = "
+    "OpenVINO (benchmarks/peers/openvino_peer.py): CPU plugin, INFERENCE_PRECISION_HINT f32; int8 = "
     "NNCF post-training static quantization (`nncf.quantize`, model_type TRANSFORMER: int8 "
     "weights and activations, SmoothQuant and bias correction) calibrated on the first {n} SST-2 "
     "train sentences, each at its own length. 'our SavedModel' converts the `encoded` signature "

@@ -20,7 +20,7 @@ Contenders (MiniLM-L6-H384, `--init_checkpoint=minilm_l6_h384_uncased`, real wei
 - the peers at the same settings (SST-2, the same sentences, batch 32, length 128, one epoch):
   keras-hub's BertTextClassifier on the same weights (`KERAS_HUB_FIT`: `fit` on inputs padded to
   128, as its preprocessor pads), float32 and mixed_bfloat16; the Hugging Face Trainer
-  (`benchmarks/hf_glue_peer.py`, batches cut to their longest row, run_glue.py's default), float32
+  (`benchmarks/peers/hf_glue_peer.py`, batches cut to their longest row, run_glue.py's default), float32
   and `--bf16` autocast, run by `$KERAS_BERT_PEER_PYTHON` (torch, transformers, accelerate;
   skipped with its reason when absent);
 - `python -m export` SavedModel, `--tflite` (LiteRT float32) and `--quantize=int8` (LiteRT int8).
@@ -99,7 +99,7 @@ def commands(work_dir: str, data_dir: str, squad_questions: int, sst2_examples: 
     ]
     hf = [
         common.peer_python(),
-        "benchmarks/hf_glue_peer.py",
+        "benchmarks/peers/hf_glue_peer.py",
         f"--model_dir={common.model_dir()}",
         f"--data_dir={os.path.join(data_dir, 'glue', 'sst2')}",
         "--max_seq_length=128",

@@ -375,7 +375,7 @@ def set_threads_from_env() -> None:
 
 
 def serve_peer(load: Callable[[dict], tuple[Callable[[], object], Callable[[], object]]]) -> None:
-    """The child side of the peer line protocol (benchmarks/torch_peer.py): reads JSON commands
+    """The child side of the peer line protocol (benchmarks/peers/torch_peer.py): reads JSON commands
     from stdin; {"cmd": "run", "key": k} calls job k's setup, then times its run and answers
     {"seconds": s}; {"cmd": "quit"} stops; any other command is `load(msg)` -> (setup, run), two
     zero-argument callables stored under msg["key"], answered {"ok": true}. Library output goes
@@ -403,7 +403,7 @@ def serve_peer(load: Callable[[dict], tuple[Callable[[], object], Callable[[], o
 
 
 class ChildPeer:
-    """A contender in a child process speaking the line protocol of benchmarks/torch_peer.py."""
+    """A contender in a child process speaking the line protocol of benchmarks/peers/torch_peer.py."""
 
     def __init__(self, module: str, *args: str, python: str | None = None):
         """Starts `python -m module *args` (default: this interpreter) in the repository root."""
@@ -512,30 +512,30 @@ def peer_python() -> str:
 
 
 class TorchPeer(ChildPeer):
-    """The PyTorch peer in a child process (see benchmarks/torch_peer.py for why and how), run by
+    """The PyTorch peer in a child process (see benchmarks/peers/torch_peer.py for why and how), run by
     `peer_python()`."""
 
     def __init__(self):
-        super().__init__("benchmarks.torch_peer", str(model_dir()), python=peer_python())
+        super().__init__("benchmarks.peers.torch_peer", str(model_dir()), python=peer_python())
 
 
 class OnnxRuntimePeer(ChildPeer):
     """Hugging Face's BertModel exported to ONNX and run by ONNX Runtime, in a child process run
-    by `peer_python()` (benchmarks/ort_peer.py)."""
+    by `peer_python()` (benchmarks/peers/ort_peer.py)."""
 
     def __init__(self):
-        super().__init__("benchmarks.ort_peer", str(model_dir()), python=peer_python())
+        super().__init__("benchmarks.peers.ort_peer", str(model_dir()), python=peer_python())
 
 
 class OpenVinoPeer(ChildPeer):
     """OpenVINO on CPU, float32 and NNCF int8, of our export and of Hugging Face's BertModel, in a
-    child process run by `peer_python()` (benchmarks/openvino_peer.py)."""
+    child process run by `peer_python()` (benchmarks/peers/openvino_peer.py)."""
 
     def __init__(self, export_dir: str | pathlib.Path, calibration_npz: str | pathlib.Path):
         """`export_dir`: a `Task.export` version directory; `calibration_npz`: our int8
         calibration features (`featurize` of real sentences)."""
         super().__init__(
-            "benchmarks.openvino_peer",
+            "benchmarks.peers.openvino_peer",
             str(model_dir()),
             str(export_dir),
             str(calibration_npz),
@@ -545,10 +545,10 @@ class OpenVinoPeer(ChildPeer):
 
 class TensorFlowPeer(ChildPeer):
     """Our encoder in a child process with `intra_op` / `inter_op` TensorFlow threads
-    (benchmarks/tf_peer.py)."""
+    (benchmarks/peers/tf_peer.py)."""
 
     def __init__(self, intra_op: int, inter_op: int):
-        super().__init__("benchmarks.tf_peer", str(intra_op), str(inter_op))
+        super().__init__("benchmarks.peers.tf_peer", str(intra_op), str(inter_op))
 
 
 def _python_has(python: str, modules: Sequence[str]) -> str | None:
@@ -593,7 +593,7 @@ def torch_or_none():
 
 def onnxruntime_or_none(python: str | None = None) -> str | None:
     """`python` (default `peer_python()`) if it imports onnxruntime, torch, transformers and onnx
-    (what benchmarks/ort_peer.py needs), else None with a one-line message."""
+    (what benchmarks/peers/ort_peer.py needs), else None with a one-line message."""
     python = python or peer_python()
     error = _python_has(python, ("onnxruntime", "torch", "transformers", "onnx"))
     if error:
@@ -610,7 +610,7 @@ OPENVINO_PEER_MODULES = ("openvino", "nncf", "tensorflow", "torch", "transformer
 
 def openvino_or_none(python: str | None = None) -> str | None:
     """`python` (default `peer_python()`) if it imports `OPENVINO_PEER_MODULES` (what
-    benchmarks/openvino_peer.py needs), else None with a one-line message."""
+    benchmarks/peers/openvino_peer.py needs), else None with a one-line message."""
     python = python or peer_python()
     error = _python_has(python, OPENVINO_PEER_MODULES)
     if error:

@@ -34,7 +34,7 @@ PROGRAM = re.compile(
 FLAG = re.compile(r"(?<![\w-])--([a-z][a-z0-9_]*)")
 SCRIPT_VARS = re.compile(r"((?:[A-Z][A-Z0-9_]*=\S*\s+)+)bash\s+(scripts/\w+\.sh)")
 # Programs that need a peer's own environment (PyTorch, transformers): not importable here.
-PEER_PROGRAMS = {"benchmarks/hf_squad_peer.py"}
+PEER_PROGRAMS = {"benchmarks/peers/hf_squad_peer.py"}
 
 
 def command_lines(text: str):

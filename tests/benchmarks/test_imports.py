@@ -15,9 +15,9 @@ IMPORTED_BY_TESTS = (
     "bench_server_memory",
     "common",
     "learning_curves",
-    "openvino_peer",
+    "peers.openvino_peer",
     "soak",
-    "squad_task_to_hf",
+    "peers.squad_task_to_hf",
 )
 
 

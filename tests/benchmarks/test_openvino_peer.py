@@ -1,4 +1,4 @@
-"""The OpenVINO peer (benchmarks/openvino_peer.py) and its rows in bench_litert: the skip where the
+"""The OpenVINO peer (benchmarks/peers/openvino_peer.py) and its rows in bench_litert: the skip where the
 peer interpreter lacks openvino (the CI case), the checks and table logic with exact values, and,
 only where the peer interpreter has openvino, a real conversion of a tiny export."""
 
@@ -9,7 +9,8 @@ import pytest
 from absl import flags
 from absl.testing import flagsaver
 
-from benchmarks import bench_litert, common, openvino_peer
+from benchmarks import bench_litert, common
+from benchmarks.peers import openvino_peer
 
 SKIP_MESSAGE = (
     "OpenVINO peer skipped: ImportError: no openvino in this interpreter (optional, in the "

@@ -1,4 +1,4 @@
-"""benchmarks/squad_task_to_hf.py: a SQuAD task written as a BertForQuestionAnswering directory
+"""benchmarks/peers/squad_task_to_hf.py: a SQuAD task written as a BertForQuestionAnswering directory
 holds the task's encoder, its span head in transformers' layout, vocabulary and casing."""
 
 import json
@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 import safetensors.numpy
 
-from benchmarks.squad_task_to_hf import QA_BIAS, QA_WEIGHT, write_squad_task_hf
+from benchmarks.peers.squad_task_to_hf import QA_BIAS, QA_WEIGHT, write_squad_task_hf
 from keras_bert.checkpoints.saver import save_encoder
 from tests.tasks.test_span_question_answerer import VOCAB, tiny_task
 from tests.evaluation.tiny_task import randomized

@@ -1,14 +1,14 @@
-"""Data and scoring for the PyTorch NER peer (`benchmarks/hf_ner_peer.py`), in the project venv.
+"""Data and scoring for the PyTorch NER peer (`benchmarks/peers/hf_ner_peer.py`), in the project venv.
 
 Two modes, both on OUR reader and OUR scorer, so the peer and `recipes/run_ner.py` train on the
 same sentences and tags and are scored the same way:
 
     # write: train.json, valid.json, test.json (JSON lines) + data_info.json
-    python -m benchmarks.ner_peer_data --data_dir=$KERAS_BERT_DATA_DIR/conll2003 \
+    python -m benchmarks.peers.ner_peer_data --data_dir=$KERAS_BERT_DATA_DIR/conll2003 \
         --output_dir=runs/ner_peer/data
 
     # score: the peer's predictions for one split -> metrics JSON
-    python -m benchmarks.ner_peer_data --mode=score --gold_file=runs/ner_peer/data/valid.json \
+    python -m benchmarks.peers.ner_peer_data --mode=score --gold_file=runs/ner_peer/data/valid.json \
         --predictions_file=runs/ner_peer/out/predictions_valid.json \
         --metrics_file=runs/ner_peer/out/metrics_valid.json [--max_examples=N]
 

@@ -1,15 +1,15 @@
-"""Data and scoring for the PyTorch SQuAD peer (`benchmarks/hf_squad_peer.py`), in the project venv.
+"""Data and scoring for the PyTorch SQuAD peer (`benchmarks/peers/hf_squad_peer.py`), in the project venv.
 
 Two modes, both on OUR split and OUR scorer, so the peer and `recipes/run_squad.py
 --holdout_fraction=F` train on the same questions and are scored on the same questions by the
 same official evaluators:
 
     # split: train.json (first titles) and heldout.json (last F of the titles)
-    python -m benchmarks.squad_peer_data --input_file=dev-v1.1.json --holdout_fraction=0.5 \
+    python -m benchmarks.peers.squad_peer_data --input_file=dev-v1.1.json --holdout_fraction=0.5 \
         --output_dir=runs/squad_peer/data [--version_2_with_negative]
 
     # score: the peer's predictions for the held-out part -> metrics.json
-    python -m benchmarks.squad_peer_data --mode=score --input_file=dev-v1.1.json \
+    python -m benchmarks.peers.squad_peer_data --mode=score --input_file=dev-v1.1.json \
         --holdout_fraction=0.5 --predictions_dir=runs/squad_peer/v1 [--version_2_with_negative] \
         [--max_eval_examples=N]
 

@@ -19,13 +19,13 @@ Follows transformers' `examples/pytorch/question-answering/run_qa.py` and `utils
   to the n-best; the answer is empty when null score - best non-null score >
   --null_score_diff_threshold.
 
-    python -m benchmarks.squad_peer_data --input_file=dev-v1.1.json --holdout_fraction=0.5 \
+    python -m benchmarks.peers.squad_peer_data --input_file=dev-v1.1.json --holdout_fraction=0.5 \
         --output_dir=runs/squad_peer/data
-    taskset -c 1 /path/to/torchenv/bin/python benchmarks/hf_squad_peer.py --model_dir=CKPT \
+    taskset -c 1 /path/to/torchenv/bin/python benchmarks/peers/hf_squad_peer.py --model_dir=CKPT \
         --train_file=runs/squad_peer/data/train.json \
         --validation_file=runs/squad_peer/data/heldout.json --learning_rate=1e-4 \
         --num_train_epochs=1 --warmup_ratio=0.1 --bf16 --threads=1 --output_dir=runs/squad_peer/v1
-    python -m benchmarks.squad_peer_data --mode=score --input_file=dev-v1.1.json \
+    python -m benchmarks.peers.squad_peer_data --mode=score --input_file=dev-v1.1.json \
         --holdout_fraction=0.5 --predictions_dir=runs/squad_peer/v1
 
 Where run_qa.py differs from our recipe (kept, since this is the peer as users run it):
@@ -39,7 +39,7 @@ is the Trainer default (fused torch AdamW on torch >= 2.8) with epsilon 1e-8 in 
 
 Writes to --output_dir: predictions.json, null_odds.json and best_non_null_predictions.json
 (v2.0; the second is an addition for our threshold sweep), peer_metrics.json (train/predict
-seconds, windows, windows per second). Scores come from `benchmarks.squad_peer_data
+seconds, windows, windows per second). Scores come from `benchmarks.peers.squad_peer_data
 --mode=score` (our official-evaluator wrapper), not from here.
 """
 

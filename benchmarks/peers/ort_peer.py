@@ -20,9 +20,9 @@ Needs torch, transformers, onnx and onnxruntime in the interpreter that runs it 
 uses `$KERAS_BERT_PEER_PYTHON`, default its own interpreter); started, with the repository root
 as working directory, as
 
-    python -m benchmarks.ort_peer HF_MODEL_DIR
+    python -m benchmarks.peers.ort_peer HF_MODEL_DIR
 
-Same line protocol as benchmarks/torch_peer.py (one JSON object per line, both ways):
+Same line protocol as benchmarks/peers/torch_peer.py (one JSON object per line, both ways):
   {"cmd": "encoder", "quant": "float32"|"int8", "batch": B, "seq": T, "threads": N}
                                                               -> {"ok": true}  (session, input)
   {"cmd": "run", "key": str}                                  -> {"seconds": float}  (one run)
@@ -47,7 +47,7 @@ ONNX_INPUTS = {
 
 def export_float32_onnx(model_dir: str, path: pathlib.Path) -> None:
     """Writes `path`: `transformers.BertModel` of `model_dir` through `torch.onnx.export` as the
-    module docstring describes `model.onnx` (also the file benchmarks/openvino_peer.py converts
+    module docstring describes `model.onnx` (also the file benchmarks/peers/openvino_peer.py converts
     for its Hugging Face contenders)."""
     import torch
     import transformers

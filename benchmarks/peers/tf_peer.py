@@ -3,9 +3,9 @@
 TensorFlow sizes its intra-op and inter-op pools once per process, so "ours with one thread"
 (the setting a latency-bound batch-1 server uses, cf. `python -m serving.server
 --tensorflow_intra_op_parallelism=1`) cannot share the parent's process. Same line protocol as
-benchmarks/torch_peer.py; started as
+benchmarks/peers/torch_peer.py; started as
 
-    python -m benchmarks.tf_peer INTRA_OP_THREADS INTER_OP_THREADS
+    python -m benchmarks.peers.tf_peer INTRA_OP_THREADS INTER_OP_THREADS
 
   {"cmd": "encoder", "stack": "ours"|"keras-hub", "dtype": "float32"|"bfloat16", "batch": B,
    "seq": T}                                                             -> {"ok": true}

@@ -12,7 +12,7 @@ max_grad_norm 1.0, linear decay to 0 after --warmup_ratio of the steps, shuffled
 last partial one kept). `--bf16` is `TrainingArguments(bf16=True)` on the CPU, i.e. accelerate's
 `torch.autocast("cpu", torch.bfloat16)` (peer_timing.json records the classifier's output dtype
 seen in training). Needs torch, transformers and accelerate; never imports TensorFlow or
-keras_bert (the data and the scorer are `benchmarks/ner_peer_data.py`'s).
+keras_bert (the data and the scorer are `benchmarks/peers/ner_peer_data.py`'s).
 
 Differences from the script, so that every word is scored as our recipe scores it: predictions
 are one tag per word of every sentence (the tag at the word's first piece; a word with no piece
@@ -26,15 +26,15 @@ windows (training and prediction) where this truncates; it evaluates dev after e
 those evaluations); its defaults are warmup 0.1 and weight decay 0.01 (pass --warmup_ratio=0.1
 --weight_decay=0.01 here to match them), and its AdamW epsilon is 1e-6 (Trainer: 1e-8).
 
-    python -m benchmarks.ner_peer_data --data_dir=$KERAS_BERT_DATA_DIR/conll2003 --output_dir=D
-    taskset -c 1 <torch venv>/bin/python benchmarks/hf_ner_peer.py --model_dir=$MODEL \
+    python -m benchmarks.peers.ner_peer_data --data_dir=$KERAS_BERT_DATA_DIR/conll2003 --output_dir=D
+    taskset -c 1 <torch venv>/bin/python benchmarks/peers/hf_ner_peer.py --model_dir=$MODEL \
         --train_file=D/train.json --validation_file=D/valid.json --test_file=D/test.json \
         --max_seq_length=128 --per_device_train_batch_size=32 --learning_rate=5e-5 \
         --num_train_epochs=3 --bf16 --threads=1 --output_dir=OUT
 
 Writes to --output_dir: `predictions_valid.json` / `predictions_test.json` (JSON lines
 `{"tokens", "pred_tags", "cut_words"}`, one per sentence; score them with
-`python -m benchmarks.ner_peer_data --mode=score`), `peer_timing.json` (train seconds, train
+`python -m benchmarks.peers.ner_peer_data --mode=score`), `peer_timing.json` (train seconds, train
 sentences, sentences per second = train sentences x epochs / train seconds, steps, settings,
 versions) and `labels.json`. Progress: one plain line every --log_steps optimizer steps.
 """

@@ -11,7 +11,7 @@ Sources, converted once per process on first use:
   table OpenVINO finds uninitialised ("HashTableV2 ... Variable or resource `hash_table` is not
   initialized"), and `read_model(model.tflite)` stops at the BITCAST ops of the integer-bit head
   transposes.
-- "hf": `model.onnx` of benchmarks/ort_peer.py (`export_float32_onnx`: torch.onnx.export of
+- "hf": `model.onnx` of benchmarks/peers/ort_peer.py (`export_float32_onnx`: torch.onnx.export of
   `transformers.BertModel` from HF_MODEL_DIR, output `last_hidden_state` [B, T, H]) through
   `openvino.convert_model`: the encoder alone, as the ONNX Runtime peer runs it.
 Quantizations: "float32" as converted; "int8" by NNCF post-training static quantization,
@@ -24,9 +24,9 @@ behind a float32 or int8 label) and `INFERENCE_NUM_THREADS` N (0 = OpenVINO's de
 Needs openvino, nncf, tensorflow, torch, transformers and onnx in the interpreter that runs it
 (`$KERAS_BERT_PEER_PYTHON`); started, with the repository root as working directory, as
 
-    python -m benchmarks.openvino_peer HF_MODEL_DIR EXPORT_DIR CALIBRATION_NPZ
+    python -m benchmarks.peers.openvino_peer HF_MODEL_DIR EXPORT_DIR CALIBRATION_NPZ
 
-Line protocol of benchmarks/torch_peer.py (`common.serve_peer`), commands:
+Line protocol of benchmarks/peers/torch_peer.py (`common.serve_peer`), commands:
   {"cmd": "encoder", "source": "ours"|"hf", "quant": "float32"|"int8", "batch": B, "seq": T,
    "threads": N}                                  -> {"ok": true}   (compiled model, fixed input)
   {"cmd": "predict", "source": ..., "quant": ..., "threads": N, "ids": IN_NPZ, "out": OUT_NPZ}
@@ -61,7 +61,7 @@ def check_job(msg: dict) -> None:
 def calibration_items(features: dict, source: str) -> list[dict]:
     """One feed dict per row of `features` (our int32 [N, T] arrays), cut to the row's real
     length (its `input_mask` sum), batch 1, under the input names of `source`'s model."""
-    from benchmarks.ort_peer import onnx_feeds
+    from benchmarks.peers.ort_peer import onnx_feeds
 
     items = []
     for i, length in enumerate(features["input_mask"].sum(axis=1)):
@@ -109,7 +109,7 @@ def convert_hf(model_dir: str, tmp: pathlib.Path):
     """openvino.Model of ort_peer's model.onnx of HF_MODEL_DIR."""
     import openvino as ov
 
-    from benchmarks.ort_peer import export_float32_onnx
+    from benchmarks.peers.ort_peer import export_float32_onnx
 
     path = tmp / "model.onnx"
     export_float32_onnx(model_dir, path)
@@ -118,7 +118,7 @@ def convert_hf(model_dir: str, tmp: pathlib.Path):
 
 def feeds_for(features: dict, source: str) -> dict:
     """Our int32 features as the inputs of `source`'s model."""
-    from benchmarks.ort_peer import onnx_feeds
+    from benchmarks.peers.ort_peer import onnx_feeds
 
     return onnx_feeds(features) if source == "hf" else features
 

@@ -1,15 +1,15 @@
 """A trained SQuAD task as a transformers `BertForQuestionAnswering` directory, for cross-evaluation.
 
-The PyTorch peer (`benchmarks/hf_squad_peer.py`) predicts with any such directory when it is
+The PyTorch peer (`benchmarks/peers/hf_squad_peer.py`) predicts with any such directory when it is
 given no --train_file. Run on our trained weights, it answers the question "is a gap between the
 two recipes in training, or in windowing and post-processing?": our model scored through the
 peer's windows, n-best pairing and text extraction against the same model scored by
 `run_squad.py` (docs/squad.md, "Equal optimizer steps").
 
-    python -m benchmarks.squad_task_to_hf --model_dir=runs/squad_v1 --output_dir=runs/squad_v1_hf
-    <torch venv>/bin/python benchmarks/hf_squad_peer.py --model_dir=runs/squad_v1_hf \
+    python -m benchmarks.peers.squad_task_to_hf --model_dir=runs/squad_v1 --output_dir=runs/squad_v1_hf
+    <torch venv>/bin/python benchmarks/peers/hf_squad_peer.py --model_dir=runs/squad_v1_hf \
         --validation_file=<squad_peer_data heldout.json> --output_dir=runs/squad_v1_hf_scored
-    python -m benchmarks.squad_peer_data --mode=score --input_file=... --holdout_fraction=0.5 \
+    python -m benchmarks.peers.squad_peer_data --mode=score --input_file=... --holdout_fraction=0.5 \
         --predictions_dir=runs/squad_v1_hf_scored
 
 Files: the encoder through `save_encoder(format="huggingface")` (BertModel names, which

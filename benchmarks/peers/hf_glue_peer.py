@@ -53,7 +53,7 @@ weights and train at least --min_train_steps=100 steps; our evaluation batch is 
 same seed; our recipe has no time budget, so its wall time includes its evaluations unless the
 caller subtracts them.
 
-    taskset -c 1 <torch venv>/bin/python benchmarks/hf_glue_peer.py --model_dir=$MODEL \
+    taskset -c 1 <torch venv>/bin/python benchmarks/peers/hf_glue_peer.py --model_dir=$MODEL \
         --data_dir=$KERAS_BERT_DATA_DIR/glue/sst2 --max_seq_length=64 \
         --per_device_train_batch_size=32 --learning_rate=1e-4 --num_train_epochs=1 \
         --warmup_ratio=0.1 --weight_decay=0.01 --eval_steps=500 --max_train_seconds=1800 \

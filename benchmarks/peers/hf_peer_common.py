@@ -2,7 +2,7 @@
 share: their `Trainer` hyperparameter flags and the `TrainingArguments` they all set alike.
 
 The peers run as scripts in the torch environment (`<torch venv>/bin/python
-benchmarks/hf_glue_peer.py ...`), so they import this file as a sibling module (`import
+benchmarks/peers/hf_glue_peer.py ...`), so they import this file as a sibling module (`import
 hf_peer_common`: a script's own folder is on `sys.path`). Like them it never imports TensorFlow or
 keras_bert; `project_fileio` loads the project's file module alone, for its rules on reading and
 writing files (JSON Lines split at "\n" only).
@@ -14,7 +14,7 @@ import argparse
 import importlib.util
 import pathlib
 
-_FILEIO = pathlib.Path(__file__).resolve().parents[1] / "keras_bert" / "fileio.py"
+_FILEIO = pathlib.Path(__file__).resolve().parents[2] / "keras_bert" / "fileio.py"
 
 
 def project_fileio():
