@@ -87,9 +87,7 @@ def open_model(path, server_model_name):
 
 def read_data(info, text_column, text_b_column):
     try:
-        if info.task_type in evidence_pack.READERS:  # CoNLL, SQuAD JSON, SWAG CSV
-            return evidence_pack.READERS[info.task_type](FLAGS.data, info, FLAGS.slice_column)
-        return evidence_pack.read_eval_data(
+        return evidence_pack.read_data(
             FLAGS.data,
             info,
             text_column,
@@ -105,7 +103,7 @@ def read_behaviour_tests(info):
     """--behaviour_tests' tests for a model with `info`'s labels (None without the flag)."""
     if not FLAGS.behaviour_tests:
         return None
-    refusal = behaviour.template_tests_refusal(info.task_type)
+    refusal = evidence_pack.template_tests_refusal(info.task_type)
     if refusal:
         fail_usage(f"--behaviour_tests: {refusal}")
     try:
@@ -122,7 +120,7 @@ def evaluate_one(predictor, data=None, tests=None):
     result = evidence_pack.evaluate(
         predictor, data, FLAGS.batch_size, FLAGS.machine_cost_per_hour, FLAGS.progress
     )
-    result["behaviour"] = behaviour.run_predictor(
+    result["behaviour"] = evidence_pack.run_predictor(
         predictor, data, tests, FLAGS.invariance_rows, FLAGS.seed, FLAGS.batch_size
     )
     if result["behaviour"] is None:
@@ -245,15 +243,12 @@ def add_pack_records(metrics, data, models, gate=None):
     if FLAGS.train_data:
         task_type = (metrics.get("model") or metrics["models"]["a"])["task_type"]
         try:
-            if task_type in evidence_pack.TRAIN_TEXTS:  # the family's own training format
-                texts = evidence_pack.TRAIN_TEXTS[task_type](FLAGS.train_data)
-                metrics["leakage"] = {"train_file": FLAGS.train_data} | data_health.leakage(
-                    texts, data.joined_texts
-                )
-            else:
-                metrics["leakage"] = data_health.train_leakage(
-                    FLAGS.train_data, FLAGS.text_column, FLAGS.text_b_column, data.joined_texts
-                )
+            texts = evidence_pack.train_texts(  # in the format of the kind's training files
+                FLAGS.train_data, task_type, FLAGS.text_column, FLAGS.text_b_column
+            )
+            metrics["leakage"] = {"train_file": FLAGS.train_data} | data_health.leakage(
+                texts, data.joined_texts
+            )
         except (ValueError, FileNotFoundError) as e:
             fail_usage(f"--train_data: {e}")
     metrics["provenance"] = provenance.pack_provenance(data, models, ["python", *sys.argv])

@@ -26,13 +26,10 @@ order, values in the given order); `text_b` (optional) is the second segment of 
   (default 0).
 
 Family-independent in form: a test needs a `predict(texts, texts_b) -> probabilities [N, C]`.
-Other families (`FAMILY_INVARIANCE`) run the same perturbations through `invariance_of`, which
-compares any outcome: NER (`ner_invariance`) perturbs each sentence (words joined by a space) and
-a row fails when the predicted entities change (spans and types over the words both taggings
-have, `same_entities`); multiple choice (`multiple_choice_invariance`) perturbs the context, keeps
-the endings, and a row fails when the chosen ending changes; span QA (`span_qa_invariance`)
-perturbs the question, keeps the context, and a row fails when the answer text changes (no name
-swap there: it would change what is asked). Template tests are for classifiers.
+Other task kinds run the same perturbations through `invariance_of`, which compares any outcome;
+each kind's own invariance tests (`kinds.EvidenceKind.invariance`: NER, span QA, multiple choice)
+and the choice of which kinds take template tests (classifiers) live in its module under
+`kinds/`; `evidence_pack.run_predictor` runs them.
 """
 
 from __future__ import annotations
@@ -42,10 +39,8 @@ import random
 import re
 
 import numpy as np
-from seqeval.metrics.sequence_labeling import get_entities
 
 from keras_bert import fileio
-from keras_bert.data.conll import to_iob2
 
 NAMES = (
     "John Mary James Anna Michael Sarah David Emma Robert Laura Maria Ahmed Wei Priya Carlos "
@@ -311,112 +306,6 @@ def run_behaviour(predict, texts, texts_b, label_names, tests=None, rows=INVARIA
         b = None if texts_b is None else texts_b[:rows]
         results += invariance_tests(predict, texts[:rows], b, label_names, seed)
     return results + template_tests(predict, tests or [], label_names)
-
-
-def entity_spans(tags) -> list:
-    """(type, first word, last word) of each entity of a tag sequence (IOB1 or IOB2)."""
-    return get_entities(to_iob2(list(tags)))
-
-
-def same_entities(before, after) -> bool:
-    """Whether two taggings of a sentence and its perturbation hold the same entities (spans and
-    types) over the words both have (removing or adding a final "." changes the word count)."""
-    n = min(len(before), len(after))
-    return entity_spans(before[:n]) == entity_spans(after[:n])
-
-
-def show_entities(tags) -> str:
-    """ "PER 0-1, LOC 4" (type, word span), or "no entity"."""
-    spans = [f"{k} {s}" if s == e else f"{k} {s}-{e}" for k, s, e in entity_spans(tags)]
-    return ", ".join(spans) or "no entity"
-
-
-def ner_invariance(predictor, data, rows=INVARIANCE_ROWS, seed=0, batch_size=32) -> list[dict]:
-    """`invariance_of` a tagger on the first `rows` sentences: a row fails when the predicted
-    entities (spans and types, `same_entities`) change."""
-
-    def tags(_, texts):
-        out = predictor.run_inputs({"text": texts}, batch_size, progress=False)[0]
-        return [
-            tuple(t.decode() if isinstance(t, bytes) else str(t) for t in row[:n])
-            for row, n in zip(out["tags"], out["num_words"])
-        ]
-
-    return invariance_of(tags, data.inputs["text"][:rows], seed, same_entities, show_entities)
-
-
-def multiple_choice_invariance(
-    predictor, data, rows=INVARIANCE_ROWS, seed=0, batch_size=32
-) -> list[dict]:
-    """`invariance_of` a multiple-choice model on the first `rows` contexts (the endings kept): a
-    row fails when the chosen ending changes."""
-    endings = data.inputs["endings"]
-
-    def chosen(rows_, contexts):
-        inputs = {"context": contexts, "endings": [endings[i] for i in rows_]}
-        out = predictor.run_inputs(inputs, batch_size, progress=False)[0]
-        return [int(k) for k in np.asarray(out["probabilities"]).argmax(1)]
-
-    return invariance_of(chosen, data.inputs["context"][:rows], seed, show=lambda k: f"ending {k}")
-
-
-def span_qa_invariance(predictor, data, rows=INVARIANCE_ROWS, seed=0, batch_size=32) -> list[dict]:
-    """`invariance_of` a span QA model on the first `rows` questions (the contexts kept): a row
-    fails when the answer text changes (an answer becoming "no answer" included). "name swap" is
-    not run: a name changed in the question alone changes what is asked."""
-    contexts = data.inputs["context"]
-
-    def answers(rows_, questions):
-        inputs = {"question": questions, "context": [contexts[i] for i in rows_]}
-        out = predictor.run_inputs(inputs, batch_size, progress=False)[0]
-        return [t.decode() if isinstance(t, bytes) else str(t) for t in out["answer_text"]]
-
-    return invariance_of(
-        answers,
-        data.inputs["question"][:rows],
-        seed,
-        show=lambda a: repr(a) if a else "no answer",
-        perturbations=[n for n in PERTURBATIONS if n != "name swap"],
-    )
-
-
-# task_type -> invariance tests of a predictor on an EvalData (no template tests: they name a
-# classifier's labels).
-FAMILY_INVARIANCE = {
-    "token_classification": ner_invariance,
-    "multiple_choice": multiple_choice_invariance,
-    "span_question_answering": span_qa_invariance,
-}
-
-
-def template_tests_refusal(task_type: str) -> str | None:
-    """Why a model of `task_type` takes no template tests (None: a classifier, which does)."""
-    if task_type == "classification":
-        return None
-    gets = (
-        "the built-in invariance tests only (--invariance_rows)"
-        if task_type in FAMILY_INVARIANCE
-        else "no behavioural tests"
-    )
-    return f"template tests name a classifier's labels; a {task_type} model gets {gets}"
-
-
-def run_predictor(predictor, data, tests=None, rows=INVARIANCE_ROWS, seed=0, batch_size=32):
-    """`run_behaviour` of a classifier `predictor` (`predictors.Predictor`) on an
-    `evidence_pack.EvalData`; the invariance tests of an NER, span QA or multiple-choice model
-    (`FAMILY_INVARIANCE`, with rows > 0); None for other models."""
-    kind = predictor.info.task_type
-    if kind in FAMILY_INVARIANCE:
-        return FAMILY_INVARIANCE[kind](predictor, data, rows, seed, batch_size) if rows else None
-    if kind != "classification":
-        return None
-
-    def predict(texts, texts_b):
-        return predictor.run(texts, texts_b, batch_size, progress=False)[0]["probabilities"]
-
-    return run_behaviour(
-        predict, data.texts, data.texts_b, predictor.info.label_names, tests, rows, seed
-    )
 
 
 def compare_behaviour(a: list[dict], b: list[dict]) -> list[dict]:

@@ -104,13 +104,23 @@ def leakage(train_texts, heldout_texts, limit: int = LEAK_ROWS) -> dict:
     return {"train_examples": len(train_texts), **counts, "rows": rows}
 
 
-def train_leakage(train_path: str, text_column: str, text_b_column, heldout_texts) -> dict:
-    """`leakage` of the held-out texts against a training file's texts (same columns; a pair's
-    segments joined by a space, as `EvalData.joined_texts`), with "train_file".
+def table_texts(path: str, text_column: str, text_b_column) -> list[str]:
+    """A CSV / TSV / JSONL file's texts, a pair's segments joined by a space (as
+    `EvalData.joined_texts`).
 
     Raises:
         ValueError / FileNotFoundError: the file cannot be read (missing column, empty file).
     """
-    examples = text_files.read_text_file(train_path, text_column, text_b_column, None)
-    texts = [e.text_a if e.text_b is None else f"{e.text_a} {e.text_b}" for e in examples]
+    examples = text_files.read_text_file(path, text_column, text_b_column, None)
+    return [e.text_a if e.text_b is None else f"{e.text_a} {e.text_b}" for e in examples]
+
+
+def train_leakage(train_path: str, text_column: str, text_b_column, heldout_texts) -> dict:
+    """`leakage` of the held-out texts against a training file's texts (same columns,
+    `table_texts`), with "train_file".
+
+    Raises:
+        ValueError / FileNotFoundError: the file cannot be read (missing column, empty file).
+    """
+    texts = table_texts(train_path, text_column, text_b_column)
     return {"train_file": str(train_path)} | leakage(texts, heldout_texts)

@@ -2,8 +2,9 @@
 WordPiece tokenizer (`token_statistics`: pieces, truncation, [UNK]).
 
 Text classification and regression fill `examples` (InputExample: guid, text_a, text_b) and `gold`;
-the other task families (`ner_pack`, `span_qa_pack`, `multiple_choice_pack`) also give `inputs`
-(the serving signature's inputs per row) and `reference` (their own gold: tags, answers, choices).
+the other task kinds (`kinds/token_classification.py`, `kinds/span_question_answering.py`,
+`kinds/multiple_choice.py`) also give `inputs` (the serving signature's inputs per row) and
+`reference` (their own gold: tags, answers, choices).
 """
 
 from __future__ import annotations

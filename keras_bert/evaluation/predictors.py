@@ -20,7 +20,7 @@ model's `serving_default` on named inputs and returns its outputs as a dict of n
 `scores` float32 [B] (regression). The other task families take and give their own signature's
 tensors: NER `text` -> `tags` [B, W]; span QA `question`, `context` -> `answer_text`, `score`;
 multiple choice `context` [B], `endings` [B, C] -> `probabilities`, `choice`; an evaluator for
-their `task_type` reads them (see `evidence_pack.EVALUATORS`).
+their `task_type` reads them (see `kinds.EvidenceKind.evaluate`).
 
 `run(...)` / `run_inputs(...)` time every batch (wall seconds, end to end including tokenization and, for gRPC, the
 network) after one untimed warmup batch, so tracing and connection set-up are not counted.

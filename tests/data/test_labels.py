@@ -4,6 +4,7 @@ import pytest
 
 from keras_bert.data import labels
 from keras_bert.evaluation import evidence_pack as ep
+from keras_bert.evaluation.kinds import classification
 from keras_bert.evaluation.predictors import ModelInfo
 from keras_bert.training.families import distillation
 from keras_bert.training.families.classification import ClassifierArgs, load_task_data
@@ -83,7 +84,7 @@ def test_evaluate_reader(tmp_path):
     path = write_csv(tmp_path / "held.csv", MIXED)
     info = ModelInfo("m", "classification", NAMES, False, [], True, 16)
     with pytest.raises(ep.DataError) as e:
-        ep.read_eval_data(path, info)
+        classification.read_eval_data(path, info)
     assert str(e.value) == mixed_message(path)
 
 

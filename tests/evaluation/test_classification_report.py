@@ -7,8 +7,9 @@ from hypothesis import strategies as st
 from sklearn import metrics as skm
 
 from keras_bert.evaluation import classification_report as cr
-from keras_bert.evaluation import comparison, report_sections, report_writer
+from keras_bert.evaluation import comparison, report_writer
 from keras_bert.evaluation import metrics as glue_metrics
+from keras_bert.evaluation.kinds import classification
 
 NAMES = ["a", "b", "c"]
 GOLD = np.array([0, 0, 0, 0, 1, 1, 1, 2, 2, 2])
@@ -79,10 +80,10 @@ def test_a_class_absent_from_gold_and_predictions_is_listed_but_not_averaged():
     assert m["per_class"]["c"] == {"precision": 0.0, "recall": 0.0, "f1": 0.0, "support": 0}
     # The per-class table of the report: c listed with support 0, the macro row.
     shown = m | {"model": {"name": "m", "label_names": NAMES}}
-    markdown = report_writer.to_markdown("T", report_sections.per_class_blocks(shown))
+    markdown = report_writer.to_markdown("T", classification.per_class_blocks(shown))
     assert "| c | 0.0000 | 0.0000 | 0.0000 | 0 |" in markdown
     assert "| macro avg | 0.6667 | 0.6667 | 0.6667 | 6 |" in markdown
-    assert f"Legend: {report_sections.MACRO_LEGEND}" in markdown
+    assert f"Legend: {classification.MACRO_LEGEND}" in markdown
     # --compare's bootstrap point estimate and the fine-tuning metric.
     other = np.array([0, 0, 0, 1, 1, 1])
     boot = comparison.classification_bootstrap(ABSENT_GOLD, ABSENT_PRED, other, 3, samples=40)

@@ -10,6 +10,7 @@ from sklearn import metrics as skm
 from keras_bert.data.glue import InputExample
 from keras_bert.evaluation import comparison
 from keras_bert.evaluation import evidence_pack as ep
+from keras_bert.evaluation.kinds import classification
 from keras_bert.evaluation.predictors import ModelInfo
 from keras_bert.evaluation.report_writer import fmt, lookup
 from tests.evaluation.test_classification_report import GOLD, NAMES, PRED, probabilities
@@ -138,7 +139,9 @@ def _data_and_results():
     info = ModelInfo("m", "classification", NAMES, False, [], True, 16)
     results = []
     for pred in (PRED, PRED_B):
-        r = ep.evaluate_classification(data, {"probabilities": probabilities(GOLD, pred)}, info)
+        r = classification.evaluate_classification(
+            data, {"probabilities": probabilities(GOLD, pred)}, info
+        )
         r["model"] = {"name": "m", "label_names": NAMES, "task_type": "classification", "path": "p"}
         r["data"] = {"file": "f", "examples": 10}
         r["latency"] = {
@@ -200,7 +203,7 @@ def _regression_comparison(gold, scores_a, scores_b, samples):
     info = ModelInfo("r", "regression", [], False, [], True, 16)
     results = []
     for scores in (scores_a, scores_b):
-        r = ep.evaluate_regression(data, {"scores": scores}, info)
+        r = classification.evaluate_regression(data, {"scores": scores}, info)
         r["model"] = {"name": "r", "label_names": [], "task_type": "regression", "path": "p"}
         r["data"] = {"file": "f", "examples": n}
         r["latency"] = {k: 1.0 for k in comparison.LATENCY_KEYS} | {

@@ -7,6 +7,7 @@ import pytest
 
 from keras_bert.evaluation import evidence_pack as ep
 from keras_bert.evaluation import report_writer
+from keras_bert.evaluation.kinds import classification
 from keras_bert.evaluation.predictors import TaskPredictor
 from tests.evaluation.tiny_task import heldout_rows, tiny_classifier, write_jsonl
 
@@ -31,10 +32,12 @@ def test_data_errors_name_the_problem(tmp_path, predictor):
         match=r"missing key\(s\) \['sentence'\]; keys present: "
         r"\['label', 'source', 'text'\]",
     ):
-        ep.read_eval_data(write_jsonl(tmp_path / "a.jsonl", heldout_rows()), info, "sentence")
+        classification.read_eval_data(
+            write_jsonl(tmp_path / "a.jsonl", heldout_rows()), info, "sentence"
+        )
     (tmp_path / "empty.csv").write_text("text,label\n")
     with pytest.raises(ep.DataError, match="empty file"):
-        ep.read_eval_data(tmp_path / "empty.csv", info)
+        classification.read_eval_data(tmp_path / "empty.csv", info)
     rows = heldout_rows()
     rows[3]["label"] = "positive"
     with pytest.raises(
@@ -42,16 +45,18 @@ def test_data_errors_name_the_problem(tmp_path, predictor):
         match=r"a.jsonl: data row 3 \(0-based\): label 'positive' "
         r"is neither a label name nor an id; ",
     ):
-        ep.read_eval_data(write_jsonl(tmp_path / "a.jsonl", rows), info)
+        classification.read_eval_data(write_jsonl(tmp_path / "a.jsonl", rows), info)
     with pytest.raises(ep.DataError, match="takes one text"):
-        ep.read_eval_data(write_jsonl(tmp_path / "a.jsonl", heldout_rows()), info, "text", "source")
+        classification.read_eval_data(
+            write_jsonl(tmp_path / "a.jsonl", heldout_rows()), info, "text", "source"
+        )
 
 
 def test_evaluate_matches_the_task_and_sklearn(tmp_path, predictor):
     from sklearn.metrics import confusion_matrix, f1_score
 
     path = write_jsonl(tmp_path / "heldout.jsonl", heldout_rows())
-    data = ep.read_eval_data(path, predictor.info, slice_column="source")
+    data = classification.read_eval_data(path, predictor.info, slice_column="source")
     result = ep.evaluate(predictor, data, batch_size=5, machine_cost_per_hour=2.0, progress=False)
     expected = predictor.task.predict([r["text"] for r in heldout_rows()], batch_size=4)
     pred = expected.argmax(1)
@@ -110,7 +115,7 @@ def test_regression_evidence_by_hand():
         np.array([False] * 5 + [True]),
     )
     info = ModelInfo("reg", "regression", [], False, [], True, 16)
-    r = ep.evaluate_regression(data, {"scores": scores}, info)
+    r = classification.evaluate_regression(data, {"scores": scores}, info)
     assert r["headline"]["mse"] == pytest.approx((0.25 + 9.0) / 6)
     assert r["headline"]["mae"] == pytest.approx(3.5 / 6)
     assert [(f["guid"], f["abs_error"]) for f in r["failures"][:2]] == [("f-5", 3.0), ("f-0", 0.5)]

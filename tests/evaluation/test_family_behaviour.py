@@ -8,6 +8,9 @@ import pytest
 from keras_bert.data.conll import read_conll
 from keras_bert.evaluation import behaviour as bh
 from keras_bert.evaluation import evidence_pack as ep
+from keras_bert.evaluation.kinds import multiple_choice as mc
+from keras_bert.evaluation.kinds import span_question_answering as sqa
+from keras_bert.evaluation.kinds import token_classification as tc
 from keras_bert.evaluation.predictors import ModelInfo, TaskPredictor
 from tests.evaluation.tiny_task import CONLL
 
@@ -38,14 +41,14 @@ def test_the_shared_perturbations_on_sentences_and_contexts(name, text, expected
 
 def test_same_entities_compares_spans_and_types_over_the_common_words():
     before = ("B-PER", "O", "O", "B-LOC", "I-LOC", "O")
-    assert bh.same_entities(before, before[:5])  # final "." removed
-    assert bh.same_entities(before, before + ("O",))
-    assert not bh.same_entities(before, ("B-PER", "O", "O", "B-ORG", "I-ORG", "O"))  # type
-    assert not bh.same_entities(before, ("B-PER", "O", "O", "B-LOC", "O", "O"))  # boundary
-    assert not bh.same_entities(before, ("O",) * 6)
-    assert bh.same_entities(("I-PER", "O"), ("B-PER", "O"))  # IOB1 and IOB2 alike
-    assert bh.show_entities(before) == "PER 0, LOC 3-4"
-    assert bh.show_entities(("O",)) == "no entity"
+    assert tc.same_entities(before, before[:5])  # final "." removed
+    assert tc.same_entities(before, before + ("O",))
+    assert not tc.same_entities(before, ("B-PER", "O", "O", "B-ORG", "I-ORG", "O"))  # type
+    assert not tc.same_entities(before, ("B-PER", "O", "O", "B-LOC", "O", "O"))  # boundary
+    assert not tc.same_entities(before, ("O",) * 6)
+    assert tc.same_entities(("I-PER", "O"), ("B-PER", "O"))  # IOB1 and IOB2 alike
+    assert tc.show_entities(before) == "PER 0, LOC 3-4"
+    assert tc.show_entities(("O",)) == "no entity"
 
 
 class RulePredictor:
@@ -73,7 +76,7 @@ def rule_tags(inputs):
 
 def test_ner_failure_rates_equal_a_hand_count():
     data = ep.EvalData("x", [], None, None, None, None, None, None, None, {"text": SENTENCES})
-    results = {r["name"]: r for r in bh.ner_invariance(RulePredictor("ner", rule_tags), data)}
+    results = {r["name"]: r for r in tc.ner_invariance(RulePredictor("ner", rule_tags), data)}
     # typo (rows 0-2; "the cat sat" has no word of 4 letters): "Jhon" is not a name (PER ->
     # LOC), "Blackubrn" stays LOC, "byocott" is lower-case: 1 of 3.
     assert (results["typo"]["tested"], results["typo"]["failures"]) == (3, 1)
@@ -99,7 +102,7 @@ def test_multiple_choice_failure_rates_equal_a_hand_count():
     data = ep.EvalData(
         "x", [], None, None, None, None, None, None, None, {"context": contexts, "endings": endings}
     )
-    results = bh.multiple_choice_invariance(RulePredictor("multiple_choice", chooser), data)
+    results = mc.multiple_choice_invariance(RulePredictor("multiple_choice", chooser), data)
     rates = {r["name"]: (r["tested"], r["failures"]) for r in results}
     # Only punctuation moves the final "." (all 3 rows fail); typo changes rows 0-2, name swap
     # row 0, casing rows 0-2, none of them the "." .
@@ -137,7 +140,7 @@ def test_span_qa_failure_rates_equal_a_hand_count():
         None,
         {"question": questions, "context": contexts},
     )
-    results = bh.span_qa_invariance(RulePredictor("span_question_answering", answerer), data)
+    results = sqa.span_qa_invariance(RulePredictor("span_question_answering", answerer), data)
     rates = {r["name"]: (r["tested"], r["failures"]) for r in results}
     # typo keeps the first letter and the "?" (every question has a word of 4 letters): no
     # change; punctuation removes the "?" of rows 0-1 (answer -> "") and gives row 2 a "." (still
@@ -162,15 +165,15 @@ def test_tiny_tagger_failure_rates_equal_a_count_through_the_task(tmp_path, unca
     conll = tmp_path / "test.txt"
     conll.write_text(CONLL)
     tagger = TaskPredictor(tiny_tagger(uncased_vocab, seed=3), name="tagger")
-    data = ep.READERS["token_classification"](str(conll), tagger.info)
+    data = tc.read_ner_data(str(conll), tagger.info)
     texts = [" ".join(s.words) for s in read_conll(conll)]
-    for r in bh.run_predictor(tagger, data, rows=200):
+    for r in ep.run_predictor(tagger, data, rows=200):
         changed = [t for t in texts if bh.perturb(r["name"], t) != t]
         before = tagger.task.predict_texts(changed)
         after = tagger.task.predict_texts([bh.perturb(r["name"], t) for t in changed])
-        failures = sum(not bh.same_entities(b, a) for b, a in zip(before, after))
+        failures = sum(not tc.same_entities(b, a) for b, a in zip(before, after))
         assert (r["tested"], r["failures"]) == (len(changed), failures), r["name"]
-    assert bh.run_predictor(tagger, data, rows=0) is None
+    assert ep.run_predictor(tagger, data, rows=0) is None
 
 
 def test_tiny_reader_failure_rates_equal_a_count_through_the_task(tmp_path, uncased_vocab):
@@ -183,9 +186,9 @@ def test_tiny_reader_failure_rates_equal_a_count_through_the_task(tmp_path, unca
     path = tmp_path / "dev.json"
     path.write_text(json.dumps(squad_json(version_2=True)))
     reader = TaskPredictor(tiny_reader(uncased_vocab, seed=3), name="reader")
-    data = ep.READERS["span_question_answering"](str(path), reader.info)
+    data = sqa.read_squad_data(str(path), reader.info)
     questions, contexts = data.inputs["question"], data.inputs["context"]
-    results = bh.run_predictor(reader, data, rows=200)
+    results = ep.run_predictor(reader, data, rows=200)
     assert [r["name"] for r in results] == ["typo", "punctuation", "casing"]
     for r in results:
         rows = [i for i, q in enumerate(questions) if bh.perturb(r["name"], q) != q]
@@ -207,7 +210,7 @@ def test_tiny_reader_failure_rates_equal_a_count_through_the_task(tmp_path, unca
     ],
 )
 def test_template_tests_are_refused_for_other_families_with_what_they_get(task_type, gets):
-    assert bh.template_tests_refusal("classification") is None
-    assert bh.template_tests_refusal(task_type) == (
+    assert ep.template_tests_refusal("classification") is None
+    assert ep.template_tests_refusal(task_type) == (
         f"template tests name a classifier's labels; a {task_type} model gets {gets}"
     )

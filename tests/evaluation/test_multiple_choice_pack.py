@@ -7,8 +7,9 @@ import numpy as np
 import pytest
 
 from keras_bert.data.swag import read_swag
-from keras_bert.evaluation import comparison, multiple_choice_pack, report_sections, report_writer
+from keras_bert.evaluation import comparison, report_sections, report_writer
 from keras_bert.evaluation import evidence_pack as ep
+from keras_bert.evaluation.kinds import multiple_choice as multiple_choice_pack
 from keras_bert.evaluation.predictors import ModelInfo
 from tests.evaluation.tiny_task import SWAG_CSV
 
@@ -34,7 +35,7 @@ def test_pack_on_swag_rows(tmp_path, uncased_vocab):
     info = ModelInfo(
         "chooser", "multiple_choice", [], False, vocabulary, True, 16, {"num_choices": 4}
     )
-    data = ep.READERS["multiple_choice"](str(path), info, "gold-source")
+    data = multiple_choice_pack.read_swag_data(str(path), info, "gold-source")
     examples = read_swag(path)
     assert data.inputs == {
         "context": [e.context for e in examples],
@@ -68,9 +69,9 @@ def test_pack_on_swag_rows(tmp_path, uncased_vocab):
     assert "By position of the right choice" in (tmp_path / "report" / "report.md").read_text()
     with pytest.raises(ep.DataError, match="missing SWAG columns"):
         (tmp_path / "bad.csv").write_text("sent1,label\nx,0\n")
-        ep.READERS["multiple_choice"](str(tmp_path / "bad.csv"), info)
+        multiple_choice_pack.read_swag_data(str(tmp_path / "bad.csv"), info)
     with pytest.raises(ep.DataError, match="4 endings per row, the model takes 5"):
-        ep.READERS["multiple_choice"](
+        multiple_choice_pack.read_swag_data(
             str(path), dataclasses.replace(info, settings={"num_choices": 5})
         )
 

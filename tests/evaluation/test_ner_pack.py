@@ -7,8 +7,9 @@ import pytest
 from seqeval import metrics as sm
 
 from keras_bert.data.conll import read_conll
-from keras_bert.evaluation import comparison, ner_pack, report_sections, report_writer
+from keras_bert.evaluation import comparison, report_sections, report_writer
 from keras_bert.evaluation import evidence_pack as ep
+from keras_bert.evaluation.kinds import token_classification as ner_pack
 from keras_bert.evaluation.predictors import ModelInfo
 from tests.evaluation.tiny_task import CONLL, NER_TAGS
 
@@ -76,7 +77,7 @@ def test_pack_equals_seqeval_on_the_predicted_tags(tmp_path, uncased_vocab):
     path.write_text(CONLL)
     vocabulary = uncased_vocab.read_text(encoding="utf-8").split("\n")[:-1]
     info = ModelInfo("tagger", "token_classification", NER_TAGS, False, vocabulary, True, 16)
-    data = ep.READERS["token_classification"](str(path), info)
+    data = ner_pack.read_ner_data(str(path), info)
     sentences = read_conll(path)
     gold = [list(s.tags) for s in sentences]  # IOB2, as training reads them
     assert data.reference["tags"] == gold and len(data.examples) == 6
@@ -125,7 +126,7 @@ def test_pack_equals_seqeval_on_the_predicted_tags(tmp_path, uncased_vocab):
     md = (tmp_path / "report" / "report.md").read_text()
     assert "Wrong entities by kind" in md and "By sentence length" in md
     with pytest.raises(ep.DataError, match="does not apply to a CoNLL file"):
-        ep.READERS["token_classification"](str(path), info, "source")
+        ner_pack.read_ner_data(str(path), info, "source")
     with pytest.raises(ep.DataError, match="sentence 1: the model tagged another number"):
         pred[1] = ["B-PER"]
         ep.evaluate_outputs(info, "constructed", data, {"tags": padded(pred)})

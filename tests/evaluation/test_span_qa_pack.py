@@ -9,8 +9,9 @@ import numpy as np
 import pytest
 from official.nlp.tools import squad_evaluate_v1_1, squad_evaluate_v2_0
 
-from keras_bert.evaluation import comparison, report_sections, report_writer, span_qa_pack
+from keras_bert.evaluation import comparison, report_sections, report_writer
 from keras_bert.evaluation import evidence_pack as ep
+from keras_bert.evaluation.kinds import span_question_answering as span_qa_pack
 from keras_bert.evaluation.model_record import check_comparable, model_record
 from keras_bert.evaluation.predictors import ModelInfo
 from tests.evaluation.tiny_task import squad_json
@@ -53,7 +54,7 @@ def test_pack_equals_the_official_evaluators(tmp_path, uncased_vocab):
     vocabulary = uncased_vocab.read_text(encoding="utf-8").split("\n")[:-1]
     settings = {"version_2_with_negative": True, "null_score_diff_threshold": 1.5}
     info = ModelInfo("reader", "span_question_answering", [], True, vocabulary, True, 32, settings)
-    data = ep.READERS["span_question_answering"](str(path), info)
+    data = span_qa_pack.read_squad_data(str(path), info)
     qas = [(qa, p["context"]) for a in raw["data"] for p in a["paragraphs"] for qa in p["qas"]]
     assert [e.guid for e in data.examples] == [qa["id"] for qa, _ in qas]
     assert data.inputs == {
@@ -93,7 +94,7 @@ def test_pack_equals_the_official_evaluators(tmp_path, uncased_vocab):
     raw1 = squad_json(version_2=False)
     path.write_text(json.dumps(raw1))
     info = dataclasses.replace(info, settings={"version_2_with_negative": False})
-    data1 = ep.READERS["span_question_answering"](str(path), info)
+    data1 = span_qa_pack.read_squad_data(str(path), info)
     keep = [i for i, (qa, _) in enumerate(qas) if not qa["is_impossible"]]
     outputs = {"answer_text": np.asarray([ANSWERS[i] for i in keep], object)}
     outputs["score"] = np.zeros(len(keep))
@@ -103,7 +104,7 @@ def test_pack_equals_the_official_evaluators(tmp_path, uncased_vocab):
     assert result1["squad"]["version"] == "1.1" and "HasAns_exact" not in result1["squad"]
     with pytest.raises(ep.DataError, match="unanswerable"):
         path.write_text(json.dumps(raw))
-        ep.READERS["span_question_answering"](str(path), info)
+        span_qa_pack.read_squad_data(str(path), info)
 
 
 def test_count_bootstrap_of_exact_match():

@@ -14,6 +14,10 @@ Per question, the official per-question scores (v1.1 `_metric_max_over_ground_tr
 `_get_raw_scores`: their means are the headline) give exact match and F1 per bucket of question
 word, context length and answer length, the error rates per slice (an error: not an exact
 match), the failure catalogue (lowest F1 first) and the paired bootstrap of `--compare`.
+
+Behaviour: the built-in invariance tests (`span_qa_invariance`) perturb the question and keep the
+context; a row fails when the answer text changes. No template tests: they name a classifier's
+labels.
 """
 
 from __future__ import annotations
@@ -25,7 +29,9 @@ from keras_bert.data.glue import InputExample
 from keras_bert.data.squad import read_squad_examples
 from keras_bert.evaluation import failure_catalogue as fc
 from keras_bert.evaluation import squad
+from keras_bert.evaluation.behaviour import INVARIANCE_ROWS, PERTURBATIONS, invariance_of
 from keras_bert.evaluation.eval_data import DataError, EvalData, token_statistics
+from keras_bert.evaluation.kinds.evidence_kind import EvidenceKind, own_format, register
 from keras_bert.evaluation.report_writer import Num, Table, keyed_rows
 
 QUESTION_WORDS = ("what", "which", "who", "whom", "whose", "when", "where", "why", "how")
@@ -243,3 +249,36 @@ def span_qa_blocks(m: dict, prefix: str = "") -> list:
         "Answer length: words of the first gold answer; context length: whitespace words.",
         Table(["bucket", "value", "questions", "exact match", "F1"], rows),
     ]
+
+
+def span_qa_invariance(predictor, data, rows=INVARIANCE_ROWS, seed=0, batch_size=32) -> list[dict]:
+    """`invariance_of` a span QA model on the first `rows` questions (the contexts kept): a row
+    fails when the answer text changes (an answer becoming "no answer" included). "name swap" is
+    not run: a name changed in the question alone changes what is asked."""
+    contexts = data.inputs["context"]
+
+    def answers(rows_, questions):
+        inputs = {"question": questions, "context": [contexts[i] for i in rows_]}
+        out = predictor.run_inputs(inputs, batch_size, progress=False)[0]
+        return [t.decode() if isinstance(t, bytes) else str(t) for t in out["answer_text"]]
+
+    return invariance_of(
+        answers,
+        data.inputs["question"][:rows],
+        seed,
+        show=lambda a: repr(a) if a else "no answer",
+        perturbations=[n for n in PERTURBATIONS if n != "name swap"],
+    )
+
+
+SPAN_QUESTION_ANSWERING = register(
+    EvidenceKind(
+        "span_question_answering",
+        read=own_format(read_squad_data),
+        evaluate=evaluate_span_qa,
+        train_texts=lambda path, columns: train_texts(path),
+        sections=(span_qa_blocks,),
+        failure_columns=lambda m: FAILURE_COLUMNS,
+        invariance=span_qa_invariance,
+    )
+)

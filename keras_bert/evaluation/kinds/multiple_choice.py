@@ -8,6 +8,10 @@ slice: length in tokens (of the longest choice, `[CLS] context [SEP] choice [SEP
 (any choice longer than `max_seq_length`), the right ending's position ("gold label") and
 `--slice_column` (a column of the CSV, e.g. SWAG's `gold-source`). The failure catalogue lists
 the wrong choices, the most confident first.
+
+Behaviour: the built-in invariance tests (`multiple_choice_invariance`) perturb the context and
+keep the endings; a row fails when the chosen ending changes. No template tests: they name a
+classifier's labels.
 """
 
 from __future__ import annotations
@@ -18,7 +22,9 @@ from keras_bert.data import text_files
 from keras_bert.data.glue import InputExample
 from keras_bert.data.swag import read_swag
 from keras_bert.evaluation import failure_catalogue as fc
+from keras_bert.evaluation.behaviour import INVARIANCE_ROWS, invariance_of
 from keras_bert.evaluation.eval_data import DataError, EvalData, token_statistics
+from keras_bert.evaluation.kinds.evidence_kind import EvidenceKind, own_format, register
 from keras_bert.evaluation.report_writer import Num, Table
 
 # The failure table (`report_sections.failure_table`): (header, failure field, is a number).
@@ -158,3 +164,31 @@ def multiple_choice_blocks(m: dict) -> list:
         "A model that prefers a position errs less where the right choice sits there.",
         Table(["right choice", "examples", "error rate"], rows),
     ]
+
+
+def multiple_choice_invariance(
+    predictor, data, rows=INVARIANCE_ROWS, seed=0, batch_size=32
+) -> list[dict]:
+    """`invariance_of` a multiple-choice model on the first `rows` contexts (the endings kept): a
+    row fails when the chosen ending changes."""
+    endings = data.inputs["endings"]
+
+    def chosen(rows_, contexts):
+        inputs = {"context": contexts, "endings": [endings[i] for i in rows_]}
+        out = predictor.run_inputs(inputs, batch_size, progress=False)[0]
+        return [int(k) for k in np.asarray(out["probabilities"]).argmax(1)]
+
+    return invariance_of(chosen, data.inputs["context"][:rows], seed, show=lambda k: f"ending {k}")
+
+
+MULTIPLE_CHOICE = register(
+    EvidenceKind(
+        "multiple_choice",
+        read=own_format(read_swag_data),
+        evaluate=evaluate_multiple_choice,
+        train_texts=lambda path, columns: train_texts(path),
+        sections=(multiple_choice_blocks,),
+        failure_columns=lambda m: FAILURE_COLUMNS,
+        invariance=multiple_choice_invariance,
+    )
+)

@@ -27,6 +27,10 @@ most context. With them `diagnostics.add_diagnostics` adds `label_issues`
 
 Per-sentence counts (true positives, predicted, gold entities) make the paired bootstrap of
 `--compare` (`comparison.count_bootstrap`): their sums are seqeval's micro figures.
+
+Behaviour: the built-in invariance tests (`ner_invariance`) perturb each sentence (words joined
+by a space); a row fails when the predicted entities change (spans and types over the words both
+taggings have, `same_entities`). No template tests: they name a classifier's labels.
 """
 
 from __future__ import annotations
@@ -38,7 +42,9 @@ from keras_bert.data.conll import read_conll, to_iob2
 from keras_bert.data.glue import InputExample
 from keras_bert.evaluation import failure_catalogue as fc
 from keras_bert.evaluation import ner
+from keras_bert.evaluation.behaviour import INVARIANCE_ROWS, invariance_of
 from keras_bert.evaluation.eval_data import DataError, EvalData, token_statistics
+from keras_bert.evaluation.kinds.evidence_kind import EvidenceKind, own_format, register
 from keras_bert.evaluation.report_writer import Num, Table, keyed_rows
 
 SENTENCE_BUCKETS = (5, 10, 20, 40)  # upper edges, inclusive, in words
@@ -304,3 +310,61 @@ def ner_blocks(m: dict, prefix: str = "") -> list:
         ("h2", "By sentence length"),
         Table(["words", "sentences", "gold entities", "precision", "recall", "F1"], lengths),
     ]
+
+
+def entity_spans(tags) -> list:
+    """(type, first word, last word) of each entity of a tag sequence (IOB1 or IOB2)."""
+    return get_entities(to_iob2(list(tags)))
+
+
+def same_entities(before, after) -> bool:
+    """Whether two taggings of a sentence and its perturbation hold the same entities (spans and
+    types) over the words both have (removing or adding a final "." changes the word count)."""
+    n = min(len(before), len(after))
+    return entity_spans(before[:n]) == entity_spans(after[:n])
+
+
+def show_entities(tags) -> str:
+    """ "PER 0-1, LOC 4" (type, word span), or "no entity"."""
+    spans = [f"{k} {s}" if s == e else f"{k} {s}-{e}" for k, s, e in entity_spans(tags)]
+    return ", ".join(spans) or "no entity"
+
+
+def ner_invariance(predictor, data, rows=INVARIANCE_ROWS, seed=0, batch_size=32) -> list[dict]:
+    """`invariance_of` a tagger on the first `rows` sentences: a row fails when the predicted
+    entities (spans and types, `same_entities`) change."""
+
+    def tags(_, texts):
+        out = predictor.run_inputs({"text": texts}, batch_size, progress=False)[0]
+        return [
+            tuple(t.decode() if isinstance(t, bytes) else str(t) for t in row[:n])
+            for row, n in zip(out["tags"], out["num_words"])
+        ]
+
+    return invariance_of(tags, data.inputs["text"][:rows], seed, same_entities, show_entities)
+
+
+def untimed_outputs(predictor, data: EvalData, batch_size) -> dict:
+    """Tag probabilities per word (`word_probabilities`) of a saved task run in process, for
+    label issues; nothing from a SavedModel or a server."""
+    if not hasattr(predictor, "task"):
+        return {}
+    return {
+        "word_probabilities": word_probabilities(
+            predictor.task, data.reference["words"], batch_size
+        )
+    }
+
+
+TOKEN_CLASSIFICATION = register(
+    EvidenceKind(
+        "token_classification",
+        read=own_format(read_ner_data),
+        evaluate=evaluate_ner,
+        train_texts=lambda path, columns: train_texts(path),
+        sections=(ner_blocks,),
+        failure_columns=lambda m: FAILURE_COLUMNS,
+        invariance=ner_invariance,
+        untimed_outputs=untimed_outputs,
+    )
+)
