@@ -35,8 +35,9 @@ At the end: SIGKILL right after the server starts applying a changed config file
 log file must read up to its last complete record (no corrupt one); a restarted server serves
 every configured model again from what is on disk. The server's resident memory, threads and
 open file descriptors (/proc/<pid>) are read every `--sample_s` with the good requests' p50/p99,
-failed good requests and bad requests answered 5xx of that span (targets: RSS within +5% of the
-first span's, threads and descriptors flat).
+failed good requests and bad requests answered 5xx of that span, and the RSS again after each whole
+cycle of events, the same point of the cycle however the machine's pace moves the events (targets:
+RSS after each cycle within +5% of the first cycle's, threads and descriptors flat).
 
     nice -n 10 python -m benchmarks.soak            # 30 minutes; appends to benchmarks/RESULTS.md
 
@@ -733,6 +734,7 @@ def run_soak(
         *SERVER_FLAGS,
     ]
     stop, calls, threads, samples, faults = threading.Event(), [], [], [], {}
+    cycles = []  # RSS MiB after each whole cycle of EVENTS
     try:
         soak.server = Server(flags, work / "server.log", fsize)
         soak.server.wait_available(MODEL)
@@ -771,6 +773,8 @@ def run_soak(
                 soak.event(EVENTS[n % len(EVENTS)])
                 n += 1
                 next_event += interval_s  # on the schedule, so spans stay in phase
+                if n % len(EVENTS) == 0:  # a whole cycle done: the same point every time
+                    cycles.append(server_stats(pid)[0])
             time.sleep(0.05)
         stop.set()
         for thread in threads:
@@ -797,6 +801,7 @@ def run_soak(
     return {
         "disk": kind,
         "rows": spans(calls, samples, soak.events, start, sample_s),
+        "cycle_rss": cycles,
         "requests": len(calls),
         "good": sum(c.good for c in calls),
         "failed_good": collections.Counter(c.status for c in calls if c.good and c.status != 200),
@@ -820,6 +825,20 @@ def server_errors(text: str) -> collections.Counter:
         re.sub(r"\d+", "N", re.sub(r"/[^\s;:]+", "<path>", line.split("] ", 1)[1]))[:200]
         for line in text.splitlines()
         if re.match(r"E\d{4} ", line)
+    )
+
+
+def cycle_line(rss: list) -> str:
+    """The growth measure: RSS read after each whole cycle of EVENTS, the same point of the
+    cycle whatever the machine's pace (a minute's sample lands elsewhere in the cycle when a
+    slow load pushes the events past their schedule)."""
+    if not rss:
+        return "RSS after each whole cycle of events: no cycle completed."
+    growth = (max(rss[1:] or rss) / rss[0] - 1) * 100
+    return (
+        f"RSS after each whole cycle of events ({len(rss)} cycles): first {rss[0]:,.1f} MiB, "
+        f"highest after it {max(rss[1:] or rss):,.1f} ({growth:+.1f}%, target at most +5%), "
+        f"lowest {min(rss):,.1f}, last {rss[-1]:,.1f}."
     )
 
 
@@ -850,6 +869,7 @@ def report(result: dict) -> str:
         f"{min(threads or [0])}-{max(threads or [0])}, file descriptors "
         f"{min(fds or [0])}-{max(fds or [0])} (first {threads[:1]} / {fds[:1]}, last "
         f"{threads[-1:]} / {fds[-1:]}).",
+        cycle_line(result["cycle_rss"]),
         f"Events: {dict(result['events'])}. Small disks: {result['disk']}.",
         f"Request logs at the end: {result['request_logs']}; after the SIGKILL: "
         f"{result['restart']['logs_after_kill']}.",

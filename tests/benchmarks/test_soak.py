@@ -80,4 +80,6 @@ def test_small_soak_fails_no_good_request_and_every_fault_leaves_whole_files(tmp
 
     text = soak.report(result)
     assert "| minute | RSS MiB | threads | fds |" in text
+    assert len(result["cycle_rss"]) >= 1 and all(rss > 0 for rss in result["cycle_rss"])
+    assert f"RSS after each whole cycle of events ({len(result['cycle_rss'])} cycles)" in text
     assert "failed good 0 (target 0)" in text and "answered 5xx 0 (target 0)" in text
