@@ -8,16 +8,16 @@ import sys
 from tests.recipes.recipe_process import REPO
 
 IMPORTED_BY_TESTS = (
-    "bench_bucketed_batching",
-    "bench_litert",
-    "bench_memory",
-    "bench_reload_under_load",
-    "bench_server_memory",
-    "common",
-    "learning_curves",
-    "peers.openvino_peer",
-    "soak",
-    "peers.squad_task_to_hf",
+    "benchmarks.bench_bucketed_batching",
+    "benchmarks.bench_litert",
+    "benchmarks.bench_memory",
+    "benchmarks.bench_reload_under_load",
+    "benchmarks.bench_server_memory",
+    "benchmarks.common",
+    "benchmarks.peers.openvino_peer",
+    "benchmarks.peers.squad_task_to_hf",
+    "benchmarks.soak",
+    "tools.learning_curves",
 )
 
 
@@ -26,7 +26,7 @@ def test_importing_a_benchmark_module_defines_no_flag():
         "from absl import app, flags, logging; import importlib, sys\n"
         "before = set(flags.FLAGS)  # absl's own flags (app, logging) are defined by then\n"
         "for name in sys.argv[1:]:\n"
-        "    importlib.import_module('benchmarks.' + name)\n"
+        "    importlib.import_module(name)\n"
         "print(sorted(set(flags.FLAGS) - before))"
     )
     proc = subprocess.run(

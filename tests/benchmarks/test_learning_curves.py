@@ -1,11 +1,11 @@
-"""benchmarks/learning_curves.py: per-step losses back from Keras's running means, the peer's
+"""tools/learning_curves.py: per-step losses back from Keras's running means, the peer's
 progress lines, and the table."""
 
 import keras
 import numpy as np
 import pytest
 
-from benchmarks import learning_curves
+from tools import learning_curves
 
 
 def test_step_losses_come_back_from_running_means():

@@ -12,7 +12,7 @@ FastBertTokenizer, whose ops tensorflow-text implements for LiteRT? Two checks:
    `InterpreterWithCustomOps` with tensorflow-text's registrar, on the texts of check 1 that
    differ and a few that do not: the ids equal TensorFlow's run of the same function.
 
-    python -m benchmarks.fast_tokenizer_parity [--vocab_file=...] [--litert_texts=64]
+    python -m tools.fast_tokenizer_parity [--vocab_file=...] [--litert_texts=64]
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Training-loss curves of our fine-tuning runs and their Hugging Face peers, side by side.
 
-    python -m benchmarks.learning_curves --run=ours=runs/squad_v1 \
+    python -m tools.learning_curves --run=ours=runs/squad_v1 \
         --run=peer=runs/squad_peer/v1.log [--block=10]
 
 Each `--run` is `label=source`: a fine-tuning `--output_dir` of ours, run with `--log_steps=1`

@@ -6,7 +6,7 @@ recipe's windowing (max_seq_length 384, doc_stride 128, max_query_length 64), an
 with `task.export(base, name)` (as tests/tasks/test_span_question_answerer.py does). Its answers
 are random spans: useful for plumbing and offset checks, never for EM or speed of a real model.
 
-    python -m benchmarks.make_tiny_squad_export "$TMPDIR"/tiny_squad_models [--model_name=squad]
+    python -m tools.make_tiny_squad_export "$TMPDIR"/tiny_squad_models [--model_name=squad]
     # then --model_base_path="$TMPDIR"/tiny_squad_models/squad
 """
 
