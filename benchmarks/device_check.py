@@ -11,7 +11,7 @@ Measurements, in this order (one or more table rows each):
 2. the pytest tests marked `gpu` (the files under tests/ that use the marker), in a child process
    before this one touches a GPU: one row per test, passed / skipped (reason) / failed (message);
 3. fine-tuning examples/s, ours: `TextClassifier(from_pretrained("minilm_l6_h384_uncased"), 2)`
-   compiled by `driver.compile_task` (so mixed_float16 trains under a `LossScaleOptimizer`), on
+   compiled by `trainer.compile_task` (so mixed_float16 trains under a `LossScaleOptimizer`), on
    real SST-2 train sentences padded to `--seq_length`, batch `--batch_size`, float32 /
    mixed_float16 / mixed_bfloat16, XLA on and off: `--steps` timed `train_on_batch` calls after
    `--warmup_steps` (compilation) ones, examples/s = steps x batch / their seconds;
@@ -296,7 +296,7 @@ def ours_finetune(dry_run: bool, sizes: Sizes, precision: str, xla: bool, mirror
     import tensorflow as tf
 
     from keras_bert.tasks.text_classifier import TextClassifier
-    from keras_bert.training import driver
+    from keras_bert.training import trainer
     from keras_bert.training.args import TrainingArgs
     from keras_bert.training.optimizer import set_mixed_precision
 
@@ -310,7 +310,7 @@ def ours_finetune(dry_run: bool, sizes: Sizes, precision: str, xla: bool, mirror
         with strategy.scope():
             task = TextClassifier(make_encoder(dry_run, precision), 2)
             task(batches[0][0])
-            driver.compile_task(task, args, sizes.warmup_steps + sizes.steps, LR)
+            trainer.compile_task(task, args, sizes.warmup_steps + sizes.steps, LR)
         losses = []
 
         def step(b):

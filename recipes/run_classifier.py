@@ -6,7 +6,7 @@
 
 Own data: --task_name=text_classification (text_pair_classification, text_regression) with
 --train_file and --dev_file. Every flag: --help. The family: keras_bert.training.families.
-classification; the driver and the files it writes: keras_bert.training.driver;
+classification; the driver and the files it writes: keras_bert.training.trainer;
 docs/finetuning.md.
 """
 

@@ -7,7 +7,7 @@
 `--feature_mode=concat_last_four` (or embeddings, last, second_to_last, sum_last_four, sum_all)
 freezes the encoder and trains a BiLSTM on that feature instead (the paper's table 7). Every
 flag: --help. The family: keras_bert.training.families.ner; the driver and the files it writes:
-keras_bert.training.driver; docs/ner_swag_features.md.
+keras_bert.training.trainer; docs/ner_swag_features.md.
 """
 
 from keras_bert.training.recipe import run_recipe

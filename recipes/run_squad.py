@@ -7,7 +7,7 @@
 
 Writes predictions.json, nbest_predictions.json, null_odds.json and the official EM / F1 in
 metrics.json. Every flag: --help. The family: keras_bert.training.families.squad; the driver and
-the files it writes: keras_bert.training.driver; docs/squad.md.
+the files it writes: keras_bert.training.trainer; docs/squad.md.
 """
 
 from keras_bert.training.recipe import run_recipe

@@ -6,7 +6,7 @@
 
 The CSVs are the official rowanz/swagaf files (`keras_bert.data.swag` describes the layout).
 Every flag: --help. The family: keras_bert.training.families.swag; the driver and the files it
-writes: keras_bert.training.driver; docs/ner_swag_features.md.
+writes: keras_bert.training.trainer; docs/ner_swag_features.md.
 """
 
 from keras_bert.training.recipe import run_recipe

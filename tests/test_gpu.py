@@ -18,7 +18,7 @@ import tensorflow as tf
 import keras_bert
 from keras_bert.models.bert_encoder import BertEncoder
 from keras_bert.tasks.text_classifier import TextClassifier
-from keras_bert.training import driver
+from keras_bert.training import trainer
 from keras_bert.training.optimizer import create_optimizer, set_mixed_precision
 from tests.training.tiny_family import CONFIG, FAMILY, TinyArgs, synthetic
 
@@ -100,7 +100,7 @@ def test_the_driver_under_mirrored_strategy_on_every_gpu_with_mixed_float16(tmp_
         mixed_precision="mixed_float16",
     )
     try:
-        summary = driver.run(FAMILY, args)
+        summary = trainer.run(FAMILY, args)
     finally:
         set_mixed_precision("float32")
     gpus = len(tf.config.list_physical_devices("GPU"))

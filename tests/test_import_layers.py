@@ -163,7 +163,7 @@ def test_the_module_graph_has_no_cycle():
     "source, name, expected",
     [
         ("from keras_bert.cli import fail_usage\n", "keras_bert.fileio", "keras_bert.cli"),
-        ("def f():\n    from keras_bert.training import driver\n", "keras_bert.cli", "training"),
+        ("def f():\n    from keras_bert.training import trainer\n", "keras_bert.cli", "training"),
     ],
 )
 def test_an_upward_import_is_seen(source, name, expected):

@@ -6,7 +6,7 @@
 - `set_mixed_precision(mode)`: the Keras dtype policy for "float32" | "mixed_float16" | "mixed_bfloat16".
 - `standard_callbacks(...)`, `ResumableCheckpoint`, `resumable_fit(...)`: step checkpoints that
   survive SIGKILL, TensorBoard, progress bar.
-- `driver.run(family, args)`: the one fine-tuning driver of every task family
+- `trainer.run(family, args)`: the one fine-tuning driver of every task family
   (`keras_bert.training.families`: classification, squad, ner, swag, distillation), with one
   argument set (`keras_bert.training.args.FinetuneArgs`, flags generated from its fields);
   `recipe.run_recipe(family)`: a training recipe's whole command line.

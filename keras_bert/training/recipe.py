@@ -1,7 +1,7 @@
 """The whole command line of a training recipe (`run_recipe`) and of any program whose flags are
 the fields of an argument set (`argument_set_main`, `run_argument_set`: pretraining): one absl
 flag per field, every URI among the values reachable (checked here, once per run), the settings
-read back, then the one fine-tuning driver (`keras_bert.training.driver`) and the one result line
+read back, then the one fine-tuning driver (`keras_bert.training.trainer`) and the one result line
 (`keras_bert.cli.print_result`). Bad flags or data end the program as a usage error
 (`keras_bert.cli.fail_usage`: one line, exit 2)."""
 
@@ -15,7 +15,7 @@ from absl import app, flags
 
 from keras_bert.cli import check_paths_reachable, fail_usage, failing_without_room, print_result
 from keras_bert.training import args as args_lib
-from keras_bert.training import driver
+from keras_bert.training import trainer
 
 
 def argument_set_main(cls, prepare: Callable, finish: Callable, flag_values=None) -> Callable:
@@ -59,19 +59,20 @@ def run_argument_set(cls, main: Callable) -> None:
 
 def recipe_main(family, flag_values=None) -> Callable:
     """The `main(argv)` of a training recipe (`argument_set_main` of `family.Args`): the one
-    driver's `prepare` (bad flags or data: a usage error), its `run`, the one result line."""
+    driver's `trainer.prepare` (bad flags or data: a usage error), `trainer.run`, the one result
+    line."""
 
     def finish(args, prepared):
-        summary = driver.run(family, args, prepared)
+        summary = trainer.run(family, args, prepared)
         print_result(family.headline(summary), args.output_dir)
 
     return argument_set_main(
-        family.Args, lambda args: driver.prepare(family, args), finish, flag_values
+        family.Args, lambda args: trainer.prepare(family, args), finish, flag_values
     )
 
 
 def run_recipe(family) -> None:
     """The whole command line of a training recipe: one absl flag per field of `family.Args`,
-    then `recipe_main(family)`: the one driver (`keras_bert.training.driver.run`) and the one
+    then `recipe_main(family)`: the one driver (`keras_bert.training.trainer.run`) and the one
     result line."""
     run_argument_set(family.Args, recipe_main(family))

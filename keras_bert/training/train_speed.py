@@ -88,7 +88,7 @@ def seconds_per_batch(
 ) -> float:
     """Median seconds of one training step of a 2-class `TextClassifier` on `init_checkpoint`.
 
-    The model is compiled as fine-tuning compiles it (`driver.compile_task`: AdamW with
+    The model is compiled as fine-tuning compiles it (`trainer.compile_task`: AdamW with
     warm-up and decay, the task's loss); the batch is random ids of shape
     [batch_size, seq_length] with every token real.
     """
@@ -98,7 +98,7 @@ def seconds_per_batch(
     from keras_bert import checkpoints
     from keras_bert.tasks.text_classifier import TextClassifier
     from keras_bert.training.args import default_learning_rate
-    from keras_bert.training.driver import compile_task
+    from keras_bert.training.trainer import compile_task
     from keras_bert.training.families.classification import ClassifierArgs
     from keras_bert.training.optimizer import set_mixed_precision
 

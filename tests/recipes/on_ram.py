@@ -2,7 +2,7 @@
 for gs:// / s3://), shared by test_uri_paths.py and test_uri_paths_families.py.
 
 ram:// lives in one process, so the fine-tuning families run in process: `run_family` does what
-`recipe.run_recipe` does (`driver.prepare`, then `driver.run`). The `ram` fixture (conftest.py) gives
+`recipe.run_recipe` does (`trainer.prepare`, then `trainer.run`). The `ram` fixture (conftest.py) gives
 each test a fresh root holding a small vocab.txt (`RESERVED` + `WORDS`), from `ram_root`.
 """
 
@@ -13,7 +13,7 @@ from keras_bert import fileio
 from keras_bert.checkpoints import save_encoder
 from keras_bert.config import BertConfig
 from keras_bert.models.bert_encoder import BertEncoder
-from keras_bert.training import driver
+from keras_bert.training import trainer
 
 RESERVED = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
 WORDS = "a good fine great film movie bad dull awful plot the was is not very it".split()
@@ -50,7 +50,7 @@ def tiny_checkpoint(root: str, vocab: str) -> str:
 def run_family(family, args) -> dict:
     """Runs the fine-tuning family of module `family` (e.g. `families.ner`) with `args` in this
     process, as `recipe.run_recipe` does; returns the run's summary."""
-    return driver.run(family.FAMILY, args, driver.prepare(family.FAMILY, args))
+    return trainer.run(family.FAMILY, args, trainer.prepare(family.FAMILY, args))
 
 
 def quiet_epoch(output_dir: str) -> dict:

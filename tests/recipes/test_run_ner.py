@@ -159,7 +159,7 @@ def test_killed_at_the_first_evaluation_and_resumed_ends_like_an_uninterrupted_r
     assert metrics["best"]["f1"] == metrics["dev"]["f1"]
 
 
-# Usage errors are checked in process on the argument set and `driver.prepare` (what the recipe
+# Usage errors are checked in process on the argument set and `trainer.prepare` (what the recipe
 # turns into "run_ner.py: error: <message>", exit 2: tests/recipes/test_run_classifier.py).
 def test_bad_flag_is_a_usage_error(tmp_path):
     from keras_bert.training.families.ner import NerArgs
@@ -171,7 +171,7 @@ def test_bad_flag_is_a_usage_error(tmp_path):
 
 
 def test_bad_data_is_a_usage_error_naming_file_and_line(tmp_path, uncased_vocab):
-    from keras_bert.training import driver
+    from keras_bert.training import trainer
     from keras_bert.training.families.ner import FAMILY, NerArgs
 
     for split in ("train", "valid", "test"):
@@ -183,5 +183,5 @@ def test_bad_data_is_a_usage_error_naming_file_and_line(tmp_path, uncased_vocab)
         vocab_file=str(uncased_vocab),
     )
     with pytest.raises(ValueError, match="train.txt:2: expected 'word ... NER-tag'"):
-        driver.prepare(FAMILY, args)
+        trainer.prepare(FAMILY, args)
     assert not (tmp_path / "out").exists()

@@ -9,7 +9,7 @@ import tensorflow as tf
 from keras_bert.data import squad, squad_answers
 from keras_bert.evaluation import squad as squad_eval
 from keras_bert.tasks import SpanQuestionAnswerer, load_task
-from keras_bert.training import driver
+from keras_bert.training import trainer
 from keras_bert.training.families.squad import FAMILY, SquadArgs
 from tests.recipes.finished_run import assert_finished_run_dir, result_line
 from tests.recipes.kill_resume import assert_killed_and_resumed_like_uninterrupted
@@ -230,4 +230,4 @@ def test_rerun_with_other_settings_is_refused(tmp_path, data_dir, uncased_vocab)
         predict_file=str(data_dir / "squad" / "dev-v1.1.json"),
     )
     with pytest.raises(ValueError, match="doc_stride 64 -> 32"):
-        driver.prepare(FAMILY, args)
+        trainer.prepare(FAMILY, args)

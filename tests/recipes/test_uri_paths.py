@@ -3,7 +3,7 @@ stand-in for gs:// / s3:// here): data, vocab, init checkpoint and outputs there
 read back there, and no local `ram:` directory (what pathlib's folding of `ram://x` would make).
 
 ram:// lives in one process, so everything runs in process: the fine-tuning families through
-`driver.prepare` / `driver.run` (what `recipe.run_recipe` calls), pretraining through
+`trainer.prepare` / `trainer.run` (what `recipe.run_recipe` calls), pretraining through
 `run_pretraining`, and the absl recipes through their `main` (`recipe_process.run_recipe_main`). An unreachable
 remote URI is checked once in a subprocess (the exit status and the one stderr line) and in process.
 """

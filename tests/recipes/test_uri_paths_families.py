@@ -4,7 +4,7 @@ the init checkpoint or teacher, output_dir and --export_dir all there; the outpu
 there (metrics, predictions, config, one complete export version) and no local `ram:` directory
 in the cwd (the `ram` fixture of tests/recipes/conftest.py checks that at teardown).
 
-As in test_uri_paths.py, everything runs in process (`driver.prepare` / `driver.run`, what
+As in test_uri_paths.py, everything runs in process (`trainer.prepare` / `trainer.run`, what
 `recipe.run_recipe` calls), since ram:// lives in one process.
 """
 

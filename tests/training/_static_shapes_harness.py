@@ -26,7 +26,8 @@ import keras  # noqa: E402
 from keras_bert.data.dynamic_padding import length_buckets  # noqa: E402
 from keras_bert.models.bert_encoder import BertEncoder  # noqa: E402
 from keras_bert.tasks.text_classifier import TextClassifier  # noqa: E402
-from keras_bert.training import driver  # noqa: E402
+from keras_bert.training import trainer  # noqa: E402
+from keras_bert.training.batches import fit_batches, train_batches  # noqa: E402
 from keras_bert.training.callbacks import LossHistory  # noqa: E402
 from keras_bert.training.fit import build_for_training  # noqa: E402
 from keras_bert.training.strategy import get_strategy  # noqa: E402
@@ -52,7 +53,7 @@ class CountingTiny(Tiny):
 
 def widths(static_shapes):
     features, labels = synthetic(48, 0)
-    batches = driver.train_batches(
+    batches = train_batches(
         features, labels, 8, 42, 0, 0, pad_to_multiple_of=1, static_shapes=static_shapes
     )
     return sorted({int(b[0]["input_mask"].shape[1]) for b in batches})
@@ -66,7 +67,7 @@ def driver_run():
         num_train_epochs=1,
         pad_to_multiple_of=1,
     )
-    summary = driver.run(CountingTiny(), args)
+    summary = trainer.run(CountingTiny(), args)
     return {
         "steps": summary["runs"][0]["steps"],
         "tracing_count": len(TRACES),
@@ -85,7 +86,7 @@ def train(strategy):
         model.compile(keras.optimizers.SGD(0.5), model.default_loss())
     build_for_training(model, strategy, (features, labels))
     history = LossHistory()
-    batches = driver.fit_batches(
+    batches = fit_batches(
         strategy,
         True,
         features=features,

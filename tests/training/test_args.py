@@ -1,6 +1,6 @@
 """The one argument set (`keras_bert.training.args`): one flag per field for every family, the
 usage errors with their messages, `given()` from the command line, and the derived epochs of
-`driver.Schedule.of`."""
+`batches.Schedule.of`."""
 
 import dataclasses
 
@@ -8,7 +8,7 @@ import pytest
 from absl import flags
 
 from keras_bert.training import args as args_lib
-from keras_bert.training import driver
+from keras_bert.training import batches
 from keras_bert.training.args import FinetuneArgs, Resolution, TrainingArgs
 from keras_bert.training.families import classification, distillation, ner, squad, swag
 from keras_bert.training.families.classification import ClassifierArgs
@@ -180,9 +180,9 @@ def test_given_is_exactly_the_flags_on_the_command_line():
 def test_schedule_raises_not_given_epochs_to_min_train_steps():
     args = ClassifierArgs(task_name="sst2", output_dir="o", train_batch_size=32)
     resolution = Resolution()
-    schedule = driver.Schedule.of(args, 64, classification.FAMILY.epochs, resolution)
+    schedule = batches.Schedule.of(args, 64, classification.FAMILY.epochs, resolution)
     # 64 rows / batch 32 = 2 steps an epoch; the family's 3 epochs give 6 < 100 steps.
-    assert schedule == driver.Schedule(
+    assert schedule == batches.Schedule(
         steps_per_epoch=2, epochs=50, total_batches=100, num_train_steps=100, num_train_epochs=50.0
     )
     assert resolution.derived == {
@@ -198,8 +198,8 @@ def test_schedule_never_changes_given_epochs():
     # The issue's example: a given value is never changed by another flag's default.
     args = ClassifierArgs(task_name="sst2", output_dir="o", train_batch_size=32, num_train_epochs=1)
     resolution = Resolution()
-    schedule = driver.Schedule.of(args, 64, classification.FAMILY.epochs, resolution)
-    assert schedule == driver.Schedule(
+    schedule = batches.Schedule.of(args, 64, classification.FAMILY.epochs, resolution)
+    assert schedule == batches.Schedule(
         steps_per_epoch=2, epochs=1, total_batches=2, num_train_steps=2, num_train_epochs=1.0
     )
     assert resolution.derived == {}
@@ -214,7 +214,7 @@ def test_schedule_of_the_family_epochs_and_accumulation():
         min_train_steps=0,
         gradient_accumulation_steps=2,
     )
-    assert driver.Schedule.of(args, 65, 3.0, resolution) == driver.Schedule(
+    assert batches.Schedule.of(args, 65, 3.0, resolution) == batches.Schedule(
         steps_per_epoch=3, epochs=3, total_batches=9, num_train_steps=4, num_train_epochs=3.0
     )
     assert resolution.derived == {
@@ -224,8 +224,8 @@ def test_schedule_of_the_family_epochs_and_accumulation():
     fractional = dataclasses.replace(
         args, num_train_epochs=1.5, min_train_steps=TrainingArgs.default("min_train_steps")
     )
-    assert driver.Schedule.of(fractional, 64, 3.0) == driver.Schedule(
+    assert batches.Schedule.of(fractional, 64, 3.0) == batches.Schedule(
         steps_per_epoch=2, epochs=2, total_batches=3, num_train_steps=1, num_train_epochs=1.5
     )
     with pytest.raises(ValueError, match="^no training examples$"):
-        driver.Schedule.of(args, 0, 3.0)
+        batches.Schedule.of(args, 0, 3.0)

@@ -10,7 +10,7 @@ import tensorflow as tf
 
 import keras_bert
 from keras_bert.training import distillation as d
-from keras_bert.training import driver
+from keras_bert.training import trainer
 from keras_bert.training.families import distillation
 from keras_bert.training.families.distillation import DistillArgs
 from tests.evaluation.tiny_task import TEXTS, tiny_classifier
@@ -179,7 +179,7 @@ def test_student_agreement_with_the_teacher_rises(distillation_data, tmp_path):
     untrained = d.agreement(
         d.logits_of(d.student_from_teacher(teacher, 1), texts, 64), d.logits_of(teacher, texts, 64)
     )
-    result = driver.run(distillation.FAMILY, args)
+    result = trainer.run(distillation.FAMILY, args)
     assert result["family"] == "distillation" and result["monitor"] == "dev_accuracy"
     run = result["runs"][0]
     evaluations = run["epochs"]

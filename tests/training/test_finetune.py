@@ -13,7 +13,7 @@ import tensorflow as tf
 import keras_bert
 from keras_bert.data import glue
 from keras_bert.tasks import TextClassifier
-from keras_bert.training import driver
+from keras_bert.training import trainer
 from keras_bert.training.families import classification
 from keras_bert.training.families.classification import FAMILY, ClassifierArgs, load_task_data
 from tests.tiny import tiny_encoder, tiny_run_args
@@ -44,7 +44,7 @@ def _csv_files(tmp_path, header, train, dev):
 @pytest.mark.slow
 def test_sentence_classification_learns_and_writes_artifacts(tmp_path, uncased_vocab):
     rows = [("a good , fine film", "pos"), ("a bad , awful film", "neg")] * 24
-    result = driver.run(
+    result = trainer.run(
         FAMILY,
         _args(
             tmp_path,
@@ -89,7 +89,7 @@ def test_sentence_classification_learns_and_writes_artifacts(tmp_path, uncased_v
 
 @pytest.mark.slow
 def test_pair_classification_glue_mrpc(tmp_path, uncased_vocab, data_dir):
-    result = driver.run(
+    result = trainer.run(
         FAMILY, _args(tmp_path, uncased_vocab, task_name="mrpc", data_dir=str(data_dir / "glue"))
     )
     best = result["best"]
@@ -113,7 +113,7 @@ def test_pair_classification_glue_mrpc(tmp_path, uncased_vocab, data_dir):
 
 @pytest.mark.slow
 def test_regression_stsb_with_restarts(tmp_path, uncased_vocab, data_dir):
-    result = driver.run(
+    result = trainer.run(
         FAMILY,
         _args(
             tmp_path,
@@ -187,7 +187,7 @@ def test_a_run_whose_every_evaluation_is_nan_says_so(tmp_path, uncased_vocab, ca
     # Dev scores all equal: Pearson correlation is undefined (NaN) at every evaluation.
     train = [("a good film", 4.5), ("a bad film", 0.5), ("an ok film", 2.5)] * 8
     dev = [(text, 2.0) for text, _ in train[:6]]
-    result = driver.run(
+    result = trainer.run(
         FAMILY,
         _args(
             tmp_path,
@@ -246,7 +246,7 @@ SMALL_DEV = [
 def test_a_few_dozen_rows_reach_perfect_dev_accuracy_with_the_defaults(tmp_path):
     rows = [(t, label) for label, texts in SMALL_TASK.items() for t in texts] * 2  # 36 rows
     # Only what the data is and where things go: no learning rate, epochs, batch or length flags.
-    result = driver.run(
+    result = trainer.run(
         FAMILY,
         ClassifierArgs(
             task_name="text_classification",

@@ -1,5 +1,5 @@
 """Bad flags and reruns of the classification family fail fast with messages naming the problem:
-`ClassifierArgs(...)` checks each value, `driver.prepare` the rerun and the data (no training)."""
+`ClassifierArgs(...)` checks each value, `trainer.prepare` the rerun and the data (no training)."""
 
 import dataclasses
 import json
@@ -8,7 +8,7 @@ import pytest
 
 import keras_bert
 from keras_bert.data import glue
-from keras_bert.training import driver, model_setup, resume_check
+from keras_bert.training import model_setup, resume_check, run_config, trainer
 from keras_bert.training.families.classification import FAMILY, ClassifierArgs, load_task_data
 from keras_bert.training.model_setup import build_encoder
 
@@ -123,7 +123,7 @@ def test_rerun_with_different_settings_is_refused(tmp_path, uncased_vocab, data_
         out, _config_json(_cfg(tmp_path, uncased_vocab, data_dir=str(data_dir)), uncased_vocab)
     )
     with pytest.raises(ValueError) as e:
-        driver.prepare(
+        trainer.prepare(
             FAMILY, _cfg(tmp_path, uncased_vocab, learning_rate=1e-3, data_dir=str(data_dir))
         )
     assert str(e.value) == (
@@ -131,11 +131,11 @@ def test_rerun_with_different_settings_is_refused(tmp_path, uncased_vocab, data_
         f"learning_rate 5e-05 -> 0.001{TAIL}"
     )
     with pytest.raises(ValueError, match="preset bert_tiny -> bert_small"):
-        driver.prepare(
+        trainer.prepare(
             FAMILY, _cfg(tmp_path, uncased_vocab, preset="bert_small", data_dir=str(data_dir))
         )
     with pytest.raises(ValueError, match="evaluations_per_epoch 1 -> 4"):
-        driver.prepare(
+        trainer.prepare(
             FAMILY, _cfg(tmp_path, uncased_vocab, evaluations_per_epoch=4, data_dir=str(data_dir))
         )
     assert (out / "config.json").read_bytes() == before and sorted(out.iterdir()) == [
@@ -143,7 +143,7 @@ def test_rerun_with_different_settings_is_refused(tmp_path, uncased_vocab, data_
     ]
     # Same settings (verbose, dynamic padding and the spelling of output_dir differ: harmless)
     # pass the check, i.e. resume; prepare writes nothing.
-    prepared = driver.prepare(
+    prepared = trainer.prepare(
         FAMILY,
         _cfg(
             tmp_path,
@@ -176,7 +176,7 @@ def test_no_local_data_and_no_tfds_is_a_clear_error(tmp_path, uncased_vocab, mon
         r"--data_dir or set KERAS_BERT_DATA_DIR \(tensorflow-datasets fallback failed: "
         r"ModuleNotFoundError: No module named 'importlib_resources'\)",
     ):
-        driver.prepare(FAMILY, _cfg(tmp_path, uncased_vocab))
+        trainer.prepare(FAMILY, _cfg(tmp_path, uncased_vocab))
     assert not (tmp_path / "out").exists()
 
 
@@ -191,7 +191,7 @@ def test_unknown_task_lists_own_file_tasks(tmp_path):
 
 def test_random_init_needs_a_vocab_file(tmp_path, uncased_vocab):
     with pytest.raises(ValueError) as e:
-        driver.prepare(FAMILY, _cfg(tmp_path, uncased_vocab, vocab_file=None))
+        trainer.prepare(FAMILY, _cfg(tmp_path, uncased_vocab, vocab_file=None))
     assert str(e.value) == (
         "--vocab_file is required when the encoder is randomly initialised "
         "(--preset / --bert_config_file)"
@@ -238,16 +238,16 @@ def _check(out, settings):
     return resume_check.check_resume_settings(
         out,
         settings,
-        ignored=driver.HARMLESS_SETTINGS,
-        defaults=driver.ADDED_SETTINGS,
-        view=driver.recorded_settings,
+        ignored=run_config.HARMLESS_SETTINGS,
+        defaults=run_config.ADDED_SETTINGS,
+        view=run_config.recorded_settings,
     )
 
 
 def test_an_output_dir_from_before_group_by_length_resumes_only_with_random_batches(
     tmp_path, uncased_vocab, data_dir
 ):
-    assert driver.ADDED_SETTINGS["group_by_length"] is False
+    assert run_config.ADDED_SETTINGS["group_by_length"] is False
     _record(tmp_path, {"task_name": "sst2", "seed": 42})  # old style: no "given"
     with pytest.raises(ValueError) as e:
         _check(tmp_path, {"task_name": "sst2", "seed": 42, "group_by_length": True})
@@ -266,16 +266,16 @@ def test_an_output_dir_from_before_group_by_length_resumes_only_with_random_batc
     args = _cfg(tmp_path, uncased_vocab, data_dir=str(data_dir), group_by_length=False)
     _record(out, _old_style_config_json(args, uncased_vocab))
     with pytest.raises(ValueError) as e:
-        driver.prepare(FAMILY, dataclasses.replace(args, group_by_length=True))
+        trainer.prepare(FAMILY, dataclasses.replace(args, group_by_length=True))
     assert str(e.value) == (
         f"output_dir {out} holds a run with different settings (recorded -> "
         f"this run): group_by_length False -> True{TAIL}"
     )
-    assert driver.prepare(FAMILY, args).settings["group_by_length"] is False
+    assert trainer.prepare(FAMILY, args).settings["group_by_length"] is False
 
 
 def test_an_old_classifier_dropout_resumes_as_dropout_rate(tmp_path, uncased_vocab, data_dir):
-    assert driver.RENAMED_SETTINGS["classifier_dropout"] == "dropout_rate"
+    assert run_config.RENAMED_SETTINGS["classifier_dropout"] == "dropout_rate"
     out = tmp_path / "out"
     args = _cfg(
         tmp_path, uncased_vocab, data_dir=str(data_dir), group_by_length=False, dropout_rate=0.0
@@ -283,12 +283,12 @@ def test_an_old_classifier_dropout_resumes_as_dropout_rate(tmp_path, uncased_voc
     record = _old_style_config_json(args, uncased_vocab)
     assert record["classifier_dropout"] == 0.0 and "dropout_rate" not in record
     _record(out, record)
-    recorded = driver.recorded_settings(record)
+    recorded = run_config.recorded_settings(record)
     assert recorded["dropout_rate"] == 0.0 and "classifier_dropout" not in recorded
-    prepared = driver.prepare(FAMILY, args)  # the recorded value under its new name: resumes
+    prepared = trainer.prepare(FAMILY, args)  # the recorded value under its new name: resumes
     assert prepared.settings["dropout_rate"] == 0.0
     with pytest.raises(ValueError) as e:  # the default 0.1 is not the recorded 0.0
-        driver.prepare(FAMILY, dataclasses.replace(args, dropout_rate=0.1))
+        trainer.prepare(FAMILY, dataclasses.replace(args, dropout_rate=0.1))
     assert str(e.value) == (
         f"output_dir {out} holds a run with different settings (recorded -> "
         f"this run): dropout_rate 0.0 -> 0.1{TAIL}"

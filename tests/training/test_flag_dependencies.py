@@ -4,7 +4,7 @@ one-line message and exit code 2, before anything is prepared, read or loaded; a
 given when it is on the command line, its default value included.
 
 Every program runs in this process: the fine-tuning recipes and pretraining through their `main`
-on their own FlagValues (nothing is prepared: `driver.prepare` fails the test), the hand-written
+on their own FlagValues (nothing is prepared: `trainer.prepare` fails the test), the hand-written
 recipes through `recipe_process.run_recipe_main`, `serving.server` through its `main`."""
 
 import dataclasses
@@ -19,7 +19,7 @@ from absl import flags
 import serving.server
 from keras_bert.data import text_files
 from keras_bert.training import args as args_lib
-from keras_bert.training import driver, flag_dependencies
+from keras_bert.training import flag_dependencies, trainer
 from keras_bert.training.families import classification, distillation, ner, squad, swag
 from keras_bert.training.pretraining import PretrainConfig
 from keras_bert.training.recipe import recipe_main
@@ -185,7 +185,7 @@ def test_each_entry_is_a_one_line_usage_error_before_anything_starts(
             def prepared(*args):
                 raise AssertionError("prepared")
 
-            monkeypatch.setattr(driver, "prepare", prepared)
+            monkeypatch.setattr(trainer, "prepare", prepared)
         fv = flags.FlagValues()
         args_lib.define_flags(cls, flag_values=fv)
         defaults = {f.name: cls.default(f.name) for f in dataclasses.fields(cls)}

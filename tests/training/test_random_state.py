@@ -19,7 +19,7 @@ import tensorflow as tf
 from keras_bert.checkpoints.loader import load_encoder
 from keras_bert.layers.dropout import BertDropout
 from keras_bert.training import callbacks as callbacks_lib
-from keras_bert.training import driver, random_state
+from keras_bert.training import random_state, trainer
 from keras_bert.training.callbacks import ResumableCheckpoint
 from keras_bert.training.fit import resumable_fit
 from keras_bert.training.pretraining import (
@@ -282,10 +282,10 @@ FAMILIES = {
 
 
 def _run(family, args, prepared):
-    """`driver.run` into `args.output_dir`, over the data `prepared` read once for the test's
+    """`trainer.run` into `args.output_dir`, over the data `prepared` read once for the test's
     runs; (metrics.json without what a resume cannot repeat, the kept task, metrics.json)."""
     out = args.output_dir
-    summary = driver.run(family, args, dataclasses.replace(prepared, out=out))
+    summary = trainer.run(family, args, dataclasses.replace(prepared, out=out))
     metrics = json.loads(pathlib.Path(out, "metrics.json").read_text())
     return repeatable(metrics), summary["task"], metrics
 
@@ -293,7 +293,7 @@ def _run(family, args, prepared):
 def _first_batch(monkeypatch):
     """Records the first training batch the driver makes (to trace the step with)."""
     batches = []
-    make = driver.fit_batches
+    make = trainer.fit_batches
 
     def recording(*args, **kwargs):
         dataset = make(*args, **kwargs)
@@ -301,7 +301,7 @@ def _first_batch(monkeypatch):
             batches.append(next(iter(dataset)))
         return dataset
 
-    monkeypatch.setattr(driver, "fit_batches", recording)
+    monkeypatch.setattr(trainer, "fit_batches", recording)
     return batches
 
 
@@ -322,7 +322,7 @@ def test_every_family_killed_mid_epoch_with_dropout_resumes_bit_for_bit(
 ):
     fam, make_args = FAMILIES[family](tmp_path, data_dir, uncased_vocab)
     ref, out = make_args(str(tmp_path / "uninterrupted")), make_args(str(tmp_path / "killed"))
-    prepared = driver.prepare(fam, ref)
+    prepared = trainer.prepare(fam, ref)
     batches = _first_batch(monkeypatch)
     want, task, metrics = _run(fam, ref, prepared)
     _assert_draws_only_checkpointed_streams(task, batches[0])

@@ -8,7 +8,7 @@ import json
 import pytest
 
 from keras_bert.config import BertConfig
-from keras_bert.training import driver, resume_check
+from keras_bert.training import resume_check, trainer
 from keras_bert.training.families import classification, distillation, ner, squad, swag
 from keras_bert.training.pretraining import PretrainConfig, recorded_settings, run_pretraining
 
@@ -135,7 +135,7 @@ def test_classification_ner_swag_and_squad_refuse_with_the_same_message(
             out, _driver_record(earlier, family, vocab_file=str(uncased_vocab), do_lower_case=True)
         )
         with pytest.raises(ValueError) as e:  # the data is not read: the check comes first
-            driver.prepare(
+            trainer.prepare(
                 family, family.Args(output_dir=str(out), **required, **model, train_batch_size=4)
             )
         assert str(e.value) == _refusal(out, "train_batch_size 8 -> 4"), family.name
@@ -151,7 +151,7 @@ def test_distillation_refuses_to_replace_a_run_with_other_settings(tmp_path):
     )
     before = _record(out, _driver_record(earlier, distillation.FAMILY))
     with pytest.raises(ValueError) as e:
-        driver.prepare(
+        trainer.prepare(
             distillation.FAMILY, dataclasses.replace(earlier, temperature=4.0, alpha=0.9)
         )
     assert str(e.value) == _refusal(out, "temperature 2.0 -> 4.0, alpha 0.5 -> 0.9")
@@ -159,7 +159,7 @@ def test_distillation_refuses_to_replace_a_run_with_other_settings(tmp_path):
 
 
 def test_an_old_config_with_the_default_epochs_stands_for_not_given():
-    from keras_bert.training.driver import recorded_settings
+    from keras_bert.training.run_config import recorded_settings
 
     old = {"num_train_epochs": 3.0, "classifier_dropout": 0.1, "train_batch_size": 32}
     assert recorded_settings(old, family_epochs=3.0) == {

@@ -1,4 +1,4 @@
-"""Static shapes for XLA and TPU (`driver.train_batches(static_shapes=True)`, `fit_batches`):
+"""Static shapes for XLA and TPU (`batches.train_batches(static_shapes=True)`, `fit_batches`):
 lengths from a few buckets, a constant batch size with zero-weight filler rows (every example
 once an epoch), each input pipeline's share of every global batch; in a subprocess with two
 logical CPUs, the driver's XLA compilations (one per bucket hit) and `fit` under a 2-replica
@@ -15,7 +15,8 @@ import pytest
 import tensorflow as tf
 
 from keras_bert.data.dynamic_padding import length_buckets
-from keras_bert.training.driver import train_batches, uses_static_shapes
+from keras_bert.training.batches import train_batches, uses_static_shapes
+from keras_bert.training.families import ner
 from tests.training.tiny_family import TinyArgs
 
 HARNESS = pathlib.Path(__file__).with_name("_static_shapes_harness.py")
@@ -102,6 +103,7 @@ def test_per_position_labels_take_the_bucket_and_filler_rows_are_ignored():
             group_by_length=True,
             per_position=True,
             static_shapes=True,
+            label_padding=ner.FAMILY.label_padding,
         )
     )
     # One group sorted by length: rows of 7 and 5 tokens (bucket 8), then 2 tokens (bucket 2).

@@ -7,7 +7,7 @@ import pytest
 import tensorflow as tf
 
 import keras_bert
-from keras_bert.training import driver
+from keras_bert.training import trainer
 from keras_bert.training.families import classification, ner, squad, swag
 from tests.data.test_swag import HEADER, ROWS, write
 from tests.tiny import TINY_SQUAD_WINDOWS, tiny_run_args
@@ -116,7 +116,7 @@ def test_every_family_trains_loads_predicts_and_serves_alike(
     tmp_path, data_dir, uncased_vocab, make
 ):
     family, args, check = make(tmp_path, data_dir, uncased_vocab)
-    summary = driver.run(family, args)
+    summary = trainer.run(family, args)
     run = summary["runs"][0]
     assert run["steps"] == run["num_train_steps"] >= 1
     trained = summary["task"]

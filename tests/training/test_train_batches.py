@@ -1,10 +1,10 @@
-"""The driver's training batches (`driver.train_batches`): every row once per epoch, the last
+"""The driver's training batches (`batches.train_batches`): every row once per epoch, the last
 partial batch kept, each batch cut to its longest row, length grouping, resume by skipping, and
 labels of every family's shape (ids [N], per position [N, T], SQuAD's dict of positions)."""
 
 import numpy as np
 
-from keras_bert.training.driver import train_batches
+from keras_bert.training.batches import train_batches
 
 
 def _features(lengths, seq):

@@ -1,5 +1,6 @@
-"""The task families of the one fine-tuning driver (`keras_bert.training.driver`), one module
-each: what the family reads, builds, evaluates and writes; everything else is the driver's.
+"""The task families of the one fine-tuning driver (`keras_bert.training.trainer`), one module
+each, a `keras_bert.training.family.Family` subclass: what the family reads, builds, evaluates and
+writes; everything else is the trainer's.
 
 - `classification`: GLUE and own-data (pair) classification / regression (`TextClassifier`);
 - `squad`: SQuAD v1.1 / v2.0 span question answering (`SpanQuestionAnswerer`);

@@ -22,7 +22,7 @@ from keras_bert.evaluation import metrics as metrics_lib
 from keras_bert.tasks.text_classifier import TextClassifier
 from keras_bert.training import model_setup
 from keras_bert.training.args import args_dataclass, FinetuneArgs, arg, default_learning_rate
-from keras_bert.training.driver import Family
+from keras_bert.training.family import Family
 
 
 @args_dataclass

@@ -24,7 +24,7 @@ from keras_bert.tasks.loading import load_task
 from keras_bert.tasks.text_classifier import TextClassifier
 from keras_bert.training import distillation as lib
 from keras_bert.training.args import AT_LEAST_ONE, POSITIVE, Rule, TrainingArgs, arg, args_dataclass
-from keras_bert.training.driver import Family
+from keras_bert.training.family import Family
 from keras_bert.training.families.classification import dev_loss
 
 AGREEMENT_EXAMPLES = 2000  # training examples whose teacher agreement is tracked per evaluation

@@ -14,12 +14,12 @@ import dataclasses
 from keras_bert.config import check_max_seq_length
 from keras_bert.data import conll
 from keras_bert.evaluation.ner import entity_scores
-from keras_bert.tasks.token_classifier import FEATURE_MODES, TokenClassifier
+from keras_bert.tasks.token_classifier import FEATURE_MODES, IGNORE_LABEL, TokenClassifier
 from keras_bert.training import model_setup
 from keras_bert.training.args import AT_LEAST_ONE, FinetuneArgs, arg, args_dataclass
 from keras_bert import fileio
 from keras_bert.training.callbacks import write_json_atomic
-from keras_bert.training.driver import Family
+from keras_bert.training.family import Family
 
 
 @args_dataclass
@@ -76,6 +76,7 @@ class Ner(Family):
     model_name = "conll_ner"
     monitor = "f1"
     labels_per_position = True
+    label_padding = IGNORE_LABEL  # a static-shape batch's filler tokens count as padding
 
     def read(self, args, preprocessor) -> NerData:
         splits = conll.read_conll_splits(args.data_dir)

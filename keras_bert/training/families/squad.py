@@ -33,7 +33,7 @@ from keras_bert.training.args import (
 )
 from keras_bert import fileio
 from keras_bert.training.callbacks import write_json_atomic
-from keras_bert.training.driver import Family
+from keras_bert.training.family import Family
 
 
 @args_dataclass
@@ -203,9 +203,6 @@ class Squad(Family):
         if not asked or not data.predict:
             return None
         return lambda task: predict_and_score(task, args, data)
-
-    def monitor_of(self, data) -> str | None:
-        return "f1"
 
     def tune(self, args, data, task) -> dict:
         """With a dev split: the sweep's best-F1 null threshold on it (`squad.best_threshold`),

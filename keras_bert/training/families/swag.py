@@ -17,7 +17,7 @@ from keras_bert.data import swag
 from keras_bert.tasks.multiple_choice import MultipleChoice
 from keras_bert.training import model_setup
 from keras_bert.training.args import FinetuneArgs, arg, args_dataclass
-from keras_bert.training.driver import Family
+from keras_bert.training.family import Family
 
 
 @args_dataclass

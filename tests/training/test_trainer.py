@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 import keras_bert
-from keras_bert.training import driver
+from keras_bert.training import trainer
 from keras_bert.training.families import classification
 from tests.tiny import tiny_run_args
 from tests.training.tiny_family import FAMILY, TinyArgs
@@ -25,13 +25,13 @@ REPO = pathlib.Path(__file__).resolve().parents[2]
 
 def _run(tmp_path, **kw):
     args = TinyArgs(output_dir=str(tmp_path / "out"), verbose=0, **kw)
-    return driver.run(FAMILY, args), tmp_path / "out"
+    return trainer.run(FAMILY, args), tmp_path / "out"
 
 
 def test_compile_task_builds_the_optimizer_the_flags_give():
     task = FAMILY.build_task(None, None, None)
     args = TinyArgs(output_dir="unused", adam_epsilon=1e-8, weight_decay=0.0, max_grad_norm=0.5)
-    driver.compile_task(task, args, num_train_steps=20, learning_rate=3e-4)
+    trainer.compile_task(task, args, num_train_steps=20, learning_rate=3e-4)
     opt = task.optimizer
     assert (opt.epsilon, opt.weight_decay, opt.global_clipnorm) == (1e-8, 0.0, 0.5)
     assert float(opt._learning_rate(2)) == pytest.approx(3e-4)  # int(20 * 0.1) = 2 warmup steps
@@ -88,7 +88,7 @@ def test_early_stopping_after_patience_evaluations_without_improvement(tmp_path)
 @pytest.mark.slow
 def test_time_budget_stops_training_and_still_evaluates_once(tmp_path, monkeypatch):
     ticks = iter(range(10**6))  # a clock that moves 1 s at every reading: no timing in the test
-    monkeypatch.setattr(driver.time, "monotonic", lambda: float(next(ticks)))
+    monkeypatch.setattr(trainer.time, "monotonic", lambda: float(next(ticks)))
     summary, out = _run(tmp_path, num_train_epochs=5, max_train_seconds=2.5)
     run = summary["runs"][0]
     # The clock starts as the first batch ends (tracing excluded): 1 s, then 2 s, then 3 s > 2.5.
@@ -102,7 +102,7 @@ def _driver_clock(monkeypatch):
     limit starts as the first batch ends and reads k s after batch k."""
     ticks = itertools.count()
     clock = types.SimpleNamespace(monotonic=lambda: float(next(ticks)))
-    monkeypatch.setattr(driver, "time", clock)
+    monkeypatch.setattr(trainer, "time", clock)
 
 
 @pytest.mark.slow
@@ -145,7 +145,7 @@ def test_a_run_the_time_limit_stops_still_keeps_its_best_writes_metrics_and_expo
             model_name="sst2",
         ),
     )
-    summary = driver.run(classification.FAMILY, args)
+    summary = trainer.run(classification.FAMILY, args)
     run = summary["runs"][0]
     # 16 rows in batches of 4: 4 batches laid out, stopped after the second (2 s > 1.5).
     assert (run["steps"], run["time_limit_reached"]) == (2, True)
