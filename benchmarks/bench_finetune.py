@@ -58,7 +58,7 @@ flags.DEFINE_string("label", "", "Extra words for the RESULTS.md title.")
 LR = 2e-5
 
 
-featurize = common.featurize  # also used by benchmarks/device_check.py
+featurize = common.featurize  # also used by tools/device_check.py
 
 
 def _jit():

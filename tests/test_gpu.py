@@ -1,6 +1,6 @@
 """Checks that need an NVIDIA GPU (marked `gpu`; tests/conftest.py skips them, with the reason,
 where TensorFlow sees none). `bash scripts/device_check.sh` runs them first and puts one row per
-test in its table (benchmarks/device_check.py).
+test in its table (tools/device_check.py).
 
 - The encoder in float32 on the GPU gives the CPU's outputs: real MiniLM-L6 weights, padded rows,
   atol 1e-4 with TensorFloat-32 off. TensorFlow multiplies float32 matrices in TF32 (10-bit

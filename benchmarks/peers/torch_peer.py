@@ -10,7 +10,7 @@ Every load command may carry "threads": N (torch.set_num_threads before each run
 PyTorch's default, one per core). "encoder" and "classifier" may carry "device": "cuda" (model,
 inputs and autocast on the GPU; a run ends by reading one number back, which waits for the GPU;
 default "cpu") and "config": {transformers.BertConfig arguments} (a randomly initialised model of
-that shape instead of the checkpoint: the tiny sizes of benchmarks/device_check.py --dry_run).
+that shape instead of the checkpoint: the tiny sizes of tools/device_check.py --dry_run).
 
 Protocol (one JSON object per line, both ways):
   {"cmd": "encoder", "bf16": bool, "batch": B, "seq": T}  -> {"ok": true}   (loads, builds input)

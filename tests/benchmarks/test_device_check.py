@@ -1,4 +1,4 @@
-"""The device check's dry run (benchmarks/device_check.py through scripts/device_check.sh): on the
+"""The device check's dry run (tools/device_check.py through scripts/device_check.sh): on the
 CPU, tiny sizes, it writes the table with every row and column the GPU run fills in, and the rows
 it runs hold numbers, not errors. Timings are never asserted."""
 

@@ -21,7 +21,7 @@ Measurements, in this order (one or more table rows each):
 5. MirroredStrategy over every visible GPU: fine-tuning examples/s at `--batch_size` per replica;
 6. peers on the same device, same weights, same batches: keras-hub (`BertTextClassifier` and
    `BertBackbone` from the checkpoint's directory, XLA on) and Hugging Face `transformers` on
-   PyTorch (benchmarks/torch_peer.py on CUDA, its own process, eager, bfloat16 by autocast). A
+   PyTorch (benchmarks/peers/torch_peer.py on CUDA, its own process, eager, bfloat16 by autocast). A
    peer that is not installed gives rows saying so.
 
 Each measurement has its own time cap (`CAPS`, cut to what is left of `--budget_s`): a cap is
