@@ -9,7 +9,8 @@ import tensorflow as tf
 
 from keras_bert import fileio
 from keras_bert.checkpoints.keras_format import load_keras_weights, save_keras_file
-from keras_bert.training.callbacks import EvaluationCallback, ProgressLogger, ResumableCheckpoint
+from keras_bert.training.callbacks import ProgressLogger, ResumableCheckpoint
+from keras_bert.training.evaluation_callback import EvaluationCallback
 from keras_bert.training.preemption import PreemptionWatcher, check_same_step, watch_preemption
 
 

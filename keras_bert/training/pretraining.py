@@ -46,7 +46,7 @@ from keras_bert.training.strategy import get_strategy
 class PretrainConfig(RuntimeArgs):
     """Settings of a pretraining run; field names are the recipe's flag names (google-research's
     `run_pretraining.py` where one exists), and the recipe's flags are made from the fields
-    (`args.define_flags`). Sizes in tokens, examples and optimizer steps."""
+    (`arg_flags.define_flags`). Sizes in tokens, examples and optimizer steps."""
 
     FLAG_TABLE = "pretraining"
 

@@ -14,14 +14,14 @@ from typing import Callable
 from absl import app, flags
 
 from keras_bert.cli import check_paths_reachable, fail_usage, failing_without_room, print_result
-from keras_bert.training import args as args_lib
+from keras_bert.training import arg_flags
 from keras_bert.training import trainer
 
 
 def argument_set_main(cls, prepare: Callable, finish: Callable, flag_values=None) -> Callable:
     """The `main(argv)` of a program whose flags are the fields of the argument set `cls`
-    (`keras_bert.training.args.define_flags`): no positional argument; every URI among the
-    values reachable; the settings read back (`args.from_flags`: each value's rule, the checks
+    (`keras_bert.training.arg_flags.define_flags`): no positional argument; every URI among the
+    values reachable; the settings read back (`arg_flags.from_flags`: each value's rule, the checks
     across fields and the flags that act only with another); `prepared = prepare(args)`; then
     `finish(args, prepared)`.
 
@@ -41,7 +41,7 @@ def argument_set_main(cls, prepare: Callable, finish: Callable, flag_values=None
             try:
                 # Before the flags are checked: a check may already read a file (SQuAD's files).
                 check_paths_reachable({f.name: fv[f.name].value for f in dataclasses.fields(cls)})
-                args = args_lib.from_flags(cls, fv)
+                args = arg_flags.from_flags(cls, fv)
                 prepared = prepare(args)
             except (ValueError, FileNotFoundError) as e:  # bad flags or data: one line, exit 2
                 fail_usage(str(e))
@@ -53,7 +53,7 @@ def argument_set_main(cls, prepare: Callable, finish: Callable, flag_values=None
 def run_argument_set(cls, main: Callable) -> None:
     """Defines one absl flag per field of the argument set `cls` (listed by the running
     program's `--help`) and runs `main` (`argument_set_main`, `recipe_main`) on them."""
-    args_lib.define_flags(cls, module_name=sys.argv[0])
+    arg_flags.define_flags(cls, module_name=sys.argv[0])
     app.run(main)
 
 

@@ -44,6 +44,7 @@ from keras_bert.training import callbacks as callbacks_lib
 from keras_bert.training import run_config
 from keras_bert.training.args import Resolution, TrainingArgs
 from keras_bert.training.batches import Schedule, fit_batches, uses_static_shapes
+from keras_bert.training.evaluation_callback import EvaluationCallback
 from keras_bert.training.family import Family
 from keras_bert.training.fit import build_for_training, keep_best_model, resumable_fit
 from keras_bert.training.optimizer import create_optimizer, set_mixed_precision
@@ -207,7 +208,7 @@ def train_one(family: Family, args: TrainingArgs, prepared: Prepared, seed: int,
         []
         if evaluate is None
         else [
-            callbacks_lib.EvaluationCallback(
+            EvaluationCallback(
                 evaluate,
                 monitor,
                 fileio.join(run_dir, "best.weights.h5"),

@@ -7,7 +7,7 @@ import dataclasses
 import pytest
 from absl import flags
 
-from keras_bert.training import args as args_lib
+from keras_bert.training import arg_flags
 from keras_bert.training import batches
 from keras_bert.training.args import FinetuneArgs, Resolution, TrainingArgs
 from keras_bert.training.families import classification, distillation, ner, squad, swag
@@ -24,7 +24,7 @@ FAMILIES = {
 
 def _flag_values(cls, argv=None):
     fv = flags.FlagValues()
-    args_lib.define_flags(cls, flag_values=fv)
+    arg_flags.define_flags(cls, flag_values=fv)
     if argv is not None:
         fv(["prog", *argv])
     return fv
@@ -97,13 +97,13 @@ def test_usage_errors_name_the_flag_and_its_rule(kw, message):
 def test_a_bad_value_on_the_command_line_fails_in_from_flags():
     fv = _flag_values(ClassifierArgs, ["--task_name=sst2", "--output_dir=o", "--ema_momentum=1"])
     with pytest.raises(ValueError) as e:
-        args_lib.from_flags(ClassifierArgs, fv)
+        arg_flags.from_flags(ClassifierArgs, fv)
     assert str(e.value) == "--ema_momentum must be in [0, 1) (0: no weight average), got 1.0"
     fv = _flag_values(
         distillation.DistillArgs, ["--teacher=t", "--output_dir=o", "--layer_map=0,x"]
     )
     with pytest.raises(ValueError) as e:
-        args_lib.from_flags(distillation.DistillArgs, fv)
+        arg_flags.from_flags(distillation.DistillArgs, fv)
     assert str(e.value) == "--layer_map must be integers separated by commas, got 0,x"
 
 
@@ -118,14 +118,16 @@ def test_pretraining_flags_are_its_config_fields_with_the_same_checks():
         "adamw",
     )
     required = ["--input_file=a", "--output_dir=o", "--vocab_file=v"]
-    config = args_lib.from_flags(PretrainConfig, _flag_values(PretrainConfig, required + ["--ltr"]))
+    config = arg_flags.from_flags(
+        PretrainConfig, _flag_values(PretrainConfig, required + ["--ltr"])
+    )
     assert (config.ltr, config.use_nsp, config.given()) == (
         True,
         False,
         ["input_file", "ltr", "output_dir", "vocab_file"],
     )
     with pytest.raises(ValueError) as e:
-        args_lib.from_flags(
+        arg_flags.from_flags(
             PretrainConfig, _flag_values(PretrainConfig, required + ["--train_batch_size=0"])
         )
     assert str(e.value) == "--train_batch_size must be >= 1, got 0"
@@ -142,7 +144,7 @@ def test_given_is_exactly_the_flags_on_the_command_line():
         "--learning_rate=3e-5",
         "--nogroup_by_length",
     ]
-    args = args_lib.from_flags(ClassifierArgs, _flag_values(ClassifierArgs, argv))
+    args = arg_flags.from_flags(ClassifierArgs, _flag_values(ClassifierArgs, argv))
     # --train_batch_size=32 is the default, yet the user gave it.
     assert args.given() == [
         "group_by_length",
@@ -162,7 +164,7 @@ def test_given_is_exactly_the_flags_on_the_command_line():
         group_by_length=False,
     )
     assert same.given() == ["group_by_length", "learning_rate", "output_dir", "task_name"]
-    listed = args_lib.from_flags(
+    listed = arg_flags.from_flags(
         distillation.DistillArgs,
         _flag_values(
             distillation.DistillArgs,

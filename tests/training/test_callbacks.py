@@ -11,11 +11,8 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from keras_bert.training.callbacks import (
-    EvaluationCallback,
-    ResumableCheckpoint,
-    standard_callbacks,
-)
+from keras_bert.training.callbacks import ResumableCheckpoint, standard_callbacks
+from keras_bert.training.evaluation_callback import EvaluationCallback
 from keras_bert.training.fit import keep_best_model, resumable_fit
 
 

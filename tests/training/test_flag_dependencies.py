@@ -18,7 +18,7 @@ from absl import flags
 
 import serving.server
 from keras_bert.data import text_files
-from keras_bert.training import args as args_lib
+from keras_bert.training import arg_flags
 from keras_bert.training import flag_dependencies, trainer
 from keras_bert.training.families import classification, distillation, ner, squad, swag
 from keras_bert.training.pretraining import PretrainConfig
@@ -187,7 +187,7 @@ def test_each_entry_is_a_one_line_usage_error_before_anything_starts(
 
             monkeypatch.setattr(trainer, "prepare", prepared)
         fv = flags.FlagValues()
-        args_lib.define_flags(cls, flag_values=fv)
+        arg_flags.define_flags(cls, flag_values=fv)
         defaults = {f.name: cls.default(f.name) for f in dataclasses.fields(cls)}
         fv([program, *_argv(table, index, required, defaults)])
         err = _refused(capsys, monkeypatch, program, lambda: main_of(fv)([program]))
@@ -249,10 +249,10 @@ def test_the_table_names_only_flags_the_programs_define():
 def test_the_partner_is_read_by_its_value_and_a_call_from_python_gives_what_differs():
     # --export_dir= (empty) exports nothing: the quantization would be ignored.
     fv = flags.FlagValues()
-    args_lib.define_flags(classification.ClassifierArgs, flag_values=fv)
+    arg_flags.define_flags(classification.ClassifierArgs, flag_values=fv)
     fv(["p", "--task_name=sst2", "--output_dir=o", "--export_dir=", "--export_tflite"])
     with pytest.raises(flag_dependencies.MissingPartnerError) as e:
-        args_lib.from_flags(classification.ClassifierArgs, fv)
+        arg_flags.from_flags(classification.ClassifierArgs, fv)
     assert str(e.value) == TABLE["training"][4].message()
     # From Python a field counts as given when it is not its default.
     kept = classification.ClassifierArgs(task_name="sst2", output_dir="o", export_tflite=False)

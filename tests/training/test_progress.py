@@ -6,7 +6,8 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from keras_bert.training.callbacks import EvaluationCallback, ProgressLogger, ResumableCheckpoint
+from keras_bert.training.callbacks import ProgressLogger, ResumableCheckpoint
+from keras_bert.training.evaluation_callback import EvaluationCallback
 from keras_bert.training.fit import resumable_fit
 
 

@@ -5,7 +5,7 @@ import math
 
 import pytest
 
-from keras_bert.training.callbacks import EvaluationCallback
+from keras_bert.training.evaluation_callback import EvaluationCallback
 from keras_bert.training.selection import best_index, is_better
 
 NAN, INF = float("nan"), float("inf")
