@@ -130,9 +130,7 @@ def csv_header(path: str) -> list[str]:
         fileio.UserFileError (a ValueError): a header the csv module refuses, naming the file.
     """
     delimiter = "," if file_format(path) == "csv" else "\t"
-    with fileio.open_file(path, "rb") as f:
-        first = fileio.decode_user_text(f.readline(), path, "surrogateescape")
-    return [_shown(name) for name in fileio.csv_records(first, path, delimiter)[0]]
+    return [_shown(name) for name in fileio.csv_header(path, delimiter)]
 
 
 def check_columns(path: str, columns: Columns) -> None:

@@ -132,3 +132,32 @@ def test_a_csv_file_the_csv_module_gives_up_on_is_one_error_for_the_rest(tmp_pat
     assert got[1] == RowError(
         0, path, None, None, None, f"after 1 rows: {path}:3: not CSV: refused"
     )
+
+
+def test_the_header_check_reads_a_carriage_return_as_the_rows_do(tmp_path):
+    """A lone "\\r" ends the header row for the csv module; `GFile.readline`, which the check
+    once used, drops it and joined the header to the first row (fuzz finding
+    tests/fuzz/corpus/batch_rows/finding-carriage-return-in-the-header)."""
+    path, got = _rows(tmp_path, "a.csv", b"text,id\rhello,r1\n")
+    assert rows.csv_header(path) == ["text", "id"]
+    rows.check_columns(path, COLUMNS)  # no error: both columns are there
+    assert got == [InputRow(0, path, 0, "r1", "hello", None, {"text": "hello", "id": "r1"})]
+
+
+@pytest.mark.parametrize(
+    "header",
+    [
+        b"a" * 65535 + b",id\r\n",  # "\r" the last byte of the first read, "\n" the next
+        b'"' + b"x\r\n" * 30000 + b'",id\n',  # a quoted name spanning several reads
+        b"\xef\xbb\xbftext,id\r",  # a byte-order mark and a header without a row after it
+        b"",  # an empty file
+    ],
+    ids=["split-crlf", "quoted-newlines", "bom-no-rows", "empty"],
+)
+def test_the_header_check_reads_the_header_the_whole_file_gives(header, tmp_path):
+    path = str(tmp_path / "a.tsv")
+    data = header.replace(b",", b"\t") + b"hello\tr1\n" * 3
+    fileio.write_bytes(path, data)
+    whole = fileio.csv_records(fileio.decode_user_text(data, path), path, "\t")[0]
+    assert fileio.csv_header(path, "\t") == whole
+    assert len(whole) == 2
