@@ -449,7 +449,8 @@ def write_text(path: str, text: str) -> None:
 
 
 def write_json(path: str, obj: Any, indent: int | None = 2) -> None:
-    """`write_text` of `obj` as JSON (keys sorted), ending with a newline."""
+    """`write_text` of `obj` as JSON (keys sorted), ending with a newline: `path` holds the old
+    JSON or all of the new, never part."""
     write_text(path, json.dumps(obj, indent=indent, sort_keys=True) + "\n")
 
 

@@ -69,7 +69,6 @@ optimizer steps (step, train seconds, loss, lr) and one per evaluation.
 from __future__ import annotations
 
 import json
-import os
 import pathlib
 import platform
 import time
@@ -323,12 +322,6 @@ def examples_trained(steps: int, batch_size: int, num_examples: int) -> int:
     return steps // per_epoch * num_examples + min(steps % per_epoch * batch_size, num_examples)
 
 
-def write_json_atomic(path: pathlib.Path, obj):
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(obj, indent=2) + "\n", encoding="utf-8")
-    os.replace(tmp, path)
-
-
 def main(argv=None):
     args = parse_args(argv)
     if args.threads:
@@ -442,7 +435,7 @@ def main(argv=None):
             "python": platform.python_version(),
         },
     }
-    write_json_atomic(out / "metrics.json", metrics)
+    hf_peer_common.project_fileio().write_json(str(out / "metrics.json"), metrics)
     print(
         json.dumps(
             {

@@ -19,7 +19,8 @@ _FILEIO = pathlib.Path(__file__).resolve().parents[2] / "keras_bert" / "fileio.p
 
 def project_fileio():
     """keras_bert/fileio.py loaded from its file alone (it imports only the standard library; the
-    keras_bert package, which loads Keras, is not imported): `read_jsonl`, `write_jsonl`."""
+    keras_bert package, which loads Keras, is not imported): `read_jsonl`, `write_jsonl`,
+    `write_json`."""
     spec = importlib.util.spec_from_file_location("keras_bert_fileio_for_peers", _FILEIO)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)

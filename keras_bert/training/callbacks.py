@@ -27,11 +27,6 @@ from keras_bert.training import random_state
 logger = logging.getLogger(__name__)
 
 
-def write_json_atomic(path: str, obj) -> None:
-    """`fileio.write_json`: `path` (any URI) holds the old JSON or all of the new, never part."""
-    fileio.write_json(os.fspath(path), obj)
-
-
 class ResumableCheckpoint(keras.callbacks.Callback):
     """Save model + optimizer weights every `save_freq` batches and at each epoch end.
 
@@ -107,7 +102,7 @@ class ResumableCheckpoint(keras.callbacks.Callback):
         fileio.makedirs(self.directory)
         name = f"ckpt-{self.step}.weights.h5"
         save_weights_file(self.model, fileio.join(self.directory, name))
-        write_json_atomic(
+        fileio.write_json(
             self.state_path,
             {"step": self.step, "weights": name, "random": random_state.capture(self.model)},
         )
@@ -133,7 +128,7 @@ class ResumableCheckpoint(keras.callbacks.Callback):
         """
         if not self.is_chief:
             return
-        write_json_atomic(self.state_path, {"step": self.step, "weights": None, "complete": True})
+        fileio.write_json(self.state_path, {"step": self.step, "weights": None, "complete": True})
         crash_point("checkpoints_finalized")
         for path in fileio.glob(fileio.join(self.directory, "*.weights.h5")):
             fileio.remove(path)

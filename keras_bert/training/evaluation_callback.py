@@ -11,7 +11,6 @@ import keras
 from keras_bert import fileio
 from keras_bert.checkpoints.keras_format import save_weights_file
 from keras_bert.faults import crash_point
-from keras_bert.training.callbacks import write_json_atomic
 from keras_bert.training.optimizer import averaged_weights
 from keras_bert.training.selection import is_better
 
@@ -181,4 +180,4 @@ class EvaluationCallback(keras.callbacks.Callback):
                 crash_point("best_saved")
         if self.is_chief and self.state_file is not None:
             fileio.makedirs(fileio.parent(self.state_file))
-            write_json_atomic(self.state_file, self.state)
+            fileio.write_json(self.state_file, self.state)

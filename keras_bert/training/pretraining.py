@@ -26,7 +26,7 @@ from keras_bert.data.pretraining_pipeline import make_pretraining_dataset, verif
 from keras_bert.models.bert_encoder import BertEncoder
 from keras_bert.models.bert_pretrainer import BertPretrainer
 from keras_bert.tokenization.full_tokenizer import load_vocab
-from keras_bert.training.callbacks import standard_callbacks, write_json_atomic
+from keras_bert.training.callbacks import standard_callbacks
 from keras_bert.training.fit import resumable_fit
 from keras_bert.training.args import (
     A_FRACTION,
@@ -224,7 +224,7 @@ def run_pretraining(config: PretrainConfig) -> dict:
         record
     )  # what every checkpointed step was trained with
     num_records = sum(verify_shards(shards))  # a damaged shard fails here, by name
-    write_json_atomic(fileio.join(config.output_dir, "config.json"), record)
+    fileio.write_json(fileio.join(config.output_dir, "config.json"), record)
     checkpoint, callbacks = standard_callbacks(
         config.output_dir, tensorboard_update_freq=config.save_checkpoints_steps
     )
@@ -259,5 +259,5 @@ def run_pretraining(config: PretrainConfig) -> dict:
         "history": history,
         "encoder_dir": encoder_dir,
     }
-    write_json_atomic(fileio.join(config.output_dir, "metrics.json"), metrics)
+    fileio.write_json(fileio.join(config.output_dir, "metrics.json"), metrics)
     return metrics

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from keras_bert import fileio
 from keras_bert.training import resume_check
-from keras_bert.training.callbacks import write_json_atomic
 
 # Settings that do not change what a run computes: a rerun into the same output_dir may differ
 # here. pad_to_multiple_of only cuts masked padding columns; output_dir is where the old
@@ -108,6 +107,6 @@ def check_rerun(out: str, settings: dict, family_epochs: float) -> None:
 def write_config(out: str, settings: dict, given: list[str], derived: dict) -> None:
     """`out`/config.json (atomically): `settings`, the names the user gave (`given`) and the
     derived values with their reasons (`derived`: name -> {"value", "why"}, `args.Resolution`)."""
-    write_json_atomic(
+    fileio.write_json(
         fileio.join(out, "config.json"), settings | {"given": given, "derived": derived}
     )

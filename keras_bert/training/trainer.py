@@ -322,7 +322,7 @@ def run(family: Family, args: TrainingArgs, prepared: Prepared | None = None) ->
             best = fileio.join(out, f"run_{summary['best_run']}", "best_model.keras")
             fileio.write_bytes(fileio.join(out, "best_model.keras"), fileio.read_bytes(best))
         crash_point("metrics_write")
-        callbacks_lib.write_json_atomic(fileio.join(out, "metrics.json"), summary)
+        fileio.write_json(fileio.join(out, "metrics.json"), summary)
     summary["task"] = task
     if args.export_dir and chief:
         summary["export_path"] = export_once(family, args, task, summary)
@@ -356,7 +356,7 @@ def _predict_only(family: Family, args: TrainingArgs, prepared: Prepared) -> dic
     if chief:
         prepared.write_config(args)
         save_keras_file(task, fileio.join(prepared.out, "best_model.keras"))
-        callbacks_lib.write_json_atomic(fileio.join(prepared.out, "metrics.json"), summary)
+        fileio.write_json(fileio.join(prepared.out, "metrics.json"), summary)
     summary["task"] = task
     if args.export_dir and chief:
         summary["export_path"] = export_once(family, args, task, summary)

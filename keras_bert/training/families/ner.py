@@ -18,7 +18,6 @@ from keras_bert.tasks.token_classifier import FEATURE_MODES, IGNORE_LABEL, Token
 from keras_bert.training import model_setup
 from keras_bert.training.args import AT_LEAST_ONE, FinetuneArgs, arg, args_dataclass
 from keras_bert import fileio
-from keras_bert.training.callbacks import write_json_atomic
 from keras_bert.training.family import Family
 
 
@@ -113,7 +112,7 @@ class Ner(Family):
         return lambda task: ner_scores(task, data.dev, args.eval_batch_size)
 
     def finish(self, args, data, task, out) -> dict:
-        write_json_atomic(
+        fileio.write_json(
             fileio.join(out, "labels.json"),
             {"task_type": task.task_type, "labels": task.label_names},
         )

@@ -32,7 +32,6 @@ from keras_bert.training.args import (
     args_dataclass,
 )
 from keras_bert import fileio
-from keras_bert.training.callbacks import write_json_atomic
 from keras_bert.training.family import Family
 
 
@@ -140,13 +139,13 @@ def predict_and_score(task, args, data: SquadData, out: str | None = None) -> di
     )
     seconds = time.perf_counter() - start
     if out is not None:
-        write_json_atomic(
+        fileio.write_json(
             fileio.join(out, "predictions.json"), {q: a["text"] for q, a in answers.items()}
         )
-        write_json_atomic(
+        fileio.write_json(
             fileio.join(out, "nbest_predictions.json"), {q: a["nbest"] for q, a in answers.items()}
         )
-        write_json_atomic(
+        fileio.write_json(
             fileio.join(out, "null_odds.json"), {q: a["null_odds"] for q, a in answers.items()}
         )
     metrics = squad_eval.evaluate(
