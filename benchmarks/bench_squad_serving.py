@@ -215,7 +215,7 @@ def check_answers(address, requests):
                     empty_ok += text == ""
     em = empty_ok
     if answerable:
-        from keras_bert.evaluation.squad import dataset_of
+        from keras_bert.metrics.squad import dataset_of
 
         raw = squad_evaluate_v1_1.evaluate(dataset_of(answerable), predictions)
         em += round(raw["exact_match"] * len(answerable))

@@ -19,7 +19,7 @@ sentences, tags are converted IOB1 -> IOB2 (`conll.to_iob2`). One line per sente
 `examples/pytorch/token-classification/run_ner.py` reads from a JSON file (`tokens`,
 `<task_name>_tags`); the `.json` name is what that script asks for.
 
-Score: `keras_bert.evaluation.ner.entity_scores(gold_tags, predicted_tags)` with seqeval, of which
+Score: `keras_bert.metrics.ner.entity_scores(gold_tags, predicted_tags)` with seqeval, of which
 `keras_bert.training.families.ner.ner_scores` (run_ner.py's dev and test scores) keeps
 precision, recall, f1 and accuracy; those four keys sit at the top of the metrics JSON, as in
 the `dev` / `test` entries of run_ner.py's metrics.json, and the full result (per entity type,
@@ -39,7 +39,7 @@ from absl import app, flags
 
 from keras_bert import fileio
 from keras_bert.data import conll
-from keras_bert.evaluation.ner import entity_scores
+from keras_bert.metrics.ner import entity_scores
 
 flags.DEFINE_enum(
     "mode", "write", ["write", "score"], "Write the split files, or score predictions."

@@ -22,11 +22,11 @@ the answers our reader kept (an answer not at its `answer_start` is dropped, as 
 An answerable training question left with no usable answer is left out of train.json: our
 recipe skips it, while run_qa.py would train it as unanswerable ([CLS]).
 
-Score: `keras_bert.evaluation.squad.evaluate(dataset_of(held_out), answers, v2)`, the call
+Score: `keras_bert.metrics.squad.evaluate(dataset_of(held_out), answers, v2)`, the call
 `keras_bert.training.families.squad.predict_and_score` makes. The peer writes predictions.json (qas_id -> text),
 and for v2.0 null_odds.json (null score - best non-null score) and
 best_non_null_predictions.json (qas_id -> best non-empty text; our v2.0 threshold sweep scores
-those, see `keras_bert.evaluation.squad`). metrics.json = the peer's peer_metrics.json (timings)
+those, see `keras_bert.metrics.squad`). metrics.json = the peer's peer_metrics.json (timings)
 plus the official scores, with the keys of run_squad.py's metrics.json.
 """
 
@@ -38,7 +38,7 @@ import pathlib
 from absl import app, flags, logging
 
 from keras_bert import fileio
-from keras_bert.evaluation import squad as squad_eval
+from keras_bert.metrics import squad as squad_eval
 from keras_bert.training.families import squad as squad_family
 
 flags.DEFINE_enum("mode", "split", ["split", "score"], "Write the split, or score predictions.")

@@ -15,7 +15,7 @@ from __future__ import annotations
 import numpy as np
 from sklearn import metrics as skm
 
-from keras_bert.evaluation import metrics as glue_metrics
+from keras_bert.metrics import classification as glue_metrics
 
 
 def per_class_report(gold, predicted, label_names) -> dict:

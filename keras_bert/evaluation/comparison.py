@@ -20,7 +20,6 @@ import scipy.stats
 from sklearn import metrics as skm
 
 from keras_bert.evaluation import diagnostic_sections as ds
-from keras_bert.evaluation import metrics as glue_metrics
 from keras_bert.evaluation.report_writer import (
     Figure,
     Num,
@@ -31,6 +30,7 @@ from keras_bert.evaluation.report_writer import (
     keyed_rows,
     reliability_figure,
 )
+from keras_bert.metrics import classification as glue_metrics
 
 DISAGREEMENT_ROWS = 100
 SLICE_ROWS = 20

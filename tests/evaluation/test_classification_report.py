@@ -8,7 +8,7 @@ from sklearn import metrics as skm
 
 from keras_bert.evaluation import classification_report as cr
 from keras_bert.evaluation import comparison, report_writer
-from keras_bert.evaluation import metrics as glue_metrics
+from keras_bert.metrics import classification as glue_metrics
 from keras_bert.evaluation.kinds import classification
 
 NAMES = ["a", "b", "c"]

@@ -11,7 +11,7 @@ import tensorflow as tf
 from tensorflow_serving.apis import predict_pb2, prediction_service_pb2_grpc
 
 from keras_bert.data import conll
-from keras_bert.evaluation.ner import entity_scores
+from keras_bert.metrics.ner import entity_scores
 from keras_bert.tasks import TokenClassifier, load_task
 from tests.recipes.finished_run import served_in_fresh_process, assert_finished_run_dir, result_line
 from tests.recipes.kill_resume import assert_killed_and_resumed_like_uninterrupted

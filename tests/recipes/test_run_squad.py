@@ -7,7 +7,7 @@ import pytest
 import tensorflow as tf
 
 from keras_bert.data import squad, squad_answers
-from keras_bert.evaluation import squad as squad_eval
+from keras_bert.metrics import squad as squad_eval
 from keras_bert.tasks import SpanQuestionAnswerer, load_task
 from keras_bert.training import trainer
 from keras_bert.training.families.squad import FAMILY, SquadArgs

@@ -9,7 +9,7 @@ import pytest
 import tensorflow as tf
 
 from keras_bert.data import squad, windows
-from keras_bert.evaluation import squad as squad_eval
+from keras_bert.metrics import squad as squad_eval
 from keras_bert.tasks.span_question_answerer import SpanQuestionAnswerer
 from keras_bert.tokenization.bert_preprocessor import BertPreprocessor
 from keras_bert.tokenization.full_tokenizer import FullTokenizer

@@ -7,7 +7,7 @@ prediction (the signature windows the context and, for v2.0, answers "" when the
 beats the best span by more than the model's `null_score_diff_threshold`).
 
 Metrics: the official SQuAD evaluators of tf-models-official, called as they are
-(`keras_bert.evaluation.squad`): v1.1 exact match and F1; v2.0 exact and F1 with the HasAns /
+(`keras_bert.metrics.squad`): v1.1 exact match and F1; v2.0 exact and F1 with the HasAns /
 NoAns splits, at the threshold the model uses (reported; the signature gives no best non-null
 answer, so the official threshold sweep is not run here: `recipes/run_squad.py` reports it).
 Per question, the official per-question scores (v1.1 `_metric_max_over_ground_truths`, v2.0
@@ -28,11 +28,11 @@ from official.nlp.tools import squad_evaluate_v1_1, squad_evaluate_v2_0
 from keras_bert.data.glue import InputExample
 from keras_bert.data.squad import read_squad_examples
 from keras_bert.evaluation import failure_catalogue as fc
-from keras_bert.evaluation import squad
 from keras_bert.evaluation.behaviour import INVARIANCE_ROWS, PERTURBATIONS, invariance_of
 from keras_bert.evaluation.eval_data import DataError, EvalData, token_statistics
 from keras_bert.evaluation.kinds.evidence_kind import EvidenceKind, own_format, register
 from keras_bert.evaluation.report_writer import Num, Table, keyed_rows
+from keras_bert.metrics import squad
 
 QUESTION_WORDS = ("what", "which", "who", "whom", "whose", "when", "where", "why", "how")
 CONTEXT_BUCKETS = (100, 150, 200, 300)  # upper edges, inclusive, in whitespace words

@@ -6,7 +6,7 @@ words joined by one space; the signature splits on ASCII whitespace, so it tags 
 words (a CoNLL word never holds whitespace).
 
 Metrics: entity-level precision, recall and F1, micro-averaged and per type, by seqeval
-(`keras_bert.evaluation.ner.entity_scores`: IOB2, exact type and boundaries). Wrong entities are
+(`keras_bert.metrics.ner.entity_scores`: IOB2, exact type and boundaries). Wrong entities are
 counted by kind (`entity_errors`), each predicted entity that is not exactly right once:
 
 - "type": the same span as a gold entity, another type;
@@ -41,11 +41,11 @@ from seqeval.metrics.sequence_labeling import get_entities
 from keras_bert.data.conll import read_conll, to_iob2
 from keras_bert.data.glue import InputExample
 from keras_bert.evaluation import failure_catalogue as fc
-from keras_bert.evaluation import ner
 from keras_bert.evaluation.behaviour import INVARIANCE_ROWS, invariance_of
 from keras_bert.evaluation.eval_data import DataError, EvalData, token_statistics
 from keras_bert.evaluation.kinds.evidence_kind import EvidenceKind, own_format, register
 from keras_bert.evaluation.report_writer import Num, Table, keyed_rows
+from keras_bert.metrics import ner
 
 SENTENCE_BUCKETS = (5, 10, 20, 40)  # upper edges, inclusive, in words
 ERROR_KINDS = ("type", "boundary", "type_and_boundary", "spurious", "missed")

@@ -4,7 +4,7 @@ Reads train and dev examples (GLUE `.tsv`, or CSV / TSV / JSONL own data through
 `keras_bert.data.text_files`), labels them by one rule (`keras_bert.data.labels`), encodes every
 split once with the task's in-graph preprocessor (as google-research/bert writes TFRecords once),
 and builds a `TextClassifier`. Dev metrics are the GLUE metrics of the task
-(`keras_bert.evaluation.metrics`); MNLI evaluates both dev splits and monitors the matched one.
+(`keras_bert.metrics.classification`); MNLI evaluates both dev splits and monitors the matched one.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from scipy.special import logsumexp
 from keras_bert.config import check_max_seq_length
 from keras_bert.data import classification_pipeline, glue, text_files
 from keras_bert.data.labels import label_ids
-from keras_bert.evaluation import metrics as metrics_lib
+from keras_bert.metrics import classification as metrics_lib
 from keras_bert.tasks.text_classifier import TextClassifier
 from keras_bert.training import model_setup
 from keras_bert.training.args import args_dataclass, FinetuneArgs, arg, default_learning_rate
@@ -55,7 +55,7 @@ class ClassifierArgs(FinetuneArgs):
 class TaskData:
     """The examples and label space of a run."""
 
-    metric_task: str  # key for keras_bert.evaluation.metrics
+    metric_task: str  # key for keras_bert.metrics.classification
     train: list
     dev: dict  # dev split name -> examples
     label_list: list | None  # label strings in id order as in the data; None for regression

@@ -19,7 +19,7 @@ import numpy as np
 from keras_bert import fileio
 from keras_bert.data import glue, text_files
 from keras_bert.data.labels import label_ids
-from keras_bert.evaluation import metrics as metrics_lib
+from keras_bert.metrics import classification as metrics_lib
 from keras_bert.tasks.loading import load_task
 from keras_bert.tasks.text_classifier import TextClassifier
 from keras_bert.training import distillation as lib

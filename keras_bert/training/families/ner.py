@@ -13,7 +13,7 @@ import dataclasses
 
 from keras_bert.config import check_max_seq_length
 from keras_bert.data import conll
-from keras_bert.evaluation.ner import entity_scores
+from keras_bert.metrics.ner import entity_scores
 from keras_bert.tasks.token_classifier import FEATURE_MODES, IGNORE_LABEL, TokenClassifier
 from keras_bert.training import model_setup
 from keras_bert.training.args import AT_LEAST_ONE, FinetuneArgs, arg, args_dataclass

@@ -20,7 +20,7 @@ import time
 
 from keras_bert.config import INPUT_NAMES
 from keras_bert.data import squad
-from keras_bert.evaluation import squad as squad_eval
+from keras_bert.metrics import squad as squad_eval
 from keras_bert.tasks.span_question_answerer import SpanQuestionAnswerer
 from keras_bert.training import model_setup
 from keras_bert.training.args import (

@@ -10,7 +10,7 @@ from official.nlp.tools import squad_evaluate_v2_0
 
 from keras_bert.data import squad
 from keras_bert.data import squad_answers as post
-from keras_bert.evaluation import squad as squad_eval
+from keras_bert.metrics import squad as squad_eval
 from keras_bert.tokenization.full_tokenizer import FullTokenizer
 
 

@@ -4,7 +4,7 @@ import math
 
 import pytest
 
-from keras_bert.evaluation import metrics
+from keras_bert.metrics import classification as metrics
 
 LABELS = [1, 1, 1, 0, 0, 0, 1, 0]
 PREDS = [1, 0, 1, 0, 1, 0, 1, 1]  # TP=3 FN=1 FP=2 TN=2

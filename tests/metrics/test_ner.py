@@ -2,7 +2,7 @@
 
 import pytest
 
-from keras_bert.evaluation.ner import entity_scores
+from keras_bert.metrics.ner import entity_scores
 
 
 def test_scores_equal_hand_computed_values():
