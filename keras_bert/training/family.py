@@ -66,7 +66,8 @@ class Family:
 
     def train_arrays(self, task, data) -> tuple[dict, object]:
         """(features: dict of int32 numpy [N, ..., T] with `input_mask`, labels: numpy [N] or
-        [N, T], or a dict of [N] arrays)."""
+        [N, T], or a dict of [N] arrays). Asked once per `prepare` (the trainer keeps them for
+        every restart), so a family encodes without keeping a copy."""
         raise NotImplementedError
 
     def trains(self, data) -> bool:

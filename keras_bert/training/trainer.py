@@ -65,6 +65,14 @@ class Prepared:
     preprocessor: BertPreprocessor
     data: object
     config_written: bool = False
+    arrays: tuple | None = None  # the family's training arrays, made by the first run
+
+    def train_arrays(self, family: Family, task) -> tuple:
+        """`family.train_arrays` once for all the runs: they depend on the data and the
+        preprocessor, not on a run's weights."""
+        if self.arrays is None:
+            self.arrays = family.train_arrays(task, self.data)
+        return self.arrays
 
     def write_config(self, args: TrainingArgs) -> None:
         """config.json once (`run_config.write_config`), when the derived values are known (the
@@ -176,7 +184,7 @@ def train_one(family: Family, args: TrainingArgs, prepared: Prepared, seed: int,
         fileio.makedirs(run_dir)
     with strategy.scope():
         task = family.build_task(args, prepared.data, prepared.preprocessor)
-    features, labels = family.train_arrays(task, prepared.data)
+    features, labels = prepared.train_arrays(family, task)
     n = len(features["input_mask"])
     schedule = Schedule.of(args, n, family.epochs, prepared.resolution)
     if args.evaluations_per_epoch > schedule.steps_per_epoch:

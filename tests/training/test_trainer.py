@@ -44,8 +44,12 @@ def test_compile_task_builds_the_optimizer_the_flags_give():
 
 
 @pytest.mark.slow
-def test_restarts_keep_the_best_finite_run_and_a_nan_run_is_never_best(tmp_path):
+def test_restarts_keep_the_best_finite_run_and_a_nan_run_is_never_best(tmp_path, monkeypatch):
+    encoded = []
+    train_arrays = FAMILY.train_arrays
+    monkeypatch.setattr(FAMILY, "train_arrays", lambda *a: encoded.append(a) or train_arrays(*a))
     summary, out = _run(tmp_path, num_restarts=2, nan_seed=42, num_train_epochs=1)
+    assert len(encoded) == 1  # the trainer keeps the training arrays for the second run
     runs = summary["runs"]
     assert [r["seed"] for r in runs] == [42, 43]
     assert (

@@ -80,7 +80,6 @@ class DistillData:
     dev_gold: np.ndarray
     teacher_train: np.ndarray  # float32 [N, C] teacher logits
     teacher_dev: np.ndarray
-    arrays: tuple | None = None
 
 
 def load_examples(args: DistillArgs) -> tuple[list, list]:
@@ -155,10 +154,8 @@ class Distillation(Family):
         return lib.student_from_teacher(data.teacher, args.student_layers, args.layer_map, rate)
 
     def train_arrays(self, task, data):
-        if data.arrays is None:
-            targets = np.concatenate([data.gold[:, None].astype(np.float32), data.teacher_train], 1)
-            data.arrays = lib.encoded(task, data.train, 256), targets
-        return data.arrays
+        targets = np.concatenate([data.gold[:, None].astype(np.float32), data.teacher_train], 1)
+        return lib.encoded(task, data.train, 256), targets
 
     def loss(self, task, args):
         return lib.DistillationLoss(args.temperature, args.alpha)

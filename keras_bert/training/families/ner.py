@@ -59,7 +59,6 @@ class NerData:
     dev: list
     test: list
     label_names: list
-    windows: tuple | None = None  # (features, labels) of the training windows, made once
 
 
 def ner_scores(task: TokenClassifier, sentences, batch_size: int) -> dict:
@@ -102,11 +101,7 @@ class Ner(Family):
         )
 
     def train_arrays(self, task, data):
-        if data.windows is None:
-            data.windows = task.training_windows(
-                [s.words for s in data.train], [s.tags for s in data.train]
-            )
-        return data.windows
+        return task.training_windows([s.words for s in data.train], [s.tags for s in data.train])
 
     def evaluator(self, args, data):
         return lambda task: ner_scores(task, data.dev, args.eval_batch_size)

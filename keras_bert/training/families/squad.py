@@ -96,7 +96,6 @@ class SquadArgs(FinetuneArgs):
 class SquadData:
     train: list
     predict: list
-    arrays: tuple | None = None  # (features, labels) of the training windows, made once
     predict_features: list | None = None
     dev: list = dataclasses.field(default_factory=list)  # chooses the v2.0 null threshold
 
@@ -187,15 +186,13 @@ class Squad(Family):
         )
 
     def train_arrays(self, task, data):
-        if data.arrays is None:
-            arrays = squad.stack_features(
-                task.features(data.train, is_training=True, progress=True), with_labels=True
-            )
-            data.arrays = (
-                {k: arrays[k] for k in INPUT_NAMES},
-                {"start_logits": arrays["start_positions"], "end_logits": arrays["end_positions"]},
-            )
-        return data.arrays
+        arrays = squad.stack_features(
+            task.features(data.train, is_training=True, progress=True), with_labels=True
+        )
+        return (
+            {k: arrays[k] for k in INPUT_NAMES},
+            {"start_logits": arrays["start_positions"], "end_logits": arrays["end_positions"]},
+        )
 
     def evaluator(self, args, data):
         asked = {"evaluations_per_epoch", "early_stopping_patience"} & set(args.given())

@@ -36,7 +36,6 @@ class SwagArgs(FinetuneArgs):
 class SwagData:
     train: list
     dev: list
-    arrays: tuple | None = None  # (features [N, 4, T], labels [N]), made once
 
 
 def encode_examples(
@@ -96,9 +95,7 @@ class Swag(Family):
         return 2e-5
 
     def train_arrays(self, task, data):
-        if data.arrays is None:
-            data.arrays = encode_examples(task, data.train)
-        return data.arrays
+        return encode_examples(task, data.train)
 
     def evaluator(self, args, data):
         return lambda task: accuracy(task, data.dev, args.eval_batch_size)
