@@ -42,8 +42,9 @@ class ServingModule(tf.Module):
         task: the `keras_bert.tasks.Task` (called with training=False).
         preprocessor: the `BertPreprocessor` used by the text signatures.
 
-    Subclasses define `signatures()` (key -> concrete function), `method_names()` (keys whose
-    method name is not predict) and `warmup_logs(model_name, texts)`.
+    Subclasses define `signatures()` (key -> concrete function), `signature_summary()` (key ->
+    its inputs, for export_config.json), `method_names()` (keys whose method name is not predict)
+    and `warmup_logs(model_name, texts)`.
     """
 
     def __init__(self, task, preprocessor):
@@ -113,6 +114,10 @@ class ServingModule(tf.Module):
             }
 
     def signatures(self) -> dict:
+        raise NotImplementedError
+
+    def signature_summary(self) -> dict:
+        """Signature key -> its inputs in words (assets/export_config.json's "signatures")."""
         raise NotImplementedError
 
     def method_names(self) -> dict:
