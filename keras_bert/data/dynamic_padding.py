@@ -16,11 +16,17 @@ from __future__ import annotations
 import numpy as np
 import tensorflow as tf
 
+from keras_bert.config import INPUT_NAMES
+
 MEGABATCH_BATCHES = 50  # batches per length-sorted group, as Hugging Face's LengthGroupedSampler
 
 
 def trim_to_longest(
-    features: dict, multiple: int = 1, minimum: int = 1, buckets: tuple[int, ...] | None = None
+    features: dict,
+    multiple: int = 1,
+    minimum: int = 1,
+    buckets: tuple[int, ...] | None = None,
+    model_inputs: bool = False,
 ) -> dict:
     """Cuts every tensor of `features` along its last axis to the longest row.
 
@@ -32,12 +38,21 @@ def trim_to_longest(
         buckets: ascending ints ending with T (`length_buckets(T)`), or None. Given: the length
             is then raised to the smallest bucket that holds it, so a batch takes one of these
             lengths only (static shapes for XLA).
+        model_inputs: True: only the three model inputs (`INPUT_NAMES`; other keys dropped),
+            cut and cast to int32, as a model call takes them (prediction and the exported
+            signatures, whose ids may come as int64).
 
     Returns:
-        dict of the same keys and dtypes, [..., T'] with T' = min(T, max(minimum,
-        ceil(longest / multiple) * multiple)), raised to its bucket when `buckets` is given. An
-        empty batch gives T' = min(T, minimum) (its bucket with `buckets`).
+        dict of the same keys and dtypes (with `model_inputs`: `INPUT_NAMES`, int32), [..., T']
+        with T' = min(T, max(minimum, ceil(longest / multiple) * multiple)), raised to its bucket
+        when `buckets` is given. An empty batch gives T' = min(T, minimum) (its bucket with
+        `buckets`).
+
+    Raises:
+        KeyError: `input_mask` (with `model_inputs`, any of `INPUT_NAMES`) is missing.
     """
+    if model_inputs:
+        features = {k: features[k] for k in INPUT_NAMES}
     mask = features["input_mask"]
     full = tf.shape(mask)[-1]
     longest = tf.reduce_max(tf.reduce_sum(tf.cast(mask > 0, tf.int32), axis=-1))
@@ -47,7 +62,8 @@ def trim_to_longest(
         sizes = tf.constant(buckets, tf.int32)
         index = tf.searchsorted(sizes, tf.reshape(length, [1]), side="left")[0]
         length = tf.minimum(full, sizes[tf.minimum(index, len(buckets) - 1)])
-    return {k: v[..., :length] for k, v in features.items()}
+    cut = {k: v[..., :length] for k, v in features.items()}
+    return {k: tf.cast(v, tf.int32) for k, v in cut.items()} if model_inputs else cut
 
 
 LENGTH_BUCKET_QUARTERS = (1, 2, 3, 4)  # static-shape lengths, in quarters of the full length

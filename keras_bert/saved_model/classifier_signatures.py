@@ -65,8 +65,7 @@ class ClassifierServingModule(ServingModule):
     def _from_text(self, text, text_b=None):
         inputs = self.preprocessor({"text": text, "text_b": text_b} if self.is_pair else text)
         # Cut the batch to its longest row (>= 2: [CLS] [SEP]); padding never changes outputs.
-        cut = trim_to_longest({k: inputs[k] for k in INPUT_NAMES}, minimum=2)
-        return self._outputs({k: tf.cast(v, tf.int32) for k, v in cut.items()})
+        return self._outputs(trim_to_longest(inputs, minimum=2, model_inputs=True))
 
     def _parse_examples(self, serialized):
         """Serialized tf.Example [B] -> (text [B], text_b [B] or None); missing `text` fails."""

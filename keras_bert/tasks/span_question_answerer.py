@@ -20,9 +20,10 @@ import keras
 import tensorflow as tf
 
 from keras_bert.data import squad, squad_answers
+from keras_bert.data.dynamic_padding import trim_to_longest
 from keras_bert.layers.initializers import truncated_normal
 from keras_bert.saved_model.span_qa_signatures import SpanQAServingModule
-from keras_bert.tasks.task import Task, trim_to_longest
+from keras_bert.tasks.task import Task
 from keras_bert.tokenization.full_tokenizer import FullTokenizer
 
 # Added to the logits of padding positions: never chosen, no effect on the loss (float32).
@@ -157,7 +158,8 @@ class SpanQuestionAnswerer(Task):
         """Per feature, (start_logits, end_logits) float32 numpy [T_batch] (T trimmed to the
         longest window of its batch)."""
         step = tf.function(
-            lambda x: self(trim_to_longest(x), training=False), reduce_retracing=True
+            lambda x: self(trim_to_longest(x, minimum=2, model_inputs=True), training=False),
+            reduce_retracing=True,
         )
         out = []
         for at in range(0, len(features), batch_size):

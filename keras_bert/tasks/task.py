@@ -20,17 +20,10 @@ import numpy as np
 import tensorflow as tf
 
 from keras_bert.config import INPUT_NAMES, check_max_seq_length
-from keras_bert.data import dynamic_padding
+from keras_bert.data.dynamic_padding import trim_to_longest
 from keras_bert.models.bert_encoder import BertEncoder
 from keras_bert.saved_model import exporter
 from keras_bert.tokenization.bert_preprocessor import BertPreprocessor
-
-
-def trim_to_longest(features: dict, minimum: int = 2) -> dict:
-    """The three model inputs of `features`, int32, cut to the batch's longest row (at least
-    `minimum` tokens): `keras_bert.data.dynamic_padding.trim_to_longest`."""
-    cut = dynamic_padding.trim_to_longest({k: features[k] for k in INPUT_NAMES}, minimum=minimum)
-    return {k: tf.cast(v, tf.int32) for k, v in cut.items()}
 
 
 @keras.saving.register_keras_serializable(package="keras_bert")
@@ -164,7 +157,10 @@ class Task(keras.Model):
 
     def batched_outputs(self, texts, texts_b, batch_size, fn) -> list:
         """`fn(trimmed int32 inputs)` on consecutive batches of raw texts; list of numpy results."""
-        step = tf.function(lambda features: fn(trim_to_longest(features)), reduce_retracing=True)
+        step = tf.function(
+            lambda features: fn(trim_to_longest(features, minimum=2, model_inputs=True)),
+            reduce_retracing=True,
+        )
         results = []
         for start in range(0, len(texts), batch_size):
             stop = start + batch_size

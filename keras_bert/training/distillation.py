@@ -27,8 +27,8 @@ import numpy as np
 import tensorflow as tf
 
 from keras_bert.checkpoints.loader import load_encoder, resolve_do_lower_case, resolve_vocab_file
+from keras_bert.data.dynamic_padding import trim_to_longest
 from keras_bert.models.bert_encoder import BertEncoder
-from keras_bert.tasks.task import trim_to_longest
 from keras_bert.tasks.text_classifier import TextClassifier
 from keras_bert.tokenization.bert_preprocessor import BertPreprocessor
 
@@ -179,7 +179,10 @@ def logit_fn(task):
     """tf.function: int32 model inputs [B, T] -> float32 logits [B, C] (inference mode, the batch
     cut to its longest row). Made once per task, so per-epoch evaluations do not retrace."""
     return tf.function(
-        lambda features: tf.cast(task(trim_to_longest(features), training=False), tf.float32),
+        lambda features: tf.cast(
+            task(trim_to_longest(features, minimum=2, model_inputs=True), training=False),
+            tf.float32,
+        ),
         reduce_retracing=True,
     )
 
