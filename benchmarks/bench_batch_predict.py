@@ -27,11 +27,12 @@ from absl import app, flags
 
 from benchmarks import common
 
+TOPIC = "beam"
 FLAGS = flags.FLAGS
 flags.DEFINE_integer("rows", 10000, "SST-2 sentences to predict.")
 flags.DEFINE_integer("batch_size", 64, "Rows per model call (all contenders).")
 flags.DEFINE_integer("repetitions", 1, "Rounds (medians).")
-flags.DEFINE_boolean("append", False, "Append the table to benchmarks/RESULTS.md.")
+flags.DEFINE_boolean("append", False, common.append_help(TOPIC))
 
 
 def sst2_sentences(rows: int) -> list[str]:
@@ -123,7 +124,7 @@ def main(argv):
         f"--batch_size={FLAGS.batch_size} --repetitions={FLAGS.repetitions}"
     )
     body = f"`{command}`\n\n{table}\n"
-    common.report("Batch prediction on Beam", body, desc, FLAGS.append)
+    common.report(TOPIC, "Batch prediction on Beam", body, desc, FLAGS.append)
 
 
 if __name__ == "__main__":

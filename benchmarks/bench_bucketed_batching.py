@@ -21,7 +21,7 @@ The model is `--model_dir` (a SavedModel version directory whose `serving_defaul
 classifier (real weights, a fixed random 2-class head, max_seq_length 128) is exported once to a
 temporary directory, as benchmarks/bench_reload_under_load.py does.
 
-The full run (to be recorded on a quiet machine; appends a section to benchmarks/RESULTS.md):
+The full run (to be recorded on a quiet machine; appends a section to docs/results/serving.md):
 
     python -m benchmarks.bench_bucketed_batching --clients=16 --seconds=60 --repetitions=2
 
@@ -216,6 +216,7 @@ def report(results: dict) -> str:
     )
 
 
+TOPIC = "serving"
 FLAGS = flags.FLAGS
 
 
@@ -238,7 +239,7 @@ def define_flags():
     flags.DEFINE_list(
         "length_buckets", ["16", "32", "64"], "The bucketed arm's length_buckets (tokens)."
     )
-    flags.DEFINE_bool("append", True, "Append the table to benchmarks/RESULTS.md.")
+    flags.DEFINE_bool("append", True, common.append_help(TOPIC))
 
 
 def main(argv):
@@ -272,7 +273,7 @@ def main(argv):
         f"{list(args['length_buckets'])}; model: "
         f"{'MiniLM-L6 classifier' if not FLAGS.model_dir else pathlib.Path(FLAGS.model_dir).name}.\n"
     )
-    common.report("Length-bucketed batching", body, desc, FLAGS.append)
+    common.report(TOPIC, "Length-bucketed batching", body, desc, FLAGS.append)
     return 0
 
 

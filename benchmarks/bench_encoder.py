@@ -49,6 +49,7 @@ from absl import app, flags
 
 from benchmarks import common
 
+TOPIC = "encoder"
 FLAGS = flags.FLAGS
 flags.DEFINE_integer("repetitions", 5, "Alternating rounds at batch 32 x 128.")
 common.define_encoder_shape_flags(latency_calls=40)
@@ -85,8 +86,10 @@ flags.DEFINE_bool("bfloat16", True, "Include the bfloat16 contenders.")
 flags.DEFINE_bool("check_predictions", True, "Run the bfloat16 vs float32 SST-2 dev check.")
 flags.DEFINE_integer("probe_train", 1000, "SST-2 train sentences for the logistic probe.")
 flags.DEFINE_integer("probe_seq_length", 64, "Sequence length of the prediction check.")
-flags.DEFINE_bool("append", True, "Append the tables to benchmarks/RESULTS.md.")
-flags.DEFINE_string("label", "", "Extra words for the RESULTS.md title (e.g. 'before fix').")
+flags.DEFINE_bool("append", True, common.append_help(TOPIC))
+flags.DEFINE_string(
+    "label", "", "Extra words for the appended section's title (e.g. 'before fix')."
+)
 
 
 def ours_fn(dtype: str, xla: bool):
@@ -405,7 +408,7 @@ def main(argv):
             f", bfloat16 {100 * chk['accuracy_bfloat16']:.1f}%."
         )
     common.report(
-        "Encoder inference (bench_encoder)", table, desc, FLAGS.append, FLAGS.label, notes
+        TOPIC, "Encoder inference (bench_encoder)", table, desc, FLAGS.append, FLAGS.label, notes
     )
 
 

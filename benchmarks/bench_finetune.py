@@ -31,6 +31,7 @@ from absl import app, flags
 
 from benchmarks import common
 
+TOPIC = "fine-tuning"
 FLAGS = flags.FLAGS
 flags.DEFINE_integer("repetitions", 4, "Alternating rounds.")
 flags.DEFINE_integer("steps_per_round", 2, "Timed train steps per contender per round.")
@@ -52,8 +53,8 @@ flags.DEFINE_integer(
 flags.DEFINE_integer(
     "accuracy_steps", 0, "Steps of the float32 vs bfloat16 dev-accuracy check (0 = skip)."
 )
-flags.DEFINE_bool("append", True, "Append the table to benchmarks/RESULTS.md.")
-flags.DEFINE_string("label", "", "Extra words for the RESULTS.md title.")
+flags.DEFINE_bool("append", True, common.append_help(TOPIC))
+flags.DEFINE_string("label", "", "Extra words for the appended section's title.")
 
 LR = 2e-5
 
@@ -286,7 +287,13 @@ def main(argv):
             f"{100 * acc['float32'][0]:.2f}%, bfloat16 {100 * acc['mixed_bfloat16'][0]:.2f}%."
         )
     common.report(
-        "Fine-tuning throughput (bench_finetune)", table, desc, FLAGS.append, FLAGS.label, notes
+        TOPIC,
+        "Fine-tuning throughput (bench_finetune)",
+        table,
+        desc,
+        FLAGS.append,
+        FLAGS.label,
+        notes,
     )
 
 

@@ -55,6 +55,7 @@ from absl import app, flags
 
 from benchmarks import common
 
+TOPIC = "export-litert"
 FLAGS = flags.FLAGS
 
 
@@ -99,7 +100,7 @@ def define_flags() -> None:
         "Include the SavedModel contenders (in process and served); --nosaved_model times the "
         "LiteRT rows alone, with no TensorFlow runtime running between their blocks.",
     )
-    flags.DEFINE_bool("append", False, "Append the tables to benchmarks/RESULTS.md.")
+    flags.DEFINE_bool("append", False, common.append_help(TOPIC))
     flags.mark_flag_as_required("model_dir")
 
 
@@ -240,7 +241,7 @@ def start_server(base: pathlib.Path, tmp: pathlib.Path, litert: bool):
         ),
         stdout=log,
         stderr=subprocess.STDOUT,
-        cwd=common.RESULTS_FILE.parent.parent,
+        cwd=common.REPO,
         env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"),
     )
     address = f"127.0.0.1:{port}"
@@ -489,6 +490,7 @@ def main(argv):
         *served_overhead_notes(p50),
     ]
     common.report(
+        TOPIC,
         "Exported model: LiteRT and SavedModel against ONNX Runtime"
         + (" and OpenVINO" if ov else "")
         + " (bench_litert)",

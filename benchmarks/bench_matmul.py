@@ -11,10 +11,11 @@ from absl import app, flags
 
 from benchmarks import common
 
+TOPIC = "encoder"
 FLAGS = flags.FLAGS
 flags.DEFINE_integer("size", 4096, "Matrix side N (2 N^3 FLOPs per product).")
 flags.DEFINE_integer("repetitions", 5, "Alternating rounds.")
-flags.DEFINE_bool("append", True, "Append the table to benchmarks/RESULTS.md.")
+flags.DEFINE_bool("append", True, common.append_help(TOPIC))
 
 
 def main(argv):
@@ -32,7 +33,7 @@ def main(argv):
         ],
         rows,
     )
-    common.report("Ceilings: matrix products (bench_matmul)", table, desc, FLAGS.append)
+    common.report(TOPIC, "Ceilings: matrix products (bench_matmul)", table, desc, FLAGS.append)
 
 
 if __name__ == "__main__":

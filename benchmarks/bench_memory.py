@@ -26,7 +26,7 @@ Contenders (MiniLM-L6-H384, `--init_checkpoint=minilm_l6_h384_uncased`, real wei
 - `python -m export` SavedModel, `--tflite` (LiteRT float32) and `--quantize=int8` (LiteRT int8).
 
 The data is $KERAS_BERT_DATA_DIR (squad/dev-v1.1.json, glue/sst2). Run (about 6 minutes on
-2 cores; appends a section to benchmarks/RESULTS.md):
+2 cores; appends a section to docs/results/memory.md):
 
     python -m benchmarks.bench_memory
 
@@ -202,6 +202,7 @@ def peak_rss(argv: list, log_path: str) -> tuple[int, float, int]:
     return result["maxrss_kib"] * 1024, seconds, result["code"]
 
 
+TOPIC = "memory"
 FLAGS = flags.FLAGS
 
 
@@ -210,7 +211,7 @@ def define_flags() -> None:
     flags.DEFINE_integer("squad_questions", 200, "run_squad --max_train_examples.", lower_bound=1)
     flags.DEFINE_integer("sst2_examples", 160, "run_classifier --max_train_examples.")
     flags.DEFINE_string("work_dir", None, "Where runs and exports go (default: a temp dir).")
-    flags.DEFINE_bool("append", True, "Append the table to benchmarks/RESULTS.md.")
+    flags.DEFINE_bool("append", True, common.append_help(TOPIC))
 
 
 def main(argv):
@@ -252,7 +253,7 @@ def main(argv):
             "of each contender's own process. Wall seconds are from a shared 2-core machine and "
             "are not a timing result.\n\n"
         )
-        common.append_results("Peak resident memory (bench_memory)", note + body, desc)
+        common.append_results(TOPIC, "Peak resident memory (bench_memory)", note + body, desc)
 
 
 if __name__ == "__main__":

@@ -26,6 +26,7 @@ from absl import app, flags
 from benchmarks import common
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
+TOPIC = "beam"
 FLAGS = flags.FLAGS
 flags.DEFINE_integer("repetitions", 3, "Rounds (medians).")
 flags.DEFINE_integer("dupe_factor", 2, "Passes over the corpus with fresh masks.")
@@ -41,7 +42,7 @@ flags.DEFINE_string(
     "385f283",
     "The last commit whose create_pretraining_data tokenized with Python multiprocessing.",
 )
-flags.DEFINE_bool("append", True, "Append the table to benchmarks/RESULTS.md.")
+flags.DEFINE_bool("append", True, common.append_help(TOPIC))
 
 
 def _recipe_command(root: pathlib.Path, args: list[str]) -> callable:
@@ -152,7 +153,9 @@ def main(argv):
         f"{FLAGS.repetitions} rounds alternating, medians. The retired path is commit "
         f"{FLAGS.retired_commit}."
     )
-    common.report("Pretraining data on Beam (bench_pretraining_data)", body, desc, FLAGS.append)
+    common.report(
+        TOPIC, "Pretraining data on Beam (bench_pretraining_data)", body, desc, FLAGS.append
+    )
 
 
 if __name__ == "__main__":

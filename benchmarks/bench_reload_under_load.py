@@ -25,7 +25,7 @@ The model is a copy of `--model_dir` (a SavedModel version directory, e.g. from
 head) is exported once to a temporary directory, as benchmarks/bench_serving.py does. String
 inputs of `serving_default` get a sentence (`text`) or "" (others).
 
-The full run (to be recorded on a quiet machine; appends a section to benchmarks/RESULTS.md):
+The full run (to be recorded on a quiet machine; appends a section to docs/results/serving.md):
 
     python -m benchmarks.bench_reload_under_load --clients=16 --seconds=120 --interval_s=5
 
@@ -384,6 +384,7 @@ def report(result: dict) -> str:
     )
 
 
+TOPIC = "serving"
 FLAGS = flags.FLAGS
 
 
@@ -398,7 +399,7 @@ def define_flags():
     flags.DEFINE_float(
         "window_margin_s", 0.5, "Seconds a swap window lasts after its event.", lower_bound=0
     )
-    flags.DEFINE_bool("append", True, "Append the table to benchmarks/RESULTS.md.")
+    flags.DEFINE_bool("append", True, common.append_help(TOPIC))
 
 
 def main(argv):
@@ -424,7 +425,7 @@ def main(argv):
         f"{FLAGS.window_margin_s:g} s; model: "
         f"{'MiniLM-L6 classifier' if not FLAGS.model_dir else pathlib.Path(FLAGS.model_dir).name}.\n"
     )
-    common.report("Reload under load", body, desc, FLAGS.append)
+    common.report(TOPIC, "Reload under load", body, desc, FLAGS.append)
     return 1 if result["failed"] else 0
 
 

@@ -34,6 +34,7 @@ from absl import app, flags
 
 from benchmarks import common
 
+TOPIC = "hardening"
 FLAGS = flags.FLAGS
 flags.DEFINE_integer("calls", 200, "Served calls per contender (part 2), and the normal client's.")
 flags.DEFINE_integer("idle_connections", 1000, "Connections held open in part 3.")
@@ -41,7 +42,7 @@ flags.DEFINE_integer("new_connections", 10000, "Connections opened one after ano
 flags.DEFINE_float("open_seconds", 300.0, "Most seconds spent opening the held connections.")
 flags.DEFINE_string("baseline_tree", "", "A checkout of an earlier commit: its server too.")
 flags.DEFINE_integer("max_request_bytes", 64 << 20, "The server's default, for part 1.")
-flags.DEFINE_bool("append", True, "Append the tables to benchmarks/RESULTS.md.")
+flags.DEFINE_bool("append", True, common.append_help(TOPIC))
 
 MODEL = "bench_minilm"
 ROOT = pathlib.Path(__file__).resolve().parents[1]
@@ -369,6 +370,7 @@ def main(argv):
             for server in servers.values():
                 server.stop()
     common.report(
+        TOPIC,
         "REST port: conversion, served overhead, connections",
         "\n\n".join(sections),
         desc,

@@ -19,7 +19,7 @@ high-water mark) is printed beside it.
   then the calls. Resident memory after cycles 0, 1, and every tenth; the growth over all cycles
   and over the second half (per cycle), which a leak keeps positive.
 
-Run (about 5 minutes on 2 cores; appends a section to benchmarks/RESULTS.md):
+Run (about 5 minutes on 2 cores; appends a section to docs/results/memory.md):
 
     python -m benchmarks.bench_server_memory
 
@@ -204,6 +204,7 @@ def report(result: dict, cycles: int) -> str:
     )
 
 
+TOPIC = "memory"
 FLAGS = flags.FLAGS
 
 
@@ -215,7 +216,7 @@ def define_flags():
     )
     flags.DEFINE_integer("calls", 20, "Predict calls before each reading.", lower_bound=1)
     flags.DEFINE_integer("cycles", 50, "Version swaps (publish, load, unload).", lower_bound=1)
-    flags.DEFINE_bool("append", True, "Append the tables to benchmarks/RESULTS.md.")
+    flags.DEFINE_bool("append", True, common.append_help(TOPIC))
 
 
 def main(argv):
@@ -236,7 +237,7 @@ def main(argv):
         f"{FLAGS.calls} calls of {CALL_SHAPE[0]} x {CALL_SHAPE[1]} on `encoded` before each "
         "reading; each case a fresh server.\n"
     )
-    common.report("Server resident memory", body, desc, FLAGS.append)
+    common.report(TOPIC, "Server resident memory", body, desc, FLAGS.append)
 
 
 if __name__ == "__main__":

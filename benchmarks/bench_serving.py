@@ -30,6 +30,7 @@ from absl import app, flags
 
 from benchmarks import common
 
+TOPIC = "serving"
 FLAGS = flags.FLAGS
 flags.DEFINE_integer("max_seq_length", 128, "Tokens per sentence in serving_default.")
 flags.DEFINE_integer("batch_size", 32, "In-process batch for text-in vs ids-in.")
@@ -43,7 +44,7 @@ flags.DEFINE_list(
     "request of a batch; one batching-on server (and table row) per value.",
 )
 flags.DEFINE_bool("grpc", True, "Run the client-load part (in process and through the server).")
-flags.DEFINE_bool("append", True, "Append the tables to benchmarks/RESULTS.md.")
+flags.DEFINE_bool("append", True, common.append_help(TOPIC))
 
 MODEL_NAME = "bench_minilm"
 
@@ -333,6 +334,7 @@ def main(argv):
         results.update(served)
     table2, rows, notes = results_table(results, mean_batch)
     common.report(
+        TOPIC,
         "Serving: SavedModel in process and gRPC (bench_serving)",
         table1 + ("\n\n" + table2 if rows else ""),
         desc,

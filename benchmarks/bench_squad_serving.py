@@ -41,6 +41,7 @@ from absl import app, flags
 
 from benchmarks import common
 
+TOPIC = "serving"
 FLAGS = flags.FLAGS
 flags.DEFINE_string("model_base_path", None, "Versioned export base dir (holds 1/, 2/, ...).")
 flags.DEFINE_string("model_name", "squad", "Name the server serves the model under.")
@@ -68,7 +69,7 @@ flags.DEFINE_multi_string(
     "--server_arg=--batching_parameters_file=batching.config.",
 )
 flags.DEFINE_float("start_timeout", 300.0, "Seconds to wait for the model to be AVAILABLE.")
-flags.DEFINE_bool("append", False, "Append the table to benchmarks/RESULTS.md.")
+flags.DEFINE_bool("append", False, common.append_help(TOPIC))
 flags.mark_flags_as_required(["model_base_path", "predict_file"])
 
 REPO_ROOT = pathlib.Path(__file__).resolve().parents[1]
@@ -344,7 +345,9 @@ def main(argv):
         f"{desc['load_average']}; after: {common.load_average()}\n\n" + body
     )
     if FLAGS.append:
-        common.append_results("SQuAD serving: gRPC Predict (bench_squad_serving)", body, desc)
+        common.append_results(
+            TOPIC, "SQuAD serving: gRPC Predict (bench_squad_serving)", body, desc
+        )
     return 0 if offsets_ok else 1
 
 

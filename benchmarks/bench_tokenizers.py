@@ -9,7 +9,7 @@ tf.data and serving), in one process, alternating repetitions, medians (benchmar
 - core: `CoreBertTokenizer.tokenize` (core TF ops only, reference-exact ids);
 - python: `FullTokenizer.tokenize_to_ids` in a Python loop.
 Batch 1 (one call per sentence, `--batch1_calls` sentences per timed unit) and batch 256.
-Reports sentences/s and ratios against tf_text; appends to benchmarks/RESULTS.md.
+Reports sentences/s and ratios against tf_text; appends to docs/results/tokenizers.md.
 
     python -m benchmarks.bench_tokenizers [--repetitions=7] [--noappend]
 """
@@ -21,12 +21,13 @@ from absl import app, flags
 
 from benchmarks import common
 
+TOPIC = "tokenizers"
 FLAGS = flags.FLAGS
 flags.DEFINE_integer("repetitions", 7, "Alternating rounds per batch size.")
 flags.DEFINE_integer("batch_size", 256, "Large batch size.")
 flags.DEFINE_integer("batch1_calls", 64, "Batch-1 calls (sentences) per timed unit.")
 flags.DEFINE_string("data_dir", None, "Data dir (default $KERAS_BERT_DATA_DIR or ../shared/data).")
-flags.DEFINE_bool("append", True, "Append the table to benchmarks/RESULTS.md.")
+flags.DEFINE_bool("append", True, common.append_help(TOPIC))
 flags.DEFINE_string("note", "", "Free text added under the table (e.g. before/after a change).")
 
 
@@ -114,7 +115,7 @@ def main(argv):
             + table
             + ("\n\n" + FLAGS.note if FLAGS.note else "")
         )
-        common.append_results("Tokenizer throughput (bench_tokenizers)", body, desc)
+        common.append_results(TOPIC, "Tokenizer throughput (bench_tokenizers)", body, desc)
 
 
 if __name__ == "__main__":

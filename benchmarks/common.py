@@ -1,5 +1,6 @@
 """Shared helpers of the benchmark scripts: machine description, alternating timing, medians,
-ratio tables, and appending a section to `benchmarks/RESULTS.md`.
+ratio tables, and appending a section to the results file of a topic (`docs/results/<topic>.md`,
+indexed by `benchmarks/RESULTS.md`).
 
 Timing discipline: every contender of a comparison runs in the same process, in
 alternating repetitions (A, B, C, A, B, C, ...), after its own warm-up, and the figure reported is
@@ -23,7 +24,24 @@ from typing import Callable, Sequence
 import numpy as np
 
 PRESET = "minilm_l6_h384_uncased"  # real weights: all-MiniLM-L6-v2
-RESULTS_FILE = pathlib.Path(__file__).resolve().parent / "RESULTS.md"
+REPO = pathlib.Path(__file__).resolve().parents[1]
+RESULTS_DIR = REPO / "docs" / "results"
+# The topics of the results files, one file each (docs/results/<topic>.md, indexed with the
+# scripts that write it in benchmarks/RESULTS.md); every script that appends names its own.
+TOPICS = (
+    "tokenizers",
+    "pretraining",
+    "encoder",
+    "fine-tuning",
+    "serving",
+    "targets",
+    "accuracy",
+    "export-litert",
+    "device",
+    "beam",
+    "memory",
+    "hardening",
+)
 
 
 # Forward FLOPs per token of a BERT encoder (multiply-add = 2 FLOPs): the four HxH projections,
@@ -111,7 +129,7 @@ def _git_commit() -> str:
             ["git", "rev-parse", "--short", "HEAD"],
             capture_output=True,
             text=True,
-            cwd=RESULTS_FILE.parent,
+            cwd=REPO,
             timeout=10,
         ).stdout.strip()
     except Exception:
@@ -258,38 +276,57 @@ def ratio(a: float | None, b: float | None) -> str:
     return f"{a / b:.2f}x"
 
 
-def append_results(title: str, body: str, desc: dict, path: pathlib.Path | None = None) -> None:
-    """Appends `## title` with the machine description and `body` to RESULTS.md (never rewrites).
+def results_file(topic: str) -> pathlib.Path:
+    """The results file of `topic` (one of TOPICS): docs/results/<topic>.md in this repository.
+    Any other topic is a ValueError naming the topics; a script asks when it defines its
+    `--append` flag (`append_help`), so a misnamed topic fails before a run, not after it."""
+    if topic not in TOPICS:
+        raise ValueError(f"unknown results topic {topic!r}: one of {', '.join(TOPICS)}")
+    return RESULTS_DIR / f"{topic}.md"
+
+
+def append_help(topic: str) -> str:
+    """The help of a script's `--append` flag: where it appends, repository-relative."""
+    return f"Append the results to {results_file(topic).relative_to(REPO)}."
+
+
+def append_results(
+    topic: str, title: str, body: str, desc: dict, path: pathlib.Path | None = None
+) -> None:
+    """Appends `## title` with the machine description and `body` to the results file of `topic`
+    (`results_file`; `path` instead when given), never rewriting what is there.
 
     A benchmark appends at the end of its run, so the load averages recorded are those of `desc`
     (taken before the measurements) and, read here, those right after them: together they show
     whether other work on the machine overlapped the run.
     """
-    path = path or RESULTS_FILE
+    path = path or results_file(topic)
     load = f"- Load average (1/5/15 min) before: {desc['load_average']}; after: {load_average()}"
     section = f"\n## {title}\n\n{describe_markdown(desc)}\n{load}\n\n{body.rstrip()}\n"
     if not path.exists():
-        path.write_text(
-            "# Benchmark results\n\nAppended by the scripts in this folder; "
-            "newest sections last.\n",
-            encoding="utf-8",
-        )
+        path.write_text(f"# Results: {topic}\n", encoding="utf-8")
     with path.open("a", encoding="utf-8") as f:
         f.write(section)
     print(f"appended '{title}' to {path}")
 
 
 def report(
-    title: str, body: str, desc: dict, append: bool, label: str = "", notes: Sequence[str] = ()
+    topic: str,
+    title: str,
+    body: str,
+    desc: dict,
+    append: bool,
+    label: str = "",
+    notes: Sequence[str] = (),
 ) -> None:
     """How a benchmark ends: prints `body` (its tables), then `notes` as `with_notes` lays them
-    out, and, with `append` (its `--append`), appends the same to RESULTS.md by `append_results`
-    under `title`, followed by `", <label>"` when a `--label` is given."""
+    out, and, with `append` (its `--append`), appends the same to the results file of `topic` by
+    `append_results` under `title`, followed by `", <label>"` when a `--label` is given."""
     if notes:
         body = with_notes(body, notes)
     print(body)
     if append:
-        append_results(title + (f", {label}" if label else ""), body, desc)
+        append_results(topic, title + (f", {label}" if label else ""), body, desc)
 
 
 def measure_ceilings(size: int, repetitions: int, with_torch: bool = True) -> dict[str, float]:
@@ -415,7 +452,7 @@ class ChildPeer:
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             text=True,
-            cwd=RESULTS_FILE.parent.parent,
+            cwd=REPO,
         )
         self._n = 0
 
@@ -559,7 +596,7 @@ def _python_has(python: str, modules: Sequence[str]) -> str | None:
             capture_output=True,
             text=True,
             timeout=300,
-            cwd=RESULTS_FILE.parent.parent,
+            cwd=REPO,
         )
     except (OSError, subprocess.TimeoutExpired) as e:
         return f"{python}: {e}"

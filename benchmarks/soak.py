@@ -39,7 +39,7 @@ failed good requests and bad requests answered 5xx of that span, and the RSS aga
 cycle of events, the same point of the cycle however the machine's pace moves the events (targets:
 RSS after each cycle within +5% of the first cycle's, threads and descriptors flat).
 
-    nice -n 10 python -m benchmarks.soak            # 30 minutes; appends to benchmarks/RESULTS.md
+    nice -n 10 python -m benchmarks.soak            # 30 minutes; appends to docs/results/hardening.md
 
 tests/benchmarks/test_soak.py runs it for about 25 s with a tiny core-op model.
 """
@@ -903,6 +903,7 @@ def report(result: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
+TOPIC = "hardening"
 FLAGS = flags.FLAGS
 
 
@@ -919,7 +920,7 @@ def define_flags():
     flags.DEFINE_float("sample_s", 60.0, "Seconds per row of the table.")
     flags.DEFINE_enum("disk", "auto", ["auto", "tmpfs", "fsize"], "Small disks (see the doc).")
     flags.DEFINE_enum("model", "tiny", ["tiny", "minilm"], "tiny: a 1-layer H=8 encoder.")
-    flags.DEFINE_bool("append", True, "Append the results to benchmarks/RESULTS.md.")
+    flags.DEFINE_bool("append", True, common.append_help(TOPIC))
 
 
 def main(argv):
@@ -944,7 +945,7 @@ def main(argv):
         f"{FLAGS.interval_s or FLAGS.sample_s / len(EVENTS):g} s, server polls every {FLAGS.poll_s:g} s, model {FLAGS.model}; "
         f"command: nice -n 10 python -m benchmarks.soak (the machine shared with other work).\n"
     )
-    common.report("Soak and faults", body, desc, FLAGS.append)
+    common.report(TOPIC, "Soak and faults", body, desc, FLAGS.append)
     return 1 if sum(result["failed_good"].values()) or result["bad_5xx"] else 0
 
 

@@ -10,7 +10,7 @@
 Uses the official tensorflow-serving-api stubs (gRPC) or the REST API, so it works against this
 project's server and stock tensorflow_model_server alike. It does not import TensorFlow: the protos
 come through `serving.protos` and tensors are written and read by `serving.tensor_protos`, so a
-call costs about what the gRPC call costs (benchmarks/RESULTS.md, "Serving client start-up"). Calls the `serving_default` signature
+call costs about what the gRPC call costs (docs/results/serving.md, "Serving client start-up"). Calls the `serving_default` signature
 (inputs `text` [B] and `text_b` [B] tf.string) and prints `labels` + `probabilities` (classification)
 or `scores` (regression).
 """

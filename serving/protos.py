@@ -5,7 +5,7 @@ The tensorflow-serving-api modules (`predict_pb2`, ...) import TensorFlow's own 
 `tensorflow.core.example`, `tensorflow.compiler.xla.tsl.protobuf`). Those are plain `_pb2` files,
 but Python imports a package's parents first, so the first such import runs
 `tensorflow/__init__.py`: the whole runtime (about 5.6 s and 760 MB resident for a one-line client
-call; benchmarks/RESULTS.md, "Serving client start-up").
+call; docs/results/serving.md, "Serving client start-up").
 
 When TensorFlow is not imported yet, `install()` registers those packages (and their parents up
 to `tensorflow.core` / `tensorflow.compiler`; every `__init__.py` there is empty) in `sys.modules`

@@ -173,7 +173,7 @@ flags.DEFINE_integer(
     0,
     "Threads one TensorFlow op may use (0 = "
     "TensorFlow's default, one per core). 1 gives the lowest batch-1 latency on a "
-    "few cores (benchmarks/RESULTS.md).",
+    "few cores (docs/results/encoder.md).",
     lower_bound=0,
 )
 flags.DEFINE_integer(

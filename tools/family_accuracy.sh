@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The documented accuracy runs of three families, back to back on the one fine-tuning driver, to
-# compare with the figures recorded before it (benchmarks/RESULTS.md "Fine-tuning families on one
-# driver"): SQuAD v1.1 article split on core 0; CoNLL-2003 then the SST-2 main job (67,000 rows,
+# compare with the figures recorded before it (docs/results/accuracy.md "Fine-tuning families on
+# one driver"): SQuAD v1.1 article split on core 0; CoNLL-2003 then the SST-2 main job (67,000 rows,
 # mixed_bfloat16, seed 42) on core 1. Each with the flags of its doc (docs/squad.md,
 # docs/ner_swag_features.md, docs/finetuning.md). Outputs under $OUT (default runs/family_accuracy).
 set -euo pipefail

@@ -336,7 +336,7 @@ def main(argv=None):
         # around each forward pass. Never a torch.autocast around trainer.train(): autocast keeps
         # its bfloat16 copies of the weights until the outermost autocast region exits, so every
         # step would run the first step's weights and the loss would stay at ln(max_seq_length)
-        # (what the first --bf16 runs of this peer did; benchmarks/RESULTS.md).
+        # (what the first --bf16 runs of this peer did; docs/results/accuracy.md).
         result = trainer.train()
         seconds = time.perf_counter() - t0
         steps = result.global_step

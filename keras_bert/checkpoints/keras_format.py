@@ -41,7 +41,7 @@ def weights_through_disk():
     Otherwise Keras stages them in memory whenever the machine has room
     (`saving_lib.is_memory_sufficient`): the weights, their HDF5 image and the bytes handed to the
     zip at once, about 260 MiB above the training peak for MiniLM-L6 when a fine-tuning run
-    writes `best_model.keras` (benchmarks/RESULTS.md, "Peak resident memory"). Where Keras has no
+    writes `best_model.keras` (docs/results/memory.md, "Peak resident memory"). Where Keras has no
     such switch (another version), the block changes nothing.
     """
     try:

@@ -8,7 +8,7 @@ checkpoints use it under that name. "gelu_approximate" is the tanh form
 Both GELUs keep only their input for the backward pass. Differentiated op by op, the composite
 (`tf.nn.gelu`: a scale, erf or tanh, an add, two products) keeps three (erf) or four (tanh)
 tensors of the feed-forward width per block until the backward pass: in a MiniLM-L6 SQuAD step
-(batch 32 x 384) about 0.7 GB of the peak (benchmarks/RESULTS.md, "Where a fine-tuning step's
+(batch 32 x 384) about 0.7 GB of the peak (docs/results/memory.md, "Where a fine-tuning step's
 memory goes"). Here the derivative is computed from the kept input in the backward pass, after the
 incoming gradient (a control dependency, so TensorFlow's executor cannot run it early and keep
 its result through the forward pass).
@@ -68,7 +68,7 @@ def gelu(x):
     """Exact erf GELU; bfloat16/float16 inputs are computed in float32 and cast back.
 
     TensorFlow's CPU kernel of erf in bfloat16 is not vectorised: on [32, 128, 1536] it took
-    74 ms against 15 ms in float32 (benchmarks/RESULTS.md), more than the bfloat16 matmul that
+    74 ms against 15 ms in float32 (docs/results/targets.md), more than the bfloat16 matmul that
     feeds it. Upcasting is also the more accurate result. The gradient keeps only `x` (module
     docstring).
     """

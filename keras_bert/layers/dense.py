@@ -14,7 +14,7 @@ class FlatDense(keras.layers.Dense):
     and a broadcast add; the 2-D `MatMul` + `BiasAdd` (+ GELU) chain here is the pattern
     TensorFlow's oneDNN remapper rewrites into a single `_FusedMatMul` with bias and activation as
     post-ops, so the `[B, T, units]` result is written once instead of two or three times (see
-    benchmarks/RESULTS.md, "bfloat16 encoder"). Weights (`kernel` [in, units], `bias` [units]),
+    docs/results/encoder.md, "bfloat16 encoder"). Weights (`kernel` [in, units], `bias` [units]),
     their names and checkpoints are Dense's.
 
     Args:

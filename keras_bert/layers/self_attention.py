@@ -34,7 +34,7 @@ def portable_attention():
       folds it into the query's weights, not the [B, N, T, T] logits, a pass over the largest
       tensor of the block.
 
-    benchmarks/RESULTS.md, "LiteRT's attention form". The switch is process-wide while the block
+    docs/results/export-litert.md, "LiteRT's attention form". The switch is process-wide while the block
     runs; a function traced before it keeps the form it was traced with.
     """
     global _portable
@@ -58,7 +58,7 @@ def swap_axes_1_2(x):
 
     TensorFlow's oneDNN build rewrites a float `Transpose` into `_MklTranspose`, which builds a
     oneDNN reorder on every call: ~45 us for a [1, 32, 12, 32] tensor, 24 of them in a MiniLM-L6
-    forward pass, ~20% of batch-1 latency (benchmarks/RESULTS.md, "transposes"). The same
+    forward pass, ~20% of batch-1 latency (docs/results/encoder.md, "transposes"). The same
     permutation on the bits as a same-width integer tensor runs TensorFlow's own transpose
     kernel. The permutation is its own inverse, so the gradient is the same swap.
     """
@@ -94,7 +94,7 @@ def attention_with_dropout(query, key, value, bias, scale, rate, seed):
     Differentiated op by op, a training step keeps, per block, the probabilities for the softmax
     and the dropped probabilities for the product, both [B, N, T, T] floats, beside the mask; here
     the dropped probabilities are rebuilt from the two in the backward pass. In a MiniLM-L6 SQuAD
-    step (batch 32 x 384) that cut about 1 GB of the peak (benchmarks/RESULTS.md, "Where a
+    step (batch 32 x 384) that cut about 1 GB of the peak (docs/results/memory.md, "Where a
     fine-tuning step's memory goes"). The forward values, the mask and the gradients are those of
     the op-by-op form (up to float summation order). No gradient reaches `bias` (it comes from
     the integer mask).

@@ -125,8 +125,8 @@ class BertEncoder(BuildsFromArguments, keras.Model):
 
         x = self.embeddings(word_ids, type_ids, training=training)
         # The blocks run on the rows layout [B*T, H] with B, T and the logit bias computed once
-        # here: a dynamic-shape graph then holds no per-layer shape arithmetic (benchmarks/
-        # RESULTS.md, "rows layout").
+        # here: a dynamic-shape graph then holds no per-layer shape arithmetic (docs/
+        # results/encoder.md, "rows layout").
         shape = tf.shape(x)
         bias = attention_bias(self._attention_mask(mask))
         rows = tf.reshape(x, [-1, self.bert_config.hidden_size])

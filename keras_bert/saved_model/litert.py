@@ -4,7 +4,7 @@ Why: at batch 1 a BERT forward pass in the TensorFlow runtime is dominated by pe
 (about 900 graph ops for MiniLM-L6, each dispatched by the executor), not by its ~0.7 GFLOP of
 matrix products. The LiteRT interpreter runs the same computation as ~400 flat-buffer ops through
 XNNPACK, whose fully-connected and batch-matmul kernels are at the compute floor of this CPU
-(benchmarks/RESULTS.md, "bench_litert"). Dynamic-range quantization (`quantize="int8"`) stores the
+(docs/results/export-litert.md, "bench_litert"). Dynamic-range quantization (`quantize="int8"`) stores the
 dense and embedding weights as int8 with one float scale per output channel and quantizes the
 activations of each product at run time (per row), so the products run as int8 x int8 -> int32;
 LayerNorm, softmax, GELU and the attention products stay float32 (TensorFlow Lite,
@@ -89,7 +89,7 @@ def convert_signature(
     _save_frozen(function, path, signature_key)
     # The frozen graphs (each a copy of the weights as constants) are cycles of objects: collect
     # them now, before the converter loads its own copies (MiniLM-L6 LiteRT export: 650 MiB less
-    # peak resident memory; benchmarks/RESULTS.md, "bench_memory").
+    # peak resident memory; docs/results/memory.md, "bench_memory").
     gc.collect()
     converter = tf.lite.TFLiteConverter.from_saved_model(path, signature_keys=[signature_key])
     return _convert(_converter_for(converter, quantize), f"signature {signature_key!r}")

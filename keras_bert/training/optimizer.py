@@ -225,7 +225,7 @@ class FusedAdamW(LayerwiseLearningRate, WeightAveraging, keras.optimizers.AdamW)
     core/kernels/training_ops.cc), where Keras runs about ten elementwise ops, each a pass over
     the variable, its slots and the gradient. A BERT fine-tuning step spends a sizeable share in
     the optimizer (MiniLM-L6: 22.7M float32 parameters, half of them the word embeddings);
-    see benchmarks/RESULTS.md, "fused optimizer". Falls back to Keras's step for `amsgrad` and
+    see docs/results/fine-tuning.md, "fused optimizer". Falls back to Keras's step for `amsgrad` and
     other backends. Sparse (IndexedSlices) gradients are densified first, as Keras's own
     arithmetic does. With `use_ema`, the weight average of `WeightAveraging`; with
     `layerwise_lr_decay` < 1, `LayerwiseLearningRate`'s per-block rates.

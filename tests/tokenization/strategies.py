@@ -17,8 +17,8 @@ from hypothesis import strategies as st
 
 def examples(default: int) -> int:
     """A property's max_examples: `default` in the suite; a long run sets
-    KERAS_BERT_PROPERTY_EXAMPLES (benchmarks/RESULTS.md, "Fuzzing: data readers, config files,
-    tokenizers")."""
+    KERAS_BERT_PROPERTY_EXAMPLES (docs/results/hardening.md, "Fuzzing: data readers, config
+    files, tokenizers")."""
     return int(os.environ.get("KERAS_BERT_PROPERTY_EXAMPLES", default))
 
 

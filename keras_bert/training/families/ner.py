@@ -28,7 +28,7 @@ class NerArgs(FinetuneArgs):
     FLAG_TABLE = "ner"
 
     # Length-grouped batches cost NER about 1 dev F1 on CoNLL-2003 at the documented budget
-    # (benchmarks/RESULTS.md, "CoNLL-2003 and length grouping"): batches of random lengths.
+    # (docs/results/accuracy.md, "CoNLL-2003 and length grouping"): batches of random lengths.
     FAMILY_DEFAULTS = {"group_by_length": False}
 
     data_dir: str = arg(

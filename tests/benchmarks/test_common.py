@@ -1,0 +1,92 @@
+"""The results files: every topic of `common.TOPICS` has its file under docs/results/ and its row
+in the index (benchmarks/RESULTS.md), every script that appends names a topic of them, and
+`append_results` adds a section to the topic's file without touching what is there."""
+
+import ast
+import pathlib
+import re
+
+import pytest
+
+from benchmarks import common
+
+REPO = pathlib.Path(__file__).resolve().parents[2]
+INDEX = REPO / "benchmarks" / "RESULTS.md"
+
+
+def test_each_topic_has_its_file_with_a_title_and_a_row_in_the_index():
+    index = INDEX.read_text(encoding="utf-8")
+    rows = re.findall(
+        r"^\| ([\w-]+) \| \[([\w-]+\.md)\]\(\.\./docs/results/([\w-]+\.md)\) \|", index, re.M
+    )
+    assert rows == [(t, f"{t}.md", f"{t}.md") for t in common.TOPICS]
+    files = sorted(p.name for p in common.RESULTS_DIR.glob("*.md"))
+    assert files == sorted(f"{t}.md" for t in common.TOPICS)
+    for topic in common.TOPICS:
+        lines = common.results_file(topic).read_text(encoding="utf-8").splitlines()
+        assert lines[0].startswith("# ") and lines[1] == "" and lines[2], topic
+    assert "\n## " not in index.split("## Adding a result", 1)[1]  # results go to topic files
+
+
+def scripts_that_append() -> list[pathlib.Path]:
+    return sorted(
+        p
+        for p in (REPO / "benchmarks").glob("*.py")
+        if re.search(r'DEFINE_bool\w*\(\s*"append"', p.read_text())
+    )
+
+
+def test_every_script_that_appends_names_a_topic_and_appends_to_it():
+    scripts = scripts_that_append()
+    assert len(scripts) == 15
+    for script in scripts:
+        tree = ast.parse(script.read_text(encoding="utf-8"))
+        topics = [
+            node.value.value
+            for node in tree.body
+            if isinstance(node, ast.Assign)
+            and [t.id for t in node.targets if isinstance(t, ast.Name)] == ["TOPIC"]
+        ]
+        assert len(topics) == 1 and topics[0] in common.TOPICS, script.name
+        calls = [
+            node
+            for node in ast.walk(tree)
+            if isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr in ("report", "append_results", "append_help")
+            and isinstance(node.func.value, ast.Name)
+            and node.func.value.id == "common"
+        ]
+        assert sorted(c.func.attr for c in calls) in (
+            ["append_help", "report"],
+            ["append_help", "append_results"],
+        ), script.name
+        assert all(isinstance(c.args[0], ast.Name) and c.args[0].id == "TOPIC" for c in calls)
+
+
+def test_results_file_names_the_topics_when_it_does_not_know_one():
+    assert common.results_file("memory") == REPO / "docs" / "results" / "memory.md"
+    assert common.append_help("serving") == "Append the results to docs/results/serving.md."
+    with pytest.raises(ValueError) as caught:
+        common.results_file("RESULTS")
+    assert str(caught.value) == (
+        "unknown results topic 'RESULTS': one of tokenizers, pretraining, encoder, fine-tuning, "
+        "serving, targets, accuracy, export-litert, device, beam, memory, hardening"
+    )
+
+
+def test_append_results_adds_a_section_after_what_is_there(tmp_path, monkeypatch):
+    monkeypatch.setattr(common, "load_average", lambda: "0.10 0.20 0.30")
+    desc = {"machine": "m", "load_average": "1.00 2.00 3.00"}
+    monkeypatch.setattr(common, "describe_markdown", lambda d: f"- Machine: {d['machine']}")
+    path = tmp_path / "memory.md"
+    path.write_text("# Memory\n\nWhat it measures.\n\n## An earlier section\n\nits text\n")
+    common.append_results("memory", "Peak resident memory (bench_memory)", "| a |\n\n", desc, path)
+    assert path.read_text() == (
+        "# Memory\n\nWhat it measures.\n\n## An earlier section\n\nits text\n"
+        "\n## Peak resident memory (bench_memory)\n\n- Machine: m\n"
+        "- Load average (1/5/15 min) before: 1.00 2.00 3.00; after: 0.10 0.20 0.30\n\n| a |\n"
+    )
+    missing = tmp_path / "new.md"
+    common.append_results("beam", "A title", "body", desc, missing)
+    assert missing.read_text().startswith("# Results: beam\n\n## A title\n")
