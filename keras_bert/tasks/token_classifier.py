@@ -6,14 +6,14 @@ word carries the word's label and is the position its tag is predicted from; the
 zero pieces (e.g. only a format character) keeps its slot and is tagged `O` (PITFALLS: NER).
 
 Windows: a sentence whose pieces do not fit `max_seq_length - 2` is cut into windows of that many
-pieces, starting every `window_stride` pieces (so consecutive windows overlap by
-`window - stride` pieces), until the last piece is covered. A first piece seen by several windows is
-labelled (training) and read (prediction) only in the window where it has the most context,
-`min(pieces left of it, pieces right of it) + 0.01 x window length`, ties to the earlier window:
-the "max context" rule of google-research/bert `run_squad.py::_check_is_max_context`, the same
-code as SQuAD's (`keras_bert.data.windows`). No word is lost; every word gets exactly one tag. All
-of this runs in the TensorFlow graph (`window_words`), so `predict`, training data and the
-exported `serving_default` signature share one implementation.
+pieces, starting every `doc_stride` pieces (so consecutive windows overlap by
+`window - doc_stride` pieces), until the last piece is covered. A first piece seen by several
+windows is labelled (training) and read (prediction) only in the window where it has the most
+context, `min(pieces left of it, pieces right of it) + 0.01 x window length`, ties to the earlier
+window: the "max context" rule of google-research/bert `run_squad.py::_check_is_max_context`,
+the same code as SQuAD's (`keras_bert.data.windows`). No word is lost; every word gets exactly
+one tag. All of this runs in the TensorFlow graph (`window_words`), so `predict`, training data
+and the exported `serving_default` signature share one implementation.
 
 "Whitespace word": `tf.strings.split` on ASCII whitespace (space, tab, newline, CR, FF, VT).
 
@@ -80,13 +80,13 @@ def _ragged(rows, dtype) -> tf.RaggedTensor:
     )
 
 
-def window_words(preprocessor, words: tf.RaggedTensor, stride: int) -> dict:
+def window_words(preprocessor, words: tf.RaggedTensor, doc_stride: int) -> dict:
     """Word lists -> model inputs, one row per window (module docstring), in graph.
 
     Args:
         preprocessor: the task's `BertPreprocessor` (tokenizer, special ids, max_seq_length T).
         words: tf.string RaggedTensor [B, (W)], each item one word.
-        stride: int in [1, T - 2], pieces between the starts of consecutive windows.
+        doc_stride: int in [1, T - 2], pieces between the starts of consecutive windows.
 
     Returns:
         dict: `input_word_ids`, `input_mask`, `input_type_ids` int32 [N, T] (N windows, a
@@ -95,13 +95,15 @@ def window_words(preprocessor, words: tf.RaggedTensor, stride: int) -> dict:
         int32 [N], the sentence of each window; `num_words` int32 [B].
 
     Raises:
-        ValueError: stride outside [1, T - 2].
+        ValueError: doc_stride outside [1, T - 2].
     """
     window = preprocessor.max_seq_length - 2
-    if not 1 <= int(stride) <= window:  # a larger stride would skip pieces
-        raise ValueError(f"stride must be in [1, max_seq_length - 2 = {window}], got {stride}")
+    if not 1 <= int(doc_stride) <= window:  # a larger stride would skip pieces
+        raise ValueError(
+            f"doc_stride must be in [1, max_seq_length - 2 = {window}], got {doc_stride}"
+        )
     t = _piece_table(preprocessor, words, window)
-    w = windows_lib.graph_window_spans(t["sentence_pieces"], window, stride, keep_empty=False)
+    w = windows_lib.graph_window_spans(t["sentence_pieces"], window, doc_stride, keep_empty=False)
     win_sentence = w["sequence"]  # [N]
     g, max_context = windows_lib.graph_max_context(
         tf.gather(t["sentence_start"], win_sentence) + w["start"], w["length"], t["num_pieces"]
@@ -180,8 +182,9 @@ class TokenClassifier(Task):
             must hold "O" (the tag of words without pieces).
         dropout_rate: float in [0, 1), dropout on the per-piece vectors.
         initializer_range: float, stddev of the truncated-normal tag-layer kernel.
-        window_stride: int in [1, max_seq_length - 2], pieces between window starts; None:
-            half a window (module docstring).
+        doc_stride: int in [1, max_seq_length - 2], pieces between window starts; None:
+            half a window (module docstring). A config saved with its older name
+            `window_stride` loads as this (`from_config`).
         feature_mode: None (fine-tune everything) or one of `FEATURE_MODES` (frozen encoder,
             BiLSTM on "embeddings", "last", "second_to_last", "sum_last_four",
             "concat_last_four" or "sum_all" of the hidden layers; BERT table 7).
@@ -209,7 +212,7 @@ class TokenClassifier(Task):
         label_names,
         dropout_rate=0.1,
         initializer_range=0.02,
-        window_stride=None,
+        doc_stride=None,
         feature_mode=None,
         lstm_units=768,
         lstm_layers=2,
@@ -242,13 +245,11 @@ class TokenClassifier(Task):
             encoder, preprocessor=preprocessor, label_names=label_names, is_pair=False, **kwargs
         )
         window = None if preprocessor is None else preprocessor.max_seq_length - 2
-        if window_stride is not None and not (
-            1 <= int(window_stride) <= (window or int(window_stride))
-        ):
+        if doc_stride is not None and not (1 <= int(doc_stride) <= (window or int(doc_stride))):
             raise ValueError(
-                f"window_stride must be in [1, max_seq_length - 2 = {window}], got {window_stride}"
+                f"doc_stride must be in [1, max_seq_length - 2 = {window}], got {doc_stride}"
             )
-        self.window_stride = None if window_stride is None else int(window_stride)
+        self.doc_stride = None if doc_stride is None else int(doc_stride)
         self.dropout_rate, self.initializer_range = float(dropout_rate), float(initializer_range)
         self.feature_mode, self.lstm_units, self.lstm_layers = (
             feature_mode,
@@ -281,9 +282,10 @@ class TokenClassifier(Task):
         return len(self.label_names)
 
     def stride(self) -> int:
-        """Pieces between window starts (default half a window, at least 1)."""
+        """The doc_stride in use: pieces between window starts (default half a window, at least
+        1)."""
         window = self.require_preprocessor("windowing").max_seq_length - 2
-        return self.window_stride or max(1, window // 2)
+        return self.doc_stride or max(1, window // 2)
 
     def features(self, inputs, training=None):
         """Per-piece vectors [B, T, H] (fine-tuning: `sequence_output`) or the frozen feature of
@@ -419,7 +421,7 @@ class TokenClassifier(Task):
 
     def export_metadata(self) -> dict:
         return super().export_metadata() | {
-            "window_stride": self.stride(),
+            "doc_stride": self.stride(),
             "feature_mode": self.feature_mode,
         }
 
@@ -430,10 +432,17 @@ class TokenClassifier(Task):
             {
                 "dropout_rate": self.dropout_rate,
                 "initializer_range": self.initializer_range,
-                "window_stride": self.window_stride,
+                "doc_stride": self.doc_stride,
                 "feature_mode": self.feature_mode,
                 "lstm_units": self.lstm_units,
                 "lstm_layers": self.lstm_layers,
             }
         )
         return config
+
+    @classmethod
+    def from_config(cls, config):
+        config = dict(config)
+        if "window_stride" in config:  # saved before the setting took SPEC's name, doc_stride
+            config["doc_stride"] = config.pop("window_stride")
+        return super().from_config(config)

@@ -17,19 +17,19 @@ TAGS = ["O", "B-PER", "I-PER", "B-LOC", "I-LOC"]
 SENTENCE = "The cats running on \u200b Café xyz mat ."  # \u200b: a word with zero pieces
 
 
-def tiny_task(max_seq_length=6, window_stride=2, seed=0, **kwargs):
+def tiny_task(max_seq_length=6, doc_stride=2, seed=0, **kwargs):
     keras.utils.set_random_seed(seed)
     encoder = tiny_encoder(
         vocab_size=len(VOCAB), hidden_size=16, intermediate_size=32, max_sequence_length=32
     )
     pre = BertPreprocessor(vocabulary=VOCAB, do_lower_case=True, max_seq_length=max_seq_length)
-    return TokenClassifier(encoder, TAGS, preprocessor=pre, window_stride=window_stride, **kwargs)
+    return TokenClassifier(encoder, TAGS, preprocessor=pre, doc_stride=doc_stride, **kwargs)
 
 
 def test_windows_first_piece_labels_and_max_context():
     pre = BertPreprocessor(vocabulary=VOCAB, do_lower_case=True, max_seq_length=6)
     words = tf.ragged.constant([SENTENCE.split(" "), [], ["dog"]])
-    w = window_words(pre, words, stride=2)
+    w = window_words(pre, words, doc_stride=2)
     # pieces: the cat ##s run ##ning on | (none) | cafe [UNK] mat . -> 10 pieces, windows of 4
     # starting at 0, 2, 4, 6; each first piece is read in the window where it has most context.
     assert w["input_word_ids"].numpy().tolist() == [
@@ -64,7 +64,7 @@ def test_windows_use_the_shared_max_context_rule(monkeypatch):
     real = windows.graph_max_context
     monkeypatch.setattr(windows, "graph_max_context", lambda *a: (calls.append(a), real(*a))[1])
     pre = BertPreprocessor(vocabulary=VOCAB, do_lower_case=True, max_seq_length=6)
-    w = window_words(pre, tf.ragged.constant([SENTENCE.split(" "), [], ["dog"]]), stride=2)
+    w = window_words(pre, tf.ragged.constant([SENTENCE.split(" "), [], ["dog"]]), doc_stride=2)
     ((first, length, num_pieces),) = calls
     # 10 pieces in windows of 4 from 0, 2, 4, 6; "dog" (piece 10) in its own; none for [].
     assert first.numpy().tolist() == [0, 2, 4, 6, 10]
@@ -111,7 +111,7 @@ def test_predict_one_tag_per_whitespace_word():
 
 @pytest.mark.slow
 def test_tiny_fit_overfits_and_round_trips(tmp_path):
-    task = tiny_task(max_seq_length=8, window_stride=3)
+    task = tiny_task(max_seq_length=8, doc_stride=3)
     words = [
         ["john", "lives", "in", "paris", "."],
         ["the", "cat", "sat", "on", "a", "mat", "."],
@@ -142,8 +142,20 @@ def test_tiny_fit_overfits_and_round_trips(tmp_path):
     task.save(path)
     loaded = load_task(path)
     assert isinstance(loaded, TokenClassifier) and loaded.label_names == TAGS
-    assert loaded.window_stride == 3 and loaded.preprocessor.max_seq_length == 8
+    assert loaded.doc_stride == 3 and loaded.preprocessor.max_seq_length == 8
     assert loaded.predict_word_lists(words) == tags
+
+
+def test_a_config_saved_with_window_stride_loads_as_doc_stride():
+    config = tiny_task(doc_stride=3).get_config()
+    assert config["doc_stride"] == 3 and "window_stride" not in config
+    config["window_stride"] = config.pop("doc_stride")  # as saved before the rename
+    loaded = TokenClassifier.from_config(config)
+    assert loaded.doc_stride == 3 and loaded.stride() == 3
+    assert loaded.export_metadata()["doc_stride"] == 3
+    assert "window_stride" not in loaded.get_config() and "window_stride" not in (
+        loaded.export_metadata()
+    )
 
 
 def test_feature_mode_freezes_encoder_and_concatenates_four_layers():
@@ -173,16 +185,18 @@ def test_feature_mode_freezes_encoder_and_concatenates_four_layers():
 def test_bad_arguments():
     with pytest.raises(ValueError, match="must include 'O'"):
         tiny_task().__class__(tiny_task().encoder, ["B-PER"])
-    with pytest.raises(ValueError, match=r"window_stride must be in \[1, max_seq_length - 2 = 4\]"):
-        tiny_task(window_stride=5)
+    with pytest.raises(ValueError, match=r"doc_stride must be in \[1, max_seq_length - 2 = 4\]"):
+        tiny_task(doc_stride=5)
     with pytest.raises(ValueError, match="feature_mode must be None or one of"):
         tiny_task(feature_mode="mean")
     with pytest.raises(
         ValueError, match="'concat_last_four' needs >= 4 encoder layers, the encoder has 1"
     ):
         tiny_task(feature_mode="concat_last_four")
-    with pytest.raises(ValueError, match=r"stride must be in \[1, max_seq_length - 2 = 4\], got 5"):
-        window_words(tiny_task().preprocessor, tf.ragged.constant([["a"]]), stride=5)
+    with pytest.raises(
+        ValueError, match=r"^doc_stride must be in \[1, max_seq_length - 2 = 4\], got 5$"
+    ):
+        window_words(tiny_task().preprocessor, tf.ragged.constant([["a"]]), doc_stride=5)
     with pytest.raises(ValueError, match="2 words but 1 tags"):
         tiny_task().training_windows([["a", "b"]], [["O"]])
     with pytest.raises(ValueError, match=r"tags \['B-ORG'\] not in label_names"):

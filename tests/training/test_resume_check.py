@@ -172,3 +172,10 @@ def test_an_old_config_with_the_default_epochs_stands_for_not_given():
     # a config written by the driver records "given" and is read as it is
     new = {"num_train_epochs": 3.0, "given": ["num_train_epochs"]}
     assert recorded_settings(new, 3.0) == new
+
+
+def test_an_old_ner_config_with_window_stride_reads_as_doc_stride():
+    from keras_bert.training.run_config import recorded_settings
+
+    old = {"window_stride": 64, "max_seq_length": 128}  # NER's config.json before the rename
+    assert recorded_settings(old) == {"doc_stride": 64, "max_seq_length": 128}

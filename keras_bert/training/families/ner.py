@@ -93,7 +93,7 @@ class Ner(Family):
             encoder,
             data.label_names,
             dropout_rate=args.dropout_rate,
-            window_stride=args.doc_stride,
+            doc_stride=args.doc_stride,
             feature_mode=args.feature_mode,
             lstm_units=args.lstm_units,
             lstm_layers=args.lstm_layers,
