@@ -4,6 +4,7 @@ recipe trains it with the one fine-tuning driver and exports it, the export's si
 text, and recipes/evaluate.py builds its evidence pack, whose headline equals the metrics computed
 here from the export's own outputs."""
 
+import importlib
 import json
 
 import numpy as np
@@ -15,7 +16,6 @@ from keras_bert.evaluation.kinds import evidence_kind
 from keras_bert.training import arg_flags
 from keras_bert.training.recipe import recipe_main
 from tests.recipes.recipe_process import exported_run_flags, run_recipe_main, tiny_run_flags
-from tests.toy_kind import evidence
 from tests.toy_kind.family import FAMILY, TOLERANCE, ToyArgs
 
 WORDS = ("good", "great", "fine", "bad", "awful", "poor")
@@ -46,12 +46,21 @@ def train(argv: list[str]) -> None:
     recipe_main(FAMILY, fv)(["toy_recipe"])
 
 
-def test_the_toy_kind_is_found_by_its_task_type():
-    assert evidence_kind.kind_of("toy_scoring") is evidence.TOY_SCORING
+@pytest.fixture
+def toy_kind(monkeypatch):
+    """The toy evidence kind registered as importing its module does, for one test (the registry
+    is restored after it: other tests see the built-in kinds only)."""
+    monkeypatch.setattr(evidence_kind, "_KINDS", dict(evidence_kind._KINDS))
+    evidence = importlib.import_module("tests.toy_kind.evidence")  # registers on first import
+    return evidence_kind.register(evidence.TOY_SCORING)
+
+
+def test_the_toy_kind_is_found_by_its_task_type(toy_kind):
+    assert evidence_kind.kind_of("toy_scoring") is toy_kind
 
 
 @pytest.mark.slow
-def test_a_toy_kind_trains_exports_and_gets_an_evidence_pack(tmp_path, uncased_vocab):
+def test_a_toy_kind_trains_exports_and_gets_an_evidence_pack(toy_kind, tmp_path, uncased_vocab):
     train_file = write_rows(tmp_path / "train.jsonl", rows(64, 0))
     dev = rows(24, 1)
     dev_file = write_rows(tmp_path / "dev.jsonl", dev)
