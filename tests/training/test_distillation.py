@@ -9,7 +9,7 @@ import pytest
 import tensorflow as tf
 
 import keras_bert
-from keras_bert.training import distillation as d
+from keras_bert.training import student as d
 from keras_bert.training import trainer
 from keras_bert.training.families import distillation
 from keras_bert.training.families.distillation import DistillArgs

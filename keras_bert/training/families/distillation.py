@@ -4,7 +4,7 @@ takes mixed precision, restarts, early stopping and the time budget.
 
 The teacher (`--teacher`: a fine-tuning output_dir or a saved task) is fixed: its logits on every
 training and dev example are computed once and travel with the gold labels
-(`distillation.DistillationLoss`). The student takes the teacher's layers 0, k, 2k, ...
+(`student.DistillationLoss`). The student takes the teacher's layers 0, k, 2k, ...
 (`--student_layers`, or `--layer_map=0,2,4`) with its embeddings, pooler and head, or starts from
 `--student_preset`. Dev accuracy picks the best evaluation; each evaluation also records the
 agreement with the teacher on dev and on the first training examples.
@@ -22,7 +22,7 @@ from keras_bert.data.labels import label_ids
 from keras_bert.metrics import classification as metrics_lib
 from keras_bert.tasks.loading import load_task
 from keras_bert.tasks.text_classifier import TextClassifier
-from keras_bert.training import distillation as lib
+from keras_bert.training import student as lib
 from keras_bert.training.args import AT_LEAST_ONE, POSITIVE, Rule, TrainingArgs, arg, args_dataclass
 from keras_bert.training.family import Family
 from keras_bert.training.families.classification import dev_loss
