@@ -61,7 +61,7 @@ SCORE_KEYS = ("precision", "recall", "f1", "accuracy")  # what families.ner.ner_
 
 def write_splits(data_dir, output_dir) -> dict:
     """Writes `<split>.json` for train, valid, test and `data_info.json`; returns the latter
-    (`{"splits": {split: conll.counts(...)}, "label_names": conll.label_list(train)}`)."""
+    (`{"splits": {split: conll.counts(...)}, "label_names": conll.label_names(train)}`)."""
     out = pathlib.Path(output_dir)
     out.mkdir(parents=True, exist_ok=True)
     splits = conll.read_conll_splits(data_dir)
@@ -73,7 +73,7 @@ def write_splits(data_dir, output_dir) -> dict:
     info = {
         "source": "keras_bert.data.conll.read_conll_splits (IOB2)",
         "splits": {name: conll.counts(sentences) for name, sentences in splits.items()},
-        "label_names": conll.label_list(splits["train"]),
+        "label_names": conll.label_names(splits["train"]),
     }
     (out / "data_info.json").write_text(json.dumps(info, indent=2) + "\n")
     return info

@@ -36,13 +36,13 @@ from keras_bert.config import INPUT_NAMES
 
 
 def encode_labels(
-    examples: Sequence[InputExample], label_list: Sequence[str] | None, is_regression: bool
+    examples: Sequence[InputExample], file_labels: Sequence[str] | None, is_regression: bool
 ) -> np.ndarray:
-    """Labels as ids: int32 [N] (index into label_list) or float32 [N] scores.
+    """Labels as ids: int32 [N] (index into file_labels) or float32 [N] scores.
 
     Raises:
         ValueError: an example without a label (e.g. a GLUE test row) or with a label not in
-            label_list, naming the example's guid.
+            file_labels, naming the example's guid.
     """
     if is_regression:
         out = []
@@ -53,12 +53,12 @@ def encode_labels(
                 )
             out.append(float(e.label))
         return np.asarray(out, np.float32)
-    index = {label: i for i, label in enumerate(label_list)}
+    index = {label: i for i, label in enumerate(file_labels)}
     ids = []
     for e in examples:
         if e.label not in index:
             raise ValueError(
-                f"example {e.guid}: label {e.label!r} is not one of {list(label_list)}"
+                f"example {e.guid}: label {e.label!r} is not one of {list(file_labels)}"
             )
         ids.append(index[e.label])
     return np.asarray(ids, np.int32)
@@ -83,7 +83,7 @@ class EncodedExamples:
 def encode_examples(
     examples: Sequence[InputExample],
     preprocessor: Callable,
-    label_list: Sequence[str] | None = None,
+    file_labels: Sequence[str] | None = None,
     is_regression: bool = False,
     with_labels: bool = True,
     batch_size: int = 256,
@@ -94,21 +94,21 @@ def encode_examples(
         EncodedExamples in example order. Raises as make_classification_dataset.
     """
     ds = make_classification_dataset(
-        examples, preprocessor, label_list, is_regression, batch_size, with_labels=False
+        examples, preprocessor, file_labels, is_regression, batch_size, with_labels=False
     )
     parts = {k: [] for k in INPUT_NAMES}
     for features in ds:
         for k in parts:
             parts[k].append(features[k].numpy())
     features = {k: np.concatenate(v, axis=0) for k, v in parts.items()}
-    labels = encode_labels(examples, label_list, is_regression) if with_labels else None
+    labels = encode_labels(examples, file_labels, is_regression) if with_labels else None
     return EncodedExamples(features, labels)
 
 
 def make_classification_dataset(
     examples: Sequence[InputExample] | EncodedExamples,
     preprocessor: Callable | None,
-    label_list: Sequence[str] | None = None,
+    file_labels: Sequence[str] | None = None,
     is_regression: bool = False,
     batch_size: int = 32,
     shuffle: bool = False,
@@ -124,11 +124,12 @@ def make_classification_dataset(
 
     Args:
         examples: InputExamples (text_b is used when the first example has one), or
-            EncodedExamples from encode_examples (then preprocessor and label_list are unused).
+            EncodedExamples from encode_examples (then preprocessor and file_labels are unused).
         preprocessor: callable in graph: tf.string [B] (single) or a list [text_a, text_b] of
             tf.string [B] -> dict of `input_word_ids`, `input_mask`, `input_type_ids` int32
             [B, max_seq_length] (a `BertPreprocessor`).
-        label_list: label strings in id order (classification).
+        file_labels: the label strings as the data files write them, in id order
+            (classification; the task's `label_names` may be display names of these).
         batch_size: global batch size (a distribution strategy splits it across replicas).
         shuffle: shuffle the whole set with seed `seed + epoch` (order fixed per epoch).
         skip_batches: drop the first batches of the epoch (resume).
@@ -189,7 +190,7 @@ def make_classification_dataset(
     if is_pair:
         columns["text_b"] = np.asarray([e.text_b or "" for e in examples], object)
     if with_labels:
-        columns["label"] = encode_labels(examples, label_list, is_regression)
+        columns["label"] = encode_labels(examples, file_labels, is_regression)
     ds = tf.data.Dataset.from_tensor_slices(columns)
     if shuffle:
         ds = ds.shuffle(len(examples), seed=seed + epoch, reshuffle_each_iteration=False)

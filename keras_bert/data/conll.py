@@ -116,7 +116,7 @@ def read_conll_splits(data_dir, splits=SPLITS) -> dict:
     return {s: read_conll(fileio.join(data_dir, f"{s}.txt")) for s in splits}
 
 
-def label_list(sentences) -> list[str]:
+def label_names(sentences) -> list[str]:
     """The tag set of `sentences` in id order: `O` first, then by entity type, `B-` before `I-`
     (for CoNLL-2003: O, B-LOC, I-LOC, B-MISC, I-MISC, B-ORG, I-ORG, B-PER, I-PER). Every type
     gets both its `B-` and `I-` tag, even when one never occurs."""

@@ -110,7 +110,7 @@ def read_text_file(
     return examples
 
 
-def label_list_from_examples(
+def file_labels_from_examples(
     examples: list[InputExample], source: str = "training data"
 ) -> list[str]:
     """The sorted set of labels in the (training) examples, all names or all ids

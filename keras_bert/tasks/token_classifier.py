@@ -178,7 +178,7 @@ class TokenClassifier(Task):
 
     Args:
         encoder: a `BertEncoder`.
-        label_names: list of str tags in id order (e.g. `keras_bert.data.conll.label_list`);
+        label_names: list of str tags in id order (e.g. `keras_bert.data.conll.label_names`);
             must hold "O" (the tag of words without pieces).
         dropout_rate: float in [0, 1), dropout on the per-piece vectors.
         initializer_range: float, stddev of the truncated-normal tag-layer kernel.

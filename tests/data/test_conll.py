@@ -4,7 +4,7 @@ import pytest
 
 from keras_bert.data import conll
 
-# The label list of a corpus holding every CoNLL-2003 entity type: O, then B-/I- of each type.
+# The label names of a corpus holding every CoNLL-2003 entity type: O, then B-/I- of each type.
 LABELS = ["O", "B-LOC", "I-LOC", "B-MISC", "I-MISC", "B-ORG", "I-ORG", "B-PER", "I-PER"]
 
 
@@ -31,7 +31,7 @@ def test_reader_splits_documents_and_sentences_and_converts_iob1(tmp_path):
     ]
     assert [s.document for s in sentences] == [0, 0, 1]
     assert conll.counts(sentences) == {"sentences": 3, "tokens": 7, "documents": 2, "entities": 5}
-    assert conll.label_list(sentences) == LABELS
+    assert conll.label_names(sentences) == LABELS
 
 
 def test_to_iob2_on_iob1_and_idempotent_on_iob2():
@@ -68,4 +68,4 @@ def test_real_conll2003_counts(data_dir):
         "O",
         "B-MISC",
     )
-    assert conll.label_list(splits["train"]) == LABELS
+    assert conll.label_names(splits["train"]) == LABELS

@@ -24,7 +24,7 @@ def test_csv_tsv_jsonl_read_the_same(tmp_path):
             ("bad movie", None, "neg"),
         ], name
     assert text_files.read_text_file(tmp_path / "a.jsonl")[1].guid == "a.jsonl-3"
-    assert text_files.label_list_from_examples(text_files.read_text_file(tmp_path / "a.csv")) == [
+    assert text_files.file_labels_from_examples(text_files.read_text_file(tmp_path / "a.csv")) == [
         "neg",
         "pos",
     ]
@@ -66,7 +66,7 @@ def test_errors_name_the_problem(tmp_path):
     with pytest.raises(
         ValueError, match=r"^training data: 1 distinct label\(s\) \['pos'\]; need at least 2$"
     ):
-        text_files.label_list_from_examples([InputExample("a", "x", None, "pos")])
+        text_files.file_labels_from_examples([InputExample("a", "x", None, "pos")])
 
 
 @pytest.mark.parametrize(

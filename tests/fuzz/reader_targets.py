@@ -12,7 +12,7 @@ silently shortened, ...).
 Targets (`TARGETS`):
     glue_tsv             data.glue.read_tsv_file, every task and split
     own_data             data.text_files.read_text_file (.csv / .tsv / .jsonl), then the
-                         classification pipeline's labels (label_list_from_examples, label_ids)
+                         classification pipeline's labels (file_labels_from_examples, label_ids)
     conll                data.conll.read_conll
     squad_json           data.squad.read_squad_examples (v1.1 and v2.0)
     swag_csv             data.swag.read_swag
@@ -106,7 +106,7 @@ def own_data(data: bytes):
     def read(path):
         examples = text_files.read_text_file(path, "text", text_b, label, regression)
         if label and not regression:
-            names = text_files.label_list_from_examples(examples)
+            names = text_files.file_labels_from_examples(examples)
             labels.label_ids([e.label for e in examples], names, path)
         return examples
 

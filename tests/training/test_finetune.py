@@ -178,7 +178,7 @@ def test_data_errors_are_clear(tmp_path, data_dir):
         )
     )
     assert len(rte.train) == 5 and list(rte.dev) == ["dev"] and len(rte.dev["dev"]) == 3
-    assert rte.label_list == list(glue.get_task("rte").labels)
+    assert rte.file_labels == list(glue.get_task("rte").labels)
     assert classification.monitor_name(rte) == "accuracy"
 
 

@@ -222,7 +222,7 @@ def test_glue_display_names_keep_glue_id_order(tmp_path, uncased_vocab, data_dir
     data = load_task_data(
         _cfg(tmp_path, uncased_vocab, data_dir=str(data_dir), max_eval_examples=4)
     )
-    assert data.label_list == ["0", "1"] and data.label_names == ["negative", "positive"]
+    assert data.file_labels == ["0", "1"] and data.label_names == ["negative", "positive"]
     assert glue.get_task("cola").label_names == ("unacceptable", "acceptable")
     assert glue.get_task("mrpc").label_names == ("not_equivalent", "equivalent")
     assert glue.get_task("qqp").label_names == ("not_duplicate", "duplicate")

@@ -58,7 +58,7 @@ class TaskData:
     metric_task: str  # key for keras_bert.metrics.classification
     train: list
     dev: dict  # dev split name -> examples
-    label_list: list | None  # label strings in id order as in the data; None for regression
+    file_labels: list | None  # labels as the data files write them, in id order; None: regression
     is_regression: bool
     is_pair: bool
     label_names: list | None = None  # display names in id order (GLUE SST-2: negative/positive)
@@ -66,11 +66,11 @@ class TaskData:
 
     def __post_init__(self):
         if self.label_names is None:
-            self.label_names = self.label_list
+            self.label_names = self.file_labels
 
 
 def read_own_files(args) -> tuple[list, list, list | None, bool]:
-    """(train, dev, label list or None, is_regression) of own CSV / TSV / JSONL files; dev labels
+    """(train, dev, file labels or None, is_regression) of own CSV / TSV / JSONL files; dev labels
     mapped to the training label strings (`keras_bert.data.labels` rule)."""
     name = args.task_name.lower()
     if not args.train_file or not args.dev_file:
@@ -88,7 +88,7 @@ def read_own_files(args) -> tuple[list, list, list | None, bool]:
     dev = text_files.read_text_file(args.dev_file, **kw)
     labels = None
     if not regression:
-        labels = text_files.label_list_from_examples(train, source=str(args.train_file))
+        labels = text_files.file_labels_from_examples(train, source=str(args.train_file))
         dev_ids = label_ids([e.label for e in dev], labels, source=str(args.dev_file))
         dev = [dataclasses.replace(e, label=labels[i]) for e, i in zip(dev, dev_ids)]
     return train, dev, labels, regression
@@ -155,7 +155,7 @@ def encode_splits(data: TaskData, preprocessor, batch_size: int = 64) -> dict:
     everything = classification_pipeline.encode_examples(
         [e for v in splits.values() for e in v],
         preprocessor,
-        data.label_list,
+        data.file_labels,
         data.is_regression,
         batch_size=batch_size,
     )
@@ -211,7 +211,7 @@ class Classification(Family):
         check_max_seq_length(
             args.max_seq_length, encoder.bert_config.max_sequence_length, is_pair=data.is_pair
         )
-        num_classes = 1 if data.is_regression else len(data.label_list)
+        num_classes = 1 if data.is_regression else len(data.file_labels)
         return TextClassifier(
             encoder,
             num_classes,
@@ -246,7 +246,9 @@ class Classification(Family):
             )
             for split in data.dev
         }
-        positive = data.label_list.index("1") if data.label_list and "1" in data.label_list else 1
+        positive = (
+            data.file_labels.index("1") if data.file_labels and "1" in data.file_labels else 1
+        )
         step = []
 
         def evaluate(model):

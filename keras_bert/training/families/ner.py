@@ -83,7 +83,7 @@ class Ner(Family):
             splits["train"][: args.max_train_examples or None],
             splits["valid"][:cut],
             splits["test"][:cut],
-            conll.label_list(splits["train"]),
+            conll.label_names(splits["train"]),
         )
 
     def build_task(self, args, data, preprocessor) -> TokenClassifier:
