@@ -2,17 +2,21 @@
 family's `FinetuneArgs`): `define_flags(cls)` defines one flag per field (name, default, help,
 choices, required), so every recipe has every common flag; `from_flags(cls)` reads them back into
 `cls`, remembering which the user gave (`ArgumentSet.given`). The fields, their rules and defaults
-are the catalogue's, `keras_bert.training.args`.
+are the catalogue's, `keras_bert.training.args`. A field's `deprecated_name` (an older spelling)
+is defined too and read as the field's flag, with a warning.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import logging
 import typing
 
 from absl import flags
 
 from keras_bert.training import args
+
+logger = logging.getLogger(__name__)
 
 
 def _flag_kind(cls, f) -> type:
@@ -33,40 +37,64 @@ def define_flags(cls, flag_values=None, module_name: str | None = None) -> None:
         meta, kind = f.metadata, _flag_kind(cls, f)
         default = None if meta.get("derived") else cls.default(f.name)
         common = dict(flag_values=fv, module_name=module_name or args.__name__)
-        help_text = meta.get("help", "")
-        if meta.get("choices") is not None and kind is str:
-            flags.DEFINE_enum(f.name, default, list(meta["choices"]), help_text, **common)
-        elif kind is bool:
-            flags.DEFINE_boolean(f.name, default, help_text, **common)
-        elif kind is int:
-            flags.DEFINE_integer(f.name, default, help_text, **common)
-        elif kind is float:
-            flags.DEFINE_float(f.name, default, help_text, **common)
-        elif kind in (tuple, list):
-            flags.DEFINE_list(f.name, default, help_text, **common)
-        else:
-            flags.DEFINE_string(f.name, default, help_text, **common)
+        _define(kind, f.name, default, meta.get("help", ""), meta.get("choices"), common)
+        if meta.get("deprecated_name"):
+            help_text = f"Deprecated spelling of --{f.name}."
+            _define(kind, meta["deprecated_name"], None, help_text, meta.get("choices"), common)
         if meta.get("required"):
             flags.mark_flag_as_required(f.name, flag_values=fv)
+
+
+def _define(kind, name: str, default, help_text: str, choices, common: dict) -> None:
+    """One absl flag of the kind a field's type gives."""
+    if choices is not None and kind is str:
+        flags.DEFINE_enum(name, default, list(choices), help_text, **common)
+    elif kind is bool:
+        flags.DEFINE_boolean(name, default, help_text, **common)
+    elif kind is int:
+        flags.DEFINE_integer(name, default, help_text, **common)
+    elif kind is float:
+        flags.DEFINE_float(name, default, help_text, **common)
+    elif kind in (tuple, list):
+        flags.DEFINE_list(name, default, help_text, **common)
+    else:
+        flags.DEFINE_string(name, default, help_text, **common)
 
 
 def from_flags(cls, flag_values=None):
     """`cls` from the parsed flags `define_flags(cls)` defined; `args.given()` is then the flags
     the user passed. Raises ValueError (a bad value, naming the flag; a given flag whose partner
-    is missing, naming both: `flag_dependencies`)."""
+    is missing, naming both: `flag_dependencies`; a field given under both of its spellings)."""
     fv = flags.FLAGS if flag_values is None else flag_values  # an empty FlagValues is falsy
-    values = {}
+    values, given = {}, set()
     for f in dataclasses.fields(cls):
-        value = fv[f.name].value
+        flag = _given_as(f, fv)
+        value = fv[flag or f.name].value
         if _flag_kind(cls, f) in (tuple, list) and value is not None:
             try:
                 value = tuple(int(v) for v in value) if value else None
             except ValueError:
                 raise ValueError(
-                    f"--{f.name} must be integers separated by commas, got {','.join(value)}"
+                    f"--{flag or f.name} must be integers separated by commas, got "
+                    f"{','.join(value)}"
                 ) from None
         values[f.name] = value
-    return cls(
-        **values,
-        given_flags=frozenset(f.name for f in dataclasses.fields(cls) if fv[f.name].present),
-    )
+        if flag:
+            given.add(f.name)
+    return cls(**values, given_flags=frozenset(given))
+
+
+def _given_as(f, fv) -> str | None:
+    """The flag the user gave field `f` by: its own, its `deprecated_name` (with a warning naming
+    the new spelling), or None when not given.
+
+    Raises:
+        ValueError: both spellings given.
+    """
+    old = f.metadata.get("deprecated_name")
+    if not old or not fv[old].present:
+        return f.name if fv[f.name].present else None
+    if fv[f.name].present:
+        raise ValueError(f"--{old} is the deprecated spelling of --{f.name}: give --{f.name} only")
+    logger.warning("--%s is deprecated: use --%s", old, f.name)
+    return old

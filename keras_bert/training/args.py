@@ -62,6 +62,7 @@ def arg(
     choices=None,
     required: bool = False,
     derived: bool = False,
+    deprecated_name: str | None = None,
 ):
     """A field of an argument set.
 
@@ -74,6 +75,8 @@ def arg(
         choices: allowed values (an enum flag).
         required: the flag must be given.
         derived: None means "derive it" (`Resolution`); the flag's default stays None.
+        deprecated_name: an older spelling of the flag, still accepted on the command line
+            (`arg_flags.from_flags` takes its value with a warning naming the field's flag).
     """
     meta = {
         "help": help,
@@ -82,6 +85,7 @@ def arg(
         "choices": choices,
         "required": required,
         "derived": derived,
+        "deprecated_name": deprecated_name,
     }
     if required:
         return dataclasses.field(default=None, metadata=meta)

@@ -80,7 +80,9 @@ class PretrainConfig(RuntimeArgs):
     ltr: bool = arg(False, "Ablation: left-to-right (causal) attention, no NSP.")
     dynamic_masking: bool = arg(False, "Redraw MLM masks every epoch in the input pipeline.")
     masked_lm_prob: float = arg(0.15, "For --dynamic_masking.", rule=A_FRACTION)
-    random_seed: int = arg(12345, "Seed for initialisation and input order.")
+    seed: int = arg(
+        12345, "Seed for initialisation and input order.", deprecated_name="random_seed"
+    )
 
     @property
     def use_nsp(self) -> bool:
@@ -136,7 +138,7 @@ def make_train_dataset_fn(config: PretrainConfig, vocab: dict):
             config.max_seq_length,
             config.max_predictions_per_seq,
             is_training=True,
-            seed=config.random_seed + epoch,
+            seed=config.seed + epoch,
             dynamic_masking=config.dynamic_masking,
             vocab_size=len(vocab),
             mask_token_id=vocab["[MASK]"],
@@ -170,18 +172,21 @@ def _history_callback(path: str, checkpoint, start: float):
 # global batches are computed (devices, XLA). Every other flag, and every field of the encoder's
 # BertConfig (`bert_config.<field>`), gives the checkpoints their meaning: the batches trained
 # (input_file, vocab_file, train_batch_size, max_seq_length, max_predictions_per_seq,
-# save_checkpoints_steps (one shuffle per chunk), masking, random_seed), the learning-rate schedule
+# save_checkpoints_steps (one shuffle per chunk), masking, seed), the learning-rate schedule
 # and optimizer state (learning_rate, num_train_steps, num_warmup_steps, optimizer,
 # mixed_precision's loss scale), the model (preset, bert_config_file, init_checkpoint, no_nsp, ltr)
 # and the encoder written (do_lower_case). To train further, start a new output_dir with
 # --init_checkpoint=<this output_dir>/encoder.
 HARMLESS_SETTINGS = frozenset({"output_dir", "strategy", "tpu", "jit_compile"})
+# Flags that config.json of an output_dir written before recorded under an older name.
+RENAMED_FLAGS = {"random_seed": "seed"}
 
 
 def recorded_settings(record: dict) -> dict:
     """config.json's dict ({"flags", "bert_config", ...}) -> the flat settings the rerun check
-    compares: the flags and `bert_config.<field>`."""
-    return record["flags"] | {f"bert_config.{k}": v for k, v in record["bert_config"].items()}
+    compares: the flags (in today's names, `RENAMED_FLAGS`) and `bert_config.<field>`."""
+    flag_settings = {RENAMED_FLAGS.get(k, k): v for k, v in record["flags"].items()}
+    return flag_settings | {f"bert_config.{k}": v for k, v in record["bert_config"].items()}
 
 
 def run_pretraining(config: PretrainConfig) -> dict:
@@ -202,7 +207,7 @@ def run_pretraining(config: PretrainConfig) -> dict:
     start = time.time()
     shards = expand_file_patterns(config.input_file, what="pretraining shard")
     fileio.makedirs(config.output_dir)
-    keras.utils.set_random_seed(config.random_seed)
+    keras.utils.set_random_seed(config.seed)
     precision = set_mixed_precision(config.mixed_precision)
     strategy = get_strategy(config.strategy, config.tpu)
     vocab = load_vocab(config.vocab_file)

@@ -111,8 +111,10 @@ def test_pretraining_flags_are_its_config_fields_with_the_same_checks():
     from keras_bert.training.pretraining import PretrainConfig
 
     fv = _flag_values(PretrainConfig)
-    assert sorted(fv) == sorted(f.name for f in dataclasses.fields(PretrainConfig))
-    assert (fv["random_seed"].default, fv["preset"].default, fv["optimizer"].default) == (
+    assert sorted(fv) == sorted(
+        [f.name for f in dataclasses.fields(PretrainConfig)] + ["random_seed"]
+    )
+    assert (fv["seed"].default, fv["preset"].default, fv["optimizer"].default) == (
         12345,
         "bert_tiny",
         "adamw",
@@ -134,6 +136,26 @@ def test_pretraining_flags_are_its_config_fields_with_the_same_checks():
     with pytest.raises(ValueError) as e:
         PretrainConfig(input_file="a", output_dir="o", vocab_file=None)
     assert str(e.value) == "--vocab_file is required"
+
+
+def test_a_deprecated_spelling_is_read_as_its_flag_with_a_warning(caplog):
+    from keras_bert.training.pretraining import PretrainConfig
+
+    required = ["--input_file=a", "--output_dir=o", "--vocab_file=v"]
+    with caplog.at_level("WARNING", logger=arg_flags.__name__):
+        config = arg_flags.from_flags(
+            PretrainConfig, _flag_values(PretrainConfig, required + ["--random_seed=7"])
+        )
+    assert (config.seed, config.given()) == (7, ["input_file", "output_dir", "seed", "vocab_file"])
+    assert [r.getMessage() for r in caplog.records] == ["--random_seed is deprecated: use --seed"]
+    with pytest.raises(ValueError) as e:
+        arg_flags.from_flags(
+            PretrainConfig, _flag_values(PretrainConfig, required + ["--random_seed=7", "--seed=8"])
+        )
+    assert str(e.value) == "--random_seed is the deprecated spelling of --seed: give --seed only"
+    caplog.clear()
+    config = arg_flags.from_flags(PretrainConfig, _flag_values(PretrainConfig, required))
+    assert (config.seed, "seed" in config.given(), caplog.records) == (12345, False, [])
 
 
 def test_given_is_exactly_the_flags_on_the_command_line():

@@ -107,6 +107,24 @@ def test_pretraining_refuses_other_settings_and_another_model_before_writing(
     assert recorded["train_batch_size"] == 8 and recorded["bert_config.num_layers"] == 2
 
 
+def test_an_old_pretraining_config_with_random_seed_reads_as_seed(tmp_path, uncased_vocab):
+    out, tiny = tmp_path / "out", dataclasses.asdict(BertConfig.from_preset("bert_tiny"))
+    flags_ = dataclasses.asdict(_pretrain_config(tmp_path, uncased_vocab, seed=7))
+    flags_["random_seed"] = flags_.pop("seed")  # config.json before --random_seed became --seed
+    _record(out, {"flags": flags_, "bert_config": tiny})
+    assert recorded_settings({"flags": flags_, "bert_config": tiny})["seed"] == 7
+
+    def check(seed):
+        new = dataclasses.asdict(_pretrain_config(tmp_path, uncased_vocab, seed=seed))
+        settings = recorded_settings({"flags": new, "bert_config": tiny})
+        return resume_check.check_resume_settings(out, settings, view=recorded_settings)
+
+    assert check(7)["seed"] == 7 and "random_seed" not in check(7)
+    with pytest.raises(ValueError) as e:
+        check(8)
+    assert str(e.value) == _refusal(out, "seed 7 -> 8")
+
+
 def _driver_record(args, family, **resolved):
     """config.json as the driver writes it: every setting, the resolved ones, given / derived."""
     return (
