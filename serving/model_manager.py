@@ -38,7 +38,9 @@ Behaviour (as `tensorflow_model_server` with its default availability-preserving
 
 import concurrent.futures
 import contextlib
+import ctypes
 import dataclasses
+import gc
 import logging
 import threading
 import time
@@ -58,6 +60,8 @@ EXPORTER_CONFIG = ("assets", "export_config.json")
 MAX_NUM_LOAD_RETRIES = 5  # tensorflow_model_server's defaults
 LOAD_RETRY_INTERVAL_S = 60.0
 REACH_TIMEOUT_S = 30.0
+# glibc's malloc_trim(pad); None where the C library has none (musl, macOS).
+_MALLOC_TRIM = getattr(ctypes.CDLL(None), "malloc_trim", None)
 
 
 class _Version:
@@ -281,6 +285,7 @@ class ModelManager:
         self._lock = threading.Condition()
         self._stop = threading.Event()
         self._wake = threading.Event()  # set by stop() and when a retry is scheduled
+        self._unloaded = threading.Event()  # a version was unloaded since the last collection
         self._thread = None
 
     # ---------------------------------------------------------------- polling
@@ -340,6 +345,7 @@ class ModelManager:
             self._poll_model(model, rescan)
         if self._on_change:
             self._on_change()
+        self._collect_unloaded()
 
     def reload(self, model_configs):
         """Replaces the served models with `model_configs` (ModelConfig protos); returns when added
@@ -607,7 +613,19 @@ class ModelManager:
             servable, v.servable, v.state = v.servable, None, State.END
             if servable is not None:
                 servable.close()
+                self._unloaded.set()  # its memory is collected by the next poll
             self._lock.notify_all()
+
+    def _collect_unloaded(self):
+        """Once a version was unloaded (outside the lock: requests are not held up), its memory
+        goes back to the system now: a full garbage collection, then glibc's `malloc_trim`, which
+        returns the free pages inside the allocator's heaps (a freed model's tensors leave
+        holes there that glibc otherwise keeps until the heap's top is free)."""
+        if self._unloaded.is_set():
+            self._unloaded.clear()
+            gc.collect()
+            if _MALLOC_TRIM is not None:
+                _MALLOC_TRIM(0)
 
     # ---------------------------------------------------------------- serving
     def model_names(self):

@@ -6,7 +6,7 @@ import pytest
 from google.protobuf import text_format
 from tensorflow_serving.config import model_server_config_pb2
 
-from serving import errors
+from serving import errors, model_manager
 from serving.model_manager import ModelManager, State, aspired_versions
 from serving.server import model_configs
 from tests.serving import saved_models
@@ -95,6 +95,27 @@ def test_removed_version_unloads_after_in_flight_requests(tmp_path, built):
         manager.poll_once()
         assert 1 not in _states(manager)  # and forgotten with its directory
         assert _serving_version(manager) == 2
+    finally:
+        manager.stop()
+
+
+def test_the_poll_that_unloads_a_version_gives_its_memory_back(tmp_path, built, monkeypatch):
+    """After an unload the poll collects garbage and trims glibc's heaps once, outside the lock
+    (requests go on); a poll that unloads nothing does neither."""
+    trims = []
+    monkeypatch.setattr(model_manager, "_MALLOC_TRIM", lambda pad: trims.append(pad))
+    shutil.copytree(built[1], tmp_path / "1")
+    manager = _manager(tmp_path)
+    monkeypatch.setattr(
+        model_manager.gc, "collect", lambda: trims.append(("collect", manager._lock._is_owned()))
+    )
+    try:
+        manager.poll_once()
+        assert trims == []
+        shutil.copytree(built[2], tmp_path / "2")
+        manager.poll_once()  # loads version 2; the latest-1 policy unloads version 1
+        assert _states(manager)[1][0] == State.END
+        assert trims == [("collect", False), 0]
     finally:
         manager.stop()
 
