@@ -63,7 +63,7 @@ def _ids_body(rows, length, seed=0):
 
 
 def _element_by_element(body, dtypes):
-    from serving import json_tensor
+    from serving.wire import json_tensor
 
     doc = json.loads(body, parse_int=json_tensor._parse_int)
     batch = json_tensor._Batch(dtypes)
@@ -74,15 +74,15 @@ def _element_by_element(body, dtypes):
 
 
 def _as_served(body, dtypes, check):
-    from serving import json_tensor
+    from serving.wire import json_tensor
 
     doc = json_tensor.parse_json(body)
     return json_tensor.predict_inputs(doc, dtypes, check, json_tensor.holds_no_booleans(body))[0]
 
 
 def conversion():
-    from serving import dtypes as dt, errors, json_tensor, tensors
-    from serving.servable import Signature, TensorSpec
+    from serving.wire import dtypes as dt, errors, json_tensor, tensors
+    from serving.models.servable import Signature, TensorSpec
 
     ids = {k: dt.int32 for k in ("input_word_ids", "input_mask", "input_type_ids")}
     signature = Signature(

@@ -9,5 +9,5 @@ imports no `keras_bert` code. `python -m serving.client` sends text and prints p
 # TensorFlow's proto packages (`tensorflow.core.*`, which the tensorflow_serving protos import)
 # become importable without running `tensorflow/__init__.py`, before any module of this package
 # imports them: the client never loads TensorFlow's runtime, and the server loads it only to
-# serve a SavedModel (`serving.protos`, `serving.servable.tensorflow`).
-from serving import protos as _protos  # noqa: F401
+# serve a SavedModel (`serving.wire.protos`, `serving.models.servable.tensorflow`).
+from serving.wire import protos as _protos  # noqa: F401

@@ -9,10 +9,11 @@
 
 Uses the official tensorflow-serving-api stubs (gRPC) or the REST API, so it works against this
 project's server and stock tensorflow_model_server alike. It does not import TensorFlow: the protos
-come through `serving.protos` and tensors are written and read by `serving.tensor_protos`, so a
-call costs about what the gRPC call costs (docs/results/serving.md, "Serving client start-up"). Calls the `serving_default` signature
-(inputs `text` [B] and `text_b` [B] tf.string) and prints `labels` + `probabilities` (classification)
-or `scores` (regression).
+come through `serving.wire.protos` and tensors are written and read by
+`serving.wire.tensor_protos`, so a call costs about what the gRPC call costs
+(docs/results/serving.md, "Serving client start-up"). Calls the `serving_default` signature (inputs
+`text` [B] and `text_b` [B] tf.string) and prints `labels` + `probabilities` (classification) or
+`scores` (regression).
 """
 
 import base64
@@ -28,8 +29,8 @@ import grpc
 import numpy as np
 from absl import app, flags
 
-from serving import tensor_protos
-from serving.protos import (
+from serving.wire import tensor_protos
+from serving.wire.protos import (
     get_model_status_pb2,
     model_service_pb2_grpc,
     predict_pb2,

@@ -1,5 +1,5 @@
-"""`python -m serving.request_log`: a request log (`serving.request_logger`) as a warmup file or as
-the texts to label for `recipes/evaluate.py`.
+"""`python -m serving.request_log`: a request log (`serving.monitoring.request_logger`) as a warmup
+file or as the texts to label for `recipes/evaluate.py`.
 
     python -m serving.request_log --log=/logs/sst2/requests \
         --warmup=/models/sst2/2/assets.extra/tf_serving_warmup_requests
@@ -32,9 +32,9 @@ import sys
 from absl import app, flags
 from tensorflow_serving.apis import prediction_log_pb2
 
-from serving import dtypes, tensors, tfrecords
-from serving.inference import input_examples
-from serving.request_logger import SUFFIX
+from serving.dispatch.inference import input_examples
+from serving.monitoring.request_logger import SUFFIX
+from serving.wire import dtypes, tensors, tfrecords
 from keras_bert import fileio
 
 MAX_WARMUP_RECORDS = 1000  # TF Serving's limit (servables/tensorflow/saved_model_warmup_util.cc)

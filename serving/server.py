@@ -13,7 +13,7 @@ Flags keep tensorflow_model_server's names (`--tensorflow_intra_op_parallelism` 
 Base paths and the config file may be local paths or any URI `tf.io.gfile` handles (`gs://`,
 `hdfs://`, `s3://` with its plugin, `ram://`), read through `keras_bert.fileio`: which version
 directories load when, failed loads (`--max_num_load_retries`, `--load_retry_interval_micros`) and
-base paths that cannot be reached are described in `serving.model_manager`;
+base paths that cannot be reached are described in `serving.models.model_manager`;
 `--model_config_file_poll_wait_seconds` re-reads the config file and applies a changed one, and
 applies it again while part of it waits on load state (a label whose version is not loaded yet).
 
@@ -24,8 +24,9 @@ extension); see `serving.ssl_config`. A file that cannot be used ends the progra
 `logging_config` in a `--model_config_file` entry (TF Serving's LoggingConfig: sampling_rate,
 filename_prefix) writes sampled requests and their responses as PredictionLog TFRecords, which
 stock tensorflow_model_server cannot do; `--request_log_max_file_bytes` and
-`--request_log_queue_size` (ours) size the files and the queue. See `serving.request_logger`;
-`python -m serving.request_log` turns the files into a warmup file or a table of texts.
+`--request_log_queue_size` (ours) size the files and the queue. See
+`serving.monitoring.request_logger`; `python -m serving.request_log` turns the files into a
+warmup file or a table of texts.
 
 `--prefer_tflite_model` (tensorflow_model_server's flag): a version directory holding `model.tflite`
 (`python -m export --tflite` or `--quantize=int8`) is served from that file by the LiteRT
@@ -52,18 +53,22 @@ from tensorflow_serving.config import model_server_config_pb2
 from keras_bert import cli, fileio
 from keras_bert.training import flag_dependencies  # the table every recipe checks too
 
-from serving import batching, errors, grpc_service, service_protos, ssl_config, tensors
-from serving import request_logger, servable, text_protos
-from serving.inference import InferenceService
-from serving.metrics import Metrics
-from serving.model_manager import (
+from serving import ssl_config
+from serving.dispatch import batching
+from serving.dispatch.inference import InferenceService
+from serving.models import servable
+from serving.monitoring import request_logger
+from serving.protocol import grpc_service
+from serving.wire import errors, service_protos, tensors, text_protos
+from serving.monitoring.metrics import Metrics
+from serving.models.model_manager import (
     LOAD_RETRY_INTERVAL_S,
     MAX_NUM_LOAD_RETRIES,
     REACH_TIMEOUT_S,
     ModelManager,
     check_configs,
 )
-from serving.rest import RestApi, RestOptions, RestServer, raise_open_files_limit
+from serving.protocol.rest import RestApi, RestOptions, RestServer, raise_open_files_limit
 
 
 _LOG = logging.getLogger("serving")

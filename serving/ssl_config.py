@@ -49,7 +49,7 @@ from cryptography.exceptions import UnsupportedAlgorithm
 from cryptography.hazmat.primitives import serialization
 from google.protobuf import descriptor_pb2, descriptor_pool, message_factory, text_format
 
-from serving import text_protos
+from serving.wire import text_protos
 from keras_bert import cli, fileio
 
 _PROTO_FILE = "tensorflow_serving/config/ssl_config.proto"

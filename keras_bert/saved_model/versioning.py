@@ -98,7 +98,7 @@ def set_method_names(export_dir: str, method_names: dict) -> None:
 def newest_complete_version(model_dir: str) -> int | None:
     """The largest integer version under `model_dir` that is complete, or None.
 
-    The rule `serving.model_manager` serves by: a version holds `saved_model.pb`; on a file
+    The rule `serving.models.model_manager` serves by: a version holds `saved_model.pb`; on a file
     system without an atomic directory rename (object stores, `ram://`) a version of ours (with
     assets/export_config.json) also needs `fileio.COMPLETE_MARKER`, written last by
     `fileio.publish_dir` (without it, it is still being copied).

@@ -5,7 +5,7 @@ benchmark is run by hand (its docstring)."""
 import dataclasses
 
 from benchmarks import bench_bucketed_batching as bench
-from serving.batching import BatchingOptions, parse_batching_parameters
+from serving.dispatch.batching import BatchingOptions, parse_batching_parameters
 
 ARGS = {
     "max_batch_size": 8,

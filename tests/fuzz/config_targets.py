@@ -38,8 +38,9 @@ import tensorflow  # noqa: F401
 from cryptography.hazmat.primitives import serialization
 from google.protobuf import text_format
 
-from serving import batching, ssl_config
-from serving.model_manager import aspired_versions
+from serving import ssl_config
+from serving.dispatch import batching
+from serving.models.model_manager import aspired_versions
 from serving.server import model_configs
 from keras_bert import fileio
 from tests.fuzz.serving_targets import Finding, timed

@@ -16,7 +16,7 @@ import random
 
 import numpy as np
 from tensorflow.core.example import example_pb2
-from serving import tensors
+from serving.wire import tensors
 from tests.fuzz import serving_targets
 from tests.serving import test_declared_sizes, test_errors, test_rest_api, test_rest_conformance
 from tests.serving.test_rest_conformance import CALL_CASES, DECODE_CASES, ENCODE_CASES

@@ -20,10 +20,11 @@ from google.protobuf import text_format
 from tensorflow_serving.apis import predict_pb2
 from tensorflow_serving.config import model_server_config_pb2
 
-from serving import rest, tensors
-from serving.inference import InferenceService
-from serving.metrics import Metrics
-from serving.model_manager import ModelManager
+from serving.protocol import rest
+from serving.wire import tensors
+from serving.dispatch.inference import InferenceService
+from serving.monitoring.metrics import Metrics
+from serving.models.model_manager import ModelManager
 from tests.serving import saved_models
 
 # The server's defaults: --max_request_batch_size, --max_text_length, --max_request_elements,

@@ -2,7 +2,7 @@
 finding and returning on anything else.
 
 A finding is:
-- an exception other than `serving.errors.ServingError` with a code other than INTERNAL (an
+- an exception other than `serving.wire.errors.ServingError` with a code other than INTERNAL (an
   INTERNAL or 5xx answer is one too: the server blamed itself for a request);
 - more than `CPU_LIMIT_S` seconds of this process's CPU on one input (CPU, not wall-clock time,
   so a loaded machine does not raise false findings);
@@ -48,8 +48,8 @@ from tensorflow_serving.apis import (
     regression_pb2,
 )
 
-from serving import dtypes as dt, errors, json_tensor, tensor_protos, tensors
-from serving.servable import Signature, TensorSpec
+from serving.wire import dtypes as dt, errors, json_tensor, tensor_protos, tensors
+from serving.models.servable import Signature, TensorSpec
 from tests.fuzz import servables
 from tests.fuzz.byte_source import ByteSource
 
@@ -448,7 +448,7 @@ def _wrapped(proto):
 def _as_tensorflow_reads(proto):
     """tf.make_ndarray's value of `proto`, or None when it refuses it (or is not asked: only
     protos of at most 4,096 declared elements are read by both)."""
-    import tensorflow as tf  # only for the comparison; serving.tensors reads protos without it
+    import tensorflow as tf  # only for the comparison; serving.wire.tensors reads protos without it
 
     if proto.tensor_shape.unknown_rank or len(proto.tensor_shape.dim) > tensor_protos.MAX_RANK:
         return None
@@ -462,7 +462,7 @@ def _as_tensorflow_reads(proto):
 
 
 def _read_as_tensorflow(proto):
-    """Finding when `serving.tensor_protos` reads `proto` into another value than
+    """Finding when `serving.wire.tensor_protos` reads `proto` into another value than
     tf.make_ndarray, or takes one that TensorFlow refuses."""
     try:
         ours = tensor_protos.to_numpy(proto)

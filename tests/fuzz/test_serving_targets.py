@@ -15,7 +15,7 @@ import pytest
 from tensorflow.core.framework import tensor_pb2, types_pb2
 from tensorflow_serving.apis import predict_pb2
 
-from serving import errors
+from serving.wire import errors
 from tests.fuzz import seeds, serving_targets, servables
 from tests.fuzz.byte_source import ByteSource
 

@@ -14,17 +14,17 @@ import tensorflow as tf
 from hypothesis import strategies as st
 from tensorflow_serving.apis import prediction_service_pb2_grpc
 
-from serving import dtypes, errors
-from serving.batching import (
+from serving.wire import dtypes, errors
+from serving.dispatch.batching import (
     BatchingOptions,
     BatchScheduler,
     call_sized_outputs,
     parse_batching_parameters,
 )
-from serving.inference import InferenceService
-from serving.metrics import Metrics
-from serving.servable import PREDICT_METHOD, Signature, TensorSpec
-from serving.tensors import Limits
+from serving.dispatch.inference import InferenceService
+from serving.monitoring.metrics import Metrics
+from serving.models.servable import PREDICT_METHOD, Signature, TensorSpec
+from serving.wire.tensors import Limits
 from tests.serving.test_grpc_api import predict_request
 from tests.tolerance import assert_close_across_paths
 

@@ -19,8 +19,8 @@ import pytest
 import tensorflow as tf
 from tensorflow.core.example import example_pb2
 
-from serving.batching import call_sized_outputs
-from serving.servable import LiteRtServable, read_signatures
+from serving.dispatch.batching import call_sized_outputs
+from serving.models.servable import LiteRtServable, read_signatures
 from tests.evaluation.tiny_task import tiny_chooser, tiny_classifier, tiny_reader, tiny_tagger
 from tests.serving.test_batching import _scrape as scrape
 from tests.serving.test_grpc_api import outputs, predict_request, prediction_stub

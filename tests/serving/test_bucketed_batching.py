@@ -14,7 +14,7 @@ import pytest
 import tensorflow as tf
 from tensorflow_serving.apis import prediction_service_pb2_grpc
 
-from serving.batching import (
+from serving.dispatch.batching import (
     BatchingOptions,
     BatchScheduler,
     bucket_label,

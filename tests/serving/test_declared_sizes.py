@@ -22,9 +22,9 @@ from tensorflow.core.example import example_pb2
 from tensorflow.core.framework import tensor_pb2, types_pb2
 from tensorflow_serving.apis import classification_pb2, predict_pb2, prediction_service_pb2_grpc
 
-from serving import tensor_protos, tensors
-from serving.servable import Signature, TensorSpec
-from serving import dtypes
+from serving.wire import tensor_protos, tensors
+from serving.models.servable import Signature, TensorSpec
+from serving.wire import dtypes
 from tests.serving.conftest import MAX_REQUEST_BATCH_SIZE
 from tests.serving.test_grpc_api import predict_request
 
@@ -356,7 +356,7 @@ def test_refusing_allocates_nothing_from_the_claim():
 
 
 def test_an_example_list_is_counted_without_reading_it():
-    from serving.inference import count_examples
+    from serving.dispatch.inference import count_examples
     from tensorflow_serving.apis import input_pb2
 
     request = input_pb2.Input()

@@ -1,12 +1,12 @@
-"""`serving.dtypes` against `tf.DType`: the same name, enum, kind and numpy type for every
+"""`serving.wire.dtypes` against `tf.DType`: the same name, enum, kind and numpy type for every
 DataType, the same dtype for numpy dtypes, and equality with TensorFlow's own objects."""
 
 import numpy as np
 import pytest
 import tensorflow as tf
 
-from serving import dtypes
-from serving.protos import types_pb2
+from serving.wire import dtypes
+from serving.wire.protos import types_pb2
 from tests.serving.test_tensor_protos import DTYPES
 
 ENUMS = [

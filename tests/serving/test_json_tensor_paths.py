@@ -10,7 +10,7 @@ import hypothesis.strategies as st
 import numpy as np
 import pytest
 
-from serving import dtypes as dt, errors, json_tensor
+from serving.wire import dtypes as dt, errors, json_tensor
 
 DTYPES = [dt.string, dt.bool_, dt.float32, dt.float64, dt.int8, dt.int32, dt.int64, dt.uint8]
 DTYPES += [dt.uint32, dt.uint64, dt.float16]

@@ -357,7 +357,7 @@ def test_litert_errors_belong_to_their_request(litert_exports, start_server, tmp
 
 def servable_answer(servable, inputs):
     """A LiteRtServable's answer in fresh_litert_answer's form."""
-    from serving import errors
+    from serving.wire import errors
 
     try:
         return "ok", servable.run("encoded", inputs)
@@ -379,7 +379,7 @@ def assert_same_answer(got, want):
 def test_litert_servable_concurrent_clients_get_their_own_answers(litert_exports):
     """Four threads share one LiteRtServable, each sending its own mix of bad and good requests:
     every answer equals a fresh interpreter's for that request alone."""
-    from serving.servable import LiteRtServable
+    from serving.models.servable import LiteRtServable
 
     path = litert_exports[1]["float32"]
     inputs = {"bad_id": BAD_ID, "too_long": TOO_LONG, "good": GOOD, "good_2x5": GOOD_2x5}
@@ -409,8 +409,8 @@ def test_litert_servable_reload_failure_after_a_failed_call(litert_exports, tmp_
     again, and then answer as a fresh interpreter does."""
     import shutil
 
-    from serving import errors
-    from serving.servable import LiteRtServable
+    from serving.wire import errors
+    from serving.models.servable import LiteRtServable
 
     path = tmp_path / "1"
     shutil.copytree(litert_exports[1]["float32"], path)

@@ -144,8 +144,8 @@ def test_undecodable_request_bytes_are_invalid_argument(server, target):
 
 
 def test_the_description_has_every_rest_path():
-    """Every REST path of serving/rest.py's docstring is in docs/openapi.yaml (schemathesis,
-    in test_schemathesis_finds_nothing, loads and validates the file)."""
+    """Every REST path of serving/protocol/rest.py's docstring is in docs/openapi.yaml
+    (schemathesis, in test_schemathesis_finds_nothing, loads and validates the file)."""
     operations = {(m.upper(), p) for p, ops in SPEC["paths"].items() for m in ops}
     want = {("GET", "/monitoring/prometheus/metrics")}
     for where in ("", "/versions/{version}", "/labels/{label}"):

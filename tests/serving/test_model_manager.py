@@ -6,8 +6,9 @@ import pytest
 from google.protobuf import text_format
 from tensorflow_serving.config import model_server_config_pb2
 
-from serving import errors, model_manager
-from serving.model_manager import ModelManager, State, aspired_versions
+from serving.models import model_manager
+from serving.wire import errors
+from serving.models.model_manager import ModelManager, State, aspired_versions
 from serving.server import model_configs
 from tests.serving import saved_models
 
@@ -155,9 +156,9 @@ def test_failed_warmup_fails_the_load_and_keeps_serving_version(tmp_path, built)
     )
 
     def warmup(servable):  # what the server does: replay the records, raise on error
-        from serving.inference import InferenceService
-        from serving.metrics import Metrics
-        from serving.tensors import Limits
+        from serving.dispatch.inference import InferenceService
+        from serving.monitoring.metrics import Metrics
+        from serving.wire.tensors import Limits
 
         InferenceService(None, Limits(), None, Metrics()).warmup(servable)
 
@@ -174,7 +175,7 @@ def test_failed_warmup_fails_the_load_and_keeps_serving_version(tmp_path, built)
 
 
 def test_example_configs_parse():
-    from serving.batching import BatchingOptions, parse_batching_parameters
+    from serving.dispatch.batching import BatchingOptions, parse_batching_parameters
     from tests.conftest import REPO_ROOT
 
     configs = model_configs(

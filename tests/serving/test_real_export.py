@@ -124,7 +124,7 @@ def test_an_unloaded_version_frees_its_variables_and_tables(real_export):
 
     from tensorflow.python.trackable import resource as resource_lib
 
-    from serving import servable as servable_lib
+    from serving.models import servable as servable_lib
 
     def tables(servable):
         return [
@@ -163,7 +163,7 @@ def test_a_failed_load_leaves_no_gradient_function_behind(real_export, tmp_path)
     were registered; the server retries such a version, so each try must clean up after itself."""
     import shutil
 
-    from serving import servable as servable_lib
+    from serving.models import servable as servable_lib
 
     broken = tmp_path / "broken"
     shutil.copytree(real_export[1], broken)

@@ -10,7 +10,7 @@ import pytest
 from google.protobuf import descriptor_pool
 from tensorflow_serving.apis import predict_pb2
 
-from serving import service_protos
+from serving.wire import service_protos
 from tests.conftest import REPO_ROOT
 from tests.serving.saved_models import LABELS
 

@@ -20,8 +20,8 @@ from tensorflow_serving.apis import (
 )
 from tensorflow_serving.config import model_server_config_pb2
 
-from serving import errors
-from serving.model_manager import ModelManager, State
+from serving.wire import errors
+from serving.models.model_manager import ModelManager, State
 from serving.server import ModelServer, model_configs
 from tests.serving import saved_models
 from tests.serving.test_grpc_api import predict_request

@@ -42,8 +42,9 @@ from tensorflow_serving.apis import (
 )
 from tensorflow_serving.config import model_server_config_pb2
 
-from serving import request_log, request_logger
-from serving.metrics import Metrics
+from serving import request_log
+from serving.monitoring import request_logger
+from serving.monitoring.metrics import Metrics
 from keras_bert import fileio
 from tests.serving.conftest import ServerProcess
 from tests.serving.test_grpc_api import outputs, predict_request

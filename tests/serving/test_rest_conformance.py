@@ -20,7 +20,7 @@ import pytest
 from google.protobuf import json_format
 from tensorflow_serving.apis import classification_pb2, regression_pb2
 
-from serving import json_tensor
+from serving.wire import json_tensor
 from tests.serving import saved_models
 from tests.serving.conftest import ServerProcess
 
@@ -709,8 +709,9 @@ def test_metadata_prints_every_field(server):
 
 # ---------------------------------------------------------------- classify / regress request protos
 # JT ClassifyRegressRequestTest (RequestNoContext, RequestWithContextAndSignature): a model cannot
-# echo a tf.Example back, so the Input proto the server builds (serving.json_tensor.fill_examples,
-# the code behind :classify and :regress) is compared with TF Serving's expected proto.
+# echo a tf.Example back, so the Input proto the server builds
+# (serving.wire.json_tensor.fill_examples, the code behind :classify and :regress) is compared
+# with TF Serving's expected proto.
 def _feature(**kinds):
     ((kind, values),) = kinds.items()
     return {kind: {"value": values}}

@@ -25,8 +25,8 @@ from tensorflow_serving.apis import (
 from tensorflow_serving.config import model_server_config_pb2
 
 from keras_bert import fileio
-from serving import model_manager
-from serving.model_manager import Scan, State, scan_versions
+from serving.models import model_manager
+from serving.models.model_manager import Scan, State, scan_versions
 from serving.server import ModelServer, model_configs
 from tests.serving import saved_models
 from tests.serving.conftest import free_port

@@ -1,11 +1,11 @@
-"""serving.tensors.cast: the dtype a signature takes passes through as it is; any other dtype is
-cast or refused, float64 included where the signature's dtype has no numpy equivalent."""
+"""serving.wire.tensors.cast: the dtype a signature takes passes through as it is; any other dtype
+is cast or refused, float64 included where the signature's dtype has no numpy equivalent."""
 
 import numpy as np
 import pytest
 
-from serving import dtypes, errors, tensors
-from serving.servable import TensorSpec
+from serving.wire import dtypes, errors, tensors
+from serving.models.servable import TensorSpec
 
 
 def spec(dtype):

@@ -1,11 +1,12 @@
-"""serving.tensors' and serving.tensor_protos' direct TensorProto <-> numpy conversions against TensorFlow's own."""
+"""serving.wire.tensors' and serving.wire.tensor_protos' direct TensorProto <-> numpy conversions
+against TensorFlow's own."""
 
 import numpy as np
 import pytest
 import tensorflow as tf
 from tensorflow.core.framework import tensor_pb2
 
-from serving import errors, tensor_protos, tensors
+from serving.wire import errors, tensor_protos, tensors
 
 DTYPES = (
     np.float32,
@@ -56,7 +57,7 @@ def test_strings_and_bad_content_take_tensorflows_path():
         tensors.to_numpy(proto, "input_word_ids")
 
 
-# ---- serving.tensor_protos: the TensorFlow-free conversions the client uses ---------------------
+# ---- serving.wire.tensor_protos: the TensorFlow-free conversions the client uses ----------------
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)

@@ -1,4 +1,4 @@
-"""serving.text_protos: the server's one text-proto parser, and what the server says about a
+"""serving.wire.text_protos: the server's one text-proto parser, and what the server says about a
 config file it cannot use."""
 
 import subprocess
@@ -9,7 +9,7 @@ from google.protobuf import text_format
 from tensorflow.core.protobuf import struct_pb2
 from tensorflow_serving.config import model_server_config_pb2
 
-from serving import text_protos
+from serving.wire import text_protos
 from serving.server import model_configs
 from tests.conftest import REPO_ROOT
 from tests.serving.conftest import START_TIMEOUT_S

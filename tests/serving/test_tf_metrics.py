@@ -1,5 +1,5 @@
-"""Stock TF Serving metric names, labels, units and layout (serving/tf_metrics.py), in process and
-on a real server's /monitoring/prometheus/metrics."""
+"""Stock TF Serving metric names, labels, units and layout (serving/monitoring/tf_metrics.py), in
+process and on a real server's /monitoring/prometheus/metrics."""
 
 import urllib.request
 
@@ -8,7 +8,7 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 from tensorflow_serving.apis import prediction_service_pb2_grpc
 
-from serving.tf_metrics import TfServingMetrics, exponential_buckets
+from serving.monitoring.tf_metrics import TfServingMetrics, exponential_buckets
 from tests.serving.test_grpc_api import predict_request
 from tests.serving.test_rest_api import call
 

@@ -1,11 +1,11 @@
-"""`serving.tfrecords` reads what `tf.io.TFRecordWriter` writes and writes what
+"""`serving.wire.tfrecords` reads what `tf.io.TFRecordWriter` writes and writes what
 `tf.data.TFRecordDataset` reads, byte for byte; a cut or corrupted file gives every record before
 the fault, then an error naming the file and the record."""
 
 import pytest
 import tensorflow as tf
 
-from serving import tfrecords
+from serving.wire import tfrecords
 
 RECORDS = [b"", b"one", bytes(range(256)) * 40, "unicode é".encode()]
 

@@ -14,7 +14,7 @@ import math
 
 import numpy as np
 
-from serving import errors
+from serving.wire import errors
 
 
 def decimal(value, float32: bool) -> str:

@@ -54,7 +54,7 @@ import uuid
 from tensorflow_serving.apis import prediction_log_pb2
 
 from keras_bert import fileio
-from serving.tfrecords import RECORD_OVERHEAD_BYTES, open_records
+from serving.wire.tfrecords import RECORD_OVERHEAD_BYTES, open_records
 
 _LOG = logging.getLogger("serving")
 DEFAULT_MAX_FILE_BYTES = 64 << 20

@@ -10,8 +10,8 @@ are served.
 
 TensorFlow's runtime (about 670 MB resident) is loaded on the first SavedModel load, not at
 import (`tensorflow()`): a server whose versions are all served from LiteRT never loads it. The
-signatures, protos and dtypes the server reads need none of it (`serving.protos`,
-`serving.dtypes`).
+signatures, protos and dtypes the server reads need none of it (`serving.wire.protos`,
+`serving.wire.dtypes`).
 """
 
 import dataclasses
@@ -23,7 +23,7 @@ import threading
 import grpc
 import numpy as np
 
-from serving import dtypes, errors
+from serving.wire import dtypes, errors
 from keras_bert import fileio
 from tensorflow.core.protobuf import meta_graph_pb2, saved_model_pb2
 
@@ -82,8 +82,8 @@ def tensorflow():
 
 @dataclasses.dataclass(frozen=True)
 class TensorSpec:
-    """Name, dtype (`serving.dtypes.DType`) and shape (list of int, -1 = any; None = unknown rank)
-    of a tensor."""
+    """Name, dtype (`serving.wire.dtypes.DType`) and shape (list of int, -1 = any; None = unknown
+    rank) of a tensor."""
 
     name: str
     dtype: dtypes.DType

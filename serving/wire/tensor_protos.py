@@ -9,15 +9,15 @@ arrays of more than one element (host byte order), the dtype's value field (`flo
 is the one place where a proto's declared shape, not its content, sizes an allocation, so it is
 read only up to `max_filled` elements (a 39-byte proto can declare 2**31 strings); the content is
 counted against the shape before anything is allocated.
-The server (`serving.tensors`) uses the raw fast paths and keeps TensorFlow for everything else;
-`serving.client` uses all of it and never imports TensorFlow (`serving.protos`).
+The server (`serving.wire.tensors`) uses the raw fast paths and keeps TensorFlow for everything
+else; `serving.client` uses all of it and never imports TensorFlow (`serving.wire.protos`).
 """
 
 import math
 
 import numpy as np
 
-from serving.protos import tensor_pb2, types_pb2
+from serving.wire.protos import tensor_pb2, types_pb2
 
 # Numeric dtypes a TensorProto can carry as raw bytes in `tensor_content`.
 RAW_DTYPES = {

@@ -32,7 +32,7 @@ import grpc
 import numpy as np
 import orjson
 
-from serving import dtypes as dt, errors
+from serving.wire import dtypes as dt, errors
 from tensorflow.core.example import feature_pb2
 
 ROW, COLUMNAR = "row", "columnar"
@@ -208,7 +208,7 @@ def _type_error(value, dtype):
 
 
 def _scalar(value, dtype):
-    """AddValueToTensor: one JSON leaf converted for `dtype` (a `serving.dtypes.DType`)."""
+    """AddValueToTensor: one JSON leaf converted for `dtype` (a `serving.wire.dtypes.DType`)."""
     if dtype == dt.string:
         if isinstance(value, dict):
             return decode_b64_object(value)
@@ -400,10 +400,10 @@ def predict_inputs(doc, dtypes: dict, check=_no_check, plain_numbers=False):
     """FillPredictRequestFromJson after the signature is known.
 
     Args:
-        doc: the parsed request object. dtypes: dict input alias -> `serving.dtypes.DType` (the
+        doc: the parsed request object. dtypes: dict input alias -> `serving.wire.dtypes.DType` (the
             signature's inputs). check: `check(alias, shape)` sees each input's whole shape as
             the body declares it (the row count, then the first row's nesting) before any of its
-            elements is converted, and raises to refuse it (`serving.tensors.check_shape`).
+            elements is converted, and raises to refuse it (`serving.wire.tensors.check_shape`).
         plain_numbers: the body holds no `true` / `false` literal (`holds_no_booleans`), which
             lets integers be converted by numpy alone.
     Returns:
@@ -674,7 +674,7 @@ def _nonempty_array(doc, key, not_array, empty):
 def fill_examples(doc, input_proto, verb="classify", check_count=None):
     """FillClassify/RegressRequestFromJson: "context" (optional) and "examples" into an Input
     proto. `check_count(n)`, when given, sees the number of examples before any is read, and
-    raises to refuse it (`serving.tensors.check_batch_size`)."""
+    raises to refuse it (`serving.wire.tensors.check_batch_size`)."""
     has_context = "context" in doc
     if has_context:
         make_example(doc["context"], input_proto.example_list_with_context.context)

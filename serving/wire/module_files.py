@@ -1,6 +1,6 @@
 """Loading a module from its file under a name of our choosing, as the import system would.
 
-`serving.protos` loads TensorFlow's `*_pb2` files without running `tensorflow/__init__.py`: it
+`serving.wire.protos` loads TensorFlow's `*_pb2` files without running `tensorflow/__init__.py`: it
 bypasses the parent package yet must leave `sys.modules` as an ordinary import would, so that a
 later real import finds (and shares) the same module object.
 """

@@ -23,7 +23,7 @@ import sys
 
 import numpy as np
 
-from serving import dtypes, errors, tensor_protos
+from serving.wire import dtypes, errors, tensor_protos
 
 DEFAULT_TEXT_INPUTS = ("text", "text_b")
 
@@ -47,7 +47,7 @@ def _shape_text(shape):
 def check_shape(signature, alias: str, shape, limits: Limits):
     """One rule for every shape a request declares, checked before any allocation or per-element
     work: a TensorProto's `tensor_shape` (`read_inputs`), a REST body's JSON nesting
-    (`serving.json_tensor`) and a converted array's shape (`check_inputs`).
+    (`serving.wire.json_tensor`) and a converted array's shape (`check_inputs`).
 
     Args:
         signature: servable.Signature. alias: the input's name (one of `signature.inputs`).

@@ -2,7 +2,7 @@
 
 import prometheus_client
 
-from serving.tf_metrics import TfServingMetrics
+from serving.monitoring.tf_metrics import TfServingMetrics
 
 LATENCY_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30)
 BATCH_BUCKETS = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024)
@@ -16,14 +16,16 @@ class Metrics:
     - serving_batch_size{model, signature}: rows per model call under --enable_batching (before
       padding); serving_padded_batch_size: after padding to allowed_batch_sizes;
       serving_length_bucket_batch_size{model, signature, bucket}: rows per call by length bucket
-      (`length_buckets`; bucket "<=16", ">64" or "unestimated", serving.batching.bucket_label).
+      (`length_buckets`; bucket "<=16", ">64" or "unestimated",
+      serving.dispatch.batching.bucket_label).
     - serving_warmup_requests_total{model, version}: warmup records replayed at load.
     - serving_request_log_sampled_total{model}: requests sampled for the request log
-      (serving/request_logger.py); each ends up written (serving_request_log_written_total{model},
-      flushed to its file) or dropped (serving_request_log_dropped_total{model, reason}: queue_full
-      when the writer is behind, write_error when the file system refused).
-    `tf` holds stock TF Serving's metrics under their own names (serving/tf_metrics.py); the
-    exposition has both.
+      (serving/monitoring/request_logger.py); each ends up written
+      (serving_request_log_written_total{model}, flushed to its file) or dropped
+      (serving_request_log_dropped_total{model, reason}: queue_full when the writer is behind,
+      write_error when the file system refused).
+    `tf` holds stock TF Serving's metrics under their own names
+    (serving/monitoring/tf_metrics.py); the exposition has both.
     """
 
     def __init__(self):

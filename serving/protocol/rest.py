@@ -8,12 +8,12 @@
     GET  /monitoring/prometheus/metrics                            Prometheus text format
 
 Paths, JSON decoding and encoding follow TF Serving's http_rest_api_handler.cc and
-util/json_tensor.cc (serving/json_tensor.py, serving/json_writer.py): a /v1/ path that matches no
-API is INVALID_ARGUMENT "Malformed request" (400). Errors are {"error": "..."} with the HTTP status
-TensorFlow Serving maps the gRPC code to (400 INVALID_ARGUMENT / FAILED_PRECONDITION, 404 NOT_FOUND,
-429 RESOURCE_EXHAUSTED, 501 UNIMPLEMENTED, 503 UNAVAILABLE, 500 INTERNAL); a body over
---max_request_bytes is 413. Status and metadata print every field TF Serving's JSON printer prints,
-default-valued ones included.
+util/json_tensor.cc (serving/wire/json_tensor.py, serving/wire/json_writer.py): a /v1/ path that
+matches no API is INVALID_ARGUMENT "Malformed request" (400). Errors are {"error": "..."} with the
+HTTP status TensorFlow Serving maps the gRPC code to (400 INVALID_ARGUMENT / FAILED_PRECONDITION,
+404 NOT_FOUND, 429 RESOURCE_EXHAUSTED, 501 UNIMPLEMENTED, 503 UNAVAILABLE, 500 INTERNAL); a body
+over --max_request_bytes is 413. Status and metadata print every field TF Serving's JSON printer
+prints, default-valued ones included.
 
 The HTTP server is Tornado's (`RestServer`): one asyncio loop holds every connection, so an idle
 or slow one costs a socket and no thread; the model calls run on a bounded pool of
@@ -47,8 +47,8 @@ from tensorflow_serving.apis import (
     regression_pb2,
 )
 
-from serving import errors, json_tensor, json_writer, tensors
-from serving.inference import DEFAULT_SIGNATURE
+from serving.dispatch.inference import DEFAULT_SIGNATURE
+from serving.wire import errors, json_tensor, json_writer, tensors
 
 _LOG = logging.getLogger("serving")
 # http_rest_api_handler.cc: prediction_api_regex_ and modelstatus_api_regex_ (case-insensitive).

@@ -49,8 +49,8 @@ import grpc
 from tensorflow_serving.apis import get_model_status_pb2
 
 from keras_bert import fileio
-from serving import errors
-from serving.servable import explain_load_error, load_servable, tensorflow
+from serving.models.servable import explain_load_error, load_servable, tensorflow
+from serving.wire import errors
 
 State = get_model_status_pb2.ModelVersionStatus.State
 _LOG = logging.getLogger("serving")

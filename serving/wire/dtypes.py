@@ -4,7 +4,7 @@ A signature's input and output dtypes reach the server as `DataType` enum values
 `TensorInfo.dtype`, a LiteRT flatbuffer's numpy dtypes). The server compares them, names them in
 error messages and casts numpy arrays to them; for that it needs what `tf.DType` offers, not the
 runtime behind it, so a server whose versions are all LiteRT (`--prefer_tflite_model`) never loads
-TensorFlow (`serving.servable`). `DType` has `tf.DType`'s names (`float32`, `float16` for
+TensorFlow (`serving.models.servable`). `DType` has `tf.DType`'s names (`float32`, `float16` for
 DT_HALF, `string`, `bfloat16`, ...), `as_datatype_enum`, `as_numpy_dtype`, `is_integer` and
 `is_floating`, and compares equal to the `tf.DType` of the same enum.
 """
@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from serving.protos import types_pb2
+from serving.wire.protos import types_pb2
 
 # DataType enum name -> tf.DType name, where the two differ by more than case and the prefix.
 _NAMES = {"DT_FLOAT": "float32", "DT_DOUBLE": "float64", "DT_HALF": "float16"}

@@ -22,7 +22,7 @@ import importlib.machinery
 import importlib.util
 import sys
 
-from serving.module_files import exec_registered
+from serving.wire.module_files import exec_registered
 
 # Packages whose `_pb2` files the tensorflow_serving protos import, parents first.
 _PACKAGES = (

@@ -62,7 +62,7 @@ from google.protobuf import (
     wrappers_pb2,
 )
 
-from serving import errors, text_protos
+from serving.wire import errors, text_protos
 
 
 LENGTH_BUCKETS_FIELD_NUMBER = 1000
@@ -170,7 +170,7 @@ def parse_batching_parameters(text: str, where: str = "") -> BatchingOptions:
 
     Raises:
         text_format.ParseError: an unknown field, bad syntax or messages nested too deeply
-            (`serving.text_protos.parse`).
+            (`serving.wire.text_protos.parse`).
         ValueError: inconsistent values (`BatchingOptions`).
     """
     proto = text_protos.parse(text, BatchingParameters(), where)
@@ -242,7 +242,7 @@ def call_sized_outputs(signature) -> list:
 
     Args:
         signature: anything with `inputs` and `outputs`, dicts name -> spec whose `shape` is a list
-            of ints (-1 = dynamic) or None (unknown rank), e.g. `serving.servable.Signature`.
+            of ints (-1 = dynamic) or None (unknown rank), e.g. `serving.models.servable.Signature`.
     """
     if any(_dynamic_after_batch(spec) for spec in signature.inputs.values()):
         return []

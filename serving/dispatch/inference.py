@@ -24,11 +24,11 @@ from tensorflow_serving.apis import (
 )
 
 from keras_bert import fileio
-from serving import dtypes, errors, tensors, tfrecords
-from serving.batching import BatchScheduler, call_sized_outputs
-from serving.model_manager import check_configs
-from serving.request_logger import RequestLogger, check_logging_configs
-from serving.servable import CLASSIFY_METHOD, REGRESS_METHOD
+from serving.dispatch.batching import BatchScheduler, call_sized_outputs
+from serving.models.model_manager import check_configs
+from serving.models.servable import CLASSIFY_METHOD, REGRESS_METHOD
+from serving.monitoring.request_logger import RequestLogger, check_logging_configs
+from serving.wire import dtypes, errors, tensors, tfrecords
 
 DEFAULT_SIGNATURE = "serving_default"
 WARMUP_FILE = ("assets.extra", "tf_serving_warmup_requests")  # under the version directory

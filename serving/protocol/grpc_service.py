@@ -8,7 +8,7 @@ InferenceService and turns a ServingError into the matching gRPC status and mess
 import grpc
 from tensorflow_serving.apis import model_service_pb2_grpc, prediction_service_pb2_grpc
 
-from serving import errors
+from serving.wire import errors
 
 
 def _call(fn, request, context):
