@@ -8,15 +8,9 @@ semantics): labels = the sorted set of labels in the whole train file, class ids
 (`DataCollatorWithPadding` pads each batch to its longest row, the script's default without
 `--pad_to_max_length` and without fp16); `AutoModelForSequenceClassification` from --model_dir
 with `num_labels` from the data (BERT: tanh pooler on [CLS], dropout `hidden_dropout_prob`, one
-linear layer), trained by `Trainer` with its defaults (AdamW `adamw_torch_fused`, betas
-0.9 / 0.999, eps 1e-8 unless --adam_epsilon, weight decay 0 unless --weight_decay and never on
-biases and LayerNorm weights, max_grad_norm 1.0, linear decay to 0 after --warmup_ratio of the
-steps, shuffled batches with the last partial one kept); `save_strategy="no"`. `--bf16` is
-`TrainingArguments(bf16=True)` on the CPU, i.e. accelerate's `torch.autocast("cpu",
-torch.bfloat16)`, entered around each forward pass; the default is float32, as Trainer's. (The
-SQuAD peer's early --bf16 runs that did not learn had an extra autocast around the whole of
-`trainer.train()`, its own fault: see hf_squad_peer.py.) Needs torch, transformers and accelerate; never imports TensorFlow or
-keras_bert.
+linear layer), trained by `Trainer` as hf_peer_common.py describes (--adam_epsilon, default
+1e-8). The SQuAD peer's early --bf16 runs that did not learn had an extra autocast around the
+whole of `trainer.train()`, its own fault (hf_peer_common.py).
 
 Data: the GLUE TSVs are read directly (no `datasets`, no download; run_glue.py itself reads only
 CSV / JSON local files): --data_dir holds train.tsv and dev.tsv with a header row (SST-2:
@@ -30,15 +24,15 @@ classification (accuracy) is scored; regression (STS-B) is not supported.
 
 Wall-clock budget: --max_train_seconds=S stops training (`control.should_training_stop`) at
 the end of the first optimizer step at which S seconds of training have passed, counted from
-`on_train_begin` with every dev evaluation's time taken out (the Trainer's `evaluate` is
-wrapped: the clock pauses on entry and resumes on exit, so each evaluation is recorded with the
-train seconds before it). The learning-rate schedule is still laid out for the full
---num_train_epochs (or --max_steps), so a budget that ends training early leaves the learning
-rate above 0: that is what a user of run_glue.py with a time limit gets. --eval_steps=K
-evaluates dev accuracy every K optimizer steps (Trainer `eval_strategy="steps"`, which also
-evaluates at the last scheduled step); a final dev evaluation always follows training unless
-the last step was just evaluated. No weights are restored: `best` is the highest dev accuracy
-seen, `final` the accuracy of the weights training ended with.
+`on_train_begin` with every dev evaluation's time taken out (the Trainer's `evaluate` pauses the
+clock on entry and resumes it on exit, so each evaluation is recorded with the train seconds
+before it). The learning-rate schedule is still laid out for the full --num_train_epochs (or
+--max_steps), so a budget that ends training early leaves the learning rate above 0: that is
+what a user of run_glue.py with a time limit gets. --eval_steps=K evaluates dev accuracy every K
+optimizer steps (Trainer `eval_strategy="steps"`, which also evaluates at the last scheduled
+step); a final dev evaluation always follows training unless the last step was just evaluated.
+No weights are restored: `best` is the highest dev accuracy seen, `final` the accuracy of the
+weights training ended with.
 
 Differences from `recipes/run_classifier.py` that remain: our AdamW epsilon is 1e-6 (pass
 --adam_epsilon=1e-6 to match) and our defaults are warmup 0.1 and weight decay 0.01 (here
@@ -46,12 +40,11 @@ Trainer's 0 and 0: pass --warmup_ratio=0.1 --weight_decay=0.01); our warmup is
 floor(ratio x steps), Trainer's the ceiling (SST-2, 2,105 steps: 210 vs 211); we pad each batch
 to its longest row rounded up to a multiple of 8 (--pad_to_multiple_of=8 to match; masked
 columns, so speed only); we group batches by length (--group_by_length to match, Trainer's
-`LengthGroupedSampler`, which draws from torch's RNG and keeps the longest batch first); our head's kernel is truncated-normal(0.02), Trainer's `_init_weights`
-normal(0.02); we evaluate --evaluations_per_epoch times per epoch (default 1), restore the best
-weights and train at least --min_train_steps=100 steps; our evaluation batch is 64 (Trainer's
-8); our shuffling and dropout draw from TensorFlow's RNG, so batches and masks differ at the
-same seed; our recipe has no time budget, so its wall time includes its evaluations unless the
-caller subtracts them.
+`LengthGroupedSampler`, which draws from torch's RNG and keeps the longest batch first); our
+head's kernel is truncated-normal(0.02), Trainer's `_init_weights` normal(0.02); we evaluate
+--evaluations_per_epoch times per epoch (default 1), restore the best weights and train at least
+--min_train_steps=100 steps; our evaluation batch is 64 (Trainer's 8); our recipe has no time
+budget, so its wall time includes its evaluations unless the caller subtracts them.
 
     taskset -c 1 <torch venv>/bin/python benchmarks/peers/hf_glue_peer.py --model_dir=$MODEL \
         --data_dir=$KERAS_BERT_DATA_DIR/glue/sst2 --max_seq_length=64 \
@@ -68,9 +61,7 @@ optimizer steps (step, train seconds, loss, lr) and one per evaluation.
 
 from __future__ import annotations
 
-import json
 import pathlib
-import platform
 import time
 
 import numpy as np
@@ -79,77 +70,38 @@ import transformers
 
 import hf_peer_common  # this folder's, beside the script (run as one)
 
+PROGRESS = (
+    "step {step}/{max_steps} epoch {epoch:.3f} elapsed {elapsed:.1f}s loss {loss:.4f} "
+    "lr {lr:.3e} {rate:.1f} examples/s"
+)
+
 
 def parse_args(argv=None):
-    p = hf_peer_common.peer_parser(__doc__)
-    p.add_argument("--data_dir", required=True, help="GLUE task dir with train.tsv and dev.tsv.")
-    p.add_argument("--output_dir", required=True)
-    p.add_argument("--text_column", default="sentence", help="Header name of the first text.")
-    p.add_argument("--text_b_column", help="Header name of the second text (pair tasks).")
-    p.add_argument("--label_column", default="label", help="Header name of the label.")
-    p.add_argument("--max_seq_length", type=int, default=128, help="Pieces incl. [CLS]/[SEP].")
-    p.add_argument(
-        "--pad_to_multiple_of",
-        type=int,
-        default=0,
-        help="Round each batch's length "
-        "up to a multiple of this (0: the longest row, run_glue.py's default; ours 8).",
+    return hf_peer_common.parse_args(
+        __doc__,
+        argv,
+        [
+            ("data_dir", hf_peer_common.REQUIRED, "GLUE task dir with train.tsv and dev.tsv."),
+            ("text_column", "sentence", "Header name of the first text."),
+            ("text_b_column", str, "Header name of the second text (pair tasks)."),
+            ("label_column", "label", "Header name of the label."),
+            (
+                "pad_to_multiple_of",
+                0,
+                "Round each batch's length up to a multiple of this (0: no).",
+            ),
+            ("group_by_length", False, "Batches of similar length (Trainer's group_by_length)."),
+            ("max_train_seconds", 0.0, "Train seconds (evaluations excluded) to stop after."),
+            ("adam_epsilon", 1e-8, "Trainer's default 1e-8 (ours 1e-6)."),
+            ("eval_steps", 0, "Evaluate dev every K optimizer steps (0: only after training)."),
+            ("log_steps", 50, "Optimizer steps per progress line."),
+            hf_peer_common.MAX_STEPS,
+        ],
+        seq=128,
+        eval_batch=8,
+        epochs=3,
+        nonnegative=("eval_steps", "pad_to_multiple_of", "threads", "max_train_seconds"),
     )
-    p.add_argument(
-        "--group_by_length",
-        action="store_true",
-        help="TrainingArguments("
-        "train_sampling_strategy='group_by_length'), transformers 4's group_by_length="
-        "True: batches of similar length (run_glue.py's default off; ours on).",
-    )
-    hf_peer_common.add_trainer_flags(p, eval_batch_size=8, num_train_epochs=3.0)
-    p.add_argument(
-        "--max_steps",
-        type=int,
-        default=-1,
-        help="Optimizer steps for the schedule and the end of training (-1: the epochs decide).",
-    )
-    p.add_argument(
-        "--max_train_seconds",
-        type=float,
-        default=0.0,
-        help="Stop after this many "
-        "seconds of training, evaluations excluded (0: no budget); the schedule stays "
-        "laid out for the full run.",
-    )
-    p.add_argument(
-        "--weight_decay",
-        type=float,
-        default=0.0,
-        help="AdamW decoupled weight decay (Trainer's default 0, ours 0.01).",
-    )
-    p.add_argument(
-        "--warmup_ratio",
-        type=float,
-        default=0.0,
-        help="Fraction of the scheduled steps, [0, 1) (Trainer's default 0, ours 0.1).",
-    )
-    p.add_argument(
-        "--adam_epsilon", type=float, default=1e-8, help="Trainer's default 1e-8 (ours 1e-6)."
-    )
-    p.add_argument(
-        "--eval_steps",
-        type=int,
-        default=0,
-        help="Evaluate dev every K optimizer steps (0: only after training).",
-    )
-    hf_peer_common.add_run_flags(p, bf16_help="torch.autocast cpu bfloat16 (default float32).")
-    p.add_argument("--max_train_examples", type=int, help="Only the first N train.tsv rows.")
-    p.add_argument("--max_eval_examples", type=int, help="Only the first N dev.tsv rows.")
-    p.add_argument("--log_steps", type=int, default=50, help="Optimizer steps per progress line.")
-    args = p.parse_args(argv)
-    hf_peer_common.check_warmup_ratio(p, args)
-    for name in ("eval_steps", "pad_to_multiple_of", "threads"):
-        if getattr(args, name) < 0:
-            p.error(f"--{name} must be >= 0, got {getattr(args, name)}")
-    if args.max_train_seconds < 0:
-        p.error(f"--max_train_seconds must be >= 0, got {args.max_train_seconds}")
-    return args
 
 
 def read_tsv(path, columns, limit=None) -> tuple[list[dict], int]:
@@ -167,7 +119,7 @@ def read_tsv(path, columns, limit=None) -> tuple[list[dict], int]:
     Raises:
         SystemExit: a column missing from the header.
     """
-    fileio = hf_peer_common.project_fileio()
+    fileio = hf_peer_common.fileio
     lines = fileio.text_lines(fileio.read_user_text(str(path)))
     header = lines[0].rstrip("\r").split("\t")
     missing = [c for c in columns if c not in header]
@@ -198,62 +150,13 @@ def encode(tokenizer, rows, args, label_to_id, max_seq_length) -> list[dict]:
     ]
 
 
-class TrainClock:
-    """Seconds of training since `start`, with paused intervals (evaluations) taken out."""
-
-    def __init__(self):
-        self.begin = self.paused_at = self.ended_at = None
-        self.excluded = 0.0
-
-    def start(self):
-        self.begin, self.excluded, self.paused_at, self.ended_at = time.monotonic(), 0.0, None, None
-
-    def pause(self):
-        if self.begin is not None and self.ended_at is None and self.paused_at is None:
-            self.paused_at = time.monotonic()
-
-    def resume(self):
-        if self.paused_at is not None:
-            self.excluded += time.monotonic() - self.paused_at
-            self.paused_at = None
-
-    def stop(self):
-        self.resume()
-        if self.begin is not None and self.ended_at is None:
-            self.ended_at = time.monotonic()
-
-    def seconds(self) -> float:
-        if self.begin is None:
-            return 0.0
-        now = self.ended_at or self.paused_at or time.monotonic()
-        return now - self.begin - self.excluded
-
-
-class BudgetTrainer(transformers.Trainer):
-    """Trainer whose `evaluate` pauses the train clock (its time is not training time)."""
-
-    def __init__(self, *a, clock: TrainClock, **kw):
-        super().__init__(*a, **kw)
-        self.clock = clock
-
-    def evaluate(self, *a, **kw):
-        self.clock.pause()
-        try:
-            return super().evaluate(*a, **kw)
-        finally:
-            self.clock.resume()
-
-
 class Budget(transformers.TrainerCallback):
-    """Starts the clock, stops training once --max_train_seconds have passed, records evals."""
+    """Stops training once --max_train_seconds of `clock` have passed; records evaluations."""
 
-    def __init__(self, clock: TrainClock, max_seconds: float):
+    def __init__(self, clock: hf_peer_common.TrainClock, max_seconds: float):
         self.clock, self.max_seconds = clock, max_seconds
         self.stopped_by_budget = False
         self.evaluations = []
-
-    def on_train_begin(self, args, state, control, **kwargs):
-        self.clock.start()
 
     def on_step_end(self, args, state, control, **kwargs):
         if self.max_seconds and self.clock.seconds() >= self.max_seconds:
@@ -266,9 +169,6 @@ class Budget(transformers.TrainerCallback):
                 )
             control.should_training_stop = True
         return control
-
-    def on_train_end(self, args, state, control, **kwargs):
-        self.clock.stop()
 
     def on_evaluate(self, args, state, control, metrics=None, **kwargs):
         metrics = metrics or {}
@@ -283,26 +183,6 @@ class Budget(transformers.TrainerCallback):
         print(
             f"eval step {record['step']} train {record['train_seconds']:.1f}s accuracy "
             f"{record['accuracy']:.4f} ({record['eval_seconds']:.1f}s)",
-            flush=True,
-        )
-
-
-class ProgressLines(transformers.TrainerCallback):
-    """One plain line (no carriage return) per logging step: step, train seconds, loss, lr."""
-
-    def __init__(self, clock: TrainClock, batch_size: int):
-        self.clock, self.batch_size = clock, batch_size
-
-    def on_log(self, args, state, control, logs=None, **kwargs):
-        logs = logs or {}
-        if "loss" not in logs:
-            return
-        elapsed = self.clock.seconds()
-        print(
-            f"step {state.global_step}/{state.max_steps} epoch {state.epoch:.3f} elapsed "
-            f"{elapsed:.1f}s loss {logs['loss']:.4f} lr "
-            f"{logs.get('learning_rate', float('nan')):.3e} "
-            f"{state.global_step * self.batch_size / max(elapsed, 1e-9):.1f} examples/s",
             flush=True,
         )
 
@@ -324,55 +204,40 @@ def examples_trained(steps: int, batch_size: int, num_examples: int) -> int:
 
 def main(argv=None):
     args = parse_args(argv)
-    if args.threads:
-        torch.set_num_threads(args.threads)
-    out = pathlib.Path(args.output_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    transformers.utils.logging.disable_progress_bar()  # no carriage-return bars in logs
-    transformers.set_seed(args.seed)
-
+    out = hf_peer_common.start(args)
     data_dir = pathlib.Path(args.data_dir)
     columns = [c for c in (args.text_column, args.text_b_column, args.label_column) if c]
     full_train, train_dropped = read_tsv(data_dir / "train.tsv", columns)
     label_list = sorted({r[args.label_column] for r in full_train})  # run_glue.py: whole file
-    label_to_id = {label: i for i, label in enumerate(label_list)}
     train = full_train[: args.max_train_examples] if args.max_train_examples else full_train
     dev, dev_dropped = read_tsv(data_dir / "dev.tsv", columns, args.max_eval_examples)
     unknown = sorted({r[args.label_column] for r in dev} - set(label_list))
     if unknown:
         raise SystemExit(f"dev labels {unknown} not among the train labels {label_list}")
-    (out / "labels.json").write_text(json.dumps(label_list) + "\n")
-
-    tokenizer = transformers.AutoTokenizer.from_pretrained(args.model_dir, use_fast=True)
-    max_seq_length = min(args.max_seq_length, tokenizer.model_max_length)
-    config = transformers.AutoConfig.from_pretrained(args.model_dir, num_labels=len(label_list))
-    model = transformers.AutoModelForSequenceClassification.from_pretrained(
-        args.model_dir, config=config
+    tokenizer, model = hf_peer_common.load(
+        args, transformers.AutoModelForSequenceClassification, num_labels=len(label_list)
     )
-    model.config.label2id = dict(label_to_id)
-    model.config.id2label = dict(enumerate(label_list))
+    label_to_id = hf_peer_common.set_labels(model, label_list, out)
+    max_seq_length = min(args.max_seq_length, tokenizer.model_max_length)
 
     t0 = time.monotonic()
     train_features = encode(tokenizer, train, args, label_to_id, max_seq_length)
     dev_features = encode(tokenizer, dev, args, label_to_id, max_seq_length)
     encode_seconds = time.monotonic() - t0
-    training_args = hf_peer_common.training_arguments(
+    group = {"train_sampling_strategy": "group_by_length"} if args.group_by_length else {}
+    trainer = hf_peer_common.trainer(
         args,
         out,
-        adam_epsilon=args.adam_epsilon,
-        max_grad_norm=1.0,
-        lr_scheduler_type="linear",
-        max_steps=args.max_steps,
-        eval_strategy="steps" if args.eval_steps else "no",
-        eval_steps=args.eval_steps or None,
-        logging_steps=args.log_steps,
-        **({"train_sampling_strategy": "group_by_length"} if args.group_by_length else {}),
-    )
-    clock = TrainClock()
-    budget = Budget(clock, args.max_train_seconds)
-    trainer = BudgetTrainer(
-        model=model,
-        args=training_args,
+        model,
+        PROGRESS,
+        dict(
+            adam_epsilon=args.adam_epsilon,
+            max_steps=args.max_steps,
+            eval_strategy="steps" if args.eval_steps else "no",
+            eval_steps=args.eval_steps or None,
+            logging_steps=args.log_steps,
+            **group,
+        ),
         train_dataset=train_features,
         eval_dataset=dev_features,
         processing_class=tokenizer,
@@ -380,11 +245,9 @@ def main(argv=None):
         data_collator=transformers.DataCollatorWithPadding(
             tokenizer, pad_to_multiple_of=args.pad_to_multiple_of or None
         ),
-        clock=clock,
     )
-    trainer.remove_callback(transformers.trainer_callback.PrinterCallback)
+    budget = Budget(trainer.clock, args.max_train_seconds)
     trainer.add_callback(budget)
-    trainer.add_callback(ProgressLines(clock, args.per_device_train_batch_size))
     print(
         f"{len(train)} train / {len(dev)} dev examples (dropped {train_dropped} / "
         f"{dev_dropped} malformed lines), labels {label_list}, max_seq_length "
@@ -392,15 +255,13 @@ def main(argv=None):
         flush=True,
     )
 
-    if args.threads:  # again, in case setup changed it
-        torch.set_num_threads(args.threads)
-    wall = time.monotonic()
-    result = trainer.train()
+    result, wall = hf_peer_common.train(trainer, args)
     steps = trainer.state.global_step
     if not budget.evaluations or budget.evaluations[-1]["step"] != steps:
+        t0 = time.monotonic()
         trainer.evaluate()
-    wall = time.monotonic() - wall
-    train_seconds = clock.seconds()
+        wall += time.monotonic() - t0
+    train_seconds = trainer.clock.seconds()
     trained = examples_trained(steps, args.per_device_train_batch_size, len(train))
     accuracies = [e["accuracy"] for e in budget.evaluations]
     metrics = {
@@ -421,36 +282,20 @@ def main(argv=None):
         "wall_seconds_train_and_evaluations": wall,
         "encode_seconds": encode_seconds,
         "train_loss": result.training_loss,
-        "settings": vars(args)
-        | {
-            "max_seq_length_used": max_seq_length,
-            "optim": str(getattr(training_args.optim, "value", training_args.optim)),
-            "warmup_steps": training_args.get_warmup_steps(trainer.state.max_steps),
-            "torch_threads": torch.get_num_threads(),
-            "mixed_precision": str(trainer.accelerator.mixed_precision),
-        },
-        "versions": {
-            "torch": torch.__version__,
-            "transformers": transformers.__version__,
-            "python": platform.python_version(),
-        },
+        "settings": hf_peer_common.settings(args, trainer, max_seq_length_used=max_seq_length),
+        "versions": hf_peer_common.versions(),
     }
-    hf_peer_common.project_fileio().write_json(str(out / "metrics.json"), metrics)
-    print(
-        json.dumps(
-            {
-                k: metrics[k]
-                for k in (
-                    "best_accuracy",
-                    "final_accuracy",
-                    "steps",
-                    "train_seconds",
-                    "examples_per_second",
-                    "stopped_by_budget",
-                )
-            }
+    hf_peer_common.fileio.write_json(str(out / "metrics.json"), metrics)
+    hf_peer_common.print_summary(
+        metrics,
+        (
+            "best_accuracy",
+            "final_accuracy",
+            "steps",
+            "train_seconds",
+            "examples_per_second",
+            "stopped_by_budget",
         ),
-        flush=True,
     )
 
 

@@ -6,13 +6,9 @@ the word lists with `is_split_into_words=True`, `truncation=True`, `max_length=m
 and no padding there (`DataCollatorForTokenClassification` pads each batch to its longest row,
 the script's default without `--pad_to_max_length`); the first piece of each word gets the
 word's label and every other position -100 (`label_all_tokens` off);
-`AutoModelForTokenClassification` trained by `Trainer` with its defaults (AdamW
-`adamw_torch_fused`, betas 0.9 / 0.999, eps 1e-8, weight decay 0 unless --weight_decay,
-max_grad_norm 1.0, linear decay to 0 after --warmup_ratio of the steps, shuffled batches with the
-last partial one kept). `--bf16` is `TrainingArguments(bf16=True)` on the CPU, i.e. accelerate's
-`torch.autocast("cpu", torch.bfloat16)` (peer_timing.json records the classifier's output dtype
-seen in training). Needs torch, transformers and accelerate; never imports TensorFlow or
-keras_bert (the data and the scorer are `benchmarks/peers/ner_peer_data.py`'s).
+`AutoModelForTokenClassification` trained by `Trainer` as hf_peer_common.py describes
+(peer_timing.json records the classifier's output dtype seen in training, bfloat16 under
+--bf16). The data and the scorer are `benchmarks/peers/ner_peer_data.py`'s.
 
 Differences from the script, so that every word is scored as our recipe scores it: predictions
 are one tag per word of every sentence (the tag at the word's first piece; a word with no piece
@@ -42,8 +38,6 @@ versions) and `labels.json`. Progress: one plain line every --log_steps optimize
 from __future__ import annotations
 
 import json
-import pathlib
-import platform
 import time
 
 import numpy as np
@@ -57,38 +51,25 @@ OUTSIDE = "O"
 
 
 def parse_args(argv=None):
-    p = hf_peer_common.peer_parser(__doc__)
-    p.add_argument("--train_file", required=True, help="JSON lines {tokens, ner_tags}.")
-    p.add_argument("--validation_file", help="JSON lines; predicted after training.")
-    p.add_argument("--test_file", help="JSON lines; predicted after training.")
-    p.add_argument("--output_dir", required=True)
-    p.add_argument("--max_seq_length", type=int, default=128, help="Pieces incl. [CLS]/[SEP].")
-    hf_peer_common.add_trainer_flags(p, eval_batch_size=8, num_train_epochs=3.0)
-    p.add_argument(
-        "--weight_decay",
-        type=float,
-        default=0.0,
-        help="AdamW decoupled weight "
-        "decay (Trainer's default 0; not on biases and LayerNorm weights).",
+    return hf_peer_common.parse_args(
+        __doc__,
+        argv,
+        [
+            ("train_file", hf_peer_common.REQUIRED, "JSON lines {tokens, ner_tags}."),
+            ("validation_file", str, "JSON lines; predicted after training."),
+            ("test_file", str, "JSON lines; predicted after training."),
+            ("log_steps", 50, "Optimizer steps per progress line."),
+            ("save_model", False, "Save the trained model."),
+        ],
+        seq=128,
+        eval_batch=8,
+        epochs=3,
+        threads=1,
     )
-    p.add_argument("--warmup_ratio", type=float, default=0.0, help="Fraction of the steps, [0, 1).")
-    hf_peer_common.add_run_flags(
-        p,
-        bf16_help="torch.autocast cpu bfloat16.",
-        threads_default=1,
-        threads_help="torch intra-op threads.",
-    )
-    p.add_argument("--max_train_examples", type=int, help="Only the first N training sentences.")
-    p.add_argument("--max_eval_examples", type=int, help="Only the first N valid / test sentences.")
-    p.add_argument("--log_steps", type=int, default=50, help="Optimizer steps per progress line.")
-    p.add_argument("--save_model", action="store_true", help="Save the trained model.")
-    args = p.parse_args(argv)
-    hf_peer_common.check_warmup_ratio(p, args)
-    return args
 
 
 def read_jsonl(path, limit=None) -> list[dict]:
-    rows = hf_peer_common.project_fileio().read_jsonl(str(path))
+    rows = hf_peer_common.fileio.read_jsonl(str(path))
     return rows[:limit] if limit else rows
 
 
@@ -149,29 +130,6 @@ def words_to_tags(logits, word_ids, num_words, label_list) -> tuple[list[str], i
     return [OUTSIDE if t is None else t for t in tags], cut
 
 
-class ProgressLines(transformers.TrainerCallback):
-    """One plain line (no carriage return) per logging step: step, loss, lr, elapsed, rate."""
-
-    def __init__(self, batch_size):
-        self.batch_size, self.start = batch_size, None
-
-    def on_train_begin(self, args, state, control, **kwargs):
-        self.start = time.monotonic()
-
-    def on_log(self, args, state, control, logs=None, **kwargs):
-        logs = logs or {}
-        if "loss" not in logs:
-            return
-        elapsed = time.monotonic() - self.start
-        print(
-            f"step {state.global_step}/{state.max_steps} epoch {state.epoch:.3f} "
-            f"loss {logs['loss']:.4f} lr {logs.get('learning_rate', float('nan')):.3e} "
-            f"elapsed {elapsed:.1f}s {state.global_step * self.batch_size / elapsed:.2f} "
-            f"sentences/s",
-            flush=True,
-        )
-
-
 def predict_split(trainer, tokenizer, sentences, label_to_id, label_list, max_seq_length):
     """Tags for every word of `sentences` -> (records for predictions_<split>.json, info)."""
     features, word_ids = tokenize_and_align_labels(
@@ -196,13 +154,7 @@ def predict_split(trainer, tokenizer, sentences, label_to_id, label_list, max_se
 
 def main(argv=None):
     args = parse_args(argv)
-    torch.set_num_threads(args.threads)
-    torch.set_num_interop_threads(1)
-    out = pathlib.Path(args.output_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    transformers.utils.logging.disable_progress_bar()  # no carriage-return bars in logs
-    transformers.set_seed(args.seed)
-
+    out = hf_peer_common.start(args, interop_threads=1)
     full_train = read_jsonl(args.train_file)
     label_list = get_label_list(full_train)  # from the whole train file, as run_ner.py does
     train = full_train[: args.max_train_examples] if args.max_train_examples else full_train
@@ -211,40 +163,34 @@ def main(argv=None):
         for name, path in (("valid", args.validation_file), ("test", args.test_file))
         if path
     }
-
-    config = transformers.AutoConfig.from_pretrained(
-        args.model_dir, num_labels=len(label_list), finetuning_task="ner"
+    tokenizer, model = hf_peer_common.load(
+        args,
+        transformers.AutoModelForTokenClassification,
+        num_labels=len(label_list),
+        finetuning_task="ner",
     )
-    tokenizer = transformers.AutoTokenizer.from_pretrained(args.model_dir, use_fast=True)
     if not getattr(tokenizer, "is_fast", False):
         raise SystemExit(f"{args.model_dir}: no fast tokenizer (word_ids needs one)")
-    model = transformers.AutoModelForTokenClassification.from_pretrained(
-        args.model_dir, config=config
-    )
     config_class = getattr(transformers, "PreTrainedConfig", None) or transformers.PretrainedConfig
     default = config_class(num_labels=len(label_list)).label2id
     if model.config.label2id != default and sorted(model.config.label2id) == label_list:
         label_list = [model.config.id2label[i] for i in range(len(label_list))]
-    label_to_id = {label: i for i, label in enumerate(label_list)}
-    model.config.label2id = dict(label_to_id)
-    model.config.id2label = dict(enumerate(label_list))
-    (out / "labels.json").write_text(json.dumps(label_list) + "\n")
+    label_to_id = hf_peer_common.set_labels(model, label_list, out)
 
     train_features, _ = tokenize_and_align_labels(
         tokenizer, train, label_to_id, args.max_seq_length
     )
-    training_args = hf_peer_common.training_arguments(
-        args, out, eval_strategy="no", logging_steps=args.log_steps
-    )
-    trainer = transformers.Trainer(
-        model=model,
-        args=training_args,
+    trainer = hf_peer_common.trainer(
+        args,
+        out,
+        model,
+        "step {step}/{max_steps} epoch {epoch:.3f} loss {loss:.4f} lr {lr:.3e} "
+        "elapsed {elapsed:.1f}s {rate:.2f} sentences/s",
+        dict(eval_strategy="no", logging_steps=args.log_steps),
         train_dataset=train_features,
         processing_class=tokenizer,
         data_collator=transformers.DataCollatorForTokenClassification(tokenizer),
     )
-    trainer.remove_callback(transformers.trainer_callback.PrinterCallback)
-    trainer.add_callback(ProgressLines(args.per_device_train_batch_size))
     seen_dtype = {}  # the classifier's output dtype in training: bfloat16 under --bf16's autocast
 
     def record_dtype(module, inputs, output):  # returns None: the output is left as it is
@@ -256,11 +202,7 @@ def main(argv=None):
         f"{torch.get_num_threads()}, bf16 {args.bf16}",
         flush=True,
     )
-
-    torch.set_num_threads(args.threads)
-    start = time.monotonic()
-    result = trainer.train()
-    train_seconds = time.monotonic() - start
+    result, train_seconds = hf_peer_common.train(trainer, args)
     hook.remove()
     if args.save_model:
         trainer.save_model(str(out / "model"))
@@ -270,7 +212,7 @@ def main(argv=None):
         records, info = predict_split(
             trainer, tokenizer, sentences, label_to_id, label_list, args.max_seq_length
         )
-        hf_peer_common.project_fileio().write_jsonl(str(out / f"predictions_{name}.json"), records)
+        hf_peer_common.fileio.write_jsonl(str(out / f"predictions_{name}.json"), records)
         predictions[name] = info
         print(f"{name}: {json.dumps(info)}", flush=True)
 
@@ -285,29 +227,14 @@ def main(argv=None):
         ),
         "trainer_metrics": result.metrics,
         "predict": predictions,
-        "settings": vars(args)
-        | {
-            "optim": str(training_args.optim.value),
-            "warmup_steps": training_args.get_warmup_steps(trainer.state.max_steps),
-            "torch_threads": torch.get_num_threads(),
-            "mixed_precision": str(trainer.accelerator.mixed_precision),
-            "classifier_output_dtype": seen_dtype.get("dtype"),
-        },
-        "versions": {
-            "torch": torch.__version__,
-            "transformers": transformers.__version__,
-            "python": platform.python_version(),
-        },
-    }
-    (out / "peer_timing.json").write_text(json.dumps(timing, indent=2) + "\n")
-    print(
-        json.dumps(
-            {
-                k: timing[k]
-                for k in ("train_seconds", "train_sentences", "sentences_per_second", "steps")
-            }
+        "settings": hf_peer_common.settings(
+            args, trainer, classifier_output_dtype=seen_dtype.get("dtype")
         ),
-        flush=True,
+        "versions": hf_peer_common.versions(),
+    }
+    hf_peer_common.fileio.write_json(str(out / "peer_timing.json"), timing)
+    hf_peer_common.print_summary(
+        timing, ("train_seconds", "train_sentences", "sentences_per_second", "steps")
     )
 
 

@@ -1,18 +1,40 @@
 """What the Hugging Face / PyTorch peers (hf_glue_peer.py, hf_ner_peer.py, hf_squad_peer.py)
-share: their `Trainer` hyperparameter flags and the `TrainingArguments` they all set alike.
+share: their flags, the run's setup, checkpoint loading, the `Trainer` they all build alike (its
+arguments, train clock and progress lines) and the writing of their results.
+
+Training, in all three (transformers' example scripts, our own code, same semantics): `Trainer`
+with its defaults: AdamW (`adamw_torch_fused` on torch >= 2.8), betas 0.9 / 0.999, eps 1e-8
+(the GLUE peer's --adam_epsilon), weight decay --weight_decay (Trainer's 0, our recipes' 0.01),
+never on biases and LayerNorm weights, max_grad_norm 1.0, linear decay to 0 after --warmup_ratio
+of the steps (Trainer's warmup is the ceiling of ratio x steps, ours the floor), shuffled batches
+with the last partial one kept, seeded by --seed; on the CPU, no checkpoints saved, data loaded in
+the main process. `--bf16` is `TrainingArguments(bf16=True)`, i.e. accelerate's
+`torch.autocast("cpu", torch.bfloat16)` entered around each forward pass; the default is float32.
+Never a torch.autocast around `trainer.train()`: autocast keeps its bfloat16 copies of the
+weights until the outermost autocast region exits, so every step would run the first step's
+weights and the loss would not fall (what the SQuAD peer's first --bf16 runs did;
+docs/results/accuracy.md). Progress: one plain line (no carriage return) per logging step; no
+tqdm bars, no reporting integrations. Our recipes differ by drawing shuffling and dropout from
+TensorFlow's RNG, so batches and masks differ at the same seed.
 
 The peers run as scripts in the torch environment (`<torch venv>/bin/python
 benchmarks/peers/hf_glue_peer.py ...`), so they import this file as a sibling module (`import
 hf_peer_common`: a script's own folder is on `sys.path`). Like them it never imports TensorFlow or
-keras_bert; `project_fileio` loads the project's file module alone, for its rules on reading and
-writing files (JSON Lines split at "\n" only).
+keras_bert; `fileio` is the project's file module loaded alone, for its rules on reading and
+writing files (JSON Lines split at "\\n" only, a file written whole or not at all).
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib.util
+import json
 import pathlib
+import platform
+import time
+
+import torch
+import transformers
 
 _FILEIO = pathlib.Path(__file__).resolve().parents[2] / "keras_bert" / "fileio.py"
 
@@ -27,60 +49,197 @@ def project_fileio():
     return module
 
 
-def peer_parser(doc: str) -> argparse.ArgumentParser:
-    """The command-line parser of a peer script, described by the first line of `doc` (its module
-    docstring), with the flag every peer starts from: `--model_dir`, the Hugging Face checkpoint it
-    fine-tunes."""
+fileio = project_fileio()
+REQUIRED = "required"  # a flag's default in `add_flags`: the flag must be given
+MAX_STEPS = ("max_steps", -1, "Optimizer steps to schedule and train (-1: the epochs say).")
+
+
+def add_flags(parser, flags) -> None:
+    """Adds `flags`, each (name, default, help): a default of False is a switch, REQUIRED a
+    required string, a type (int, float, str) an optional flag of that type without default, any
+    other value the default of a flag of its type."""
+    for name, default, text in flags:
+        if default is False:
+            parser.add_argument(f"--{name}", action="store_true", help=text)
+        elif default is REQUIRED:
+            parser.add_argument(f"--{name}", required=True, help=text)
+        elif isinstance(default, type):
+            parser.add_argument(f"--{name}", type=default, help=text)
+        else:
+            parser.add_argument(f"--{name}", type=type(default), default=default, help=text)
+
+
+def parse_args(doc, argv, flags, *, seq, eval_batch, epochs, threads=0, nonnegative=()):
+    """The arguments of a peer script, described by the first line of `doc` (its module
+    docstring): the flags every peer takes under the same names (those of transformers' example
+    scripts, with the defaults of the script it follows: `seq` for --max_seq_length, `eval_batch`
+    for --per_device_eval_batch_size, `epochs`, `threads`), then the peer's own `flags`
+    (`add_flags`). Exits through `parser.error` unless --warmup_ratio is in [0, 1) (it is passed
+    as `warmup_steps`, which Trainer reads as a step count from 1 on) and each flag named in
+    `nonnegative` is >= 0."""
     parser = argparse.ArgumentParser(description=doc.split("\n")[0])
-    parser.add_argument(
-        "--model_dir",
-        required=True,
-        help="HF checkpoint dir (config.json, weights, tokenizer files).",
+    examples = "(file order; score with the same N)"
+    add_flags(
+        parser,
+        [
+            ("model_dir", REQUIRED, "HF checkpoint dir (config.json, weights, tokenizer files)."),
+            ("output_dir", REQUIRED, "Where the results go."),
+            ("max_seq_length", seq, "Pieces incl. [CLS]/[SEP]."),
+            ("per_device_train_batch_size", 32, None),
+            ("per_device_eval_batch_size", eval_batch, None),
+            ("learning_rate", 5e-5, None),
+            ("num_train_epochs", float(epochs), None),
+            ("weight_decay", 0.0, "AdamW decoupled weight decay (Trainer's 0, our recipes' 0.01)."),
+            ("warmup_ratio", 0.0, "Fraction of the scheduled steps, [0, 1) (Trainer's 0)."),
+            ("seed", 42, None),
+            ("bf16", False, "CPU autocast bfloat16, training and prediction (default float32)."),
+            ("threads", threads, "torch intra-op threads (torch.set_num_threads; 0: default)."),
+            ("max_train_examples", int, f"Only the first N training examples {examples}."),
+            ("max_eval_examples", int, f"Only the first N examples to predict {examples}."),
+            *flags,
+        ],
     )
-    return parser
-
-
-def add_trainer_flags(parser, eval_batch_size: int, num_train_epochs: float) -> None:
-    """Adds `--per_device_train_batch_size` (32), `--per_device_eval_batch_size`
-    (`eval_batch_size`), `--learning_rate` (5e-5) and `--num_train_epochs` (`num_train_epochs`):
-    the flags of transformers' example scripts that every peer takes under the same names, with
-    the defaults of the script it follows."""
-    parser.add_argument("--per_device_train_batch_size", type=int, default=32)
-    parser.add_argument("--per_device_eval_batch_size", type=int, default=eval_batch_size)
-    parser.add_argument("--learning_rate", type=float, default=5e-5)
-    parser.add_argument("--num_train_epochs", type=float, default=num_train_epochs)
-
-
-def add_run_flags(
-    parser,
-    bf16_help: str,
-    threads_default: int = 0,
-    threads_help: str = "torch.set_num_threads (0: default).",
-) -> None:
-    """Adds `--seed` (42), `--bf16` (off; `bf16_help`) and `--threads` (`threads_default`;
-    `threads_help`), in that order: the seed and precision `training_arguments` reads and the
-    torch thread count every peer sets, under the same names in each peer."""
-    parser.add_argument("--seed", type=int, default=42)
-    parser.add_argument("--bf16", action="store_true", help=bf16_help)
-    parser.add_argument("--threads", type=int, default=threads_default, help=threads_help)
-
-
-def check_warmup_ratio(parser, args) -> None:
-    """Exits through `parser.error` unless `--warmup_ratio` is in [0, 1): `training_arguments`
-    passes it as `warmup_steps`, which Trainer reads as a step count from 1 on."""
+    args = parser.parse_args(argv)
     if not 0 <= args.warmup_ratio < 1:
         parser.error(f"--warmup_ratio must be in [0, 1), got {args.warmup_ratio}")
+    for name in nonnegative:
+        if getattr(args, name) < 0:
+            parser.error(f"--{name} must be >= 0, got {getattr(args, name)}")
+    return args
+
+
+def start(args, interop_threads: int = 0) -> pathlib.Path:
+    """Sets the torch threads (--threads unless 0, `interop_threads` unless 0), progress bars off
+    and the seed; returns --output_dir, made."""
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    if interop_threads:
+        torch.set_num_interop_threads(interop_threads)
+    out = pathlib.Path(args.output_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    transformers.utils.logging.disable_progress_bar()  # no carriage-return bars in logs
+    transformers.set_seed(args.seed)
+    return out
+
+
+def load(args, model_class, **config):
+    """(fast tokenizer, `model_class` model) of --model_dir, its config read with `config`."""
+    tokenizer = transformers.AutoTokenizer.from_pretrained(args.model_dir, use_fast=True)
+    config = transformers.AutoConfig.from_pretrained(args.model_dir, **config)
+    return tokenizer, model_class.from_pretrained(args.model_dir, config=config)
+
+
+def set_labels(model, label_list: list[str], out: pathlib.Path) -> dict:
+    """Names the model's classes `label_list` in that order, writes them to `out`/labels.json;
+    returns label -> class id."""
+    label_to_id = {label: i for i, label in enumerate(label_list)}
+    model.config.label2id = dict(label_to_id)
+    model.config.id2label = dict(enumerate(label_list))
+    fileio.write_json(str(out / "labels.json"), label_list, indent=None)
+    return label_to_id
+
+
+class TrainClock(transformers.TrainerCallback):
+    """Seconds of training since `on_train_begin` with paused intervals (evaluations) taken out,
+    stopped at `on_train_end`."""
+
+    def __init__(self):
+        self.begin = self.paused_at = self.ended_at = None
+        self.excluded = 0.0
+
+    def on_train_begin(self, args, state, control, **kwargs):
+        self.begin, self.excluded, self.paused_at, self.ended_at = time.monotonic(), 0.0, None, None
+
+    def on_train_end(self, args, state, control, **kwargs):
+        self.resume()
+        if self.begin is not None and self.ended_at is None:
+            self.ended_at = time.monotonic()
+
+    def pause(self):
+        if self.begin is not None and self.ended_at is None and self.paused_at is None:
+            self.paused_at = time.monotonic()
+
+    def resume(self):
+        if self.paused_at is not None:
+            self.excluded += time.monotonic() - self.paused_at
+            self.paused_at = None
+
+    def seconds(self) -> float:
+        if self.begin is None:
+            return 0.0
+        now = self.ended_at or self.paused_at or time.monotonic()
+        return now - self.begin - self.excluded
+
+
+class ProgressLines(transformers.TrainerCallback):
+    """One plain line per logging step with a loss: `template` formatted with step, max_steps,
+    epoch, loss, lr, elapsed (train clock seconds) and rate (examples per second so far)."""
+
+    def __init__(self, clock: TrainClock, batch_size: int, template: str):
+        self.clock, self.batch_size, self.template = clock, batch_size, template
+
+    def on_log(self, args, state, control, logs=None, **kwargs):
+        logs = logs or {}
+        if "loss" not in logs:  # the end-of-training summary
+            return
+        elapsed = self.clock.seconds()
+        line = self.template.format(
+            step=state.global_step,
+            max_steps=state.max_steps,
+            epoch=state.epoch,
+            loss=logs["loss"],
+            lr=logs.get("learning_rate", float("nan")),
+            elapsed=elapsed,
+            rate=state.global_step * self.batch_size / max(elapsed, 1e-9),
+        )
+        print(line, flush=True)
+
+
+class PeerTrainer(transformers.Trainer):
+    """Trainer whose `evaluate` pauses its train clock (evaluation time is not training time)."""
+
+    def __init__(self, *a, clock: TrainClock, **kw):
+        super().__init__(*a, **kw)
+        self.clock = clock
+
+    def evaluate(self, *a, **kw):
+        self.clock.pause()
+        try:
+            return super().evaluate(*a, **kw)
+        finally:
+            self.clock.resume()
+
+
+def trainer(args, out, model, progress: str, settings: dict, **kwargs) -> PeerTrainer:
+    """The peer's `PeerTrainer` of `model`: `training_arguments(args, out, **settings)`, `kwargs`
+    (datasets, collator, ...), its `TrainClock` as `.clock` and `ProgressLines(progress)` in
+    place of Trainer's PrinterCallback."""
+    clock = TrainClock()
+    run = PeerTrainer(
+        model=model, args=training_arguments(args, out, **settings), clock=clock, **kwargs
+    )
+    run.remove_callback(transformers.trainer_callback.PrinterCallback)
+    run.add_callback(clock)
+    run.add_callback(ProgressLines(clock, args.per_device_train_batch_size, progress))
+    return run
+
+
+def train(run: PeerTrainer, args):
+    """(`run.train()`'s result, its wall seconds), with --threads set again first (setup may
+    change torch's thread count)."""
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    begin = time.monotonic()
+    result = run.train()
+    return result, time.monotonic() - begin
 
 
 def training_arguments(args, output_dir: pathlib.Path, **specific):
-    """`transformers.TrainingArguments` of a peer run: on the CPU, `--bf16`, `--seed`, the batch
-    sizes, learning rate, weight decay and epochs of `args`, `--warmup_ratio` as `warmup_steps`
-    (Trainer reads a value below 1 as a fraction of the steps), checkpoints off, plain progress
-    lines every `logging_steps` (no tqdm bars, no reporting integrations) and data loaded in the
-    main process; the trainer's files under `output_dir`/trainer. `specific`: the peer's own
-    further settings (a setting named twice is a TypeError)."""
-    import transformers
-
+    """`transformers.TrainingArguments` of a peer run, as the module docstring says: `--bf16`,
+    `--seed`, the batch sizes, learning rate, weight decay and epochs of `args`, `--warmup_ratio`
+    as `warmup_steps` (Trainer reads a value below 1 as a fraction of the steps), max_grad_norm
+    1.0 and the linear schedule; the trainer's files under `output_dir`/trainer. `specific`: the
+    peer's own further settings (a setting named twice is a TypeError)."""
     return transformers.TrainingArguments(
         output_dir=str(output_dir / "trainer"),
         use_cpu=True,
@@ -92,6 +251,8 @@ def training_arguments(args, output_dir: pathlib.Path, **specific):
         weight_decay=args.weight_decay,
         num_train_epochs=args.num_train_epochs,
         warmup_steps=args.warmup_ratio,
+        max_grad_norm=1.0,
+        lr_scheduler_type="linear",
         save_strategy="no",
         logging_strategy="steps",
         disable_tqdm=True,
@@ -99,3 +260,34 @@ def training_arguments(args, output_dir: pathlib.Path, **specific):
         dataloader_num_workers=0,
         **specific,
     )
+
+
+def optimizer_name(run: PeerTrainer) -> str:
+    """The name of the optimizer Trainer built (`TrainingArguments.optim`)."""
+    return str(getattr(run.args.optim, "value", run.args.optim))
+
+
+def settings(args, run: PeerTrainer, **extra) -> dict:
+    """The "settings" of a peer's results: its flags, the optimizer, warmup steps, torch threads
+    and mixed precision Trainer used, and `extra`."""
+    return vars(args) | {
+        "optim": optimizer_name(run),
+        "warmup_steps": run.args.get_warmup_steps(run.state.max_steps),
+        "torch_threads": torch.get_num_threads(),
+        "mixed_precision": str(run.accelerator.mixed_precision),
+        **extra,
+    }
+
+
+def versions() -> dict:
+    """The "versions" of a peer's results: torch, transformers, Python."""
+    return {
+        "torch": torch.__version__,
+        "transformers": transformers.__version__,
+        "python": platform.python_version(),
+    }
+
+
+def print_summary(results: dict, keys) -> None:
+    """One JSON line of `results` at `keys`: a run's last line of output."""
+    print(json.dumps({k: results[k] for k in keys}), flush=True)

@@ -9,9 +9,8 @@ Follows transformers' `examples/pytorch/question-answering/run_qa.py` and `utils
 - train labels: the token start/end of the first answer, or the [CLS] index when the question
   has no answer or the answer is not wholly inside the window;
 - model: `AutoModelForQuestionAnswering` from the checkpoint, trained by `transformers.Trainer`
-  with its defaults (AdamW, weight decay 0, eps 1e-8, max_grad_norm 1.0, linear schedule,
-  warmup = --warmup_ratio of the steps, shuffled with --seed); --bf16 = CPU autocast bfloat16
-  (Trainer's own in training, one around the prediction loop);
+  as hf_peer_common.py describes; --bf16 = CPU autocast bfloat16 (Trainer's own in training,
+  one around the prediction loop);
 - post-processing: per window the n_best_size best start and end logits are paired; a pair is
   kept when both are context tokens, end >= start and the span has <= max_answer_length
   tokens; the n-best over all windows is sorted by start + end logit; the text is cut from the
@@ -49,7 +48,6 @@ import collections
 import contextlib
 import json
 import math
-import pathlib
 import sys
 import time
 
@@ -61,47 +59,29 @@ import hf_peer_common  # this folder's, beside the script (run as one)
 
 
 def parse_args(argv=None):
-    p = hf_peer_common.peer_parser(__doc__)
-    p.add_argument("--train_file", help="Flat SQuAD JSON (squad_peer_data train.json).")
-    p.add_argument("--validation_file", help="Flat SQuAD JSON to predict (heldout.json).")
-    p.add_argument("--output_dir", required=True)
-    p.add_argument("--max_seq_length", type=int, default=384)
-    p.add_argument("--doc_stride", type=int, default=128)
-    hf_peer_common.add_trainer_flags(p, eval_batch_size=32, num_train_epochs=1.0)
-    p.add_argument(
-        "--max_steps",
-        type=int,
-        default=-1,
-        help="Stop after N optimizer steps (smoke tests; -1: the epochs decide).",
+    return hf_peer_common.parse_args(
+        __doc__,
+        argv,
+        [
+            ("train_file", str, "Flat SQuAD JSON (squad_peer_data train.json)."),
+            ("validation_file", str, "Flat SQuAD JSON to predict (heldout.json)."),
+            ("doc_stride", 128, "Tokens of overlap between a context's windows."),
+            ("version_2_with_negative", False, None),
+            ("null_score_diff_threshold", 0.0, None),
+            ("n_best_size", 20, None),
+            ("max_answer_length", 30, None),
+            ("logging_steps", 10, "One progress line per N steps."),
+            hf_peer_common.MAX_STEPS,
+        ],
+        seq=384,
+        eval_batch=32,
+        epochs=1,
     )
-    p.add_argument("--warmup_ratio", type=float, default=0.0, help="Fraction of the steps, [0, 1).")
-    p.add_argument(
-        "--weight_decay",
-        type=float,
-        default=0.0,
-        help="Trainer default 0 (our recipe's default is 0.01).",
-    )
-    hf_peer_common.add_run_flags(p, bf16_help="CPU autocast bfloat16 (train and eval).")
-    p.add_argument("--version_2_with_negative", action="store_true")
-    p.add_argument("--null_score_diff_threshold", type=float, default=0.0)
-    p.add_argument("--n_best_size", type=int, default=20)
-    p.add_argument("--max_answer_length", type=int, default=30)
-    p.add_argument("--max_train_examples", type=int, help="Only the first N training questions.")
-    p.add_argument(
-        "--max_eval_examples",
-        type=int,
-        help="Only the first N questions to predict "
-        "(score with squad_peer_data --max_eval_examples=N).",
-    )
-    p.add_argument("--logging_steps", type=int, default=10, help="One progress line per N steps.")
-    args = p.parse_args(argv)
-    hf_peer_common.check_warmup_ratio(p, args)
-    return args
 
 
 def read_flat(path, limit=None) -> list[dict]:
     """Records of a flat SQuAD JSON (`{"data": [{"id", "context", "question", "answers"}]}`)."""
-    records = hf_peer_common.project_fileio().read_json(str(path))["data"]
+    records = hf_peer_common.fileio.read_json(str(path))["data"]
     return records[:limit]
 
 
@@ -243,43 +223,14 @@ def postprocess(records, window_example, offsets, start_logits, end_logits, args
     return predictions, null_odds, best_non_null
 
 
-class ProgressLines(transformers.TrainerCallback):
-    """One plain line per logging step (no carriage returns), with windows/s so far."""
-
-    def __init__(self, batch_size: int):
-        self.batch_size = batch_size
-        self.start = None
-
-    def on_train_begin(self, args, state, control, **kwargs):
-        self.start = time.perf_counter()
-
-    def on_log(self, args, state, control, logs=None, **kwargs):
-        loss = (logs or {}).get("loss")
-        if loss is None:  # the end-of-training summary
-            return
-        elapsed = time.perf_counter() - self.start
-        print(
-            f"step {state.global_step}/{state.max_steps} loss "
-            f"{loss:.4f} lr {(logs or {}).get('learning_rate', 0):.3g} "
-            f"{state.global_step * self.batch_size / max(elapsed, 1e-9):.2f} windows/s "
-            f"{elapsed:.0f}s",
-            flush=True,
-        )
-
-
 def autocast(enabled: bool):
     return torch.autocast("cpu", dtype=torch.bfloat16) if enabled else contextlib.nullcontext()
 
 
 def main(argv=None):
     args = parse_args(argv)
-    if args.threads:
-        torch.set_num_threads(args.threads)
-        torch.set_num_interop_threads(args.threads)
-    out = pathlib.Path(args.output_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    transformers.set_seed(args.seed)
-    tokenizer = transformers.AutoTokenizer.from_pretrained(args.model_dir, use_fast=True)
+    out = hf_peer_common.start(args, interop_threads=args.threads)
+    tokenizer, model = hf_peer_common.load(args, transformers.AutoModelForQuestionAnswering)
     if args.max_seq_length > tokenizer.model_max_length:
         print(
             f"max_seq_length {args.max_seq_length} > model_max_length "
@@ -287,7 +238,6 @@ def main(argv=None):
             flush=True,
         )
         args.max_seq_length = tokenizer.model_max_length
-    model = transformers.AutoModelForQuestionAnswering.from_pretrained(args.model_dir)
     metrics = {
         "peer": "transformers run_qa.py semantics",
         "torch": torch.__version__,
@@ -304,41 +254,29 @@ def main(argv=None):
         "seed": args.seed,
         "version_2_with_negative": args.version_2_with_negative,
     }
-    training_args = hf_peer_common.training_arguments(
-        args,
-        out,
-        max_steps=args.max_steps,
-        lr_scheduler_type="linear",
-        adam_epsilon=1e-8,
-        max_grad_norm=1.0,
-        logging_steps=args.logging_steps,
-        logging_first_step=True,
-        eval_strategy="no",
-    )
-
     if args.train_file:
         records = read_flat(args.train_file, args.max_train_examples)
         t0 = time.perf_counter()
         train_set = Windows(train_features(tokenizer, records, args))
         metrics["train_feature_seconds"] = time.perf_counter() - t0
         print(f"train: {len(records)} questions -> {len(train_set)} windows", flush=True)
-        trainer = transformers.Trainer(
-            model=model,
-            args=training_args,
+        trainer = hf_peer_common.trainer(
+            args,
+            out,
+            model,
+            "step {step}/{max_steps} loss {loss:.4f} lr {lr:.3g} {rate:.2f} windows/s {elapsed:.0f}s",
+            dict(
+                max_steps=args.max_steps,
+                adam_epsilon=1e-8,
+                logging_steps=args.logging_steps,
+                logging_first_step=True,
+                eval_strategy="no",
+            ),
             train_dataset=train_set,
             data_collator=transformers.default_data_collator,
-            callbacks=[ProgressLines(args.per_device_train_batch_size)],
         )
-        trainer.remove_callback(transformers.PrinterCallback)
-        metrics["optimizer"] = getattr(training_args.optim, "value", str(training_args.optim))
-        t0 = time.perf_counter()
-        # Training takes Trainer's own autocast (TrainingArguments(bf16=...)), entered and left
-        # around each forward pass. Never a torch.autocast around trainer.train(): autocast keeps
-        # its bfloat16 copies of the weights until the outermost autocast region exits, so every
-        # step would run the first step's weights and the loss would stay at ln(max_seq_length)
-        # (what the first --bf16 runs of this peer did; docs/results/accuracy.md).
-        result = trainer.train()
-        seconds = time.perf_counter() - t0
+        metrics["optimizer"] = hf_peer_common.optimizer_name(trainer)
+        result, seconds = hf_peer_common.train(trainer, args)
         steps = result.global_step
         # windows seen: full batches, the last batch of each epoch may be short
         trained = min(
@@ -377,16 +315,13 @@ def main(argv=None):
                         flush=True,
                     )
         logits_seconds = time.perf_counter() - t1
-        predictions, null_odds, best_non_null = postprocess(
+        answers = postprocess(
             records, window_example, offsets, np.concatenate(starts), np.concatenate(ends), args
         )
         seconds = time.perf_counter() - t0
-        (out / "predictions.json").write_text(json.dumps(predictions, indent=1), "utf-8")
-        if args.version_2_with_negative:
-            (out / "null_odds.json").write_text(json.dumps(null_odds, indent=1), "utf-8")
-            (out / "best_non_null_predictions.json").write_text(
-                json.dumps(best_non_null, indent=1), "utf-8"
-            )
+        names = ("predictions", "null_odds", "best_non_null_predictions")
+        for name, values in zip(names[: 3 if args.version_2_with_negative else 1], answers):
+            hf_peer_common.fileio.write_json(str(out / f"{name}.json"), values, indent=1)
         metrics.update(
             {
                 "predict_examples": len(records),
@@ -397,7 +332,7 @@ def main(argv=None):
                 "predict_windows_per_second": len(window_example) / max(logits_seconds, 1e-9),
             }
         )
-    (out / "peer_metrics.json").write_text(json.dumps(metrics, indent=2, sort_keys=True), "utf-8")
+    hf_peer_common.fileio.write_json(str(out / "peer_metrics.json"), metrics)
     print(json.dumps(metrics, indent=2, sort_keys=True), flush=True)
 
 
