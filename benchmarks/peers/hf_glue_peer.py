@@ -144,10 +144,7 @@ def encode(tokenizer, rows, args, label_to_id, max_seq_length) -> list[dict]:
     if args.text_b_column:
         texts.append([r[args.text_b_column] for r in rows])
     enc = tokenizer(*texts, padding=False, max_length=max_seq_length, truncation=True)
-    return [
-        {k: enc[k][i] for k in enc.keys()} | {"labels": label_to_id[r[args.label_column]]}
-        for i, r in enumerate(rows)
-    ]
+    return hf_peer_common.features(enc, [label_to_id[r[args.label_column]] for r in rows])
 
 
 class Budget(transformers.TrainerCallback):

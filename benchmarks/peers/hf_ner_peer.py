@@ -94,19 +94,24 @@ def tokenize_and_align_labels(tokenizer, sentences, label_to_id, max_seq_length)
         max_length=max_seq_length,
         is_split_into_words=True,
     )
-    features, all_word_ids = [], []
-    for i, sentence in enumerate(sentences):
-        word_ids = enc.word_ids(batch_index=i)
-        labels, previous = [], None
-        for word in word_ids:
-            if word is None or word == previous:
-                labels.append(IGNORE_LABEL)
-            else:
-                labels.append(label_to_id[sentence["ner_tags"][word]])
-            previous = word
-        features.append({k: enc[k][i] for k in enc.keys()} | {"labels": labels})
-        all_word_ids.append(word_ids)
-    return features, all_word_ids
+    word_ids = [enc.word_ids(batch_index=i) for i in range(len(sentences))]
+    labels = []
+    for ids, sentence in zip(word_ids, sentences):
+        row = [IGNORE_LABEL] * len(ids)
+        for position, word in first_pieces(ids):
+            row[position] = label_to_id[sentence["ner_tags"][word]]
+        labels.append(row)
+    return hf_peer_common.features(enc, labels), word_ids
+
+
+def first_pieces(word_ids):
+    """(position, word) of each word's first piece, from a row's tokenizer word ids (None at
+    special tokens)."""
+    previous = None
+    for position, word in enumerate(word_ids):
+        if word is not None and word != previous:
+            yield position, word
+        previous = word
 
 
 def words_to_tags(logits, word_ids, num_words, label_list) -> tuple[list[str], int]:
@@ -121,11 +126,9 @@ def words_to_tags(logits, word_ids, num_words, label_list) -> tuple[list[str], i
         (tags, cut): list of num_words str, and how many words had no piece.
     """
     ids = np.argmax(logits[: len(word_ids)], axis=-1)
-    tags, previous = [None] * num_words, None
-    for position, word in enumerate(word_ids):
-        if word is not None and word != previous:
-            tags[word] = label_list[int(ids[position])]
-        previous = word
+    tags = [None] * num_words
+    for position, word in first_pieces(word_ids):
+        tags[word] = label_list[int(ids[position])]
     cut = sum(t is None for t in tags)
     return [OUTSIDE if t is None else t for t in tags], cut
 

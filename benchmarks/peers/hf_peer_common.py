@@ -129,6 +129,13 @@ def load(args, model_class, **config):
     return tokenizer, model_class.from_pretrained(args.model_dir, config=config)
 
 
+def features(enc, labels) -> list[dict]:
+    """One feature dict per row of the tokenizer's output `enc`, with that row's `labels`."""
+    return [
+        {k: enc[k][i] for k in enc.keys()} | {"labels": label} for i, label in enumerate(labels)
+    ]
+
+
 def set_labels(model, label_list: list[str], out: pathlib.Path) -> dict:
     """Names the model's classes `label_list` in that order, writes them to `out`/labels.json;
     returns label -> class id."""

@@ -57,6 +57,12 @@ import transformers
 
 import hf_peer_common  # this folder's, beside the script (run as one)
 
+# the flags peer_metrics.json records under their own names
+RECORDED_FLAGS = (
+    "bf16 max_seq_length doc_stride learning_rate num_train_epochs warmup_ratio weight_decay seed "
+    "version_2_with_negative"
+).split()
+
 
 def parse_args(argv=None):
     return hf_peer_common.parse_args(
@@ -243,16 +249,8 @@ def main(argv=None):
         "torch": torch.__version__,
         "transformers": transformers.__version__,
         "threads": torch.get_num_threads(),
-        "bf16": args.bf16,
-        "max_seq_length": args.max_seq_length,
-        "doc_stride": args.doc_stride,
         "train_batch_size": args.per_device_train_batch_size,
-        "learning_rate": args.learning_rate,
-        "num_train_epochs": args.num_train_epochs,
-        "warmup_ratio": args.warmup_ratio,
-        "weight_decay": args.weight_decay,
-        "seed": args.seed,
-        "version_2_with_negative": args.version_2_with_negative,
+        **{name: getattr(args, name) for name in RECORDED_FLAGS},
     }
     if args.train_file:
         records = read_flat(args.train_file, args.max_train_examples)
