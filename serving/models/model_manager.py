@@ -60,8 +60,18 @@ EXPORTER_CONFIG = ("assets", "export_config.json")
 MAX_NUM_LOAD_RETRIES = 5  # tensorflow_model_server's defaults
 LOAD_RETRY_INTERVAL_S = 60.0
 REACH_TIMEOUT_S = 30.0
-# glibc's malloc_trim(pad); None where the C library has none (musl, macOS).
-_MALLOC_TRIM = getattr(ctypes.CDLL(None), "malloc_trim", None)
+
+
+def _malloc_trim():
+    """glibc's malloc_trim(pad); None where the C library has none (musl, macOS) or where no
+    process-wide C library can be opened by name (Windows)."""
+    try:
+        return getattr(ctypes.CDLL(None), "malloc_trim", None)
+    except (OSError, TypeError):
+        return None
+
+
+_MALLOC_TRIM = _malloc_trim()
 
 
 class _Version:

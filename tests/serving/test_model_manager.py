@@ -121,6 +121,17 @@ def test_the_poll_that_unloads_a_version_gives_its_memory_back(tmp_path, built, 
         manager.stop()
 
 
+@pytest.mark.parametrize("error", [OSError("no C library by name"), TypeError("name is None")])
+def test_a_platform_without_a_c_library_by_name_trims_nothing(monkeypatch, error):
+    """Windows' ctypes cannot open CDLL(None): the server starts and skips the trim."""
+
+    def no_library(name):
+        raise error
+
+    monkeypatch.setattr(model_manager.ctypes, "CDLL", no_library)
+    assert model_manager._malloc_trim() is None
+
+
 def test_broken_and_half_written_versions_never_replace_serving_one(tmp_path, built):
     shutil.copytree(built[1], tmp_path / "1")
     manager = _manager(tmp_path)
