@@ -206,7 +206,7 @@ def release_resources(loaded) -> None:
     """Destroys the resources a loaded SavedModel restored (its lookup tables: a keras_bert
     export's vocabulary). A restored table has no destroy function, so TensorFlow's resource
     manager kept each one after its object was gone: 3 MiB per version swap of an export over
-    the 30,522-piece vocabulary, never freed (benchmarks/soak.py, docs/results/hardening.md "Soak and
+    the 30,522-piece vocabulary, never freed (tools/soak.py, docs/results/hardening.md "Soak and
     faults").
     Each load restores its own tables, so another loaded version of the same export keeps its."""
     tf = tensorflow()

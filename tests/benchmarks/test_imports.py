@@ -16,8 +16,8 @@ IMPORTED_BY_TESTS = (
     "benchmarks.common",
     "benchmarks.peers.openvino_peer",
     "benchmarks.peers.squad_task_to_hf",
-    "benchmarks.soak",
     "tools.learning_curves",
+    "tools.soak",
 )
 
 

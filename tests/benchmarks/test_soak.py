@@ -1,4 +1,4 @@
-"""benchmarks/soak.py at a CI size: about 20 s of 4 clients (gRPC and REST, good and bad
+"""tools/soak.py at a CI size: about 20 s of 4 clients (gRPC and REST, good and bad
 requests) on a tiny core-op model while every event of the cycle runs (version swap, config
 reload adding and removing a model, a version that fails to load, the serving version's directory
 deleted, request logs rotated on a full disk), disk-full faults during an export and a training
@@ -9,7 +9,7 @@ hold is the same. Latencies and memory are reported, never asserted (SPEC sectio
 
 import pytest
 
-from benchmarks import soak
+from tools import soak
 from tests.serving import saved_models
 
 

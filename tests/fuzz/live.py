@@ -2,7 +2,7 @@
 OpenAPI description (docs/openapi.yaml), and a protobuf-mutating gRPC client that sends the
 mutated wire bytes of valid requests (the gRPC seed corpora in tests/fuzz/corpus/) on a raw
 channel. Used by tests/serving/test_openapi.py (a bounded run, seconds) and
-benchmarks/fuzz_live_server.py (the long run).
+tools/fuzz_live_server.py (the long run).
 
 A finding is a 5xx answer (REST) or an INTERNAL / UNKNOWN / DATA_LOSS status (gRPC), an answer
 that is not documented (status code, content type, body schema), a request that takes longer than

@@ -2,7 +2,7 @@
 against bounded fuzzing on both ports (tests/fuzz/live.py): every documented operation answers a
 documented status with a body valid against its documented schema; about 200 schemathesis cases
 and 500 mutated gRPC requests get no 5xx, no INTERNAL, and leave the server answering. The long
-runs (>= 100,000 requests) are benchmarks/fuzz_live_server.py."""
+runs (>= 100,000 requests) are tools/fuzz_live_server.py."""
 
 import json
 

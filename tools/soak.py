@@ -41,7 +41,7 @@ with the same models loaded, however the machine's pace moves the events and whe
 faults publish (targets: that RSS within +5% of the first cycle's, threads and descriptors flat;
 a span's sample, read at the clock, may catch a load halfway: a second model is 300 MiB).
 
-    nice -n 10 python -m benchmarks.soak            # 30 minutes; appends to docs/results/hardening.md
+    nice -n 10 python -m tools.soak            # 30 minutes; appends to docs/results/hardening.md
 
 tests/benchmarks/test_soak.py runs it for about 25 s with a tiny core-op model.
 """
@@ -277,7 +277,7 @@ def disk_faults(directory: str, kind: str, export_fractions, checkpoint_multiple
 def run_disk_faults(disk: SmallDisk, work: pathlib.Path, export_fractions, multiples) -> dict:
     """`disk_faults` in a child process (its output in work/disk_faults.log)."""
     code = (
-        "import json, sys; from benchmarks import soak\n"
+        "import json, sys; from tools import soak\n"
         "print(json.dumps(soak.disk_faults(*json.loads(sys.argv[1]))))"
     )
     args = json.dumps([str(disk.path), disk.kind, list(export_fractions), list(multiples)])
@@ -955,7 +955,7 @@ def main(argv):
     body = report(result) + (
         f"\n{FLAGS.clients} clients, at least {FLAGS.minutes:g} minutes, an event every "
         f"{FLAGS.interval_s or FLAGS.sample_s / len(EVENTS):g} s, server polls every {FLAGS.poll_s:g} s, model {FLAGS.model}; "
-        f"command: nice -n 10 python -m benchmarks.soak (the machine shared with other work).\n"
+        f"command: nice -n 10 python -m tools.soak (the machine shared with other work).\n"
     )
     common.report(TOPIC, "Soak and faults", body, desc, FLAGS.append)
     return 1 if sum(result["failed_good"].values()) or result["bad_5xx"] else 0

@@ -6,7 +6,7 @@ by schemathesis over docs/openapi.yaml and by the protobuf-mutating gRPC client
 good request must still be answered; the server's resident memory and the size of its metrics
 are recorded.
 
-    python -m benchmarks.fuzz_live_server --requests=100000 --out=runs/fuzz_live
+    python -m tools.fuzz_live_server --requests=100000 --out=runs/fuzz_live
 
 Prints one JSON line per round and a final summary (also <out>/summary.json): requests sent
 per port, status counts, findings (written to <out>/findings/), seconds, server RSS before and
