@@ -62,20 +62,17 @@ SCORE_KEYS = ("precision", "recall", "f1", "accuracy")  # what families.ner.ner_
 def write_splits(data_dir, output_dir) -> dict:
     """Writes `<split>.json` for train, valid, test and `data_info.json`; returns the latter
     (`{"splits": {split: conll.counts(...)}, "label_names": conll.label_names(train)}`)."""
-    out = pathlib.Path(output_dir)
-    out.mkdir(parents=True, exist_ok=True)
+    fileio.makedirs(output_dir)
     splits = conll.read_conll_splits(data_dir)
     for name, sentences in splits.items():
-        fileio.write_jsonl(
-            str(out / f"{name}.json"),
-            ({"tokens": list(s.words), "ner_tags": list(s.tags)} for s in sentences),
-        )
+        rows = ({"tokens": list(s.words), "ner_tags": list(s.tags)} for s in sentences)
+        fileio.write_jsonl(fileio.join(output_dir, f"{name}.json"), rows)
     info = {
         "source": "keras_bert.data.conll.read_conll_splits (IOB2)",
         "splits": {name: conll.counts(sentences) for name, sentences in splits.items()},
         "label_names": conll.label_names(splits["train"]),
     }
-    (out / "data_info.json").write_text(json.dumps(info, indent=2) + "\n")
+    fileio.write_json(fileio.join(output_dir, "data_info.json"), info)
     return info
 
 
@@ -125,12 +122,11 @@ def main(argv):
     if not (FLAGS.gold_file and FLAGS.predictions_file):
         raise app.UsageError("--mode=score needs --gold_file and --predictions_file")
     metrics = score(FLAGS.gold_file, FLAGS.predictions_file, FLAGS.max_examples)
-    path = pathlib.Path(
-        FLAGS.metrics_file
-        or pathlib.Path(FLAGS.predictions_file).parent
-        / f"metrics_{pathlib.Path(FLAGS.gold_file).stem}.json"
+    stem = pathlib.PurePath(FLAGS.gold_file).stem
+    path = FLAGS.metrics_file or fileio.join(
+        fileio.parent(FLAGS.predictions_file), f"metrics_{stem}.json"
     )
-    path.write_text(json.dumps(metrics, indent=2) + "\n")
+    fileio.write_json(path, metrics)
     print(json.dumps({k: metrics[k] for k in SCORE_KEYS + ("sentences", "words", "cut_words")}))
     print(f"wrote {path}")
 

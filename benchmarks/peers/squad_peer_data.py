@@ -110,29 +110,24 @@ def write_split(input_file, holdout_fraction, version_2_with_negative, output_di
             "recipe skips them too)",
             len(train) - len(usable),
         )
-    out = pathlib.Path(output_dir)
-    out.mkdir(parents=True, exist_ok=True)
+    fileio.makedirs(output_dir)
     for name, part in (("train.json", usable), ("heldout.json", held_out)):
-        (out / name).write_text(
-            json.dumps({"data": [flat_record(e) for e in part]}), encoding="utf-8"
-        )
+        data = {"data": [flat_record(e) for e in part]}
+        fileio.write_json(fileio.join(output_dir, name), data, indent=None)
     counts = {
         "train_questions": len(usable),
         "heldout_questions": len(held_out),
         "train_titles": len({e.title for e in train}),
         "heldout_titles": len({e.title for e in held_out}),
     }
-    (out / "split.json").write_text(
-        json.dumps(
-            counts
-            | {
-                "input_file": pathlib.Path(input_file).name,
-                "holdout_fraction": holdout_fraction,
-                "version_2_with_negative": version_2_with_negative,
-            },
-            indent=2,
-        ),
-        encoding="utf-8",
+    fileio.write_json(
+        fileio.join(output_dir, "split.json"),
+        counts
+        | {
+            "input_file": fileio.basename(str(input_file)),
+            "holdout_fraction": holdout_fraction,
+            "version_2_with_negative": version_2_with_negative,
+        },
     )
     return counts
 
@@ -203,10 +198,8 @@ def main(argv):
     else:
         _require("predictions_dir")
         result = score(*split, FLAGS.predictions_dir, FLAGS.max_eval_examples)
-        path = pathlib.Path(
-            FLAGS.metrics_file or pathlib.Path(FLAGS.predictions_dir) / "metrics.json"
-        )
-        path.write_text(json.dumps(result, indent=2, sort_keys=True), encoding="utf-8")
+        path = FLAGS.metrics_file or fileio.join(FLAGS.predictions_dir, "metrics.json")
+        fileio.write_json(path, result)
     print(json.dumps(result, indent=2, sort_keys=True))
 
 
