@@ -1,9 +1,9 @@
 """Batch prediction on Beam: rows/s with length-bucketed batches, without buckets, and
 `task.predict` in process, side by side in one run.
 
-The model: a TextClassifier (2 classes) on the real pretrained MiniLM-L6-H384 encoder
-(`minilm_l6_h384_uncased`; the head is random, which changes nothing about speed),
-max_seq_length 128, exported once to a temporary base. The rows: real SST-2 sentences
+The model: the serving benchmarks' classifier (`common.sst2_classifier`: a 2-class
+TextClassifier on the real pretrained MiniLM-L6-H384 encoder, a fixed random head, which changes
+nothing about speed), max_seq_length 128, exported once to a temporary base. The rows: real SST-2 sentences
 ($KERAS_BERT_DATA_DIR/glue/sst2/train.tsv, in file order, repeated if --rows asks for more).
 
 Contenders, each timed end to end once per round (medians over --repetitions):
@@ -18,10 +18,8 @@ the outputs; task.predict's only the predictions.
     python -m benchmarks.bench_batch_predict [--rows=10000] [--batch_size=64] [--repetitions=1]
 """
 
-import os
 import pathlib
 import tempfile
-import time
 
 from absl import app, flags
 
@@ -35,41 +33,15 @@ flags.DEFINE_integer("repetitions", 1, "Rounds (medians).")
 flags.DEFINE_boolean("append", False, common.append_help(TOPIC))
 
 
-def sst2_sentences(rows: int) -> list[str]:
-    from keras_bert import fileio  # loads TensorFlow: after the thread settings
-
-    data_dir = pathlib.Path(os.environ.get("KERAS_BERT_DATA_DIR", "../shared/data"))
-    lines = fileio.text_lines(fileio.read_user_text(str(data_dir / "glue" / "sst2" / "train.tsv")))
-    sentences = [line.split("\t")[0].strip() for line in lines[1:] if line.strip()]
-    return [sentences[i % len(sentences)] for i in range(rows)]
-
-
-def build_task():
-    import keras_bert
-    from keras_bert.checkpoints.presets import resolve_preset
-    from keras_bert.tasks import TextClassifier
-    from keras_bert.tokenization import BertPreprocessor
-
-    encoder = keras_bert.from_pretrained("minilm_l6_h384_uncased")
-    vocab = pathlib.Path(resolve_preset("minilm_l6_h384_uncased")) / "vocab.txt"
-    task = TextClassifier(
-        encoder,
-        2,
-        label_names=["negative", "positive"],
-        preprocessor=BertPreprocessor(str(vocab), max_seq_length=128),
-    )
-    task.build()
-    return task
-
-
 def main(argv):
     del argv
     from keras_bert import beam
     from keras_bert.batch_prediction import pipeline
 
     desc = common.machine_description(["apache_beam"])
-    texts = sst2_sentences(FLAGS.rows)
-    task = build_task()
+    sentences = [t.strip() for t in common.sst2_sentences("train")[0]]
+    texts = [sentences[i % len(sentences)] for i in range(FLAGS.rows)]
+    task = common.sst2_classifier(128)
     tmp = pathlib.Path(tempfile.mkdtemp(prefix="bench_batch_predict_"))
     version_dir = task.export(str(tmp / "models"), "sst2")
     data = tmp / "rows.tsv"
@@ -99,12 +71,7 @@ def main(argv):
         "beam, no buckets": beam_run(()),
         "task.predict": lambda: task.predict(texts, batch_size=FLAGS.batch_size),
     }
-    seconds = {name: [] for name in contenders}
-    for _ in range(FLAGS.repetitions):
-        for name, call in contenders.items():
-            start = time.perf_counter()
-            call()
-            seconds[name].append(time.perf_counter() - start)
+    seconds = common.alternate(contenders, FLAGS.repetitions, warmup=0, log=False)
     rate = {name: len(texts) / common.median(s) for name, s in seconds.items()}
     rows = [
         [

@@ -37,21 +37,16 @@ starts two servers, too slow for CI.
 
 from __future__ import annotations
 
-import os
 import pathlib
 import tempfile
-import time
 
 import numpy as np
 from absl import app, flags
 
 from benchmarks import common
-from benchmarks import bench_reload_under_load
-from benchmarks.bench_reload_under_load import export_minilm
 
 MODEL_NAME = "bench_buckets"
 ARMS = ("pad to longest", "length buckets")
-START_TIMEOUT_S = 300.0
 
 
 def workload(sentences: list, long_fraction: float, long_words: int, size: int) -> list:
@@ -74,104 +69,55 @@ def workload(sentences: list, long_fraction: float, long_words: int, size: int) 
 
 def batching_config(args, length_buckets: tuple) -> str:
     """The batching parameters text proto (`args`: the parsed flag values)."""
-    sizes = " ".join(f"allowed_batch_sizes: {s}" for s in args["allowed_batch_sizes"])
-    buckets = " ".join(f"length_buckets: {b}" for b in length_buckets)
-    return (
-        f"max_batch_size {{ value: {args['max_batch_size']} }} "
-        f"batch_timeout_micros {{ value: {args['batch_timeout_micros']} }} "
-        f"num_batch_threads {{ value: {args['num_batch_threads']} }} "
-        "max_enqueued_batches { value: 1000 } "
-        f"{sizes} {buckets}\n"
+    sizes = [f"allowed_batch_sizes: {s}" for s in args["allowed_batch_sizes"]]
+    return common.batching_config(
+        args["max_batch_size"],
+        args["batch_timeout_micros"],
+        args["num_batch_threads"],
+        " ".join(sizes + [f"length_buckets: {b}" for b in length_buckets]),
     )
-
-
-class Server(bench_reload_under_load.Server):
-    """`python -m serving.server` on a free loopback port, batching with `config_path`."""
-
-    def __init__(self, model_dir: pathlib.Path, config_path: pathlib.Path, clients: int):
-        base = config_path.parent / "models" / MODEL_NAME
-        base.mkdir(parents=True)
-        (base / "1").symlink_to(model_dir.resolve(), target_is_directory=True)
-        self.launch(
-            [
-                f"--model_base_path={base}",
-                f"--model_name={MODEL_NAME}",
-                "--enable_batching",
-                f"--batching_parameters_file={config_path}",
-                f"--grpc_max_threads={max(16, clients)}",
-            ],
-            config_path.with_suffix(".log"),
-            env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"),
-        )
-
-    def wait_serving(self) -> None:
-        import grpc
-        from grpc_health.v1 import health_pb2, health_pb2_grpc
-
-        deadline = time.monotonic() + START_TIMEOUT_S
-        with grpc.insecure_channel(self.address) as channel:
-            stub = health_pb2_grpc.HealthStub(channel)
-            while time.monotonic() < deadline and self.proc.poll() is None:
-                try:
-                    response = stub.Check(health_pb2.HealthCheckRequest(), timeout=2)
-                    if response.status == health_pb2.HealthCheckResponse.SERVING:
-                        return
-                except grpc.RpcError:
-                    pass
-                time.sleep(0.2)
-        raise RuntimeError(f"server not serving:\n{self.log_path.read_text()[-3000:]}")
-
-
-def make_client(address: str, texts: list, clients: int):
-    """make_call(k) for `common.closed_loop`: client k sends `texts` in order from offset
-    k * len(texts) / clients, one text per Predict request."""
-    import grpc
-    from tensorflow.core.framework import tensor_pb2, tensor_shape_pb2, types_pb2
-    from tensorflow_serving.apis import predict_pb2, prediction_service_pb2_grpc
-
-    shape = tensor_shape_pb2.TensorShapeProto(dim=[tensor_shape_pb2.TensorShapeProto.Dim(size=1)])
-
-    def make_call(k):
-        stub = prediction_service_pb2_grpc.PredictionServiceStub(grpc.insecure_channel(address))
-        position = [k * len(texts) // clients]
-
-        def call():
-            request = predict_pb2.PredictRequest()
-            request.model_spec.name = MODEL_NAME
-            text = texts[position[0] % len(texts)]
-            position[0] += 1
-            request.inputs["text"].CopyFrom(
-                tensor_pb2.TensorProto(
-                    dtype=types_pb2.DT_STRING, tensor_shape=shape, string_val=[text.encode()]
-                )
-            )
-            return stub.Predict(request, timeout=120)
-
-        return call
-
-    return make_call
 
 
 def run_arm(model_dir, texts, args, length_buckets: tuple, work: pathlib.Path) -> dict:
     """One arm on a fresh server; returns requests/s, p50 / p99 ms and the request count."""
-    work.mkdir(parents=True)
+    base = work / "models" / MODEL_NAME
+    base.mkdir(parents=True)
+    (base / "1").symlink_to(model_dir.resolve(), target_is_directory=True)
     config = work / "batching.config"
     config.write_text(batching_config(args, length_buckets))
-    server = Server(model_dir, config, args["clients"])
-    try:
-        server.wait_serving()
-        latencies, window = common.closed_loop(
-            make_client(server.address, texts, args["clients"]), args["clients"], args["seconds"]
-        )
-    except RuntimeError as e:
-        raise RuntimeError(f"{e}\nserver log:\n{server.log_path.read_text()[-3000:]}") from None
-    finally:
-        server.stop()
+    server_flags = [
+        f"--model_base_path={base}",
+        f"--model_name={MODEL_NAME}",
+        "--enable_batching",
+        f"--batching_parameters_file={config}",
+        f"--grpc_max_threads={max(16, args['clients'])}",
+    ]
+    clients = args["clients"]
+    with common.ServerProcess(server_flags, work / "batching.log") as server:
+        server.wait_available(MODEL_NAME)
+
+        def make_call(k):  # client k sends `texts` in order from its own offset
+            stub, position = common.predict_stub(server.address), [k * len(texts) // clients]
+
+            def call():
+                text = texts[position[0] % len(texts)]
+                position[0] += 1
+                return stub.Predict(
+                    common.predict_request(MODEL_NAME, {"text": [text]}), timeout=120
+                )
+
+            return call
+
+        try:
+            latencies, window = common.closed_loop(make_call, clients, args["seconds"])
+        except RuntimeError as e:
+            raise RuntimeError(f"{e}\nserver log:\n{server.log_tail()}") from None
+    throughput, p50_ms, p99_ms = common.load_figures(latencies, window)
     return {
         "requests": len(latencies),
-        "throughput": len(latencies) / window,
-        "p50_ms": 1e3 * common.percentile(latencies, 50),
-        "p99_ms": 1e3 * common.percentile(latencies, 99),
+        "throughput": throughput,
+        "p50_ms": p50_ms,
+        "p99_ms": p99_ms,
     }
 
 
@@ -259,9 +205,7 @@ def main(argv):
     texts = workload(list(sentences), FLAGS.long_fraction, FLAGS.long_words, 4 * len(sentences))
     with tempfile.TemporaryDirectory() as tmp:
         tmp = pathlib.Path(tmp)
-        model_dir = (
-            pathlib.Path(FLAGS.model_dir) if FLAGS.model_dir else export_minilm(tmp / "export")
-        )
+        model_dir = common.served_model_dir(FLAGS.model_dir, tmp / "export")
         results = run_benchmark(model_dir, texts, args, tmp / "run")
     body = report(results) + (
         f"\n{FLAGS.clients} closed-loop clients, {FLAGS.seconds:g} s per arm, "
@@ -271,7 +215,7 @@ def main(argv):
         f"{args['allowed_batch_sizes']}, batch_timeout_micros {FLAGS.batch_timeout_micros}, "
         f"num_batch_threads {FLAGS.num_batch_threads}; length_buckets "
         f"{list(args['length_buckets'])}; model: "
-        f"{'MiniLM-L6 classifier' if not FLAGS.model_dir else pathlib.Path(FLAGS.model_dir).name}.\n"
+        f"{common.served_model_name(FLAGS.model_dir)}.\n"
     )
     common.report(TOPIC, "Length-bucketed batching", body, desc, FLAGS.append)
     return 0

@@ -178,7 +178,7 @@ def build_contenders(peer, tf_peers=(), ort_peer=None, tmp_dir=None):
             contenders[f"keras-hub {short}"] = tf_call(keras_hub_fn(dtype))
         for threads in (int(n) for n in FLAGS.torch_threads) if peer is not None else ():
             name = f"pytorch {short}{' autocast' if short == 'bfloat16' else ''}"
-            name += f" ({threads} thread{'s' * (threads > 1)})" if threads else ""
+            name += common.threads_label(threads)
             contenders[name] = {
                 (b, t): peer.add(
                     "encoder", bf16=short == "bfloat16", batch=b, seq=t, threads=threads
@@ -191,7 +191,7 @@ def build_contenders(peer, tf_peers=(), ort_peer=None, tmp_dir=None):
             contenders["keras-hub bfloat16 weights"] = tf_call(keras_hub_fn("bfloat16"))
     shapes = ((FLAGS.batch_size, FLAGS.seq_length), (1, FLAGS.latency_seq_length))
     for threads, tf_peer in tf_peers:
-        suffix = f" ({threads} thread{'s' * (threads > 1)})"
+        suffix = common.threads_label(threads)
         stacks = ("ours", "keras-hub") if FLAGS.keras_hub else ("ours",)
         for stack in stacks:
             for dtype, kind in (("float32", "float32"), ("bfloat16", "bfloat16 weights")):
@@ -207,38 +207,12 @@ def build_contenders(peer, tf_peers=(), ort_peer=None, tmp_dir=None):
             )
     for threads in (int(n) for n in FLAGS.onnxruntime_threads) if ort_peer is not None else ():
         for quant in ("float32", "int8"):
-            name = f"onnxruntime {quant}"
-            name += f" ({threads} thread{'s' * (threads > 1)})" if threads else ""
+            name = f"onnxruntime {quant}{common.threads_label(threads)}"
             contenders[name] = {
                 (b, t): ort_peer.add("encoder", quant=quant, batch=b, seq=t, threads=threads)
                 for b, t in shapes
             }
     return contenders, encoders
-
-
-def throughput(contenders, batch_size, seq_length, repetitions):
-    features = common.random_batch(batch_size, seq_length)
-    calls = {
-        name: fn[(batch_size, seq_length)] if isinstance(fn, dict) else (lambda fn=fn: fn(features))
-        for name, fn in contenders.items()
-    }
-    times = common.alternate(calls, repetitions, warmup=2)
-    return {name: batch_size / common.median(t) for name, t in times.items()}
-
-
-def latency(contenders, seq_length, calls_per_contender):
-    features = common.random_batch(1, seq_length, seed=1)
-    calls = {
-        name: fn[(1, seq_length)] if isinstance(fn, dict) else (lambda fn=fn: fn(features))
-        for name, fn in contenders.items()
-    }
-    inner = 10
-    rounds = max(1, calls_per_contender // inner)
-    times = common.alternate(calls, rounds, warmup=3, inner=inner, log=False)
-    return {
-        name: (common.percentile(t, 50) * 1e3, common.percentile(t, 99) * 1e3)
-        for name, t in times.items()
-    }
 
 
 def check_predictions(encoders, probe_train: int, seq_length: int) -> dict:
@@ -315,14 +289,18 @@ def main(argv):
     ]
     tmp = tempfile.TemporaryDirectory(prefix="bench_encoder_")
     contenders, encoders = build_contenders(peer, tf_peers, ort_peer, tmp.name)
-    b, t = FLAGS.batch_size, FLAGS.seq_length
-    print(f"throughput at {b} x {t} ...", flush=True)
-    seqs = throughput(contenders, b, t, FLAGS.repetitions)
-    print(f"latency at 1 x {FLAGS.latency_seq_length} ...", flush=True)
-    lat = latency(contenders, FLAGS.latency_seq_length, FLAGS.latency_calls)
-    for p in [peer, ort_peer, *(p for _, p in tf_peers)]:
-        if p is not None:
-            p.close()
+    b, t, lt = FLAGS.batch_size, FLAGS.seq_length, FLAGS.latency_seq_length
+    features = {(b, t): common.random_batch(b, t), (1, lt): common.random_batch(1, lt, seed=1)}
+    calls = {  # an in-process contender runs the same batches at each shape
+        name: fn
+        if isinstance(fn, dict)
+        else {s: lambda fn=fn, f=f: fn(f) for s, f in features.items()}
+        for name, fn in contenders.items()
+    }
+    seqs, lat = common.encoder_speed(
+        calls, (b, t), (1, lt), FLAGS.repetitions, FLAGS.latency_calls, 3
+    )
+    common.close_all(peer, ort_peer, *(p for _, p in tf_peers))
     ceilings = {}
     if FLAGS.ceiling_size:
         print("ceilings ...", flush=True)

@@ -134,6 +134,18 @@ def real_batches(data, labels, n_batches, batch_size, multiple=8):
     return padded, cut
 
 
+def keras_hub_table(eps: dict, measure: str) -> str:
+    """The table of `eps` (contender -> examples/s, its column named `measure`) with each row's
+    ratios to the keras-hub contender of the same dtype and to keras-hub float32."""
+    hub = {"bfloat16" in k: v for k, v in reversed(eps.items()) if k.startswith("keras-hub")}
+    rows = [
+        (name, v, common.ratio(v, hub.get("bfloat16" in name)), common.ratio(v, hub.get(False)))
+        for name, v in eps.items()
+    ]
+    headers = ["contender", measure, "vs keras-hub same dtype", "vs keras-hub float32"]
+    return common.markdown_table(headers, rows)
+
+
 def pipeline_comparison(data, labels):
     """Examples/s over one cycle of real batches: ours dynamic padding vs keras-hub fixed padding."""
     b, n = FLAGS.batch_size, FLAGS.pipeline_batches
@@ -154,27 +166,7 @@ def pipeline_comparison(data, labels):
             )
     times = common.alternate(contenders, max(2, FLAGS.repetitions // 2), warmup=1)
     eps = {name: n * b / common.median(ts) for name, ts in times.items()}
-    ref32 = next((v for k, v in eps.items() if k.startswith("keras-hub float32")), None)
-    rows = []
-    for name, value in eps.items():
-        same = next(
-            (
-                v
-                for k, v in eps.items()
-                if k.startswith("keras-hub") and ("bfloat16" in k) == ("bfloat16" in name)
-            ),
-            None,
-        )
-        rows.append((name, value, common.ratio(value, same), common.ratio(value, ref32)))
-    table = common.markdown_table(
-        [
-            "contender",
-            f"examples/s ({n} real batches of {b})",
-            "vs keras-hub same dtype",
-            "vs keras-hub float32",
-        ],
-        rows,
-    )
+    table = keras_hub_table(eps, f"examples/s ({n} real batches of {b})")
     note = (
         f"Real SST-2 train batches (seed 0 order); ours cut to widths {widths} "
         f"(mean {np.mean(widths):.1f} tokens), keras-hub padded to {FLAGS.seq_length}; one timed "
@@ -225,9 +217,7 @@ def main(argv):
             hub_batch = common.keras_hub_inputs(batch)
             contenders[f"keras-hub {short}"] = lambda m=hub, x=hub_batch: m.train_on_batch(x, y)
         for threads in (int(n) for n in FLAGS.torch_threads) if peer is not None else ():
-            name = f"pytorch {short}" + (
-                f" ({threads} thread{'s' * (threads > 1)})" if threads else ""
-            )
+            name = f"pytorch {short}{common.threads_label(threads)}"
             contenders[name] = peer.add(
                 "classifier",
                 bf16=short == "bfloat16",
@@ -242,20 +232,7 @@ def main(argv):
         peer.close()
     eps = {name: b / common.median(ts) for name, ts in times.items()}
 
-    ref32 = eps.get("keras-hub float32")
-    rows = []
-    for name, value in eps.items():
-        same = "keras-hub bfloat16" if "bfloat16" in name else "keras-hub float32"
-        rows.append((name, value, common.ratio(value, eps.get(same)), common.ratio(value, ref32)))
-    table = common.markdown_table(
-        [
-            "contender",
-            f"examples/s (batch {b} x {t})",
-            "vs keras-hub same dtype",
-            "vs keras-hub float32",
-        ],
-        rows,
-    )
+    table = keras_hub_table(eps, f"examples/s (batch {b} x {t})")
     opt_name = "FusedAdamW" if FLAGS.ours_optimizer == "fused" else "keras AdamW"
     notes = [
         (

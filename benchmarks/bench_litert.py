@@ -46,7 +46,6 @@ hold the same float32 SavedModel beside their `model.tflite`). Then:
 
 import os
 import pathlib
-import subprocess
 import tempfile
 import time
 
@@ -211,12 +210,8 @@ def agreement(task, paths, threads: int, ov=None, tmp: pathlib.Path | None = Non
 
 
 def start_server(base: pathlib.Path, tmp: pathlib.Path, litert: bool):
-    """serving.server on `base`: the LiteRT one serves "float32" (version 1) and "int8"
-    (version 2) with --prefer_tflite_model; the plain one serves "saved_model" (version 1).
-    Returns (process, address)."""
-    from serving.client import model_status
-
-    port = common.free_port()
+    """serving.server on `base`, its models AVAILABLE: the LiteRT one serves "float32" (version 1)
+    and "int8" (version 2) with --prefer_tflite_model; the plain one "saved_model" (version 1)."""
     config = tmp / ("litert.config" if litert else "plain.config")
     names = (("float32", 1), ("int8", 2)) if litert else (("saved_model", 1),)
     config.write_text(
@@ -229,51 +224,18 @@ def start_server(base: pathlib.Path, tmp: pathlib.Path, litert: bool):
         + " }"
     )
     threads = FLAGS.litert_threads if litert else FLAGS.server_threads
-    log_path = tmp / f"server_{'litert' if litert else 'plain'}.log"
-    log = open(log_path, "wb")
-    proc = subprocess.Popen(
-        common.server_command(
-            f"--port={port}",
-            "--rest_api_port=0",
-            f"--model_config_file={config}",
-            f"--tensorflow_intra_op_parallelism={threads}",
-            *(["--prefer_tflite_model"] if litert else []),
-        ),
-        stdout=log,
-        stderr=subprocess.STDOUT,
-        cwd=common.REPO,
-        env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"),
-    )
-    address = f"127.0.0.1:{port}"
-    deadline = time.time() + 300
-    while time.time() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError(f"server exited: {log_path.read_text(errors='replace')[-2000:]}")
-        try:
-            if all(
-                any(s == "AVAILABLE" for _, s, _ in model_status(address, n, timeout=2))
-                for n, _ in names
-            ):
-                return proc, address
-        except Exception:
-            pass
-        time.sleep(0.5)
-    proc.kill()
-    raise RuntimeError("server did not make its models AVAILABLE in 300 s")
-
-
-def grpc_call(address, model, features):
-    import grpc
-    import tensorflow as tf
-    from tensorflow_serving.apis import predict_pb2, prediction_service_pb2_grpc
-
-    channel = grpc.insecure_channel(address)
-    stub = prediction_service_pb2_grpc.PredictionServiceStub(channel)
-    request = predict_pb2.PredictRequest()
-    request.model_spec.name, request.model_spec.signature_name = model, "encoded"
-    for k, v in features.items():
-        request.inputs[k].CopyFrom(tf.make_tensor_proto(v))
-    return lambda: stub.Predict(request, timeout=60)
+    server_flags = [
+        f"--model_config_file={config}",
+        f"--tensorflow_intra_op_parallelism={threads}",
+        *(["--prefer_tflite_model"] if litert else []),
+    ]
+    log = tmp / f"server_{'litert' if litert else 'plain'}.log"
+    server = common.ServerProcess(server_flags, log)
+    try:
+        return server.wait_available(*(n for n, _ in names))
+    except RuntimeError:
+        server.stop()
+        raise
 
 
 def build_contenders(paths, shapes, servers, ort, ov=None):
@@ -302,7 +264,8 @@ def build_contenders(paths, shapes, servers, ort, ov=None):
                 **f
             )["probabilities"]
         for name, (address, model) in servers.items():
-            contenders.setdefault(name, {})[shape] = grpc_call(address, model, features)
+            request = common.predict_request(model, features, "encoded")
+            contenders.setdefault(name, {})[shape] = common.predict_call(address, request)
         if ort is not None:
             for quant in ("float32", "int8"):
                 contenders.setdefault(f"onnxruntime {quant}", {})[shape] = ort.add(
@@ -416,7 +379,7 @@ def main(argv):
     common.set_threads_from_env()
     desc = common.machine_description(["ai_edge_litert"])
     ort = common.OnnxRuntimePeer() if FLAGS.onnxruntime and common.onnxruntime_or_none() else None
-    procs = []
+    started = []
     with tempfile.TemporaryDirectory(prefix="bench_litert_") as tmp:
         tmp = pathlib.Path(tmp)
         print("exporting (LiteRT float32 -> 1, int8 -> 2) ...", flush=True)
@@ -430,37 +393,19 @@ def main(argv):
             if FLAGS.grpc:
                 print("starting servers ...", flush=True)
                 for litert in (False, True) if FLAGS.saved_model else (True,):
-                    proc, address = start_server(tmp / "base", tmp, litert)
-                    procs.append(proc)
+                    started.append(start_server(tmp / "base", tmp, litert))
                     models = ("float32", "int8") if litert else ("saved_model",)
                     for model in models:
                         label = f"LiteRT {model}" if litert else "SavedModel"
-                        servers[f"gRPC {label}"] = (address, model)
+                        servers[f"gRPC {label}"] = (started[-1].address, model)
             b, t, lt = FLAGS.batch_size, FLAGS.seq_length, FLAGS.latency_seq_length
             contenders = build_contenders(paths, [(b, t), (1, lt)], servers, ort, ov)
-            print(f"throughput at {b} x {t} ...", flush=True)
-            tput = common.alternate(
-                {n: c[(b, t)] for n, c in contenders.items()}, FLAGS.repetitions, warmup=2
-            )
-            print(f"latency at 1 x {lt} ...", flush=True)
-            inner = 10
-            lat = common.alternate(
-                {n: c[(1, lt)] for n, c in contenders.items()},
-                max(1, FLAGS.latency_calls // inner),
-                warmup=5,
-                inner=inner,
-                log=False,
+            seqs, lat = common.encoder_speed(
+                contenders, (b, t), (1, lt), FLAGS.repetitions, FLAGS.latency_calls, 5
             )
         finally:
-            for proc in procs:
-                proc.terminate()
-                proc.wait(timeout=30)
-            for peer in (ort, ov):
-                if peer is not None:
-                    peer.close()
-    seqs = {n: b / common.median(v) for n, v in tput.items()}
-    p50 = {n: common.percentile(v, 50) * 1e3 for n, v in lat.items()}
-    p99 = {n: common.percentile(v, 99) * 1e3 for n, v in lat.items()}
+            common.close_all(ort, ov, *started)
+    p50, p99 = ({n: v[i] for n, v in lat.items()} for i in (0, 1))
     peers, rows = table_rows(list(contenders), p50, p99, seqs)
     table = common.markdown_table(
         [

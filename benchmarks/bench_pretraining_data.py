@@ -25,7 +25,7 @@ from absl import app, flags
 
 from benchmarks import common
 
-REPO = pathlib.Path(__file__).resolve().parents[1]
+REPO = common.REPO
 TOPIC = "beam"
 FLAGS = flags.FLAGS
 flags.DEFINE_integer("repetitions", 3, "Rounds (medians).")
@@ -83,9 +83,7 @@ def main(argv):
     import json
 
     desc = common.machine_description(["apache_beam"])
-    data_dir = pathlib.Path(
-        os.environ.get("KERAS_BERT_DATA_DIR", REPO.parent / "shared" / "data")
-    ).resolve()
+    data_dir = common.data_dir().resolve()
     sources = [
         data_dir / "wikitext" / "wikitext-2-raw" / "wiki.test.raw",
         data_dir / "wikitext" / "wikitext-2" / "wiki.valid.tokens",

@@ -37,21 +37,19 @@ from __future__ import annotations
 
 import collections
 import dataclasses
+import itertools
 import pathlib
 import shutil
-import subprocess
 import tempfile
-import threading
 import time
 
 from absl import app, flags
 
 from benchmarks import common
+from benchmarks.common import Controller  # also tools/soak.py's
 
 MODEL_NAME, SHADOW_NAME = "bench_reload", "bench_reload_shadow"
 EVENTS = ("publish", "reload: add model", "publish", "reload: remove model")
-STATUS_POLL_S = 0.02
-EVENT_TIMEOUT_S = 300.0
 SENTENCES = [
     "a gripping, funny film",
     "the plot never quite comes together, and the second half drags on far too long",
@@ -75,12 +73,6 @@ class Window:
     end: float  # the event's end plus the margin
 
 
-def export_minilm(base: pathlib.Path) -> pathlib.Path:
-    """The MiniLM-L6 classifier (fixed random head, seed 0) exported under `base`; Keras is
-    imported only then (when no --model_dir is given)."""
-    return pathlib.Path(common.sst2_classifier().export(str(base), "minilm"))
-
-
 def publish(source: pathlib.Path, base: pathlib.Path, version: int) -> None:
     """Copies `source` to `base/.tmp-<version>`, then renames it to `base/<version>` (atomic)."""
     staged = base / f".tmp-{version}"
@@ -98,9 +90,9 @@ def model_config(name: str, base: pathlib.Path):
     return config
 
 
-class Server:
-    """`python -m serving.server` on a free port serving MODEL_NAME from `base` (`extra`: more
-    server flags)."""
+class Server(common.ServerProcess):
+    """`python -m serving.server` on a free port serving MODEL_NAME from `base` through a model
+    config file (so that reloads may change it), polling every `poll_s` (`extra`: more flags)."""
 
     def __init__(self, base: pathlib.Path, work: pathlib.Path, poll_s: float, *extra: str):
         from google.protobuf import text_format
@@ -109,78 +101,10 @@ class Server:
         config = model_server_config_pb2.ModelServerConfig()
         config.model_config_list.config.append(model_config(MODEL_NAME, base))
         (work / "models.config").write_text(text_format.MessageToString(config))
-        self.launch(
-            [
-                f"--model_config_file={work / 'models.config'}",
-                f"--file_system_poll_wait_seconds={poll_s}",
-                *extra,
-            ],
-            work / "server.log",
+        flags_ = [f"--model_config_file={work / 'models.config'}"]
+        super().__init__(
+            [*flags_, f"--file_system_poll_wait_seconds={poll_s}", *extra], work / "server.log"
         )
-
-    def launch(self, flags: list, log_path: pathlib.Path, env: dict | None = None) -> None:
-        """Starts the server with `flags` on a free gRPC port (REST off), its output in `log_path`."""
-        self.address = f"127.0.0.1:{common.free_port()}"
-        self.log_path = log_path
-        self._log = open(log_path, "wb")
-        self.proc = subprocess.Popen(
-            common.server_command(
-                f"--port={self.address.rsplit(':', 1)[1]}", "--rest_api_port=0", *flags
-            ),
-            stdout=self._log,
-            stderr=subprocess.STDOUT,
-            cwd=pathlib.Path(__file__).resolve().parents[1],
-            env=env,
-        )
-
-    def stop(self):
-        common.stop_process(self.proc, timeout=60)
-        self._log.close()
-
-
-class Controller:
-    """GetModelStatus / HandleReloadConfigRequest on its own channel."""
-
-    def __init__(self, address: str):
-        import grpc
-        from tensorflow_serving.apis import model_service_pb2_grpc
-
-        self._channel = grpc.insecure_channel(address)
-        self._stub = model_service_pb2_grpc.ModelServiceStub(self._channel)
-
-    def states(self, name: str) -> dict:
-        """version -> state name ({} while the server cannot answer)."""
-        import grpc
-        from tensorflow_serving.apis import get_model_status_pb2
-
-        request = get_model_status_pb2.GetModelStatusRequest()
-        request.model_spec.name = name
-        try:
-            response = self._stub.GetModelStatus(request, timeout=10)
-        except grpc.RpcError:
-            return {}
-        state = get_model_status_pb2.ModelVersionStatus.State
-        return {s.version: state.Name(s.state) for s in response.model_version_status}
-
-    def wait(self, name: str, done, timeout: float = EVENT_TIMEOUT_S, proc=None) -> None:
-        """Polls `states(name)` until `done(states)`; raises RuntimeError after `timeout` s."""
-        deadline = time.monotonic() + timeout
-        while not done(self.states(name)):
-            if time.monotonic() > deadline or (proc is not None and proc.poll() is not None):
-                raise RuntimeError(f"{name}: not done after {timeout:g} s: {self.states(name)}")
-            time.sleep(STATUS_POLL_S)
-
-    def reload(self, configs) -> None:
-        from tensorflow_serving.apis import model_management_pb2
-
-        request = model_management_pb2.ReloadConfigRequest()
-        request.config.model_config_list.config.extend(configs)
-        response = self._stub.HandleReloadConfigRequest(request, timeout=EVENT_TIMEOUT_S)
-        if response.status.error_code:
-            raise RuntimeError(f"reload failed: {response.status.error_message}")
-
-    def close(self):
-        self._channel.close()
 
 
 def string_inputs(address: str) -> list:
@@ -201,42 +125,6 @@ def string_inputs(address: str) -> list:
     response.metadata["signature_def"].Unpack(signatures)
     inputs = signatures.signature_def["serving_default"].inputs
     return sorted(name for name, info in inputs.items() if info.dtype == 7)  # DT_STRING
-
-
-def client(address: str, names: list, k: int, stop: threading.Event, calls: list) -> None:
-    """Predict back to back until `stop`; appends a Call per request (errors included)."""
-    import grpc
-    from tensorflow.core.framework import tensor_pb2, tensor_shape_pb2, types_pb2
-    from tensorflow_serving.apis import predict_pb2, prediction_service_pb2_grpc
-
-    mine = []
-    with grpc.insecure_channel(address) as channel:
-        stub = prediction_service_pb2_grpc.PredictionServiceStub(channel)
-        i = k
-        while not stop.is_set():
-            request = predict_pb2.PredictRequest()
-            request.model_spec.name = MODEL_NAME
-            for name in names:
-                text = SENTENCES[i % len(SENTENCES)] if name == "text" else ""
-                request.inputs[name].CopyFrom(
-                    tensor_pb2.TensorProto(
-                        dtype=types_pb2.DT_STRING,
-                        tensor_shape=tensor_shape_pb2.TensorShapeProto(
-                            dim=[tensor_shape_pb2.TensorShapeProto.Dim(size=1)]
-                        ),
-                        string_val=[text.encode()],
-                    )
-                )
-            i += 1
-            start = time.perf_counter()
-            try:
-                response = stub.Predict(request, timeout=60)
-                mine.append(
-                    Call(start, time.perf_counter(), True, response.model_spec.version.value)
-                )
-            except grpc.RpcError:
-                mine.append(Call(start, time.perf_counter(), False, 0))
-    calls.extend(mine)
 
 
 def run_events(
@@ -325,6 +213,8 @@ def run_benchmark(
     work: pathlib.Path,
 ) -> dict:
     """The whole measurement in `work` (a fresh directory); returns `summarize`'s dict."""
+    import grpc
+
     base, shadow_base = work / "models" / MODEL_NAME, work / "models" / SHADOW_NAME
     base.mkdir(parents=True)
     shadow_base.mkdir(parents=True)
@@ -332,37 +222,47 @@ def run_benchmark(
     publish(model_dir, shadow_base, 1)
     server = Server(base, work, poll_s)
     controller = Controller(server.address)
-    stop, calls, threads = threading.Event(), [], []
+    windows, begin = [], []
+
+    def make_call(k):  # client k sends SENTENCES in turn from the k-th
+        stub = common.predict_stub(server.address)
+        mine = itertools.cycle(requests[k % len(requests) :] + requests[: k % len(requests)])
+        return lambda: stub.Predict(next(mine), timeout=60).model_spec.version.value
+
+    def during():
+        time.sleep(1.0)  # warm-up: channels, first calls
+        begin.append(time.perf_counter())
+        windows.extend(
+            run_events(
+                controller,
+                server,
+                model_dir,
+                base,
+                shadow_base,
+                begin[0] + seconds,
+                interval_s,
+                margin_s,
+            )
+        )
+
     try:
         controller.wait(MODEL_NAME, lambda s: s.get(1) == "AVAILABLE", proc=server.proc)
         names = string_inputs(server.address)
-        for k in range(clients):
-            thread = threading.Thread(
-                target=client, args=(server.address, names, k, stop, calls), daemon=True
-            )
-            thread.start()
-            threads.append(thread)
-        time.sleep(1.0)  # warm-up: channels, first calls
-        begin = time.perf_counter()
-        windows = run_events(
-            controller,
-            server,
-            model_dir,
-            base,
-            shadow_base,
-            begin + seconds,
-            interval_s,
-            margin_s,
-        )
+        requests = [
+            common.predict_request(MODEL_NAME, {n: [t if n == "text" else ""] for n in names})
+            for t in SENTENCES
+        ]
+        records = common.client_threads(make_call, clients, during, tolerate=(grpc.RpcError,))
     except RuntimeError as e:
-        raise RuntimeError(f"{e}\nserver log:\n{server.log_path.read_text()[-3000:]}") from None
+        raise RuntimeError(f"{e}\nserver log:\n{server.log_tail()}") from None
     finally:
-        stop.set()
-        for thread in threads:
-            thread.join(timeout=120)
         controller.close()
         server.stop()
-    return summarize([c for c in calls if c.start >= begin], windows)
+    calls = [
+        Call(s, e, not isinstance(r, Exception), 0 if isinstance(r, Exception) else r)
+        for s, e, r in records
+    ]
+    return summarize([c for c in calls if c.start >= begin[0]], windows)
 
 
 def report(result: dict) -> str:
@@ -407,9 +307,7 @@ def main(argv):
     desc = common.machine_description(["grpcio", "tensorflow"])
     with tempfile.TemporaryDirectory() as tmp:
         tmp = pathlib.Path(tmp)
-        model_dir = (
-            pathlib.Path(FLAGS.model_dir) if FLAGS.model_dir else export_minilm(tmp / "export")
-        )
+        model_dir = common.served_model_dir(FLAGS.model_dir, tmp / "export")
         result = run_benchmark(
             model_dir,
             FLAGS.clients,
@@ -423,7 +321,7 @@ def main(argv):
         f"\n{FLAGS.clients} clients, at least {FLAGS.seconds:g} s, an event every "
         f"{FLAGS.interval_s:g} s, server poll {FLAGS.poll_s:g} s, window margin "
         f"{FLAGS.window_margin_s:g} s; model: "
-        f"{'MiniLM-L6 classifier' if not FLAGS.model_dir else pathlib.Path(FLAGS.model_dir).name}.\n"
+        f"{common.served_model_name(FLAGS.model_dir)}.\n"
     )
     common.report(TOPIC, "Reload under load", body, desc, FLAGS.append)
     return 1 if result["failed"] else 0

@@ -25,7 +25,6 @@ import json
 import pathlib
 import resource
 import socket
-import subprocess
 import tempfile
 import time
 
@@ -45,7 +44,6 @@ flags.DEFINE_integer("max_request_bytes", 64 << 20, "The server's default, for p
 flags.DEFINE_bool("append", True, common.append_help(TOPIC))
 
 MODEL = "bench_minilm"
-ROOT = pathlib.Path(__file__).resolve().parents[1]
 
 
 # ------------------------------------------------------------------ 1. conversion
@@ -170,72 +168,32 @@ def conversion():
 
 
 # ------------------------------------------------------------------ servers
-class Server:
-    """`python -m serving.server` started from `tree` on free ports, REST on."""
+def start_server(tree, base, log):
+    """`python -m serving.server` started from `tree` on free ports, REST on, AVAILABLE."""
+    server_flags = [
+        f"--model_name={MODEL}",
+        f"--model_base_path={base / MODEL}",
+        "--file_system_poll_wait_seconds=0",
+        "--tensorflow_intra_op_parallelism=1",
+    ]
+    server = common.ServerProcess(server_flags, log, rest=True, cwd=tree)
+    try:
+        return server.wait_available(MODEL)
+    except RuntimeError:
+        server.stop()
+        raise
 
-    def __init__(self, tree, base, log):
-        self.port, self.rest_port = common.free_port(), common.free_port()
-        self.log = open(log, "w")
-        self.proc = subprocess.Popen(
-            common.server_command(
-                f"--port={self.port}",
-                f"--rest_api_port={self.rest_port}",
-                f"--model_name={MODEL}",
-                f"--model_base_path={base / MODEL}",
-                "--file_system_poll_wait_seconds=0",
-                "--tensorflow_intra_op_parallelism=1",
-            ),
-            cwd=tree,
-            stdout=self.log,
-            stderr=subprocess.STDOUT,
-        )
-        deadline = time.monotonic() + 300
-        while time.monotonic() < deadline:
-            try:
-                if self.available():
-                    return
-            except OSError:
-                pass
-            if self.proc.poll() is not None:
-                raise RuntimeError(f"server from {tree} exited: see {log}")
-            time.sleep(0.5)
-        raise RuntimeError(f"server from {tree} not serving in 300 s: see {log}")
 
-    def available(self):
-        connection = http.client.HTTPConnection("127.0.0.1", self.rest_port, timeout=30)
-        try:
-            connection.request("GET", f"/v1/models/{MODEL}")
-            return b'"AVAILABLE"' in connection.getresponse().read()
-        finally:
-            connection.close()
-
-    def threads(self):
-        for line in pathlib.Path(f"/proc/{self.proc.pid}/status").read_text().splitlines():
-            if line.startswith("Threads:"):
-                return int(line.split()[1])
-        return -1
-
-    def stop(self):
-        common.stop_process(self.proc, 30)
-        self.log.close()
+def threads(server):
+    """The number of threads of the server's process (/proc/<pid>/status)."""
+    for line in pathlib.Path(f"/proc/{server.proc.pid}/status").read_text().splitlines():
+        if line.startswith("Threads:"):
+            return int(line.split()[1])
+    return -1
 
 
 def _ids(length=32):
     return common.random_batch(1, length)
-
-
-def _grpc_caller(server, ids):
-    import grpc
-    import tensorflow as tf
-    from tensorflow_serving.apis import predict_pb2, prediction_service_pb2_grpc
-
-    channel = grpc.insecure_channel(f"127.0.0.1:{server.port}")
-    stub = prediction_service_pb2_grpc.PredictionServiceStub(channel)
-    request = predict_pb2.PredictRequest()
-    request.model_spec.name, request.model_spec.signature_name = MODEL, "encoded"
-    for name, value in ids.items():
-        request.inputs[name].CopyFrom(tf.make_tensor_proto(value))
-    return lambda: stub.Predict(request, timeout=60)
 
 
 def _rest_caller(server, ids):
@@ -261,7 +219,8 @@ def served(servers, path):
     tensors = {k: tf.constant(v) for k, v in ids.items()}
     contenders = {"in process": lambda: fn(**tensors)}
     for label, server in servers.items():
-        contenders[f"gRPC, {label}"] = _grpc_caller(server, ids)
+        request = common.predict_request(MODEL, ids, "encoded")
+        contenders[f"gRPC, {label}"] = common.predict_call(server.address, request)
         contenders[f"REST, {label}"] = _rest_caller(server, ids)
     times = common.alternate(contenders, repetitions=FLAGS.calls // 10, inner=10, log=False)
     base = common.median(times["in process"])
@@ -305,10 +264,10 @@ def connections(servers):
     rows = []
     for label, server in servers.items():
         quiet = _client_latencies(server, FLAGS.calls)
-        threads_quiet = server.threads()
+        threads_quiet = threads(server)
         held, opened_s = _hold(server, FLAGS.idle_connections, FLAGS.open_seconds)
         time.sleep(1)
-        threads_held = server.threads()
+        threads_held = threads(server)
         try:
             loaded = _client_latencies(server, FLAGS.calls)
         finally:
@@ -357,13 +316,14 @@ def main(argv):
     with tempfile.TemporaryDirectory() as tmp:
         tmp = pathlib.Path(tmp)
         path = common.sst2_classifier(128).export(str(tmp), MODEL)
-        trees = {"this tree": ROOT}
+        trees = {"this tree": common.REPO}
         if FLAGS.baseline_tree:
             trees["baseline tree"] = pathlib.Path(FLAGS.baseline_tree).resolve()
         servers = {}
         try:
             for label, tree in trees.items():
-                servers[label] = Server(tree, tmp, tmp / f"{label.replace(' ', '_')}.log")
+                log = tmp / f"{label.replace(' ', '_')}.log"
+                servers[label] = start_server(tree, tmp, log)
             sections.append("### 2. Served, one request at a time\n\n" + served(servers, path))
             sections.append("### 3. Connections\n\n" + connections(servers))
         finally:

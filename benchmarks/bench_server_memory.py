@@ -73,20 +73,12 @@ def call_shape(model_dir: pathlib.Path) -> tuple[int, int]:
 def call(address: str, names, calls: int, shape: tuple[int, int]) -> None:
     """`calls` Predict calls of `shape` random ids on the `encoded` signature of each model in
     `names`."""
-    import grpc
-    import tensorflow as tf
-    from tensorflow_serving.apis import predict_pb2, prediction_service_pb2_grpc
-
-    features = common.random_batch(*shape, seed=0)
-    with grpc.insecure_channel(address) as channel:
-        stub = prediction_service_pb2_grpc.PredictionServiceStub(channel)
-        for name in names:
-            request = predict_pb2.PredictRequest()
-            request.model_spec.name, request.model_spec.signature_name = name, "encoded"
-            for key, value in features.items():
-                request.inputs[key].CopyFrom(tf.make_tensor_proto(value))
-            for _ in range(calls):
-                stub.Predict(request, timeout=120)
+    for name in names:
+        predict = common.predict_call(
+            address, common.predict_request(name, common.random_batch(*shape), "encoded")
+        )
+        for _ in range(calls):
+            predict()
 
 
 def available(controller, server, version: int = 1, name: str = MODEL_NAME) -> None:
@@ -224,13 +216,7 @@ def main(argv):
     desc = common.machine_description(["grpcio", "tensorflow", "ai-edge-litert"])
     with tempfile.TemporaryDirectory() as tmp:
         tmp = pathlib.Path(tmp)
-        model_dir = (
-            pathlib.Path(FLAGS.model_dir)
-            if FLAGS.model_dir
-            else pathlib.Path(
-                common.sst2_classifier().export(str(tmp / "export"), "minilm", litert="float32")
-            )
-        )
+        model_dir = common.served_model_dir(FLAGS.model_dir, tmp / "export", litert="float32")
         result = run_benchmark(model_dir, tmp / "run", FLAGS.calls, FLAGS.cycles)
     body = report(result, FLAGS.cycles) + (
         f"\n{FLAGS.model_dir or 'MiniLM-L6 classifier (22.7M parameters, float32)'}, "

@@ -20,10 +20,8 @@ Throughput in requests (sentences)/s, latency p50/p99 ms per request.
 
 import os
 import pathlib
-import subprocess
 import tempfile
 import threading
-import time
 
 import numpy as np
 from absl import app, flags
@@ -49,32 +47,16 @@ flags.DEFINE_bool("append", True, common.append_help(TOPIC))
 MODEL_NAME = "bench_minilm"
 
 
-def export_model(base: pathlib.Path) -> pathlib.Path:
-    return common.sst2_classifier(FLAGS.max_seq_length).export(str(base), MODEL_NAME)
-
-
 def text_vs_ids(loaded, sentences):
     import tensorflow as tf
-    from keras_bert.checkpoints import resolve_vocab_file
-    from keras_bert.tokenization import FullTokenizer, pack_inputs
 
-    tok = FullTokenizer(resolve_vocab_file(common.PRESET), do_lower_case=True)
     text_fn, ids_fn = loaded.signatures["serving_default"], loaded.signatures["encoded"]
     rows = []
     for b in (1, FLAGS.batch_size):
         texts = tf.constant(sentences[:b])
-        packed = [
-            pack_inputs(
-                tok.convert_tokens_to_ids(tok.tokenize(s)),
-                None,
-                max_seq_length=FLAGS.max_seq_length,
-                cls_id=101,
-                sep_id=102,
-            )
-            for s in sentences[:b]
-        ]
-        full = {k: tf.constant(np.array([p[k] for p in packed], np.int32)) for k in packed[0]}
-        width = max(int(sum(p["input_mask"])) for p in packed)  # the batch's longest row
+        packed = common.featurize([s.decode() for s in sentences[:b]], FLAGS.max_seq_length)
+        full = {k: tf.constant(v) for k, v in packed.items()}
+        width = int(packed["input_mask"].sum(1).max())  # the batch's longest row
         trimmed = {k: v[:, :width] for k, v in full.items()}
         np.testing.assert_allclose(
             text_fn(text=texts)["probabilities"].numpy(),
@@ -107,61 +89,22 @@ def text_vs_ids(loaded, sentences):
 
 
 def load_run(make_call, clients: int, seconds: float, rows_per_call: int = 1):
-    """Runs `clients` threads calling make_call()() for 1 s warm-up + `seconds`.
-
-    Returns (rows/s, p50 ms, p99 ms) over the calls that ended inside the measured window.
-    """
+    """(rows/s, p50 ms, p99 ms) of `clients` threads calling make_call()() (`common.closed_loop`)."""
     lat, window = common.closed_loop(lambda _: make_call(), clients, seconds)
-    return (
-        len(lat) * rows_per_call / window,
-        common.percentile(lat, 50) * 1e3,
-        common.percentile(lat, 99) * 1e3,
-    )
+    return common.load_figures(lat, window, rows_per_call)
 
 
 def start_server(base: pathlib.Path, batch_timeout_micros, tmp: pathlib.Path):
-    """A server process; batching on with that timeout, or off for None. Returns (process, gRPC
-    address, REST address or None; REST only with batching, for its batch-size metrics)."""
-    from serving.client import ClientError, model_status
-
-    port = common.free_port()
-    rest_port = common.free_port() if batch_timeout_micros is not None else 0
-    cmd = common.server_command(
-        f"--port={port}",
-        f"--rest_api_port={rest_port}",
-        f"--model_name={MODEL_NAME}",
-        f"--model_base_path={base / MODEL_NAME}",
-    )
+    """A server, AVAILABLE; batching on with that timeout, or off for None (REST on only with
+    batching, for its batch-size metrics)."""
     batching = batch_timeout_micros is not None
+    server_flags = [f"--model_name={MODEL_NAME}", f"--model_base_path={base / MODEL_NAME}"]
     if batching:
         conf = tmp / "batching.config"
-        conf.write_text(
-            f"max_batch_size {{ value: 16 }}\nbatch_timeout_micros {{ value: "
-            f"{batch_timeout_micros} }}\nnum_batch_threads {{ value: 1 }}\n"
-            "max_enqueued_batches { value: 1000 }\n"
-        )
-        cmd += ["--enable_batching", f"--batching_parameters_file={conf}"]
-    log = open(tmp / f"server_{batch_timeout_micros if batching else 'nobatch'}.log", "w")
-    proc = subprocess.Popen(
-        cmd, stdout=log, stderr=subprocess.STDOUT, cwd=pathlib.Path(__file__).resolve().parents[1]
-    )
-    address = f"127.0.0.1:{port}"
-    deadline = time.time() + 300
-    while time.time() < deadline:
-        if proc.poll() is not None:
-            log.close()
-            tail = pathlib.Path(log.name).read_text()[-3000:]
-            raise RuntimeError(f"server exited with {proc.returncode}:\n{tail}")
-        try:
-            if any(
-                state == "AVAILABLE" for _, state, _ in model_status(address, MODEL_NAME, timeout=2)
-            ):
-                return proc, address, (f"127.0.0.1:{rest_port}" if rest_port else None)
-        except (ClientError, Exception):
-            pass
-        time.sleep(1.0)
-    proc.kill()
-    raise RuntimeError("server did not become AVAILABLE in 300 s")
+        conf.write_text(common.batching_config(16, batch_timeout_micros, 1))
+        server_flags += ["--enable_batching", f"--batching_parameters_file={conf}"]
+    log = tmp / f"server_{batch_timeout_micros if batching else 'nobatch'}.log"
+    return common.ServerProcess(server_flags, log, rest=batching).wait_available(MODEL_NAME)
 
 
 def batch_counts(rest_address) -> tuple[float, float]:
@@ -185,20 +128,11 @@ def batch_counts(rest_address) -> tuple[float, float]:
 
 
 def grpc_caller(address, sentence_source):
-    import grpc
-    import tensorflow as tf
-    from tensorflow_serving.apis import predict_pb2, prediction_service_pb2_grpc
-
     def make():
-        channel = grpc.insecure_channel(address)
-        stub = prediction_service_pb2_grpc.PredictionServiceStub(channel)
-        it = sentence_source()
+        stub, it = common.predict_stub(address), sentence_source()
 
         def call():
-            request = predict_pb2.PredictRequest()
-            request.model_spec.name = MODEL_NAME
-            request.model_spec.signature_name = "serving_default"
-            request.inputs["text"].CopyFrom(tf.make_tensor_proto([next(it)], dtype=tf.string))
+            request = common.predict_request(MODEL_NAME, {"text": [next(it)]})
             response = stub.Predict(request, timeout=60)
             assert response.outputs["probabilities"].tensor_shape.dim[0].size == 1
 
@@ -238,7 +172,8 @@ def server_runs(base, tmp, sentence_source, clients) -> tuple[dict, dict]:
     Returns (results as in_process_runs, rows per model call from the server's metrics)."""
     results, mean_batch = {}, {}
     for timeout in [None] + [int(t) for t in FLAGS.batch_timeout_micros] if clients else ():
-        proc, address, rest = start_server(base, timeout, tmp)
+        server = start_server(base, timeout, tmp)
+        rest = server.rest_address
         name = (
             "gRPC Predict, batching off"
             if timeout is None
@@ -249,15 +184,14 @@ def server_runs(base, tmp, sentence_source, clients) -> tuple[dict, dict]:
                 print(f"{name}, {c} client(s) ...", flush=True)
                 before = batch_counts(rest) if rest else None
                 results[(name, c)] = load_run(
-                    grpc_caller(address, sentence_source), c, FLAGS.seconds
+                    grpc_caller(server.address, sentence_source), c, FLAGS.seconds
                 )
                 if rest:
                     after = batch_counts(rest)
                     calls = after[1] - before[1]
                     mean_batch[(name, c)] = (after[0] - before[0]) / calls if calls else None
         finally:
-            proc.terminate()
-            proc.wait(timeout=60)
+            server.stop()
     return results, mean_batch
 
 
@@ -322,7 +256,7 @@ def main(argv):
     with tempfile.TemporaryDirectory(prefix="bench_serving_") as tmp_name:
         tmp = pathlib.Path(tmp_name)
         base = tmp / "models"
-        path = export_model(base)
+        path = common.sst2_classifier(FLAGS.max_seq_length).export(str(base), MODEL_NAME)
         print(f"exported {path}", flush=True)
         loaded = tf.saved_model.load(str(path))
         print("text in vs ids in ...", flush=True)

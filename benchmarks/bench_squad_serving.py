@@ -21,21 +21,16 @@ The exit status is 1 when any checked answer is not context[start:end].
         [--batch=1] [--tensorflow_intra_op_parallelism=1] [--server_arg=--enable_batching]
 
 The server subprocess is stopped on exit, on error and on SIGTERM/SIGINT. It inherits this
-process's CPU affinity (`taskset -c 1 python -m ...` pins both). Follows benchmarks/bench_serving.py
-(its readiness probe and load-window rule; percentile, table and machine-description helpers
-from benchmarks.common). The server start is its own here: bench_serving's `start_server`
-hard-codes its model name and server flags, and importing bench_serving would define its
---seconds/--clients/--append flags (other defaults) and clash with these.
+process's CPU affinity (`taskset -c 1 python -m ...` pins both). The server process, its
+readiness probe, the load window and the report are those of every serving benchmark
+(benchmarks/common.py).
 """
 
 import os
 import pathlib
-import re
 import signal
-import subprocess
 import sys
 import tempfile
-import time
 
 from absl import app, flags
 
@@ -72,8 +67,6 @@ flags.DEFINE_float("start_timeout", 300.0, "Seconds to wait for the model to be 
 flags.DEFINE_bool("append", False, common.append_help(TOPIC))
 flags.mark_flags_as_required(["model_base_path", "predict_file"])
 
-REPO_ROOT = pathlib.Path(__file__).resolve().parents[1]
-
 
 def squad_questions(path, min_words, max_words, limit):
     """SquadExamples whose context has min_words..max_words whitespace-split words."""
@@ -89,97 +82,39 @@ def squad_questions(path, min_words, max_words, limit):
     return examples[:limit]
 
 
-class Server:
-    """`python -m serving.server` in a subprocess; `stop()` is idempotent (also used at exit)."""
-
-    def __init__(self, model_base_path, model_name, port, log_path):
-        self.port = port
-        self.address = f"127.0.0.1:{port}" if port else None
-        self.model_name = model_name
-        self.log_path = pathlib.Path(log_path)
-        cmd = common.server_command(
-            f"--port={self.port}",
-            "--rest_api_port=0",
+def start_server(log_path):
+    """`python -m serving.server` on --model_base_path with this benchmark's server flags, not yet
+    waited for (`wait_available`)."""
+    return common.ServerProcess(
+        [
             "--host=127.0.0.1",
-            f"--model_name={model_name}",
-            f"--model_base_path={os.path.abspath(model_base_path)}",
+            f"--model_name={FLAGS.model_name}",
+            f"--model_base_path={os.path.abspath(FLAGS.model_base_path)}",
             f"--grpc_max_threads={FLAGS.grpc_max_threads}",
             f"--tensorflow_intra_op_parallelism={FLAGS.tensorflow_intra_op_parallelism}",
             f"--tensorflow_inter_op_parallelism={FLAGS.tensorflow_inter_op_parallelism}",
             *FLAGS.server_arg,
-        )
-        self.cmd = cmd
-        self._log = open(self.log_path, "wb")
-        self.proc = subprocess.Popen(
-            cmd,
-            stdout=self._log,
-            stderr=subprocess.STDOUT,
-            cwd=REPO_ROOT,
-            env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"),
-        )
-
-    def log_tail(self, n=3000):
-        return self.log_path.read_text(errors="replace")[-n:]
-
-    def wait_available(self, timeout):
-        """Polls GetModelStatus (as bench_serving.start_server does) until a version is AVAILABLE;
-        with port 0 first reads the bound port from the server's "Running gRPC ModelServer at
-        host:port" log line."""
-        from serving.client import model_status
-
-        deadline = time.time() + timeout
-        while time.time() < deadline:
-            if self.proc.poll() is not None:
-                raise RuntimeError(f"server exited with {self.proc.returncode}:\n{self.log_tail()}")
-            if self.address is None:
-                found = re.search(
-                    r"Running gRPC ModelServer at [^\s:]+:(\d+)",
-                    self.log_path.read_text(errors="replace"),
-                )
-                if found:
-                    self.port = int(found.group(1))
-                    self.address = f"127.0.0.1:{self.port}"
-                time.sleep(0.5)
-                continue
-            try:
-                if any(
-                    state == "AVAILABLE"
-                    for _, state, _ in model_status(self.address, self.model_name, timeout=2)
-                ):
-                    return
-            except Exception:
-                pass
-            time.sleep(0.5)
-        raise RuntimeError(f"model not AVAILABLE after {timeout:.0f} s:\n{self.log_tail()}")
-
-    def stop(self):
-        if self.proc.poll() is None:
-            common.stop_process(self.proc, timeout=30)
-        if not self._log.closed:
-            self._log.close()
+        ],
+        log_path,
+        port=FLAGS.port,
+    )
 
 
 def build_requests(examples, model_name, batch):
     """(PredictRequest, [examples]) per group of `batch` consecutive questions (a partial last
     group is dropped unless it is the only one)."""
-    import tensorflow as tf
-    from tensorflow_serving.apis import predict_pb2
-
     groups = [examples[i : i + batch] for i in range(0, len(examples) - batch + 1, batch)]
     groups = groups or [examples]
-    requests = []
-    for group in groups:
-        request = predict_pb2.PredictRequest()
-        request.model_spec.name = model_name
-        request.model_spec.signature_name = "serving_default"
-        request.inputs["question"].CopyFrom(
-            tf.make_tensor_proto([e.question.encode("utf-8") for e in group], dtype=tf.string)
+    return [
+        (
+            common.predict_request(
+                model_name,
+                {"question": [e.question for e in group], "context": [e.context for e in group]},
+            ),
+            group,
         )
-        request.inputs["context"].CopyFrom(
-            tf.make_tensor_proto([e.context.encode("utf-8") for e in group], dtype=tf.string)
-        )
-        requests.append((request, group))
-    return requests
+        for group in groups
+    ]
 
 
 def check_answers(address, requests):
@@ -225,17 +160,11 @@ def check_answers(address, requests):
 
 def load_window(address, requests, clients, seconds):
     """`clients` threads, each on its own gRPC channel, send requests for 1 s warm-up + `seconds`
-    (`common.closed_loop`, bench_serving's rule: calls that END inside the measured window
-    count). Returns (latencies s, window s)."""
-    import grpc
-    from tensorflow_serving.apis import prediction_service_pb2_grpc
-
-    channels = []
+    (`common.closed_loop`: calls that END inside the measured window count). Returns
+    (latencies s, window s)."""
 
     def make_call(k):
-        channels.append(grpc.insecure_channel(address))
-        stub = prediction_service_pb2_grpc.PredictionServiceStub(channels[-1])
-        at = [k * len(requests) // clients]
+        stub, at = common.predict_stub(address), [k * len(requests) // clients]
 
         def call():
             stub.Predict(requests[at[0]][0], timeout=120)
@@ -243,11 +172,7 @@ def load_window(address, requests, clients, seconds):
 
         return call
 
-    try:
-        return common.closed_loop(make_call, clients, seconds)
-    finally:
-        for channel in channels:
-            channel.close()
+    return common.closed_loop(make_call, clients, seconds)
 
 
 def run(server, examples):
@@ -257,7 +182,7 @@ def run(server, examples):
         "server ...",
         flush=True,
     )
-    server.wait_available(FLAGS.start_timeout)
+    server.wait_available(FLAGS.model_name, timeout=FLAGS.start_timeout)
     print(f"model {FLAGS.model_name} AVAILABLE at {server.address}", flush=True)
     checked = requests[: FLAGS.check_requests]
     offsets_ok, em, verbatim, n, bad = check_answers(server.address, checked)
@@ -271,18 +196,8 @@ def run(server, examples):
     for c in [int(x) for x in FLAGS.clients]:
         print(f"{c} client(s), {FLAGS.seconds:g} s ...", flush=True)
         lat, window = load_window(server.address, requests, c, FLAGS.seconds)
-        rows.append(
-            (
-                c,
-                FLAGS.batch,
-                len(lat) * FLAGS.batch / window,
-                len(lat) / window,
-                common.percentile(lat, 50) * 1e3,
-                common.percentile(lat, 90) * 1e3,
-                common.percentile(lat, 99) * 1e3,
-                len(lat),
-            )
-        )
+        requests_per_s, *ms = common.load_figures(lat, window, quantiles=(50, 90, 99))
+        rows.append((c, FLAGS.batch, requests_per_s * FLAGS.batch, requests_per_s, *ms, len(lat)))
     table = common.markdown_table(
         [
             "clients",
@@ -326,9 +241,7 @@ def main(argv):
     # SIGTERM (e.g. timeout, kill) raises SystemExit here so `finally` stops the server.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     with tempfile.TemporaryDirectory(prefix="bench_squad_serving_") as tmp:
-        server = Server(
-            FLAGS.model_base_path, FLAGS.model_name, FLAGS.port, pathlib.Path(tmp) / "server.log"
-        )
+        server = start_server(pathlib.Path(tmp) / "server.log")
         try:
             body, offsets_ok = run(server, examples)
         except BaseException:
@@ -340,10 +253,7 @@ def main(argv):
                 f"server (pid {server.proc.pid}) stopped, exit code {server.proc.returncode}",
                 flush=True,
             )
-    print(
-        "\n" + common.describe_markdown(desc) + f"\n- Load average before: "
-        f"{desc['load_average']}; after: {common.load_average()}\n\n" + body
-    )
+    print(f"\n{common.describe_run(desc)}\n\n{body}")
     if FLAGS.append:
         common.append_results(
             TOPIC, "SQuAD serving: gRPC Predict (bench_squad_serving)", body, desc

@@ -14,9 +14,6 @@ Reports sentences/s and ratios against tf_text; appends to docs/results/tokenize
     python -m benchmarks.bench_tokenizers [--repetitions=7] [--noappend]
 """
 
-import os
-import pathlib
-
 from absl import app, flags
 
 from benchmarks import common
@@ -31,14 +28,6 @@ flags.DEFINE_bool("append", True, common.append_help(TOPIC))
 flags.DEFINE_string("note", "", "Free text added under the table (e.g. before/after a change).")
 
 
-def _sentences(data_dir: pathlib.Path) -> list[str]:
-    import csv
-
-    with open(data_dir / "glue" / "sst2" / "dev.tsv", encoding="utf-8") as f:
-        rows = list(csv.reader(f, delimiter="\t", quoting=csv.QUOTE_NONE))
-    return [r[0] for r in rows[1:]]
-
-
 def main(argv):
     del argv
     common.set_threads_from_env()
@@ -47,13 +36,9 @@ def main(argv):
 
     from keras_bert.tokenization import BertPreprocessor, CoreBertTokenizer, FullTokenizer
 
-    repo = pathlib.Path(__file__).resolve().parents[1]
-    data_dir = pathlib.Path(
-        FLAGS.data_dir or os.environ.get("KERAS_BERT_DATA_DIR", repo.parent / "shared" / "data")
-    )
-    vocab_file = data_dir / "vocab" / "bert-base-uncased-vocab.txt"
+    vocab_file = str(common.data_dir(FLAGS.data_dir) / "vocab" / "bert-base-uncased-vocab.txt")
     desc = common.machine_description()
-    sentences = _sentences(data_dir)
+    sentences = common.sst2_sentences("dev", data=FLAGS.data_dir)[0]
     ref = FullTokenizer(vocab_file)
     vocab = [None] * len(ref.vocab)
     for t, i in ref.vocab.items():

@@ -196,20 +196,55 @@ def alternate(
     return times
 
 
+def encoder_speed(
+    contenders: dict,
+    throughput_shape: tuple,
+    latency_shape: tuple,
+    repetitions: int,
+    latency_calls: int,
+    latency_warmup: int,
+) -> tuple[dict, dict]:
+    """Times `contenders` (name -> {(batch, seq): zero-argument call}) as the encoder benchmarks
+    do: `repetitions` alternating rounds at `throughput_shape` (2 warm-up calls each), then
+    `latency_calls` calls each at `latency_shape` in alternating blocks of 10.
+
+    Returns (name -> sequences/s of the median round, name -> (p50 ms, p99 ms))."""
+    (b, t), (lb, lt) = throughput_shape, latency_shape
+    print(f"throughput at {b} x {t} ...", flush=True)
+    tput = alternate({n: c[throughput_shape] for n, c in contenders.items()}, repetitions, 2)
+    print(f"latency at {lb} x {lt} ...", flush=True)
+    lat = alternate(
+        {n: c[latency_shape] for n, c in contenders.items()},
+        max(1, latency_calls // 10),
+        warmup=latency_warmup,
+        inner=10,
+        log=False,
+    )
+    return (
+        {n: b / median(v) for n, v in tput.items()},
+        {n: (percentile(v, 50) * 1e3, percentile(v, 99) * 1e3) for n, v in lat.items()},
+    )
+
+
 def median(xs: Sequence[float]) -> float:
     return statistics.median(xs)
 
 
-def closed_loop(
-    make_call: Callable[[int], Callable[[], object]], clients: int, seconds: float
-) -> tuple[list[float], float]:
-    """`clients` threads, thread k calling `make_call(k)()` back to back: one untimed call each
-    (channel set-up, first trace), 1 s of warm-up, then `seconds` measured.
+def client_threads(
+    make_call: Callable[[int], Callable[[], object]],
+    clients: int,
+    during: Callable[[], object],
+    tolerate: tuple = (),
+) -> list[tuple[float, float, object]]:
+    """Closed-loop load: `clients` threads, thread k calling `make_call(k)()` back to back (one
+    untimed call first: channel set-up, first trace) while `during()` runs in this thread, then
+    stopped.
 
-    Returns (latencies in s of the calls that ENDED inside the measured window, window in s).
+    Returns [(start, end, result)] of every timed call (`time.perf_counter()` at send and at the
+    answer; result: the call's return value, or the exception of a type in `tolerate` it raised).
 
     Raises:
-        RuntimeError: a client call failed, or no call ended inside the window.
+        RuntimeError: a client call raised another exception.
     """
     records, lock, stop, errors = [], threading.Lock(), threading.Event(), []
 
@@ -219,10 +254,12 @@ def closed_loop(
             call = make_call(k)
             call()
             while not stop.is_set():
-                t = time.perf_counter()
-                call()
-                end = time.perf_counter()
-                mine.append((end, end - t))
+                start = time.perf_counter()
+                try:
+                    result = call()
+                except tolerate as e:
+                    result = e
+                mine.append((start, time.perf_counter(), result))
         except Exception as e:
             errors.append(repr(e))
         with lock:
@@ -231,16 +268,38 @@ def closed_loop(
     threads = [threading.Thread(target=worker, args=(k,), daemon=True) for k in range(clients)]
     for th in threads:
         th.start()
-    time.sleep(1.0)
-    start = time.perf_counter()
-    time.sleep(seconds)
-    end = time.perf_counter()
-    stop.set()
-    for th in threads:
-        th.join()
+    try:
+        during()
+    finally:
+        stop.set()
+        for th in threads:
+            th.join()
     if errors:
         raise RuntimeError(f"client errors: {errors[:3]}")
-    lat = [d for t, d in records if start <= t <= end]
+    return records
+
+
+def closed_loop(
+    make_call: Callable[[int], Callable[[], object]], clients: int, seconds: float
+) -> tuple[list[float], float]:
+    """`client_threads` for 1 s of warm-up, then `seconds` measured.
+
+    Returns (latencies in s of the calls that ENDED inside the measured window, window in s).
+
+    Raises:
+        RuntimeError: a client call failed, or no call ended inside the window.
+    """
+    window = []
+
+    def during():
+        time.sleep(1.0)
+        window.append(time.perf_counter())
+        time.sleep(seconds)
+        window.append(time.perf_counter())
+
+    records = client_threads(make_call, clients, during)
+    start, end = window
+    lat = [t - s for s, t, _ in records if start <= t <= end]
     if not lat:
         raise RuntimeError("no call completed inside the measured window; raise --seconds")
     return lat, end - start
@@ -290,6 +349,12 @@ def append_help(topic: str) -> str:
     return f"Append the results to {results_file(topic).relative_to(REPO)}."
 
 
+def describe_run(desc: dict) -> str:
+    """`describe_markdown(desc)` and the load averages before the run (`desc`'s) and now."""
+    load = f"- Load average (1/5/15 min) before: {desc['load_average']}; after: {load_average()}"
+    return f"{describe_markdown(desc)}\n{load}"
+
+
 def append_results(
     topic: str, title: str, body: str, desc: dict, path: pathlib.Path | None = None
 ) -> None:
@@ -301,8 +366,7 @@ def append_results(
     whether other work on the machine overlapped the run.
     """
     path = path or results_file(topic)
-    load = f"- Load average (1/5/15 min) before: {desc['load_average']}; after: {load_average()}"
-    section = f"\n## {title}\n\n{describe_markdown(desc)}\n{load}\n\n{body.rstrip()}\n"
+    section = f"\n## {title}\n\n{describe_run(desc)}\n\n{body.rstrip()}\n"
     if not path.exists():
         path.write_text(f"# Results: {topic}\n", encoding="utf-8")
     with path.open("a", encoding="utf-8") as f:
@@ -524,6 +588,20 @@ def sst2_classifier(max_seq_length: int = 128, encoder_config: dict | None = Non
     return task
 
 
+def served_model_dir(model_dir: str | None, work: pathlib.Path, **export_args) -> pathlib.Path:
+    """The SavedModel version directory a serving benchmark serves: `model_dir` (its
+    `--model_dir`) when given, else `sst2_classifier()` exported under `work` as "minilm"
+    (`export_args`: more `Task.export` arguments); Keras is imported only then."""
+    if model_dir:
+        return pathlib.Path(model_dir)
+    return pathlib.Path(sst2_classifier().export(str(work), "minilm", **export_args))
+
+
+def served_model_name(model_dir: str | None) -> str:
+    """How a serving benchmark's notes name its model: `model_dir`'s name, or the default one."""
+    return pathlib.Path(model_dir).name if model_dir else "MiniLM-L6 classifier"
+
+
 def server_command(*flags: str) -> list[str]:
     """The command line that starts `python -m serving.server` with `flags` under this
     interpreter: how every serving benchmark runs the server, in its own process (started in the
@@ -540,6 +618,189 @@ def stop_process(proc: subprocess.Popen, timeout: float) -> None:
     except subprocess.TimeoutExpired:
         proc.kill()
         proc.wait(timeout=timeout)
+
+
+STATUS_POLL_S = 0.02  # how often `Controller.wait` asks for the model's versions
+EVENT_TIMEOUT_S = 300.0  # the longest a server start, a version load or a reload may take
+
+
+class Controller:
+    """GetModelStatus / HandleReloadConfigRequest on its own gRPC channel to a server."""
+
+    def __init__(self, address: str):
+        import grpc
+        from tensorflow_serving.apis import model_service_pb2_grpc
+
+        self._channel = grpc.insecure_channel(address)
+        self._stub = model_service_pb2_grpc.ModelServiceStub(self._channel)
+
+    def states(self, name: str) -> dict:
+        """version -> state name ({} while the server cannot answer)."""
+        import grpc
+        from tensorflow_serving.apis import get_model_status_pb2
+
+        request = get_model_status_pb2.GetModelStatusRequest()
+        request.model_spec.name = name
+        try:
+            response = self._stub.GetModelStatus(request, timeout=10)
+        except grpc.RpcError:
+            return {}
+        state = get_model_status_pb2.ModelVersionStatus.State
+        return {s.version: state.Name(s.state) for s in response.model_version_status}
+
+    def wait(self, name: str, done, timeout: float = EVENT_TIMEOUT_S, proc=None) -> None:
+        """Polls `states(name)` until `done(states)`; raises RuntimeError after `timeout` s, or
+        as soon as the process `proc` (when given) has exited."""
+        deadline = time.monotonic() + timeout
+        while not done(self.states(name)):
+            if time.monotonic() > deadline or (proc is not None and proc.poll() is not None):
+                raise RuntimeError(f"{name}: not done after {timeout:g} s: {self.states(name)}")
+            time.sleep(STATUS_POLL_S)
+
+    def reload(self, configs) -> None:
+        from tensorflow_serving.apis import model_management_pb2
+
+        request = model_management_pb2.ReloadConfigRequest()
+        request.config.model_config_list.config.extend(configs)
+        response = self._stub.HandleReloadConfigRequest(request, timeout=EVENT_TIMEOUT_S)
+        if response.status.error_code:
+            raise RuntimeError(f"reload failed: {response.status.error_message}")
+
+    def close(self):
+        self._channel.close()
+
+
+class ServerProcess:
+    """`python -m serving.server` with `flags` in a child process, its output in `log_path`: how
+    every serving benchmark runs its server. gRPC on a free loopback port (`port=0`: the port the
+    server binds, read back from its log by `wait_available`), REST on another with `rest`, else
+    off; started in `cwd` (default this repository), TF_CPP_MIN_LOG_LEVEL 2 unless set. `stop()`
+    may be called more than once; as a context manager it stops on leaving."""
+
+    def __init__(self, flags, log_path, rest: bool = False, port: int | None = None, cwd=REPO):
+        self.port = free_port() if port is None else port
+        self.rest_port = free_port() if rest else 0
+        self.address = f"127.0.0.1:{self.port}" if self.port else None
+        self.rest_address = f"127.0.0.1:{self.rest_port}" if rest else None
+        self.log_path = pathlib.Path(log_path)
+        self._log = open(self.log_path, "wb")
+        self.proc = subprocess.Popen(
+            server_command(f"--port={self.port}", f"--rest_api_port={self.rest_port}", *flags),
+            stdout=self._log,
+            stderr=subprocess.STDOUT,
+            cwd=cwd,
+            env={"TF_CPP_MIN_LOG_LEVEL": "2", **os.environ},
+        )
+
+    def log_tail(self, n: int = 3000) -> str:
+        return self.log_path.read_text(errors="replace")[-n:]
+
+    def wait_available(self, *models: str, timeout: float = EVENT_TIMEOUT_S) -> "ServerProcess":
+        """Waits until a version of each of `models` is AVAILABLE (GetModelStatus); a
+        RuntimeError with the log's tail if the server exits or `timeout` seconds pass first."""
+        import re
+
+        deadline = time.monotonic() + timeout
+        while self.address is None:  # port 0: "Running gRPC ModelServer at host:port"
+            log = self.log_path.read_text(errors="replace")
+            found = re.search(r"Running gRPC ModelServer at [^\s:]+:(\d+)", log)
+            if found:
+                self.port = int(found.group(1))
+                self.address = f"127.0.0.1:{self.port}"
+            elif self.proc.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"server exited or bound no port:\n{self.log_tail()}")
+            time.sleep(0.5)
+        controller = Controller(self.address)
+        try:
+            for model in models:
+                left = max(deadline - time.monotonic(), 0.0)
+                controller.wait(model, lambda s: "AVAILABLE" in s.values(), left, self.proc)
+        except RuntimeError as e:
+            raise RuntimeError(f"{e} (server exit code {self.proc.poll()}):\n{self.log_tail()}")
+        finally:
+            controller.close()
+        return self
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            stop_process(self.proc, timeout=60)
+        self._log.close()
+
+    close = stop  # as a peer closes (`close_all`)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.stop()
+
+
+def batching_config(
+    max_batch_size: int, batch_timeout_micros: int, num_batch_threads: int, extra: str = ""
+) -> str:
+    """The server's batching parameters file (text proto) with these values,
+    max_enqueued_batches 1000, and `extra` fields (e.g. "allowed_batch_sizes: 8") at the end."""
+    return (
+        f"max_batch_size {{ value: {max_batch_size} }}\n"
+        f"batch_timeout_micros {{ value: {batch_timeout_micros} }}\n"
+        f"num_batch_threads {{ value: {num_batch_threads} }}\n"
+        "max_enqueued_batches { value: 1000 }\n" + (f"{extra}\n" if extra else "")
+    )
+
+
+def string_tensor(texts: Sequence) -> object:
+    """A DT_STRING TensorProto [len(texts)] of `texts` (str or bytes), built from the protos
+    alone: cheap enough to build inside a timed client call."""
+    from tensorflow.core.framework import tensor_pb2, tensor_shape_pb2, types_pb2
+
+    return tensor_pb2.TensorProto(
+        dtype=types_pb2.DT_STRING,
+        tensor_shape=tensor_shape_pb2.TensorShapeProto(
+            dim=[tensor_shape_pb2.TensorShapeProto.Dim(size=len(texts))]
+        ),
+        string_val=[t if isinstance(t, bytes) else t.encode() for t in texts],
+    )
+
+
+def predict_request(model: str, inputs: dict, signature: str = "serving_default"):
+    """A PredictRequest of `signature` of `model`: each input a list of texts (`string_tensor`)
+    or an array (`tf.make_tensor_proto`)."""
+    from tensorflow_serving.apis import predict_pb2
+
+    request = predict_pb2.PredictRequest()
+    request.model_spec.name, request.model_spec.signature_name = model, signature
+    for name, value in inputs.items():
+        if isinstance(value, (list, tuple)):
+            request.inputs[name].CopyFrom(string_tensor(value))
+        else:
+            import tensorflow as tf
+
+            request.inputs[name].CopyFrom(tf.make_tensor_proto(value))
+    return request
+
+
+def predict_stub(address: str):
+    """A PredictionService stub on a new insecure channel to `address` (host:port)."""
+    import grpc
+    from tensorflow_serving.apis import prediction_service_pb2_grpc
+
+    return prediction_service_pb2_grpc.PredictionServiceStub(grpc.insecure_channel(address))
+
+
+def predict_call(address: str, request) -> Callable[[], object]:
+    """A zero-argument callable sending `request` through its own channel to `address`."""
+    stub = predict_stub(address)
+    return lambda: stub.Predict(request, timeout=60)
+
+
+def load_figures(
+    latencies: Sequence[float], window: float, rows_per_call: int = 1, quantiles=(50, 99)
+) -> tuple:
+    """`closed_loop`'s result as (rows/s, then the latency percentiles `quantiles` in ms)."""
+    return (
+        len(latencies) * rows_per_call / window,
+        *(percentile(latencies, q) * 1e3 for q in quantiles),
+    )
 
 
 def peer_python() -> str:
@@ -628,35 +889,44 @@ def torch_or_none():
     return torch, transformers
 
 
-def onnxruntime_or_none(python: str | None = None) -> str | None:
-    """`python` (default `peer_python()`) if it imports onnxruntime, torch, transformers and onnx
-    (what benchmarks/peers/ort_peer.py needs), else None with a one-line message."""
+def peer_or_none(label: str, modules: Sequence[str], python: str | None = None) -> str | None:
+    """`python` (default `peer_python()`) if it imports `modules` (what the peer `label` needs),
+    else None with a one-line message saying what to install there."""
     python = python or peer_python()
-    error = _python_has(python, ("onnxruntime", "torch", "transformers", "onnx"))
+    error = _python_has(python, modules)
     if error:
         print(
-            f"ONNX Runtime peer skipped: {error} (optional, in the interpreter of "
-            f"$KERAS_BERT_PEER_PYTHON: pip install onnxruntime onnx torch transformers)"
+            f"{label} peer skipped: {error} (optional, in the interpreter of "
+            f"$KERAS_BERT_PEER_PYTHON: pip install {' '.join(modules)})"
         )
         return None
     return python
+
+
+def onnxruntime_or_none(python: str | None = None) -> str | None:
+    """`peer_or_none` for benchmarks/peers/ort_peer.py."""
+    return peer_or_none("ONNX Runtime", ("onnxruntime", "onnx", "torch", "transformers"), python)
 
 
 OPENVINO_PEER_MODULES = ("openvino", "nncf", "tensorflow", "torch", "transformers", "onnx")
 
 
 def openvino_or_none(python: str | None = None) -> str | None:
-    """`python` (default `peer_python()`) if it imports `OPENVINO_PEER_MODULES` (what
-    benchmarks/peers/openvino_peer.py needs), else None with a one-line message."""
-    python = python or peer_python()
-    error = _python_has(python, OPENVINO_PEER_MODULES)
-    if error:
-        print(
-            f"OpenVINO peer skipped: {error} (optional, in the interpreter of "
-            f"$KERAS_BERT_PEER_PYTHON: pip install {' '.join(OPENVINO_PEER_MODULES)})"
-        )
-        return None
-    return python
+    """`peer_or_none` for benchmarks/peers/openvino_peer.py."""
+    return peer_or_none("OpenVINO", OPENVINO_PEER_MODULES, python)
+
+
+def close_all(*peers) -> None:
+    """Closes each of `peers` (child peers, server processes) that is not None (not started)."""
+    for peer in peers:
+        if peer is not None:
+            peer.close()
+
+
+def threads_label(threads: int) -> str:
+    """The suffix naming a contender's thread setting: " (1 thread)", " (4 threads)"; "" for 0
+    (the runtime's default)."""
+    return f" ({threads} thread{'s' * (threads > 1)})" if threads else ""
 
 
 def model_dir() -> pathlib.Path:
@@ -708,12 +978,18 @@ def featurize(texts: Sequence[str], seq_length: int) -> dict:
     return {k: np.array([r[k] for r in rows], np.int32) for k in rows[0]}
 
 
-def sst2_sentences(split: str, limit: int | None = None):
+def data_dir(override: str | None = None) -> pathlib.Path:
+    """The data directory of the benchmarks: `override` (a script's `--data_dir`) when given,
+    else `$KERAS_BERT_DATA_DIR`, else shared/data beside this repository."""
+    return pathlib.Path(
+        override or os.environ.get("KERAS_BERT_DATA_DIR") or REPO.parent / "shared" / "data"
+    )
+
+
+def sst2_sentences(split: str, limit: int | None = None, data: str | None = None):
+    """(texts, int labels) of SST-2 `split` under `data_dir(data)`, the first `limit` when given."""
     from keras_bert.data.glue import read_glue
 
-    data_dir = os.environ.get(
-        "KERAS_BERT_DATA_DIR", str(pathlib.Path(__file__).resolve().parents[2] / "shared" / "data")
-    )
-    examples = read_glue("sst2", split, data_dir)
+    examples = read_glue("sst2", split, str(data_dir(data)))
     examples = examples[:limit] if limit else examples
     return [e.text_a for e in examples], np.array([int(e.label) for e in examples])
