@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The prepared device check (issue 33): on a machine with an NVIDIA GPU, under 8 minutes, one
+# The prepared device check: on a machine with an NVIDIA GPU, under 8 minutes, one
 # Markdown table of devices, build, the pytest tests marked gpu, fine-tuning and encoder speed in
 # float32 / mixed_float16 / mixed_bfloat16 with and without XLA, MirroredStrategy, and the
 # keras-hub and PyTorch peers where installed (tools/device_check.py says what and how).
