@@ -41,7 +41,6 @@ and from bfloat16 embeddings of our encoder.
 """
 
 import os
-import subprocess
 import tempfile
 
 import numpy as np
@@ -263,15 +262,8 @@ def peer_versions() -> str:
         "print(f'Python {sys.version.split()[0]}; ' + ', '.join(f'{p} {v(p)}' for p in "
         "('torch', 'transformers', 'onnx', 'onnxruntime')))"
     )
-    try:
-        return (
-            subprocess.run(
-                [common.peer_python(), "-c", code], capture_output=True, text=True, timeout=120
-            ).stdout.strip()
-            or "unknown"
-        )
-    except (OSError, subprocess.TimeoutExpired):
-        return "unknown"
+    proc = common.run_python(common.peer_python(), code, timeout=120)
+    return (proc.stdout.strip() if not isinstance(proc, str) else "") or "unknown"
 
 
 def main(argv):

@@ -849,20 +849,22 @@ class TensorFlowPeer(ChildPeer):
         super().__init__("benchmarks.peers.tf_peer", str(intra_op), str(inter_op))
 
 
-def _python_has(python: str, modules: Sequence[str]) -> str | None:
-    """None if `python` imports all `modules`, else the last line of its error."""
+def run_python(python: str, code: str, timeout: float = 300):
+    """`python -c code` in the repository root: its CompletedProcess (text output captured), or
+    "<python>: <error>" where it could not run or ran past `timeout` seconds."""
     try:
-        proc = subprocess.run(
-            [python, "-c", "import " + ", ".join(modules)],
-            capture_output=True,
-            text=True,
-            timeout=300,
-            cwd=REPO,
+        return subprocess.run(
+            [python, "-c", code], capture_output=True, text=True, timeout=timeout, cwd=REPO
         )
     except (OSError, subprocess.TimeoutExpired) as e:
         return f"{python}: {e}"
-    if proc.returncode == 0:
-        return None
+
+
+def _python_has(python: str, modules: Sequence[str]) -> str | None:
+    """None if `python` imports all `modules`, else the last line of its error."""
+    proc = run_python(python, "import " + ", ".join(modules))
+    if isinstance(proc, str) or proc.returncode == 0:
+        return proc if isinstance(proc, str) else None
     lines = proc.stderr.strip().splitlines()
     return lines[-1] if lines else f"{python} exited {proc.returncode}"
 
