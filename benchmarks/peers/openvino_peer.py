@@ -43,31 +43,26 @@ import sys
 import tempfile
 import time
 
+from benchmarks import common, peers
+from benchmarks.peers import ort_peer
+
 SOURCES = ("ours", "hf")
-QUANTS = ("float32", "int8")
+QUANTS = ort_peer.QUANTS
 PREDICT_CHUNK = 64
 
 
 def check_job(msg: dict) -> None:
     """Raises ValueError unless msg names a known command, source and quantization."""
-    if msg["cmd"] not in ("encoder", "predict"):
-        raise ValueError(f"unknown command {msg['cmd']!r}")
-    if msg.get("source") not in SOURCES:
-        raise ValueError(f"source must be one of {SOURCES}, got {msg.get('source')!r}")
-    if msg.get("quant") not in QUANTS:
-        raise ValueError(f"quant must be one of {QUANTS}, got {msg.get('quant')!r}")
+    peers.check_command(msg, ("encoder", "predict"), source=SOURCES, quant=QUANTS)
 
 
 def calibration_items(features: dict, source: str) -> list[dict]:
     """One feed dict per row of `features` (our int32 [N, T] arrays), cut to the row's real
     length (its `input_mask` sum), batch 1, under the input names of `source`'s model."""
-    from benchmarks.peers.ort_peer import onnx_feeds
-
-    items = []
-    for i, length in enumerate(features["input_mask"].sum(axis=1)):
-        row = {k: v[i : i + 1, : int(length)] for k, v in features.items()}
-        items.append(onnx_feeds(row) if source == "hf" else row)
-    return items
+    return [
+        feeds_for({k: v[i : i + 1, : int(length)] for k, v in features.items()}, source)
+        for i, length in enumerate(features["input_mask"].sum(axis=1))
+    ]
 
 
 def bitcast_as_identity(node):
@@ -109,26 +104,20 @@ def convert_hf(model_dir: str, tmp: pathlib.Path):
     """openvino.Model of ort_peer's model.onnx of HF_MODEL_DIR."""
     import openvino as ov
 
-    from benchmarks.peers.ort_peer import export_float32_onnx
-
     path = tmp / "model.onnx"
-    export_float32_onnx(model_dir, path)
+    ort_peer.export_float32_onnx(model_dir, path)
     return ov.convert_model(str(path))
 
 
 def feeds_for(features: dict, source: str) -> dict:
     """Our int32 features as the inputs of `source`'s model."""
-    from benchmarks.peers.ort_peer import onnx_feeds
-
-    return onnx_feeds(features) if source == "hf" else features
+    return ort_peer.onnx_feeds(features) if source == "hf" else features
 
 
 def main():
     import nncf
     import numpy as np
     import openvino as ov
-
-    from benchmarks import common
 
     model_dir, export_dir, calibration_npz = sys.argv[1:4]
     with np.load(calibration_npz) as f:
@@ -182,7 +171,7 @@ def main():
                 chunks.append(request.infer(feeds_for(chunk, source))[0].copy())
             np.savez(msg["out"], output=np.concatenate(chunks))
             return (lambda: None), (lambda: None)
-        feeds = feeds_for(common.random_batch(msg["batch"], msg["seq"], msg.get("seed", 0)), source)
+        feeds = feeds_for(peers.fixed_input(msg), source)
         return (lambda: None), (lambda r=request, f=feeds: r.infer(f))
 
     with tempfile.TemporaryDirectory(prefix="keras_bert_openvino_") as name:

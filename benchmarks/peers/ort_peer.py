@@ -37,6 +37,9 @@ import sys
 import tempfile
 import time
 
+from benchmarks import common, peers
+
+QUANTS = ("float32", "int8")
 # model.onnx's input name -> ours
 ONNX_INPUTS = {
     "input_ids": "input_word_ids",
@@ -113,17 +116,12 @@ def onnx_feeds(features: dict) -> dict:
 def main():
     import onnxruntime as ort
 
-    from benchmarks import common
-
     model_dir = sys.argv[1]
     tmp = pathlib.Path(tempfile.mkdtemp(prefix="keras_bert_ort_"))
     files = {}
 
     def load(msg):
-        if msg["cmd"] != "encoder":
-            raise ValueError(f"unknown command {msg['cmd']!r}")
-        if msg["quant"] not in ("float32", "int8"):
-            raise ValueError(f"quant must be float32 or int8, got {msg['quant']!r}")
+        peers.check_command(msg, quant=QUANTS)
         if not files:
             files.update(export_onnx(model_dir, tmp))
         options = ort.SessionOptions()
@@ -132,7 +130,7 @@ def main():
         session = ort.InferenceSession(
             str(files[msg["quant"]]), options, providers=["CPUExecutionProvider"]
         )
-        feeds = onnx_feeds(common.random_batch(msg["batch"], msg["seq"], msg.get("seed", 0)))
+        feeds = onnx_feeds(peers.fixed_input(msg))
         return (lambda: None), (lambda s=session, f=feeds: s.run(["last_hidden_state"], f)[0])
 
     try:

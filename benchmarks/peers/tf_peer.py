@@ -22,13 +22,12 @@ def main():
     tf.config.threading.set_intra_op_parallelism_threads(int(sys.argv[1]))
     tf.config.threading.set_inter_op_parallelism_threads(int(sys.argv[2]))
     import keras_bert
-    from benchmarks import common
+    from benchmarks import common, peers
 
     encoders = {}
 
     def load(msg):
-        if msg["cmd"] != "encoder":
-            raise ValueError(f"unknown command {msg['cmd']!r}")
+        peers.check_command(msg)
         key = (msg.get("stack", "ours"), msg["dtype"])
         if key not in encoders:
             if key[0] == "keras-hub":
@@ -41,10 +40,7 @@ def main():
                     lambda f, encoder=encoder: encoder(f, training=False)["sequence_output"],
                     reduce_retracing=True,
                 )
-        features = {
-            k: tf.constant(v)
-            for k, v in common.random_batch(msg["batch"], msg["seq"], msg.get("seed", 0)).items()
-        }
+        features = {k: tf.constant(v) for k, v in peers.fixed_input(msg).items()}
         return (lambda: None), (lambda run=encoders[key], f=features: run(f).numpy())
 
     common.serve_peer(load)
