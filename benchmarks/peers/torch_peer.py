@@ -42,19 +42,20 @@ def main():
             model = cls.from_pretrained(model_dir, **kwargs)
         return model.to(msg.get("device", "cpu"))
 
+    def inputs(msg, ids, mask=None):
+        """BertModel inputs on msg's device: `ids` and `mask` (default all ones) as int64, type
+        ids zeros."""
+        ids = torch.as_tensor(ids).long().to(msg.get("device", "cpu"))
+        mask = torch.ones_like(ids) if mask is None else torch.as_tensor(mask).long().to(ids.device)
+        return {"input_ids": ids, "attention_mask": mask, "token_type_ids": torch.zeros_like(ids)}
+
     def load(msg):
         cmd = msg["cmd"]
         if cmd == "encoder":
             model = bert(transformers.BertModel, msg).eval()
             device = msg.get("device", "cpu")
             rng = np.random.default_rng(msg.get("seed", 0))
-            ids = torch.from_numpy(rng.integers(1000, 30000, (msg["batch"], msg["seq"])))
-            ids = ids.long().to(device)
-            feats = {
-                "input_ids": ids,
-                "attention_mask": torch.ones_like(ids),
-                "token_type_ids": torch.zeros_like(ids),
-            }
+            feats = inputs(msg, rng.integers(1000, 30000, (msg["batch"], msg["seq"])))
             bf16 = msg["bf16"]
 
             def job(model=model, feats=feats, bf16=bf16, device=device):
@@ -78,13 +79,7 @@ def main():
             model = bert(transformers.BertForSequenceClassification, msg, num_labels=2).train()
             device = msg.get("device", "cpu")
             opt = torch.optim.AdamW(model.parameters(), lr=msg["lr"], weight_decay=0.01, eps=1e-6)
-            feats = {
-                "input_ids": torch.tensor(msg["ids"]).long().to(device),
-                "attention_mask": torch.tensor(msg["mask"]).long().to(device),
-                "token_type_ids": torch.zeros(len(msg["ids"]), len(msg["ids"][0]))
-                .long()
-                .to(device),
-            }
+            feats = inputs(msg, msg["ids"], msg["mask"])
             labels = torch.tensor(msg["labels"]).long().to(device)
             bf16 = msg["bf16"]
 
