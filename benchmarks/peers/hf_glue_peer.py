@@ -70,6 +70,10 @@ import transformers
 
 import hf_peer_common  # this folder's, beside the script (run as one)
 
+# the last line of output: metrics.json at these keys
+SUMMARY = (
+    "best_accuracy final_accuracy steps train_seconds examples_per_second stopped_by_budget"
+).split()
 PROGRESS = (
     "step {step}/{max_steps} epoch {epoch:.3f} elapsed {elapsed:.1f}s loss {loss:.4f} "
     "lr {lr:.3e} {rate:.1f} examples/s"
@@ -282,18 +286,7 @@ def main(argv=None):
         "settings": hf_peer_common.settings(args, trainer, max_seq_length_used=max_seq_length),
         "versions": hf_peer_common.versions(),
     }
-    hf_peer_common.fileio.write_json(str(out / "metrics.json"), metrics)
-    hf_peer_common.print_summary(
-        metrics,
-        (
-            "best_accuracy",
-            "final_accuracy",
-            "steps",
-            "train_seconds",
-            "examples_per_second",
-            "stopped_by_budget",
-        ),
-    )
+    hf_peer_common.write_results(out, "metrics.json", metrics, SUMMARY)
 
 
 if __name__ == "__main__":

@@ -235,10 +235,8 @@ def main(argv=None):
         ),
         "versions": hf_peer_common.versions(),
     }
-    hf_peer_common.fileio.write_json(str(out / "peer_timing.json"), timing)
-    hf_peer_common.print_summary(
-        timing, ("train_seconds", "train_sentences", "sentences_per_second", "steps")
-    )
+    summary = ("train_seconds", "train_sentences", "sentences_per_second", "steps")
+    hf_peer_common.write_results(out, "peer_timing.json", timing, summary)
 
 
 if __name__ == "__main__":

@@ -295,6 +295,11 @@ def versions() -> dict:
     }
 
 
-def print_summary(results: dict, keys) -> None:
-    """One JSON line of `results` at `keys`: a run's last line of output."""
-    print(json.dumps({k: results[k] for k in keys}), flush=True)
+def write_results(out: pathlib.Path, name: str, results: dict, summary=None) -> None:
+    """Writes `results` to `out`/`name` (JSON, whole or not at all), then prints them: at the
+    keys `summary` on one line, or all of them indented (sorted keys) without `summary`."""
+    fileio.write_json(str(out / name), results)
+    if summary:
+        print(json.dumps({k: results[k] for k in summary}), flush=True)
+    else:
+        print(json.dumps(results, indent=2, sort_keys=True), flush=True)

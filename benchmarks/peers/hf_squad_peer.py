@@ -46,7 +46,6 @@ from __future__ import annotations
 
 import collections
 import contextlib
-import json
 import math
 import sys
 import time
@@ -330,8 +329,7 @@ def main(argv=None):
                 "predict_windows_per_second": len(window_example) / max(logits_seconds, 1e-9),
             }
         )
-    hf_peer_common.fileio.write_json(str(out / "peer_metrics.json"), metrics)
-    print(json.dumps(metrics, indent=2, sort_keys=True), flush=True)
+    hf_peer_common.write_results(out, "peer_metrics.json", metrics)
 
 
 if __name__ == "__main__":
