@@ -67,7 +67,6 @@ from absl import app, flags
 
 from benchmarks import common
 from benchmarks.bench_reload_under_load import Controller, model_config, publish
-from tests.tiny import TINY
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
 MODEL, SECOND, EXPORTED = "soak", "soak_b", "exported"
@@ -80,8 +79,14 @@ EVENTS = (
     "config: remove soak_b",
     "rotate request logs",
 )
-# The tests' tiny encoder over the real uncased vocabulary.
-TINY_ENCODER = dict(TINY, vocab_size=30522, max_sequence_length=16)
+TINY_ENCODER = dict(
+    vocab_size=30522,
+    hidden_size=8,
+    num_layers=1,
+    num_heads=2,
+    intermediate_size=12,
+    max_sequence_length=16,
+)
 SENTENCES = ("a gripping , funny film", "the plot never comes together", "fine", "")
 # The server's limits the bad requests go over.
 MAX_TEXT, MAX_BATCH, MAX_BODY = 1000, 64, 1 << 20
