@@ -31,7 +31,8 @@ def test_each_topic_has_its_file_with_a_title_and_a_row_in_the_index():
 def scripts_that_append() -> list[pathlib.Path]:
     return sorted(
         p
-        for p in (REPO / "benchmarks").glob("*.py")
+        for folder in ("benchmarks", "tools")
+        for p in (REPO / folder).glob("*.py")
         if re.search(r'DEFINE_bool\w*\(\s*"append"', p.read_text())
     )
 
