@@ -1,15 +1,17 @@
 """Export a fine-tuned task as a versioned SavedModel for TensorFlow Serving.
 
-    python -m export --model_dir=runs/sst2 --export_base=models --model_name=sst2 \
-        [--version=N] [--tokenizer=core|tf_text] [--dtype=float32|bfloat16] \
-        [--tflite | --quantize=int8]
+    python -m export --model_dir=runs/sst2 --export_dir=models --model_name=sst2 \
+        [--version=N] [--tokenizer=core|tf_text] [--export_dtype=float32|bfloat16] \
+        [--export_tflite | --export_quantize=int8]
 
 `--model_dir` is a fine-tuning `--output_dir` (its best_model.keras) or a `.keras` task file. The
 task carries everything the export needs (labels, pairing, vocabulary, casing, sequence length),
-so the three flags above are all that is required. Writes EXPORT_BASE/<model_name>/<version>/ (see
-docs/export.md) and prints its path. `--tflite` adds `model.tflite` (the `encoded` signature for
-the LiteRT runtime: the fastest batch-1 path on CPUs), `--quantize=int8` makes that file int8
-(dynamic-range quantized weights); `serving.server --prefer_tflite_model` serves it.
+so the three flags above are all that is required. Writes EXPORT_DIR/<model_name>/<version>/ (see
+docs/export.md) and prints its path. `--export_tflite` adds `model.tflite` (the `encoded` signature
+for the LiteRT runtime: the fastest batch-1 path on CPUs), `--export_quantize=int8` makes that file
+int8 (dynamic-range quantized weights); `serving.server --prefer_tflite_model` serves it. The
+export settings are the fine-tuning recipes' (`keras_bert.training.args`); the older spellings
+--export_base, --dtype, --tflite and --quantize still work, with a warning.
 `--require_blessing=REPORT_DIR` refuses (exit 2) unless that evaluation report is BLESSED by a
 release gate for this very --model_dir (same fingerprint; docs/evaluation.md, "Release gate").
 """
@@ -20,16 +22,14 @@ import dataclasses
 
 from absl import app, flags
 from keras_bert.cli import fail_usage, failing_without_room
+from keras_bert.training import arg_flags
 from keras_bert.training.flag_dependencies import check_flag_partners
 
-from export.export_saved_model import Overrides, export_saved_task
+from export.export_saved_model import ExportArgs, Overrides, export_saved_task
 from keras_bert.evaluation.release_gate import check_blessing
 from keras_bert.saved_model.litert import litert_option
 
 flags.DEFINE_string("model_dir", None, "Fine-tuning output_dir, or a .keras task file.")
-flags.DEFINE_string(
-    "export_base", None, "Base directory; writes <export_base>/<model_name>/<version>."
-)
 flags.DEFINE_string("model_name", None, "Name the model is served under.")
 flags.DEFINE_integer(
     "version", None, "Integer version (default: the next free one). Never overwrites."
@@ -39,29 +39,6 @@ flags.DEFINE_enum(
     "core",
     ["core", "tf_text"],
     "In-graph tokenizer: core TF ops (loads with plain TensorFlow) or tensorflow-text.",
-)
-flags.DEFINE_enum(
-    "dtype",
-    None,
-    ["float32", "bfloat16"],
-    "Dtype policy of the exported model (default: the trained model's). bfloat16 stores "
-    "the variables in bfloat16: half the size, faster on CPUs with AVX512_BF16/AMX "
-    "(LayerNorm, softmax and outputs stay float32).",
-)
-flags.DEFINE_boolean(
-    "tflite",
-    False,
-    "Also write model.tflite: the `encoded` signature (token ids "
-    "in) for the LiteRT runtime, float32; served with serving.server "
-    '--prefer_tflite_model (docs/export.md, "LiteRT").',
-)
-flags.DEFINE_enum(
-    "quantize",
-    None,
-    ["int8"],
-    "Quantize model.tflite (implies --tflite): int8 = "
-    "dynamic-range quantization, int8 weights with per-channel scales, int8 products; "
-    "the SavedModel itself stays float32.",
 )
 flags.DEFINE_integer(
     "max_seq_length",
@@ -91,13 +68,15 @@ flags.DEFINE_string(
     "An evaluation report dir (recipes/evaluate.py --gate): export only if it is BLESSED, its "
     "metrics.json unchanged since, and its model fingerprint is --model_dir's.",
 )
-flags.mark_flags_as_required(["model_dir", "export_base", "model_name"])
+flags.mark_flags_as_required(["model_dir", "model_name"])
+arg_flags.define_program_flags(ExportArgs)
 FLAGS = flags.FLAGS
 
 
 def main(argv):
     del argv
     check_flag_partners("export")
+    settings = arg_flags.read_program_flags(ExportArgs)
     # Each Overrides field is the flag of its name (None: not given).
     overrides = Overrides(**{f.name: FLAGS[f.name].value for f in dataclasses.fields(Overrides)})
     try:
@@ -106,13 +85,13 @@ def main(argv):
         with failing_without_room():  # a full disk: one line, exit 1, no version published
             path = export_saved_task(
                 FLAGS.model_dir,
-                FLAGS.export_base,
+                settings.export_dir,
                 FLAGS.model_name,
                 version=FLAGS.version,
                 tokenizer=FLAGS.tokenizer,
-                dtype=FLAGS.dtype,
+                dtype=settings.export_dtype,
                 overrides=overrides,
-                litert=litert_option(FLAGS.tflite, FLAGS.quantize),
+                litert=litert_option(settings.export_tflite, settings.export_quantize),
             )
     except (ValueError, FileNotFoundError, FileExistsError, TypeError) as e:
         fail_usage(str(e))

@@ -15,6 +15,21 @@ import dataclasses
 from keras_bert.config import check_max_seq_length
 from keras_bert.tasks.loading import load_task
 from keras_bert.tokenization.bert_preprocessor import BertPreprocessor
+from keras_bert.training import args
+
+
+# The settings `python -m export` shares with the fine-tuning recipes' --export_dir: the
+# catalogue's fields (one name, help text and choices each); its older spellings still work.
+ExportArgs = args.fields_of(
+    "ExportArgs",
+    args.TrainingArgs,
+    {
+        "export_dir": {"required": True, "deprecated_name": "export_base"},
+        "export_dtype": {"deprecated_name": "dtype"},
+        "export_tflite": {"deprecated_name": "tflite"},
+        "export_quantize": {"deprecated_name": "quantize"},
+    },
+)
 
 
 @dataclasses.dataclass

@@ -3,7 +3,8 @@ family's `FinetuneArgs`): `define_flags(cls)` defines one flag per field (name, 
 choices, required), so every recipe has every common flag; `from_flags(cls)` reads them back into
 `cls`, remembering which the user gave (`ArgumentSet.given`). The fields, their rules and defaults
 are the catalogue's, `keras_bert.training.args`. A field's `deprecated_name` (an older spelling)
-is defined too and read as the field's flag, with a warning.
+is defined too and read as the field's flag, with a warning. A program whose other flags are
+hand-written takes the catalogue fields it shares (`args.fields_of`, `define_program_flags`).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import typing
 
 from absl import flags
 
+from keras_bert.cli import calling_module_name, check_paths_reachable, fail_usage
 from keras_bert.training import args
 
 logger = logging.getLogger(__name__)
@@ -42,7 +44,40 @@ def define_flags(cls, flag_values=None, module_name: str | None = None) -> None:
             help_text = f"Deprecated spelling of --{f.name}."
             _define(kind, meta["deprecated_name"], None, help_text, meta.get("choices"), common)
         if meta.get("required"):
-            flags.mark_flag_as_required(f.name, flag_values=fv)
+            _mark_required(f.name, meta.get("deprecated_name"), fv)
+
+
+def _mark_required(name: str, old: str | None, fv) -> None:
+    """The flag `name` must be given, by its own spelling or its deprecated one `old`."""
+    if old is None:
+        flags.mark_flag_as_required(name, flag_values=fv)
+        return
+    flags.register_multi_flags_validator(
+        [name, old],
+        lambda values: values[name] is not None or values[old] is not None,
+        message=f"--{name} is required",
+        flag_values=fv,
+    )
+
+
+def define_program_flags(cls, flag_values=None) -> None:
+    """`define_flags(cls)` for a program that writes its other flags by hand (`cls` is
+    `args.fields_of` some catalogue fields): listed by the calling program's `--help` and removed
+    with its flags, as if it had defined them itself."""
+    define_flags(cls, flag_values, module_name=calling_module_name())
+
+
+def read_program_flags(cls, flag_values=None):
+    """`from_flags(cls)` for a program that defined them with `define_program_flags`, and every
+    URI among the values reachable (`check_paths_reachable`). A bad value, both spellings of one
+    flag or an unreachable URI ends the program as a usage error (`fail_usage`: one line, exit 2).
+    """
+    try:
+        settings = from_flags(cls, flag_values)
+        check_paths_reachable(settings)
+    except (ValueError, FileNotFoundError) as e:
+        fail_usage(str(e))
+    return settings
 
 
 def _define(kind, name: str, default, help_text: str, choices, common: dict) -> None:

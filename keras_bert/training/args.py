@@ -244,7 +244,9 @@ class TrainingArgs(RuntimeArgs):
     )
     # batches and evaluation
     train_batch_size: int = arg(32, "Global training batch size (examples).", rule=AT_LEAST_ONE)
-    eval_batch_size: int = arg(64, "Evaluation / prediction batch size.", rule=AT_LEAST_ONE)
+    eval_batch_size: int = arg(
+        64, "Examples per evaluation / prediction batch (one model call).", rule=AT_LEAST_ONE
+    )
     pad_to_multiple_of: int = arg(
         8,
         "Dynamic padding: cut each batch to its longest row rounded up to a multiple of this "
@@ -298,12 +300,16 @@ class TrainingArgs(RuntimeArgs):
     )
     # export
     export_dir: str | None = arg(
-        None, "Export the kept model as a versioned SavedModel under this base dir."
+        None,
+        "Base directory of the versioned SavedModel export of the model (a fine-tuning run's: "
+        "the kept one): writes <export_dir>/<model_name>/<version>.",
     )
     model_name: str | None = arg(None, "Model name for --export_dir (default: the family's).")
     export_dtype: str | None = arg(
         None,
-        "Dtype policy of the --export_dir SavedModel (default: as trained); see docs/export.md.",
+        "Dtype policy of the --export_dir SavedModel (default: as trained). bfloat16 stores the "
+        "variables in bfloat16: half the size, faster on CPUs with AVX512_BF16/AMX (LayerNorm, "
+        "softmax and outputs stay float32); see docs/export.md.",
         choices=("float32", "bfloat16"),
     )
     export_tflite: bool = arg(
@@ -315,7 +321,7 @@ class TrainingArgs(RuntimeArgs):
     export_quantize: str | None = arg(
         None,
         "With --export_dir: quantize model.tflite (implies "
-        "--export_tflite); int8 = dynamic-range int8 weights.",
+        "--export_tflite); int8 = dynamic-range int8 weights (the SavedModel stays float32).",
         choices=("int8",),
     )
 
@@ -366,6 +372,28 @@ class FinetuneArgs(TrainingArgs):
                 )
         if self.preset and self.bert_config_file:
             raise ValueError("--preset and --bert_config_file both given: pass one of them")
+
+
+def fields_of(name: str, catalogue, changes: dict[str, dict]) -> type:
+    """An argument set named `name` of some fields of the argument set `catalogue`: the flags of a
+    program that writes its other flags by hand (`arg_flags.define_flags` beside its own
+    `flags.DEFINE_*`), so a setting it shares with the catalogue has one name, help text, type,
+    rule and choices. `changes` maps each field taken to what the program changes of it: `default`
+    (its own default, as a family's `FAMILY_DEFAULTS`), `required`, `deprecated_name` (the
+    program's older spelling, still accepted with a warning). The catalogue's checks across fields
+    (`validate`) and its `FLAG_TABLE` are not taken.
+    """
+    hints = typing.get_type_hints(catalogue)
+    spec = []
+    for field_name, change in changes.items():
+        base = catalogue.__dataclass_fields__[field_name]
+        meta = dict(base.metadata)
+        meta.update({k: v for k, v in change.items() if k != "default"})
+        default = None if meta["required"] else change.get("default", base.default)
+        spec.append(
+            (field_name, hints[field_name], dataclasses.field(default=default, metadata=meta))
+        )
+    return dataclasses.make_dataclass(name, spec, bases=(ArgumentSet,), kw_only=True)
 
 
 @dataclasses.dataclass

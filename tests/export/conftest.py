@@ -85,7 +85,7 @@ def export_command(model_dir, export_base, model_name, *flags) -> list[str]:
         "-m",
         "export",
         f"--model_dir={model_dir}",
-        f"--export_base={export_base}",
+        f"--export_dir={export_base}",
         f"--model_name={model_name}",
         *map(str, flags),
     ]

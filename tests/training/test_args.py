@@ -9,7 +9,7 @@ from absl import flags
 
 from keras_bert.training import arg_flags
 from keras_bert.training import batches
-from keras_bert.training.args import FinetuneArgs, Resolution, TrainingArgs
+from keras_bert.training.args import FinetuneArgs, Resolution, TrainingArgs, fields_of
 from keras_bert.training.families import classification, distillation, ner, squad, swag
 from keras_bert.training.families.classification import ClassifierArgs
 
@@ -253,3 +253,39 @@ def test_schedule_of_the_family_epochs_and_accumulation():
     )
     with pytest.raises(ValueError, match="^no training examples$"):
         batches.Schedule.of(args, 0, 3.0)
+
+
+def test_fields_of_takes_catalogue_fields_with_a_programs_changes():
+    taken = fields_of(
+        "Taken",
+        FinetuneArgs,
+        {
+            "init_checkpoint": {"required": True},
+            "eval_batch_size": {"default": 8, "deprecated_name": "batch_size"},
+        },
+    )
+    assert [f.name for f in dataclasses.fields(taken)] == ["init_checkpoint", "eval_batch_size"]
+    fv = _flag_values(taken)
+    assert sorted(fv) == ["batch_size", "eval_batch_size", "init_checkpoint"]
+    catalogue = FinetuneArgs.__dataclass_fields__["eval_batch_size"].metadata
+    assert (fv["eval_batch_size"].default, fv["eval_batch_size"].help) == (8, catalogue["help"])
+    with pytest.raises(ValueError) as e:  # the catalogue's rule, under the catalogue's name
+        arg_flags.from_flags(taken, _flag_values(taken, ["--init_checkpoint=c", "--batch_size=0"]))
+    assert str(e.value) == "--eval_batch_size must be >= 1, got 0"
+    # The catalogue itself is unchanged.
+    assert FinetuneArgs.default("eval_batch_size") == 64
+    assert FinetuneArgs.__dataclass_fields__["init_checkpoint"].metadata["required"] is False
+    assert FinetuneArgs.__dataclass_fields__["eval_batch_size"].metadata["deprecated_name"] is None
+
+
+def test_a_required_field_may_be_given_by_its_deprecated_spelling():
+    required = fields_of(
+        "Required",
+        TrainingArgs,
+        {"export_dir": {"required": True, "deprecated_name": "export_base"}},
+    )
+    with pytest.raises(flags.IllegalFlagValueError) as e:
+        _flag_values(required, [])
+    assert str(e.value) == "flags export_dir=None, export_base=None: --export_dir is required"
+    by_old = arg_flags.from_flags(required, _flag_values(required, ["--export_base=gs://b/m"]))
+    assert (by_old.export_dir, by_old.given()) == ("gs://b/m", ["export_dir"])
