@@ -57,17 +57,30 @@ class PretrainConfig(RuntimeArgs):
         help="Where checkpoints, logs, metrics and the encoder go.", required=True
     )
     vocab_file: str = arg(
-        help="vocab.txt the records were made with (sizes the model, gives [MASK] ids).",
+        help="WordPiece vocab.txt the records are made with (it sizes the pretrained model and "
+        "gives the [MASK] id).",
         required=True,
     )
-    do_lower_case: bool = arg(True, "Stored with the encoder for fine-tuning.")
+    do_lower_case: bool = arg(
+        True,
+        "Lower-case and strip accents (an uncased vocab); stored with the pretrained encoder for "
+        "fine-tuning.",
+    )
     preset: str = arg("bert_tiny", "BertConfig preset when no --bert_config_file.")
     bert_config_file: str | None = arg(None, "BertConfig JSON (our or google-research names).")
     init_checkpoint: str | None = arg(
         None, "Continue from this encoder (any format load_encoder reads)."
     )
-    max_seq_length: int = arg(128, "Must match the records.", rule=AT_LEAST_ONE)
-    max_predictions_per_seq: int = arg(20, "Must match the records.", rule=AT_LEAST_ONE)
+    max_seq_length: int = arg(
+        128,
+        "Tokens per record incl. [CLS]/[SEP] (pretraining: must match the records).",
+        rule=AT_LEAST_ONE,
+    )
+    max_predictions_per_seq: int = arg(
+        20,
+        "Masked LM predictions per record at most (pretraining: must match the records).",
+        rule=AT_LEAST_ONE,
+    )
     train_batch_size: int = arg(32, "Global batch size.", rule=AT_LEAST_ONE)
     num_train_steps: int = arg(1000, "Optimizer steps.", rule=AT_LEAST_ONE)
     num_warmup_steps: int = arg(100, "Linear warmup steps.", rule=NOT_NEGATIVE)
@@ -81,7 +94,10 @@ class PretrainConfig(RuntimeArgs):
     dynamic_masking: bool = arg(False, "Redraw MLM masks every epoch in the input pipeline.")
     masked_lm_prob: float = arg(0.15, "For --dynamic_masking.", rule=A_FRACTION)
     seed: int = arg(
-        12345, "Seed for initialisation and input order.", deprecated_name="random_seed"
+        12345,
+        "Random seed: the same seed and inputs give identical records; pretraining's "
+        "initialisation and input order.",
+        deprecated_name="random_seed",
     )
 
     @property

@@ -117,7 +117,7 @@ def test_vocab_then_data_deterministic_across_workers(wiki_slice, tmp_path):
         f"{s['instances']} instances"
     ]
     assert "pretraining data:" not in logs[1]
-    assert report["config"]["do_whole_word_mask"] is True and report["config"]["random_seed"] == 9
+    assert report["config"]["do_whole_word_mask"] is True and report["config"]["seed"] == 9
     assert s["instances"] == sum(s["shards"].values()) > 300
     assert abs(s["masked_fraction"] - 0.15) < 0.01  # whole words may undershoot a little
     assert abs(s["mask_split"]["mask"] - 0.8) < 0.03
