@@ -2,7 +2,7 @@
 
     python recipes/batch_predict.py --model=models/sst2 --input='data/*.tsv' \
         --text_column=sentence [--text_b_column=...] [--key_column=id] --output_dir=preds/sst2 \
-        [--batch_size=64] [--bucket_boundaries=32,64,128,256,512] [--num_shards=1] \
+        [--eval_batch_size=64] [--bucket_boundaries=32,64,128,256,512] [--num_shards=1] \
         [--runner=DirectRunner] [--num_workers=1] [--beam_pipeline_options=key=value,...]
 
 --model is a SavedModel version directory or a model base directory (its newest complete version
@@ -19,6 +19,7 @@ from absl import app, flags
 from keras_bert import beam
 from keras_bert.batch_prediction import pipeline
 from keras_bert.cli import fail_usage, require_reachable_flags
+from keras_bert.training import arg_flags, args
 from keras_bert.training.flag_dependencies import check_flag_partners
 
 F = flags
@@ -28,7 +29,6 @@ F.DEFINE_string("output_dir", None, "Where the outputs are published (new or emp
 F.DEFINE_string("text_column", "text", "Text column (JSON key, tf.Example feature).")
 F.DEFINE_string("text_b_column", None, "Second text column (pair tasks).")
 F.DEFINE_string("key_column", None, "Column that identifies a row in the outputs.")
-F.DEFINE_integer("batch_size", 64, "Rows per model call.")
 F.DEFINE_string(
     "bucket_boundaries",
     ",".join(map(str, pipeline.DEFAULT_BUCKET_BOUNDARIES)),
@@ -38,6 +38,12 @@ F.DEFINE_string(
 F.DEFINE_integer("num_shards", 1, "Files per output kind.")
 beam.define_flags()
 F.mark_flags_as_required(["model", "input", "output_dir"])
+# The prediction batch of the fine-tuning recipes (rows per model call); this program's
+# --batch_size is still accepted, with a warning.
+BatchPredictArgs = args.fields_of(
+    "BatchPredictArgs", args.TrainingArgs, {"eval_batch_size": {"deprecated_name": "batch_size"}}
+)
+arg_flags.define_program_flags(BatchPredictArgs)
 FLAGS = F.FLAGS
 
 
@@ -54,6 +60,7 @@ def main(argv):
     if len(argv) > 1:
         fail_usage(f"unexpected arguments: {' '.join(argv[1:])}")
     check_flag_partners("batch_predict")
+    settings = arg_flags.read_program_flags(BatchPredictArgs)
     require_reachable_flags("model", "input", "output_dir")
     config = pipeline.BatchPredictConfig(
         model=FLAGS.model,
@@ -62,7 +69,7 @@ def main(argv):
         text_column=FLAGS.text_column,
         text_b_column=FLAGS.text_b_column,
         key_column=FLAGS.key_column,
-        batch_size=FLAGS.batch_size,
+        batch_size=settings.eval_batch_size,
         bucket_boundaries=bucket_boundaries(FLAGS.bucket_boundaries),
         num_shards=FLAGS.num_shards,
     )

@@ -19,12 +19,11 @@ from absl import app, flags
 
 from keras_bert import checkpoints, fileio
 from keras_bert.cli import fail_usage, require_reachable_flags
+from keras_bert.training import arg_flags, args
 from keras_bert.training.flag_dependencies import check_flag_partners
 
 FLAGS = flags.FLAGS
-flags.DEFINE_string("init_checkpoint", None, "Preset name, checkpoint directory or prefix.")
 flags.DEFINE_string("output_dir", None, "Directory to write the keras-bert checkpoint to.")
-flags.DEFINE_string("vocab_file", None, "vocab.txt; default: the one beside the checkpoint.")
 flags.DEFINE_enum(
     "do_lower_case",
     None,
@@ -44,24 +43,30 @@ flags.DEFINE_enum(
     "Format to write: our own (default), Hugging Face, keras-hub preset or "
     "google-research TF1 checkpoint.",
 )
-flags.mark_flags_as_required(["init_checkpoint", "output_dir"])
+flags.mark_flags_as_required(["output_dir"])
+# The model source of the fine-tuning recipes (one help text each).
+SourceArgs = args.fields_of(
+    "SourceArgs", args.FinetuneArgs, {"init_checkpoint": {"required": True}, "vocab_file": {}}
+)
+arg_flags.define_program_flags(SourceArgs)
 
 
 def main(argv):
     del argv
     check_flag_partners("convert_checkpoint")
-    require_reachable_flags("init_checkpoint", "output_dir", "vocab_file")
+    settings = arg_flags.read_program_flags(SourceArgs)
+    require_reachable_flags("output_dir")
     try:
         encoder = checkpoints.load_encoder(
-            FLAGS.init_checkpoint, hidden_activation=FLAGS.hidden_activation
+            settings.init_checkpoint, hidden_activation=FLAGS.hidden_activation
         )
     except (FileNotFoundError, checkpoints.CheckpointError) as e:  # one line, exit code 2
         fail_usage(str(e))
-    vocab_file = FLAGS.vocab_file or checkpoints.resolve_vocab_file(FLAGS.init_checkpoint)
+    vocab_file = settings.vocab_file or checkpoints.resolve_vocab_file(settings.init_checkpoint)
     do_lower_case = (
         FLAGS.do_lower_case == "true"
         if FLAGS.do_lower_case is not None
-        else checkpoints.resolve_do_lower_case(FLAGS.init_checkpoint)
+        else checkpoints.resolve_do_lower_case(settings.init_checkpoint)
     )
     checkpoints.save_encoder(
         encoder,
@@ -72,7 +77,7 @@ def main(argv):
     )
     report = {
         "flags": {
-            "init_checkpoint": FLAGS.init_checkpoint,
+            "init_checkpoint": settings.init_checkpoint,
             "vocab_file": vocab_file,
             "do_lower_case": do_lower_case,
             "output_format": FLAGS.output_format,
@@ -80,9 +85,9 @@ def main(argv):
         },
         "config": encoder.bert_config.to_dict(),
     }
-    fmt, _ = checkpoints.detect_format(FLAGS.init_checkpoint)
+    fmt, _ = checkpoints.detect_format(settings.init_checkpoint)
     if fmt in checkpoints.READERS:
-        source = checkpoints.read_checkpoint(FLAGS.init_checkpoint)
+        source = checkpoints.read_checkpoint(settings.init_checkpoint)
         report.update(
             format=source.format,
             weights_file=source.weights_file,

@@ -1,7 +1,7 @@
 """Measure a model on your own held-out data: the evaluation evidence pack (SPEC section 9).
 
     python recipes/evaluate.py --model=runs/sst2 --data=dev.tsv --text_column=sentence \
-        --label_column=label --output_dir=eval/sst2 [--slice_column=source] [--batch_size=32] \
+        --label_column=label --output_dir=eval/sst2 [--slice_column=source] [--eval_batch_size=32] \
         [--server=localhost:8500] [--machine_cost_per_hour=1.20] [--compare=models/student/1]
     python recipes/evaluate.py --predictions=preds/sst2 --data=dev.tsv --output_dir=eval/sst2
 
@@ -24,6 +24,7 @@ from keras_bert.evaluation import recorded_predictions
 from keras_bert.evaluation import data_health, provenance, release_gate, report_sections
 from keras_bert.evaluation import report_writer
 from keras_bert.cli import fail_usage, require_reachable_flags
+from keras_bert.training import arg_flags, args
 from keras_bert.training.flag_dependencies import check_flag_partners
 
 F = flags
@@ -52,7 +53,6 @@ F.DEFINE_string("output_dir", None, "Where the reports go (created).")
 F.DEFINE_string(
     "train_data", None, "The training file (same text columns): held-out rows found in it."
 )
-F.DEFINE_integer("batch_size", 32, "Examples per prediction request (latency is per batch).")
 F.DEFINE_string("server", None, "host:port of a running gRPC server serving --model.")
 F.DEFINE_string("server_model_name", None, "Model name on --server (default: the export's name).")
 F.DEFINE_string("compare_server_model_name", None, "Model name of --compare on --server.")
@@ -75,6 +75,14 @@ F.DEFINE_string(
 F.DEFINE_string("baseline", None, "A previous report dir, for the gate's change thresholds.")
 F.DEFINE_boolean("progress", True, "Show a progress bar.")
 F.mark_flags_as_required(["data", "output_dir"])
+# The prediction batch of the fine-tuning recipes (latency is per batch); this program's
+# --batch_size is still accepted, with a warning.
+EvaluateArgs = args.fields_of(
+    "EvaluateArgs",
+    args.TrainingArgs,
+    {"eval_batch_size": {"default": 32, "deprecated_name": "batch_size"}},
+)
+arg_flags.define_program_flags(EvaluateArgs)
 FLAGS = F.FLAGS
 
 
@@ -112,16 +120,17 @@ def read_behaviour_tests(info):
         fail_usage(f"--behaviour_tests: {e}")
 
 
-def evaluate_one(predictor, data=None, tests=None):
-    """Reads --data for `predictor` (unless given) and evaluates it, with the behavioural tests
-    of a classifier, an NER or a multiple-choice model; returns (EvalData, result)."""
+def evaluate_one(predictor, batch_size, data=None, tests=None):
+    """Reads --data for `predictor` (unless given) and evaluates it in batches of `batch_size`,
+    with the behavioural tests of a classifier, an NER or a multiple-choice model; returns
+    (EvalData, result)."""
     if data is None:
         data = read_data(predictor.info, FLAGS.text_column, FLAGS.text_b_column)
     result = evidence_pack.evaluate(
-        predictor, data, FLAGS.batch_size, FLAGS.machine_cost_per_hour, FLAGS.progress
+        predictor, data, batch_size, FLAGS.machine_cost_per_hour, FLAGS.progress
     )
     result["behaviour"] = evidence_pack.run_predictor(
-        predictor, data, tests, FLAGS.invariance_rows, FLAGS.seed, FLAGS.batch_size
+        predictor, data, tests, FLAGS.invariance_rows, FLAGS.seed, batch_size
     )
     if result["behaviour"] is None:
         del result["behaviour"]
@@ -153,9 +162,8 @@ def evaluate_recorded(gate):
 
 def main(argv):
     del argv
-    check_flag_partners("evaluate")
-    if FLAGS.batch_size < 1:
-        fail_usage(f"--batch_size must be >= 1, got {FLAGS.batch_size}")
+    settings = arg_flags.read_program_flags(EvaluateArgs)
+    check_flag_partners("evaluate", settings=settings)
     if FLAGS.machine_cost_per_hour is not None and FLAGS.machine_cost_per_hour < 0:
         fail_usage(f"--machine_cost_per_hour must be >= 0, got {FLAGS.machine_cost_per_hour}")
     if FLAGS.bootstrap_samples < 1:
@@ -195,11 +203,11 @@ def main(argv):
     if FLAGS.invariance_rows < 0:
         fail_usage(f"--invariance_rows must be >= 0, got {FLAGS.invariance_rows}")
     tests = read_behaviour_tests(first.info)
-    data, result = evaluate_one(first, None, tests)
+    data, result = evaluate_one(first, settings.eval_batch_size, None, tests)
     if second is not None:
         # The same EvalData (examples, gold ids, slices by the first model's token counts), so
         # both models are scored on identical examples and slices.
-        result_b = evaluate_one(second, data, tests)[1]
+        result_b = evaluate_one(second, settings.eval_batch_size, data, tests)[1]
         metrics = comparison.compare(data, result, result_b, FLAGS.bootstrap_samples, FLAGS.seed)
         if "behaviour" in result:
             metrics["behaviour"] = behaviour.compare_behaviour(

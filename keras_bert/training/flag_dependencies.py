@@ -27,6 +27,7 @@ imports no model code, reads the table too.
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Callable, Iterable, Mapping, NamedTuple
 
 from keras_bert.cli import fail_usage
@@ -244,7 +245,7 @@ TABLE: dict[str, tuple[Needs, ...]] = {
                 "server_model_name",
                 "compare_server_model_name",
                 "behaviour_tests",
-                "batch_size",
+                "eval_batch_size",
                 "machine_cost_per_hour",
                 "invariance_rows",
                 "bootstrap_samples",
@@ -310,29 +311,37 @@ def check(table: str, values: Mapping[str, object], given_flags: Iterable[str]) 
             raise MissingPartnerError(entry.message())
 
 
-def check_flags(table: str, flag_values) -> None:
+def check_flags(table: str, flag_values, settings=None) -> None:
     """`check` on parsed absl flags: given = present on the command line.
+
+    Args:
+        settings: an argument set read from the same flags (`arg_flags.from_flags`), or None:
+            its fields count by their values and its `given()`, so a field given by its
+            deprecated spelling counts as given.
 
     Raises:
         MissingPartnerError: as `check`.
         KeyError: the table names a flag the program does not define.
     """
     names = flag_names(table)
+    fields = {f.name for f in dataclasses.fields(settings)} if settings is not None else set()
+    given_fields = set(settings.given()) if settings is not None else set()
     check(
         table,
-        {n: flag_values[n].value for n in names},
-        {n for n in names if flag_values[n].present},
+        {n: getattr(settings, n) if n in fields else flag_values[n].value for n in names},
+        {n for n in names if (n in given_fields if n in fields else flag_values[n].present)},
     )
 
 
-def check_flag_partners(table: str, flag_values=None) -> None:
+def check_flag_partners(table: str, flag_values=None, settings=None) -> None:
     """Ends the program as a usage error (`fail_usage`: one line naming both flags, exit 2) when
     a flag on its command line acts only with (or without) another that is not there:
     `TABLE[table]`. Every program that defines its flags by hand calls it first
-    thing in its `main` (the argument sets check the table on construction)."""
+    thing in its `main` (the argument sets check the table on construction); `settings`: the
+    catalogue fields it takes, read (`check_flags`)."""
     from absl import flags
 
     try:
-        check_flags(table, flags.FLAGS if flag_values is None else flag_values)
+        check_flags(table, flags.FLAGS if flag_values is None else flag_values, settings)
     except MissingPartnerError as e:
         fail_usage(str(e))
