@@ -1,4 +1,5 @@
-"""Length-bucketed batching against padding-to-longest batching, behind the server.
+"""Served requests/s and p50 / p99 latency of length-bucketed batching against
+padding-to-longest batching, behind the server.
 
 Two arms, each a fresh `python -m serving.server --enable_batching` on a free loopback port with
 the same batching parameters, the second with `length_buckets` added (docs/deployment.md, section

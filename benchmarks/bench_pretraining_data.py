@@ -1,4 +1,5 @@
-"""Pretraining data: the Beam pipeline against the retired single-machine path, side by side.
+"""Pretraining data wall time and documents/s: the Beam pipeline against the retired
+single-machine path, side by side.
 
 Runs recipes/create_pretraining_data.py end to end as command lines (process start-up, reading,
 tokenizing, instance creation, writing) on the same WikiText input, vocabulary and flags:

@@ -1,6 +1,8 @@
-"""Shared helpers of the benchmark scripts: machine description, alternating timing, medians,
+"""The harness of the benchmark scripts: machine description, alternating timing, medians,
 ratio tables, and appending a section to the results file of a topic (`docs/results/<topic>.md`,
-indexed by `benchmarks/RESULTS.md`).
+indexed by `benchmarks/RESULTS.md`); peers in child processes; the models and data they share;
+for the serving benchmarks, the server process (`ServerProcess`), its model status and reloads
+(`Controller`), gRPC Predict requests and closed-loop clients (`client_threads`, `closed_loop`).
 
 Timing discipline: every contender of a comparison runs in the same process, in
 alternating repetitions (A, B, C, A, B, C, ...), after its own warm-up, and the figure reported is
