@@ -191,7 +191,7 @@ class TrainingArgs(RuntimeArgs):
     # optimisation
     learning_rate: float | None = arg(
         None,
-        "Peak learning rate (default: the family's; "
+        "Peak learning rate (fine-tuning default: the family's; "
         "classification: 1e-4 for encoders with hidden_size <= 512, "
         "3e-5 above; see docs/finetuning.md).",
         rule=POSITIVE,
@@ -282,7 +282,9 @@ class TrainingArgs(RuntimeArgs):
         rule=POSITIVE,
     )
     save_checkpoints_steps: int | None = arg(
-        1000, "Batches between step checkpoints.", rule=AT_LEAST_ONE
+        1000,
+        "Batches between step checkpoints (pretraining: and history.jsonl lines).",
+        rule=AT_LEAST_ONE,
     )
     log_steps: int = arg(
         100,
@@ -294,7 +296,11 @@ class TrainingArgs(RuntimeArgs):
         1, "Runs with seeds seed..seed+N-1; the best is kept.", rule=AT_LEAST_ONE
     )
     # runtime (and RuntimeArgs)
-    seed: int = arg(42, "Random seed.")
+    seed: int = arg(
+        42,
+        "Random seed of initialisation, dropout and input order (pretraining data: the same "
+        "seed and inputs give identical records).",
+    )
     verbose: int = arg(
         1, "Progress: 0 silent, 1 progress bar, 2 one line per epoch.", choices=(0, 1, 2)
     )
@@ -346,15 +352,30 @@ class FinetuneArgs(TrainingArgs):
     init_checkpoint: str | None = arg(
         None, "Preset name (minilm_l6_h384_uncased) or checkpoint path."
     )
-    bert_config_file: str | None = arg(None, "BERT config JSON for a randomly initialised encoder.")
+    bert_config_file: str | None = arg(
+        None, "BERT config JSON (our or google-research names) for a randomly initialised encoder."
+    )
     preset: str | None = arg(
         None, "Preset config (bert_tiny, ...) for a randomly initialised encoder."
     )
-    vocab_file: str | None = arg(None, "WordPiece vocab (default: the checkpoint's).")
-    do_lower_case: bool | None = arg(
-        None, "Lower-case input (default: the checkpoint's, else True)."
+    vocab_file: str | None = arg(
+        None,
+        "WordPiece vocab.txt (fine-tuning default: the checkpoint's; pretraining: the vocab the "
+        "records are made with, which sizes the pretrained model and gives the [MASK] id).",
     )
-    max_seq_length: int = arg(128, "Tokens per example (window) incl. [CLS]/[SEP].")
+    do_lower_case: bool | None = arg(
+        None,
+        "Lower-case and strip accents (an uncased vocab; fine-tuning default: the checkpoint's, "
+        "else True); pretraining stores it with the encoder it writes.",
+    )
+    # The rule is the least every program takes; fine-tuning's `validate` and pretraining's
+    # model build ask for more (`check_max_seq_length`).
+    max_seq_length: int = arg(
+        128,
+        "Tokens per example incl. [CLS]/[SEP] (a window; pretraining: a record, must match the "
+        "records).",
+        rule=AT_LEAST_ONE,
+    )
 
     def validate(self) -> None:
         super().validate()
@@ -374,14 +395,19 @@ class FinetuneArgs(TrainingArgs):
             raise ValueError("--preset and --bert_config_file both given: pass one of them")
 
 
-def fields_of(name: str, catalogue, changes: dict[str, dict]) -> type:
+def fields_of(
+    name: str, catalogue, changes: dict[str, dict], bases: tuple = (ArgumentSet,)
+) -> type:
     """An argument set named `name` of some fields of the argument set `catalogue`: the flags of a
     program that writes its other flags by hand (`arg_flags.define_flags` beside its own
     `flags.DEFINE_*`), so a setting it shares with the catalogue has one name, help text, type,
     rule and choices. `changes` maps each field taken to what the program changes of it: `default`
     (its own default, as a family's `FAMILY_DEFAULTS`), `required`, `deprecated_name` (the
-    program's older spelling, still accepted with a warning). The catalogue's checks across fields
-    (`validate`) and its `FLAG_TABLE` are not taken.
+    program's older spelling, still accepted with a warning), `derived` (False: a setting the
+    catalogue derives when not given is the program's `default` there). The catalogue's checks
+    across fields (`validate`) and its `FLAG_TABLE` are not taken. `bases`: the classes the set
+    extends, e.g. `(RuntimeArgs,)` for a program whose argument set subclasses it with its own
+    fields (`keras_bert.training.pretraining.PretrainConfig`).
     """
     hints = typing.get_type_hints(catalogue)
     spec = []
@@ -393,7 +419,7 @@ def fields_of(name: str, catalogue, changes: dict[str, dict]) -> type:
         spec.append(
             (field_name, hints[field_name], dataclasses.field(default=default, metadata=meta))
         )
-    return dataclasses.make_dataclass(name, spec, bases=(ArgumentSet,), kw_only=True)
+    return dataclasses.make_dataclass(name, spec, bases=bases, kw_only=True)
 
 
 @dataclasses.dataclass

@@ -32,73 +32,64 @@ from keras_bert.training.args import (
     A_FRACTION,
     AT_LEAST_ONE,
     NOT_NEGATIVE,
-    POSITIVE,
+    FinetuneArgs,
     RuntimeArgs,
     arg,
     args_dataclass,
+    fields_of,
 )
 from keras_bert.training.optimizer import create_optimizer, set_mixed_precision
 from keras_bert.training.resume_check import check_resume_settings
 from keras_bert.training.strategy import get_strategy
 
 
+# The settings pretraining shares with fine-tuning are the catalogue's fields (one name, help
+# text, type, rule and choices each), with pretraining's defaults.
+SharedPretrainArgs = fields_of(
+    "SharedPretrainArgs",
+    FinetuneArgs,
+    {
+        "output_dir": {},
+        "vocab_file": {"required": True},
+        "do_lower_case": {"default": True},
+        "preset": {"default": "bert_tiny"},
+        "bert_config_file": {},
+        "init_checkpoint": {},
+        "max_seq_length": {},
+        "train_batch_size": {},
+        "learning_rate": {"default": 1e-4, "derived": False},
+        "optimizer": {},
+        "save_checkpoints_steps": {"default": 100},
+        "seed": {"default": 12345, "deprecated_name": "random_seed"},
+    },
+    bases=(RuntimeArgs,),
+)
+
+
 @args_dataclass
-class PretrainConfig(RuntimeArgs):
+class PretrainConfig(SharedPretrainArgs):
     """Settings of a pretraining run; field names are the recipe's flag names (google-research's
     `run_pretraining.py` where one exists), and the recipe's flags are made from the fields
-    (`arg_flags.define_flags`). Sizes in tokens, examples and optimizer steps."""
+    (`arg_flags.define_flags`). The settings shared with fine-tuning are the catalogue's
+    (`SharedPretrainArgs`); the fields here are pretraining's own. Sizes in tokens, examples and
+    optimizer steps."""
 
     FLAG_TABLE = "pretraining"
 
     input_file: str = arg(
         help="Pretraining TFRecords: comma-separated paths or globs.", required=True
     )
-    output_dir: str = arg(
-        help="Where checkpoints, logs, metrics and the encoder go.", required=True
-    )
-    vocab_file: str = arg(
-        help="WordPiece vocab.txt the records are made with (it sizes the pretrained model and "
-        "gives the [MASK] id).",
-        required=True,
-    )
-    do_lower_case: bool = arg(
-        True,
-        "Lower-case and strip accents (an uncased vocab); stored with the pretrained encoder for "
-        "fine-tuning.",
-    )
-    preset: str = arg("bert_tiny", "BertConfig preset when no --bert_config_file.")
-    bert_config_file: str | None = arg(None, "BertConfig JSON (our or google-research names).")
-    init_checkpoint: str | None = arg(
-        None, "Continue from this encoder (any format load_encoder reads)."
-    )
-    max_seq_length: int = arg(
-        128,
-        "Tokens per record incl. [CLS]/[SEP] (pretraining: must match the records).",
-        rule=AT_LEAST_ONE,
-    )
     max_predictions_per_seq: int = arg(
         20,
         "Masked LM predictions per record at most (pretraining: must match the records).",
         rule=AT_LEAST_ONE,
     )
-    train_batch_size: int = arg(32, "Global batch size.", rule=AT_LEAST_ONE)
     num_train_steps: int = arg(1000, "Optimizer steps.", rule=AT_LEAST_ONE)
     num_warmup_steps: int = arg(100, "Linear warmup steps.", rule=NOT_NEGATIVE)
-    learning_rate: float = arg(1e-4, "Peak learning rate.", rule=POSITIVE)
-    optimizer: str = arg("adamw", "Optimizer.", choices=("adamw", "lamb"))
-    save_checkpoints_steps: int = arg(
-        100, "Steps between checkpoints / history lines.", rule=AT_LEAST_ONE
-    )
     no_nsp: bool = arg(False, "Ablation: MLM only, no next-sentence head or loss.")
     ltr: bool = arg(False, "Ablation: left-to-right (causal) attention, no NSP.")
     dynamic_masking: bool = arg(False, "Redraw MLM masks every epoch in the input pipeline.")
     masked_lm_prob: float = arg(0.15, "For --dynamic_masking.", rule=A_FRACTION)
-    seed: int = arg(
-        12345,
-        "Random seed: the same seed and inputs give identical records; pretraining's "
-        "initialisation and input order.",
-        deprecated_name="random_seed",
-    )
 
     @property
     def use_nsp(self) -> bool:

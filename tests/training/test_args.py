@@ -3,6 +3,7 @@ usage errors with their messages, `given()` from the command line, and the deriv
 `batches.Schedule.of`."""
 
 import dataclasses
+import typing
 
 import pytest
 from absl import flags
@@ -86,6 +87,12 @@ def test_a_family_default_is_the_flags_default():
             "--mixed_precision must be one of float32, mixed_float16, mixed_bfloat16, got 'float16'",
         ),
         ({"max_train_examples": 0}, "--max_train_examples must be >= 1, got 0"),
+        # the field's rule (every program's), then fine-tuning's own check
+        ({"max_seq_length": 0}, "--max_seq_length must be >= 1, got 0"),
+        (
+            {"max_seq_length": 1},
+            "--max_seq_length must be >= 2 for single texts ([CLS] [SEP]), got 1",
+        ),
     ],
 )
 def test_usage_errors_name_the_flag_and_its_rule(kw, message):
@@ -156,6 +163,59 @@ def test_a_deprecated_spelling_is_read_as_its_flag_with_a_warning(caplog):
     caplog.clear()
     config = arg_flags.from_flags(PretrainConfig, _flag_values(PretrainConfig, required))
     assert (config.seed, "seed" in config.given(), caplog.records) == (12345, False, [])
+
+
+# The settings pretraining shares with fine-tuning, with pretraining's defaults.
+PRETRAINING_DEFAULTS = {
+    "output_dir": None,  # required
+    "vocab_file": None,  # required
+    "do_lower_case": True,
+    "preset": "bert_tiny",
+    "bert_config_file": None,
+    "init_checkpoint": None,
+    "max_seq_length": 128,
+    "train_batch_size": 32,
+    "learning_rate": 1e-4,
+    "optimizer": "adamw",
+    "save_checkpoints_steps": 100,
+    "seed": 12345,
+}
+
+
+def test_pretraining_takes_the_settings_it_shares_from_the_catalogue():
+    from keras_bert.training.args import RuntimeArgs
+    from keras_bert.training.pretraining import PretrainConfig
+
+    own = {f.name: f for f in dataclasses.fields(PretrainConfig)}
+    catalogue = {f.name: f for f in dataclasses.fields(FinetuneArgs)}
+    runtime = {f.name for f in dataclasses.fields(RuntimeArgs)}
+    assert set(own) & set(catalogue) == set(PRETRAINING_DEFAULTS) | runtime
+    own_hints = typing.get_type_hints(PretrainConfig)
+    catalogue_hints = typing.get_type_hints(FinetuneArgs)
+    fv = _flag_values(PretrainConfig)
+    for name, default in PRETRAINING_DEFAULTS.items():
+        mine, theirs = own[name].metadata, catalogue[name].metadata
+        for key in ("help", "choices", "rule", "check"):
+            assert mine[key] == theirs[key], (name, key)
+        assert own_hints[name] == catalogue_hints[name], name
+        assert (PretrainConfig.default(name), fv[name].default) == (default, default), name
+        assert mine["required"] is (name in ("output_dir", "vocab_file")), name
+        assert mine["derived"] is False, name
+        assert mine["deprecated_name"] == ("random_seed" if name == "seed" else None), name
+    # What fine-tuning derives when not given has pretraining's concrete value.
+    config = arg_flags.from_flags(
+        PretrainConfig,
+        _flag_values(PretrainConfig, ["--input_file=a", "--output_dir=o", "--vocab_file=v"]),
+    )
+    assert {
+        name: getattr(config, name) for name in PRETRAINING_DEFAULTS
+    } == PRETRAINING_DEFAULTS | {
+        "output_dir": "o",
+        "vocab_file": "v",
+    }
+    with pytest.raises(ValueError) as e:  # the catalogue's rule
+        PretrainConfig(input_file="a", output_dir="o", vocab_file="v", max_seq_length=0)
+    assert str(e.value) == "--max_seq_length must be >= 1, got 0"
 
 
 def test_given_is_exactly_the_flags_on_the_command_line():
