@@ -23,7 +23,7 @@ Contenders (MiniLM-L6-H384, `--init_checkpoint=minilm_l6_h384_uncased`, real wei
   (`benchmarks/peers/hf_glue_peer.py`, batches cut to their longest row, run_glue.py's default), float32
   and `--bf16` autocast, run by `$KERAS_BERT_PEER_PYTHON` (torch, transformers, accelerate;
   skipped with its reason when absent);
-- `python -m export` SavedModel, `--tflite` (LiteRT float32) and `--quantize=int8` (LiteRT int8).
+- `python -m export` SavedModel, `--export_tflite` (LiteRT float32) and `--export_quantize=int8` (LiteRT int8).
 
 The data is $KERAS_BERT_DATA_DIR (squad/dev-v1.1.json, glue/sst2). Run (about 6 minutes on
 2 cores; appends a section to docs/results/memory.md):
@@ -154,15 +154,15 @@ def commands(work_dir: str, data_dir: str, squad_questions: int, sst2_examples: 
         ),
         "savedmodel": (
             "export, SavedModel",
-            [*export, f"--export_base={os.path.join(work_dir, 'saved')}"],
+            [*export, f"--export_dir={os.path.join(work_dir, 'saved')}"],
         ),
         "litert": (
-            "export --tflite (LiteRT float32)",
-            [*export, f"--export_base={os.path.join(work_dir, 'tflite')}", "--tflite"],
+            "export --export_tflite (LiteRT float32)",
+            [*export, f"--export_dir={os.path.join(work_dir, 'tflite')}", "--export_tflite"],
         ),
         "litert_int8": (
-            "export --quantize=int8 (LiteRT int8)",
-            [*export, f"--export_base={os.path.join(work_dir, 'int8')}", "--quantize=int8"],
+            "export --export_quantize=int8 (LiteRT int8)",
+            [*export, f"--export_dir={os.path.join(work_dir, 'int8')}", "--export_quantize=int8"],
         ),
     }
 

@@ -22,12 +22,11 @@ import dataclasses
 
 from absl import app, flags
 from keras_bert.cli import fail_usage, failing_without_room
-from keras_bert.training import arg_flags
+from keras_bert.training import arg_flags, args
 from keras_bert.training.flag_dependencies import check_flag_partners
 
 from export.export_saved_model import ExportArgs, Overrides, export_saved_task
 from keras_bert.evaluation.release_gate import check_blessing
-from keras_bert.saved_model.litert import litert_option
 
 flags.DEFINE_string("model_dir", None, "Fine-tuning output_dir, or a .keras task file.")
 flags.DEFINE_string("model_name", None, "Name the model is served under.")
@@ -80,6 +79,7 @@ def main(argv):
     # Each Overrides field is the flag of its name (None: not given).
     overrides = Overrides(**{f.name: FLAGS[f.name].value for f in dataclasses.fields(Overrides)})
     try:
+        litert = args.litert_setting(settings)
         if FLAGS.require_blessing:
             check_blessing(FLAGS.require_blessing, FLAGS.model_dir)
         with failing_without_room():  # a full disk: one line, exit 1, no version published
@@ -91,7 +91,7 @@ def main(argv):
                 tokenizer=FLAGS.tokenizer,
                 dtype=settings.export_dtype,
                 overrides=overrides,
-                litert=litert_option(settings.export_tflite, settings.export_quantize),
+                litert=litert,
             )
     except (ValueError, FileNotFoundError, FileExistsError, TypeError) as e:
         fail_usage(str(e))

@@ -160,7 +160,7 @@ EOF
 
 step "3/5 export to $EXPORT_BASE/sst2/<version>"
 # The task knows its labels (GLUE SST-2: 0 = negative, 1 = positive), vocabulary and length.
-"$PY" -m export --model_dir="$RUN_DIR" --export_base="$EXPORT_BASE" --model_name=sst2
+"$PY" -m export --model_dir="$RUN_DIR" --export_dir="$EXPORT_BASE" --model_name=sst2
 
 step "4/5 start the server and wait until sst2 is AVAILABLE"
 PORT="${PORT:-$("$PY" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')}"

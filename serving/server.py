@@ -29,7 +29,7 @@ stock tensorflow_model_server cannot do; `--request_log_max_file_bytes` and
 warmup file or a table of texts.
 
 `--prefer_tflite_model` (tensorflow_model_server's flag): a version directory holding `model.tflite`
-(`python -m export --tflite` or `--quantize=int8`) is served from that file by the LiteRT
+(`python -m export --export_tflite` or `--export_quantize=int8`) is served from that file by the LiteRT
 interpreter, with the flatbuffer's signatures only (`encoded` for our exports);
 `--tensorflow_intra_op_parallelism` then also sets the interpreter's threads.
 """

@@ -148,9 +148,20 @@ def convert_encoder(encoder, quantize: str = "float32") -> bytes:
     return _convert(_converter_for(converter, quantize), "the encoder")
 
 
-def litert_option(tflite: bool, quantize: str | None) -> str | None:
-    """The `litert` argument of `Task.export` from the command-line flags `--tflite` and
-    `--quantize` (`--quantize=int8` implies `--tflite`): None, "float32" or "int8"."""
+def litert_option(tflite: bool, quantize: str | None, tflite_refused: bool = False) -> str | None:
+    """The `litert` argument of `Task.export` from the command-line flags `--export_tflite` and
+    `--export_quantize` (`--export_quantize=int8` implies `--export_tflite`): None, "float32" or
+    "int8".
+
+    Raises:
+        ValueError: `tflite_refused` (the user gave `--noexport_tflite`) with a quantization, which
+            would write the model.tflite they said no to.
+    """
+    if quantize is not None and tflite_refused:
+        raise ValueError(
+            f"--export_quantize={quantize} writes model.tflite, but --noexport_tflite was given: "
+            "drop one of them"
+        )
     if quantize is not None:
         return quantize
     return "float32" if tflite else None

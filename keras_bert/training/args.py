@@ -331,12 +331,27 @@ class TrainingArgs(RuntimeArgs):
         choices=("int8",),
     )
 
+    def validate(self) -> None:
+        super().validate()
+        _ = self.litert  # a quantization with --noexport_tflite is refused before training
+
     @property
     def litert(self) -> str | None:
         """`Task.export`'s `litert` argument: None, "float32" or "int8"."""
-        from keras_bert.saved_model.litert import litert_option
+        return litert_setting(self)
 
-        return litert_option(self.export_tflite, self.export_quantize)
+
+def litert_setting(settings: ArgumentSet) -> str | None:
+    """`Task.export`'s `litert` argument from the export fields of `settings` (a `TrainingArgs`,
+    or `python -m export`'s): None, "float32" or "int8".
+
+    Raises:
+        ValueError: `--export_quantize` with `--noexport_tflite` given.
+    """
+    from keras_bert.saved_model.litert import litert_option
+
+    refused = "export_tflite" in settings.given() and not settings.export_tflite
+    return litert_option(settings.export_tflite, settings.export_quantize, tflite_refused=refused)
 
 
 @args_dataclass

@@ -12,8 +12,7 @@ import pytest
 from absl import flags
 
 from export.export_saved_model import ExportArgs
-from keras_bert.saved_model.litert import litert_option
-from keras_bert.training import arg_flags
+from keras_bert.training import arg_flags, args
 from keras_bert.training.args import TrainingArgs
 
 
@@ -23,8 +22,7 @@ def _read(*argv):
     arg_flags.define_flags(ExportArgs, flag_values=fv)
     fv(["export", *argv])
     settings = arg_flags.from_flags(ExportArgs, fv)
-    litert = litert_option(settings.export_tflite, settings.export_quantize)
-    return settings.export_dir, settings.export_dtype, litert
+    return settings.export_dir, settings.export_dtype, args.litert_setting(settings)
 
 
 @pytest.mark.parametrize(
@@ -72,6 +70,36 @@ def test_the_flags_are_the_catalogues():
         choices = field.metadata["choices"]
         enum = f"<{'|'.join(choices)}>: " if choices else ""  # absl's enum prefix
         assert (fv[name].default, fv[name].help) == (field.default, enum + field.metadata["help"])
+
+
+@pytest.mark.parametrize(
+    "quantize, refuse",
+    [
+        ("--export_quantize=int8", "--noexport_tflite"),
+        ("--export_quantize=int8", "--export_tflite=false"),
+        ("--quantize=int8", "--notflite"),
+    ],
+)
+def test_a_quantization_with_no_tflite_given_is_refused(quantize, refuse):
+    """The quantization writes model.tflite; the user said no model.tflite: neither wins."""
+    with pytest.raises(ValueError) as e:
+        _read("--export_dir=gs://b/models", quantize, refuse)
+    assert str(e.value) == (
+        "--export_quantize=int8 writes model.tflite, but --noexport_tflite was given: "
+        "drop one of them"
+    )
+    assert _read("--export_dir=gs://b/models", quantize)[2] == "int8"  # implied, as documented
+
+
+def test_a_fine_tuning_run_refuses_it_before_training():
+    with pytest.raises(ValueError) as e:
+        TrainingArgs(
+            output_dir="runs/x",
+            export_dir="models",
+            export_quantize="int8",
+            given_flags=frozenset({"output_dir", "export_dir", "export_quantize", "export_tflite"}),
+        )
+    assert str(e.value).startswith("--export_quantize=int8 writes model.tflite")
 
 
 def test_export_dir_is_required_in_either_spelling():
