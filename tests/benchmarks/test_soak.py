@@ -7,8 +7,14 @@ run (a child process), then a SIGKILL as the server applies a changed config fil
 The small disks are tmpfs mounts where the test may mount (root), else RLIMIT_FSIZE: what must
 hold is the same. Latencies and memory are reported, never asserted (SPEC section 10)."""
 
+import pathlib
+import signal
+import subprocess
+import sys
+
 import pytest
 
+from tests.recipes.recipe_process import REPO
 from tools import soak
 from tests.serving import saved_models
 
@@ -83,3 +89,31 @@ def test_small_soak_fails_no_good_request_and_every_fault_leaves_whole_files(tmp
     assert len(result["cycle_rss"]) >= 1 and all(rss > 0 for rss in result["cycle_rss"])
     assert f"RSS after each whole cycle of events ({len(result['cycle_rss'])} cycles)" in text
     assert "failed good 0 (target 0)" in text and "answered 5xx 0 (target 0)" in text
+
+
+def test_sigterm_unmounts_the_small_disks(tmp_path):
+    """A soak stopped by SIGTERM (a timeout, a scheduler) runs its cleanup: a tmpfs it mounted is
+    gone from /proc/mounts once it exits."""
+    if soak.disk_kind("auto") != "tmpfs":
+        pytest.skip("tmpfs mounts need root here; the fsize disks leave nothing mounted")
+    disk = tmp_path / "disk"
+    code = (
+        "import sys, time; from tools import soak\n"
+        "soak.exit_on_sigterm()\n"
+        "disk = soak.SmallDisk(sys.argv[1], 'tmpfs', 1 << 20)\n"
+        "try:\n"
+        "    print('mounted', flush=True); time.sleep(60)\n"
+        "finally:\n"
+        "    disk.close()\n"
+    )
+    proc = subprocess.Popen(
+        [sys.executable, "-c", code, str(disk)], cwd=REPO, stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert proc.stdout.readline() == "mounted\n"
+        assert str(disk) in pathlib.Path("/proc/mounts").read_text()
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=60) == 128 + signal.SIGTERM
+    finally:
+        proc.kill()
+    assert str(disk) not in pathlib.Path("/proc/mounts").read_text()
