@@ -58,7 +58,7 @@ def main(argv):
                 input=str(data),
                 output_dir=str(tmp / f"out{runs['n']}"),
                 text_column="sentence",
-                batch_size=FLAGS.batch_size,
+                eval_batch_size=FLAGS.batch_size,
                 bucket_boundaries=boundaries,
             )
             counts = pipeline.run(config, options)["counts"]

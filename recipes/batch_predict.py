@@ -69,7 +69,7 @@ def main(argv):
         text_column=FLAGS.text_column,
         text_b_column=FLAGS.text_b_column,
         key_column=FLAGS.key_column,
-        batch_size=settings.eval_batch_size,
+        eval_batch_size=settings.eval_batch_size,
         bucket_boundaries=bucket_boundaries(FLAGS.bucket_boundaries),
         num_shards=FLAGS.num_shards,
     )

@@ -140,12 +140,15 @@ class TextSignatureHandler(ModelHandler):
 
     Args:
         export: the `ExportSignature` of the version directory.
-        batch_size: int >= 1, rows per call (every batch but the last of a bucket).
+        eval_batch_size: int >= 1, rows per call (every batch but the last of a bucket).
         bucket_boundaries: sorted positive ints (characters), or None for one batch stream.
     """
 
-    def __init__(self, export: ExportSignature, batch_size: int, bucket_boundaries=None):
-        kwargs: dict[str, Any] = {"min_batch_size": batch_size, "max_batch_size": batch_size}
+    def __init__(self, export: ExportSignature, eval_batch_size: int, bucket_boundaries=None):
+        kwargs: dict[str, Any] = {
+            "min_batch_size": eval_batch_size,
+            "max_batch_size": eval_batch_size,
+        }
         if bucket_boundaries:
             kwargs.update(
                 batch_length_fn=row_length,

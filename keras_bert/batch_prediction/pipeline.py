@@ -58,7 +58,7 @@ class BatchPredictConfig:
         input: --input as given (comma-separated paths / globs, any URI).
         output_dir: where the outputs are published (must not exist, or be empty).
         text_column, text_b_column, key_column: see `rows.Columns`.
-        batch_size: rows per model call.
+        eval_batch_size: rows per model call (--eval_batch_size).
         bucket_boundaries: tuple of characters, or () for unbucketed batches.
         num_shards: files per output kind.
     """
@@ -69,7 +69,7 @@ class BatchPredictConfig:
     text_column: str = "text"
     text_b_column: str | None = None
     key_column: str | None = None
-    batch_size: int = 64
+    eval_batch_size: int = 64
     bucket_boundaries: tuple = DEFAULT_BUCKET_BOUNDARIES
     num_shards: int = 1
 
@@ -95,8 +95,8 @@ def prepare(config: BatchPredictConfig) -> Prepared:
             a named column; no model; a model that does not take text; text_b_column given to a
             single-text model or missing for a pair model; output_dir not empty).
     """
-    if config.batch_size < 1:
-        raise ValueError(f"--batch_size must be >= 1, got {config.batch_size}")
+    if config.eval_batch_size < 1:
+        raise ValueError(f"--eval_batch_size must be >= 1, got {config.eval_batch_size}")
     if config.num_shards < 1:
         raise ValueError(f"--num_shards must be >= 1, got {config.num_shards}")
     bounds = list(config.bucket_boundaries)
@@ -185,7 +185,7 @@ def build(pipeline, config: BatchPredictConfig, prepared: Prepared, directory: s
     rows = items | "rows" >> beam.Filter(lambda item: isinstance(item, InputRow))
     read_errors = items | "read errors" >> beam.Filter(lambda item: not isinstance(item, InputRow))
     handler = TextSignatureHandler(
-        prepared.export, config.batch_size, config.bucket_boundaries or None
+        prepared.export, config.eval_batch_size, config.bucket_boundaries or None
     )
     results = (
         rows

@@ -74,7 +74,7 @@ def test_outputs_equal_serving_default_with_and_without_buckets(export, tmp_path
             output_dir=str(tmp_path / name),
             text_column="sentence",
             key_column="id",
-            batch_size=4,
+            eval_batch_size=4,
             bucket_boundaries=boundaries,
             num_shards=2,
         )
@@ -120,7 +120,7 @@ def test_outputs_equal_serving_default_with_and_without_buckets(export, tmp_path
 
 
 def test_buckets_that_never_fill_a_batch_are_flushed_at_the_end(export, tmp_path):
-    """No bucket holds batch_size rows: every batch is flushed at the end of the input. Beam's
+    """No bucket holds eval_batch_size rows: every batch is flushed at the end of the input. Beam's
     DirectRunner would run this on its bundle-based runner, which fails here (apache/beam#28716);
     keras_bert.beam.create_pipeline runs it on the FnApiRunner."""
     texts = TEXTS[:6]
@@ -129,7 +129,7 @@ def test_buckets_that_never_fill_a_batch_are_flushed_at_the_end(export, tmp_path
         model=export["version_dir"],
         input=str(data),
         output_dir=str(tmp_path / "out"),
-        batch_size=64,
+        eval_batch_size=64,
     )
     assert config.bucket_boundaries == pipeline.DEFAULT_BUCKET_BOUNDARIES
     summary = pipeline.run(config, direct_options())
@@ -167,6 +167,8 @@ def test_the_recipe_on_two_worker_processes(export, tmp_path):
     # Beam's own logs stay at warnings here and in the worker processes (keras_bert.beam_worker)
     assert beam_info_lines(proc.stdout + proc.stderr) == []
     summary = json.loads((tmp_path / "out" / "batch_predict.json").read_text())
+    # The older spelling's value, recorded under the flag's name only.
+    assert summary["config"]["eval_batch_size"] == 4 and "batch_size" not in summary["config"]
     assert summary["pipeline_options"]["direct_num_workers"] == 2
     assert summary["pipeline_options"]["direct_running_mode"] == "multi_processing"
     want = serving_default(export, texts)
@@ -212,7 +214,7 @@ def test_malformed_rows_go_to_errors_with_reasons_on_ram_uris(export):
         input=f"{base}/a.jsonl,{base}/b.csv,{base}/c.tfrecord",
         output_dir=f"{base}/out",
         key_column="id",
-        batch_size=3,
+        eval_batch_size=3,
         bucket_boundaries=BOUNDARIES,
     )
     summary = pipeline.run(config, direct_options())
@@ -279,7 +281,7 @@ class PoisonedSignature:
 
 def test_a_failed_batch_is_retried_row_by_row(export):
     handler = model_handler.TextSignatureHandler(
-        model_handler.ExportSignature.read(export["version_dir"]), batch_size=4
+        model_handler.ExportSignature.read(export["version_dir"]), eval_batch_size=4
     )
     assert "length_fn" not in handler.batch_elements_kwargs()  # no buckets asked for
     bucketed = model_handler.TextSignatureHandler(handler.export, 4, BOUNDARIES)
@@ -343,8 +345,11 @@ def test_a_run_that_predicts_no_row_exits_1_and_keeps_its_errors(export, tmp_pat
         f"--input={data}",
         f"--output_dir={out}",
         "--key_column=id",
+        "--eval_batch_size=4",
     )
     assert proc.returncode == 1, proc.stderr[-2000:]
+    config = json.loads((out / "batch_predict.json").read_text())["config"]
+    assert config["eval_batch_size"] == 4 and "batch_size" not in config
     assert proc.stderr.strip().splitlines()[-1] == (
         f"batch_predict.py: error: no row was predicted: 3 rows read, 3 in {out}/errors-*.jsonl "
         "with their reasons"
@@ -387,7 +392,7 @@ def test_evaluate_predictions_equals_evaluate_model(export, tmp_path):
         input=str(tmp_path / "unlabelled.jsonl"),
         output_dir=str(tmp_path / "preds"),
         key_column="id",
-        batch_size=3,
+        eval_batch_size=3,
         bucket_boundaries=BOUNDARIES,
     )
     pipeline.run(config, direct_options())
@@ -457,7 +462,7 @@ def test_ner_batch_predictions_evaluate_as_the_model_does(tmp_path, uncased_voca
         model=version_dir,
         input=str(tmp_path / "sentences.jsonl"),
         output_dir=str(tmp_path / "preds"),
-        batch_size=2,
+        eval_batch_size=2,
         bucket_boundaries=BOUNDARIES,
     )
     assert pipeline.run(config, direct_options())["counts"]["predicted"] == len(sentences)
@@ -498,7 +503,7 @@ def test_row_order_join_without_a_key(export, tmp_path):
         model=export["version_dir"],
         input=str(labelled),
         output_dir=str(tmp_path / "preds"),
-        batch_size=5,
+        eval_batch_size=5,
     )
     assert pipeline.run(config, direct_options())["counts"] == {
         "rows_read": 13,
