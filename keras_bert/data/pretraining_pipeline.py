@@ -12,15 +12,22 @@ Model Garden reference: `official/nlp/data/pretrain_dataloader.py`.
 
 from __future__ import annotations
 
+import re
 from typing import Sequence
 
 import tensorflow as tf
+from google.protobuf.message import DecodeError
 
+from keras_bert import fileio
 from keras_bert.config import INPUT_NAMES
 from keras_bert.data.file_patterns import expand_file_patterns
 
 INT_FEATURES = INPUT_NAMES
 MLM_INT_FEATURES = ("masked_lm_positions", "masked_lm_ids")
+# create_pretraining_data writes `<first --output_file>.summary.json` beside the records, last;
+# with --num_shards > 1 the shards are `<output_file>-00000-of-0000N`.
+SUMMARY_SUFFIX = ".summary.json"
+_SHARD_NAME = re.compile(r"^(.*)-\d{5}-of-\d{5}$")
 
 
 class CorruptShardError(ValueError):
@@ -77,6 +84,74 @@ def verify_shards(files: Sequence[str]) -> list[int]:
             ) from None
         counts.append(int(n))
     return counts
+
+
+def _summary_lengths(shard: str, read: dict) -> tuple[int, int] | None:
+    """(max_seq_length, max_predictions_per_seq) of the `.summary.json` that create_pretraining_data
+    wrote beside `shard` and that lists it, or None. `read`: summary path -> its lengths (or None),
+    so a summary of many shards is read once."""
+    match = _SHARD_NAME.match(shard)
+    for path in [shard + SUMMARY_SUFFIX] + ([match.group(1) + SUMMARY_SUFFIX] if match else []):
+        if path not in read:
+            read[path] = None
+            if fileio.isfile(path):
+                try:
+                    record = fileio.read_json(path)
+                except ValueError:  # not a summary of ours: nothing said
+                    continue
+                read[path] = record if isinstance(record, dict) else None
+        record = read[path]
+        if record is None:
+            continue
+        config, summary = record.get("config"), record.get("summary")
+        if not (isinstance(config, dict) and isinstance(summary, dict)):
+            continue
+        lengths = (config.get("max_seq_length"), config.get("max_predictions_per_seq"))
+        listed = fileio.basename(shard) in (summary.get("shards") or {})
+        if listed and all(isinstance(n, int) for n in lengths):
+            return lengths
+    return None
+
+
+def _first_record_lengths(shard: str) -> tuple[int, int] | None:
+    """(input_word_ids length, masked_lm_weights length) of the first record of `shard`, or None:
+    an empty shard, one that is not readable (`verify_shards` names it) or not of pretraining
+    records."""
+    try:
+        first = [raw.numpy() for raw in tf.data.TFRecordDataset(shard).take(1)]
+        if not first:
+            return None
+        feature = tf.train.Example.FromString(first[0]).features.feature
+    except (tf.errors.OpError, DecodeError):
+        return None
+    if "input_word_ids" not in feature or "masked_lm_weights" not in feature:
+        return None
+    return (
+        len(feature["input_word_ids"].int64_list.value),
+        len(feature["masked_lm_weights"].float_list.value),
+    )
+
+
+def records_made_with(files: Sequence[str]) -> dict[tuple[int, int], str]:
+    """What the records of `files` were made with, as far as they say, without reading them all.
+
+    Each shard's `.summary.json` (create_pretraining_data's, listing the shard) says it; for a
+    shard without one (records made elsewhere), the feature lengths of its first record.
+
+    Returns:
+        (max_seq_length, max_predictions_per_seq) -> where that was read: "their .summary.json"
+        or "a record of <shard>", the first such place; one entry when the shards agree, none
+        when nothing says (empty or unreadable shards).
+    """
+    made, read = {}, {}
+    for path in files:
+        lengths = _summary_lengths(path, read)
+        source = "their .summary.json"
+        if lengths is None:
+            lengths, source = _first_record_lengths(path), f"a record of {path}"
+        if lengths is not None:
+            made.setdefault(tuple(lengths), source)
+    return made
 
 
 def dynamic_mask(

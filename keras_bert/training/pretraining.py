@@ -22,7 +22,11 @@ from keras_bert.checkpoints.keras_format import save_encoder
 from keras_bert.checkpoints.loader import load_encoder
 from keras_bert.config import BertConfig, check_max_seq_length
 from keras_bert.data.file_patterns import expand_file_patterns
-from keras_bert.data.pretraining_pipeline import make_pretraining_dataset, verify_shards
+from keras_bert.data.pretraining_pipeline import (
+    make_pretraining_dataset,
+    records_made_with,
+    verify_shards,
+)
 from keras_bert.models.bert_encoder import BertEncoder
 from keras_bert.models.bert_pretrainer import BertPretrainer
 from keras_bert.tokenization.full_tokenizer import load_vocab
@@ -94,6 +98,46 @@ class PretrainConfig(SharedPretrainArgs):
     @property
     def use_nsp(self) -> bool:
         return not (self.no_nsp or self.ltr)
+
+
+# The settings a record's fixed feature lengths come from: the run must read them as made.
+RECORD_SETTINGS = ("max_seq_length", "max_predictions_per_seq")
+
+
+def check_records_match(config: PretrainConfig, shards) -> None:
+    """The records of `shards` were made with `config`'s max_seq_length and
+    max_predictions_per_seq, as far as they say (`records_made_with`: their .summary.json, else one
+    record per shard); nothing saying is no refusal.
+
+    Raises:
+        ValueError: "--max_seq_length=128 but the records in <input_file> were made with
+            max_seq_length=32 (their .summary.json); pass --max_seq_length=32" (every differing
+            setting, joined by "and"), or the shards were made with different settings.
+    """
+    made = records_made_with(shards)
+
+    def said(lengths, source):
+        return f"{_joined(dict(zip(RECORD_SETTINGS, lengths)), '', ' and ')} ({source})"
+
+    if len(made) > 1:
+        raise ValueError(
+            f"the records in {config.input_file} were made with different settings: "
+            f"{'; '.join(said(k, v) for k, v in made.items())}; pass shards made alike"
+        )
+    for lengths, source in made.items():
+        wanted = dict(zip(RECORD_SETTINGS, lengths))
+        wrong = {k: v for k, v in wanted.items() if getattr(config, k) != v}
+        if wrong:
+            given = {k: getattr(config, k) for k in wrong}
+            raise ValueError(
+                f"{_joined(given, '--', ' and ')} but the records in {config.input_file} were "
+                f"made with {_joined(wrong, '', ' and ')} ({source}); "
+                f"pass {_joined(wrong, '--', ' ')}"
+            )
+
+
+def _joined(values: dict, dashes: str, between: str) -> str:
+    return between.join(f"{dashes}{k}={v}" for k, v in values.items())
 
 
 def build_pretrainer(config: PretrainConfig, vocab: dict, precision: str) -> BertPretrainer:
@@ -199,8 +243,11 @@ def recorded_settings(record: dict) -> dict:
 def run_pretraining(config: PretrainConfig) -> dict:
     """Pretrains (resuming from output_dir's last checkpoint) and writes the files listed above.
 
-    A rerun into an output_dir holding a run with other settings (all but HARMLESS_SETTINGS) is
-    refused before anything is written (`resume_check.check_resume_settings`).
+    Every check comes before anything is written to output_dir, so a refused run leaves it as it
+    was: records made with another max_seq_length / max_predictions_per_seq
+    (`check_records_match`), a damaged shard, a model that does not fit the vocab, and a rerun
+    into an output_dir holding a run with other settings (all but HARMLESS_SETTINGS;
+    `resume_check.check_resume_settings`).
 
     Returns:
         metrics.json's dict: steps, resumed_from_step, records, examples_seen (steps times the
@@ -209,11 +256,12 @@ def run_pretraining(config: PretrainConfig) -> dict:
 
     Raises:
         FileNotFoundError: no input shard. CorruptShardError: a damaged shard, by name.
-        ValueError: see `build_pretrainer`; an output_dir holding a run with other settings.
+        ValueError: see `check_records_match` and `build_pretrainer`; an output_dir holding a
+            run with other settings.
     """
     start = time.time()
     shards = expand_file_patterns(config.input_file, what="pretraining shard")
-    fileio.makedirs(config.output_dir)
+    check_records_match(config, shards)
     keras.utils.set_random_seed(config.seed)
     precision = set_mixed_precision(config.mixed_precision)
     strategy = get_strategy(config.strategy, config.tpu)
@@ -236,6 +284,8 @@ def run_pretraining(config: PretrainConfig) -> dict:
         record
     )  # what every checkpointed step was trained with
     num_records = sum(verify_shards(shards))  # a damaged shard fails here, by name
+    # Every check passed: the first write to output_dir.
+    fileio.makedirs(config.output_dir)
     fileio.write_json(fileio.join(config.output_dir, "config.json"), record)
     checkpoint, callbacks = standard_callbacks(
         config.output_dir, tensorboard_update_freq=config.save_checkpoints_steps

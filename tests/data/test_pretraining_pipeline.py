@@ -1,5 +1,6 @@
 """TFRecord round trip, corrupt shards, dynamic masking and per-replica input of the pretraining pipeline."""
 
+import json
 import random
 
 import numpy as np
@@ -83,6 +84,49 @@ def test_damaged_shard_is_a_clear_error_naming_it(tmp_path, damage):
 def test_missing_shards_are_an_error(tmp_path):
     with pytest.raises(FileNotFoundError, match="no pretraining shard"):
         pp.make_pretraining_dataset(str(tmp_path / "nothing-*"), 4, SEQ, PRED)
+
+
+def _summary(path, shards, seq=SEQ, pred=PRED):
+    """A `.summary.json` as create_pretraining_data writes it (the fields read here)."""
+    record = {
+        "config": {"max_seq_length": seq, "max_predictions_per_seq": pred},
+        "summary": {"shards": {name: 1 for name in shards}},
+    }
+    path.write_text(json.dumps(record))
+
+
+def test_what_the_records_were_made_with_is_their_summary_else_a_record(tmp_path):
+    paths = _write(tmp_path, _instances())  # pt.tfrecord-0000{0,1}-of-00002, no summary
+    assert pp.records_made_with(paths) == {(SEQ, PRED): f"a record of {paths[0]}"}
+    names = ["pt.tfrecord-00000-of-00002", "pt.tfrecord-00001-of-00002"]
+    _summary(tmp_path / "pt.tfrecord.summary.json", names, seq=128, pred=20)  # the summary says
+    assert pp.records_made_with(paths) == {(128, 20): "their .summary.json"}
+    _summary(tmp_path / "pt.tfrecord.summary.json", names[:1], seq=128, pred=20)
+    assert pp.records_made_with(paths) == {  # a summary speaks only for the shards it lists
+        (128, 20): "their .summary.json",
+        (SEQ, PRED): f"a record of {paths[1]}",
+    }
+    (tmp_path / "pt.tfrecord.summary.json").write_text("not json")
+    assert pp.records_made_with(paths) == {(SEQ, PRED): f"a record of {paths[0]}"}
+    # One --output_file: the summary is named after it.
+    one = _write(tmp_path / "one", _instances(), shards=1)
+    _summary(tmp_path / "one" / "pt.tfrecord.summary.json", ["pt.tfrecord"], seq=64, pred=9)
+    assert pp.records_made_with(one) == {(64, 9): "their .summary.json"}
+
+
+def test_records_that_say_nothing_give_nothing(tmp_path):
+    empty = tmp_path / "empty.tfrecord"
+    empty.write_bytes(b"")
+    other = str(tmp_path / "other.tfrecord")
+    with tf.io.TFRecordWriter(other) as writer:
+        writer.write(b"not an Example")
+        writer.write(tf.train.Example().SerializeToString())
+    foreign = str(tmp_path / "foreign.tfrecord")
+    with tf.io.TFRecordWriter(foreign) as writer:
+        writer.write(tf.train.Example().SerializeToString())
+    truncated = tmp_path / "truncated.tfrecord"
+    truncated.write_bytes(open(_write(tmp_path, _instances(), shards=1)[0], "rb").read()[:7])
+    assert pp.records_made_with([str(empty), other, foreign, str(truncated)]) == {}
 
 
 def test_dynamic_masking_redraws_each_epoch(tmp_path):

@@ -4,7 +4,8 @@
 TensorFlow's C++ logs quiet and no GPU visible, and returns the finished process (text output);
 `recipe_env()` is that environment, for tests that start the process themselves.
 `run_recipe_main("evaluate", *flags)` runs an absl recipe's `main` in this process instead (ram://
-paths, monkeypatched library code).
+paths, monkeypatched library code); `usage_error(...)` is the one line a `main` that must end as a
+usage error wrote.
 `tiny_run_flags(vocab, ...)` are the flags every fine-tuning recipe test starts from: a bert_tiny
 encoder over `vocab`, short sequences, small batches; `exported_run_flags(...)` where the run
 writes and exports to.
@@ -16,6 +17,7 @@ import runpy
 import subprocess
 import sys
 
+import pytest
 from absl import flags
 
 from keras_bert.faults import ENV as CRASH_ENV
@@ -73,6 +75,18 @@ def run_recipe_main(name: str, *argv: str) -> None:
         for flag in list(flags.FLAGS.flags_by_module_dict().get(module, [])):
             delattr(flags.FLAGS, flag.name)
         flags.FLAGS.unparse_flags()
+
+
+def usage_error(capsys, monkeypatch, program: str, main) -> str:
+    """The stderr of `main()` run as `program` (sys.argv[0], the name in the message), which must
+    end as a usage error: exit status 2, nothing on stdout."""
+    monkeypatch.setattr(sys, "argv", [program])
+    with pytest.raises(SystemExit) as e:
+        main()
+    assert e.value.code == 2
+    out = capsys.readouterr()
+    assert out.out == ""
+    return out.err
 
 
 def tiny_run_flags(

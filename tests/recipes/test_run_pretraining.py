@@ -1,7 +1,10 @@
 """run_pretraining.py end to end on a WikiText-2 slice: the MLM loss falls; a SIGKILLed run resumes."""
 
+import glob
 import json
 import os
+import pathlib
+import runpy
 import signal
 import subprocess
 import sys
@@ -9,8 +12,12 @@ import time
 
 import numpy as np
 import pytest
+from absl import flags
 
+from keras_bert.training import arg_flags
+from keras_bert.training.pretraining import PretrainConfig, run_pretraining
 from tests.conftest import REPO_ROOT
+from tests.recipes.recipe_process import run_recipe_main, usage_error
 
 SEQ, PRED = 64, 10
 
@@ -170,3 +177,140 @@ def test_a_rerun_with_another_batch_size_is_refused_and_a_resume_counts_the_reco
     assert metrics["examples_seen"] == 48  # 6 steps of the recorded 8 examples
     assert [h["step"] for h in metrics["history"]] == [2, 4, 6]
     assert json.loads((out / "config.json").read_text())["flags"]["train_batch_size"] == 8
+
+
+@pytest.fixture(scope="module")
+def made_records(tmp_path_factory, data_dir, uncased_vocab) -> str:
+    """create_pretraining_data's records of the first two WikiText-2 test articles, made with
+    --max_seq_length=32 --max_predictions_per_seq=5 (two shards and their .summary.json); their
+    glob."""
+    directory = tmp_path_factory.mktemp("made")
+    lines = (data_dir / "wikitext/wikitext-2-raw/wiki.test.raw").read_text().splitlines()
+    titles = [i for i, line in enumerate(lines) if line.startswith(" = ") and line[3] != "="]
+    (directory / "corpus.raw").write_text("\n".join(lines[: titles[2]]) + "\n")
+    run_recipe_main(
+        "create_pretraining_data",
+        f"--input_file={directory / 'corpus.raw'}",
+        "--input_format=wikitext",
+        f"--output_file={directory / 'wiki.tfrecord'}",
+        "--num_shards=2",
+        f"--vocab_file={uncased_vocab}",
+        "--max_seq_length=32",
+        "--max_predictions_per_seq=5",
+        "--dupe_factor=1",
+        "--num_workers=1",
+        "--noprogress",
+    )
+    assert (directory / "wiki.tfrecord.summary.json").exists()
+    return f"{directory / 'wiki.tfrecord'}-*"
+
+
+def _pretraining_main(argv):
+    """recipes/run_pretraining.py's main on `argv` (its own FlagValues)."""
+    main_of = runpy.run_path(str(REPO_ROOT / "recipes" / "run_pretraining.py"), run_name="rp")[
+        "main_of"
+    ]
+    fv = flags.FlagValues()
+    arg_flags.define_flags(PretrainConfig, flag_values=fv)
+    fv(["run_pretraining.py", *argv])
+    return lambda: main_of(fv)(["run_pretraining.py"])
+
+
+def test_records_made_with_other_lengths_are_refused_before_anything_is_written(
+    made_records, uncased_vocab, tmp_path, capsys, monkeypatch
+):
+    out = tmp_path / "run"
+    settings = dict(input_file=made_records, vocab_file=str(uncased_vocab), output_dir=str(out))
+    with pytest.raises(ValueError) as e:  # both flags at their defaults, 128 and 20
+        run_pretraining(PretrainConfig(**settings))
+    assert str(e.value) == (
+        f"--max_seq_length=128 and --max_predictions_per_seq=20 but the records in "
+        f"{made_records} were made with max_seq_length=32 and max_predictions_per_seq=5 (their "
+        ".summary.json); pass --max_seq_length=32 --max_predictions_per_seq=5"
+    )
+    with pytest.raises(ValueError) as e:
+        run_pretraining(PretrainConfig(**settings, max_seq_length=32))
+    assert str(e.value) == (
+        f"--max_predictions_per_seq=20 but the records in {made_records} were made with "
+        "max_predictions_per_seq=5 (their .summary.json); pass --max_predictions_per_seq=5"
+    )
+    assert not out.exists()
+    main = _pretraining_main([f"--{k}={v}" for k, v in settings.items()] + ["--max_seq_length=64"])
+    assert usage_error(capsys, monkeypatch, "run_pretraining.py", main) == (
+        f"run_pretraining.py: error: --max_seq_length=64 and --max_predictions_per_seq=20 but "
+        f"the records in {made_records} were made with max_seq_length=32 and "
+        "max_predictions_per_seq=5 (their .summary.json); pass --max_seq_length=32 "
+        "--max_predictions_per_seq=5\n"
+    )
+    assert not out.exists()  # a rerun with the records' values is not refused by the rerun check
+
+
+def test_records_without_a_summary_are_checked_by_one_record(shards, uncased_vocab, tmp_path):
+    out = tmp_path / "run"
+    config = PretrainConfig(
+        input_file=shards,
+        vocab_file=str(uncased_vocab),
+        output_dir=str(out),
+        max_seq_length=SEQ,
+        max_predictions_per_seq=PRED + 1,
+    )
+    first = sorted(glob.glob(shards))[0]
+    with pytest.raises(ValueError) as e:
+        run_pretraining(config)
+    assert str(e.value) == (
+        f"--max_predictions_per_seq={PRED + 1} but the records in {shards} were made with "
+        f"max_predictions_per_seq={PRED} (a record of {first}); pass "
+        f"--max_predictions_per_seq={PRED}"
+    )
+    assert not out.exists()
+
+
+def test_shards_made_with_different_lengths_are_refused(shards, uncased_vocab, tmp_path):
+    copies = []
+    for path in sorted(glob.glob(shards)):
+        copies.append(tmp_path / os.path.basename(path))
+        copies[-1].write_bytes(pathlib.Path(path).read_bytes())
+    summary = {  # the second shard's own summary says other lengths
+        "config": {"max_seq_length": 32, "max_predictions_per_seq": 5},
+        "summary": {"shards": {copies[1].name: 1}},
+    }
+    pathlib.Path(f"{copies[1]}.summary.json").write_text(json.dumps(summary))
+    pattern = str(tmp_path / "wiki.tfrecord-*")
+    config = PretrainConfig(
+        input_file=pattern,
+        vocab_file=str(uncased_vocab),
+        output_dir=str(tmp_path / "run"),
+        max_seq_length=SEQ,
+        max_predictions_per_seq=PRED,
+    )
+    with pytest.raises(ValueError) as e:
+        run_pretraining(config)
+    assert str(e.value) == (
+        f"the records in {pattern} were made with different settings: max_seq_length={SEQ} "
+        f"and max_predictions_per_seq={PRED} (a record of {copies[0]}); max_seq_length=32 and "
+        "max_predictions_per_seq=5 (their .summary.json); pass shards made alike"
+    )
+    assert not (tmp_path / "run").exists()
+
+
+@pytest.mark.slow
+def test_a_run_with_the_records_lengths_trains_on_them(made_records, uncased_vocab, tmp_path):
+    out = tmp_path / "run"
+    main = _pretraining_main(
+        [
+            f"--input_file={made_records}",
+            f"--vocab_file={uncased_vocab}",
+            f"--output_dir={out}",
+            "--max_seq_length=32",
+            "--max_predictions_per_seq=5",
+            "--train_batch_size=2",
+            "--num_train_steps=2",
+            "--num_warmup_steps=1",
+            "--save_checkpoints_steps=2",
+        ]
+    )
+    main()
+    metrics = json.loads((out / "metrics.json").read_text())
+    summary = json.loads(pathlib.Path(made_records[: -len("-*")] + ".summary.json").read_text())
+    assert (metrics["steps"], metrics["records"]) == (2, summary["summary"]["instances"])
+    assert json.loads((out / "config.json").read_text())["flags"]["max_seq_length"] == 32
