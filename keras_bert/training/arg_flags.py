@@ -15,10 +15,15 @@ import typing
 
 from absl import flags
 
+from keras_bert import fileio
 from keras_bert.cli import calling_module_name, check_paths_reachable, fail_usage
 from keras_bert.training import args
 
 logger = logging.getLogger(__name__)
+
+# The catalogue's fields that name a file the program reads (when given): checked up front by
+# every program that takes them (`check_input_files`), before anything is read or loaded.
+INPUT_FILE_FIELDS = ("vocab_file",)
 
 
 def _flag_kind(cls, f) -> type:
@@ -68,16 +73,44 @@ def define_program_flags(cls, flag_values=None) -> None:
 
 
 def read_program_flags(cls, flag_values=None):
-    """`from_flags(cls)` for a program that defined them with `define_program_flags`, and every
-    URI among the values reachable (`check_paths_reachable`). A bad value, both spellings of one
-    flag or an unreachable URI ends the program as a usage error (`fail_usage`: one line, exit 2).
+    """`from_flags(cls)` for a program that defined them with `define_program_flags`, every
+    URI among the values reachable (`check_paths_reachable`) and every input file there
+    (`check_input_files`). A bad value, both spellings of one flag, an unreachable URI or a
+    missing input file ends the program as a usage error (`fail_usage`: one line, exit 2).
     """
     try:
         settings = from_flags(cls, flag_values)
         check_paths_reachable(settings)
+        check_input_files(settings)
     except (ValueError, FileNotFoundError) as e:
         fail_usage(str(e))
     return settings
+
+
+def check_input_files(settings) -> None:
+    """Every given field of `settings` (an argument set) in `INPUT_FILE_FIELDS` names an
+    existing file (`check_input_file`)."""
+    for f in dataclasses.fields(settings):
+        value = getattr(settings, f.name)
+        if f.name in INPUT_FILE_FIELDS and value:
+            check_input_file(f.name, value)
+
+
+def check_input_file(flag: str, path) -> None:
+    """Fails fast on a file the program must read that is not there, before anything runs.
+
+    Args:
+        flag: the flag's name, without dashes ("vocab_file").
+        path: its value, a local path or a URI (`keras_bert.fileio`).
+
+    Raises:
+        FileNotFoundError: "--<flag>=<path>: no such file", or "--<flag>=<path>: a directory,
+            not a file"; the program's main ends with it (one line, exit 2).
+    """
+    if fileio.isdir(path):
+        raise FileNotFoundError(f"--{flag}={path}: a directory, not a file")
+    if not fileio.exists(path):
+        raise FileNotFoundError(f"--{flag}={path}: no such file")
 
 
 def _define(kind, name: str, default, help_text: str, choices, common: dict) -> None:

@@ -22,8 +22,8 @@ def argument_set_main(cls, prepare: Callable, finish: Callable, flag_values=None
     """The `main(argv)` of a program whose flags are the fields of the argument set `cls`
     (`keras_bert.training.arg_flags.define_flags`): no positional argument; every URI among the
     values reachable; the settings read back (`arg_flags.from_flags`: each value's rule, the checks
-    across fields and the flags that act only with another); `prepared = prepare(args)`; then
-    `finish(args, prepared)`.
+    across fields and the flags that act only with another); every input file there
+    (`arg_flags.check_input_files`); `prepared = prepare(args)`; then `finish(args, prepared)`.
 
     A ValueError or FileNotFoundError before `finish` (bad flags or data) ends the program as a
     usage error (`fail_usage`, exit 2), before anything is trained or written; a file system
@@ -42,6 +42,7 @@ def argument_set_main(cls, prepare: Callable, finish: Callable, flag_values=None
                 # Before the flags are checked: a check may already read a file (SQuAD's files).
                 check_paths_reachable({f.name: fv[f.name].value for f in dataclasses.fields(cls)})
                 args = arg_flags.from_flags(cls, fv)
+                arg_flags.check_input_files(args)  # before anything is read or loaded
                 prepared = prepare(args)
             except (ValueError, FileNotFoundError) as e:  # bad flags or data: one line, exit 2
                 fail_usage(str(e))

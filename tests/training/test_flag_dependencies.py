@@ -23,7 +23,13 @@ from keras_bert.training import flag_dependencies, trainer
 from keras_bert.training.families import classification, distillation, ner, squad, swag
 from keras_bert.training.pretraining import PretrainConfig
 from keras_bert.training.recipe import recipe_main
-from tests.recipes.recipe_process import REPO, recipe_env, run_recipe, run_recipe_main
+from tests.recipes.recipe_process import (
+    REPO,
+    recipe_env,
+    run_recipe,
+    run_recipe_main,
+    usage_error,
+)
 from tests.training import tiny_family
 
 TABLE = flag_dependencies.TABLE
@@ -156,16 +162,6 @@ def _argv(table: str, index: int, required: dict, defaults: dict) -> list[str]:
     return argv
 
 
-def _refused(capsys, monkeypatch, program: str, main) -> str:
-    monkeypatch.setattr(sys, "argv", [program])  # the program name of the message
-    with pytest.raises(SystemExit) as e:
-        main()
-    assert e.value.code == 2
-    out = capsys.readouterr()
-    assert out.out == ""
-    return out.err
-
-
 @pytest.mark.parametrize("table, index", list(entries()))
 def test_each_entry_is_a_one_line_usage_error_before_anything_starts(
     table, index, capsys, monkeypatch
@@ -190,13 +186,13 @@ def test_each_entry_is_a_one_line_usage_error_before_anything_starts(
         arg_flags.define_flags(cls, flag_values=fv)
         defaults = {f.name: cls.default(f.name) for f in dataclasses.fields(cls)}
         fv([program, *_argv(table, index, required, defaults)])
-        err = _refused(capsys, monkeypatch, program, lambda: main_of(fv)([program]))
+        err = usage_error(capsys, monkeypatch, program, lambda: main_of(fv)([program]))
         assert err == f"{program}: error: {expected}\n"
     elif table == "serving.server":
         defaults = {name: flag.default for name, flag in _server_flags().items()}
         try:
             flags.FLAGS(["serving.server", *_argv(table, index, {}, defaults)])
-            err = _refused(capsys, monkeypatch, "server.py", lambda: serving.server.main([]))
+            err = usage_error(capsys, monkeypatch, "server.py", lambda: serving.server.main([]))
         finally:
             flags.FLAGS.unparse_flags()
         assert err == f"serving.server: error: {expected}\n"
@@ -204,7 +200,7 @@ def test_each_entry_is_a_one_line_usage_error_before_anything_starts(
         defaults = _recipe_flags(table)
         argv = _argv(table, index, RECIPES[table], defaults)
         program = f"{table}.py"
-        err = _refused(capsys, monkeypatch, program, lambda: run_recipe_main(table, *argv))
+        err = usage_error(capsys, monkeypatch, program, lambda: run_recipe_main(table, *argv))
         assert err == f"{program}: error: {expected}\n"
 
 
