@@ -21,7 +21,7 @@ from __future__ import annotations
 import dataclasses
 
 from absl import app, flags
-from keras_bert.cli import fail_usage, failing_without_room
+from keras_bert.cli import fail_usage, failing_without_room, require_reachable_flags
 from keras_bert.training import arg_flags, args
 from keras_bert.training.flag_dependencies import check_flag_partners
 
@@ -74,6 +74,7 @@ FLAGS = flags.FLAGS
 
 def main(argv):
     del argv
+    require_reachable_flags("model_dir", "require_blessing", required=("model_dir",))
     check_flag_partners("export")
     settings = arg_flags.read_program_flags(ExportArgs)
     # Each Overrides field is the flag of its name (None: not given).

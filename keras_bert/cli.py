@@ -118,14 +118,48 @@ def check_paths_reachable(values) -> None:
                 fileio.check_reachable(item.strip(), f"--{name}")
 
 
-def require_reachable_flags(*names: str) -> None:
-    """`check_paths_reachable` of the named absl flags' values; an unreachable URI ends the
-    program as a usage error (`fail_usage`: one line naming the flag and the URI, exit 2)."""
+def check_not_empty(name: str, value, required: bool) -> None:
+    """The one rule for a flag given as an empty (or blank) string, such as `--output_dir=` from
+    an unset shell variable: refused, never read as "not given" or as the working directory.
+    The catalogue's required fields (`keras_bert.training.args`) and every program's path flags
+    (`require_reachable_flags`) keep it.
+
+    Raises:
+        ValueError: "--<name> is required" (a required flag empty, or None), "--<name> is empty"
+            (an optional one given empty).
+    """
+    if value is None and required:
+        raise ValueError(f"--{name} is required")
+    if isinstance(value, str) and not value.strip():
+        raise ValueError(f"--{name} is required" if required else f"--{name} is empty")
+
+
+def check_given_paths(flag_values, names, required=()) -> None:
+    """`check_not_empty` of each of the absl flags `names` (path flags) that the command line
+    gives, or that is `required`.
+
+    Args:
+        flag_values: the parsed absl FlagValues.
+
+    Raises:
+        ValueError: "--<name> is required" / "--<name> is empty", for the first one refused.
+    """
+    for name in names:
+        if flag_values[name].present or name in required:
+            check_not_empty(name, flag_values[name].value, name in required)
+
+
+def require_reachable_flags(*names: str, required=()) -> None:
+    """The path flags `names` of a program's absl flags, before anything is read or loaded: each
+    one given (or `required`) not empty (`check_given_paths`), every URI among them reachable
+    (`check_paths_reachable`). A refusal ends the program as a usage error (`fail_usage`: one
+    line naming the flag, exit 2)."""
     from absl import flags
 
     try:
+        check_given_paths(flags.FLAGS, names, required)
         check_paths_reachable({name: flags.FLAGS[name].value for name in names})
-    except FileNotFoundError as e:
+    except (ValueError, FileNotFoundError) as e:
         fail_usage(str(e))
 
 

@@ -37,7 +37,8 @@ F.DEFINE_string(
 )
 F.DEFINE_integer("num_shards", 1, "Files per output kind.")
 beam.define_flags()
-F.mark_flags_as_required(["model", "input", "output_dir"])
+REQUIRED = ("model", "input", "output_dir")
+F.mark_flags_as_required(REQUIRED)
 # The prediction batch of the fine-tuning recipes (rows per model call); this program's
 # --batch_size is still accepted, with a warning.
 BatchPredictArgs = args.fields_of(
@@ -59,9 +60,9 @@ def bucket_boundaries(text: str) -> tuple:
 def main(argv):
     if len(argv) > 1:
         fail_usage(f"unexpected arguments: {' '.join(argv[1:])}")
+    require_reachable_flags(*REQUIRED, required=REQUIRED)
     check_flag_partners("batch_predict")
     settings = arg_flags.read_program_flags(BatchPredictArgs)
-    require_reachable_flags("model", "input", "output_dir")
     config = pipeline.BatchPredictConfig(
         model=FLAGS.model,
         input=FLAGS.input,

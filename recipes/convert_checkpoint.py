@@ -43,7 +43,8 @@ flags.DEFINE_enum(
     "Format to write: our own (default), Hugging Face, keras-hub preset or "
     "google-research TF1 checkpoint.",
 )
-flags.mark_flags_as_required(["output_dir"])
+REQUIRED = ("output_dir",)
+flags.mark_flags_as_required(REQUIRED)
 # The model source of the fine-tuning recipes (one help text each).
 SourceArgs = args.fields_of(
     "SourceArgs", args.FinetuneArgs, {"init_checkpoint": {"required": True}, "vocab_file": {}}
@@ -53,9 +54,9 @@ arg_flags.define_program_flags(SourceArgs)
 
 def main(argv):
     del argv
+    require_reachable_flags(*REQUIRED, required=REQUIRED)
     check_flag_partners("convert_checkpoint")
     settings = arg_flags.read_program_flags(SourceArgs)
-    require_reachable_flags("output_dir")
     try:
         encoder = checkpoints.load_encoder(
             settings.init_checkpoint, hidden_activation=FLAGS.hidden_activation

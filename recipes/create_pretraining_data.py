@@ -52,7 +52,8 @@ flags.DEFINE_bool(
     "Log progress (documents tokenized, instances per group); Beam's own logs stay at warnings.",
 )
 beam_flags.define_flags(default_num_workers=min(4, os.cpu_count() or 1))
-flags.mark_flags_as_required(["input_file", "output_file"])
+REQUIRED = ("input_file", "output_file")
+flags.mark_flags_as_required(REQUIRED)
 # The settings the records share with the pretraining run that reads them (its flags, one help
 # text and default each); --random_seed, this program's older spelling of --seed, still works.
 PretrainingDataArgs = args.fields_of(
@@ -86,6 +87,7 @@ SETTING_FLAGS = {"random_seed": "seed"}
 
 def main(argv):
     del argv
+    require_reachable_flags(*REQUIRED, required=REQUIRED)
     check_flag_partners("create_pretraining_data")
     import logging
 
@@ -98,7 +100,6 @@ def main(argv):
 
     start = time.time()
     data_args = arg_flags.read_program_flags(PretrainingDataArgs)
-    require_reachable_flags("input_file", "output_file")
     # The resolved flags: the records' settings, recorded in the summary.
     config = {name: FLAGS[name].value for name in CONFIG_FLAGS} | data_args.settings()
     try:

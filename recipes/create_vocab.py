@@ -28,14 +28,15 @@ flags.DEFINE_integer(
 flags.DEFINE_bool("do_lower_case", True, "Lower-case and strip accents before learning.")
 flags.DEFINE_integer("min_count", 2, "Lowest word count the learner's threshold search may use.")
 flags.DEFINE_list("extra_reserved_tokens", [], "More reserved tokens after the five standard ones.")
-flags.mark_flags_as_required(["input_file", "vocab_file"])
+REQUIRED = ("input_file", "vocab_file")
+flags.mark_flags_as_required(REQUIRED)
 
 
 def main(argv):
     del argv
+    require_reachable_flags(*REQUIRED, required=REQUIRED)
     check_flag_partners("create_vocab")
     start = time.time()
-    require_reachable_flags("input_file", "vocab_file")
     try:
         files = expand_file_patterns(FLAGS.input_file)
         lines = [

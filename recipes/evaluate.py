@@ -74,7 +74,8 @@ F.DEFINE_string(
 )
 F.DEFINE_string("baseline", None, "A previous report dir, for the gate's change thresholds.")
 F.DEFINE_boolean("progress", True, "Show a progress bar.")
-F.mark_flags_as_required(["data", "output_dir"])
+REQUIRED = ("data", "output_dir")
+F.mark_flags_as_required(REQUIRED)
 # The prediction batch of the fine-tuning recipes (latency is per batch); this program's
 # --batch_size is still accepted, with a warning.
 EvaluateArgs = args.fields_of(
@@ -162,12 +163,6 @@ def evaluate_recorded(gate):
 
 def main(argv):
     del argv
-    settings = arg_flags.read_program_flags(EvaluateArgs)
-    check_flag_partners("evaluate", settings=settings)
-    if FLAGS.machine_cost_per_hour is not None and FLAGS.machine_cost_per_hour < 0:
-        fail_usage(f"--machine_cost_per_hour must be >= 0, got {FLAGS.machine_cost_per_hour}")
-    if FLAGS.bootstrap_samples < 1:
-        fail_usage(f"--bootstrap_samples must be >= 1, got {FLAGS.bootstrap_samples}")
     require_reachable_flags(
         "model",
         "compare",
@@ -178,7 +173,14 @@ def main(argv):
         "gate",
         "baseline",
         "behaviour_tests",
+        required=REQUIRED,
     )
+    settings = arg_flags.read_program_flags(EvaluateArgs)
+    check_flag_partners("evaluate", settings=settings)
+    if FLAGS.machine_cost_per_hour is not None and FLAGS.machine_cost_per_hour < 0:
+        fail_usage(f"--machine_cost_per_hour must be >= 0, got {FLAGS.machine_cost_per_hour}")
+    if FLAGS.bootstrap_samples < 1:
+        fail_usage(f"--bootstrap_samples must be >= 1, got {FLAGS.bootstrap_samples}")
     gate = read_gate()
     if FLAGS.predictions:
         data, metrics, model_dir = evaluate_recorded(gate)

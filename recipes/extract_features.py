@@ -24,7 +24,8 @@ F = flags
 F.DEFINE_string("input_file", None, "UTF-8 text, one example per line ('A ||| B' for pairs).")
 F.DEFINE_string("output_file", None, "JSON lines output.")
 F.DEFINE_string("layers", "-1,-2,-3,-4", "Comma-separated layer indexes (-1 = last).")
-F.mark_flags_as_required(["input_file", "output_file"])
+REQUIRED = ("input_file", "output_file")
+F.mark_flags_as_required(REQUIRED)
 # The model source, sequence length and batch of the fine-tuning recipes (a pretrained checkpoint
 # only: features need real weights); this program's --batch_size is still accepted, with a warning.
 FeatureArgs = args.fields_of(
@@ -44,9 +45,9 @@ FLAGS = F.FLAGS
 
 def main(argv):
     del argv
+    require_reachable_flags(*REQUIRED, required=REQUIRED)
     check_flag_partners("extract_features")
     settings = arg_flags.read_program_flags(FeatureArgs)
-    require_reachable_flags("input_file", "output_file")
     if not fileio.isfile(FLAGS.input_file):
         fail_usage(f"--input_file={FLAGS.input_file} is not a file")
     try:

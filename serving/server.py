@@ -73,6 +73,8 @@ from serving.protocol.rest import RestApi, RestOptions, RestServer, raise_open_f
 
 _LOG = logging.getLogger("serving")
 _FLAGS = flags.FLAGS
+# The flags that name a file or directory: given empty, they are refused (`main`).
+PATH_FLAGS = ("model_base_path", "model_config_file", "batching_parameters_file", "ssl_config_file")
 flags.DEFINE_integer("port", 8500, "Port for the gRPC API.")
 flags.DEFINE_integer("rest_api_port", 8501, "Port for the REST API; 0 disables it.")
 flags.DEFINE_string("host", "127.0.0.1", "Address to bind (0.0.0.0 for all interfaces).")
@@ -512,6 +514,10 @@ def fail_usage(message: str):
 
 def main(argv):
     del argv
+    try:  # a path flag given empty (`cli.check_not_empty`): before anything starts
+        cli.check_given_paths(_FLAGS, PATH_FLAGS)
+    except ValueError as e:
+        fail_usage(str(e))
     try:  # a flag that acts only with another that is not given: before anything starts
         flag_dependencies.check_flags("serving.server", _FLAGS)
     except flag_dependencies.MissingPartnerError as e:

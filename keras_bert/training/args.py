@@ -20,6 +20,7 @@ import dataclasses
 import typing
 from typing import ClassVar
 
+from keras_bert.cli import check_not_empty
 from keras_bert.config import check_max_seq_length
 from keras_bert.training import flag_dependencies
 
@@ -63,6 +64,7 @@ def arg(
     required: bool = False,
     derived: bool = False,
     deprecated_name: str | None = None,
+    path: bool = False,
 ):
     """A field of an argument set.
 
@@ -77,6 +79,8 @@ def arg(
         derived: None means "derive it" (`Resolution`); the flag's default stays None.
         deprecated_name: an older spelling of the flag, still accepted on the command line
             (`arg_flags.from_flags` takes its value with a warning naming the field's flag).
+        path: the value names a file, a directory or a checkpoint: given empty, it is refused
+            ("--<name> is empty", `keras_bert.cli.check_not_empty`), never read as not given.
     """
     meta = {
         "help": help,
@@ -86,6 +90,7 @@ def arg(
         "required": required,
         "derived": derived,
         "deprecated_name": deprecated_name,
+        "path": path,
     }
     if required:
         return dataclasses.field(default=None, metadata=meta)
@@ -120,8 +125,8 @@ class ArgumentSet:
             self.__dict__["_given"] = set(given_flags)
         for f in dataclasses.fields(self):
             value, meta = getattr(self, f.name), f.metadata
-            if meta.get("required") and value in (None, ""):
-                raise ValueError(f"--{f.name} is required")
+            if meta.get("required") or meta.get("path"):  # None (if required), "" or blank
+                check_not_empty(f.name, value, required=bool(meta.get("required")))
             if value is None:
                 continue
             if meta.get("choices") is not None and value not in meta["choices"]:
@@ -309,6 +314,7 @@ class TrainingArgs(RuntimeArgs):
         None,
         "Base directory of the versioned SavedModel export of the model (a fine-tuning run's: "
         "the kept one): writes <export_dir>/<model_name>/<version>.",
+        path=True,
     )
     model_name: str | None = arg(None, "Model name for --export_dir (default: the family's).")
     export_dtype: str | None = arg(
@@ -365,10 +371,12 @@ class FinetuneArgs(TrainingArgs):
     """
 
     init_checkpoint: str | None = arg(
-        None, "Preset name (minilm_l6_h384_uncased) or checkpoint path."
+        None, "Preset name (minilm_l6_h384_uncased) or checkpoint path.", path=True
     )
     bert_config_file: str | None = arg(
-        None, "BERT config JSON (our or google-research names) for a randomly initialised encoder."
+        None,
+        "BERT config JSON (our or google-research names) for a randomly initialised encoder.",
+        path=True,
     )
     preset: str | None = arg(
         None, "Preset config (bert_tiny, ...) for a randomly initialised encoder."
@@ -377,6 +385,7 @@ class FinetuneArgs(TrainingArgs):
         None,
         "WordPiece vocab.txt (fine-tuning default: the checkpoint's; pretraining: the vocab the "
         "records are made with, which sizes the pretrained model and gives the [MASK] id).",
+        path=True,
     )
     do_lower_case: bool | None = arg(
         None,

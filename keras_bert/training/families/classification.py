@@ -37,10 +37,12 @@ class ClassifierArgs(FinetuneArgs):
         required=True,
     )
     data_dir: str | None = arg(
-        None, "Local GLUE directory (else $KERAS_BERT_DATA_DIR, else tensorflow-datasets)."
+        None,
+        "Local GLUE directory (else $KERAS_BERT_DATA_DIR, else tensorflow-datasets).",
+        path=True,
     )
-    train_file: str | None = arg(None, "Own data: training CSV / TSV / JSONL.")
-    dev_file: str | None = arg(None, "Own data: dev CSV / TSV / JSONL.")
+    train_file: str | None = arg(None, "Own data: training CSV / TSV / JSONL.", path=True)
+    dev_file: str | None = arg(None, "Own data: dev CSV / TSV / JSONL.", path=True)
     text_column: str = arg("text", "Own data: text column.")
     text_b_column: str | None = arg(None, "Own data: second text column (pair tasks).")
     label_column: str = arg("label", "Own data: label column.")

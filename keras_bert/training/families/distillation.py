@@ -43,9 +43,9 @@ class DistillArgs(TrainingArgs):
     task_name: str | None = arg(
         None, "GLUE task (sst2, ...) of the training data; or use --train_file / --dev_file."
     )
-    data_dir: str | None = arg(None, "Local GLUE directory (else $KERAS_BERT_DATA_DIR).")
-    train_file: str | None = arg(None, "Own training data: CSV / TSV / JSONL.")
-    dev_file: str | None = arg(None, "Own dev data: CSV / TSV / JSONL.")
+    data_dir: str | None = arg(None, "Local GLUE directory (else $KERAS_BERT_DATA_DIR).", path=True)
+    train_file: str | None = arg(None, "Own training data: CSV / TSV / JSONL.", path=True)
+    dev_file: str | None = arg(None, "Own dev data: CSV / TSV / JSONL.", path=True)
     text_column: str = arg("text", "Own data: text column.")
     text_b_column: str | None = arg(None, "Own data: second text column (pair tasks).")
     label_column: str = arg("label", "Own data: label column (the teacher's names or ids).")

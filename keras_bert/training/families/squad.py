@@ -43,8 +43,8 @@ class SquadArgs(FinetuneArgs):
 
     FAMILY_DEFAULTS = {"max_seq_length": squad.MAX_SEQ_LENGTH, "eval_batch_size": 32}
 
-    train_file: str | None = arg(None, "SQuAD JSON to train on.")
-    predict_file: str | None = arg(None, "SQuAD JSON to predict and score.")
+    train_file: str | None = arg(None, "SQuAD JSON to train on.", path=True)
+    predict_file: str | None = arg(None, "SQuAD JSON to predict and score.", path=True)
     version_2_with_negative: bool = arg(False, "SQuAD v2.0: questions may have no answer.")
     holdout_fraction: float | None = arg(
         None,
