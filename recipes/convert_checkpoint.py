@@ -61,14 +61,14 @@ def main(argv):
         encoder = checkpoints.load_encoder(
             settings.init_checkpoint, hidden_activation=FLAGS.hidden_activation
         )
-    except (FileNotFoundError, checkpoints.CheckpointError) as e:  # one line, exit code 2
+        vocab_file = settings.vocab_file or checkpoints.resolve_vocab_file(settings.init_checkpoint)
+        do_lower_case = (
+            FLAGS.do_lower_case == "true"
+            if FLAGS.do_lower_case is not None
+            else checkpoints.resolve_do_lower_case(settings.init_checkpoint)
+        )
+    except (FileNotFoundError, ValueError) as e:  # no checkpoint, vocab.txt or casing: exit 2
         fail_usage(str(e))
-    vocab_file = settings.vocab_file or checkpoints.resolve_vocab_file(settings.init_checkpoint)
-    do_lower_case = (
-        FLAGS.do_lower_case == "true"
-        if FLAGS.do_lower_case is not None
-        else checkpoints.resolve_do_lower_case(settings.init_checkpoint)
-    )
     checkpoints.save_encoder(
         encoder,
         FLAGS.output_dir,

@@ -16,7 +16,9 @@ from keras_bert.training import arg_flags, pretraining, trainer
 from keras_bert.training.families import classification, ner, squad, swag
 from keras_bert.training.pretraining import PretrainConfig
 from keras_bert.training.recipe import recipe_main
+from keras_bert.checkpoints import save_encoder
 from tests.recipes.recipe_process import REPO, run_recipe_main, usage_error
+from tests.tiny import tiny_encoder, tiny_vocab
 
 FILE = str(REPO / "README.md")  # a file that exists (SQuAD's checks read it)
 
@@ -98,3 +100,33 @@ def test_the_check_passes_a_file_and_probes_uris(tmp_path):
         arg_flags.check_input_files(settings)
     assert str(e.value) == f"--vocab_file={tmp_path / 'v.txt'}: no such file"
     arg_flags.check_input_files(dataclasses.replace(settings, vocab_file=str(vocab)))
+
+
+def test_a_checkpoint_without_its_vocab_or_casing_is_one_line_in_convert_checkpoint(
+    tmp_path, monkeypatch, capsys
+):
+    vocab = tmp_path / "vocab.txt"
+    vocab.write_text("\n".join(tiny_vocab(" ".join(f"w{i}" for i in range(19)))) + "\n")
+    source = tmp_path / "source"
+    save_encoder(tiny_encoder(), str(source), str(vocab), do_lower_case=True)
+    (source / "vocab.txt").unlink()
+    out = tmp_path / "out"
+
+    def convert(*argv):
+        args = (f"--init_checkpoint={source}", f"--output_dir={out}", *argv)
+        return usage_error(
+            capsys,
+            monkeypatch,
+            "convert_checkpoint.py",
+            lambda: run_recipe_main("convert_checkpoint", *args),
+        )
+
+    assert convert() == (
+        f"convert_checkpoint.py: error: vocab file not found: {source / 'vocab.txt'}\n"
+    )
+    (source / "keras_bert_checkpoint.json").unlink()  # where do_lower_case was recorded
+    assert convert(f"--vocab_file={vocab}") == (
+        f"convert_checkpoint.py: error: cannot tell whether {source} is cased or uncased; set "
+        "do_lower_case (--do_lower_case) explicitly\n"
+    )
+    assert not out.exists()
