@@ -38,9 +38,12 @@ def test_the_exports_read_the_classifier_run_and_write_apart(tmp_path):
     for key in ("savedmodel", "litert", "litert_int8"):
         argv = table[key][1]
         assert f"--model_dir={sst2_dir}" in argv
-        bases.add(next(a for a in argv if a.startswith("--export_base=")))
+        bases.add(next(a for a in argv if a.startswith("--export_dir=")))
     assert len(bases) == 3
-    assert "--tflite" in table["litert"][1] and "--quantize=int8" in table["litert_int8"][1]
+    assert (
+        "--export_tflite" in table["litert"][1]
+        and "--export_quantize=int8" in table["litert_int8"][1]
+    )
     assert "--max_train_examples=200" in table["squad"][1]
 
 
