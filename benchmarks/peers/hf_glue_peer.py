@@ -1,50 +1,6 @@
 """The Hugging Face / PyTorch GLUE peer of `recipes/run_classifier.py` (SST-2 first), in the
-torch venv, with a wall-clock training budget.
-
-Follows transformers' `examples/pytorch/text-classification/run_glue.py` (our own code, same
-semantics): labels = the sorted set of labels in the whole train file, class ids in that order;
-`AutoTokenizer` (fast) on the text (or text pair) with `truncation=True`,
-`max_length=min(max_seq_length, model_max_length)` and no padding there
-(`DataCollatorWithPadding` pads each batch to its longest row, the script's default without
-`--pad_to_max_length` and without fp16); `AutoModelForSequenceClassification` from --model_dir
-with `num_labels` from the data (BERT: tanh pooler on [CLS], dropout `hidden_dropout_prob`, one
-linear layer), trained by `Trainer` as hf_peer_common.py describes (--adam_epsilon, default
-1e-8). The SQuAD peer's early --bf16 runs that did not learn had an extra autocast around the
-whole of `trainer.train()`, its own fault (hf_peer_common.py).
-
-Data: the GLUE TSVs are read directly (no `datasets`, no download; run_glue.py itself reads only
-CSV / JSON local files): --data_dir holds train.tsv and dev.tsv with a header row (SST-2:
-`sentence`, `label`; RTE: `--text_column=sentence1 --text_b_column=sentence2`; MRPC:
-`--label_column=Quality --text_column="#1 String" --text_b_column="#2 String"`; CoLA has no
-header and is not supported). As in `keras_bert.data.glue`, each physical line is one row and
-`"` is an ordinary character (the files are not CSV-quoted); a row whose column count differs
-from the header's is dropped and counted. --max_train_examples / --max_eval_examples keep the
-first N rows in file order (run_glue.py's `select(range(N))`, our recipe's flags). Only
-classification (accuracy) is scored; regression (STS-B) is not supported.
-
-Wall-clock budget: --max_train_seconds=S stops training (`control.should_training_stop`) at
-the end of the first optimizer step at which S seconds of training have passed, counted from
-`on_train_begin` with every dev evaluation's time taken out (the Trainer's `evaluate` pauses the
-clock on entry and resumes it on exit, so each evaluation is recorded with the train seconds
-before it). The learning-rate schedule is still laid out for the full --num_train_epochs (or
---max_steps), so a budget that ends training early leaves the learning rate above 0: that is
-what a user of run_glue.py with a time limit gets. --eval_steps=K evaluates dev accuracy every K
-optimizer steps (Trainer `eval_strategy="steps"`, which also evaluates at the last scheduled
-step); a final dev evaluation always follows training unless the last step was just evaluated.
-No weights are restored: `best` is the highest dev accuracy seen, `final` the accuracy of the
-weights training ended with.
-
-Differences from `recipes/run_classifier.py` that remain: our AdamW epsilon is 1e-6 (pass
---adam_epsilon=1e-6 to match) and our defaults are warmup 0.1 and weight decay 0.01 (here
-Trainer's 0 and 0: pass --warmup_ratio=0.1 --weight_decay=0.01); our warmup is
-floor(ratio x steps), Trainer's the ceiling (SST-2, 2,105 steps: 210 vs 211); we pad each batch
-to its longest row rounded up to a multiple of 8 (--pad_to_multiple_of=8 to match; masked
-columns, so speed only); we group batches by length (--group_by_length to match, Trainer's
-`LengthGroupedSampler`, which draws from torch's RNG and keeps the longest batch first); our
-head's kernel is truncated-normal(0.02), Trainer's `_init_weights` normal(0.02); we evaluate
---evaluations_per_epoch times per epoch (default 1), restore the best weights and train at least
---min_train_steps=100 steps; our evaluation batch is 64 (Trainer's 8); our recipe has no time
-budget, so its wall time includes its evaluations unless the caller subtracts them.
+torch venv, with a wall-clock training budget: transformers' run_glue.py semantics (README.md here:
+the data it reads, the budget, what still differs from our recipe).
 
     taskset -c 1 <torch venv>/bin/python benchmarks/peers/hf_glue_peer.py --model_dir=$MODEL \
         --data_dir=$KERAS_BERT_DATA_DIR/glue/sst2 --max_seq_length=64 \
@@ -53,10 +9,9 @@ budget, so its wall time includes its evaluations unless the caller subtracts th
         --threads=1 --output_dir=OUT
 
 Writes to --output_dir: `metrics.json` (each dev evaluation with its step and train seconds,
-`best`, `final`, train examples, steps, train seconds, examples per second = examples trained
-on / train seconds, whether the budget stopped training, settings, versions; written to a
-temporary file and renamed) and `labels.json`. Progress: one plain line every --log_steps
-optimizer steps (step, train seconds, loss, lr) and one per evaluation.
+`best`, `final`, steps, train seconds, examples per second, whether the budget stopped training,
+settings, versions) and `labels.json`. Progress: one line every --log_steps optimizer steps and
+one per evaluation.
 """
 
 from __future__ import annotations
@@ -89,11 +44,7 @@ def parse_args(argv=None):
             ("text_column", "sentence", "Header name of the first text."),
             ("text_b_column", str, "Header name of the second text (pair tasks)."),
             ("label_column", "label", "Header name of the label."),
-            (
-                "pad_to_multiple_of",
-                0,
-                "Round each batch's length up to a multiple of this (0: no).",
-            ),
+            ("pad_to_multiple_of", 0, "Round batch lengths up to a multiple of this (0: no)."),
             ("group_by_length", False, "Batches of similar length (Trainer's group_by_length)."),
             ("max_train_seconds", 0.0, "Train seconds (evaluations excluded) to stop after."),
             ("adam_epsilon", 1e-8, "Trainer's default 1e-8 (ours 1e-6)."),
@@ -109,20 +60,9 @@ def parse_args(argv=None):
 
 
 def read_tsv(path, columns, limit=None) -> tuple[list[dict], int]:
-    """Rows of a headed GLUE TSV, one per physical line, `"` not a quote character.
-
-    Args:
-        path: the .tsv file (UTF-8, an optional BOM dropped).
-        columns: header names to keep.
-        limit: keep the first N rows (after dropping malformed ones), or all.
-
-    Returns:
-        (rows, dropped): rows as {name: str} for `columns`, in file order; dropped, how many
-        lines had a column count other than the header's.
-
-    Raises:
-        SystemExit: a column missing from the header.
-    """
+    """(rows as {column: str} of `columns`, the first `limit` or all; how many lines had a column
+    count other than the header's) of a headed GLUE TSV, one row per physical line, `"` not a
+    quote character. Exits when a column is missing from the header."""
     fileio = hf_peer_common.fileio
     lines = fileio.text_lines(fileio.read_user_text(str(path)))
     header = lines[0].rstrip("\r").split("\t")

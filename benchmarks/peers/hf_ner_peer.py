@@ -1,26 +1,7 @@
 """The Hugging Face / PyTorch peer of `recipes/run_ner.py` (CoNLL-2003 NER), in the torch venv.
 
-Follows transformers' `examples/pytorch/token-classification/run_ner.py` (our own code, same
-semantics): labels = the sorted set of tags in the whole train file; `AutoTokenizer` (fast) on
-the word lists with `is_split_into_words=True`, `truncation=True`, `max_length=max_seq_length`
-and no padding there (`DataCollatorForTokenClassification` pads each batch to its longest row,
-the script's default without `--pad_to_max_length`); the first piece of each word gets the
-word's label and every other position -100 (`label_all_tokens` off);
-`AutoModelForTokenClassification` trained by `Trainer` as hf_peer_common.py describes
-(peer_timing.json records the classifier's output dtype seen in training, bfloat16 under
---bf16). The data and the scorer are `benchmarks/peers/ner_peer_data.py`'s.
-
-Differences from the script, so that every word is scored as our recipe scores it: predictions
-are one tag per word of every sentence (the tag at the word's first piece; a word with no piece
-inside the truncated row, i.e. cut off by `max_seq_length` or tokenized to nothing, is tagged "O"
-and counted), not only the words that survived truncation; no checkpoints are saved during
-training (`save_strategy="no"`; the script saves every 500 steps) and the model is saved only
-with `--save_model`; no dev evaluation during training (the script's default too).
-
-Differences from `recipes/run_ner.py` that remain: it cuts a long sentence into overlapping
-windows (training and prediction) where this truncates; it evaluates dev after each epoch and scores the best of those weights (its train time includes
-those evaluations); its defaults are warmup 0.1 and weight decay 0.01 (pass --warmup_ratio=0.1
---weight_decay=0.01 here to match them), and its AdamW epsilon is 1e-6 (Trainer: 1e-8).
+transformers' run_ner.py semantics, predicting one tag per word of every sentence (README.md
+here: what differs from the script and from our recipe); data and scorer are ner_peer_data.py's.
 
     python -m benchmarks.peers.ner_peer_data --data_dir=$KERAS_BERT_DATA_DIR/conll2003 --output_dir=D
     taskset -c 1 <torch venv>/bin/python benchmarks/peers/hf_ner_peer.py --model_dir=$MODEL \
@@ -29,10 +10,9 @@ those evaluations); its defaults are warmup 0.1 and weight decay 0.01 (pass --wa
         --num_train_epochs=3 --bf16 --threads=1 --output_dir=OUT
 
 Writes to --output_dir: `predictions_valid.json` / `predictions_test.json` (JSON lines
-`{"tokens", "pred_tags", "cut_words"}`, one per sentence; score them with
-`python -m benchmarks.peers.ner_peer_data --mode=score`), `peer_timing.json` (train seconds, train
-sentences, sentences per second = train sentences x epochs / train seconds, steps, settings,
-versions) and `labels.json`. Progress: one plain line every --log_steps optimizer steps.
+`{"tokens", "pred_tags", "cut_words"}`; score them with `python -m benchmarks.peers.ner_peer_data
+--mode=score`), `peer_timing.json` (train seconds, sentences per second = train sentences x
+epochs / train seconds, steps, settings, versions) and `labels.json`.
 """
 
 from __future__ import annotations
@@ -79,14 +59,9 @@ def get_label_list(sentences) -> list[str]:
 
 
 def tokenize_and_align_labels(tokenizer, sentences, label_to_id, max_seq_length):
-    """run_ner.py's `tokenize_and_align_labels` (label_all_tokens off, no padding).
-
-    Returns:
-        (features, word_ids): features, one dict per sentence with `input_ids`,
-        `attention_mask`, `token_type_ids` and `labels` (lists of int, at most max_seq_length;
-        labels = the word's tag id at its first piece, -100 elsewhere); word_ids, per sentence
-        the tokenizer's word index of each position (None for special tokens).
-    """
+    """run_ner.py's `tokenize_and_align_labels` (label_all_tokens off, no padding): (one feature
+    dict per sentence, labels the word's tag id at its first piece and -100 elsewhere; per
+    sentence the tokenizer's word index of each position, None at special tokens)."""
     enc = tokenizer(
         [s["tokens"] for s in sentences],
         padding=False,
@@ -115,16 +90,8 @@ def first_pieces(word_ids):
 
 
 def words_to_tags(logits, word_ids, num_words, label_list) -> tuple[list[str], int]:
-    """One tag per word: argmax at the word's first piece; "O" for a word with no piece.
-
-    Args:
-        logits: float [T', num_labels], T' >= len(word_ids) (rows past it are batch padding).
-        word_ids: the sentence's tokenizer word ids.
-        num_words: words in the sentence.
-
-    Returns:
-        (tags, cut): list of num_words str, and how many words had no piece.
-    """
+    """(one tag per word: the argmax of `logits` [T' >= len(word_ids), labels] at the word's
+    first piece, "O" for a word with no piece; how many words had no piece)."""
     ids = np.argmax(logits[: len(word_ids)], axis=-1)
     tags = [None] * num_words
     for position, word in first_pieces(word_ids):

@@ -1,27 +1,7 @@
-"""What the Hugging Face / PyTorch peers (hf_glue_peer.py, hf_ner_peer.py, hf_squad_peer.py)
-share: their flags, the run's setup, checkpoint loading, the `Trainer` they all build alike (its
-arguments, train clock and progress lines) and the writing of their results.
-
-Training, in all three (transformers' example scripts, our own code, same semantics): `Trainer`
-with its defaults: AdamW (`adamw_torch_fused` on torch >= 2.8), betas 0.9 / 0.999, eps 1e-8
-(the GLUE peer's --adam_epsilon), weight decay --weight_decay (Trainer's 0, our recipes' 0.01),
-never on biases and LayerNorm weights, max_grad_norm 1.0, linear decay to 0 after --warmup_ratio
-of the steps (Trainer's warmup is the ceiling of ratio x steps, ours the floor), shuffled batches
-with the last partial one kept, seeded by --seed; on the CPU, no checkpoints saved, data loaded in
-the main process. `--bf16` is `TrainingArguments(bf16=True)`, i.e. accelerate's
-`torch.autocast("cpu", torch.bfloat16)` entered around each forward pass; the default is float32.
-Never a torch.autocast around `trainer.train()`: autocast keeps its bfloat16 copies of the
-weights until the outermost autocast region exits, so every step would run the first step's
-weights and the loss would not fall (what the SQuAD peer's first --bf16 runs did;
-docs/results/accuracy.md). Progress: one plain line (no carriage return) per logging step; no
-tqdm bars, no reporting integrations. Our recipes differ by drawing shuffling and dropout from
-TensorFlow's RNG, so batches and masks differ at the same seed.
-
-The peers run as scripts in the torch environment (`<torch venv>/bin/python
-benchmarks/peers/hf_glue_peer.py ...`), so they import this file as a sibling module (`import
-hf_peer_common`: a script's own folder is on `sys.path`). Like them it never imports TensorFlow or
-keras_bert; `fileio` is the project's file module loaded alone, for its rules on reading and
-writing files (JSON Lines split at "\\n" only, a file written whole or not at all).
+"""What the Hugging Face peers (hf_glue_peer.py, hf_ner_peer.py, hf_squad_peer.py) share: their
+flags, the run's setup, checkpoint loading, the `Trainer` they all build alike (its arguments,
+train clock and progress lines) and the writing of their results. The peer scripts import it as a
+sibling module; like them it never imports TensorFlow or keras_bert. Settings: README.md here.
 """
 
 from __future__ import annotations
@@ -36,20 +16,11 @@ import time
 import torch
 import transformers
 
+# keras_bert/fileio.py loaded alone (standard library only; the keras_bert package loads Keras)
 _FILEIO = pathlib.Path(__file__).resolve().parents[2] / "keras_bert" / "fileio.py"
-
-
-def project_fileio():
-    """keras_bert/fileio.py loaded from its file alone (it imports only the standard library; the
-    keras_bert package, which loads Keras, is not imported): `read_jsonl`, `write_jsonl`,
-    `write_json`."""
-    spec = importlib.util.spec_from_file_location("keras_bert_fileio_for_peers", _FILEIO)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-fileio = project_fileio()
+_SPEC = importlib.util.spec_from_file_location("keras_bert_fileio_for_peers", _FILEIO)
+fileio = importlib.util.module_from_spec(_SPEC)
+_SPEC.loader.exec_module(fileio)
 REQUIRED = "required"  # a flag's default in `add_flags`: the flag must be given
 MAX_STEPS = ("max_steps", -1, "Optimizer steps to schedule and train (-1: the epochs say).")
 
@@ -70,13 +41,10 @@ def add_flags(parser, flags) -> None:
 
 
 def parse_args(doc, argv, flags, *, seq, eval_batch, epochs, threads=0, nonnegative=()):
-    """The arguments of a peer script, described by the first line of `doc` (its module
-    docstring): the flags every peer takes under the same names (those of transformers' example
-    scripts, with the defaults of the script it follows: `seq` for --max_seq_length, `eval_batch`
-    for --per_device_eval_batch_size, `epochs`, `threads`), then the peer's own `flags`
-    (`add_flags`). Exits through `parser.error` unless --warmup_ratio is in [0, 1) (it is passed
-    as `warmup_steps`, which Trainer reads as a step count from 1 on) and each flag named in
-    `nonnegative` is >= 0."""
+    """The flags every peer takes (transformers' example scripts' names, with the defaults of the
+    script it follows: `seq`, `eval_batch`, `epochs`, `threads`), then the peer's own `flags`.
+    Exits through `parser.error` unless --warmup_ratio is in [0, 1) and each of `nonnegative` is
+    >= 0."""
     parser = argparse.ArgumentParser(description=doc.split("\n")[0])
     examples = "(file order; score with the same N)"
     add_flags(
@@ -242,11 +210,8 @@ def train(run: PeerTrainer, args):
 
 
 def training_arguments(args, output_dir: pathlib.Path, **specific):
-    """`transformers.TrainingArguments` of a peer run, as the module docstring says: `--bf16`,
-    `--seed`, the batch sizes, learning rate, weight decay and epochs of `args`, `--warmup_ratio`
-    as `warmup_steps` (Trainer reads a value below 1 as a fraction of the steps), max_grad_norm
-    1.0 and the linear schedule; the trainer's files under `output_dir`/trainer. `specific`: the
-    peer's own further settings (a setting named twice is a TypeError)."""
+    """`transformers.TrainingArguments` of a peer run (README.md), `--warmup_ratio` as
+    `warmup_steps` (a value below 1 is a fraction of the steps); `specific`: the peer's own."""
     return transformers.TrainingArguments(
         output_dir=str(output_dir / "trainer"),
         use_cpu=True,

@@ -1,13 +1,8 @@
-"""Parity of `save_encoder(format="huggingface")` read back by transformers' own `BertModel`.
-
-Run in two environments, like the PyTorch peer of the encoder benchmark (CI has no PyTorch):
+"""Parity of `save_encoder(format="huggingface")` read back by transformers' own `BertModel`
+(README.md here), run in two environments (CI has no PyTorch):
 
     .venv/bin/python -m benchmarks.peers.hf_readback write OUT_DIR      # ours: the HF dir + our outputs
     <python with torch==2.13.0 transformers> benchmarks/peers/hf_readback.py read OUT_DIR
-
-`write` saves the real MiniLM encoder as a Hugging Face directory and our float32 outputs on four
-sentences; `read` loads the directory with `transformers.BertModel.from_pretrained` and prints the
-max absolute differences at real tokens (sequence_output) and of pooled_output.
 """
 
 import pathlib

@@ -1,22 +1,6 @@
 """The Hugging Face / PyTorch SQuAD peer of `recipes/run_squad.py` (runs in a torch venv, never
-imports tensorflow or keras_bert).
-
-Follows transformers' `examples/pytorch/question-answering/run_qa.py` and `utils_qa.py`
-(`postprocess_qa_predictions`), reimplemented without `datasets`/`evaluate`:
-- features: the checkpoint's fast tokenizer, question (left-stripped) first, context second,
-  `truncation="only_second"`, `max_length=max_seq_length`, `stride=doc_stride`, overflowing
-  windows, offset mappings, padding to max_length (run_qa.py's `pad_to_max_length` default);
-- train labels: the token start/end of the first answer, or the [CLS] index when the question
-  has no answer or the answer is not wholly inside the window;
-- model: `AutoModelForQuestionAnswering` from the checkpoint, trained by `transformers.Trainer`
-  as hf_peer_common.py describes; --bf16 = CPU autocast bfloat16 (Trainer's own in training,
-  one around the prediction loop);
-- post-processing: per window the n_best_size best start and end logits are paired; a pair is
-  kept when both are context tokens, end >= start and the span has <= max_answer_length
-  tokens; the n-best over all windows is sorted by start + end logit; the text is cut from the
-  context by character offsets. v2.0: null score = min over windows of the [CLS] logits, added
-  to the n-best; the answer is empty when null score - best non-null score >
-  --null_score_diff_threshold.
+imports tensorflow or keras_bert): transformers' run_qa.py and utils_qa.py semantics, without
+`datasets`/`evaluate` (README.md here: features, post-processing, what differs from ours).
 
     python -m benchmarks.peers.squad_peer_data --input_file=dev-v1.1.json --holdout_fraction=0.5 \
         --output_dir=runs/squad_peer/data
@@ -27,19 +11,9 @@ Follows transformers' `examples/pytorch/question-answering/run_qa.py` and `utils
     python -m benchmarks.peers.squad_peer_data --mode=score --input_file=dev-v1.1.json \
         --holdout_fraction=0.5 --predictions_dir=runs/squad_peer/v1
 
-Where run_qa.py differs from our recipe (kept, since this is the peer as users run it):
-`stride` is the token OVERLAP between windows (ours, google-research's doc_stride, is the step
-between window starts), so the peer makes fewer windows at the same flag value; the question is
-not cut to max_query_length (64 in ours); no max-context rule for span starts; the top n_best
-positions are taken over the whole window before invalid ones are dropped, and the n-best list
-is not deduplicated by text; weight decay 0 (ours 0.01 unless --weight_decay=0); the optimizer
-is the Trainer default (fused torch AdamW on torch >= 2.8) with epsilon 1e-8 in PyTorch's form
-(ours: 1e-6 in TensorFlow's, --adam_epsilon; docs/finetuning.md).
-
 Writes to --output_dir: predictions.json, null_odds.json and best_non_null_predictions.json
-(v2.0; the second is an addition for our threshold sweep), peer_metrics.json (train/predict
-seconds, windows, windows per second). Scores come from `benchmarks.peers.squad_peer_data
---mode=score` (our official-evaluator wrapper), not from here.
+(v2.0), peer_metrics.json (train/predict seconds, windows, windows per second). Without
+--train_file it predicts with --model_dir as it is.
 """
 
 from __future__ import annotations
@@ -168,6 +142,12 @@ class Windows(torch.utils.data.Dataset):
         return {k: v[i] for k, v in self.columns.items()}
 
 
+def span(offsets, start_logit, end_logit) -> dict:
+    """An n-best entry: character offsets, score = start + end logit, and the two logits."""
+    score = start_logit + end_logit
+    return {"offsets": offsets, "score": score, "start_logit": start_logit, "end_logit": end_logit}
+
+
 def postprocess(records, window_example, offsets, start_logits, end_logits, args):
     """utils_qa.py `postprocess_qa_predictions`: (predictions, null_odds, best_non_null).
 
@@ -182,14 +162,8 @@ def postprocess(records, window_example, offsets, start_logits, end_logits, args
         prelim = []
         for w in by_example[index]:
             sl, el, om = start_logits[w], end_logits[w], offsets[w]
-            null_score = sl[0] + el[0]
-            if null is None or null["score"] > null_score:
-                null = {
-                    "offsets": (0, 0),
-                    "score": null_score,
-                    "start_logit": sl[0],
-                    "end_logit": el[0],
-                }
+            if null is None or null["score"] > sl[0] + el[0]:
+                null = span((0, 0), sl[0], el[0])
             top_starts = np.argsort(sl)[-1 : -args.n_best_size - 1 : -1].tolist()
             top_ends = np.argsort(el)[-1 : -args.n_best_size - 1 : -1].tolist()
             for s in top_starts:
@@ -198,14 +172,7 @@ def postprocess(records, window_example, offsets, start_logits, end_logits, args
                         continue
                     if e < s or e - s + 1 > args.max_answer_length:
                         continue
-                    prelim.append(
-                        {
-                            "offsets": (om[s][0], om[e][1]),
-                            "score": sl[s] + el[e],
-                            "start_logit": sl[s],
-                            "end_logit": el[e],
-                        }
-                    )
+                    prelim.append(span((om[s][0], om[e][1]), sl[s], el[e]))
         if args.version_2_with_negative:
             prelim.append(null)
         nbest = sorted(prelim, key=lambda x: x["score"], reverse=True)[: args.n_best_size]

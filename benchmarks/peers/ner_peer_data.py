@@ -1,9 +1,8 @@
-"""Data and scoring for the PyTorch NER peer (`benchmarks/peers/hf_ner_peer.py`), in the project venv.
+"""Data and scoring for the PyTorch NER peer (`benchmarks/peers/hf_ner_peer.py`), in the project
+venv, on OUR CoNLL reader and OUR entity scorer (README.md here), so that the peer and
+`recipes/run_ner.py` train on the same sentences and tags and are scored the same way:
 
-Two modes, both on OUR reader and OUR scorer, so the peer and `recipes/run_ner.py` train on the
-same sentences and tags and are scored the same way:
-
-    # write: train.json, valid.json, test.json (JSON lines) + data_info.json
+    # write: train.json, valid.json, test.json (JSON lines {"tokens", "ner_tags"}) + data_info.json
     python -m benchmarks.peers.ner_peer_data --data_dir=$KERAS_BERT_DATA_DIR/conll2003 \
         --output_dir=runs/ner_peer/data
 
@@ -11,23 +10,6 @@ same sentences and tags and are scored the same way:
     python -m benchmarks.peers.ner_peer_data --mode=score --gold_file=runs/ner_peer/data/valid.json \
         --predictions_file=runs/ner_peer/out/predictions_valid.json \
         --metrics_file=runs/ner_peer/out/metrics_valid.json [--max_examples=N]
-
-Write: `keras_bert.data.conll.read_conll_splits(data_dir)`, the call the NER family's `read`
-(`keras_bert.training.families.ner`) makes: `-DOCSTART-` lines and blank lines only separate
-sentences, tags are converted IOB1 -> IOB2 (`conll.to_iob2`). One line per sentence,
-`{"tokens": [word, ...], "ner_tags": [tag, ...]}`, the columns transformers'
-`examples/pytorch/token-classification/run_ner.py` reads from a JSON file (`tokens`,
-`<task_name>_tags`); the `.json` name is what that script asks for.
-
-Score: `keras_bert.metrics.ner.entity_scores(gold_tags, predicted_tags)` with seqeval, of which
-`keras_bert.training.families.ner.ner_scores` (run_ner.py's dev and test scores) keeps
-precision, recall, f1 and accuracy; those four keys sit at the top of the metrics JSON, as in
-the `dev` / `test` entries of run_ner.py's metrics.json, and the full result (per entity type,
-entity counts) under "entity_scores". The peer writes one line per sentence, `{"tokens": [...],
-"pred_tags": [...], "cut_words": k}`, one tag per word of the sentence (words cut off by its
-truncation are tagged "O" and counted in `cut_words`); the tokens must equal the gold file's,
-line by line. `--max_examples=N` scores the first N gold
-sentences (the peer's and run_ner.py's `--max_eval_examples`).
 """
 
 from __future__ import annotations
@@ -77,16 +59,12 @@ def write_splits(data_dir, output_dir) -> dict:
 
 
 def score(gold_file, predictions_file, max_examples=None) -> dict:
-    """Entity-level scores of the peer's predictions against the gold split file.
-
-    Returns:
-        dict: precision, recall, f1, accuracy (as run_ner.py's dev / test entries), "sentences",
-        "words", "cut_words" (words the peer tagged "O" because its truncation dropped them) and
-        "entity_scores" (the whole `entity_scores` result).
+    """Entity-level scores of the peer's predictions against the gold split file: precision,
+    recall, f1, accuracy (as run_ner.py's dev / test entries), "sentences", "words", "cut_words"
+    and "entity_scores" (the whole `entity_scores` result).
 
     Raises:
-        ValueError: different numbers of sentences, or a prediction line whose tokens differ
-            from the gold sentence's or whose tag count differs from its word count.
+        ValueError: different numbers of sentences, or a line whose tokens differ from the gold's.
     """
     gold = fileio.read_jsonl(str(gold_file))
     gold = gold[:max_examples] if max_examples else gold

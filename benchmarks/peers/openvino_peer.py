@@ -1,41 +1,11 @@
 """The OpenVINO peer: OpenVINO's CPU plugin running float32 and NNCF-int8 models of (a) our
-exported SavedModel and (b) Hugging Face's BertModel of the same checkpoint, in its own process
-(`common.OpenVinoPeer` starts it; bench_litert times it against ours).
-
-Sources, converted once per process on first use:
-- "ours": the `encoded` signature of EXPORT_DIR (a `Task.export` version directory), loaded with
-  TensorFlow and handed to `openvino.convert_model` as a ConcreteFunction that returns only
-  `probabilities` (float32 [B, C]; int32 `input_word_ids`, `input_mask`, `input_type_ids`
-  [B, T] in, both axes dynamic). The export directory itself does not convert:
-  `convert_model(EXPORT_DIR)` takes `serving_default`, whose in-graph tokenizer's vocabulary
-  table OpenVINO finds uninitialised ("HashTableV2 ... Variable or resource `hash_table` is not
-  initialized"), and `read_model(model.tflite)` stops at the BITCAST ops of the integer-bit head
-  transposes.
-- "hf": `model.onnx` of benchmarks/peers/ort_peer.py (`export_float32_onnx`: torch.onnx.export of
-  `transformers.BertModel` from HF_MODEL_DIR, output `last_hidden_state` [B, T, H]) through
-  `openvino.convert_model`: the encoder alone, as the ONNX Runtime peer runs it.
-Quantizations: "float32" as converted; "int8" by NNCF post-training static quantization,
-`nncf.quantize(model, dataset, model_type=nncf.ModelType.TRANSFORMER)` (int8 weights and
-activations, activation scales from calibration), the dataset being the rows of CALIBRATION_NPZ
-(our features of real SST-2 sentences, `common.featurize`), one sentence per item cut to its own
-length. Models compile for "CPU" with `INFERENCE_PRECISION_HINT` f32 (no bfloat16 execution
-behind a float32 or int8 label) and `INFERENCE_NUM_THREADS` N (0 = OpenVINO's default).
-
-Needs openvino, nncf, tensorflow, torch, transformers and onnx in the interpreter that runs it
-(`$KERAS_BERT_PEER_PYTHON`); started, with the repository root as working directory, as
+exported SavedModel ("ours": its `encoded` signature) and (b) Hugging Face's BertModel of the same
+checkpoint ("hf": ort_peer.py's model.onnx), in its own process (`common.OpenVinoPeer` starts it;
+bench_litert times it against ours). Conversion, quantization and the line protocol's commands:
+README.md here. Needs openvino, nncf, tensorflow, torch, transformers and onnx in the interpreter
+that runs it (`$KERAS_BERT_PEER_PYTHON`); started, from the repository root, as
 
     python -m benchmarks.peers.openvino_peer HF_MODEL_DIR EXPORT_DIR CALIBRATION_NPZ
-
-Line protocol of benchmarks/peers/torch_peer.py (`common.serve_peer`), commands:
-  {"cmd": "encoder", "source": "ours"|"hf", "quant": "float32"|"int8", "batch": B, "seq": T,
-   "threads": N}                                  -> {"ok": true}   (compiled model, fixed input)
-  {"cmd": "predict", "source": ..., "quant": ..., "threads": N, "ids": IN_NPZ, "out": OUT_NPZ}
-                                                  -> {"ok": true}   after writing OUT_NPZ
-  {"cmd": "run", "key": str}                      -> {"seconds": float}
-  {"cmd": "quit"}
-"encoder" inputs are `common.random_batch` (seed "seed", default 0). "predict" reads our three
-int32 features from IN_NPZ, runs them in chunks of 64 rows and writes the model's one output
-under the key "output" (probabilities for "ours", last_hidden_state for "hf").
 """
 
 import pathlib
@@ -66,13 +36,8 @@ def calibration_items(features: dict, source: str) -> list[dict]:
 
 
 def bitcast_as_identity(node):
-    """OpenVINO conversion of a TensorFlow Bitcast between types of the same width: its input.
-
-    OpenVINO's TensorFlow frontend has no rule for Bitcast. Our graphs bitcast only around the
-    head transposes (`self_attention.swap_axes_1_2`: float -> same-width int, Transpose, back),
-    where dropping both casts leaves the same permutation of the same bits; a float result
-    where an integer one was expected would fail type checks downstream or show in the max
-    abs diff the benchmark prints.
+    """OpenVINO conversion of a TensorFlow Bitcast between types of the same width: its input
+    (README.md here says why that is exact for our graphs).
 
     Raises:
         ValueError: a Bitcast that changes the element width (it changes the shape too).

@@ -1,34 +1,12 @@
-"""The ONNX Runtime peer: Hugging Face's BertModel exported to ONNX, run by ONNX Runtime on CPU, in
-its own process (`common.OnnxRuntimePeer` starts it; bench_encoder times it against ours).
-
-This mirrors how BERT is commonly deployed with ONNX Runtime: `torch.onnx.export` of
-`transformers.BertModel` (the same checkpoint directory our encoder loads), then, for int8,
-`onnxruntime.quantization.quantize_dynamic(..., weight_type=QuantType.QInt8)` (int8 weights,
-activations quantized per call; ONNX Runtime, "Quantize ONNX models", dynamic quantization). The
-export runs once per process, on the first load command, into a temporary directory removed at
-exit:
-- `model.onnx`: opset 17, TorchScript-based exporter (`dynamo=False`); inputs `input_ids`,
-  `attention_mask`, `token_type_ids` int64 [batch, sequence] (both axes dynamic); output
-  `last_hidden_state` float32 [batch, sequence, hidden]. Eager attention is exported (the
-  attention implementation the TorchScript exporter traces into plain MatMul/Softmax ops).
-- `model.int8.onnx`: `quantize_dynamic` of `model.onnx`.
-Sessions use the CPUExecutionProvider with graph optimizations ORT_ENABLE_ALL (which fuses the
-exported attention and LayerNorm subgraphs) and `intra_op_num_threads=N` (0 = ONNX Runtime's
-default, one per core).
-
-Needs torch, transformers, onnx and onnxruntime in the interpreter that runs it (bench_encoder
-uses `$KERAS_BERT_PEER_PYTHON`, default its own interpreter); started, with the repository root
-as working directory, as
+"""The ONNX Runtime peer: Hugging Face's BertModel exported to ONNX (float32, and int8 by dynamic
+quantization), run by ONNX Runtime on CPU, in its own process (`common.OnnxRuntimePeer` starts it;
+bench_encoder times it against ours). The export and the sessions' settings: README.md here.
+Needs torch, transformers, onnx and onnxruntime; started, from the repository root, as
 
     python -m benchmarks.peers.ort_peer HF_MODEL_DIR
 
-Same line protocol as benchmarks/peers/torch_peer.py (one JSON object per line, both ways):
-  {"cmd": "encoder", "quant": "float32"|"int8", "batch": B, "seq": T, "threads": N}
-                                                              -> {"ok": true}  (session, input)
-  {"cmd": "run", "key": str}                                  -> {"seconds": float}  (one run)
-  {"cmd": "quit"}
-The input is fixed and random, as `common.random_batch`: ids in [1000, 30000), [CLS] (101) first,
-[SEP] (102) last, mask all ones, type ids zeros.
+Line protocol of torch_peer.py, load command {"cmd": "encoder", "quant": "float32"|"int8",
+"batch": B, "seq": T, "threads": N} on a fixed random input.
 """
 
 import pathlib
@@ -49,9 +27,8 @@ ONNX_INPUTS = {
 
 
 def export_float32_onnx(model_dir: str, path: pathlib.Path) -> None:
-    """Writes `path`: `transformers.BertModel` of `model_dir` through `torch.onnx.export` as the
-    module docstring describes `model.onnx` (also the file benchmarks/peers/openvino_peer.py converts
-    for its Hugging Face contenders)."""
+    """Writes `path`: `transformers.BertModel` of `model_dir` through `torch.onnx.export`, the
+    `model.onnx` of README.md here (also what openvino_peer.py converts)."""
     import torch
     import transformers
 

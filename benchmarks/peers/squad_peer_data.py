@@ -1,8 +1,7 @@
-"""Data and scoring for the PyTorch SQuAD peer (`benchmarks/peers/hf_squad_peer.py`), in the project venv.
-
-Two modes, both on OUR split and OUR scorer, so the peer and `recipes/run_squad.py
---holdout_fraction=F` train on the same questions and are scored on the same questions by the
-same official evaluators:
+"""Data and scoring for the PyTorch SQuAD peer (`benchmarks/peers/hf_squad_peer.py`), in the
+project venv, on OUR split and OUR scorer (README.md here), so that the peer and
+`recipes/run_squad.py --holdout_fraction=F` train on the same questions and are scored on the same
+questions by the same official evaluators:
 
     # split: train.json (first titles) and heldout.json (last F of the titles)
     python -m benchmarks.peers.squad_peer_data --input_file=dev-v1.1.json --holdout_fraction=0.5 \
@@ -12,22 +11,6 @@ same official evaluators:
     python -m benchmarks.peers.squad_peer_data --mode=score --input_file=dev-v1.1.json \
         --holdout_fraction=0.5 --predictions_dir=runs/squad_peer/v1 [--version_2_with_negative] \
         [--max_eval_examples=N]
-
-Split: `keras_bert.training.families.squad.load_examples` itself (what `run_squad.py` reads),
-with one file given as both --train_file and --predict_file and --holdout_fraction: train = the
-first titles, held out = the last fraction, cut to the first --max_eval_examples. The files are in the flat
-layout of transformers' `examples/pytorch/question-answering/run_qa.py` (`{"data": [{"id",
-"title", "context", "question", "answers": {"text": [...], "answer_start": [...]}}]}`), with
-the answers our reader kept (an answer not at its `answer_start` is dropped, as in our recipe).
-An answerable training question left with no usable answer is left out of train.json: our
-recipe skips it, while run_qa.py would train it as unanswerable ([CLS]).
-
-Score: `keras_bert.metrics.squad.evaluate(dataset_of(held_out), answers, v2)`, the call
-`keras_bert.training.families.squad.predict_and_score` makes. The peer writes predictions.json (qas_id -> text),
-and for v2.0 null_odds.json (null score - best non-null score) and
-best_non_null_predictions.json (qas_id -> best non-empty text; our v2.0 threshold sweep scores
-those, see `keras_bert.metrics.squad`). metrics.json = the peer's peer_metrics.json (timings)
-plus the official scores, with the keys of run_squad.py's metrics.json.
 """
 
 from __future__ import annotations
@@ -46,18 +29,8 @@ flags.DEFINE_string("input_file", None, "SQuAD v1.1 / v2.0 JSON (split by articl
 flags.DEFINE_float("holdout_fraction", 0.5, "Fraction of the titles (the last ones) held out.")
 flags.DEFINE_boolean("version_2_with_negative", False, "SQuAD v2.0: questions may have no answer.")
 flags.DEFINE_string("output_dir", None, "split: where train.json and heldout.json go.")
-flags.DEFINE_string(
-    "predictions_dir",
-    None,
-    "score: the peer's output_dir (predictions.json, "
-    "null_odds.json, best_non_null_predictions.json, peer_metrics.json).",
-)
-flags.DEFINE_integer(
-    "max_eval_examples",
-    None,
-    "score: only the first N held-out questions "
-    "(the peer's and run_squad.py's --max_eval_examples).",
-)
+flags.DEFINE_string("predictions_dir", None, "score: the peer's --output_dir.")
+flags.DEFINE_integer("max_eval_examples", None, "score: only the first N held-out questions.")
 flags.DEFINE_string("metrics_file", None, "score: output (default: predictions_dir/metrics.json).")
 flags.mark_flag_as_required("input_file")
 FLAGS = flags.FLAGS

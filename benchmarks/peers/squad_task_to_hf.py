@@ -1,22 +1,11 @@
-"""A trained SQuAD task as a transformers `BertForQuestionAnswering` directory, for cross-evaluation.
-
-The PyTorch peer (`benchmarks/peers/hf_squad_peer.py`) predicts with any such directory when it is
-given no --train_file. Run on our trained weights, it answers the question "is a gap between the
-two recipes in training, or in windowing and post-processing?": our model scored through the
-peer's windows, n-best pairing and text extraction against the same model scored by
-`run_squad.py` (docs/squad.md, "Equal optimizer steps").
+"""A trained SQuAD task as a transformers `BertForQuestionAnswering` directory, for cross-evaluation:
+our weights scored through the PyTorch SQuAD peer's windows and post-processing (README.md here).
 
     python -m benchmarks.peers.squad_task_to_hf --model_dir=runs/squad_v1 --output_dir=runs/squad_v1_hf
     <torch venv>/bin/python benchmarks/peers/hf_squad_peer.py --model_dir=runs/squad_v1_hf \
         --validation_file=<squad_peer_data heldout.json> --output_dir=runs/squad_v1_hf_scored
     python -m benchmarks.peers.squad_peer_data --mode=score --input_file=... --holdout_fraction=0.5 \
         --predictions_dir=runs/squad_v1_hf_scored
-
-Files: the encoder through `save_encoder(format="huggingface")` (BertModel names, which
-transformers loads under `bert.`), plus `qa_outputs.weight` [2, hidden] and `qa_outputs.bias`
-[2] from the task's `span_logits` Dense (column 0 start, column 1 end, as BertForQuestionAnswering
-splits its logits), `vocab.txt` and `tokenizer_config.json` from the task's preprocessor, and
-config.json naming `BertForQuestionAnswering`.
 """
 
 from __future__ import annotations
@@ -29,12 +18,8 @@ QA_WEIGHT, QA_BIAS = "qa_outputs.weight", "qa_outputs.bias"
 
 def write_squad_task_hf(task, directory: str) -> str:
     """Writes the `SpanQuestionAnswerer` `task` (with its preprocessor) to `directory` as a
-    transformers BertForQuestionAnswering directory; returns `directory`.
-
-    config.json, which marks the directory as a model, is removed first (from an earlier write)
-    and written last, after the head is in the weights file: apart from the instant between the
-    encoder writer's config.json and its removal, a write cut short leaves a directory that
-    transformers refuses rather than one holding an encoder without its head.
+    transformers BertForQuestionAnswering directory; returns `directory`. config.json, which
+    marks a model, is removed first and written last (README.md here).
 
     Raises:
         ValueError: the task has no preprocessor (no vocabulary to write).

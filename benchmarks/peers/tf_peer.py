@@ -1,16 +1,7 @@
-"""Our encoder (and keras-hub's) in a child process with its own TensorFlow thread-pool sizes.
-
-TensorFlow sizes its intra-op and inter-op pools once per process, so "ours with one thread"
-(the setting a latency-bound batch-1 server uses, cf. `python -m serving.server
---tensorflow_intra_op_parallelism=1`) cannot share the parent's process. Same line protocol as
-benchmarks/peers/torch_peer.py; started as
+"""Our encoder (and keras-hub's) in a child process with its own TensorFlow thread-pool sizes
+(TensorFlow sizes them once per process), on the line protocol of torch_peer.py (README.md here):
 
     python -m benchmarks.peers.tf_peer INTRA_OP_THREADS INTER_OP_THREADS
-
-  {"cmd": "encoder", "stack": "ours"|"keras-hub", "dtype": "float32"|"bfloat16", "batch": B,
-   "seq": T}                                                             -> {"ok": true}
-  {"cmd": "run", "key": str}                                             -> {"seconds": float}
-  {"cmd": "quit"}
 """
 
 import sys

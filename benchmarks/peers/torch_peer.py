@@ -1,24 +1,9 @@
-"""The optional PyTorch peer, run in its own process (`TorchPeer` below starts it).
+"""The optional PyTorch peer (Hugging Face `BertModel` on PyTorch), run in its own process so that
+PyTorch's and TensorFlow's thread pools do not compete (`common.TorchPeer` starts it). Each
+command is timed inside the child; the parent reports that duration. The line protocol and its
+commands ("encoder", "classifier", "matmul"): README.md here. Started as
 
-PyTorch's OpenMP workers and TensorFlow's thread pools in one process fight for the same cores
-(on a 2-core machine a busy-waiting OpenMP barrier with a descheduled thread costs tens of ms),
-which would measure the interference rather than either library. So the peer lives in a child
-process that idles on a pipe while TensorFlow runs and vice versa; the parent still alternates
-repetitions. Each command is timed inside the child; the parent reports that duration.
-
-Every load command may carry "threads": N (torch.set_num_threads before each run; 0 or absent =
-PyTorch's default, one per core). "encoder" and "classifier" may carry "device": "cuda" (model,
-inputs and autocast on the GPU; a run ends by reading one number back, which waits for the GPU;
-default "cpu") and "config": {transformers.BertConfig arguments} (a randomly initialised model of
-that shape instead of the checkpoint: the tiny sizes of tools/device_check.py --dry_run).
-
-Protocol (one JSON object per line, both ways):
-  {"cmd": "encoder", "bf16": bool, "batch": B, "seq": T}  -> {"ok": true}   (loads, builds input)
-  {"cmd": "classifier", "bf16": bool, "batch": B, "seq": T, "ids": [...], "mask": [...],
-   "labels": [...]}                                          -> {"ok": true}
-  {"cmd": "matmul", "bf16": bool, "size": N}                 -> {"ok": true}
-  {"cmd": "run", "key": str}                                 -> {"seconds": float}
-  {"cmd": "quit"}
+    python -m benchmarks.peers.torch_peer MODEL_DIR
 """
 
 import sys
