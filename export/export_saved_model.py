@@ -15,12 +15,12 @@ import dataclasses
 from keras_bert.config import check_max_seq_length
 from keras_bert.tasks.loading import load_task
 from keras_bert.tokenization.bert_preprocessor import BertPreprocessor
-from keras_bert.training import args
+from keras_bert.training import args, argument_set
 
 
 # The settings `python -m export` shares with the fine-tuning recipes' --export_dir: the
 # catalogue's fields (one name, help text and choices each); its older spellings still work.
-ExportArgs = args.fields_of(
+ExportArgs = argument_set.fields_of(
     "ExportArgs",
     args.TrainingArgs,
     {

@@ -19,7 +19,7 @@ from absl import app, flags
 from keras_bert import beam
 from keras_bert.batch_prediction import pipeline
 from keras_bert.cli import fail_usage, require_reachable_flags
-from keras_bert.training import arg_flags, args
+from keras_bert.training import arg_flags, args, argument_set
 from keras_bert.training.flag_dependencies import check_flag_partners
 
 F = flags
@@ -41,7 +41,7 @@ REQUIRED = ("model", "input", "output_dir")
 F.mark_flags_as_required(REQUIRED)
 # The prediction batch of the fine-tuning recipes (rows per model call); this program's
 # --batch_size is still accepted, with a warning.
-BatchPredictArgs = args.fields_of(
+BatchPredictArgs = argument_set.fields_of(
     "BatchPredictArgs", args.TrainingArgs, {"eval_batch_size": {"deprecated_name": "batch_size"}}
 )
 arg_flags.define_program_flags(BatchPredictArgs)

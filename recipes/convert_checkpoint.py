@@ -19,7 +19,7 @@ from absl import app, flags
 
 from keras_bert import checkpoints, fileio
 from keras_bert.cli import fail_usage, require_reachable_flags
-from keras_bert.training import arg_flags, args
+from keras_bert.training import arg_flags, args, argument_set
 from keras_bert.training.flag_dependencies import check_flag_partners
 
 FLAGS = flags.FLAGS
@@ -46,7 +46,7 @@ flags.DEFINE_enum(
 REQUIRED = ("output_dir",)
 flags.mark_flags_as_required(REQUIRED)
 # The model source of the fine-tuning recipes (one help text each).
-SourceArgs = args.fields_of(
+SourceArgs = argument_set.fields_of(
     "SourceArgs", args.FinetuneArgs, {"init_checkpoint": {"required": True}, "vocab_file": {}}
 )
 arg_flags.define_program_flags(SourceArgs)

@@ -25,7 +25,7 @@ from absl import app, flags
 from keras_bert import beam as beam_flags
 from keras_bert import fileio
 from keras_bert.cli import define_corpus_flags, fail_usage, require_reachable_flags
-from keras_bert.training import arg_flags, args
+from keras_bert.training import arg_flags, argument_set
 from keras_bert.training.flag_dependencies import check_flag_partners
 from keras_bert.training.pretraining import PretrainConfig
 from keras_bert.data import pretraining_data as pd
@@ -56,7 +56,7 @@ REQUIRED = ("input_file", "output_file")
 flags.mark_flags_as_required(REQUIRED)
 # The settings the records share with the pretraining run that reads them (its flags, one help
 # text and default each); --random_seed, this program's older spelling of --seed, still works.
-PretrainingDataArgs = args.fields_of(
+PretrainingDataArgs = argument_set.fields_of(
     "PretrainingDataArgs",
     PretrainConfig,
     {

@@ -24,7 +24,7 @@ from keras_bert.evaluation import recorded_predictions
 from keras_bert.evaluation import data_health, provenance, release_gate, report_sections
 from keras_bert.evaluation import report_writer
 from keras_bert.cli import fail_usage, require_reachable_flags
-from keras_bert.training import arg_flags, args
+from keras_bert.training import arg_flags, args, argument_set
 from keras_bert.training.flag_dependencies import check_flag_partners
 
 F = flags
@@ -78,7 +78,7 @@ REQUIRED = ("data", "output_dir")
 F.mark_flags_as_required(REQUIRED)
 # The prediction batch of the fine-tuning recipes (latency is per batch); this program's
 # --batch_size is still accepted, with a warning.
-EvaluateArgs = args.fields_of(
+EvaluateArgs = argument_set.fields_of(
     "EvaluateArgs",
     args.TrainingArgs,
     {"eval_batch_size": {"default": 32, "deprecated_name": "batch_size"}},

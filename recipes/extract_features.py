@@ -16,7 +16,7 @@ from absl import app, flags
 from keras_bert import features, fileio
 from keras_bert.config import check_max_seq_length
 from keras_bert.tokenization.bert_preprocessor import BertPreprocessor
-from keras_bert.training import arg_flags, args, model_setup
+from keras_bert.training import arg_flags, args, argument_set, model_setup
 from keras_bert.cli import fail_usage, require_reachable_flags
 from keras_bert.training.flag_dependencies import check_flag_partners
 
@@ -28,7 +28,7 @@ REQUIRED = ("input_file", "output_file")
 F.mark_flags_as_required(REQUIRED)
 # The model source, sequence length and batch of the fine-tuning recipes (a pretrained checkpoint
 # only: features need real weights); this program's --batch_size is still accepted, with a warning.
-FeatureArgs = args.fields_of(
+FeatureArgs = argument_set.fields_of(
     "FeatureArgs",
     args.FinetuneArgs,
     {

@@ -1,10 +1,10 @@
-"""absl flags from the fields of an argument set (`args.ArgumentSet` and its subclasses, e.g. a
+"""absl flags from the fields of an argument set (`argument_set.ArgumentSet` and its subclasses, e.g. a
 family's `FinetuneArgs`): `define_flags(cls)` defines one flag per field (name, default, help,
 choices, required), so every recipe has every common flag; `from_flags(cls)` reads them back into
 `cls`, remembering which the user gave (`ArgumentSet.given`). The fields, their rules and defaults
 are the catalogue's, `keras_bert.training.args`. A field's `deprecated_name` (an older spelling)
 is defined too and read as the field's flag, with a warning. A program whose other flags are
-hand-written takes the catalogue fields it shares (`args.fields_of`, `define_program_flags`).
+hand-written takes the catalogue fields it shares (`argument_set.fields_of`, `define_program_flags`).
 """
 
 from __future__ import annotations
@@ -67,7 +67,7 @@ def _mark_required(name: str, old: str | None, fv) -> None:
 
 def define_program_flags(cls, flag_values=None) -> None:
     """`define_flags(cls)` for a program that writes its other flags by hand (`cls` is
-    `args.fields_of` some catalogue fields): listed by the calling program's `--help` and removed
+    `argument_set.fields_of` some catalogue fields): listed by the calling program's `--help` and removed
     with its flags, as if it had defined them itself."""
     define_flags(cls, flag_values, module_name=calling_module_name())
 

@@ -19,7 +19,8 @@ from keras_bert.data.dynamic_padding import (
     length_grouped_order,
     trim_to_longest,
 )
-from keras_bert.training.args import Resolution, TrainingArgs
+from keras_bert.training.args import TrainingArgs
+from keras_bert.training.argument_set import Resolution
 
 logger = logging.getLogger(__name__)
 

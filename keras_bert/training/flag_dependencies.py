@@ -12,7 +12,7 @@ One line, exit status 2 (`keras_bert.cli.fail_usage`; `serving.server` writes th
 Given means on the command line (absl's `FLAGS[name].present`), whatever the value, the default's
 included: `--masked_lm_prob=0.15` without `--dynamic_masking` is refused as `--masked_lm_prob=0.2`
 is. From Python, an argument set's field counts as given when it differs from its default
-(`args.ArgumentSet.given`). The other flag (the condition) is read by its value (a path flag given
+(`argument_set.ArgumentSet.given`). The other flag (the condition) is read by its value (a path flag given
 empty, `--export_dir=`, is refused before this check: `keras_bert.cli.check_not_empty`).
 
 `TABLE` maps a program (or the argument set of a fine-tuning family) to its entries, in the order

@@ -32,12 +32,11 @@ from keras_bert.models.bert_pretrainer import BertPretrainer
 from keras_bert.tokenization.full_tokenizer import load_vocab
 from keras_bert.training.callbacks import standard_callbacks
 from keras_bert.training.fit import resumable_fit
-from keras_bert.training.args import (
+from keras_bert.training.args import FinetuneArgs, RuntimeArgs
+from keras_bert.training.argument_set import (
     A_FRACTION,
     AT_LEAST_ONE,
     NOT_NEGATIVE,
-    FinetuneArgs,
-    RuntimeArgs,
     arg,
     args_dataclass,
     fields_of,

@@ -106,7 +106,7 @@ def check_rerun(out: str, settings: dict, family_epochs: float) -> None:
 
 def write_config(out: str, settings: dict, given: list[str], derived: dict) -> None:
     """`out`/config.json (atomically): `settings`, the names the user gave (`given`) and the
-    derived values with their reasons (`derived`: name -> {"value", "why"}, `args.Resolution`)."""
+    derived values with their reasons (`derived`: name -> {"value", "why"}, `argument_set.Resolution`)."""
     fileio.write_json(
         fileio.join(out, "config.json"), settings | {"given": given, "derived": derived}
     )

@@ -6,7 +6,7 @@ does the rest, the same for every family:
 
 - set-up: precision, distribution strategy (`--strategy`, incl. `tpu` and
   `multi_worker_mirrored`), vocabulary and casing, the rerun check of an output_dir
-  (`run_config.check_rerun`), the derived settings (`args.Resolution`: learning rate, epochs);
+  (`run_config.check_rerun`), the derived settings (`argument_set.Resolution`: learning rate, epochs);
 - per run (`--num_restarts` seeds): the task under the strategy's scope, compiled with the task's
   own loss (or the family's) and the BERT optimizer (AdamW / LAMB, warmup + linear decay,
   accumulation, clipping, EMA, layer-wise decay); shuffled, length-grouped, dynamically padded
@@ -42,7 +42,8 @@ from keras_bert.faults import crash_point
 from keras_bert.tokenization.bert_preprocessor import BertPreprocessor
 from keras_bert.training import callbacks as callbacks_lib
 from keras_bert.training import run_config
-from keras_bert.training.args import Resolution, TrainingArgs
+from keras_bert.training.args import TrainingArgs
+from keras_bert.training.argument_set import Resolution
 from keras_bert.training.batches import Schedule, fit_batches, uses_static_shapes
 from keras_bert.training.evaluation_callback import EvaluationCallback
 from keras_bert.training.family import Family

@@ -1,5 +1,5 @@
 """The hand-written recipes take the settings they share with the fine-tuning and pretraining
-recipes from the one catalogue (`args.fields_of`): the flag's name, help text, type and choices
+recipes from the one catalogue (`argument_set.fields_of`): the flag's name, help text, type and choices
 are the catalogue field's, its default the field's or the program's own stated one; each older
 spelling of the program still works, sets the same setting to the same value and warns.
 

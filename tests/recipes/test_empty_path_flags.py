@@ -81,7 +81,7 @@ def test_an_empty_path_flag_is_refused_before_any_work(
     assert os.listdir(tmp_path) == []
 
 
-# The catalogue's path fields (`args.arg(path=True)`), in the training recipes.
+# The catalogue's path fields (`argument_set.arg(path=True)`), in the training recipes.
 FAMILY_CASES = [
     (classification.FAMILY, "run_classifier", ["--task_name=sst2", "--output_dir=o"], flag, refusal)
     for flag, refusal in [

@@ -9,7 +9,8 @@ import dataclasses
 import numpy as np
 
 from keras_bert.training import model_setup
-from keras_bert.training.args import FinetuneArgs, arg, args_dataclass
+from keras_bert.training.args import FinetuneArgs
+from keras_bert.training.argument_set import arg, args_dataclass
 from keras_bert.training.family import Family
 from tests.toy_kind.reader import read_scores
 from tests.toy_kind.task import ToyScorer

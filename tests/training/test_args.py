@@ -10,7 +10,8 @@ from absl import flags
 
 from keras_bert.training import arg_flags
 from keras_bert.training import batches
-from keras_bert.training.args import FinetuneArgs, Resolution, TrainingArgs, fields_of
+from keras_bert.training.args import FinetuneArgs, TrainingArgs
+from keras_bert.training.argument_set import Resolution, fields_of
 from keras_bert.training.families import classification, distillation, ner, squad, swag
 from keras_bert.training.families.classification import ClassifierArgs
 

@@ -18,7 +18,8 @@ import numpy as np
 from keras_bert.training.recipe import run_recipe
 from keras_bert.models.bert_encoder import BertEncoder
 from keras_bert.tasks.text_classifier import TextClassifier
-from keras_bert.training.args import TrainingArgs, arg, args_dataclass
+from keras_bert.training.args import TrainingArgs
+from keras_bert.training.argument_set import arg, args_dataclass
 from keras_bert.training.family import Family
 from keras_bert.training.families.classification import dev_loss
 from tests.tiny import NO_DROPOUT, tiny_config

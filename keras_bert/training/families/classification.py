@@ -21,7 +21,8 @@ from keras_bert.data.labels import label_ids
 from keras_bert.metrics import classification as metrics_lib
 from keras_bert.tasks.text_classifier import TextClassifier
 from keras_bert.training import model_setup
-from keras_bert.training.args import args_dataclass, FinetuneArgs, arg, default_learning_rate
+from keras_bert.training.args import FinetuneArgs, default_learning_rate
+from keras_bert.training.argument_set import args_dataclass, arg
 from keras_bert.training.family import Family
 
 

@@ -23,7 +23,8 @@ from keras_bert.metrics import classification as metrics_lib
 from keras_bert.tasks.loading import load_task
 from keras_bert.tasks.text_classifier import TextClassifier
 from keras_bert.training import student as lib
-from keras_bert.training.args import AT_LEAST_ONE, POSITIVE, Rule, TrainingArgs, arg, args_dataclass
+from keras_bert.training.args import TrainingArgs
+from keras_bert.training.argument_set import AT_LEAST_ONE, POSITIVE, Rule, arg, args_dataclass
 from keras_bert.training.family import Family
 from keras_bert.training.families.classification import dev_loss
 

@@ -16,7 +16,8 @@ from keras_bert.data import conll
 from keras_bert.metrics.ner import entity_scores
 from keras_bert.tasks.token_classifier import FEATURE_MODES, IGNORE_LABEL, TokenClassifier
 from keras_bert.training import model_setup
-from keras_bert.training.args import AT_LEAST_ONE, FinetuneArgs, arg, args_dataclass
+from keras_bert.training.args import FinetuneArgs
+from keras_bert.training.argument_set import AT_LEAST_ONE, arg, args_dataclass
 from keras_bert import fileio
 from keras_bert.training.family import Family
 

@@ -23,14 +23,8 @@ from keras_bert.data import squad
 from keras_bert.metrics import squad as squad_eval
 from keras_bert.tasks.span_question_answerer import SpanQuestionAnswerer
 from keras_bert.training import model_setup
-from keras_bert.training.args import (
-    A_FRACTION,
-    AT_LEAST_ONE,
-    FinetuneArgs,
-    Rule,
-    arg,
-    args_dataclass,
-)
+from keras_bert.training.args import FinetuneArgs
+from keras_bert.training.argument_set import A_FRACTION, AT_LEAST_ONE, Rule, arg, args_dataclass
 from keras_bert import fileio
 from keras_bert.training.family import Family
 

@@ -16,7 +16,8 @@ from keras_bert.config import check_max_seq_length
 from keras_bert.data import swag
 from keras_bert.tasks.multiple_choice import MultipleChoice
 from keras_bert.training import model_setup
-from keras_bert.training.args import FinetuneArgs, arg, args_dataclass
+from keras_bert.training.args import FinetuneArgs
+from keras_bert.training.argument_set import arg, args_dataclass
 from keras_bert.training.family import Family
 
 
