@@ -19,11 +19,13 @@ from __future__ import annotations
 
 import collections
 import difflib
-import os
-import pathlib
 
 import numpy as np
 from absl import app, flags
+
+from benchmarks import common
+from keras_bert.cli import fail_usage
+from keras_bert.training.arg_flags import check_input_file
 
 FLAGS = flags.FLAGS
 flags.DEFINE_string("vocab_file", None, "Uncased vocab.txt (default: the shared data's).")
@@ -53,10 +55,12 @@ def main(argv):
     from keras_bert import fileio
     from keras_bert.tokenization.full_tokenizer import FullTokenizer
 
-    data_dir = os.environ.get(
-        "KERAS_BERT_DATA_DIR", str(pathlib.Path(__file__).resolve().parents[2] / "shared" / "data")
-    )
+    data_dir = str(common.data_dir())
     vocab_file = FLAGS.vocab_file or f"{data_dir}/vocab/bert-base-uncased-vocab.txt"
+    try:
+        check_input_file("vocab_file", vocab_file)
+    except FileNotFoundError as e:
+        fail_usage(str(e))
     vocab = fileio.text_lines(fileio.read_user_text(vocab_file))
     reference = FullTokenizer(vocab_file, do_lower_case=True)
     fast = tf_text.FastBertTokenizer(

@@ -23,11 +23,14 @@ import urllib.request
 import numpy as np
 from tensorflow_serving.apis import predict_pb2
 
+from benchmarks import common
+from keras_bert.training.arg_flags import check_input_file
 from tests.fuzz import live, servables
 from tests.serving.conftest import ServerProcess
 from tests.serving.test_grpc_api import predict_request, prediction_stub
 
 MODELS = list(servables.MODELS) + ["lite"]
+VOCAB = "vocab/bert-base-uncased-vocab.txt"
 
 
 def build(base: pathlib.Path, vocab_file: str) -> pathlib.Path:
@@ -92,8 +95,15 @@ def main(argv=None):
         help="schemathesis cases per operation in a round (16 operations)",
     )
     parser.add_argument("--grpc_per_round", type=int, default=5000, help="mutated gRPC requests")
-    parser.add_argument("--vocab_file", default="../shared/data/vocab/bert-base-uncased-vocab.txt")
+    parser.add_argument(
+        "--vocab_file", help="Uncased vocab.txt (default: the benchmarks' data directory's)."
+    )
     args = parser.parse_args(argv)
+    args.vocab_file = args.vocab_file or str(common.data_dir() / VOCAB)
+    try:
+        check_input_file("vocab_file", args.vocab_file)
+    except FileNotFoundError as e:
+        parser.error(str(e))
     out = pathlib.Path(args.out).resolve()
     (out / "findings").mkdir(parents=True, exist_ok=True)
     config = build(out / "models", args.vocab_file)

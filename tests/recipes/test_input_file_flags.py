@@ -130,3 +130,32 @@ def test_a_checkpoint_without_its_vocab_or_casing_is_one_line_in_convert_checkpo
         "do_lower_case (--do_lower_case) explicitly\n"
     )
     assert not out.exists()
+
+
+def test_the_tools_refuse_a_missing_vocab_file_in_one_line(tmp_path, monkeypatch, capsys):
+    """tools/fast_tokenizer_parity.py and tools/fuzz_live_server.py, before anything runs."""
+    from absl.testing import flagsaver
+
+    from tools import fast_tokenizer_parity, fuzz_live_server
+
+    vocab, out = str(tmp_path / "nonexistent" / "vocab.txt"), tmp_path / "out"
+    monkeypatch.setattr("sys.argv", ["fast_tokenizer_parity.py"])
+    parsed = flags.FLAGS.is_parsed()
+    with flagsaver.flagsaver(), pytest.raises(SystemExit) as exit_:
+        try:
+            flags.FLAGS(["fast_tokenizer_parity.py", f"--vocab_file={vocab}"])
+            fast_tokenizer_parity.main([])
+        finally:
+            if not parsed:
+                flags.FLAGS.unparse_flags()
+    assert exit_.value.code == 2
+    assert capsys.readouterr().err == (
+        f"fast_tokenizer_parity.py: error: --vocab_file={vocab}: no such file\n"
+    )
+    monkeypatch.setattr("sys.argv", ["fuzz_live_server.py"])
+    with pytest.raises(SystemExit) as exit_:
+        fuzz_live_server.main([f"--vocab_file={vocab}", f"--out={out}"])
+    assert exit_.value.code == 2
+    err = capsys.readouterr().err
+    assert err.endswith(f"\nfuzz_live_server.py: error: --vocab_file={vocab}: no such file\n")
+    assert not out.exists()  # nothing written
