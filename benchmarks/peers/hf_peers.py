@@ -119,6 +119,11 @@ def load(args, model_class, **config):
     return tokenizer, model_class.from_pretrained(args.model_dir, config=config)
 
 
+def first(rows: list, n) -> list:
+    """The first `n` of `rows` (file order), or all of them when `n` is not set."""
+    return rows[:n] if n else rows
+
+
 def features(enc, labels) -> list[dict]:
     """One feature dict per row of the tokenizer's output `enc`, with that row's `labels`."""
     return [
@@ -416,7 +421,7 @@ def glue(argv=None):
     columns = [c for c in (args.text_column, args.text_b_column, args.label_column) if c]
     full_train, train_dropped = read_tsv(data_dir / "train.tsv", columns)
     label_list = sorted({r[args.label_column] for r in full_train})  # run_glue.py: whole file
-    train = full_train[: args.max_train_examples] if args.max_train_examples else full_train
+    train = first(full_train, args.max_train_examples)
     dev, dev_dropped = read_tsv(data_dir / "dev.tsv", columns, args.max_eval_examples)
     unknown = sorted({r[args.label_column] for r in dev} - set(label_list))
     if unknown:
@@ -518,11 +523,6 @@ def ner_args(argv=None):
     )
 
 
-def read_jsonl(path, limit=None) -> list[dict]:
-    rows = fileio.read_jsonl(str(path))
-    return rows[:limit] if limit else rows
-
-
 def get_label_list(sentences) -> list[str]:
     """run_ner.py's `get_label_list`: the sorted set of tags (labels not a ClassLabel)."""
     return sorted({tag for s in sentences for tag in s["ner_tags"]})
@@ -595,11 +595,11 @@ def predict_split(trainer, tokenizer, sentences, label_to_id, label_list, max_se
 def ner(argv=None):
     args = ner_args(argv)
     out = start(args, interop_threads=1)
-    full_train = read_jsonl(args.train_file)
+    full_train = fileio.read_jsonl(str(args.train_file))
     label_list = get_label_list(full_train)  # from the whole train file, as run_ner.py does
-    train = full_train[: args.max_train_examples] if args.max_train_examples else full_train
+    train = first(full_train, args.max_train_examples)
     evals = {
-        name: read_jsonl(path, args.max_eval_examples)
+        name: first(fileio.read_jsonl(str(path)), args.max_eval_examples)
         for name, path in (("valid", args.validation_file), ("test", args.test_file))
         if path
     }
