@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import argparse
 import collections
-import contextlib
 import importlib.util
 import json
 import math
@@ -839,10 +838,6 @@ def postprocess(records, window_example, offsets, start_logits, end_logits, args
     return predictions, null_odds, best_non_null
 
 
-def autocast(enabled: bool):
-    return torch.autocast("cpu", dtype=torch.bfloat16) if enabled else contextlib.nullcontext()
-
-
 def squad(argv=None):
     args = squad_args(argv)
     out = start(args, interop_threads=args.threads)
@@ -912,7 +907,7 @@ def squad(argv=None):
         model.eval()
         t1 = time.perf_counter()
         starts, ends = [], []
-        with torch.inference_mode(), autocast(args.bf16):
+        with torch.inference_mode(), torch.autocast("cpu", torch.bfloat16, enabled=args.bf16):
             for k, batch in enumerate(loader):
                 output = model(**batch)
                 starts.append(output.start_logits.float().numpy())
