@@ -1,23 +1,11 @@
-"""Batch prediction on Beam: rows/s with length-bucketed batches, without buckets, and
-`task.predict` in process, side by side in one run.
-
-The model: the serving benchmarks' classifier (`common.sst2_classifier`: a 2-class
-TextClassifier on the real pretrained MiniLM-L6-H384 encoder, a fixed random head, which changes
-nothing about speed), max_seq_length 128, exported once to a temporary base. The rows: real SST-2 sentences
-($KERAS_BERT_DATA_DIR/glue/sst2/train.tsv, in file order, repeated if --rows asks for more).
-
-Contenders, each timed end to end once per round (medians over --repetitions):
-- "beam, buckets": `keras_bert.batch_prediction.pipeline.run` on the DirectRunner in this process
-  (one worker), the default bucket boundaries (characters), --batch_size rows per call;
-- "beam, no buckets": the same with `bucket_boundaries=()` (rows batched as they arrive);
-- "task.predict": `task.predict(texts, batch_size)` in this process, no Beam (rows in file
-  order, each batch padded to its longest row).
-The Beam times include pipeline start-up, loading the SavedModel, reading the TSV and writing
-the outputs; task.predict's only the predictions.
+"""Batch prediction on Beam: rows/s of real SST-2 sentences with length-bucketed batches, without
+buckets, and `task.predict` in process, side by side in one run, each timed end to end (method:
+docs/results/beam.md).
 
     python -m benchmarks.bench_batch_predict [--rows=10000] [--batch_size=64] [--repetitions=1]
 """
 
+import itertools
 import pathlib
 import tempfile
 
@@ -48,15 +36,14 @@ def main(argv):
     data.write_text("sentence\n" + "".join(t.replace("\t", " ") + "\n" for t in texts))
     options = beam.pipeline_options(beam.pipeline_args("DirectRunner", "", 1, False))
     task.predict(texts[: FLAGS.batch_size], batch_size=FLAGS.batch_size)  # warm up the trace
-    runs = {"n": 0}
+    runs = itertools.count(1)
 
     def beam_run(boundaries):
         def call():
-            runs["n"] += 1
             config = pipeline.BatchPredictConfig(
                 model=version_dir,
                 input=str(data),
-                output_dir=str(tmp / f"out{runs['n']}"),
+                output_dir=str(tmp / f"out{next(runs)}"),
                 text_column="sentence",
                 eval_batch_size=FLAGS.batch_size,
                 bucket_boundaries=boundaries,

@@ -1,47 +1,15 @@
-"""Encoder inference speed, ours (TensorFlow and LiteRT) vs keras-hub BertBackbone vs
-Hugging Face on PyTorch and on ONNX Runtime.
-
-All contenders carry the same real weights (`minilm_l6_h384_uncased`, all-MiniLM-L6-v2) and run
-in one process, alternating repetitions, medians:
-- ours: `keras_bert.from_pretrained(...)` inside `tf.function`, with and without XLA
-  (`jit_compile=True`); float32, the `mixed_bfloat16` policy (float32 variables, cast to
-  bfloat16 at every call, as training keeps them) and, for inference, the `bfloat16` policy
-  ("bfloat16 weights": variables stored in bfloat16, LayerNorm and softmax still in float32;
-  outputs bit-identical to `mixed_bfloat16`, without casting ~11M weights per call).
-- ours and keras-hub with N TensorFlow threads (`--ours_threads`, default 1): the same float32
-  and bfloat16-weights encoders in a child process (benchmarks/peers/tf_peer.py) whose intra-op and
-  inter-op pools hold N threads; the counterpart of PyTorch's thread settings below.
-- keras-hub: `BertBackbone.from_preset(<the same HF directory>)` inside `tf.function`; float32,
-  `mixed_bfloat16` and `bfloat16`.
-- PyTorch (optional peer): `transformers.BertModel.from_pretrained(<same directory>)`, eval mode,
-  `torch.inference_mode()`; float32 and bfloat16 autocast; in its own process
-  (benchmarks/peers/torch_peer.py), timed there, inputs of the same shapes.
-- ONNX Runtime (optional peer): the same `BertModel` exported with `torch.onnx.export` (opset 17),
-  float32 and dynamic int8 (`onnxruntime.quantization.quantize_dynamic`, int8 weights), run by
-  ONNX Runtime's CPU provider with all graph optimizations, `--onnxruntime_threads` intra-op
-  threads; in its own process (benchmarks/peers/ort_peer.py), timed there. How BERT is commonly
-  deployed with ONNX Runtime.
-- ours on LiteRT: our float32 encoder converted by `keras_bert.saved_model.litert.convert_encoder`
-  (float32, and int8 dynamic-range quantization), run by `ai_edge_litert`'s Interpreter (XNNPACK)
-  with `--litert_threads` threads, one interpreter per input shape, in this process.
-  int8 rows are compared with "onnxruntime int8" (the other int8 contender); they have no matmul
-  ceiling to compare with.
-The PyTorch and ONNX Runtime peers run under `$KERAS_BERT_PEER_PYTHON` (default this interpreter),
-e.g. a separate virtual environment holding torch, transformers, onnx and onnxruntime.
-Throughput at batch 32 x 128 tokens (sequences/s, achieved GFLOP/s against the matmul ceilings of
-`bench_matmul` measured in the same run) and latency at batch 1 x 32 tokens (p50 / p99 ms).
-
-The bfloat16 prediction check (`--check_predictions`) fits a logistic-regression probe
-(scikit-learn) on float32 mean-pooled embeddings of the first `--probe_train` SST-2 train
-sentences, then compares its predictions and probabilities on SST-2 dev computed from float32
-and from bfloat16 embeddings of our encoder.
+"""Encoder inference speed, ours (TensorFlow, XLA, bfloat16, LiteRT) against keras-hub's
+BertBackbone and Hugging Face on PyTorch and on ONNX Runtime, all with the weights of
+`minilm_l6_h384_uncased`: sequences/s at 32 x 128 (and GFLOP/s against the matmul ceilings measured
+in the same run), p50 / p99 ms at 1 x 32, and bfloat16 against float32 predictions on SST-2 dev.
+The PyTorch and ONNX Runtime peers run under `$KERAS_BERT_PEER_PYTHON` (default this
+interpreter). Contenders and method: docs/results/encoder.md.
 
     [KERAS_BERT_PEER_PYTHON=<torch venv>/bin/python] python -m benchmarks.bench_encoder \
         [--repetitions=5] [--latency_calls=40] [--notorch] [--noonnxruntime] [--nolitert]
 """
 
 import os
-import tempfile
 
 import numpy as np
 from absl import app, flags
@@ -91,55 +59,46 @@ flags.DEFINE_string(
 )
 
 
-def ours_fn(dtype: str, xla: bool):
+def encoder_fn(stack: str, dtype: str, xla: bool | None = None):
+    """(model, run): `stack` ("ours" or "keras-hub") on PRESET's weights under the dtype policy
+    `dtype`, and `run(features)` -> its sequence output, inside `tf.function(jit_compile=xla)`."""
     import tensorflow as tf
-    import keras_bert
 
-    encoder = keras_bert.from_pretrained(common.PRESET, dtype=dtype)
+    if stack == "ours":
+        import keras_bert
+
+        model, inputs = keras_bert.from_pretrained(common.PRESET, dtype=dtype), lambda f: f
+    else:
+        import keras_hub
+
+        model = keras_hub.models.BertBackbone.from_preset(str(common.model_dir()), dtype=dtype)
+        inputs = common.keras_hub_inputs
 
     @tf.function(jit_compile=xla, reduce_retracing=True)
     def run(features):
-        return encoder(features, training=False)["sequence_output"]
+        return model(inputs(features), training=False)["sequence_output"]
 
-    return encoder, run
-
-
-def keras_hub_fn(dtype: str):
-    import keras_hub
-    import tensorflow as tf
-
-    backbone = keras_hub.models.BertBackbone.from_preset(str(common.model_dir()), dtype=dtype)
-
-    @tf.function(reduce_retracing=True)
-    def run(features):
-        return backbone(common.keras_hub_inputs(features), training=False)["sequence_output"]
-
-    return run
+    return model, run
 
 
-def litert_fn(encoder, quantize: str, shapes, threads: int, tmp_dir: str):
+def litert_fn(encoder, quantize: str, shapes, threads: int):
     """callable(features_numpy) -> numpy [B, T, H]: `encoder` converted to LiteRT (`quantize`
     "float32" or "int8"), one interpreter with `threads` threads per (batch, seq) in `shapes`."""
     from ai_edge_litert.interpreter import Interpreter
     from keras_bert.saved_model import litert
 
-    path = os.path.join(tmp_dir, f"encoder_{quantize}.tflite")
-    with open(path, "wb") as f:
-        f.write(litert.convert_encoder(encoder, quantize))
+    model = litert.convert_encoder(encoder, quantize)
     names = ("input_word_ids", "input_mask", "input_type_ids")
     interpreters = {}
     for shape in shapes:
-        interpreter = Interpreter(model_path=path, num_threads=threads)
+        interpreter = Interpreter(model_content=model, num_threads=threads)
         details = interpreter.get_input_details()
         index = {n: next(d["index"] for d in details if n in d["name"]) for n in names}
         for n in names:
             interpreter.resize_tensor_input(index[n], list(shape))
         interpreter.allocate_tensors()
-        interpreters[tuple(shape)] = (
-            interpreter,
-            index,
-            interpreter.get_output_details()[0]["index"],
-        )
+        output = interpreter.get_output_details()[0]["index"]
+        interpreters[tuple(shape)] = (interpreter, index, output)
 
     def call(features):
         interpreter, index, output = interpreters[features["input_word_ids"].shape]
@@ -151,66 +110,51 @@ def litert_fn(encoder, quantize: str, shapes, threads: int, tmp_dir: str):
     return call
 
 
-def build_contenders(peer, tf_peers=(), ort_peer=None, tmp_dir=None):
+def build_contenders(peer, tf_peers=(), ort_peer=None):
     """name -> callable(features_numpy) -> numpy array, or for a peer in its own process (PyTorch,
     ONNX Runtime, ours with other thread counts; fixed inputs of the same shapes) a dict
     (batch, seq) -> callable(); float32 first."""
     import tensorflow as tf
 
-    contenders = {}
-
     def tf_call(fn):
-        def call(features):
-            return fn({k: tf.constant(v) for k, v in features.items()}).numpy()
+        return lambda features: fn({k: tf.constant(v) for k, v in features.items()}).numpy()
 
-        return call
-
-    encoders = {}
+    shapes = common.encoder_shapes()
+    contenders, encoders = {}, {}
     for dtype in ("float32", "mixed_bfloat16") if FLAGS.bfloat16 else ("float32",):
         short = "float32" if dtype == "float32" else "bfloat16"
-        encoder, run = ours_fn(dtype, xla=False)
-        encoders[short] = encoder
+        encoders[short], run = encoder_fn("ours", dtype, xla=False)
         contenders[f"ours {short}"] = tf_call(run)
-        _, run_xla = ours_fn(dtype, xla=True)
-        contenders[f"ours {short} XLA"] = tf_call(run_xla)
+        contenders[f"ours {short} XLA"] = tf_call(encoder_fn("ours", dtype, xla=True)[1])
         if FLAGS.keras_hub:
-            contenders[f"keras-hub {short}"] = tf_call(keras_hub_fn(dtype))
+            contenders[f"keras-hub {short}"] = tf_call(encoder_fn("keras-hub", dtype)[1])
         for threads in (int(n) for n in FLAGS.torch_threads) if peer is not None else ():
             name = f"pytorch {short}{' autocast' if short == 'bfloat16' else ''}"
-            name += common.threads_label(threads)
-            contenders[name] = {
-                (b, t): peer.add(
-                    "encoder", bf16=short == "bfloat16", batch=b, seq=t, threads=threads
-                )
-                for b, t in ((FLAGS.batch_size, FLAGS.seq_length), (1, FLAGS.latency_seq_length))
-            }
+            contenders[name + common.threads_label(threads)] = peer.at(
+                shapes, bf16=short == "bfloat16", threads=threads
+            )
     if FLAGS.bfloat16:  # inference-only: variables stored in bfloat16
-        contenders["ours bfloat16 weights"] = tf_call(ours_fn("bfloat16", xla=False)[1])
+        contenders["ours bfloat16 weights"] = tf_call(encoder_fn("ours", "bfloat16", False)[1])
         if FLAGS.keras_hub:
-            contenders["keras-hub bfloat16 weights"] = tf_call(keras_hub_fn("bfloat16"))
-    shapes = ((FLAGS.batch_size, FLAGS.seq_length), (1, FLAGS.latency_seq_length))
+            contenders["keras-hub bfloat16 weights"] = tf_call(
+                encoder_fn("keras-hub", "bfloat16")[1]
+            )
     for threads, tf_peer in tf_peers:
-        suffix = common.threads_label(threads)
-        stacks = ("ours", "keras-hub") if FLAGS.keras_hub else ("ours",)
-        for stack in stacks:
+        for stack in ("ours", "keras-hub") if FLAGS.keras_hub else ("ours",):
             for dtype, kind in (("float32", "float32"), ("bfloat16", "bfloat16 weights")):
                 if dtype == "float32" or FLAGS.bfloat16:
-                    contenders[f"{stack} {kind}{suffix}"] = {
-                        (b, t): tf_peer.add("encoder", stack=stack, dtype=dtype, batch=b, seq=t)
-                        for b, t in shapes
-                    }
+                    contenders[f"{stack} {kind}{common.threads_label(threads)}"] = tf_peer.at(
+                        shapes, stack=stack, dtype=dtype
+                    )
     if FLAGS.litert:
         for quantize in ("float32", "int8"):
             contenders[f"ours LiteRT {quantize}"] = litert_fn(
-                encoders["float32"], quantize, shapes, FLAGS.litert_threads, tmp_dir
+                encoders["float32"], quantize, shapes, FLAGS.litert_threads
             )
     for threads in (int(n) for n in FLAGS.onnxruntime_threads) if ort_peer is not None else ():
         for quant in ("float32", "int8"):
             name = f"onnxruntime {quant}{common.threads_label(threads)}"
-            contenders[name] = {
-                (b, t): ort_peer.add("encoder", quant=quant, batch=b, seq=t, threads=threads)
-                for b, t in shapes
-            }
+            contenders[name] = ort_peer.at(shapes, quant=quant, threads=threads)
     return contenders, encoders
 
 
@@ -255,15 +199,26 @@ def check_predictions(encoders, probe_train: int, seq_length: int) -> dict:
 def peer_versions() -> str:
     """Python and package versions of `common.peer_python()` (the PyTorch / ONNX Runtime peers)."""
     code = (
-        "import importlib.metadata as m, sys\n"
-        "def v(p):\n"
-        "    try:\n        return m.version(p)\n"
-        "    except m.PackageNotFoundError:\n        return 'absent'\n"
-        "print(f'Python {sys.version.split()[0]}; ' + ', '.join(f'{p} {v(p)}' for p in "
-        "('torch', 'transformers', 'onnx', 'onnxruntime')))"
+        "import sys; from benchmarks import common; print(f'Python {sys.version.split()[0]}; ' "
+        "+ common.versions(('torch', 'transformers', 'onnx', 'onnxruntime')))"
     )
     proc = common.run_python(common.peer_python(), code, timeout=120)
     return (proc.stdout.strip() if not isinstance(proc, str) else "") or "unknown"
+
+
+BEST_PEERS = {  # precision -> the peers (name prefixes) a row of that precision is compared with
+    "int8": ("onnxruntime int8",),
+    "bfloat16": ("keras-hub bfloat16", "pytorch bfloat16"),
+    "float32": ("keras-hub float32", "pytorch float32", "onnxruntime float32"),
+}
+
+
+def flops_per_token(num_layers: int, hidden: int, intermediate: int, seq_len: int) -> float:
+    """Forward FLOPs per token of the encoder, embeddings and pooler excluded (the count:
+    docs/results/encoder.md)."""
+    return float(
+        num_layers * (2 * (4 * hidden * hidden + 2 * hidden * intermediate) + 4 * seq_len * hidden)
+    )
 
 
 def main(argv):
@@ -272,64 +227,50 @@ def main(argv):
     desc = common.machine_description(["torch", "transformers", "onnxruntime", "ai-edge-litert"])
     from keras_bert.checkpoints.presets import resolve_preset  # noqa: F401 - fail early
 
-    peer = common.TorchPeer() if FLAGS.torch and common.torch_or_none() else None
-    ort_peer = (
-        common.OnnxRuntimePeer() if FLAGS.onnxruntime and common.onnxruntime_or_none() else None
-    )
-    tf_peers = [
-        (int(n), common.TensorFlowPeer(int(n), int(n))) for n in FLAGS.ours_threads if int(n)
+    peer = common.start_peer("PyTorch", FLAGS.torch)
+    ort_peer = common.start_peer("ONNX Runtime", FLAGS.onnxruntime)
+    tf_peers = [  # N intra-op and N inter-op threads
+        (int(n), common.ChildPeer("benchmarks.peers.tf_peer", n, n))
+        for n in FLAGS.ours_threads
+        if int(n)
     ]
-    tmp = tempfile.TemporaryDirectory(prefix="bench_encoder_")
-    contenders, encoders = build_contenders(peer, tf_peers, ort_peer, tmp.name)
-    b, t, lt = FLAGS.batch_size, FLAGS.seq_length, FLAGS.latency_seq_length
-    features = {(b, t): common.random_batch(b, t), (1, lt): common.random_batch(1, lt, seed=1)}
+    contenders, encoders = build_contenders(peer, tf_peers, ort_peer)
+    shapes = common.encoder_shapes()
+    (b, t), (_, lt) = shapes
+    features = {shape: common.random_batch(*shape, seed=i) for i, shape in enumerate(shapes)}
     calls = {  # an in-process contender runs the same batches at each shape
         name: fn
         if isinstance(fn, dict)
         else {s: lambda fn=fn, f=f: fn(f) for s, f in features.items()}
         for name, fn in contenders.items()
     }
-    seqs, lat = common.encoder_speed(
-        calls, (b, t), (1, lt), FLAGS.repetitions, FLAGS.latency_calls, 3
-    )
+    seqs, lat = common.encoder_speed(calls, shapes, FLAGS.repetitions, FLAGS.latency_calls, 3)
     common.close_all(peer, ort_peer, *(p for _, p in tf_peers))
     ceilings = {}
     if FLAGS.ceiling_size:
         print("ceilings ...", flush=True)
         ceilings = common.measure_ceilings(FLAGS.ceiling_size, 3, with_torch=False)
-    flops_tok = common.encoder_flops_per_token(6, 384, 1536, t)
+    flops_tok = flops_per_token(6, 384, 1536, t)
 
-    def best(prefixes, table, lower=False):
-        vals = [v for n, v in table.items() if any(n.startswith(p) for p in prefixes)]
-        return (min(vals) if lower else max(vals)) if vals else None
+    def best(peers, table, pick=max):
+        vals = [v for n, v in table.items() if n.startswith(peers)]
+        return pick(vals) if vals else None
 
-    rows = []
+    rows, p50 = [], {n: v[0] for n, v in lat.items()}
     for name in contenders:
-        is_bf16, is_int8 = "bfloat16" in name, "int8" in name
-        if is_int8:
-            peers = ("onnxruntime int8",)
-        elif is_bf16:
-            peers = ("keras-hub bfloat16", "pytorch bfloat16")
-        else:
-            peers = ("keras-hub float32", "pytorch float32", "onnxruntime float32")
-        peer_tput = best(peers, seqs)
-        peer_p50 = best(peers, {n: v[0] for n, v in lat.items()}, lower=True)
+        precision = next((p for p in ("int8", "bfloat16") if p in name), "float32")
+        peers = BEST_PEERS[precision]
         gflops = seqs[name] * t * flops_tok / 1e9
-        ceiling = (
-            None
-            if is_int8
-            else ceilings.get("tensorflow bfloat16" if is_bf16 else "tensorflow float32")
-        )
+        ceiling = ceilings.get(f"tensorflow {precision}")  # none for int8
         rows.append(
             (
                 name,
                 seqs[name],
-                common.ratio(seqs[name], peer_tput),
+                common.ratio(seqs[name], best(peers, seqs)),
                 f"{gflops:,.0f}",
                 f"{100 * gflops / ceiling:.0f}%" if ceiling else "n/a",
-                lat[name][0],
-                lat[name][1],
-                common.ratio(peer_p50, lat[name][0]),
+                *lat[name],
+                common.ratio(best(peers, p50, min), lat[name][0]),
             )
         )
     table = common.markdown_table(
@@ -365,7 +306,6 @@ def main(argv):
         )
     if peer is not None or ort_peer is not None:
         notes.append("Peer interpreter: " + peer_versions())
-    tmp.cleanup()
     if FLAGS.check_predictions and "bfloat16" in encoders:
         print("prediction check ...", flush=True)
         chk = check_predictions(encoders, FLAGS.probe_train, FLAGS.probe_seq_length)

@@ -1,25 +1,8 @@
-"""Fine-tuning throughput (examples/s), ours vs keras-hub vs PyTorch.
-
-Same data (the first SST-2 train sentences, tokenized once by our FullTokenizer with the
-checkpoint's vocab, padded to --seq_length), same batch, same optimizer settings (AdamW, lr 2e-5,
-weight decay 0.01; ours runs it as `FusedAdamW`, the fused-kernel AdamW of run_classifier.py,
-`--ours_optimizer=keras` for Keras's own), same real starting weights (minilm_l6_h384_uncased):
-- ours: `keras_bert.tasks.TextClassifier(from_pretrained(...), 2)`, `compile()` + `train_on_batch`;
-- keras-hub: `BertTextClassifier(BertBackbone.from_preset(<same dir>), 2, preprocessor=None)`;
-- PyTorch (optional): `transformers.BertForSequenceClassification`, `torch.optim.AdamW`,
-  bfloat16 through `torch.autocast`, in its own process (benchmarks/peers/torch_peer.py).
-Keras contenders compile with the same `jit_compile` (default "auto", which is XLA on the
-TensorFlow backend, the setting a user gets by default). float32 and `mixed_bfloat16`.
-Train steps alternate between contenders (--steps_per_round each), medians over rounds.
-
-With --pipeline_batches=N > 0, a second comparison cycles through the first N shuffled batches of
-SST-2 train: ours as `run_classifier.py` feeds them (dynamic padding: each batch cut to its
-longest row rounded up to 8 tokens, `--pad_to_multiple_of`), keras-hub as its preprocessor feeds
-them (every batch padded to --seq_length). Same examples, batch size, max length and optimizer;
-one timed unit is the whole cycle of N steps.
-
-With --accuracy_steps > 0, ours is also fine-tuned that many steps in float32 and in bfloat16
-from the same weights, data order and seed, and evaluated on SST-2 dev (872 sentences).
+"""Fine-tuning throughput (examples/s), ours against keras-hub and PyTorch: the same SST-2 data,
+batch, AdamW settings and starting weights (minilm_l6_h384_uncased), float32 and mixed_bfloat16,
+train steps alternating, medians. With --pipeline_batches, real SST-2 batches with our dynamic
+padding against keras-hub's fixed padding; with --accuracy_steps, SST-2 dev accuracy after
+fine-tuning ours in float32 and in bfloat16 (method: docs/results/fine-tuning.md).
 
     python -m benchmarks.bench_finetune [--repetitions=4] [--pipeline_batches=16] [--accuracy_steps=150] [--notorch]
 """
@@ -57,66 +40,39 @@ flags.DEFINE_bool("append", True, common.append_help(TOPIC))
 flags.DEFINE_string("label", "", "Extra words for the appended section's title.")
 
 LR = 2e-5
+DTYPES = {"float32": "float32", "bfloat16": "mixed_bfloat16"}  # short name -> Keras policy
 
 
-featurize = common.featurize  # also used by tools/device_check.py
-
-
-def _jit():
-    return {"auto": "auto", "true": True, "false": False}[FLAGS.jit_compile]
-
-
-def _keras_optimizer():
+def model(stack: str, dtype: str):
+    """`stack` ("ours" or "keras-hub") as a two-class classifier on PRESET's weights (seed 0)
+    under the dtype policy `dtype`, compiled as every contender here is: AdamW (lr LR, weight
+    decay 0.01; ours as run_classifier.py's FusedAdamW unless --ours_optimizer=keras), the
+    --jit_compile choice, sparse cross-entropy on the logits."""
     import keras
 
-    return keras.optimizers.AdamW(learning_rate=LR, weight_decay=0.01, epsilon=1e-6)
+    keras.utils.set_random_seed(0)
+    optimizer = keras.optimizers.AdamW
+    if stack == "ours":
+        import keras_bert
+        from keras_bert.tasks import TextClassifier
+        from keras_bert.training import FusedAdamW
 
+        encoder = keras_bert.from_pretrained(common.PRESET, dtype=dtype)
+        classifier = TextClassifier(encoder, num_classes=2)
+        optimizer = FusedAdamW if FLAGS.ours_optimizer == "fused" else optimizer
+    else:
+        import keras_hub
 
-def _ours_optimizer():
-    """The optimizer run_classifier.py uses, with the peers' hyperparameters: `FusedAdamW`
-    (Keras AdamW's update through TensorFlow's fused Adam kernel), or Keras AdamW itself with
-    --ours_optimizer=keras (the before/after of the fused step)."""
-    if FLAGS.ours_optimizer == "keras":
-        return _keras_optimizer()
-    from keras_bert.training import FusedAdamW
-
-    return FusedAdamW(learning_rate=LR, weight_decay=0.01, epsilon=1e-6)
-
-
-def _compiled(model, optimizer):
-    """`model` compiled as every contender here is: `optimizer`, the --jit_compile choice and
-    sparse cross-entropy on the logits of the two classes."""
-    import keras
-
-    model.compile(
-        optimizer=optimizer,
-        jit_compile=_jit(),
+        backbone = keras_hub.models.BertBackbone.from_preset(str(common.model_dir()), dtype=dtype)
+        classifier = keras_hub.models.BertTextClassifier(
+            backbone, num_classes=2, preprocessor=None, dtype=dtype
+        )
+    classifier.compile(
+        optimizer=optimizer(learning_rate=LR, weight_decay=0.01, epsilon=1e-6),
+        jit_compile={"auto": "auto", "true": True, "false": False}[FLAGS.jit_compile],
         loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
     )
-    return model
-
-
-def ours_model(dtype):
-    import keras
-
-    import keras_bert
-    from keras_bert.tasks import TextClassifier
-
-    keras.utils.set_random_seed(0)
-    model = TextClassifier(keras_bert.from_pretrained(common.PRESET, dtype=dtype), num_classes=2)
-    return _compiled(model, _ours_optimizer())
-
-
-def keras_hub_model(dtype):
-    import keras
-    import keras_hub
-
-    keras.utils.set_random_seed(0)
-    backbone = keras_hub.models.BertBackbone.from_preset(str(common.model_dir()), dtype=dtype)
-    model = keras_hub.models.BertTextClassifier(
-        backbone, num_classes=2, preprocessor=None, dtype=dtype
-    )
-    return _compiled(model, _keras_optimizer())
+    return classifier
 
 
 def real_batches(data, labels, n_batches, batch_size, multiple=8):
@@ -151,21 +107,18 @@ def pipeline_comparison(data, labels):
     b, n = FLAGS.batch_size, FLAGS.pipeline_batches
     padded, cut = real_batches(data, labels, n, b)
     widths = [x["input_word_ids"].shape[1] for x, _ in cut]
+    hub_batches = [(common.keras_hub_inputs(x), y) for x, y in padded]
     contenders = {}
-    for dtype in ("float32", "mixed_bfloat16"):
-        short = "float32" if dtype == "float32" else "bfloat16"
-        ours = ours_model(dtype)
-        contenders[f"ours {short}, dynamic padding"] = lambda m=ours: [
-            m.train_on_batch(x, y) for x, y in cut
-        ]
-        if FLAGS.keras_hub:
-            hub = keras_hub_model(dtype)
-            hub_batches = [(common.keras_hub_inputs(x), y) for x, y in padded]
-            contenders[f"keras-hub {short}, padded to {FLAGS.seq_length}"] = (
-                lambda m=hub, bs=hub_batches: [m.train_on_batch(x, y) for x, y in bs]
-            )
-    times = common.alternate(contenders, max(2, FLAGS.repetitions // 2), warmup=1)
-    eps = {name: n * b / common.median(ts) for name, ts in times.items()}
+    for short, dtype in DTYPES.items():
+        for stack, name, batches in (
+            ("ours", f"ours {short}, dynamic padding", cut),
+            ("keras-hub", f"keras-hub {short}, padded to {FLAGS.seq_length}", hub_batches),
+        ):
+            if stack == "ours" or FLAGS.keras_hub:
+                contenders[name] = lambda m=model(stack, dtype), bs=batches: [
+                    m.train_on_batch(x, y) for x, y in bs
+                ]
+    eps = common.rates(contenders, n * b, max(2, FLAGS.repetitions // 2), warmup=1)
     table = keras_hub_table(eps, f"examples/s ({n} real batches of {b})")
     note = (
         f"Real SST-2 train batches (seed 0 order); ours cut to widths {widths} "
@@ -178,15 +131,15 @@ def pipeline_comparison(data, labels):
 def accuracy_check(train, train_labels, dev, dev_labels, steps, batch_size):
     """Fine-tunes ours `steps` steps in float32 and in bfloat16 (same order); dev accuracy."""
     results = {}
-    for dtype in ("float32", "mixed_bfloat16"):
-        model = ours_model(dtype)
+    for dtype in DTYPES.values():
+        classifier = model("ours", dtype)
         start = time.perf_counter()
         n = len(train_labels)
         for s in range(steps):
             idx = np.arange(s * batch_size, (s + 1) * batch_size) % n
-            model.train_on_batch({k: v[idx] for k, v in train.items()}, train_labels[idx])
+            classifier.train_on_batch({k: v[idx] for k, v in train.items()}, train_labels[idx])
         seconds = time.perf_counter() - start
-        logits = model.predict(dev, batch_size=128, verbose=0)
+        logits = classifier.predict(dev, batch_size=128, verbose=0)
         results[dtype] = (float(np.mean(logits.argmax(1) == dev_labels)), seconds)
         print(
             f"  {dtype}: dev accuracy {results[dtype][0]:.4f} after {steps} steps "
@@ -202,23 +155,21 @@ def main(argv):
     desc = common.machine_description(["torch", "transformers"])
     b, t = FLAGS.batch_size, FLAGS.seq_length
     texts, labels = common.sst2_sentences("train", max(b, FLAGS.accuracy_steps * b, 8000))
-    data = featurize(texts, t)
+    data = common.featurize(texts, t)
     batch = {k: v[:b] for k, v in data.items()}
     y = labels[:b].astype(np.int32)
 
-    peer = common.TorchPeer() if FLAGS.torch and common.torch_or_none() else None
+    peer = common.start_peer("PyTorch", FLAGS.torch)
     contenders = {}
-    for dtype in ("float32", "mixed_bfloat16"):
-        short = "float32" if dtype == "float32" else "bfloat16"
-        model = ours_model(dtype)
-        contenders[f"ours {short}"] = lambda m=model: m.train_on_batch(batch, y)
+    for short, dtype in DTYPES.items():
+        contenders[f"ours {short}"] = lambda m=model("ours", dtype): m.train_on_batch(batch, y)
         if FLAGS.keras_hub:
-            hub = keras_hub_model(dtype)
             hub_batch = common.keras_hub_inputs(batch)
-            contenders[f"keras-hub {short}"] = lambda m=hub, x=hub_batch: m.train_on_batch(x, y)
+            contenders[f"keras-hub {short}"] = lambda m=model("keras-hub", dtype), x=hub_batch: (
+                m.train_on_batch(x, y)
+            )
         for threads in (int(n) for n in FLAGS.torch_threads) if peer is not None else ():
-            name = f"pytorch {short}{common.threads_label(threads)}"
-            contenders[name] = peer.add(
+            contenders[f"pytorch {short}{common.threads_label(threads)}"] = peer.add(
                 "classifier",
                 bf16=short == "bfloat16",
                 lr=LR,
@@ -227,20 +178,16 @@ def main(argv):
                 mask=batch["input_mask"].tolist(),
                 labels=y.tolist(),
             )
-    times = common.alternate(contenders, FLAGS.repetitions, warmup=2, inner=FLAGS.steps_per_round)
-    if peer is not None:
-        peer.close()
-    eps = {name: b / common.median(ts) for name, ts in times.items()}
+    eps = common.rates(contenders, b, FLAGS.repetitions, inner=FLAGS.steps_per_round)
+    common.close_all(peer)
 
     table = keras_hub_table(eps, f"examples/s (batch {b} x {t})")
     opt_name = "FusedAdamW" if FLAGS.ours_optimizer == "fused" else "keras AdamW"
     notes = [
-        (
-            f"Keras compile(jit_compile={FLAGS.jit_compile!r}); AdamW lr {LR} (ours: {opt_name}, "
-            "the same update through TensorFlow's fused Adam kernel; keras-hub: keras AdamW); "
-            f"{FLAGS.repetitions} alternating rounds x {FLAGS.steps_per_round} steps; "
-            "train_on_batch on one fixed real SST-2 batch (no input pipeline in the timing)."
-        )
+        f"Keras compile(jit_compile={FLAGS.jit_compile!r}); AdamW lr {LR} (ours: {opt_name}, "
+        "the same update through TensorFlow's fused Adam kernel; keras-hub: keras AdamW); "
+        f"{FLAGS.repetitions} alternating rounds x {FLAGS.steps_per_round} steps; "
+        "train_on_batch on one fixed real SST-2 batch (no input pipeline in the timing)."
     ]
     if FLAGS.pipeline_batches:
         print("dynamic padding comparison ...", flush=True)
@@ -250,28 +197,17 @@ def main(argv):
     if FLAGS.accuracy_steps:
         print("accuracy check ...", flush=True)
         dev_texts, dev_labels = common.sst2_sentences("dev")
+        dev = common.featurize(dev_texts, t)
         acc = accuracy_check(
-            data,
-            labels.astype(np.int32),
-            featurize(dev_texts, t),
-            dev_labels,
-            FLAGS.accuracy_steps,
-            b,
+            data, labels.astype(np.int32), dev, dev_labels, FLAGS.accuracy_steps, b
         )
         notes.append(
             f"Dev accuracy (SST-2 dev, 872) after {FLAGS.accuracy_steps} steps of batch {b} "
             f"(ours, same data order and seed, constant lr {LR}): float32 "
             f"{100 * acc['float32'][0]:.2f}%, bfloat16 {100 * acc['mixed_bfloat16'][0]:.2f}%."
         )
-    common.report(
-        TOPIC,
-        "Fine-tuning throughput (bench_finetune)",
-        table,
-        desc,
-        FLAGS.append,
-        FLAGS.label,
-        notes,
-    )
+    title = "Fine-tuning throughput (bench_finetune)"
+    common.report(TOPIC, title, table, desc, FLAGS.append, FLAGS.label, notes)
 
 
 if __name__ == "__main__":

@@ -1,43 +1,9 @@
 """The exported model's fast paths against ONNX Runtime and OpenVINO: batch-1 latency, batch-32
-throughput and int8 accuracy, in process and through `serving.server` gRPC.
-
-From one fine-tuned classifier (`--model_dir`: a run_classifier `--output_dir` or a `.keras`
-task, e.g. SST-2 from `FULL=1 bash scripts/main_job.sh`) it writes two exports into a temporary
-base: version 1 with `litert="float32"` and version 2 with `litert="int8"` (`Task.export`; both
-hold the same float32 SavedModel beside their `model.tflite`). Then:
-
-1. Agreement on SST-2 dev (872 sentences, the task's own preprocessor): accuracy of the
-   SavedModel's `encoded`, of LiteRT float32 and of LiteRT int8; the share of int8 predictions
-   equal to float32 ones; the largest probability difference of each LiteRT file against the
-   SavedModel. With the OpenVINO peer, the same for OpenVINO float32 / int8 on our export, and
-   for its Hugging Face encoder the cosine of int8 to float32 `last_hidden_state` per real token
-   (the first 64 dev sentences).
-2. Speed, all contenders alternating (`common.alternate`), medians: p50 / p99 at 1 x
-   `--latency_seq_length` (default 32) and sequences/s at `--batch_size` x `--seq_length`
-   (default 32 x 128), on fixed random ids (`common.random_batch`):
-   - "SavedModel (TF)": the `encoded` signature of the loaded SavedModel, TensorFlow's default
-     thread pools (`BENCH_THREADS` sets them);
-   - "SavedModel frozen (TF)": the same function with its variables frozen to constants
-     (`convert_variables_to_constants_v2`), the lever of letting grappler's oneDNN remapper see
-     constant LayerNorm parameters; an A/B, not a product path;
-   - "LiteRT float32" / "LiteRT int8": `model.tflite` of each version through the
-     `ai_edge_litert` signature runner with `--litert_threads` (default: one per CPU);
-   - "gRPC SavedModel" / "gRPC LiteRT float32" / "gRPC LiteRT int8": Predict on `encoded`
-     through `python -m serving.server` (two server processes: one plain, one with
-     `--prefer_tflite_model`), official `tensorflow_serving` stubs, one channel, one request at
-     a time (the client's proto building is done before the clock starts);
-   - "onnxruntime float32" / "onnxruntime int8" (optional peer, own process,
-     benchmarks/peers/ort_peer.py under `$KERAS_BERT_PEER_PYTHON`): Hugging Face BertModel from the
-     same pretrained checkpoint via torch.onnx.export, int8 by `quantize_dynamic`. It runs the
-     encoder only (no classifier head, no softmax), so it does slightly less work than ours.
-   - "OpenVINO float32 / int8 (our SavedModel)" and "OpenVINO float32 / int8 (HF ONNX)"
-     (optional peer, own process, benchmarks/peers/openvino_peer.py under `$KERAS_BERT_PEER_PYTHON`,
-     `--openvino`): OpenVINO's CPU plugin on the `encoded` signature of our float32 export and
-     on ONNX Runtime's ONNX file of the Hugging Face encoder, int8 by NNCF post-training
-     quantization calibrated on `--openvino_calibration_sentences` SST-2 train sentences.
-   Ratios: each row's p50 speed and throughput against ONNX Runtime float32 (float32 rows) or
-   ONNX Runtime int8 (int8 rows), and, with the OpenVINO peer, against the faster of its two
-   rows in the same precision.
+throughput and int8 accuracy, in process and through `serving.server` gRPC. From one fine-tuned
+classifier (`--model_dir`: a run_classifier `--output_dir` or a `.keras` task) it writes a LiteRT
+float32 export (version 1) and an int8 one (version 2), compares their SST-2 dev predictions with
+the SavedModel's, then times every contender alternating, medians (contenders and method:
+docs/results/export-litert.md).
 
     KERAS_BERT_PEER_PYTHON=<venv with torch, transformers, onnx, onnxruntime[, openvino, nncf,
         tensorflow]>/bin/python \\
@@ -59,8 +25,7 @@ FLAGS = flags.FLAGS
 
 
 def define_flags() -> None:
-    """The benchmark's flags: defined when it runs (`__main__`), or by a test that removes
-    them afterwards, never at import (they would be global flags of any process importing it)."""
+    """The flags, defined when the benchmark runs or by a test, never at import."""
     flags.DEFINE_string(
         "model_dir", None, "Fine-tuned classifier: run_classifier output_dir or .keras."
     )
@@ -169,15 +134,7 @@ def agreement(task, paths, threads: int, ov=None, tmp: pathlib.Path | None = Non
     texts, labels = common.sst2_sentences("dev")
     packed = task.preprocessor(tf.constant(texts))
     ids = {k: np.asarray(packed[k], np.int32) for k in INPUT_NAMES}
-    saved = tf.saved_model.load(str(paths["float32"])).signatures["encoded"]
-
-    def saved_run(**features):
-        return {
-            k: v.numpy()
-            for k, v in saved(**{n: tf.constant(x) for n, x in features.items()}).items()
-        }
-
-    runs = {"SavedModel": saved_run}
+    runs = {"SavedModel": tf.saved_model.load(str(paths["float32"])).signatures["encoded"]}
     for quantize in ("float32", "int8"):
         runs[f"LiteRT {quantize}"] = litert_runner(paths[quantize], threads)
     probabilities = {}
@@ -185,7 +142,7 @@ def agreement(task, paths, threads: int, ov=None, tmp: pathlib.Path | None = Non
         chunks = [
             run(**{k: v[i : i + 64] for k, v in ids.items()}) for i in range(0, len(texts), 64)
         ]
-        probabilities[name] = np.concatenate([c["probabilities"] for c in chunks])
+        probabilities[name] = np.concatenate([np.asarray(c["probabilities"]) for c in chunks])
     result = {"examples": len(texts)}
     if ov is not None:
         for quant, output in openvino_outputs(ov, "ours", ids, tmp).items():
@@ -238,7 +195,7 @@ def start_server(base: pathlib.Path, tmp: pathlib.Path, litert: bool):
         raise
 
 
-def build_contenders(paths, shapes, servers, ort, ov=None):
+def build_contenders(paths, shapes, servers, ort, ov, threads: int):
     """name -> {(batch, seq): zero-argument callable}."""
     import tensorflow as tf
     from tensorflow.python.framework import convert_to_constants
@@ -246,47 +203,36 @@ def build_contenders(paths, shapes, servers, ort, ov=None):
     loaded = tf.saved_model.load(str(paths["float32"]))  # owns the variables: keep it alive
     saved = loaded.signatures["encoded"]
     frozen = convert_to_constants.convert_variables_to_constants_v2(saved)
-    threads = FLAGS.litert_threads or len(os.sched_getaffinity(0))
-    runners = {q: litert_runner(paths[q], threads) for q in ("float32", "int8")}
+    features = {shape: common.random_batch(*shape, seed=1) for shape in shapes}
+    tensors = {s: {k: tf.constant(v) for k, v in f.items()} for s, f in features.items()}
     contenders = {}
-    for shape in shapes:
-        features = common.random_batch(*shape, seed=1)
-        tensors = {k: tf.constant(v) for k, v in features.items()}
-        if FLAGS.saved_model:
-            contenders.setdefault("SavedModel (TF)", {})[shape] = lambda t=tensors, keep=loaded: (
-                saved(**t)["probabilities"].numpy()
+    if FLAGS.saved_model:
+        contenders["SavedModel (TF)"] = {
+            s: lambda t=t, keep=loaded: saved(**t)["probabilities"].numpy()
+            for s, t in tensors.items()
+        }
+        contenders["SavedModel frozen (TF)"] = {
+            s: lambda t=t: frozen(**t) for s, t in tensors.items()
+        }
+    for quantize in ("float32", "int8"):  # one interpreter per file: resized per shape
+        runner = litert_runner(paths[quantize], threads)
+        contenders[f"LiteRT {quantize}"] = {
+            s: lambda r=runner, f=f: r(**f)["probabilities"] for s, f in features.items()
+        }
+    for name, (address, model) in servers.items():
+        contenders[name] = {
+            s: common.predict_call(address, common.predict_request(model, f, "encoded"))
+            for s, f in features.items()
+        }
+    for quant in ("float32", "int8") if ort is not None else ():
+        contenders[f"onnxruntime {quant}"] = ort.at(
+            shapes, quant=quant, threads=FLAGS.onnxruntime_threads
+        )
+    for quant in ("float32", "int8") if ov is not None else ():
+        for label, source in OPENVINO_SOURCES.items():
+            contenders[f"OpenVINO {quant} ({label})"] = ov.at(
+                shapes, source=source, quant=quant, threads=FLAGS.openvino_threads, seed=1
             )
-            contenders.setdefault("SavedModel frozen (TF)", {})[shape] = lambda t=tensors: frozen(
-                **t
-            )
-        for quantize, runner in runners.items():  # one interpreter per file: resized per shape
-            contenders.setdefault(f"LiteRT {quantize}", {})[shape] = lambda r=runner, f=features: r(
-                **f
-            )["probabilities"]
-        for name, (address, model) in servers.items():
-            request = common.predict_request(model, features, "encoded")
-            contenders.setdefault(name, {})[shape] = common.predict_call(address, request)
-        if ort is not None:
-            for quant in ("float32", "int8"):
-                contenders.setdefault(f"onnxruntime {quant}", {})[shape] = ort.add(
-                    "encoder",
-                    quant=quant,
-                    batch=shape[0],
-                    seq=shape[1],
-                    threads=FLAGS.onnxruntime_threads,
-                )
-        if ov is not None:
-            for quant in ("float32", "int8"):
-                for label, source in OPENVINO_SOURCES.items():
-                    contenders.setdefault(f"OpenVINO {quant} ({label})", {})[shape] = ov.add(
-                        "encoder",
-                        source=source,
-                        quant=quant,
-                        batch=shape[0],
-                        seq=shape[1],
-                        threads=FLAGS.openvino_threads,
-                        seed=1,
-                    )
     return contenders
 
 
@@ -344,12 +290,12 @@ def start_openvino(export_dir: pathlib.Path, tmp: pathlib.Path):
     """The OpenVINO peer on `export_dir`, calibrated on `--openvino_calibration_sentences`
     SST-2 train sentences (`common.featurize` at `--seq_length`), or None (no `--openvino`, or
     a one-line message where the peer interpreter lacks what it needs)."""
-    if not FLAGS.openvino or not common.openvino_or_none():
+    if not FLAGS.openvino or not common.peer_or_none("OpenVINO"):
         return None
     texts, _ = common.sst2_sentences("train", FLAGS.openvino_calibration_sentences)
     calibration = tmp / "openvino_calibration.npz"
     np.savez(calibration, **common.featurize(texts, FLAGS.seq_length))
-    return common.OpenVinoPeer(export_dir, calibration)
+    return common.peer("OpenVINO", export_dir, calibration)
 
 
 def agreement_notes(agree: dict) -> list[str]:
@@ -378,7 +324,7 @@ def main(argv):
     del argv
     common.set_threads_from_env()
     desc = common.machine_description(["ai_edge_litert"])
-    ort = common.OnnxRuntimePeer() if FLAGS.onnxruntime and common.onnxruntime_or_none() else None
+    ort = common.start_peer("ONNX Runtime", FLAGS.onnxruntime)
     started = []
     with tempfile.TemporaryDirectory(prefix="bench_litert_") as tmp:
         tmp = pathlib.Path(tmp)
@@ -398,10 +344,11 @@ def main(argv):
                     for model in models:
                         label = f"LiteRT {model}" if litert else "SavedModel"
                         servers[f"gRPC {label}"] = (started[-1].address, model)
-            b, t, lt = FLAGS.batch_size, FLAGS.seq_length, FLAGS.latency_seq_length
-            contenders = build_contenders(paths, [(b, t), (1, lt)], servers, ort, ov)
+            shapes = common.encoder_shapes()
+            (b, t), (_, lt) = shapes
+            contenders = build_contenders(paths, shapes, servers, ort, ov, threads)
             seqs, lat = common.encoder_speed(
-                contenders, (b, t), (1, lt), FLAGS.repetitions, FLAGS.latency_calls, 5
+                contenders, shapes, FLAGS.repetitions, FLAGS.latency_calls, 5
             )
         finally:
             common.close_all(ort, ov, *started)
@@ -434,16 +381,9 @@ def main(argv):
         *([OPENVINO_NOTE.format(n=FLAGS.openvino_calibration_sentences)] if ov else []),
         *served_overhead_notes(p50),
     ]
-    common.report(
-        TOPIC,
-        "Exported model: LiteRT and SavedModel against ONNX Runtime"
-        + (" and OpenVINO" if ov else "")
-        + " (bench_litert)",
-        table,
-        desc,
-        FLAGS.append,
-        notes=notes,
-    )
+    peers = "ONNX Runtime" + (" and OpenVINO" if ov else "")
+    title = f"Exported model: LiteRT and SavedModel against {peers} (bench_litert)"
+    common.report(TOPIC, title, table, desc, FLAGS.append, notes=notes)
 
 
 if __name__ == "__main__":

@@ -1,8 +1,6 @@
-"""The machine's ceilings: large float32 / bfloat16 matrix products (GFLOP/s).
-
-TensorFlow `tf.matmul` of two N x N matrices (2 N^3 FLOPs) in float32 and bfloat16, alternating,
-medians; PyTorch bfloat16 too when the optional peer is installed. The float32 and bfloat16
-TensorFlow figures are the ceilings that `bench_encoder` divides by.
+"""The machine's ceilings: float32 and bfloat16 N x N matrix products (GFLOP/s) by TensorFlow and,
+when the optional peer is installed, PyTorch; the TensorFlow figures are the ceilings that
+`bench_encoder` divides by (method: docs/results/encoder.md).
 
     python -m benchmarks.bench_matmul [--size=4096] [--repetitions=5] [--noappend]
 """

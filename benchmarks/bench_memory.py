@@ -1,32 +1,7 @@
-"""Peak resident memory of our own fine-tuning runs and exports.
-
-Each contender is one command line in its own fresh process; its peak resident memory is the
-`ru_maxrss` that `os.wait4` returns for that process (the kernel's high-water mark of its resident
-set, which also covers any children it waited for), measured the same way for every contender,
-from a small launcher process (`LAUNCHER`: a child spawned by a large process inherits that
-process's size as its starting high-water mark).
-Wall seconds are printed beside it but are not the point: on a shared 2-core machine they move
-with other load.
-
-Contenders (MiniLM-L6-H384, `--init_checkpoint=minilm_l6_h384_uncased`, real weights):
-- `import tensorflow`: the floor every other row stands on;
-- run_squad: SQuAD v1.1 dev split by article (`--holdout_fraction=0.5`), `--squad_questions`
-  training questions, 0.3 epochs, batch 32, the family's max_seq_length 384, 20 held-out
-  questions predicted and scored;
-- run_classifier: SST-2, batch 32, max_seq_length 128, `--sst2_examples` training sentences
-  (one epoch: 5 steps at the default 160), 64 dev sentences; its `best_model.keras` is the task
-  the exports read;
-- the same run_classifier with `--mixed_precision=mixed_bfloat16`;
-- the peers at the same settings (SST-2, the same sentences, batch 32, length 128, one epoch):
-  keras-hub's BertTextClassifier on the same weights (`KERAS_HUB_FIT`: `fit` on inputs padded to
-  128, as its preprocessor pads), float32 and mixed_bfloat16; the Hugging Face Trainer
-  (`benchmarks/peers/hf_glue_peer.py`, batches cut to their longest row, run_glue.py's default), float32
-  and `--bf16` autocast, run by `$KERAS_BERT_PEER_PYTHON` (torch, transformers, accelerate;
-  skipped with its reason when absent);
-- `python -m export` SavedModel, `--export_tflite` (LiteRT float32) and `--export_quantize=int8` (LiteRT int8).
-
-The data is $KERAS_BERT_DATA_DIR (squad/dev-v1.1.json, glue/sst2). Run (about 6 minutes on
-2 cores; appends a section to docs/results/memory.md):
+"""Peak resident memory (`os.wait4`'s ru_maxrss, each contender a command line in its own fresh
+process started from a small launcher) of our fine-tuning runs and exports, and of keras-hub's and
+the Hugging Face Trainer's fine-tuning at the same settings (method: docs/results/memory.md).
+The data is $KERAS_BERT_DATA_DIR (squad/dev-v1.1.json, glue/sst2). About 6 minutes on 2 cores:
 
     python -m benchmarks.bench_memory
 
@@ -38,7 +13,6 @@ from __future__ import annotations
 
 import json
 import os
-import pathlib
 import subprocess
 import sys
 import tempfile
@@ -48,7 +22,7 @@ from absl import app, flags
 
 from benchmarks import common
 
-REPO = pathlib.Path(__file__).resolve().parents[1]
+REPO = common.REPO
 KEYS = (
     "tensorflow",
     "squad",
@@ -64,8 +38,8 @@ KEYS = (
 )
 PEER_KEYS = ("hf_sst2", "hf_sst2_bf16")  # run by the peer interpreter, which needs:
 PEER_MODULES = ("torch", "transformers", "accelerate")
-# keras-hub's BertTextClassifier fitted one epoch on the first N SST-2 sentences, padded to 128
-# as its preprocessor pads, batch 32, under the dtype policy given (bench_finetune's model).
+# keras-hub's BertTextClassifier (bench_finetune's) fitted one epoch on the first N SST-2
+# sentences, padded to 128 as its preprocessor pads, batch 32, under the dtype policy given.
 KERAS_HUB_FIT = """
 import sys
 from absl import flags
@@ -73,7 +47,7 @@ from benchmarks import bench_finetune, common
 flags.FLAGS(["keras_hub_fit"])
 texts, labels = common.sst2_sentences("train", int(sys.argv[1]))
 x = common.keras_hub_inputs(common.featurize(texts, 128))
-model = bench_finetune.keras_hub_model(sys.argv[2])
+model = bench_finetune.model("keras-hub", sys.argv[2])
 model.fit(x, labels.astype("int32"), batch_size=32, epochs=1, verbose=0)
 """
 
@@ -168,10 +142,8 @@ def commands(work_dir: str, data_dir: str, squad_questions: int, sst2_examples: 
 
 
 # A small fresh Python that runs the contender as its child and writes the child's ru_maxrss and
-# exit status. Linux seeds a process's ru_maxrss, at exec, with the resident size of the memory
-# it had before (with vfork or fork: its parent's), so a child spawned straight from a large
-# process (pytest after TensorFlow tests, say) would report at least that process's size.
-# Spawned from this launcher instead, the floor is the launcher's own ~10 MB.
+# exit status: a child spawned straight from a large process starts with that process's size as
+# its high-water mark (docs/results/memory.md).
 LAUNCHER = """
 import json, os, subprocess, sys
 proc = subprocess.Popen(sys.argv[2:])

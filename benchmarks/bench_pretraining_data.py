@@ -1,17 +1,6 @@
-"""Pretraining data wall time and documents/s: the Beam pipeline against the retired
-single-machine path, side by side.
-
-Runs recipes/create_pretraining_data.py end to end as command lines (process start-up, reading,
-tokenizing, instance creation, writing) on the same WikiText input, vocabulary and flags:
-
-- `beam DirectRunner, N workers`: this checkout, `--num_workers=N` (Beam's multi-processing
-  DirectRunner) and `--num_workers=1` (in process);
-- `retired multiprocessing, N workers`: the recipe as it was at `--retired_commit` (tokenizing in
-  N spawned processes, one seeded random stream for the corpus), checked out into a temporary
-  git worktree.
-
-Contenders alternate within each round; medians over --repetitions; documents/s is the corpus's
-documents over the median wall time.
+"""Pretraining data wall time and documents/s: recipes/create_pretraining_data.py on Beam's
+DirectRunner (N workers and in process) against the retired multiprocessing recipe, whole command
+lines on the same WikiText corpus, alternating, medians (method: docs/results/beam.md).
 
     python -m benchmarks.bench_pretraining_data [--copies=8] [--repetitions=3]
 """
@@ -46,8 +35,19 @@ flags.DEFINE_string(
 flags.DEFINE_bool("append", True, common.append_help(TOPIC))
 
 
-def _recipe_command(root: pathlib.Path, args: list[str]) -> callable:
+def _recipe_command(root: pathlib.Path, out: pathlib.Path, workers: int, corpus, vocab_file):
+    """A call running `root`'s create_pretraining_data.py on `corpus` into `out`."""
     env = dict(os.environ, PYTHONPATH=str(root), TF_CPP_MIN_LOG_LEVEL="2")
+    args = [
+        f"--input_file={corpus}",
+        "--input_format=wikitext",
+        f"--output_file={out / 'data.tfrecord'}",
+        "--num_shards=2",
+        f"--vocab_file={vocab_file}",
+        f"--dupe_factor={FLAGS.dupe_factor}",
+        f"--num_workers={workers}",
+        "--noprogress",
+    ]
 
     def run():
         proc = subprocess.run(
@@ -65,8 +65,7 @@ def _recipe_command(root: pathlib.Path, args: list[str]) -> callable:
 
 
 def _corpus(sources, copies: int) -> str:
-    """The WikiText files `copies` times; each document of copy c gains the paragraph
-    "Copy c ." after its title, so that no two documents are equal."""
+    """The WikiText files `copies` times, " Copy c . " after each title of copy c."""
     from keras_bert import fileio  # loads TensorFlow: after the thread settings
 
     out = []
@@ -101,31 +100,20 @@ def main(argv):
             check=True,
             capture_output=True,
         )
+        w, out = FLAGS.workers, tmp / "out"
         try:
-
-            def args(name, workers):
-                return [
-                    f"--input_file={corpus}",
-                    "--input_format=wikitext",
-                    f"--output_file={tmp / 'out' / name / 'data.tfrecord'}",
-                    "--num_shards=2",
-                    f"--vocab_file={vocab_file}",
-                    f"--dupe_factor={FLAGS.dupe_factor}",
-                    f"--num_workers={workers}",
-                    "--noprogress",
-                ]
-
-            w = FLAGS.workers
+            runs = {  # name -> (checkout, output folder, workers)
+                f"retired multiprocessing, {w} workers": (retired, "retired", w),
+                f"beam DirectRunner, {w} workers": (REPO, "beam", w),
+                "beam DirectRunner, in process": (REPO, "beam1", 1),
+            }
             contenders = {
-                f"retired multiprocessing, {w} workers": _recipe_command(
-                    retired, args("retired", w)
-                ),
-                f"beam DirectRunner, {w} workers": _recipe_command(REPO, args("beam", w)),
-                "beam DirectRunner, in process": _recipe_command(REPO, args("beam1", 1)),
+                name: _recipe_command(root, out / dir_name, n, corpus, vocab_file)
+                for name, (root, dir_name, n) in runs.items()
             }
             times = common.alternate(contenders, FLAGS.repetitions, warmup=0)
             summaries = {
-                name: json.loads((tmp / "out" / name / "data.tfrecord.summary.json").read_text())
+                name: json.loads((out / name / "data.tfrecord.summary.json").read_text())
                 for name in ("retired", "beam", "beam1")
             }
         finally:

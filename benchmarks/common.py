@@ -1,18 +1,18 @@
-"""The harness of the benchmark scripts: machine description, alternating timing, medians,
-ratio tables, and appending a section to the results file of a topic (`docs/results/<topic>.md`,
-indexed by `benchmarks/RESULTS.md`); peers in child processes; the models and data they share;
-for the serving benchmarks, the server process (`ServerProcess`), its model status and reloads
-(`Controller`), gRPC Predict requests and closed-loop clients (`client_threads`, `closed_loop`).
+"""The harness of the benchmark scripts: machine description, alternating timing, medians, ratio
+tables, appending a section to a topic's results file (`docs/results/<topic>.md`, indexed by
+`benchmarks/RESULTS.md`); peers in child processes; the models and data they share; for the
+serving benchmarks, the server process, its model status and reloads, gRPC Predict requests and
+closed-loop clients.
 
-Timing discipline: every contender of a comparison runs in the same process, in
-alternating repetitions (A, B, C, A, B, C, ...), after its own warm-up, and the figure reported is
-the median over repetitions, so that drift and noise from other load on the machine hit all
-contenders alike. Timings are never asserted anywhere (SPEC section 10).
+Every contender of a comparison runs in the same process, in alternating repetitions after its own
+warm-up, and the figure reported is the median, so that drift and other load hit all contenders
+alike. Timings are never asserted anywhere (SPEC section 10).
 """
 
 from __future__ import annotations
 
 import datetime
+import json
 import os
 import pathlib
 import platform
@@ -30,38 +30,17 @@ REPO = pathlib.Path(__file__).resolve().parents[1]
 RESULTS_DIR = REPO / "docs" / "results"
 # The topics of the results files, one file each (docs/results/<topic>.md, indexed with the
 # scripts that write it in benchmarks/RESULTS.md); every script that appends names its own.
-TOPICS = (
-    "tokenizers",
-    "pretraining",
-    "encoder",
-    "fine-tuning",
-    "serving",
-    "targets",
-    "accuracy",
-    "export-litert",
-    "device",
-    "beam",
-    "memory",
-    "hardening",
+TOPICS = tuple(
+    "tokenizers pretraining encoder fine-tuning serving targets accuracy export-litert device beam "
+    "memory hardening".split()
+)
+CPU_FLAGS = (
+    "avx2 fma avx512f avx512_bf16 avx512_vnni avx512_fp16 amx_tile amx_bf16 amx_int8".split()
 )
 
 
-# Forward FLOPs per token of a BERT encoder (multiply-add = 2 FLOPs): the four HxH projections,
-# the two H<->I feed-forward matrices and the two T-dependent attention products (QK^T, PV).
-def encoder_flops_per_token(num_layers: int, hidden: int, intermediate: int, seq_len: int) -> float:
-    """Forward FLOPs per token (int), embeddings and pooler excluded.
-
-    Per layer: 2*(4*H*H + 2*H*I) for the dense layers plus 2*2*T*H for QK^T and PV.
-    For MiniLM-L6-H384 (H=384, I=1536) at T=128 that is 22.4 MFLOP per token.
-    """
-    return float(
-        num_layers * (2 * (4 * hidden * hidden + 2 * hidden * intermediate) + 4 * seq_len * hidden)
-    )
-
-
 def _cpuinfo(field: str) -> str | None:
-    """The value of the first `field` line of /proc/cpuinfo (the first CPU's), or None where
-    there is no such file or line (not Linux)."""
+    """The value of the first CPU's `field` in /proc/cpuinfo, None where there is none."""
     try:
         for line in pathlib.Path("/proc/cpuinfo").read_text().splitlines():
             if line.startswith(field):
@@ -74,10 +53,6 @@ def _cpuinfo(field: str) -> str | None:
 def _cpu_model() -> str:
     model = _cpuinfo("model name")
     return model.strip() if model is not None else platform.processor() or "unknown"
-
-
-def _cpu_flags() -> list[str]:
-    return (_cpuinfo("flags") or "").split()
 
 
 def _version(module: str) -> str:
@@ -97,28 +72,22 @@ def load_average() -> str:
         return "n/a"
 
 
+def versions(packages: Sequence[str]) -> str:
+    """ "numpy 2.4.6, torch absent": each of `packages` with its installed version."""
+    return ", ".join(f"{p} {_version(p)}" for p in packages)
+
+
 def machine_description(extra_packages: Sequence[str] = ()) -> dict:
     """CPU model, cores, vector/matrix flags, OS, Python and library versions."""
-    flags = _cpu_flags()
-    wanted = (
-        "avx2",
-        "fma",
-        "avx512f",
-        "avx512_bf16",
-        "avx512_vnni",
-        "avx512_fp16",
-        "amx_tile",
-        "amx_bf16",
-        "amx_int8",
-    )
+    flags = (_cpuinfo("flags") or "").split()
     packages = ["tensorflow", "keras", "keras-hub", "tensorflow-text", "numpy", *extra_packages]
     return {
         "cpu": _cpu_model(),
         "logical_cores": os.cpu_count(),
-        "cpu_flags": {f: f in flags for f in wanted},
+        "cpu_flags": {f: f in flags for f in CPU_FLAGS},
         "os": platform.platform(),
         "python": sys.version.split()[0],
-        "versions": {p: _version(p) for p in dict.fromkeys(packages)},
+        "versions": versions(dict.fromkeys(packages)),
         "git_commit": _git_commit(),
         "load_average": load_average(),
         "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
@@ -140,10 +109,9 @@ def _git_commit() -> str:
 
 def describe_markdown(desc: dict) -> str:
     flags = ", ".join(f"{k}={'yes' if v else 'no'}" for k, v in desc["cpu_flags"].items())
-    versions = ", ".join(f"{k} {v}" for k, v in desc["versions"].items())
     return (
         f"- Machine: {desc['cpu']}, {desc['logical_cores']} logical cores; {flags}\n"
-        f"- OS {desc['os']}, Python {desc['python']}; {versions}\n"
+        f"- OS {desc['os']}, Python {desc['python']}; {desc['versions']}\n"
         f"- Commit {desc['git_commit']}, {desc['date']}"
     )
 
@@ -168,17 +136,9 @@ def alternate(
     inner: int = 1,
     log: bool = True,
 ) -> dict[str, list[float]]:
-    """Times each contender in alternating repetitions.
-
-    Args:
-        contenders: name -> zero-argument callable doing one unit of work synchronously.
-        repetitions: rounds; each round runs every contender `inner` times, one after another.
-        warmup: untimed calls of each contender before the first round (compilation, caches).
-        inner: calls per contender per round, each timed separately.
-
-    Returns:
-        name -> list of seconds, repetitions * inner entries.
-    """
+    """name -> the seconds of each timed call of `contenders` (name -> zero-argument callable
+    doing one unit of work synchronously): `warmup` untimed calls each, then `repetitions` rounds,
+    each running every contender `inner` times in turn, each call timed separately."""
     for name, fn in contenders.items():
         for _ in range(warmup):
             fn()
@@ -198,22 +158,24 @@ def alternate(
     return times
 
 
+def rates(contenders: dict, units: float, repetitions: int, **kwargs) -> dict[str, float]:
+    """name -> `units` per second of the median call of `alternate(contenders, repetitions,
+    **kwargs)`."""
+    times = alternate(contenders, repetitions, **kwargs)
+    return {name: units / median(t) for name, t in times.items()}
+
+
 def encoder_speed(
-    contenders: dict,
-    throughput_shape: tuple,
-    latency_shape: tuple,
-    repetitions: int,
-    latency_calls: int,
-    latency_warmup: int,
+    contenders: dict, shapes: tuple, repetitions: int, latency_calls: int, latency_warmup: int
 ) -> tuple[dict, dict]:
     """Times `contenders` (name -> {(batch, seq): zero-argument call}) as the encoder benchmarks
-    do: `repetitions` alternating rounds at `throughput_shape` (2 warm-up calls each), then
-    `latency_calls` calls each at `latency_shape` in alternating blocks of 10.
-
-    Returns (name -> sequences/s of the median round, name -> (p50 ms, p99 ms))."""
-    (b, t), (lb, lt) = throughput_shape, latency_shape
+    do: `repetitions` alternating rounds at the throughput shape, `shapes[0]` (2 warm-up calls
+    each), then `latency_calls` calls each at the latency shape, `shapes[1]`, in alternating
+    blocks of 10. Returns (name -> sequences/s of the median round, name -> (p50, p99) ms)."""
+    throughput_shape, latency_shape = shapes
+    (b, t), (lb, lt) = shapes
     print(f"throughput at {b} x {t} ...", flush=True)
-    tput = alternate({n: c[throughput_shape] for n, c in contenders.items()}, repetitions, 2)
+    tput = rates({n: c[throughput_shape] for n, c in contenders.items()}, b, repetitions)
     print(f"latency at {lb} x {lt} ...", flush=True)
     lat = alternate(
         {n: c[latency_shape] for n, c in contenders.items()},
@@ -222,14 +184,10 @@ def encoder_speed(
         inner=10,
         log=False,
     )
-    return (
-        {n: b / median(v) for n, v in tput.items()},
-        {n: (percentile(v, 50) * 1e3, percentile(v, 99) * 1e3) for n, v in lat.items()},
-    )
+    return tput, {n: (percentile(v, 50) * 1e3, percentile(v, 99) * 1e3) for n, v in lat.items()}
 
 
-def median(xs: Sequence[float]) -> float:
-    return statistics.median(xs)
+median = statistics.median
 
 
 def client_threads(
@@ -309,7 +267,6 @@ def closed_loop(
 
 def percentile(xs: Sequence[float], q: float) -> float:
     """q in [0, 100], linear interpolation between order statistics (numpy's default)."""
-
     return float(np.percentile(np.asarray(xs, dtype=np.float64), q))
 
 
@@ -338,9 +295,8 @@ def ratio(a: float | None, b: float | None) -> str:
 
 
 def results_file(topic: str) -> pathlib.Path:
-    """The results file of `topic` (one of TOPICS): docs/results/<topic>.md in this repository.
-    Any other topic is a ValueError naming the topics; a script asks when it defines its
-    `--append` flag (`append_help`), so a misnamed topic fails before a run, not after it."""
+    """docs/results/<topic>.md; a ValueError naming TOPICS for any other `topic` (asked by
+    `append_help` when a script defines `--append`: before a run, not after it)."""
     if topic not in TOPICS:
         raise ValueError(f"unknown results topic {topic!r}: one of {', '.join(TOPICS)}")
     return RESULTS_DIR / f"{topic}.md"
@@ -360,13 +316,8 @@ def describe_run(desc: dict) -> str:
 def append_results(
     topic: str, title: str, body: str, desc: dict, path: pathlib.Path | None = None
 ) -> None:
-    """Appends `## title` with the machine description and `body` to the results file of `topic`
-    (`results_file`; `path` instead when given), never rewriting what is there.
-
-    A benchmark appends at the end of its run, so the load averages recorded are those of `desc`
-    (taken before the measurements) and, read here, those right after them: together they show
-    whether other work on the machine overlapped the run.
-    """
+    """Appends `## title`, the machine description with the load averages before (`desc`'s) and
+    after the run, and `body` to the results file of `topic` (`path` instead when given)."""
     path = path or results_file(topic)
     section = f"\n## {title}\n\n{describe_run(desc)}\n\n{body.rstrip()}\n"
     if not path.exists():
@@ -385,9 +336,8 @@ def report(
     label: str = "",
     notes: Sequence[str] = (),
 ) -> None:
-    """How a benchmark ends: prints `body` (its tables), then `notes` as `with_notes` lays them
-    out, and, with `append` (its `--append`), appends the same to the results file of `topic` by
-    `append_results` under `title`, followed by `", <label>"` when a `--label` is given."""
+    """Prints `body` (tables) and `notes` (`with_notes`); with `append`, appends the same to the
+    results file of `topic` under `title` (and `", <label>"` where a `--label` is given)."""
     if notes:
         body = with_notes(body, notes)
     print(body)
@@ -397,7 +347,6 @@ def report(
 
 def measure_ceilings(size: int, repetitions: int, with_torch: bool = True) -> dict[str, float]:
     """Returns name -> median GFLOP/s of an N x N x N product, alternating contenders."""
-    import numpy as np
     import tensorflow as tf
 
     rng = np.random.default_rng(0)
@@ -408,32 +357,26 @@ def measure_ceilings(size: int, repetitions: int, with_torch: bool = True) -> di
         ta, tb = tf.constant(a, dtype), tf.constant(b, dtype)
         fn = tf.function(lambda x=ta, y=tb: tf.reduce_sum(tf.matmul(x, y)[:1, :1]))
         contenders[f"tensorflow {dtype.name}"] = lambda fn=fn: fn().numpy()
-    peer = TorchPeer() if with_torch and torch_or_none() else None
-    if peer is not None:
-        for bf16 in (False, True):
-            contenders[f"pytorch {'bfloat16' if bf16 else 'float32'} (own process)"] = peer.add(
-                "matmul", bf16=bf16, size=size
-            )
-    times = alternate(contenders, repetitions, warmup=1)
-    if peer is not None:
-        peer.close()
-    flops = 2.0 * size**3
-    return {name: flops / median(t) / 1e9 for name, t in times.items()}
+    peer = start_peer("PyTorch", with_torch)
+    for bf16 in (False, True) if peer is not None else ():
+        contenders[f"pytorch {'bfloat16' if bf16 else 'float32'} (own process)"] = peer.add(
+            "matmul", bf16=bf16, size=size
+        )
+    gflops = rates(contenders, 2.0 * size**3 / 1e9, repetitions, warmup=1)
+    close_all(peer)
+    return gflops
 
 
 def _calling_module_name() -> str:
-    """The name absl gives the module that called our caller: its `__name__`, or `sys.argv[0]`
-    for `__main__` (keras_bert.cli.calling_module_name's rule, restated here so that a benchmark's
-    `--help` does not import keras_bert and Keras). Flags defined under it are that benchmark's
-    own: its `--help` lists them."""
+    """The name absl gives our caller's caller (keras_bert.cli.calling_module_name's rule, kept
+    here so that `--help` imports no Keras): flags defined under it are listed by its `--help`."""
     name = sys._getframe(2).f_globals.get("__name__", "")
     return sys.argv[0] if name == "__main__" else name
 
 
 def define_torch_flags() -> None:
-    """`--torch` and `--torch_threads`: whether the PyTorch peer runs and its intra-op thread
-    settings, one contender each; the same two flags wherever a benchmark has that peer
-    (bench_encoder, bench_finetune)."""
+    """`--torch` and `--torch_threads`: whether the PyTorch peer runs, and its intra-op thread
+    settings, one contender each."""
     from absl import flags
 
     mine = {"module_name": _calling_module_name()}  # listed by the calling benchmark's --help
@@ -449,10 +392,8 @@ def define_torch_flags() -> None:
 
 
 def define_encoder_shape_flags(latency_calls: int) -> None:
-    """`--batch_size`, `--seq_length`, `--latency_seq_length` and `--latency_calls`: the
-    throughput shape (batch 32 x 128) and the batch-1 latency shape at which the encoder
-    benchmarks (bench_encoder in process, bench_litert on exports) time their contenders, so both
-    measure the same shapes by default; `latency_calls` is the default number of batch-1 calls."""
+    """The throughput shape (32 x 128), the batch-1 latency shape and the number of batch-1
+    calls (default `latency_calls`) of bench_encoder and bench_litert: the same shapes in both."""
     from absl import flags
 
     mine = {"module_name": _calling_module_name()}  # listed by the calling benchmark's --help
@@ -467,6 +408,14 @@ def define_encoder_shape_flags(latency_calls: int) -> None:
     )
 
 
+def encoder_shapes() -> tuple:
+    """((--batch_size, --seq_length), (1, --latency_seq_length)): `define_encoder_shape_flags`'s."""
+    from absl import flags
+
+    f = flags.FLAGS
+    return (f.batch_size, f.seq_length), (1, f.latency_seq_length)
+
+
 def set_threads_from_env() -> None:
     """Leaves TensorFlow's thread pools at their defaults (all cores) unless BENCH_THREADS is set."""
     n = os.environ.get("BENCH_THREADS")
@@ -478,13 +427,10 @@ def set_threads_from_env() -> None:
 
 
 def serve_peer(load: Callable[[dict], tuple[Callable[[], object], Callable[[], object]]]) -> None:
-    """The child side of the peer line protocol (benchmarks/peers/torch_peer.py): reads JSON commands
-    from stdin; {"cmd": "run", "key": k} calls job k's setup, then times its run and answers
-    {"seconds": s}; {"cmd": "quit"} stops; any other command is `load(msg)` -> (setup, run), two
-    zero-argument callables stored under msg["key"], answered {"ok": true}. Library output goes
-    to stderr."""
-    import json
-
+    """The child side of the peer line protocol: reads JSON commands from stdin; {"cmd": "run",
+    "key": k} calls job k's setup, then times its run and answers {"seconds": s}; {"cmd": "quit"}
+    stops; any other command is `load(msg)` -> (setup, run), two zero-argument callables stored
+    under msg["key"], answered {"ok": true}. Library output goes to stderr."""
     out = sys.stdout
     sys.stdout = sys.stderr  # library chatter must not corrupt the protocol
     jobs = {}
@@ -506,15 +452,12 @@ def serve_peer(load: Callable[[dict], tuple[Callable[[], object], Callable[[], o
 
 
 class ChildPeer:
-    """A contender in a child process speaking the line protocol of benchmarks/peers/torch_peer.py."""
+    """A contender in a child process speaking the line protocol of `serve_peer`."""
 
-    def __init__(self, module: str, *args: str, python: str | None = None):
+    def __init__(self, module: str, *args, python: str | None = None):
         """Starts `python -m module *args` (default: this interpreter) in the repository root."""
-        import json
-
-        self._json = json
         self.proc = subprocess.Popen(
-            [python or sys.executable, "-m", module, *args],
+            [python or sys.executable, "-m", module, *map(str, args)],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             text=True,
@@ -523,12 +466,12 @@ class ChildPeer:
         self._n = 0
 
     def _send(self, **msg):
-        self.proc.stdin.write(self._json.dumps(msg) + "\n")
+        self.proc.stdin.write(json.dumps(msg) + "\n")
         self.proc.stdin.flush()
         line = self.proc.stdout.readline()
         if not line:
             raise RuntimeError(f"{self.proc.args[2]} exited ({self.proc.wait()})")
-        return self._json.loads(line)
+        return json.loads(line)
 
     def add(self, cmd: str, **kwargs) -> Callable[[], Measured]:
         """Loads a job in the child; returns a callable running it once -> Measured seconds."""
@@ -536,6 +479,10 @@ class ChildPeer:
         key = f"job{self._n}"
         self._send(cmd=cmd, key=key, **kwargs)
         return lambda: Measured(self._send(cmd="run", key=key)["seconds"])
+
+    def at(self, shapes, cmd: str = "encoder", **kwargs) -> dict:
+        """(batch, seq) -> `add(cmd, batch=batch, seq=seq, **kwargs)` for each of `shapes`."""
+        return {(b, t): self.add(cmd, batch=b, seq=t, **kwargs) for b, t in shapes}
 
     def close(self):
         if self.proc.poll() is not None:
@@ -806,49 +753,31 @@ def load_figures(
 
 
 def peer_python() -> str:
-    """The interpreter of the PyTorch and ONNX Runtime peers: `$KERAS_BERT_PEER_PYTHON` (e.g. a
-    separate virtual environment holding torch), default this one."""
+    """The interpreter of the peers: `$KERAS_BERT_PEER_PYTHON` (e.g. a separate virtual
+    environment holding torch), default this one."""
     return os.environ.get("KERAS_BERT_PEER_PYTHON") or sys.executable
 
 
-class TorchPeer(ChildPeer):
-    """The PyTorch peer in a child process (see benchmarks/peers/torch_peer.py for why and how), run by
-    `peer_python()`."""
-
-    def __init__(self):
-        super().__init__("benchmarks.peers.torch_peer", str(model_dir()), python=peer_python())
-
-
-class OnnxRuntimePeer(ChildPeer):
-    """Hugging Face's BertModel exported to ONNX and run by ONNX Runtime, in a child process run
-    by `peer_python()` (benchmarks/peers/ort_peer.py)."""
-
-    def __init__(self):
-        super().__init__("benchmarks.peers.ort_peer", str(model_dir()), python=peer_python())
+PEERS = {  # label -> (module of benchmarks/peers, what it needs in `peer_python()`)
+    "PyTorch": ("torch_peer", ("torch", "transformers")),
+    "ONNX Runtime": ("ort_peer", ("onnxruntime", "onnx", "torch", "transformers")),
+    "OpenVINO": (
+        "openvino_peer",
+        ("openvino", "nncf", "tensorflow", "torch", "transformers", "onnx"),
+    ),
+}
 
 
-class OpenVinoPeer(ChildPeer):
-    """OpenVINO on CPU, float32 and NNCF int8, of our export and of Hugging Face's BertModel, in a
-    child process run by `peer_python()` (benchmarks/peers/openvino_peer.py)."""
-
-    def __init__(self, export_dir: str | pathlib.Path, calibration_npz: str | pathlib.Path):
-        """`export_dir`: a `Task.export` version directory; `calibration_npz`: our int8
-        calibration features (`featurize` of real sentences)."""
-        super().__init__(
-            "benchmarks.peers.openvino_peer",
-            str(model_dir()),
-            str(export_dir),
-            str(calibration_npz),
-            python=peer_python(),
-        )
+def peer(label: str, *args) -> ChildPeer:
+    """The peer `label` (of PEERS) started under `peer_python()` on `model_dir()` and `args`
+    (OpenVINO's: a `Task.export` version directory and our int8 calibration features, .npz)."""
+    module = f"benchmarks.peers.{PEERS[label][0]}"
+    return ChildPeer(module, model_dir(), *args, python=peer_python())
 
 
-class TensorFlowPeer(ChildPeer):
-    """Our encoder in a child process with `intra_op` / `inter_op` TensorFlow threads
-    (benchmarks/peers/tf_peer.py)."""
-
-    def __init__(self, intra_op: int, inter_op: int):
-        super().__init__("benchmarks.peers.tf_peer", str(intra_op), str(inter_op))
+def start_peer(label: str, wanted: bool = True) -> ChildPeer | None:
+    """`peer(label)` where `wanted` and `peer_or_none(label)` says it can run, else None."""
+    return peer(label) if wanted and peer_or_none(label) else None
 
 
 def run_python(python: str, code: str, timeout: float = 300):
@@ -871,32 +800,10 @@ def _python_has(python: str, modules: Sequence[str]) -> str | None:
     return lines[-1] if lines else f"{python} exited {proc.returncode}"
 
 
-def torch_or_none():
-    """Whether the optional PyTorch peer can run: a true value, or None with a message.
-
-    Without `$KERAS_BERT_PEER_PYTHON` returns (torch, transformers) imported here; with it, checks
-    in a subprocess that that interpreter imports both and returns its path.
-    """
-    hint = "(optional: pip install torch==2.13.0 transformers)"
-    if os.environ.get("KERAS_BERT_PEER_PYTHON"):
-        error = _python_has(peer_python(), ("torch", "transformers"))
-        if error:
-            print(f"PyTorch peer skipped: {error} {hint}")
-            return None
-        return peer_python()
-    try:
-        import torch
-        import transformers
-    except ImportError as e:
-        print(f"PyTorch peer skipped: {e} {hint}")
-        return None
-    return torch, transformers
-
-
-def peer_or_none(label: str, modules: Sequence[str], python: str | None = None) -> str | None:
-    """`python` (default `peer_python()`) if it imports `modules` (what the peer `label` needs),
+def peer_or_none(label: str, python: str | None = None) -> str | None:
+    """`python` (default `peer_python()`) if it imports what the peer `label` (of PEERS) needs,
     else None with a one-line message saying what to install there."""
-    python = python or peer_python()
+    python, modules = python or peer_python(), PEERS[label][1]
     error = _python_has(python, modules)
     if error:
         print(
@@ -905,19 +812,6 @@ def peer_or_none(label: str, modules: Sequence[str], python: str | None = None) 
         )
         return None
     return python
-
-
-def onnxruntime_or_none(python: str | None = None) -> str | None:
-    """`peer_or_none` for benchmarks/peers/ort_peer.py."""
-    return peer_or_none("ONNX Runtime", ("onnxruntime", "onnx", "torch", "transformers"), python)
-
-
-OPENVINO_PEER_MODULES = ("openvino", "nncf", "tensorflow", "torch", "transformers", "onnx")
-
-
-def openvino_or_none(python: str | None = None) -> str | None:
-    """`peer_or_none` for benchmarks/peers/openvino_peer.py."""
-    return peer_or_none("OpenVINO", OPENVINO_PEER_MODULES, python)
 
 
 def close_all(*peers) -> None:
@@ -952,9 +846,8 @@ def random_batch(batch_size: int, seq_length: int, seed: int = 0) -> dict:
 
 
 def keras_hub_inputs(features: dict) -> dict:
-    """Our features (`input_word_ids`, `input_mask`, `input_type_ids`, as `random_batch` and
-    `featurize` make them) under the input names of keras-hub's BertBackbone (`token_ids`,
-    `padding_mask`, `segment_ids`): the keras-hub contenders get the same batches as ours."""
+    """Our features (as `random_batch` and `featurize` make them) under the input names of
+    keras-hub's BertBackbone: the keras-hub contenders get the same batches as ours."""
     return {
         "token_ids": features["input_word_ids"],
         "padding_mask": features["input_mask"],

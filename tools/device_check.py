@@ -452,7 +452,7 @@ def pytorch_rows(dry_run: bool, sizes: Sizes, device: str, bf16s=(False, True)) 
     from keras_bert.config import PRESETS
 
     config = hf_config_dict(PRESETS[TINY_PRESET]) if dry_run else None
-    peer = common.TorchPeer()
+    peer = common.peer("PyTorch")
     rows = []
     try:
         for bf16 in bf16s:

@@ -1,6 +1,6 @@
 """The OpenVINO peer: OpenVINO's CPU plugin running float32 and NNCF-int8 models of (a) our
 exported SavedModel ("ours": its `encoded` signature) and (b) Hugging Face's BertModel of the same
-checkpoint ("hf": ort_peer.py's model.onnx), in its own process (`common.OpenVinoPeer` starts it;
+checkpoint ("hf": ort_peer.py's model.onnx), in its own process (`common.peer` starts it;
 bench_litert times it against ours). Conversion, quantization and the line protocol's commands:
 README.md here. Needs openvino, nncf, tensorflow, torch, transformers and onnx in the interpreter
 that runs it (`$KERAS_BERT_PEER_PYTHON`); started, from the repository root, as

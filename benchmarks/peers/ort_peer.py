@@ -1,5 +1,5 @@
 """The ONNX Runtime peer: Hugging Face's BertModel exported to ONNX (float32, and int8 by dynamic
-quantization), run by ONNX Runtime on CPU, in its own process (`common.OnnxRuntimePeer` starts it;
+quantization), run by ONNX Runtime on CPU, in its own process (`common.peer` starts it;
 bench_encoder times it against ours). The export and the sessions' settings: README.md here.
 Needs torch, transformers, onnx and onnxruntime; started, from the repository root, as
 

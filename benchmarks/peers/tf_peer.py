@@ -12,8 +12,8 @@ def main():
 
     tf.config.threading.set_intra_op_parallelism_threads(int(sys.argv[1]))
     tf.config.threading.set_inter_op_parallelism_threads(int(sys.argv[2]))
-    import keras_bert
     from benchmarks import common, peers
+    from benchmarks.bench_encoder import encoder_fn
 
     encoders = {}
 
@@ -21,16 +21,7 @@ def main():
         peers.check_command(msg)
         key = (msg.get("stack", "ours"), msg["dtype"])
         if key not in encoders:
-            if key[0] == "keras-hub":
-                from benchmarks.bench_encoder import keras_hub_fn
-
-                encoders[key] = keras_hub_fn(key[1])
-            else:
-                encoder = keras_bert.from_pretrained(common.PRESET, dtype=key[1])
-                encoders[key] = tf.function(
-                    lambda f, encoder=encoder: encoder(f, training=False)["sequence_output"],
-                    reduce_retracing=True,
-                )
+            encoders[key] = encoder_fn(*key)[1]
         features = {k: tf.constant(v) for k, v in peers.fixed_input(msg).items()}
         return (lambda: None), (lambda run=encoders[key], f=features: run(f).numpy())
 

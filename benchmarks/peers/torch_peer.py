@@ -1,5 +1,5 @@
 """The optional PyTorch peer (Hugging Face `BertModel` on PyTorch), run in its own process so that
-PyTorch's and TensorFlow's thread pools do not compete (`common.TorchPeer` starts it). Each
+PyTorch's and TensorFlow's thread pools do not compete (`common.peer` starts it). Each
 command is timed inside the child; the parent reports that duration. The line protocol and its
 commands ("encoder", "classifier", "matmul"): README.md here. Started as
 

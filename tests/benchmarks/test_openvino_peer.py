@@ -44,7 +44,7 @@ def python_without_openvino(tmp_path, monkeypatch):
 def test_the_harness_skips_with_its_message_where_the_peer_python_lacks_openvino(
     python_without_openvino, capsys
 ):
-    assert common.openvino_or_none(python_without_openvino) is None
+    assert common.peer_or_none("OpenVINO", python_without_openvino) is None
     assert capsys.readouterr().out == SKIP_MESSAGE
 
 
@@ -211,7 +211,7 @@ def test_agreement_notes_name_every_runtime_and_the_encoder_cosine():
 def test_a_tiny_export_converts_and_matches_the_saved_model(tmp_path, uncased_vocab):
     """Real conversion, float32 and NNCF int8, where the peer interpreter
     ($KERAS_BERT_PEER_PYTHON, default this one) has openvino and what the peer needs."""
-    if common.openvino_or_none() is None:
+    if common.peer_or_none("OpenVINO") is None:
         pytest.skip(
             "the peer interpreter lacks openvino, nncf, tensorflow, torch, transformers or "
             "onnx (optional; set KERAS_BERT_PEER_PYTHON to one that has them)"
@@ -228,7 +228,7 @@ def test_a_tiny_export_converts_and_matches_the_saved_model(tmp_path, uncased_vo
     expected = tf.saved_model.load(str(export_dir)).signatures["encoded"](
         **{k: tf.constant(v) for k, v in ids.items()}
     )["probabilities"]
-    peer = common.OpenVinoPeer(export_dir, tmp_path / "calibration.npz")
+    peer = common.peer("OpenVINO", export_dir, tmp_path / "calibration.npz")
     try:
         outputs = {}
         for quant in ("float32", "int8"):
