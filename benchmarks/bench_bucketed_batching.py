@@ -1,39 +1,18 @@
 """Served requests/s and p50 / p99 latency of length-bucketed batching against
 padding-to-longest batching, behind the server.
 
-Two arms, each a fresh `python -m serving.server --enable_batching` on a free loopback port with
-the same batching parameters, the second with `length_buckets` added (docs/deployment.md, section
-3, "Length buckets"):
-- "pad to longest": requests merge regardless of length, so a call is cut to its longest row;
-- "length buckets": requests merge only within their length bucket.
-
-`--clients` closed-loop gRPC clients (threads, one channel each; `common.closed_loop`: one untimed
-call each, 1 s of warm-up, then `--seconds` measured) send Predict with one text per request to
-`serving_default`. The workload is the SST-2 dev sentences ($KERAS_BERT_DATA_DIR/glue/sst2/dev.tsv)
-mixed with long texts (consecutive dev sentences joined to at least `--long_words` words; the
-tokenizer cuts them at the model's max_seq_length), a fraction `--long_fraction` of all requests,
-in one fixed shuffled order (seed 0); client k starts at its own offset in it. Reported per arm:
-requests/s, p50 and p99 latency (ms), and the ratios bucketed / padded (the target:
-higher throughput and lower p99 with buckets). With `--repetitions` > 1 the arms alternate (A B,
-B A, ...) and the medians are reported. Clients and server share the machine's cores.
-
-The model is `--model_dir` (a SavedModel version directory whose `serving_default` takes one
-`text` [B] string, e.g. a single-text classifier from `python -m export`); without it the MiniLM-L6
-classifier (real weights, a fixed random 2-class head, max_seq_length 128) is exported once to a
-temporary directory, as benchmarks/bench_reload_under_load.py does.
-
-The full run (to be recorded on a quiet machine; appends a section to docs/results/serving.md):
+Two arms, each a fresh `python -m serving.server --enable_batching` with the same batching
+parameters, the second with `length_buckets` added; `--clients` closed-loop gRPC clients send one
+text per request, SST-2 dev sentences mixed with long texts (method: docs/results/serving.md,
+"Method"). The model is `--model_dir`, default the MiniLM-L6 classifier exported to a temporary
+directory. The full run (appends to docs/results/serving.md):
 
     python -m benchmarks.bench_bucketed_batching --clients=16 --seconds=60 --repetitions=2
 
-A small check that it works (about 2 minutes on 2 cores, most of it the export and two server
-starts; nothing appended):
+A small check that it works (about 2 minutes on 2 cores; nothing appended):
 
     python -m benchmarks.bench_bucketed_batching --clients=16 --seconds=5 --repetitions=1 \
         --sentences=300 --noappend
-
-tests/benchmarks/test_bench_bucketed_batching.py checks the workload and the batching file; a run
-starts two servers, too slow for CI.
 """
 
 from __future__ import annotations
@@ -79,47 +58,29 @@ def batching_config(args, length_buckets: tuple) -> str:
     )
 
 
-def run_arm(model_dir, texts, args, length_buckets: tuple, work: pathlib.Path) -> dict:
-    """One arm on a fresh server; returns requests/s, p50 / p99 ms and the request count."""
+def run_arm(model_dir, texts, args, length_buckets: tuple, work: pathlib.Path) -> tuple:
+    """One arm on a fresh server: (requests/s, p50 ms, p99 ms, requests measured)."""
     base = work / "models" / MODEL_NAME
     base.mkdir(parents=True)
     (base / "1").symlink_to(model_dir.resolve(), target_is_directory=True)
     config = work / "batching.config"
     config.write_text(batching_config(args, length_buckets))
-    server_flags = [
-        f"--model_base_path={base}",
-        f"--model_name={MODEL_NAME}",
-        "--enable_batching",
-        f"--batching_parameters_file={config}",
-        f"--grpc_max_threads={max(16, args['clients'])}",
-    ]
+    server_flags = [f"--model_base_path={base}", f"--model_name={MODEL_NAME}", "--enable_batching"]
+    server_flags += [f"--batching_parameters_file={config}"]
+    server_flags += [f"--grpc_max_threads={max(16, args['clients'])}"]
     clients = args["clients"]
     with common.ServerProcess(server_flags, work / "batching.log") as server:
         server.wait_available(MODEL_NAME)
 
-        def make_call(k):  # client k sends `texts` in order from its own offset
-            stub, position = common.predict_stub(server.address), [k * len(texts) // clients]
+        def request_of(text):
+            return common.predict_request(MODEL_NAME, {"text": [text]})
 
-            def call():
-                text = texts[position[0] % len(texts)]
-                position[0] += 1
-                return stub.Predict(
-                    common.predict_request(MODEL_NAME, {"text": [text]}), timeout=120
-                )
-
-            return call
-
+        make_call = common.predict_rotation(server.address, texts, clients, request_of, 120)
         try:
             latencies, window = common.closed_loop(make_call, clients, args["seconds"])
         except RuntimeError as e:
             raise RuntimeError(f"{e}\nserver log:\n{server.log_tail()}") from None
-    throughput, p50_ms, p99_ms = common.load_figures(latencies, window)
-    return {
-        "requests": len(latencies),
-        "throughput": throughput,
-        "p50_ms": p50_ms,
-        "p99_ms": p99_ms,
-    }
+    return (*common.load_figures(latencies, window), len(latencies))
 
 
 def run_benchmark(model_dir: pathlib.Path, texts: list, args: dict, work: pathlib.Path) -> dict:
@@ -127,39 +88,25 @@ def run_benchmark(model_dir: pathlib.Path, texts: list, args: dict, work: pathli
     `run_arm` results."""
     results = {arm: [] for arm in ARMS}
     for r in range(args["repetitions"]):
-        order = ARMS if r % 2 == 0 else ARMS[::-1]
-        for arm in order:
+        for arm in ARMS if r % 2 == 0 else ARMS[::-1]:
             buckets = args["length_buckets"] if arm == "length buckets" else ()
-            results[arm].append(
-                run_arm(model_dir, texts, args, buckets, work / f"{r}-{ARMS.index(arm)}")
-            )
+            work_arm = work / f"{r}-{ARMS.index(arm)}"
+            results[arm].append(run_arm(model_dir, texts, args, buckets, work_arm))
     return results
 
 
 def report(results: dict) -> str:
     """A markdown table (medians over repetitions) and the bucketed / padded ratios."""
-    med = {
-        arm: {k: common.median([x[k] for x in runs]) for k in ("throughput", "p50_ms", "p99_ms")}
-        for arm, runs in results.items()
-    }
+    med = {arm: [common.median(x) for x in zip(*runs)][:3] for arm, runs in results.items()}
     table = common.markdown_table(
         ["batching", "requests/s", "p50 ms", "p99 ms", "requests measured"],
-        [
-            (
-                arm,
-                m["throughput"],
-                m["p50_ms"],
-                m["p99_ms"],
-                sum(x["requests"] for x in results[arm]),
-            )
-            for arm, m in med.items()
-        ],
+        [(arm, *m, sum(run[3] for run in results[arm])) for arm, m in med.items()],
     )
-    padded, bucketed = med[ARMS[0]], med[ARMS[1]]
+    (padded_tput, _, padded_p99), (bucketed_tput, _, bucketed_p99) = med[ARMS[0]], med[ARMS[1]]
     return (
         f"{table}\n\nLength buckets / pad to longest: throughput "
-        f"{common.ratio(bucketed['throughput'], padded['throughput'])} (target > 1), p99 "
-        f"{common.ratio(bucketed['p99_ms'], padded['p99_ms'])} (target < 1).\n"
+        f"{common.ratio(bucketed_tput, padded_tput)} (target > 1), p99 "
+        f"{common.ratio(bucketed_p99, padded_p99)} (target < 1).\n"
     )
 
 

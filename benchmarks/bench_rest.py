@@ -1,20 +1,10 @@
 """The REST port: its JSON conversion, its served overhead beside gRPC, and connections held.
 
-1. Conversion, in process: a 32 x 128 `encoded` request body (row format) through the
-   element-by-element port of TF Serving's json_tensor.cc (`_fill`, kept as the fallback) and
-   through what the server runs (orjson, then whole-array conversion), alternating, medians; then
-   hostile bodies up to --max_request_bytes, each refused or converted, in CPU seconds.
-2. Served: one client, one request at a time, batch 1 x 32 tokens on `encoded`: in process
-   (`tf.saved_model.load`), through the server's gRPC port and through its REST port (keep-alive),
-   alternating in blocks; served overhead = served p50 minus in-process p50.
-3. Connections: a normal REST client's p50 / p99 while the server is quiet, then while
-   --idle_connections connections that each sent half a POST header are held open; the server's
-   threads both times and how long opening those connections took; then --new_connections
-   connections opened one after another (connect, GET the model status, close): per second.
-
-The model is the MiniLM SST-2 classifier of the serving benchmarks (a fixed random head). With
---baseline_tree (a checkout of an earlier commit of this repository), parts 2 and 3 also run
-against a server started from that tree, side by side in the same run.
+1. the JSON conversion of a 32 x 128 `encoded` body, element by element and as served, then
+   hostile bodies; 2. served p50 / p99 at 1 x 32 in process, over gRPC and over REST; 3. a REST
+   client's latency while --idle_connections half-sent requests are held, and new connections
+   per second (method: docs/results/hardening.md, "Method"). --baseline_tree (a checkout of an
+   earlier commit) runs parts 2 and 3 against its server too, side by side.
 
     python -m benchmarks.bench_rest [--idle_connections=1000] [--new_connections=10000]
         [--baseline_tree=<checkout>] [--noappend]
@@ -79,25 +69,26 @@ def _as_served(body, dtypes, check):
 
 
 def conversion():
-    from serving.wire import dtypes as dt, errors, json_tensor, tensors
     from serving.models.servable import Signature, TensorSpec
+    from serving.wire import dtypes as dt, errors, json_tensor, tensors
+    from tensorflow_serving.apis import input_pb2
 
-    ids = {k: dt.int32 for k in ("input_word_ids", "input_mask", "input_type_ids")}
-    signature = Signature(
-        "encoded", "", {k: TensorSpec(k, dt.int32, [-1, -1]) for k in ids}, {}, None
-    )
     limits = tensors.Limits(max_batch_size=4096, max_text_length=65536)
 
-    def check(alias, shape):
-        return tensors.check_shape(signature, alias, shape, limits)
+    def served_as(dtypes, name, shape):  # the served conversion for this signature's inputs
+        sig = Signature(name, "", {k: TensorSpec(k, v, shape) for k, v in dtypes.items()}, {}, None)
+        return lambda b: _as_served(b, dtypes, lambda a, s: tensors.check_shape(sig, a, s, limits))
 
+    ids = {k: dt.int32 for k in ("input_word_ids", "input_mask", "input_type_ids")}
+    ids_in = served_as(ids, "encoded", [-1, -1])
+    text_in = served_as({"text": dt.string, "text_b": dt.string}, "serving_default", [-1])
     body = _ids_body(32, 128)
-    got, want = _as_served(body, ids, check), _element_by_element(body, ids)
+    got, want = ids_in(body), _element_by_element(body, ids)
     assert all(np.array_equal(got[k], want[k]) for k in ids)
     times = common.alternate(
         {
             "element by element": lambda: _element_by_element(body, ids),
-            "as served": lambda: _as_served(body, ids, check),
+            "as served": lambda: ids_in(body),
         },
         repetitions=200,
         log=False,
@@ -107,59 +98,35 @@ def conversion():
         for name, t in times.items()
     ]
     speedup = common.median(times["element by element"]) / common.median(times["as served"])
-    text = {"text": dt.string, "text_b": dt.string}
-    text_signature = Signature(
-        "serving_default", "", {k: TensorSpec(k, dt.string, [-1]) for k in text}, {}, None
-    )
+    long_string = b"a" * (FLAGS.max_request_bytes - 40)
     hostile = {
         "1.5 million strings": (
             json.dumps({"inputs": {"text": ["ab"] * 1_500_000, "text_b": ["c"]}}).encode(),
-            text,
-            text_signature,
+            text_in,
         ),
-        "20,000 rows of 128 ids": (_ids_body(20_000, 128), ids, signature),
-        "4,096 rows of 1,024 ids": (_ids_body(4096, 1024), ids, signature),
-        "nesting 100,000 deep": (
-            b'{"inputs": ' + b"[" * 100_000 + b"]" * 100_000 + b"}",
-            ids,
-            signature,
-        ),
+        "20,000 rows of 128 ids": (_ids_body(20_000, 128), ids_in),
+        "4,096 rows of 1,024 ids": (_ids_body(4096, 1024), ids_in),
+        "nesting 100,000 deep": (b'{"inputs": ' + b"[" * 100_000 + b"]" * 100_000 + b"}", ids_in),
         "one string as long as the body limit allows": (
-            b'{"instances": [{"text_b": "", "text": "'
-            + b"a" * (FLAGS.max_request_bytes - 40)
-            + b'"}]}',
-            text,
-            text_signature,
+            b'{"instances": [{"text_b": "", "text": "' + long_string + b'"}]}',
+            text_in,
+        ),
+        ":classify, one feature of 5 million floats": (
+            b'{"examples": [{"x": [' + b",".join([b"1.5"] * 5_000_000) + b"]}]}",
+            lambda b: json_tensor.fill_examples(json_tensor.parse_json(b), input_pb2.Input()),
         ),
     }
     hostile_rows = []
-    for name, (hostile_body, dtypes, sig) in hostile.items():
-
-        def checker(alias, shape, sig=sig):
-            return tensors.check_shape(sig, alias, shape, limits)
-
+    for name, (hostile_body, convert) in hostile.items():
         start = time.process_time()
         try:
-            _as_served(hostile_body, dtypes, checker)
+            convert(hostile_body)
             outcome = "converted"
         except errors.ServingError as e:
             outcome = f"refused: {e.message[:70]}"
         hostile_rows.append(
             (name, f"{len(hostile_body) / 1e6:.1f}", f"{time.process_time() - start:.3f}", outcome)
         )
-    from tensorflow_serving.apis import input_pb2
-
-    classify = b'{"examples": [{"x": [' + b",".join([b"1.5"] * 5_000_000) + b"]}]}"
-    start = time.process_time()
-    json_tensor.fill_examples(json_tensor.parse_json(classify), input_pb2.Input())
-    hostile_rows.append(
-        (
-            ":classify, one feature of 5 million floats",
-            f"{len(classify) / 1e6:.1f}",
-            f"{time.process_time() - start:.3f}",
-            "converted",
-        )
-    )
     return (
         common.markdown_table(["32 x 128 ids, row format", "p50 (ms)", "p99 (ms)"], rows)
         + f"\n\nSpeed-up of the served path: {speedup:.1f}x.\n\n"
@@ -170,35 +137,20 @@ def conversion():
 # ------------------------------------------------------------------ servers
 def start_server(tree, base, log):
     """`python -m serving.server` started from `tree` on free ports, REST on, AVAILABLE."""
-    server_flags = [
-        f"--model_name={MODEL}",
-        f"--model_base_path={base / MODEL}",
-        "--file_system_poll_wait_seconds=0",
-        "--tensorflow_intra_op_parallelism=1",
-    ]
-    server = common.ServerProcess(server_flags, log, rest=True, cwd=tree)
-    try:
-        return server.wait_available(MODEL)
-    except RuntimeError:
-        server.stop()
-        raise
-
-
-def threads(server):
-    """The number of threads of the server's process (/proc/<pid>/status)."""
-    for line in pathlib.Path(f"/proc/{server.proc.pid}/status").read_text().splitlines():
-        if line.startswith("Threads:"):
-            return int(line.split()[1])
-    return -1
+    server_flags = [f"--model_name={MODEL}", f"--model_base_path={base / MODEL}"]
+    server_flags += ["--file_system_poll_wait_seconds=0", "--tensorflow_intra_op_parallelism=1"]
+    return common.ServerProcess(server_flags, log, rest=True, cwd=tree).wait_available(MODEL)
 
 
 IDS = common.random_batch(1, 32)  # the request of parts 2 and 3
+CONNECTION_HEADERS = ["server", "quiet p50 / p99 (ms)", "connections held", "held: p50 / p99 (ms)"]
+CONNECTION_HEADERS += ["p99 held / quiet", "threads quiet -> held", "new connections per s"]
 
 
-def _rest_caller(server, ids):
-    body = json.dumps(
-        {"signature_name": "encoded", "instances": [{k: v[0].tolist() for k, v in ids.items()}]}
-    )
+def _rest_caller(server):
+    """A call of POST :predict with IDS through one keep-alive connection to `server`."""
+    instances = [{k: v[0].tolist() for k, v in IDS.items()}]
+    body = json.dumps({"signature_name": "encoded", "instances": instances})
     connection = http.client.HTTPConnection("127.0.0.1", server.rest_port, timeout=60)
 
     def call():
@@ -213,14 +165,13 @@ def _rest_caller(server, ids):
 def served(servers, path):
     import tensorflow as tf
 
-    ids = IDS
     fn = tf.saved_model.load(str(path)).signatures["encoded"]
-    tensors = {k: tf.constant(v) for k, v in ids.items()}
+    tensors = {k: tf.constant(v) for k, v in IDS.items()}
     contenders = {"in process": lambda: fn(**tensors)}
     for label, server in servers.items():
-        request = common.predict_request(MODEL, ids, "encoded")
+        request = common.predict_request(MODEL, IDS, "encoded")
         contenders[f"gRPC, {label}"] = common.predict_call(server.address, request)
-        contenders[f"REST, {label}"] = _rest_caller(server, ids)
+        contenders[f"REST, {label}"] = _rest_caller(server)
     times = common.alternate(contenders, repetitions=FLAGS.calls // 10, inner=10, log=False)
     base = common.median(times["in process"])
     rows = [
@@ -252,21 +203,27 @@ def _hold(server, count, seconds):
     return held, time.monotonic() - start
 
 
-def _client_latencies(server, calls):
-    call = _rest_caller(server, IDS)
-    return [common.time_call(call) for _ in range(calls)]
+def _client_latencies(server):
+    """--calls latencies of a normal REST client (a new connection)."""
+    call = _rest_caller(server)
+    return [common.time_call(call) for _ in range(FLAGS.calls)]
+
+
+def _p50_p99(latencies) -> str:
+    p50, p99 = common.median(latencies), common.percentile(latencies, 99)
+    return f"{p50 * 1e3:.2f} / {p99 * 1e3:.2f}"
 
 
 def connections(servers):
     rows = []
     for label, server in servers.items():
-        quiet = _client_latencies(server, FLAGS.calls)
-        threads_quiet = threads(server)
+        quiet = _client_latencies(server)
+        threads_quiet = common.proc_status(server.proc.pid)["Threads"]
         held, opened_s = _hold(server, FLAGS.idle_connections, FLAGS.open_seconds)
         time.sleep(1)
-        threads_held = threads(server)
+        threads_held = common.proc_status(server.proc.pid)["Threads"]
         try:
-            loaded = _client_latencies(server, FLAGS.calls)
+            loaded = _client_latencies(server)
         finally:
             for sock in held:
                 sock.close()
@@ -278,30 +235,16 @@ def connections(servers):
                 if sock.recv(4096).startswith(b"HTTP/1.1 200"):
                     opened += 1
         rate = opened / (time.monotonic() - start)
-        q99, l99 = common.percentile(quiet, 99), common.percentile(loaded, 99)
-        rows.append(
-            (
-                label,
-                f"{common.median(quiet) * 1e3:.2f} / {q99 * 1e3:.2f}",
-                f"{len(held)} in {opened_s:.1f} s",
-                f"{common.median(loaded) * 1e3:.2f} / {l99 * 1e3:.2f}",
-                f"{l99 / q99:.2f}x",
-                f"{threads_quiet} -> {threads_held}",
-                f"{rate:.0f} ({opened} answered)",
-            )
+        held_text, threads = (
+            f"{len(held)} in {opened_s:.1f} s",
+            f"{threads_quiet} -> {threads_held}",
         )
-    return common.markdown_table(
-        [
-            "server",
-            "quiet p50 / p99 (ms)",
-            "connections held",
-            "held: p50 / p99 (ms)",
-            "p99 held / quiet",
-            "threads quiet -> held",
-            "new connections per s",
-        ],
-        rows,
-    )
+        ratio = f"{common.percentile(loaded, 99) / common.percentile(quiet, 99):.2f}x"
+        rate_text = f"{rate:.0f} ({opened} answered)"
+        rows.append(
+            (label, _p50_p99(quiet), held_text, _p50_p99(loaded), ratio, threads, rate_text)
+        )
+    return common.markdown_table(CONNECTION_HEADERS, rows)
 
 
 def main(argv):

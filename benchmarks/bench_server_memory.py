@@ -1,30 +1,15 @@
-"""The model server's resident memory, with one model, per added model, and
-over repeated version swaps.
+"""The model server's resident memory, with one model, per added model, and over repeated
+version swaps.
 
-Each case is a fresh `python -m serving.server` (`bench_reload_under_load.Server`: a free gRPC
-port, REST off, the `latest { num_versions: 1 }` policy) serving copies of one export of the
-MiniLM-L6 classifier (real weights, a fixed random 2-class head; `--model_dir` serves another
-export, which must hold model.tflite for the LiteRT case). Resident memory is the server process's
-`VmRSS` in /proc/<pid>/status (Linux; whether TensorFlow's runtime library is mapped, from
-/proc/<pid>/maps), read after `--calls` Predict calls on the `encoded`
-signature (1 x 32 random token ids, fewer when the export's max_seq_length is shorter), so every lazily built part is counted; `VmHWM` (the
-high-water mark) is printed beside it.
-
-- "SavedModel": the model AVAILABLE, then the calls;
-- "SavedModel + a second model": a config reload adds a copy under another name, then calls to
-  both: the growth per additional model;
-- "LiteRT (--prefer_tflite_model)": the same export served from its model.tflite;
-- version swaps: on the SavedModel server, `--cycles` times a new version is published (copied
-  under a temporary name, then renamed), loaded, the old one unloaded and its directory deleted,
-  then the calls. Resident memory after cycles 0, 1, and every tenth; the growth over all cycles
-  and over the second half (per cycle), which a leak keeps positive.
-
-Run (about 5 minutes on 2 cores; appends a section to docs/results/memory.md):
+Each case is a fresh `python -m serving.server` on copies of the MiniLM-L6 classifier's export
+(`--model_dir`: another export holding model.tflite): one SavedModel, a second model added by a
+config reload, the same export from LiteRT (`--prefer_tflite_model`), and `--cycles` version
+swaps; `VmRSS` / `VmHWM` read after `--calls` Predict calls (method: docs/results/memory.md,
+"Method"). Run (about 5 minutes on 2 cores; appends to docs/results/memory.md):
 
     python -m benchmarks.bench_server_memory
 
-The CI-sized run (tests/benchmarks/test_bench_server_memory.py) uses a tiny core-op model and
-`--cycles=3`, and asserts the readings' layout, never their size.
+tests/benchmarks/test_bench_server_memory.py runs it at a CI size (tiny model, `--cycles=3`).
 """
 
 from __future__ import annotations
@@ -37,26 +22,15 @@ import tempfile
 from absl import app, flags
 
 from benchmarks import common
-from benchmarks.bench_reload_under_load import (
-    MODEL_NAME,
-    SHADOW_NAME,
-    Controller,
-    Server,
-    model_config,
-    publish,
-)
 
+MODEL_NAME, SHADOW_NAME = "bench_memory", "bench_memory_shadow"
 CALL_SHAPE = (1, 32)  # cut to the export's max_seq_length when that is shorter
 
 
 def resident_mib(pid: int) -> tuple[float, float]:
-    """(VmRSS, VmHWM) of process `pid`, in MiB, from /proc/<pid>/status."""
-    fields = {}
-    for line in pathlib.Path(f"/proc/{pid}/status").read_text().splitlines():
-        key, _, value = line.partition(":")
-        if key in ("VmRSS", "VmHWM"):
-            fields[key] = int(value.split()[0]) / 1024  # kB
-    return fields["VmRSS"], fields["VmHWM"]
+    """(VmRSS, VmHWM) of process `pid`, in MiB."""
+    fields = common.proc_status(pid)
+    return tuple(int(fields[k].split()[0]) / 1024 for k in ("VmRSS", "VmHWM"))  # from kB
 
 
 def tensorflow_mapped(pid: int) -> bool:
@@ -81,48 +55,22 @@ def call(address: str, names, calls: int, shape: tuple[int, int]) -> None:
             predict()
 
 
-def available(controller, server, version: int = 1, name: str = MODEL_NAME) -> None:
-    """Waits until `version` of `name` is AVAILABLE and no other version is loaded."""
-    controller.wait(
-        name,
-        lambda s: (
-            s.get(version) == "AVAILABLE"
-            and all(state == "END" for v, state in s.items() if v != version)
-        ),
-        proc=server.proc,
-    )
-
-
-def serve(model_dir: pathlib.Path, work: pathlib.Path, *flags_: str):
-    """A fresh server on a copy of `model_dir` as version 1 under `work`: (server, controller,
-    models base)."""
-    base = work / "models" / MODEL_NAME
-    base.mkdir(parents=True)
-    publish(model_dir, base, 1)
-    server = Server(base, work, 0.2, *flags_)
-    controller = Controller(server.address)
-    available(controller, server)
-    return server, controller, base
-
-
 def measure_one(model_dir: pathlib.Path, work: pathlib.Path, calls: int, litert: bool) -> dict:
     """One model, then (SavedModel only) a second one added by a config reload."""
     flags_ = ("--prefer_tflite_model",) if litert else ()
-    server, controller, base = serve(model_dir, work, *flags_)
+    server, controller, base = common.serve_version(model_dir, work, MODEL_NAME, 0.2, *flags_)
+    pid = server.proc.pid
     try:
         call(server.address, [MODEL_NAME], calls, call_shape(model_dir))
-        result = {
-            "one": resident_mib(server.proc.pid),
-            "tensorflow": tensorflow_mapped(server.proc.pid),
-        }
+        result = {"one": resident_mib(pid), "tensorflow": tensorflow_mapped(pid)}
         if not litert:
-            shadow = work / "models" / SHADOW_NAME
-            shadow.mkdir(parents=True)
-            publish(model_dir, shadow, 1)
-            controller.reload([model_config(MODEL_NAME, base), model_config(SHADOW_NAME, shadow)])
-            available(controller, server, name=SHADOW_NAME)
+            shadow = common.stage_model(model_dir, work, SHADOW_NAME)
+            controller.reload(
+                [common.model_config(MODEL_NAME, base), common.model_config(SHADOW_NAME, shadow)]
+            )
+            controller.wait_version(SHADOW_NAME, 1, proc=server.proc)
             call(server.address, [MODEL_NAME, SHADOW_NAME], calls, call_shape(model_dir))
-            result["two"] = resident_mib(server.proc.pid)
+            result["two"] = resident_mib(pid)
         return result
     finally:
         controller.close()
@@ -132,13 +80,13 @@ def measure_one(model_dir: pathlib.Path, work: pathlib.Path, calls: int, litert:
 def measure_swaps(model_dir: pathlib.Path, work: pathlib.Path, calls: int, cycles: int) -> list:
     """[(cycle, VmRSS MiB)] over `cycles` version swaps on a SavedModel server: cycle 0 (the first
     version), 1, every tenth and the last."""
-    server, controller, base = serve(model_dir, work)
+    server, controller, base = common.serve_version(model_dir, work, MODEL_NAME, 0.2)
     readings = []
     try:
         for cycle in range(cycles + 1):
             if cycle:
-                publish(model_dir, base, cycle + 1)
-                available(controller, server, cycle + 1)
+                common.publish(model_dir, base, cycle + 1)
+                controller.wait_version(MODEL_NAME, cycle + 1, proc=server.proc)
                 shutil.rmtree(base / str(cycle))
             call(server.address, [MODEL_NAME], calls, call_shape(model_dir))
             if cycle in (0, 1, cycles) or cycle % 10 == 0:
@@ -172,18 +120,14 @@ def report(result: dict, cycles: int) -> str:
 
     saved, second, litert = result["saved_model"], result["second_model"], result["litert"]
     loaded = {k: "yes" if v else "no" for k, v in result["tensorflow_loaded"].items()}
+    cases = [
+        ("SavedModel, one model", saved, loaded["saved_model"]),
+        ("SavedModel, a second model added", second, "yes"),
+        ("LiteRT (--prefer_tflite_model), one model", litert, loaded["litert"]),
+    ]
     table = common.markdown_table(
         ["server", "resident MiB (VmRSS)", "peak MiB (VmHWM)", "TensorFlow runtime loaded"],
-        [
-            ("SavedModel, one model", mib(saved[0]), mib(saved[1]), loaded["saved_model"]),
-            ("SavedModel, a second model added", mib(second[0]), mib(second[1]), "yes"),
-            (
-                "LiteRT (--prefer_tflite_model), one model",
-                mib(litert[0]),
-                mib(litert[1]),
-                loaded["litert"],
-            ),
-        ],
+        [(name, mib(rss), mib(peak), tf) for name, (rss, peak), tf in cases],
     )
     swaps = common.markdown_table(
         ["version swaps done", "resident MiB"], [(c, mib(r)) for c, r in result["swaps"]]

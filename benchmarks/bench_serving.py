@@ -1,19 +1,10 @@
 """Served latency of the exported SavedModel, in process and behind our gRPC server.
 
-Builds a `BertClassifier` on the real MiniLM weights (a fixed random 2-class head, seed 0: speed
-does not depend on the head) and exports it with `TextClassifier.export`
-(core-op tokenizer) to a temporary directory, then measures
-1. in process (`tf.saved_model.load`): `serving_default` (text in, tokenized in the graph) vs
-   `encoded` (ids in, tokenized beforehand; padded to max_seq_length as serving_default pads,
-   and padded only to the batch's longest row), batch 1 and --batch_size, alternating, medians;
-2. gRPC Predict (`serving_default`, one SST-2 dev sentence per request) through
-   `python -m serving.server`, with 1 and 16 concurrent clients (threads, one channel each), server
-   batching off and on (max_batch_size 16; one server per --batch_timeout_micros value, default
-   5 and 20 ms; the mean rows per model call read from the server's Prometheus metrics), against
-   in-process calls of the same loaded
-   SavedModel with the same client counts and, for batching, in-process calls of batches of
-   the size the clients offer (16 = the batch mix the server can form at best).
-Throughput in requests (sentences)/s, latency p50/p99 ms per request.
+The MiniLM-L6 classifier (a fixed random head), exported to a temporary directory: 1. in process,
+text in (`serving_default`) vs ids in (`encoded`) at batch 1 and --batch_size; 2. gRPC Predict of
+one SST-2 dev sentence per request through `python -m serving.server` at each --clients count,
+server batching off and on (one server per --batch_timeout_micros), beside in-process calls with
+the same clients (method: docs/results/serving.md, "Method"). Requests (sentences)/s, p50/p99 ms.
 
     python -m benchmarks.bench_serving [--seconds=15] [--max_seq_length=128]
 """
@@ -21,7 +12,6 @@ Throughput in requests (sentences)/s, latency p50/p99 ms per request.
 import os
 import pathlib
 import tempfile
-import threading
 
 import numpy as np
 from absl import app, flags
@@ -45,6 +35,13 @@ flags.DEFINE_bool("grpc", True, "Run the client-load part (in process and throug
 flags.DEFINE_bool("append", True, common.append_help(TOPIC))
 
 MODEL_NAME = "bench_minilm"
+HEADERS = ["path", "clients", "sentences/s", "p50 ms", "p99 ms", "vs in process, same clients"]
+HEADERS += ["vs in process, batches of that size", "rows per model call (server metrics)"]
+
+
+def probabilities(fn, inputs):
+    """A call of the signature `fn` on `inputs` (a dict, or a function making it) to numpy."""
+    return lambda: fn(**(inputs() if callable(inputs) else inputs))["probabilities"].numpy()
 
 
 def text_vs_ids(loaded, sentences):
@@ -53,45 +50,34 @@ def text_vs_ids(loaded, sentences):
     text_fn, ids_fn = loaded.signatures["serving_default"], loaded.signatures["encoded"]
     rows = []
     for b in (1, FLAGS.batch_size):
-        texts = tf.constant(sentences[:b])
         packed = common.featurize([s.decode() for s in sentences[:b]], FLAGS.max_seq_length)
         full = {k: tf.constant(v) for k, v in packed.items()}
         width = int(packed["input_mask"].sum(1).max())  # the batch's longest row
-        trimmed = {k: v[:, :width] for k, v in full.items()}
-        np.testing.assert_allclose(
-            text_fn(text=texts)["probabilities"].numpy(),
-            ids_fn(**trimmed)["probabilities"].numpy(),
-            atol=1e-4,
-        )
         calls = {
-            "text in (serving_default)": lambda t=texts: text_fn(text=t)["probabilities"].numpy(),
-            "ids in (encoded), padded to max_seq_length": lambda i=full: ids_fn(**i)[
-                "probabilities"
-            ].numpy(),
-            "ids in (encoded)": lambda i=trimmed: ids_fn(**i)["probabilities"].numpy(),
+            "text in (serving_default)": probabilities(
+                text_fn, {"text": tf.constant(sentences[:b])}
+            ),
+            "ids in (encoded), padded to max_seq_length": probabilities(ids_fn, full),
+            "ids in (encoded)": probabilities(ids_fn, {k: v[:, :width] for k, v in full.items()}),
         }
+        np.testing.assert_allclose(
+            calls["text in (serving_default)"](), calls["ids in (encoded)"](), atol=1e-4
+        )
         reps = FLAGS.repetitions if b > 1 else max(2, FLAGS.repetitions // 2)
         times = common.alternate(calls, reps, warmup=2, inner=1 if b > 1 else 10, log=False)
         med = {k: common.median(v) for k, v in times.items()}
-        for name in calls:
-            rows.append(
-                (
-                    name,
-                    b,
-                    b / med[name],
-                    med[name] * 1e3,
-                    common.ratio(med["ids in (encoded)"], med[name]),
-                )
-            )
+        ref = med["ids in (encoded)"]
+        rows += [(n, b, b / med[n], med[n] * 1e3, common.ratio(ref, med[n])) for n in calls]
     return common.markdown_table(
         ["in process", "batch", "sentences/s", "median ms per call", "vs ids in"], rows
     )
 
 
-def load_run(make_call, clients: int, seconds: float, rows_per_call: int = 1):
-    """(rows/s, p50 ms, p99 ms) of `clients` threads calling make_call()() (`common.closed_loop`)."""
-    lat, window = common.closed_loop(lambda _: make_call(), clients, seconds)
-    return common.load_figures(lat, window, rows_per_call)
+def load_run(make_call, clients: int, rows_per_call: int = 1):
+    """(rows/s, p50 ms, p99 ms) of `clients` threads calling make_call(k)() for --seconds."""
+    return common.load_figures(
+        *common.closed_loop(make_call, clients, FLAGS.seconds), rows_per_call
+    )
 
 
 def start_server(base: pathlib.Path, batch_timeout_micros, tmp: pathlib.Path):
@@ -112,9 +98,8 @@ def batch_counts(rest_address) -> tuple[float, float]:
     import urllib.request
     from prometheus_client.parser import text_string_to_metric_families
 
-    with urllib.request.urlopen(
-        f"http://{rest_address}/monitoring/prometheus/metrics", timeout=10
-    ) as r:
+    url = f"http://{rest_address}/monitoring/prometheus/metrics"
+    with urllib.request.urlopen(url, timeout=10) as r:
         text = r.read().decode()
     rows = calls = 0.0
     for family in text_string_to_metric_families(text):
@@ -127,71 +112,51 @@ def batch_counts(rest_address) -> tuple[float, float]:
     return rows, calls
 
 
-def grpc_caller(address, sentence_source):
-    def make():
-        stub, it = common.predict_stub(address), sentence_source()
-
-        def call():
-            request = common.predict_request(MODEL_NAME, {"text": [next(it)]})
-            response = stub.Predict(request, timeout=60)
-            assert response.outputs["probabilities"].tensor_shape.dim[0].size == 1
-
-        return call
-
-    return make
-
-
-def in_process_runs(loaded, sentence_source, clients) -> dict:
+def in_process_runs(loaded, sentences, clients) -> dict:
     """(path, clients) -> (sentences/s, p50, p99) for in-process calls of serving_default."""
     import tensorflow as tf
 
     fn = loaded.signatures["serving_default"]
 
-    def inproc(rows):
-        def make():
-            it = sentence_source()
-            return lambda: fn(text=tf.constant([next(it) for _ in range(rows)]))[
-                "probabilities"
-            ].numpy()
+    def inproc(rows, callers):
+        def make(k):
+            it = common.rotation(sentences, k, callers)
+            return probabilities(fn, lambda: {"text": tf.constant([next(it) for _ in range(rows)])})
 
         return make
 
     results = {}
     for c in clients:
         print(f"in process, {c} client(s) ...", flush=True)
-        results[("in process, single sentences", c)] = load_run(inproc(1), c, FLAGS.seconds)
+        results[("in process, single sentences", c)] = load_run(inproc(1, c), c)
         if c > 1:
-            results[(f"in process, batches of {c} (one caller)", c)] = load_run(
-                inproc(c), 1, FLAGS.seconds, rows_per_call=c
-            )
+            results[(f"in process, batches of {c} (one caller)", c)] = load_run(inproc(c, 1), 1, c)
     return results
 
 
-def server_runs(base, tmp, sentence_source, clients) -> tuple[dict, dict]:
+def server_runs(base, tmp, sentences, clients) -> tuple[dict, dict]:
     """One server per batch timeout (and one without batching), each loaded by 1..N clients.
     Returns (results as in_process_runs, rows per model call from the server's metrics)."""
     results, mean_batch = {}, {}
+
+    def request_of(sentence):
+        return common.predict_request(MODEL_NAME, {"text": [sentence]})
+
     for timeout in [None] + [int(t) for t in FLAGS.batch_timeout_micros] if clients else ():
-        server = start_server(base, timeout, tmp)
-        rest = server.rest_address
-        name = (
-            "gRPC Predict, batching off"
-            if timeout is None
-            else f"gRPC Predict, batching on ({timeout / 1000:g} ms timeout)"
-        )
-        try:
+        name = "gRPC Predict, batching off"
+        if timeout is not None:
+            name = f"gRPC Predict, batching on ({timeout / 1000:g} ms timeout)"
+        with start_server(base, timeout, tmp) as server:
             for c in clients:
                 print(f"{name}, {c} client(s) ...", flush=True)
+                rest = server.rest_address
                 before = batch_counts(rest) if rest else None
-                results[(name, c)] = load_run(
-                    grpc_caller(server.address, sentence_source), c, FLAGS.seconds
-                )
+                make = common.predict_rotation(server.address, sentences, c, request_of)
+                results[(name, c)] = load_run(make, c)
                 if rest:
                     after = batch_counts(rest)
                     calls = after[1] - before[1]
                     mean_batch[(name, c)] = (after[0] - before[0]) / calls if calls else None
-        finally:
-            server.stop()
     return results, mean_batch
 
 
@@ -199,33 +164,11 @@ def results_table(results, mean_batch) -> tuple[str, list, list]:
     """The Markdown table of every run with its ratios to the in-process calls, and its notes."""
     rows = []
     for (name, c), (tput, p50, p99) in results.items():
-        ref = results.get(("in process, single sentences", c))
-        ref_batch = results.get((f"in process, batches of {c} (one caller)", c))
-        rows.append(
-            (
-                name,
-                c,
-                tput,
-                p50,
-                p99,
-                common.ratio(tput, ref[0] if ref else None),
-                common.ratio(tput, ref_batch[0] if ref_batch else None),
-                f"{mean_batch[(name, c)]:.1f}" if mean_batch.get((name, c)) else "n/a",
-            )
-        )
-    table2 = common.markdown_table(
-        [
-            "path",
-            "clients",
-            "sentences/s",
-            "p50 ms",
-            "p99 ms",
-            "vs in process, same clients",
-            "vs in process, batches of that size",
-            "rows per model call (server metrics)",
-        ],
-        rows,
-    )
+        ref = results.get(("in process, single sentences", c), [None])[0]
+        ref_batch = results.get((f"in process, batches of {c} (one caller)", c), [None])[0]
+        rows_per_call = f"{mean_batch[(name, c)]:.1f}" if mean_batch.get((name, c)) else "n/a"
+        ratios = common.ratio(tput, ref), common.ratio(tput, ref_batch)
+        rows.append((name, c, tput, p50, p99, *ratios, rows_per_call))
     notes = [
         f"MiniLM-L6 classifier (random fixed head), serving_default, max_seq_length "
         f"{FLAGS.max_seq_length}, core-op tokenizer; SST-2 dev sentences, one per request.",
@@ -235,7 +178,7 @@ def results_table(results, mean_batch) -> tuple[str, list, list]:
         "load window "
         f"{FLAGS.seconds:.0f} s (+1 s warm-up counted); client and server share the cores.",
     ]
-    return table2, rows, notes
+    return common.markdown_table(HEADERS, rows), rows, notes
 
 
 def main(argv):
@@ -245,13 +188,6 @@ def main(argv):
     import tensorflow as tf
 
     sentences = [s.encode("utf-8") for s in common.sst2_sentences("dev")[0]]
-
-    def sentence_source():
-        i = np.random.default_rng(threading.get_ident() % 1000).integers(len(sentences))
-        while True:
-            i = (i + 1) % len(sentences)
-            yield sentences[i]
-
     clients = [int(c) for c in FLAGS.clients] if FLAGS.grpc else []
     with tempfile.TemporaryDirectory(prefix="bench_serving_") as tmp_name:
         tmp = pathlib.Path(tmp_name)
@@ -262,9 +198,9 @@ def main(argv):
         print("text in vs ids in ...", flush=True)
         table1 = text_vs_ids(loaded, sentences)
         print(table1, flush=True)
-        results = in_process_runs(loaded, sentence_source, clients)
+        results = in_process_runs(loaded, sentences, clients)
         del loaded
-        served, mean_batch = server_runs(base, tmp, sentence_source, clients)
+        served, mean_batch = server_runs(base, tmp, sentences, clients)
         results.update(served)
     table2, rows, notes = results_table(results, mean_batch)
     common.report(

@@ -1,29 +1,14 @@
 """SQuAD question answering served over gRPC: questions/s and latency p50/p90/p99 per request.
 
-Starts `python -m serving.server` on an exported `SpanQuestionAnswerer` (a versioned base dir
-whose `serving_default` takes string `question`, `context` [B] and returns `answer_text`,
-`start`, `end`, `score` [B]; docs/squad.md, keras_bert/saved_model/span_qa_signatures.py) and
-loads it with the official `tensorflow_serving` Predict stubs, one gRPC channel per client
-thread, at each --clients count, for --seconds after 1 s of warm-up. Each request carries
---batch real SQuAD questions, each with its own context of --min_words to --max_words words
-(whitespace-split; default 120-180, about 150) from --predict_file. Requests are built before
-the clock starts, so the figures are the server's (plus gRPC), not the client's proto building.
-
-Before the timed runs (untimed, one client), the first --check_requests requests are checked:
-`answer_text == context[start:end]` (Python code points, as the signature promises) for every
-question, and the served answers are scored against the gold answers (EM with the official
-SQuAD v1.1 normalization, and verbatim equality; a v2.0 unanswerable question matches an empty
-answer). A random-weight export gives EM near 0: the check is of the plumbing, not the model.
-The exit status is 1 when any checked answer is not context[start:end].
+Starts `python -m serving.server` on an exported `SpanQuestionAnswerer` and loads it with
+--clients closed-loop gRPC clients, each request --batch real SQuAD questions with their contexts
+of --min_words to --max_words words; the first --check_requests requests are checked first
+(answer_text == context[start:end], EM against the gold answers; exit status 1 on a mismatch).
+Method: docs/results/serving.md, "Method".
 
     python -m benchmarks.bench_squad_serving --model_base_path=models/squad --model_name=squad \
         --predict_file=../shared/data/squad/dev-v1.1.json [--seconds=15] [--clients=1,4] \
         [--batch=1] [--tensorflow_intra_op_parallelism=1] [--server_arg=--enable_batching]
-
-The server subprocess is stopped on exit, on error and on SIGTERM/SIGINT. It inherits this
-process's CPU affinity (`taskset -c 1 python -m ...` pins both). The server process, its
-readiness probe, the load window and the report are those of every serving benchmark
-(benchmarks/common.py).
 """
 
 import os
@@ -66,6 +51,8 @@ flags.DEFINE_multi_string(
 flags.DEFINE_float("start_timeout", 300.0, "Seconds to wait for the model to be AVAILABLE.")
 flags.DEFINE_bool("append", False, common.append_help(TOPIC))
 flags.mark_flags_as_required(["model_base_path", "predict_file"])
+HEADERS = ["clients", "questions per request", "questions/s", "requests/s", "p50 ms", "p90 ms"]
+HEADERS += ["p99 ms", "requests measured"]
 
 
 def squad_questions(path, min_words, max_words, limit):
@@ -80,24 +67,6 @@ def squad_questions(path, min_words, max_words, limit):
     if not examples:
         raise app.UsageError(f"{path}: no question has a context of {min_words}-{max_words} words")
     return examples[:limit]
-
-
-def start_server(log_path):
-    """`python -m serving.server` on --model_base_path with this benchmark's server flags, not yet
-    waited for (`wait_available`)."""
-    return common.ServerProcess(
-        [
-            "--host=127.0.0.1",
-            f"--model_name={FLAGS.model_name}",
-            f"--model_base_path={os.path.abspath(FLAGS.model_base_path)}",
-            f"--grpc_max_threads={FLAGS.grpc_max_threads}",
-            f"--tensorflow_intra_op_parallelism={FLAGS.tensorflow_intra_op_parallelism}",
-            f"--tensorflow_inter_op_parallelism={FLAGS.tensorflow_inter_op_parallelism}",
-            *FLAGS.server_arg,
-        ],
-        log_path,
-        port=FLAGS.port,
-    )
 
 
 def build_requests(examples, model_name, batch):
@@ -119,60 +88,37 @@ def build_requests(examples, model_name, batch):
 
 def check_answers(address, requests):
     """Sends each request once; returns (offset-consistent, EM, verbatim, questions, first bad)."""
-    import grpc
     import tensorflow as tf
-    from official.nlp.tools import squad_evaluate_v1_1
-    from tensorflow_serving.apis import prediction_service_pb2_grpc
+    from keras_bert.metrics.squad import dataset_of, evaluate_v1
 
     predictions, answerable, offsets_ok, verbatim, empty_ok, bad = {}, [], 0, 0, 0, []
-    n = 0
-    with grpc.insecure_channel(address) as channel:
-        stub = prediction_service_pb2_grpc.PredictionServiceStub(channel)
-        for request, group in requests:
-            out = stub.Predict(request, timeout=120).outputs
-            texts = [t.decode("utf-8") for t in tf.make_ndarray(out["answer_text"]).tolist()]
-            starts = tf.make_ndarray(out["start"]).tolist()
-            ends = tf.make_ndarray(out["end"]).tolist()
-            if not len(texts) == len(starts) == len(ends) == len(group):
-                raise RuntimeError(f"{len(group)} questions sent, {len(texts)} answers back")
-            for e, text, s, t in zip(group, texts, starts, ends):
-                n += 1
-                if e.context[s:t] == text:
-                    offsets_ok += 1
-                elif len(bad) < 3:
-                    bad.append(
-                        f"{e.qas_id}: answer_text {text!r} != context[{s}:{t}] {e.context[s:t]!r}"
-                    )
-                verbatim += text in {a for a, _ in e.answers} or (not e.answers and text == "")
-                if e.answers:
-                    predictions[e.qas_id] = text
-                    answerable.append(e)
-                else:
-                    empty_ok += text == ""
+    n, stub = 0, common.predict_stub(address)
+    for request, group in requests:
+        out = stub.Predict(request, timeout=120).outputs
+        texts = [t.decode("utf-8") for t in tf.make_ndarray(out["answer_text"]).tolist()]
+        starts = tf.make_ndarray(out["start"]).tolist()
+        ends = tf.make_ndarray(out["end"]).tolist()
+        if not len(texts) == len(starts) == len(ends) == len(group):
+            raise RuntimeError(f"{len(group)} questions sent, {len(texts)} answers back")
+        for e, text, s, t in zip(group, texts, starts, ends):
+            n += 1
+            if e.context[s:t] == text:
+                offsets_ok += 1
+            elif len(bad) < 3:
+                bad.append(
+                    f"{e.qas_id}: answer_text {text!r} != context[{s}:{t}] {e.context[s:t]!r}"
+                )
+            verbatim += text in {a for a, _ in e.answers} or (not e.answers and text == "")
+            if e.answers:
+                predictions[e.qas_id] = text
+                answerable.append(e)
+            else:
+                empty_ok += text == ""
     em = empty_ok
     if answerable:
-        from keras_bert.metrics.squad import dataset_of
-
-        raw = squad_evaluate_v1_1.evaluate(dataset_of(answerable), predictions)
-        em += round(raw["exact_match"] * len(answerable))
+        em_percent = evaluate_v1(dataset_of(answerable), predictions)["exact_match"]
+        em += round(em_percent * len(answerable) / 100)
     return offsets_ok, em, verbatim, n, bad
-
-
-def load_window(address, requests, clients, seconds):
-    """`clients` threads, each on its own gRPC channel, send requests for 1 s warm-up + `seconds`
-    (`common.closed_loop`: calls that END inside the measured window count). Returns
-    (latencies s, window s)."""
-
-    def make_call(k):
-        stub, at = common.predict_stub(address), [k * len(requests) // clients]
-
-        def call():
-            stub.Predict(requests[at[0]][0], timeout=120)
-            at[0] = (at[0] + 1) % len(requests)
-
-        return call
-
-    return common.closed_loop(make_call, clients, seconds)
 
 
 def run(server, examples):
@@ -195,22 +141,11 @@ def run(server, examples):
     rows = []
     for c in [int(x) for x in FLAGS.clients]:
         print(f"{c} client(s), {FLAGS.seconds:g} s ...", flush=True)
-        lat, window = load_window(server.address, requests, c, FLAGS.seconds)
+        make_call = common.predict_rotation(server.address, [r for r, _ in requests], c, None, 120)
+        lat, window = common.closed_loop(make_call, c, FLAGS.seconds)
         requests_per_s, *ms = common.load_figures(lat, window, quantiles=(50, 90, 99))
         rows.append((c, FLAGS.batch, requests_per_s * FLAGS.batch, requests_per_s, *ms, len(lat)))
-    table = common.markdown_table(
-        [
-            "clients",
-            "questions per request",
-            "questions/s",
-            "requests/s",
-            "p50 ms",
-            "p90 ms",
-            "p99 ms",
-            "requests measured",
-        ],
-        rows,
-    )
+    table = common.markdown_table(HEADERS, rows)
     words = [len(e.context.split()) for e in examples]
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
     notes = [
@@ -241,7 +176,19 @@ def main(argv):
     # SIGTERM (e.g. timeout, kill) raises SystemExit here so `finally` stops the server.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     with tempfile.TemporaryDirectory(prefix="bench_squad_serving_") as tmp:
-        server = start_server(pathlib.Path(tmp) / "server.log")
+        server = common.ServerProcess(
+            [
+                "--host=127.0.0.1",
+                f"--model_name={FLAGS.model_name}",
+                f"--model_base_path={os.path.abspath(FLAGS.model_base_path)}",
+                f"--grpc_max_threads={FLAGS.grpc_max_threads}",
+                f"--tensorflow_intra_op_parallelism={FLAGS.tensorflow_intra_op_parallelism}",
+                f"--tensorflow_inter_op_parallelism={FLAGS.tensorflow_inter_op_parallelism}",
+                *FLAGS.server_arg,
+            ],
+            pathlib.Path(tmp) / "server.log",
+            port=FLAGS.port,
+        )
         try:
             body, offsets_ok = run(server, examples)
         except BaseException:

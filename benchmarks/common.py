@@ -12,10 +12,12 @@ alike. Timings are never asserted anywhere (SPEC section 10).
 from __future__ import annotations
 
 import datetime
+import itertools
 import json
 import os
 import pathlib
 import platform
+import shutil
 import statistics
 import subprocess
 import sys
@@ -606,6 +608,17 @@ class Controller:
                 raise RuntimeError(f"{name}: not done after {timeout:g} s: {self.states(name)}")
             time.sleep(STATUS_POLL_S)
 
+    def wait_version(self, name: str, version: int, proc=None) -> None:
+        """`wait` until `version` of `name` is AVAILABLE and every other version of it has ENDed."""
+        self.wait(
+            name,
+            lambda s: (
+                s.get(version) == "AVAILABLE"
+                and all(state == "END" for v, state in s.items() if v != version)
+            ),
+            proc=proc,
+        )
+
     def reload(self, configs) -> None:
         from tensorflow_serving.apis import model_management_pb2
 
@@ -645,8 +658,9 @@ class ServerProcess:
         return self.log_path.read_text(errors="replace")[-n:]
 
     def wait_available(self, *models: str, timeout: float = EVENT_TIMEOUT_S) -> "ServerProcess":
-        """Waits until a version of each of `models` is AVAILABLE (GetModelStatus); a
-        RuntimeError with the log's tail if the server exits or `timeout` seconds pass first."""
+        """Waits until a version of each of `models` is AVAILABLE (GetModelStatus); if the server
+        exits or `timeout` seconds pass first, stops it and raises a RuntimeError with the log's
+        tail."""
         import re
 
         deadline = time.monotonic() + timeout
@@ -657,6 +671,7 @@ class ServerProcess:
                 self.port = int(found.group(1))
                 self.address = f"127.0.0.1:{self.port}"
             elif self.proc.poll() is not None or time.monotonic() > deadline:
+                self.stop()
                 raise RuntimeError(f"server exited or bound no port:\n{self.log_tail()}")
             time.sleep(0.5)
         controller = Controller(self.address)
@@ -665,6 +680,7 @@ class ServerProcess:
                 left = max(deadline - time.monotonic(), 0.0)
                 controller.wait(model, lambda s: "AVAILABLE" in s.values(), left, self.proc)
         except RuntimeError as e:
+            self.stop()
             raise RuntimeError(f"{e} (server exit code {self.proc.poll()}):\n{self.log_tail()}")
         finally:
             controller.close()
@@ -682,6 +698,87 @@ class ServerProcess:
 
     def __exit__(self, *exc):
         self.stop()
+
+
+def publish(source: pathlib.Path, base: pathlib.Path, version: int) -> None:
+    """Copies `source` to `base/.tmp-<version>`, then renames it to `base/<version>` (atomic), as
+    `python -m export` publishes a version."""
+    staged = base / f".tmp-{version}"
+    shutil.copytree(source, staged)
+    staged.rename(base / str(version))
+
+
+def stage_model(model_dir: pathlib.Path, work: pathlib.Path, name: str) -> pathlib.Path:
+    """`work/models/<name>`, made, holding a copy of `model_dir` as version 1 (`publish`)."""
+    base = work / "models" / name
+    base.mkdir(parents=True)
+    publish(model_dir, base, 1)
+    return base
+
+
+def model_config(name: str, base: pathlib.Path):
+    """A ModelConfig of `name` at `base` with the `latest { num_versions: 1 }` policy."""
+    from tensorflow_serving.config import model_server_config_pb2
+
+    config = model_server_config_pb2.ModelConfig(
+        name=name, base_path=str(base), model_platform="tensorflow"
+    )
+    config.model_version_policy.latest.num_versions = 1
+    return config
+
+
+class ConfigServer(ServerProcess):
+    """A `ServerProcess` serving `name` from `base` through a model config file in `work` (so that
+    reloads may change it), polling every `poll_s` (`extra`: more flags), its log in `work`."""
+
+    def __init__(self, name: str, base: pathlib.Path, work: pathlib.Path, poll_s: float, *extra):
+        from google.protobuf import text_format
+        from tensorflow_serving.config import model_server_config_pb2
+
+        config = model_server_config_pb2.ModelServerConfig()
+        config.model_config_list.config.append(model_config(name, base))
+        (work / "models.config").write_text(text_format.MessageToString(config))
+        flags = [f"--model_config_file={work / 'models.config'}"]
+        flags += [f"--file_system_poll_wait_seconds={poll_s}", *extra]
+        super().__init__(flags, work / "server.log")
+
+
+def serve_version(model_dir: pathlib.Path, work: pathlib.Path, name: str, poll_s: float, *extra):
+    """A `ConfigServer` on a copy of `model_dir` as version 1 of `name` (`stage_model`), that
+    version AVAILABLE: (server, its Controller, the model's base directory). On failure the server
+    is stopped and the RuntimeError carries its log's tail."""
+    base = stage_model(model_dir, work, name)
+    server = ConfigServer(name, base, work, poll_s, *extra)
+    controller = Controller(server.address)
+    try:
+        controller.wait_version(name, 1, proc=server.proc)
+    except RuntimeError as e:
+        controller.close()
+        server.stop()
+        raise RuntimeError(f"{e}\nserver log:\n{server.log_tail()}") from None
+    return server, controller, base
+
+
+def proc_status(pid: int) -> dict:
+    """Field -> value text of /proc/<pid>/status (Linux), e.g. "VmRSS" -> "1234 kB"."""
+    lines = pathlib.Path(f"/proc/{pid}/status").read_text().splitlines()
+    return dict((k, v.strip()) for k, _, v in (line.partition(":") for line in lines))
+
+
+def string_inputs(address: str, model: str) -> list:
+    """The string input names of `model`'s serving_default signature (GetModelMetadata)."""
+    import grpc
+    from tensorflow_serving.apis import get_model_metadata_pb2, prediction_service_pb2_grpc
+
+    request = get_model_metadata_pb2.GetModelMetadataRequest(metadata_field=["signature_def"])
+    request.model_spec.name = model
+    with grpc.insecure_channel(address) as channel:
+        stub = prediction_service_pb2_grpc.PredictionServiceStub(channel)
+        response = stub.GetModelMetadata(request, timeout=60)
+    signatures = get_model_metadata_pb2.SignatureDefMap()
+    response.metadata["signature_def"].Unpack(signatures)
+    inputs = signatures.signature_def["serving_default"].inputs
+    return sorted(name for name, info in inputs.items() if info.dtype == 7)  # DT_STRING
 
 
 def batching_config(
@@ -740,6 +837,28 @@ def predict_call(address: str, request) -> Callable[[], object]:
     """A zero-argument callable sending `request` through its own channel to `address`."""
     stub = predict_stub(address)
     return lambda: stub.Predict(request, timeout=60)
+
+
+def predict_rotation(
+    address: str, items: Sequence, clients: int, request_of=None, timeout: float = 60
+) -> Callable[[int], Callable[[], object]]:
+    """`make_call` for `client_threads` / `closed_loop`: client k, on its own channel, sends Predict
+    of `items` in turn from the (k * len(items) // clients)-th (`request_of(item)`, or the item
+    itself, a PredictRequest); a call returns the PredictResponse."""
+
+    to_request = request_of or (lambda item: item)
+
+    def make_call(k):
+        stub, mine = predict_stub(address), rotation(items, k, clients)
+        return lambda: stub.Predict(to_request(next(mine)), timeout=timeout)
+
+    return make_call
+
+
+def rotation(items: Sequence, k: int, clients: int):
+    """Client k's endless iterator over `items`: in turn, from the (k * len(items) // clients)-th."""
+    start = k * len(items) // clients
+    return itertools.cycle([*items[start:], *items[:start]])
 
 
 def load_figures(

@@ -67,7 +67,7 @@ import time
 from absl import app, flags
 
 from benchmarks import common
-from benchmarks.bench_reload_under_load import Controller, model_config, publish
+from benchmarks.common import Controller, model_config, proc_status, publish, string_inputs
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
 MODEL, SECOND, EXPORTED = "soak", "soak_b", "exported"
@@ -507,21 +507,6 @@ def client(soak, k: int, stop: threading.Event, calls: list) -> None:
     calls.extend(mine)
 
 
-def string_inputs(server: Server, model: str) -> list:
-    import grpc
-    from tensorflow_serving.apis import get_model_metadata_pb2, prediction_service_pb2_grpc
-
-    request = get_model_metadata_pb2.GetModelMetadataRequest(metadata_field=["signature_def"])
-    request.model_spec.name = model
-    with grpc.insecure_channel(server.grpc) as channel:
-        stub = prediction_service_pb2_grpc.PredictionServiceStub(channel)
-        response = stub.GetModelMetadata(request, timeout=60)
-    signatures = get_model_metadata_pb2.SignatureDefMap()
-    response.metadata["signature_def"].Unpack(signatures)
-    inputs = signatures.signature_def["serving_default"].inputs
-    return sorted(name for name, info in inputs.items() if info.dtype == 7)  # DT_STRING
-
-
 # ------------------------------------------------------------------------------ the soak
 class Soak:
     """The state the clients and the events share."""
@@ -619,9 +604,7 @@ class Soak:
 
 def server_stats(pid: int) -> tuple:
     """(resident MiB, threads, open file descriptors) of process `pid`."""
-    fields = dict(
-        line.split(":", 1) for line in pathlib.Path(f"/proc/{pid}/status").read_text().splitlines()
-    )
+    fields = proc_status(pid)
     rss = int(fields["VmRSS"].split()[0]) / 1024
     return rss, int(fields["Threads"]), len(os.listdir(f"/proc/{pid}/fd"))
 
@@ -700,7 +683,7 @@ def kill_during_reload(soak: Soak, server_flags: list, fsize) -> dict:
     soak.server.wait_available(*names)
     ok = 0
     for name in names:
-        inputs = string_inputs(soak.server, name)
+        inputs = string_inputs(soak.server.grpc, name)
         for text in SENTENCES:
             body = json.dumps({"instances": [{n: text for n in inputs}]}).encode()
             ok += _rest(soak.server.rest_port, f"/v1/models/{name}:predict", body) == 200
@@ -750,7 +733,7 @@ def run_soak(
     try:
         soak.server = Server(flags, work / "server.log", fsize)
         soak.server.wait_available(MODEL)
-        soak.inputs = string_inputs(soak.server, MODEL)
+        soak.inputs = string_inputs(soak.server.grpc, MODEL)
         pid = soak.server.proc.pid
         if fault_disk is not None:
             worker = threading.Thread(
