@@ -126,9 +126,7 @@ def token_cosines(a, b, mask) -> np.ndarray:
 
 
 def agreement(task, paths, threads: int, ov=None, tmp: pathlib.Path | None = None) -> dict:
-    """SST-2 dev accuracy of SavedModel / LiteRT float32 / LiteRT int8 and their agreement; with
-    the OpenVINO peer `ov` (files under `tmp`) also of OpenVINO on our export, and the per-token
-    cosine of its Hugging Face int8 encoder to float32."""
+    """The SST-2 dev agreement of the exports (and of the OpenVINO peer `ov`, files under `tmp`)."""
     import tensorflow as tf
 
     texts, labels = common.sst2_sentences("dev")
@@ -167,8 +165,8 @@ def agreement(task, paths, threads: int, ov=None, tmp: pathlib.Path | None = Non
 
 
 def start_server(base: pathlib.Path, tmp: pathlib.Path, litert: bool):
-    """serving.server on `base`, its models AVAILABLE: the LiteRT one serves "float32" (version 1)
-    and "int8" (version 2) with --prefer_tflite_model; the plain one "saved_model" (version 1)."""
+    """serving.server on `base`, its models AVAILABLE: "float32" (version 1) and "int8" (version
+    2) with --prefer_tflite_model where `litert`, else "saved_model" (version 1)."""
     config = tmp / ("litert.config" if litert else "plain.config")
     names = (("float32", 1), ("int8", 2)) if litert else (("saved_model", 1),)
     config.write_text(
@@ -237,10 +235,8 @@ def build_contenders(paths, shapes, servers, ort, ov, threads: int):
 
 
 def table_rows(names, p50: dict, p99: dict, seqs: dict) -> tuple[list[str], list[tuple]]:
-    """(ratio column names, one row per contender name): p50 ms, p99 ms, then each peer's p50
-    speed ratio and throughput ratio in the row's precision ("int8" in its name, else float32):
-    ONNX Runtime's row, and, where OpenVINO rows exist, the faster OpenVINO row of that
-    precision (smallest p50, largest seq/s, each taken separately)."""
+    """(peer names, one row per contender name): p50 ms, p99 ms, then the p50 speed and the
+    throughput against each peer of the row's precision (ONNX Runtime, the best OpenVINO)."""
     p50, seqs = {n: p50[n] for n in names}, {n: seqs[n] for n in names}
     with_openvino = any(n.startswith("OpenVINO ") for n in names)
     rows = []
@@ -259,8 +255,7 @@ def table_rows(names, p50: dict, p99: dict, seqs: dict) -> tuple[list[str], list
 
 
 def served_overhead_notes(p50: dict) -> list[str]:
-    """One line per served contender whose in-process twin ran: served p50 minus in-process
-    p50 at batch 1 (the server's own cost of a request)."""
+    """The served overhead note: served p50 minus in-process p50 at batch 1, where both ran."""
     pairs = {"gRPC SavedModel": "SavedModel (TF)"}
     pairs.update({f"gRPC LiteRT {q}": f"LiteRT {q}" for q in ("float32", "int8")})
     found = [(s, i) for s, i in pairs.items() if s in p50 and i in p50]
@@ -287,9 +282,8 @@ OPENVINO_NOTE = (
 
 
 def start_openvino(export_dir: pathlib.Path, tmp: pathlib.Path):
-    """The OpenVINO peer on `export_dir`, calibrated on `--openvino_calibration_sentences`
-    SST-2 train sentences (`common.featurize` at `--seq_length`), or None (no `--openvino`, or
-    a one-line message where the peer interpreter lacks what it needs)."""
+    """The OpenVINO peer on `export_dir`, calibrated on SST-2 train sentences, or None (not
+    asked for, or its interpreter lacks what it needs: a one-line message)."""
     if not FLAGS.openvino or not common.peer_or_none("OpenVINO"):
         return None
     texts, _ = common.sst2_sentences("train", FLAGS.openvino_calibration_sentences)
