@@ -158,13 +158,11 @@ def build_contenders(peer, tf_peers=(), ort_peer=None):
     return contenders, encoders
 
 
-def check_predictions(encoders, probe_train: int, seq_length: int) -> dict:
-    """bfloat16 vs float32 predictions of a logistic probe on our mean-pooled embeddings."""
+def check_predictions(encoders, probe_train: int, seq_length: int) -> str:
+    """The note comparing bfloat16 with float32 predictions of a logistic probe on our
+    mean-pooled embeddings."""
     import tensorflow as tf
     from sklearn.linear_model import LogisticRegression
-
-    def featurize(texts):
-        return common.featurize(texts, seq_length)
 
     def embed(encoder, feats, batch=64):
         fn = tf.function(
@@ -181,19 +179,21 @@ def check_predictions(encoders, probe_train: int, seq_length: int) -> dict:
     train_texts, train_labels = common.sst2_sentences("train", probe_train)
     dev_texts, dev_labels = common.sst2_sentences("dev")
     probe = LogisticRegression(max_iter=2000, C=1.0).fit(
-        embed(encoders["float32"], featurize(train_texts)), train_labels
+        embed(encoders["float32"], common.featurize(train_texts, seq_length)), train_labels
     )
-    dev = featurize(dev_texts)
+    dev = common.featurize(dev_texts, seq_length)
     p32 = probe.predict_proba(embed(encoders["float32"], dev))
     p16 = probe.predict_proba(embed(encoders["bfloat16"], dev))
     agree = float(np.mean(p32.argmax(1) == p16.argmax(1)))
-    return {
-        "dev_examples": len(dev_texts),
-        "agreement": agree,
-        "max_prob_diff": float(np.abs(p32 - p16).max()),
-        "accuracy_float32": float(np.mean(p32.argmax(1) == dev_labels)),
-        "accuracy_bfloat16": float(np.mean(p16.argmax(1) == dev_labels)),
-    }
+    acc32, acc16 = (float(np.mean(p.argmax(1) == dev_labels)) for p in (p32, p16))
+    return (
+        f"bfloat16 vs float32 predictions (ours), SST-2 dev ({len(dev_texts)} sentences, "
+        f"T={seq_length}), logistic-regression probe fitted on float32 mean-pooled "
+        f"embeddings of the first {probe_train} SST-2 train sentences: agreement "
+        f"{100 * agree:.2f}%, max probability difference "
+        f"{float(np.abs(p32 - p16).max()):.4f}; dev accuracy float32 {100 * acc32:.1f}%"
+        f", bfloat16 {100 * acc16:.1f}%."
+    )
 
 
 def peer_versions() -> str:
@@ -308,15 +308,7 @@ def main(argv):
         notes.append("Peer interpreter: " + peer_versions())
     if FLAGS.check_predictions and "bfloat16" in encoders:
         print("prediction check ...", flush=True)
-        chk = check_predictions(encoders, FLAGS.probe_train, FLAGS.probe_seq_length)
-        notes.append(
-            f"bfloat16 vs float32 predictions (ours), SST-2 dev ({chk['dev_examples']} sentences, "
-            f"T={FLAGS.probe_seq_length}), logistic-regression probe fitted on float32 mean-pooled "
-            f"embeddings of the first {FLAGS.probe_train} SST-2 train sentences: agreement "
-            f"{100 * chk['agreement']:.2f}%, max probability difference "
-            f"{chk['max_prob_diff']:.4f}; dev accuracy float32 {100 * chk['accuracy_float32']:.1f}%"
-            f", bfloat16 {100 * chk['accuracy_bfloat16']:.1f}%."
-        )
+        notes.append(check_predictions(encoders, FLAGS.probe_train, FLAGS.probe_seq_length))
     common.report(
         TOPIC, "Encoder inference (bench_encoder)", table, desc, FLAGS.append, FLAGS.label, notes
     )

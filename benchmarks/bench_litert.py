@@ -71,6 +71,10 @@ def define_flags() -> None:
 INPUT_NAMES = ("input_word_ids", "input_mask", "input_type_ids")
 # OpenVINO contender name suffix -> benchmarks/peers/openvino_peer.py source
 OPENVINO_SOURCES = {"our SavedModel": "ours", "HF ONNX": "hf"}
+SERVED = {  # with --prefer_tflite_model or not: served model -> (version, contender name)
+    True: {"float32": (1, "gRPC LiteRT float32"), "int8": (2, "gRPC LiteRT int8")},
+    False: {"saved_model": (1, "gRPC SavedModel")},
+}
 HF_AGREEMENT_SENTENCES = 64  # dev sentences whose int8 / float32 encoder outputs are compared
 
 
@@ -165,16 +169,14 @@ def agreement(task, paths, threads: int, ov=None, tmp: pathlib.Path | None = Non
 
 
 def start_server(base: pathlib.Path, tmp: pathlib.Path, litert: bool):
-    """serving.server on `base`, its models AVAILABLE: "float32" (version 1) and "int8" (version
-    2) with --prefer_tflite_model where `litert`, else "saved_model" (version 1)."""
+    """serving.server on `base` serving `SERVED[litert]`, its models AVAILABLE."""
     config = tmp / ("litert.config" if litert else "plain.config")
-    names = (("float32", 1), ("int8", 2)) if litert else (("saved_model", 1),)
     config.write_text(
         "model_config_list { "
         + " ".join(
             f'config {{ name: "{n}" base_path: "{base / "model"}" model_platform: "tensorflow" '
             f"model_version_policy {{ specific {{ versions: {v} }} }} }}"
-            for n, v in names
+            for n, (v, _) in SERVED[litert].items()
         )
         + " }"
     )
@@ -187,7 +189,7 @@ def start_server(base: pathlib.Path, tmp: pathlib.Path, litert: bool):
     log = tmp / f"server_{'litert' if litert else 'plain'}.log"
     server = common.ServerProcess(server_flags, log)
     try:
-        return server.wait_available(*(n for n, _ in names))
+        return server.wait_available(*SERVED[litert])
     except RuntimeError:
         server.stop()
         raise
@@ -334,10 +336,8 @@ def main(argv):
                 print("starting servers ...", flush=True)
                 for litert in (False, True) if FLAGS.saved_model else (True,):
                     started.append(start_server(tmp / "base", tmp, litert))
-                    models = ("float32", "int8") if litert else ("saved_model",)
-                    for model in models:
-                        label = f"LiteRT {model}" if litert else "SavedModel"
-                        servers[f"gRPC {label}"] = (started[-1].address, model)
+                    for model, (_, name) in SERVED[litert].items():
+                        servers[name] = (started[-1].address, model)
             shapes = common.encoder_shapes()
             (b, t), (_, lt) = shapes
             contenders = build_contenders(paths, shapes, servers, ort, ov, threads)
