@@ -187,12 +187,7 @@ def start_server(base: pathlib.Path, tmp: pathlib.Path, litert: bool):
         *(["--prefer_tflite_model"] if litert else []),
     ]
     log = tmp / f"server_{'litert' if litert else 'plain'}.log"
-    server = common.ServerProcess(server_flags, log)
-    try:
-        return server.wait_available(*SERVED[litert])
-    except RuntimeError:
-        server.stop()
-        raise
+    return common.ServerProcess(server_flags, log).wait_available(*SERVED[litert])
 
 
 def build_contenders(paths, shapes, servers, ort, ov, threads: int):
