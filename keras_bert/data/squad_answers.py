@@ -16,8 +16,9 @@ google-research/bert `run_squad.py::write_predictions`, on character offsets:
 
 One deliberate difference: positions that cannot start (or end) an answer are removed before
 taking the `n_best_size` best, so [CLS], question and padding logits never crowd valid
-positions out. The in-graph serving path (`keras_bert.saved_model.span_qa_signatures`) applies
-the same rule, so both return the same answer.
+positions out. The in-graph serving path
+(`keras_bert.saved_model.span_question_answerer_signatures`) applies the same rule, so both
+return the same answer.
 """
 
 from __future__ import annotations
@@ -35,8 +36,8 @@ NO_ANSWER_ODDS = 1e9
 def predicts_null(null_odds: float, threshold: float) -> bool:
     """The v2.0 rule: no answer when `null_odds` (null score - best non-null score) exceeds
     `threshold`, strictly, both rounded to float32 as the serving graph compares them
-    (`keras_bert.saved_model.span_qa_signatures`), so Python and graph agree on every value
-    (beyond float32's range a value is +-inf, as TensorFlow converts it)."""
+    (`keras_bert.saved_model.span_question_answerer_signatures`), so Python and graph agree on
+    every value (beyond float32's range a value is +-inf, as TensorFlow converts it)."""
     with np.errstate(over="ignore"):
         return bool(np.float32(null_odds) > np.float32(threshold))
 

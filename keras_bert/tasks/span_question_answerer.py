@@ -22,7 +22,9 @@ import tensorflow as tf
 from keras_bert.data import squad, squad_answers
 from keras_bert.data.dynamic_padding import trim_to_longest
 from keras_bert.layers.initializers import truncated_normal
-from keras_bert.saved_model.span_qa_signatures import SpanQAServingModule
+from keras_bert.saved_model.span_question_answerer_signatures import (
+    SpanQuestionAnswererServingModule,
+)
 from keras_bert.tasks.task import Task
 from keras_bert.tokenization.full_tokenizer import FullTokenizer
 
@@ -201,7 +203,7 @@ class SpanQuestionAnswerer(Task):
     # ---- export / config -------------------------------------------------------------------
 
     def serving_module(self, preprocessor):
-        return SpanQAServingModule(self, preprocessor)
+        return SpanQuestionAnswererServingModule(self, preprocessor)
 
     def squad_settings(self) -> dict:
         return {

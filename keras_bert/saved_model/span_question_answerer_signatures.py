@@ -43,7 +43,7 @@ WARMUP_PAIRS = (
 )
 
 
-class SpanQAServingModule(ServingModule):
+class SpanQuestionAnswererServingModule(ServingModule):
     """The signatures above for a `SpanQuestionAnswerer` task."""
 
     def __init__(self, task, preprocessor):
