@@ -20,8 +20,8 @@ from __future__ import annotations
 
 import dataclasses
 
-from absl import app, flags
-from keras_bert.cli import fail_usage, failing_without_room, require_reachable_flags
+from absl import flags
+from keras_bert.cli import fail_usage, failing_without_room, require_reachable_flags, run
 from keras_bert.training import arg_flags, args
 from keras_bert.training.flag_dependencies import check_flag_partners
 
@@ -100,4 +100,4 @@ def main(argv):
 
 
 if __name__ == "__main__":
-    app.run(main)
+    run(main)

@@ -6,6 +6,8 @@ line is `keras_bert.training.recipe.run_recipe`).
 Bad flags or bad input files are the user's to fix, not a crash: one line on stderr naming the
 problem, in the `prog: error: message` form argparse and most Unix tools use, and exit status 2,
 without a traceback or the flag help (absl's `UsageError` prints the whole module docstring first).
+Every program runs its `main` through `run`, so absl's own refusals (a required flag missing, an
+unknown flag, a value of the wrong type: `parse_flags`) end that way too.
 A file system without room (full, a quota, a file-size limit) ends a run the same way, with exit
 status 1 (`failing_without_room`).
 """
@@ -16,6 +18,7 @@ import contextlib
 import dataclasses
 import errno
 import os
+import re
 import sys
 from typing import Iterator, NoReturn
 
@@ -25,6 +28,10 @@ NO_ROOM_EXIT_CODE = 1
 # RLIMIT_FSIZE. TensorFlow's file errors carry only the words.
 _NO_ROOM_ERRNOS = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG)
 _NO_ROOM_WORDS = ("No space left on device", "Disk quota exceeded", "File too large")
+# How absl's validator of a required flag (`flags.mark_flag_as_required`) says it is missing, and
+# how it prefixes the message of a validator over several flags (ours name the flag: "--...").
+_ABSL_MISSING = re.compile(r"Flag --(\w+) must have a value other than None")
+_ABSL_MULTI_FLAG = re.compile(r"flags \w+=.*?: (--.*)")
 
 
 def fail_usage(message: str, status: int = USAGE_EXIT_CODE, program: str = "") -> NoReturn:
@@ -39,6 +46,51 @@ def fail_usage(message: str, status: int = USAGE_EXIT_CODE, program: str = "") -
     sys.stderr.write(f"{program}: error: {' '.join(str(message).split())}\n")
     sys.stderr.flush()
     sys.exit(status)
+
+
+def parse_flags(argv: list[str], flag_values=None) -> list[str]:
+    """absl's flag parsing (`flag_values`, default the global FLAGS), with a refusal ending as
+    every usage error of ours does (`fail_usage`: one line, exit 2), where absl's own parser
+    writes "FATAL Flags parsing error" over several lines and exits 1. A required flag that is
+    missing reads as one given empty does: "--<name> is required" (`check_not_empty`), each one
+    missing named; a check over several flags in its own words (absl's "flags a=.., b=..:"
+    prefix dropped); an unknown flag or a value of the wrong type, in absl's words.
+
+    Returns:
+        The arguments left after the flags, the program's name first (as `app.run` hands on).
+    """
+    from absl import flags
+
+    flag_values = flags.FLAGS if flag_values is None else flag_values
+    try:
+        return flag_values(argv)
+    except flags.Error as e:
+        fail_usage("; ".join(_absl_refusal(line) for line in str(e).splitlines() if line.strip()))
+
+
+def _absl_refusal(line: str) -> str:
+    """One refusal of absl's in our words (`parse_flags`)."""
+    if missing := _ABSL_MISSING.search(line):
+        return f"--{missing.group(1)} is required"
+    if ours := _ABSL_MULTI_FLAG.match(line.strip()):
+        return ours.group(1)
+    return line.strip()
+
+
+def run(main) -> None:
+    """`absl.app.run(main)` with our flag parsing (`parse_flags`), and an `absl.app.UsageError`
+    that `main` raises ending as a usage error of ours (absl's prints the module docstring and
+    the flags first): what every program of ours (recipes/, `python -m export`, `serving.*`)
+    runs as its `__main__`."""
+    from absl import app
+
+    def main_of_ours(argv):
+        try:
+            return main(argv)
+        except app.UsageError as e:
+            fail_usage(str(e))
+
+    app.run(main_of_ours, flags_parser=parse_flags)
 
 
 def is_no_room(error: BaseException) -> bool:

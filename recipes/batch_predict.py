@@ -14,11 +14,11 @@ See docs/batch_prediction.md.
 
 import sys
 
-from absl import app, flags
+from absl import flags
 
 from keras_bert import beam
 from keras_bert.batch_prediction import pipeline
-from keras_bert.cli import fail_usage, require_reachable_flags
+from keras_bert.cli import fail_usage, require_reachable_flags, run
 from keras_bert.training import arg_flags, args, argument_set
 from keras_bert.training.flag_dependencies import check_flag_partners
 
@@ -96,4 +96,4 @@ def main(argv):
 
 
 if __name__ == "__main__":
-    app.run(main)
+    run(main)

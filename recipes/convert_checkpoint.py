@@ -15,10 +15,10 @@ variables with their reasons).
 `keras_bert.checkpoints.save_encoder`); `conversion.json` is written beside it in every case.
 """
 
-from absl import app, flags
+from absl import flags
 
 from keras_bert import checkpoints, fileio
-from keras_bert.cli import fail_usage, require_reachable_flags
+from keras_bert.cli import fail_usage, require_reachable_flags, run
 from keras_bert.training import arg_flags, args, argument_set
 from keras_bert.training.flag_dependencies import check_flag_partners
 
@@ -105,4 +105,4 @@ def main(argv):
 
 
 if __name__ == "__main__":
-    app.run(main)
+    run(main)

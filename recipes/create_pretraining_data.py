@@ -20,11 +20,11 @@ import dataclasses
 import os
 import time
 
-from absl import app, flags
+from absl import flags
 
 from keras_bert import beam as beam_flags
 from keras_bert import fileio
-from keras_bert.cli import define_corpus_flags, fail_usage, require_reachable_flags
+from keras_bert.cli import define_corpus_flags, fail_usage, require_reachable_flags, run
 from keras_bert.training import arg_flags, argument_set
 from keras_bert.training.flag_dependencies import check_flag_partners
 from keras_bert.training.pretraining import PretrainConfig
@@ -133,4 +133,4 @@ def main(argv):
 
 
 if __name__ == "__main__":
-    app.run(main)
+    run(main)

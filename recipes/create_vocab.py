@@ -10,13 +10,13 @@ Writes `<vocab_file>.config.json` beside it (flags, size, seconds).
 
 import time
 
-from absl import app, flags
+from absl import flags
 
 from keras_bert.data import pretraining_data as pd
 from keras_bert.data.file_patterns import expand_file_patterns
 from keras_bert.data import vocab_builder
 from keras_bert import fileio
-from keras_bert.cli import define_corpus_flags, fail_usage, require_reachable_flags
+from keras_bert.cli import define_corpus_flags, fail_usage, require_reachable_flags, run
 from keras_bert.training.flag_dependencies import check_flag_partners
 
 FLAGS = flags.FLAGS
@@ -74,4 +74,4 @@ def main(argv):
 
 
 if __name__ == "__main__":
-    app.run(main)
+    run(main)

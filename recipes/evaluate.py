@@ -17,13 +17,13 @@ See docs/evaluation.md.
 
 import sys
 
-from absl import app, flags
+from absl import flags
 
 from keras_bert.evaluation import behaviour, comparison, evidence_pack, model_record, predictors
 from keras_bert.evaluation import recorded_predictions
 from keras_bert.evaluation import data_health, provenance, release_gate, report_sections
 from keras_bert.evaluation import report_writer
-from keras_bert.cli import fail_usage, require_reachable_flags
+from keras_bert.cli import fail_usage, require_reachable_flags, run
 from keras_bert.training import arg_flags, args, argument_set
 from keras_bert.training.flag_dependencies import check_flag_partners
 
@@ -281,4 +281,4 @@ def write(metrics, title, blocks):
 
 
 if __name__ == "__main__":
-    app.run(main)
+    run(main)

@@ -11,13 +11,13 @@ fine-tuning recipes' flags (`keras_bert.training.args`); --batch_size, this prog
 spelling of --eval_batch_size, still works with a warning. See docs/ner_swag_features.md.
 """
 
-from absl import app, flags
+from absl import flags
 
 from keras_bert import features, fileio
 from keras_bert.config import check_max_seq_length
 from keras_bert.tokenization.bert_preprocessor import BertPreprocessor
 from keras_bert.training import arg_flags, args, argument_set, model_setup
-from keras_bert.cli import fail_usage, require_reachable_flags
+from keras_bert.cli import fail_usage, require_reachable_flags, run
 from keras_bert.training.flag_dependencies import check_flag_partners
 
 F = flags
@@ -76,4 +76,4 @@ def main(argv):
 
 
 if __name__ == "__main__":
-    app.run(main)
+    run(main)

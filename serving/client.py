@@ -36,6 +36,7 @@ from serving.wire.protos import (
     predict_pb2,
     prediction_service_pb2_grpc,
 )
+from keras_bert import cli
 
 _FLAGS = flags.FLAGS
 
@@ -384,4 +385,4 @@ def main(argv):
 
 if __name__ == "__main__":
     _define_flags()
-    app.run(main)
+    cli.run(main)

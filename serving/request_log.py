@@ -29,13 +29,13 @@ import datetime
 import io
 import sys
 
-from absl import app, flags
+from absl import flags
 from tensorflow_serving.apis import prediction_log_pb2
 
 from serving.dispatch.inference import input_examples
 from serving.monitoring.request_logger import SUFFIX
 from serving.wire import dtypes, tensors, tfrecords
-from keras_bert import fileio
+from keras_bert import cli, fileio
 
 MAX_WARMUP_RECORDS = 1000  # TF Serving's limit (servables/tensorflow/saved_model_warmup_util.cc)
 _EXAMPLE_LOGS = ("classify_log", "regress_log", "multi_inference_log")
@@ -258,4 +258,4 @@ def main(argv):
 
 if __name__ == "__main__":
     define_flags()
-    app.run(main)
+    cli.run(main)

@@ -43,7 +43,7 @@ import sys
 import threading
 
 import grpc
-from absl import app, flags
+from absl import flags
 from google.protobuf import text_format
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
@@ -617,4 +617,4 @@ def main(argv):
 
 
 if __name__ == "__main__":
-    app.run(main)
+    cli.run(main)

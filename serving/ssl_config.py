@@ -43,7 +43,7 @@ import re
 import ssl
 
 import grpc
-from absl import app, flags
+from absl import flags
 from cryptography import x509
 from cryptography.exceptions import UnsupportedAlgorithm
 from cryptography.hazmat.primitives import serialization
@@ -427,4 +427,4 @@ def main(argv):
 
 if __name__ == "__main__":
     define_flags()
-    app.run(main)
+    cli.run(main)

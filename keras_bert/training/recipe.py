@@ -11,9 +11,15 @@ import dataclasses
 import sys
 from typing import Callable
 
-from absl import app, flags
+from absl import flags
 
-from keras_bert.cli import check_paths_reachable, fail_usage, failing_without_room, print_result
+from keras_bert.cli import (
+    check_paths_reachable,
+    fail_usage,
+    failing_without_room,
+    print_result,
+    run,
+)
 from keras_bert.training import arg_flags
 from keras_bert.training import trainer
 
@@ -55,7 +61,7 @@ def run_argument_set(cls, main: Callable) -> None:
     """Defines one absl flag per field of the argument set `cls` (listed by the running
     program's `--help`) and runs `main` (`argument_set_main`, `recipe_main`) on them."""
     arg_flags.define_flags(cls, module_name=sys.argv[0])
-    app.run(main)
+    run(main)
 
 
 def recipe_main(family, flag_values=None) -> Callable:

@@ -20,6 +20,7 @@ import sys
 import pytest
 from absl import flags
 
+from keras_bert.cli import parse_flags
 from keras_bert.faults import ENV as CRASH_ENV
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
@@ -66,11 +67,17 @@ def run_recipe(
 def run_recipe_main(name: str, *argv: str) -> None:
     """Runs recipes/<name>.py's `main` in this process with `argv` as its flags, then removes
     the flags it defined (each recipe defines its own into absl's global FLAGS)."""
+    run_program_main(REPO / "recipes" / f"{name}.py", *argv)
+
+
+def run_program_main(path, *argv: str) -> None:
+    """`run_recipe_main` of any absl program of this repository (`path`: its file)."""
+    name = pathlib.Path(path).stem
     module = f"recipe_{name}"
-    recipe = runpy.run_path(str(REPO / "recipes" / f"{name}.py"), run_name=module)
+    program = runpy.run_path(str(path), run_name=module)
     try:
-        flags.FLAGS([name, *argv])
-        recipe["main"]([name])
+        parse_flags([name, *argv])  # as the program's `cli.run` parses them
+        program["main"]([name])
     finally:
         for flag in list(flags.FLAGS.flags_by_module_dict().get(module, [])):
             delattr(flags.FLAGS, flag.name)

@@ -17,7 +17,7 @@ from keras_bert.training.families import classification, ner, squad, swag
 from keras_bert.training.pretraining import PretrainConfig
 from keras_bert.training.recipe import recipe_main
 from keras_bert.checkpoints import save_encoder
-from tests.recipes.recipe_process import REPO, run_recipe_main, usage_error
+from tests.recipes.recipe_process import REPO, run_program_main, run_recipe_main, usage_error
 from tests.tiny import tiny_encoder, tiny_vocab
 
 FILE = str(REPO / "README.md")  # a file that exists (SQuAD's checks read it)
@@ -134,24 +134,17 @@ def test_a_checkpoint_without_its_vocab_or_casing_is_one_line_in_convert_checkpo
 
 def test_the_tools_refuse_a_missing_vocab_file_in_one_line(tmp_path, monkeypatch, capsys):
     """tools/fast_tokenizer_parity.py and tools/fuzz_live_server.py, before anything runs."""
-    from absl.testing import flagsaver
-
-    from tools import fast_tokenizer_parity, fuzz_live_server
+    from tools import fuzz_live_server
 
     vocab, out = str(tmp_path / "nonexistent" / "vocab.txt"), tmp_path / "out"
-    monkeypatch.setattr("sys.argv", ["fast_tokenizer_parity.py"])
-    parsed = flags.FLAGS.is_parsed()
-    with flagsaver.flagsaver(), pytest.raises(SystemExit) as exit_:
-        try:
-            flags.FLAGS(["fast_tokenizer_parity.py", f"--vocab_file={vocab}"])
-            fast_tokenizer_parity.main([])
-        finally:
-            if not parsed:
-                flags.FLAGS.unparse_flags()
-    assert exit_.value.code == 2
-    assert capsys.readouterr().err == (
-        f"fast_tokenizer_parity.py: error: --vocab_file={vocab}: no such file\n"
+    tool = REPO / "tools" / "fast_tokenizer_parity.py"
+    err = usage_error(
+        capsys,
+        monkeypatch,
+        "fast_tokenizer_parity.py",
+        lambda: run_program_main(tool, f"--vocab_file={vocab}"),
     )
+    assert err == f"fast_tokenizer_parity.py: error: --vocab_file={vocab}: no such file\n"
     monkeypatch.setattr("sys.argv", ["fuzz_live_server.py"])
     with pytest.raises(SystemExit) as exit_:
         fuzz_live_server.main([f"--vocab_file={vocab}", f"--out={out}"])
