@@ -61,10 +61,8 @@ def _int32(rows):
 
 
 def _rss_bytes(pid) -> int:
-    for line in pathlib.Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1]) * 1024
-    return 0
+    rss = common.proc_status(pid).get("VmRSS")  # "1234 kB"
+    return int(rss.split()[0]) * 1024 if rss else 0
 
 
 def _still_answers(server) -> float:
