@@ -65,7 +65,7 @@ def parse_flags(argv: list[str], flag_values=None) -> list[str]:
     try:
         return flag_values(argv)
     except flags.Error as e:
-        fail_usage("; ".join(_absl_refusal(line) for line in str(e).splitlines() if line.strip()))
+        fail_usage("; ".join(_absl_refusal(line) for line in str(e).split("\n") if line.strip()))
 
 
 def _absl_refusal(line: str) -> str:
