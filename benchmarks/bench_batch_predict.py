@@ -11,7 +11,7 @@ import tempfile
 
 from absl import app, flags
 
-from benchmarks import common
+from benchmarks import common, serving_harness
 
 TOPIC = "beam"
 FLAGS = flags.FLAGS
@@ -29,7 +29,7 @@ def main(argv):
     desc = common.machine_description(["apache_beam"])
     sentences = [t.strip() for t in common.sst2_sentences("train")[0]]
     texts = [sentences[i % len(sentences)] for i in range(FLAGS.rows)]
-    task = common.sst2_classifier(128)
+    task = serving_harness.sst2_classifier(128)
     tmp = pathlib.Path(tempfile.mkdtemp(prefix="bench_batch_predict_"))
     version_dir = task.export(str(tmp / "models"), "sst2")
     data = tmp / "rows.tsv"

@@ -23,7 +23,7 @@ import tempfile
 import numpy as np
 from absl import app, flags
 
-from benchmarks import common
+from benchmarks import common, serving_harness
 
 MODEL_NAME = "bench_buckets"
 ARMS = ("pad to longest", "length buckets")
@@ -50,7 +50,7 @@ def workload(sentences: list, long_fraction: float, long_words: int, size: int) 
 def batching_config(args, length_buckets: tuple) -> str:
     """The batching parameters text proto (`args`: the parsed flag values)."""
     sizes = [f"allowed_batch_sizes: {s}" for s in args["allowed_batch_sizes"]]
-    return common.batching_config(
+    return serving_harness.batching_config(
         args["max_batch_size"],
         args["batch_timeout_micros"],
         args["num_batch_threads"],
@@ -69,18 +69,18 @@ def run_arm(model_dir, texts, args, length_buckets: tuple, work: pathlib.Path) -
     server_flags += [f"--batching_parameters_file={config}"]
     server_flags += [f"--grpc_max_threads={max(16, args['clients'])}"]
     clients = args["clients"]
-    with common.ServerProcess(server_flags, work / "batching.log") as server:
+    with serving_harness.ServerProcess(server_flags, work / "batching.log") as server:
         server.wait_available(MODEL_NAME)
 
         def request_of(text):
-            return common.predict_request(MODEL_NAME, {"text": [text]})
+            return serving_harness.predict_request(MODEL_NAME, {"text": [text]})
 
-        make_call = common.predict_rotation(server.address, texts, clients, request_of, 120)
+        make_call = serving_harness.predict_rotation(server.address, texts, clients, request_of, 120)
         try:
-            latencies, window = common.closed_loop(make_call, clients, args["seconds"])
+            latencies, window = serving_harness.closed_loop(make_call, clients, args["seconds"])
         except RuntimeError as e:
             raise RuntimeError(f"{e}\nserver log:\n{server.log_tail()}") from None
-    return (*common.load_figures(latencies, window), len(latencies))
+    return (*serving_harness.load_figures(latencies, window), len(latencies))
 
 
 def run_benchmark(model_dir: pathlib.Path, texts: list, args: dict, work: pathlib.Path) -> dict:
@@ -153,7 +153,7 @@ def main(argv):
     texts = workload(list(sentences), FLAGS.long_fraction, FLAGS.long_words, 4 * len(sentences))
     with tempfile.TemporaryDirectory() as tmp:
         tmp = pathlib.Path(tmp)
-        model_dir = common.served_model_dir(FLAGS.model_dir, tmp / "export")
+        model_dir = serving_harness.served_model_dir(FLAGS.model_dir, tmp / "export")
         results = run_benchmark(model_dir, texts, args, tmp / "run")
     body = report(results) + (
         f"\n{FLAGS.clients} closed-loop clients, {FLAGS.seconds:g} s per arm, "
@@ -163,7 +163,7 @@ def main(argv):
         f"{args['allowed_batch_sizes']}, batch_timeout_micros {FLAGS.batch_timeout_micros}, "
         f"num_batch_threads {FLAGS.num_batch_threads}; length_buckets "
         f"{list(args['length_buckets'])}; model: "
-        f"{common.served_model_name(FLAGS.model_dir)}.\n"
+        f"{serving_harness.served_model_name(FLAGS.model_dir)}.\n"
     )
     common.report(TOPIC, "Length-bucketed batching", body, desc, FLAGS.append)
     return 0

@@ -18,7 +18,7 @@ import time
 import numpy as np
 from absl import app, flags
 
-from benchmarks import common
+from benchmarks import common, serving_harness
 
 TOPIC = "export-litert"
 FLAGS = flags.FLAGS
@@ -187,7 +187,7 @@ def start_server(base: pathlib.Path, tmp: pathlib.Path, litert: bool):
         *(["--prefer_tflite_model"] if litert else []),
     ]
     log = tmp / f"server_{'litert' if litert else 'plain'}.log"
-    return common.ServerProcess(server_flags, log).wait_available(*SERVED[litert])
+    return serving_harness.ServerProcess(server_flags, log).wait_available(*SERVED[litert])
 
 
 def build_contenders(paths, shapes, servers, ort, ov, threads: int):
@@ -216,7 +216,7 @@ def build_contenders(paths, shapes, servers, ort, ov, threads: int):
         }
     for name, (address, model) in servers.items():
         contenders[name] = {
-            s: common.predict_call(address, common.predict_request(model, f, "encoded"))
+            s: serving_harness.predict_call(address, serving_harness.predict_request(model, f, "encoded"))
             for s, f in features.items()
         }
     for quant in ("float32", "int8") if ort is not None else ():

@@ -23,7 +23,7 @@ import time
 
 from absl import app, flags
 
-from benchmarks import common
+from benchmarks import common, serving_harness
 
 MODEL_NAME, SHADOW_NAME = "bench_reload", "bench_reload_shadow"
 EVENTS = ("publish", "reload: add model", "publish", "reload: remove model")
@@ -88,8 +88,8 @@ def run_benchmark(
     """The whole measurement in `work` (a fresh directory); returns `summarize`'s dict."""
     import grpc
 
-    server, controller, base = common.serve_version(model_dir, work, MODEL_NAME, poll_s)
-    shadow_base = common.stage_model(model_dir, work, SHADOW_NAME)
+    server, controller, base = serving_harness.serve_version(model_dir, work, MODEL_NAME, poll_s)
+    shadow_base = serving_harness.stage_model(model_dir, work, SHADOW_NAME)
     windows, begin = [], []
 
     def during():  # EVENTS in a cycle, `interval_s` apart, for `seconds` and one whole cycle
@@ -101,27 +101,27 @@ def run_benchmark(
             kind, start = EVENTS[len(windows) % len(EVENTS)], time.perf_counter()
             if kind == "publish":
                 version += 1
-                common.publish(model_dir, base, version)
+                serving_harness.publish(model_dir, base, version)
                 controller.wait_version(MODEL_NAME, version, proc=server.proc)
                 end = time.perf_counter()
                 shutil.rmtree(base / str(version - 1))
             else:
-                configs = [common.model_config(MODEL_NAME, base)]
+                configs = [serving_harness.model_config(MODEL_NAME, base)]
                 if kind == "reload: add model":
-                    configs.append(common.model_config(SHADOW_NAME, shadow_base))
+                    configs.append(serving_harness.model_config(SHADOW_NAME, shadow_base))
                 controller.reload(configs)
                 end = time.perf_counter()
             windows.append(Window(kind, start, end + margin_s))
         time.sleep(interval_s)  # a last quiet stretch
 
     try:
-        names = common.string_inputs(server.address, MODEL_NAME)
+        names = serving_harness.string_inputs(server.address, MODEL_NAME)
         requests = [
-            common.predict_request(MODEL_NAME, {n: [t if n == "text" else ""] for n in names})
+            serving_harness.predict_request(MODEL_NAME, {n: [t if n == "text" else ""] for n in names})
             for t in SENTENCES
         ]
-        make_call = common.predict_rotation(server.address, requests, clients)
-        records = common.client_threads(make_call, clients, during, tolerate=(grpc.RpcError,))
+        make_call = serving_harness.predict_rotation(server.address, requests, clients)
+        records = serving_harness.client_threads(make_call, clients, during, tolerate=(grpc.RpcError,))
     except RuntimeError as e:
         raise RuntimeError(f"{e}\nserver log:\n{server.log_tail()}") from None
     finally:
@@ -172,7 +172,7 @@ def main(argv):
     desc = common.machine_description(["grpcio", "tensorflow"])
     with tempfile.TemporaryDirectory() as tmp:
         tmp = pathlib.Path(tmp)
-        model_dir = common.served_model_dir(FLAGS.model_dir, tmp / "export")
+        model_dir = serving_harness.served_model_dir(FLAGS.model_dir, tmp / "export")
         result = run_benchmark(
             model_dir,
             FLAGS.clients,
@@ -186,7 +186,7 @@ def main(argv):
         f"\n{FLAGS.clients} clients, at least {FLAGS.seconds:g} s, an event every "
         f"{FLAGS.interval_s:g} s, server poll {FLAGS.poll_s:g} s, window margin "
         f"{FLAGS.window_margin_s:g} s; model: "
-        f"{common.served_model_name(FLAGS.model_dir)}.\n"
+        f"{serving_harness.served_model_name(FLAGS.model_dir)}.\n"
     )
     common.report(TOPIC, "Reload under load", body, desc, FLAGS.append)
     return 1 if result["failed"] else 0

@@ -21,7 +21,7 @@ import time
 import numpy as np
 from absl import app, flags
 
-from benchmarks import common
+from benchmarks import common, serving_harness
 
 TOPIC = "hardening"
 FLAGS = flags.FLAGS
@@ -139,7 +139,7 @@ def start_server(tree, base, log):
     """`python -m serving.server` started from `tree` on free ports, REST on, AVAILABLE."""
     server_flags = [f"--model_name={MODEL}", f"--model_base_path={base / MODEL}"]
     server_flags += ["--file_system_poll_wait_seconds=0", "--tensorflow_intra_op_parallelism=1"]
-    return common.ServerProcess(server_flags, log, rest=True, cwd=tree).wait_available(MODEL)
+    return serving_harness.ServerProcess(server_flags, log, rest=True, cwd=tree).wait_available(MODEL)
 
 
 IDS = common.random_batch(1, 32)  # the request of parts 2 and 3
@@ -169,8 +169,8 @@ def served(servers, path):
     tensors = {k: tf.constant(v) for k, v in IDS.items()}
     contenders = {"in process": lambda: fn(**tensors)}
     for label, server in servers.items():
-        request = common.predict_request(MODEL, IDS, "encoded")
-        contenders[f"gRPC, {label}"] = common.predict_call(server.address, request)
+        request = serving_harness.predict_request(MODEL, IDS, "encoded")
+        contenders[f"gRPC, {label}"] = serving_harness.predict_call(server.address, request)
         contenders[f"REST, {label}"] = _rest_caller(server)
     times = common.alternate(contenders, repetitions=FLAGS.calls // 10, inner=10, log=False)
     base = common.median(times["in process"])
@@ -218,10 +218,10 @@ def connections(servers):
     rows = []
     for label, server in servers.items():
         quiet = _client_latencies(server)
-        threads_quiet = common.proc_status(server.proc.pid)["Threads"]
+        threads_quiet = serving_harness.proc_status(server.proc.pid)["Threads"]
         held, opened_s = _hold(server, FLAGS.idle_connections, FLAGS.open_seconds)
         time.sleep(1)
-        threads_held = common.proc_status(server.proc.pid)["Threads"]
+        threads_held = serving_harness.proc_status(server.proc.pid)["Threads"]
         try:
             loaded = _client_latencies(server)
         finally:
@@ -255,7 +255,7 @@ def main(argv):
     sections = ["### 1. JSON conversion (in process)\n\n" + conversion()]
     with tempfile.TemporaryDirectory() as tmp:
         tmp = pathlib.Path(tmp)
-        path = common.sst2_classifier(128).export(str(tmp), MODEL)
+        path = serving_harness.sst2_classifier(128).export(str(tmp), MODEL)
         trees = {"this tree": common.REPO}
         if FLAGS.baseline_tree:
             trees["baseline tree"] = pathlib.Path(FLAGS.baseline_tree).resolve()

@@ -21,7 +21,7 @@ import tempfile
 
 from absl import app, flags
 
-from benchmarks import common
+from benchmarks import common, serving_harness
 
 MODEL_NAME, SHADOW_NAME = "bench_memory", "bench_memory_shadow"
 CALL_SHAPE = (1, 32)  # cut to the export's max_seq_length when that is shorter
@@ -29,7 +29,7 @@ CALL_SHAPE = (1, 32)  # cut to the export's max_seq_length when that is shorter
 
 def resident_mib(pid: int) -> tuple[float, float]:
     """(VmRSS, VmHWM) of process `pid`, in MiB."""
-    fields = common.proc_status(pid)
+    fields = serving_harness.proc_status(pid)
     return tuple(int(fields[k].split()[0]) / 1024 for k in ("VmRSS", "VmHWM"))  # from kB
 
 
@@ -48,8 +48,8 @@ def call(address: str, names, calls: int, shape: tuple[int, int]) -> None:
     """`calls` Predict calls of `shape` random ids on the `encoded` signature of each model in
     `names`."""
     for name in names:
-        predict = common.predict_call(
-            address, common.predict_request(name, common.random_batch(*shape), "encoded")
+        predict = serving_harness.predict_call(
+            address, serving_harness.predict_request(name, common.random_batch(*shape), "encoded")
         )
         for _ in range(calls):
             predict()
@@ -58,15 +58,15 @@ def call(address: str, names, calls: int, shape: tuple[int, int]) -> None:
 def measure_one(model_dir: pathlib.Path, work: pathlib.Path, calls: int, litert: bool) -> dict:
     """One model, then (SavedModel only) a second one added by a config reload."""
     flags_ = ("--prefer_tflite_model",) if litert else ()
-    server, controller, base = common.serve_version(model_dir, work, MODEL_NAME, 0.2, *flags_)
+    server, controller, base = serving_harness.serve_version(model_dir, work, MODEL_NAME, 0.2, *flags_)
     pid = server.proc.pid
     try:
         call(server.address, [MODEL_NAME], calls, call_shape(model_dir))
         result = {"one": resident_mib(pid), "tensorflow": tensorflow_mapped(pid)}
         if not litert:
-            shadow = common.stage_model(model_dir, work, SHADOW_NAME)
+            shadow = serving_harness.stage_model(model_dir, work, SHADOW_NAME)
             controller.reload(
-                [common.model_config(MODEL_NAME, base), common.model_config(SHADOW_NAME, shadow)]
+                [serving_harness.model_config(MODEL_NAME, base), serving_harness.model_config(SHADOW_NAME, shadow)]
             )
             controller.wait_version(SHADOW_NAME, 1, proc=server.proc)
             call(server.address, [MODEL_NAME, SHADOW_NAME], calls, call_shape(model_dir))
@@ -80,12 +80,12 @@ def measure_one(model_dir: pathlib.Path, work: pathlib.Path, calls: int, litert:
 def measure_swaps(model_dir: pathlib.Path, work: pathlib.Path, calls: int, cycles: int) -> list:
     """[(cycle, VmRSS MiB)] over `cycles` version swaps on a SavedModel server: cycle 0 (the first
     version), 1, every tenth and the last."""
-    server, controller, base = common.serve_version(model_dir, work, MODEL_NAME, 0.2)
+    server, controller, base = serving_harness.serve_version(model_dir, work, MODEL_NAME, 0.2)
     readings = []
     try:
         for cycle in range(cycles + 1):
             if cycle:
-                common.publish(model_dir, base, cycle + 1)
+                serving_harness.publish(model_dir, base, cycle + 1)
                 controller.wait_version(MODEL_NAME, cycle + 1, proc=server.proc)
                 shutil.rmtree(base / str(cycle))
             call(server.address, [MODEL_NAME], calls, call_shape(model_dir))
@@ -160,7 +160,7 @@ def main(argv):
     desc = common.machine_description(["grpcio", "tensorflow", "ai-edge-litert"])
     with tempfile.TemporaryDirectory() as tmp:
         tmp = pathlib.Path(tmp)
-        model_dir = common.served_model_dir(FLAGS.model_dir, tmp / "export", litert="float32")
+        model_dir = serving_harness.served_model_dir(FLAGS.model_dir, tmp / "export", litert="float32")
         result = run_benchmark(model_dir, tmp / "run", FLAGS.calls, FLAGS.cycles)
     body = report(result, FLAGS.cycles) + (
         f"\n{FLAGS.model_dir or 'MiniLM-L6 classifier (22.7M parameters, float32)'}, "

@@ -16,7 +16,7 @@ import tempfile
 import numpy as np
 from absl import app, flags
 
-from benchmarks import common
+from benchmarks import common, serving_harness
 
 TOPIC = "serving"
 FLAGS = flags.FLAGS
@@ -75,8 +75,8 @@ def text_vs_ids(loaded, sentences):
 
 def load_run(make_call, clients: int, rows_per_call: int = 1):
     """(rows/s, p50 ms, p99 ms) of `clients` threads calling make_call(k)() for --seconds."""
-    return common.load_figures(
-        *common.closed_loop(make_call, clients, FLAGS.seconds), rows_per_call
+    return serving_harness.load_figures(
+        *serving_harness.closed_loop(make_call, clients, FLAGS.seconds), rows_per_call
     )
 
 
@@ -87,10 +87,10 @@ def start_server(base: pathlib.Path, batch_timeout_micros, tmp: pathlib.Path):
     server_flags = [f"--model_name={MODEL_NAME}", f"--model_base_path={base / MODEL_NAME}"]
     if batching:
         conf = tmp / "batching.config"
-        conf.write_text(common.batching_config(16, batch_timeout_micros, 1))
+        conf.write_text(serving_harness.batching_config(16, batch_timeout_micros, 1))
         server_flags += ["--enable_batching", f"--batching_parameters_file={conf}"]
     log = tmp / f"server_{batch_timeout_micros if batching else 'nobatch'}.log"
-    return common.ServerProcess(server_flags, log, rest=batching).wait_available(MODEL_NAME)
+    return serving_harness.ServerProcess(server_flags, log, rest=batching).wait_available(MODEL_NAME)
 
 
 def batch_counts(rest_address) -> tuple[float, float]:
@@ -120,7 +120,7 @@ def in_process_runs(loaded, sentences, clients) -> dict:
 
     def inproc(rows, callers):
         def make(k):
-            it = common.rotation(sentences, k, callers)
+            it = serving_harness.rotation(sentences, k, callers)
             return probabilities(fn, lambda: {"text": tf.constant([next(it) for _ in range(rows)])})
 
         return make
@@ -140,7 +140,7 @@ def server_runs(base, tmp, sentences, clients) -> tuple[dict, dict]:
     results, mean_batch = {}, {}
 
     def request_of(sentence):
-        return common.predict_request(MODEL_NAME, {"text": [sentence]})
+        return serving_harness.predict_request(MODEL_NAME, {"text": [sentence]})
 
     for timeout in [None] + [int(t) for t in FLAGS.batch_timeout_micros] if clients else ():
         name = "gRPC Predict, batching off"
@@ -151,7 +151,7 @@ def server_runs(base, tmp, sentences, clients) -> tuple[dict, dict]:
                 print(f"{name}, {c} client(s) ...", flush=True)
                 rest = server.rest_address
                 before = batch_counts(rest) if rest else None
-                make = common.predict_rotation(server.address, sentences, c, request_of)
+                make = serving_harness.predict_rotation(server.address, sentences, c, request_of)
                 results[(name, c)] = load_run(make, c)
                 if rest:
                     after = batch_counts(rest)
@@ -192,7 +192,7 @@ def main(argv):
     with tempfile.TemporaryDirectory(prefix="bench_serving_") as tmp_name:
         tmp = pathlib.Path(tmp_name)
         base = tmp / "models"
-        path = common.sst2_classifier(FLAGS.max_seq_length).export(str(base), MODEL_NAME)
+        path = serving_harness.sst2_classifier(FLAGS.max_seq_length).export(str(base), MODEL_NAME)
         print(f"exported {path}", flush=True)
         loaded = tf.saved_model.load(str(path))
         print("text in vs ids in ...", flush=True)

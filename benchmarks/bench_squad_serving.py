@@ -19,7 +19,7 @@ import tempfile
 
 from absl import app, flags
 
-from benchmarks import common
+from benchmarks import common, serving_harness
 
 TOPIC = "serving"
 FLAGS = flags.FLAGS
@@ -76,7 +76,7 @@ def build_requests(examples, model_name, batch):
     groups = groups or [examples]
     return [
         (
-            common.predict_request(
+            serving_harness.predict_request(
                 model_name,
                 {"question": [e.question for e in group], "context": [e.context for e in group]},
             ),
@@ -92,7 +92,7 @@ def check_answers(address, requests):
     from keras_bert.metrics.squad import dataset_of, evaluate_v1
 
     predictions, answerable, offsets_ok, verbatim, empty_ok, bad = {}, [], 0, 0, 0, []
-    n, stub = 0, common.predict_stub(address)
+    n, stub = 0, serving_harness.predict_stub(address)
     for request, group in requests:
         out = stub.Predict(request, timeout=120).outputs
         texts = [t.decode("utf-8") for t in tf.make_ndarray(out["answer_text"]).tolist()]
@@ -141,9 +141,9 @@ def run(server, examples):
     rows = []
     for c in [int(x) for x in FLAGS.clients]:
         print(f"{c} client(s), {FLAGS.seconds:g} s ...", flush=True)
-        make_call = common.predict_rotation(server.address, [r for r, _ in requests], c, None, 120)
-        lat, window = common.closed_loop(make_call, c, FLAGS.seconds)
-        requests_per_s, *ms = common.load_figures(lat, window, quantiles=(50, 90, 99))
+        make_call = serving_harness.predict_rotation(server.address, [r for r, _ in requests], c, None, 120)
+        lat, window = serving_harness.closed_loop(make_call, c, FLAGS.seconds)
+        requests_per_s, *ms = serving_harness.load_figures(lat, window, quantiles=(50, 90, 99))
         rows.append((c, FLAGS.batch, requests_per_s * FLAGS.batch, requests_per_s, *ms, len(lat)))
     table = common.markdown_table(HEADERS, rows)
     words = [len(e.context.split()) for e in examples]
@@ -176,7 +176,7 @@ def main(argv):
     # SIGTERM (e.g. timeout, kill) raises SystemExit here so `finally` stops the server.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     with tempfile.TemporaryDirectory(prefix="bench_squad_serving_") as tmp:
-        server = common.ServerProcess(
+        server = serving_harness.ServerProcess(
             [
                 "--host=127.0.0.1",
                 f"--model_name={FLAGS.model_name}",

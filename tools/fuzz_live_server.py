@@ -23,7 +23,7 @@ import urllib.request
 import numpy as np
 from tensorflow_serving.apis import predict_pb2
 
-from benchmarks import common
+from benchmarks import common, serving_harness
 from keras_bert.training.arg_flags import check_input_file
 from tests.fuzz import live, servables
 from tests.serving.conftest import ServerProcess
@@ -61,7 +61,7 @@ def _int32(rows):
 
 
 def _rss_bytes(pid) -> int:
-    rss = common.proc_status(pid).get("VmRSS")  # "1234 kB"
+    rss = serving_harness.proc_status(pid).get("VmRSS")  # "1234 kB"
     return int(rss.split()[0]) * 1024 if rss else 0
 
 

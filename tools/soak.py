@@ -66,8 +66,8 @@ import time
 
 from absl import app, flags
 
-from benchmarks import common
-from benchmarks.common import Controller, model_config, proc_status, publish, string_inputs
+from benchmarks import common, serving_harness
+from benchmarks.serving_harness import Controller, model_config, proc_status, publish, string_inputs
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
 MODEL, SECOND, EXPORTED = "soak", "soak_b", "exported"
@@ -264,11 +264,11 @@ def checkpoint_faults(task_fn, disk: SmallDisk, multiples, steps: int = 6) -> li
 def disk_faults(directory: str, kind: str, export_fractions, checkpoint_multiples) -> dict:
     """The child process's work (see the module docstring); a JSON-able dict."""
     disk = SmallDisk(directory, kind)  # mounted by the parent
-    task = common.sst2_classifier(16, TINY_ENCODER)
+    task = serving_harness.sst2_classifier(16, TINY_ENCODER)
     return {
         "export": export_faults(task, disk, export_fractions),
         "checkpoint": checkpoint_faults(
-            lambda: common.sst2_classifier(16, TINY_ENCODER),
+            lambda: serving_harness.sst2_classifier(16, TINY_ENCODER),
             disk,
             checkpoint_multiples,
         ),
@@ -302,13 +302,13 @@ class Server:
     a file-size limit on the server must not cut its own log). `fsize`: its RLIMIT_FSIZE."""
 
     def __init__(self, flags: list, log: pathlib.Path, fsize: int | None = None):
-        self.grpc = f"127.0.0.1:{common.free_port()}"
-        self.rest_port = common.free_port()
+        self.grpc = f"127.0.0.1:{serving_harness.free_port()}"
+        self.rest_port = serving_harness.free_port()
         limit = (
             (lambda: resource.setrlimit(resource.RLIMIT_FSIZE, (fsize, fsize))) if fsize else None
         )
         self.proc = subprocess.Popen(
-            common.server_command(
+            serving_harness.server_command(
                 f"--port={self.grpc.rsplit(':', 1)[1]}", f"--rest_api_port={self.rest_port}", *flags
             ),
             stdout=subprocess.PIPE,
@@ -342,7 +342,7 @@ class Server:
             self.proc.kill()
             self.proc.wait()
         else:
-            common.stop_process(self.proc, timeout=60)
+            serving_harness.stop_process(self.proc, timeout=60)
         self._copier.join(timeout=30)
         self.controller.close()
 
@@ -936,7 +936,7 @@ def main(argv):
     desc = common.machine_description(["grpcio"])
     with tempfile.TemporaryDirectory(prefix="soak_") as tmp:
         tmp = pathlib.Path(tmp)
-        task = common.sst2_classifier(16, TINY_ENCODER if FLAGS.model == "tiny" else None)
+        task = serving_harness.sst2_classifier(16, TINY_ENCODER if FLAGS.model == "tiny" else None)
         source = pathlib.Path(task.export(str(tmp / "source"), "source"))
         result = run_soak(
             source,
