@@ -1,6 +1,6 @@
-"""Data and scoring for the PyTorch NER peer (`benchmarks/peers/hf_ner_peer.py`), in the project
-venv, on OUR CoNLL reader and OUR entity scorer (README.md here), so that the peer and
-`recipes/run_ner.py` train on the same sentences and tags and are scored the same way:
+"""Data and scoring for the PyTorch NER peer (`hf_ner_peer.py`) in the project venv, on OUR CoNLL
+reader and OUR entity scorer, so that the peer and `recipes/run_ner.py` train on the same sentences
+and tags and are scored the same way (README.md here):
 
     # write: train.json, valid.json, test.json (JSON lines {"tokens", "ner_tags"}) + data_info.json
     python -m benchmarks.peers.ner_peer_data --data_dir=$KERAS_BERT_DATA_DIR/conll2003 \
@@ -23,27 +23,20 @@ from keras_bert import fileio
 from keras_bert.data import conll
 from keras_bert.metrics.ner import entity_scores
 
-flags.DEFINE_enum(
-    "mode", "write", ["write", "score"], "Write the split files, or score predictions."
-)
+flags.DEFINE_enum("mode", "write", ["write", "score"], "Write the split files, or score them.")
 flags.DEFINE_string("data_dir", None, "write: CoNLL-2003 dir with train.txt, valid.txt, test.txt.")
 flags.DEFINE_string("output_dir", None, "write: where train.json, valid.json, test.json go.")
 flags.DEFINE_string("gold_file", None, "score: a split file written by --mode=write.")
 flags.DEFINE_string("predictions_file", None, "score: the peer's predictions for that split.")
 flags.DEFINE_integer("max_examples", None, "score: only the first N gold sentences.")
-flags.DEFINE_string(
-    "metrics_file",
-    None,
-    "score: output JSON (default: next to the predictions, metrics_<gold file stem>.json).",
-)
+flags.DEFINE_string("metrics_file", None, "score: output (default: metrics_<gold stem>.json).")
 FLAGS = flags.FLAGS
 
 SCORE_KEYS = ("precision", "recall", "f1", "accuracy")  # what families.ner.ner_scores keeps
 
 
 def write_splits(data_dir, output_dir) -> dict:
-    """Writes `<split>.json` for train, valid, test and `data_info.json`; returns the latter
-    (`{"splits": {split: conll.counts(...)}, "label_names": conll.label_names(train)}`)."""
+    """Writes `<split>.json` for train, valid, test and data_info.json; returns the latter."""
     fileio.makedirs(output_dir)
     splits = conll.read_conll_splits(data_dir)
     for name, sentences in splits.items():
@@ -59,15 +52,9 @@ def write_splits(data_dir, output_dir) -> dict:
 
 
 def score(gold_file, predictions_file, max_examples=None) -> dict:
-    """Entity-level scores of the peer's predictions against the gold split file: precision,
-    recall, f1, accuracy (as run_ner.py's dev / test entries), "sentences", "words", "cut_words"
-    and "entity_scores" (the whole `entity_scores` result).
-
-    Raises:
-        ValueError: different numbers of sentences, or a line whose tokens differ from the gold's.
-    """
-    gold = fileio.read_jsonl(str(gold_file))
-    gold = gold[:max_examples] if max_examples else gold
+    """Entity-level scores of the peer's predictions against the gold split file (README.md here).
+    Raises ValueError on different numbers of sentences, or a line whose tokens differ."""
+    gold = fileio.read_jsonl(str(gold_file))[: max_examples or None]
     predicted = fileio.read_jsonl(str(predictions_file))
     if len(predicted) != len(gold):
         raise ValueError(
@@ -91,19 +78,18 @@ def score(gold_file, predictions_file, max_examples=None) -> dict:
 
 def main(argv):
     del argv
+    needed = (
+        ("data_dir", "output_dir") if FLAGS.mode == "write" else ("gold_file", "predictions_file")
+    )
+    if not all(getattr(FLAGS, name) for name in needed):
+        raise app.UsageError(f"--mode={FLAGS.mode} needs --{needed[0]} and --{needed[1]}")
     if FLAGS.mode == "write":
-        if not (FLAGS.data_dir and FLAGS.output_dir):
-            raise app.UsageError("--mode=write needs --data_dir and --output_dir")
         info = write_splits(FLAGS.data_dir, FLAGS.output_dir)
         print(json.dumps(info["splits"]), info["label_names"])
         return
-    if not (FLAGS.gold_file and FLAGS.predictions_file):
-        raise app.UsageError("--mode=score needs --gold_file and --predictions_file")
     metrics = score(FLAGS.gold_file, FLAGS.predictions_file, FLAGS.max_examples)
-    stem = pathlib.PurePath(FLAGS.gold_file).stem
-    path = FLAGS.metrics_file or fileio.join(
-        fileio.parent(FLAGS.predictions_file), f"metrics_{stem}.json"
-    )
+    default = f"metrics_{pathlib.PurePath(FLAGS.gold_file).stem}.json"  # beside the predictions
+    path = FLAGS.metrics_file or fileio.join(fileio.parent(FLAGS.predictions_file), default)
     fileio.write_json(path, metrics)
     print(json.dumps({k: metrics[k] for k in SCORE_KEYS + ("sentences", "words", "cut_words")}))
     print(f"wrote {path}")

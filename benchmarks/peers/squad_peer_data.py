@@ -1,7 +1,6 @@
-"""Data and scoring for the PyTorch SQuAD peer (`benchmarks/peers/hf_squad_peer.py`), in the
-project venv, on OUR split and OUR scorer (README.md here), so that the peer and
-`recipes/run_squad.py --holdout_fraction=F` train on the same questions and are scored on the same
-questions by the same official evaluators:
+"""Data and scoring for the PyTorch SQuAD peer (`hf_squad_peer.py`) in the project venv, on OUR
+split and OUR scorer, so that the peer and `recipes/run_squad.py --holdout_fraction=F` train on the
+same questions and are scored on the same questions by the same official evaluators (README.md):
 
     # split: train.json (first titles) and heldout.json (last F of the titles)
     python -m benchmarks.peers.squad_peer_data --input_file=dev-v1.1.json --holdout_fraction=0.5 \
@@ -36,46 +35,25 @@ flags.mark_flag_as_required("input_file")
 FLAGS = flags.FLAGS
 
 
-def split_examples(
-    input_file,
-    holdout_fraction: float,
-    version_2_with_negative: bool,
-    max_eval_examples: int | None = None,
-):
+def split_examples(input_file, holdout_fraction, v2, max_eval_examples=None):
     """(train, held_out) `SquadExample`s: `families.squad.load_examples` on `input_file` given as
-    both files, as `run_squad.py --holdout_fraction` reads them.
-
-    Raises:
-        ValueError: a holdout_fraction outside (0, 1), a missing file, overlapping articles.
-    """
+    both files, as `run_squad.py --holdout_fraction` reads them (ValueError: a holdout_fraction
+    outside (0, 1), a missing file, overlapping articles)."""
     args = squad_family.SquadArgs(
         output_dir="unused",  # required by SquadArgs; load_examples writes nothing
         train_file=str(input_file),
         predict_file=str(input_file),
         holdout_fraction=holdout_fraction,
-        version_2_with_negative=version_2_with_negative,
+        version_2_with_negative=v2,
         max_eval_examples=max_eval_examples,
     )
     return squad_family.load_examples(args)[:2]
 
 
-def flat_record(example) -> dict:
-    """One `SquadExample` -> one record of run_qa.py's flat JSON layout."""
-    return {
-        "id": example.qas_id,
-        "title": example.title,
-        "context": example.context,
-        "question": example.question,
-        "answers": {
-            "text": [t for t, _ in example.answers],
-            "answer_start": [s for _, s in example.answers],
-        },
-    }
-
-
-def write_split(input_file, holdout_fraction, version_2_with_negative, output_dir) -> dict:
-    """Writes train.json and heldout.json; returns their counts."""
-    train, held_out = split_examples(input_file, holdout_fraction, version_2_with_negative)
+def write_split(input_file, holdout_fraction, v2, output_dir) -> dict:
+    """Writes train.json and heldout.json (run_qa.py's flat layout) and split.json; returns the
+    counts."""
+    train, held_out = split_examples(input_file, holdout_fraction, v2)
     usable = [e for e in train if e.is_impossible or e.answers]
     if len(usable) != len(train):
         logging.warning(
@@ -85,45 +63,38 @@ def write_split(input_file, holdout_fraction, version_2_with_negative, output_di
         )
     fileio.makedirs(output_dir)
     for name, part in (("train.json", usable), ("heldout.json", held_out)):
-        data = {"data": [flat_record(e) for e in part]}
-        fileio.write_json(fileio.join(output_dir, name), data, indent=None)
+        data = []
+        for e in part:
+            answers = {"text": [a[0] for a in e.answers], "answer_start": [a[1] for a in e.answers]}
+            record = {"id": e.qas_id, "title": e.title, "context": e.context}
+            data.append(record | {"question": e.question, "answers": answers})
+        fileio.write_json(fileio.join(output_dir, name), {"data": data}, indent=None)
     counts = {
         "train_questions": len(usable),
         "heldout_questions": len(held_out),
         "train_titles": len({e.title for e in train}),
         "heldout_titles": len({e.title for e in held_out}),
     }
+    split = {"input_file": fileio.basename(str(input_file)), "holdout_fraction": holdout_fraction}
     fileio.write_json(
-        fileio.join(output_dir, "split.json"),
-        counts
-        | {
-            "input_file": fileio.basename(str(input_file)),
-            "holdout_fraction": holdout_fraction,
-            "version_2_with_negative": version_2_with_negative,
-        },
+        fileio.join(output_dir, "split.json"), counts | split | {"version_2_with_negative": v2}
     )
     return counts
 
 
-def _read_json(path: pathlib.Path) -> dict:
-    if not path.is_file():
-        raise FileNotFoundError(f"{path}: not found (did the peer finish?)")
-    return fileio.read_json(str(path))
+def score(input_file, holdout_fraction, v2, predictions_dir, max_eval_examples=None) -> dict:
+    """The peer's peer_metrics.json (if any) and the official metrics of its predictions on the
+    held-out questions (our scorer). Raises ValueError unless the predictions are exactly the
+    held-out questions."""
+    held_out = split_examples(input_file, holdout_fraction, v2, max_eval_examples)[1]
 
+    def read(name):
+        path = pathlib.Path(predictions_dir) / name
+        if not path.is_file():
+            raise FileNotFoundError(f"{path}: not found (did the peer finish?)")
+        return fileio.read_json(str(path))
 
-def score(
-    input_file, holdout_fraction, version_2_with_negative, predictions_dir, max_eval_examples=None
-) -> dict:
-    """Official metrics of the peer's predictions on the held-out questions (our scorer).
-
-    Raises:
-        ValueError: the predictions are not exactly the held-out questions.
-    """
-    held_out = split_examples(
-        input_file, holdout_fraction, version_2_with_negative, max_eval_examples
-    )[1]
-    pred_dir = pathlib.Path(predictions_dir)
-    predictions = _read_json(pred_dir / "predictions.json")
+    predictions = read("predictions.json")
     ids = [e.qas_id for e in held_out]
     if set(predictions) != set(ids):
         raise ValueError(
@@ -132,44 +103,30 @@ def score(
             f"{len(set(predictions) - set(ids))} not held out (same "
             "--max_eval_examples as the peer's?)"
         )
-    if version_2_with_negative:
-        null_odds = _read_json(pred_dir / "null_odds.json")
-        non_null = _read_json(pred_dir / "best_non_null_predictions.json")
-        answers = {
-            q: {
-                "text": predictions[q],
-                "best_non_null_text": non_null[q],
-                "null_odds": float(null_odds[q]),
-            }
-            for q in ids
-        }
-    else:
-        answers = {q: {"text": predictions[q]} for q in ids}
-    metrics = squad_eval.evaluate(squad_eval.dataset_of(held_out), answers, version_2_with_negative)
-    peer_file = pred_dir / "peer_metrics.json"
-    peer = _read_json(peer_file) if peer_file.is_file() else {}
+    answers = {q: {"text": predictions[q]} for q in ids}
+    if v2:
+        null_odds, non_null = read("null_odds.json"), read("best_non_null_predictions.json")
+        for q in ids:
+            answers[q] |= {"best_non_null_text": non_null[q], "null_odds": float(null_odds[q])}
+    metrics = squad_eval.evaluate(squad_eval.dataset_of(held_out), answers, v2)
+    peer = pathlib.Path(predictions_dir, "peer_metrics.json").is_file()
     return (
-        peer
+        (read("peer_metrics.json") if peer else {})
         | metrics
-        | {"version_2_with_negative": version_2_with_negative, "scored_examples": len(held_out)}
+        | {"version_2_with_negative": v2, "scored_examples": len(held_out)}
     )
-
-
-def _require(flag: str) -> None:
-    """Refuses to run (a usage error) when the flag `flag` that this --mode needs is not set."""
-    if not getattr(FLAGS, flag):
-        raise app.UsageError(f"--{flag} is required with --mode={FLAGS.mode}")
 
 
 def main(argv):
     del argv
     # Both modes must draw the same held-out questions: the same file, fraction and version.
     split = (FLAGS.input_file, FLAGS.holdout_fraction, FLAGS.version_2_with_negative)
+    needed = "output_dir" if FLAGS.mode == "split" else "predictions_dir"
+    if not getattr(FLAGS, needed):
+        raise app.UsageError(f"--{needed} is required with --mode={FLAGS.mode}")
     if FLAGS.mode == "split":
-        _require("output_dir")
         result = write_split(*split, FLAGS.output_dir)
     else:
-        _require("predictions_dir")
         result = score(*split, FLAGS.predictions_dir, FLAGS.max_eval_examples)
         path = FLAGS.metrics_file or fileio.join(FLAGS.predictions_dir, "metrics.json")
         fileio.write_json(path, result)
