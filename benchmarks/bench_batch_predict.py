@@ -61,18 +61,12 @@ def main(argv):
     seconds = common.alternate(contenders, FLAGS.repetitions, warmup=0, log=False)
     rate = {name: len(texts) / common.median(s) for name, s in seconds.items()}
     rows = [
-        [
-            name,
-            f"{common.median(seconds[name]):.1f}",
-            f"{rate[name]:.1f}",
-            common.ratio(rate[name], rate["beam, no buckets"]),
-            common.ratio(rate[name], rate["task.predict"]),
-        ]
-        for name in contenders
+        [name, f"{common.median(s):.1f}", f"{rate[name]:.1f}"]
+        + [common.ratio(rate[name], rate[base]) for base in ("beam, no buckets", "task.predict")]
+        for name, s in seconds.items()
     ]
-    table = common.markdown_table(
-        ["contender", "seconds", "rows/s", "vs beam, no buckets", "vs task.predict"], rows
-    )
+    headers = ["contender", "seconds", "rows/s", "vs beam, no buckets", "vs task.predict"]
+    table = common.markdown_table(headers, rows)
     command = (
         f"python -m benchmarks.bench_batch_predict --rows={FLAGS.rows} "
         f"--batch_size={FLAGS.batch_size} --repetitions={FLAGS.repetitions}"

@@ -4,7 +4,8 @@ train steps alternating, medians. With --pipeline_batches, real SST-2 batches wi
 padding against keras-hub's fixed padding; with --accuracy_steps, SST-2 dev accuracy after
 fine-tuning ours in float32 and in bfloat16 (method: docs/results/fine-tuning.md).
 
-    python -m benchmarks.bench_finetune [--repetitions=4] [--pipeline_batches=16] [--accuracy_steps=150] [--notorch]
+    python -m benchmarks.bench_finetune [--repetitions=4] [--pipeline_batches=16] \
+        [--accuracy_steps=150] [--notorch]
 """
 
 import time
@@ -22,21 +23,14 @@ flags.DEFINE_integer("batch_size", 32, "Examples per step.")
 flags.DEFINE_integer("seq_length", 64, "Tokens per example (SST-2 sentences fit in 64).")
 flags.DEFINE_enum("jit_compile", "auto", ["auto", "true", "false"], "Keras compile(jit_compile).")
 flags.DEFINE_enum(
-    "ours_optimizer",
-    "fused",
-    ["fused", "keras"],
-    "Ours trains with FusedAdamW "
-    "(what run_classifier.py uses) or with keras.optimizers.AdamW like the peers.",
+    "ours_optimizer", "fused", ["fused", "keras"], "Ours with FusedAdamW or keras AdamW."
 )
 common.define_torch_flags()
 flags.DEFINE_bool("keras_hub", True, "Include keras-hub's BertTextClassifier.")
-flags.DEFINE_integer(
-    "pipeline_batches", 16, "Batches per cycle of the dynamic-padding comparison (0 = skip)."
-)
-flags.DEFINE_integer(
-    "accuracy_steps", 0, "Steps of the float32 vs bfloat16 dev-accuracy check (0 = skip)."
-)
+flags.DEFINE_integer("pipeline_batches", 16, "Batches of the dynamic-padding cycle (0 = skip).")
+flags.DEFINE_integer("accuracy_steps", 0, "Steps of the bfloat16 dev-accuracy check (0 = skip).")
 flags.DEFINE_bool("append", True, common.append_help(TOPIC))
+flags.adopt_module_key_flags(common)  # --torch*, the shapes: listed by --help
 flags.DEFINE_string("label", "", "Extra words for the appended section's title.")
 
 LR = 2e-5
@@ -49,23 +43,20 @@ def model(stack: str, dtype: str):
     decay 0.01; ours as run_classifier.py's FusedAdamW unless --ours_optimizer=keras), the
     --jit_compile choice, sparse cross-entropy on the logits."""
     import keras
+    import keras_hub
+
+    from keras_bert.tasks import TextClassifier
+    from keras_bert.training import FusedAdamW
 
     keras.utils.set_random_seed(0)
+    encoder = common.backbone(stack, dtype)
     optimizer = keras.optimizers.AdamW
     if stack == "ours":
-        import keras_bert
-        from keras_bert.tasks import TextClassifier
-        from keras_bert.training import FusedAdamW
-
-        encoder = keras_bert.from_pretrained(common.PRESET, dtype=dtype)
         classifier = TextClassifier(encoder, num_classes=2)
         optimizer = FusedAdamW if FLAGS.ours_optimizer == "fused" else optimizer
     else:
-        import keras_hub
-
-        backbone = keras_hub.models.BertBackbone.from_preset(str(common.model_dir()), dtype=dtype)
         classifier = keras_hub.models.BertTextClassifier(
-            backbone, num_classes=2, preprocessor=None, dtype=dtype
+            encoder, num_classes=2, preprocessor=None, dtype=dtype
         )
     classifier.compile(
         optimizer=optimizer(learning_rate=LR, weight_decay=0.01, epsilon=1e-6),
@@ -73,21 +64,6 @@ def model(stack: str, dtype: str):
         loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
     )
     return classifier
-
-
-def real_batches(data, labels, n_batches, batch_size, multiple=8):
-    """The first n_batches shuffled (seed 0) batches: (padded to seq_length, cut to longest row)."""
-    order = np.random.default_rng(0).permutation(len(labels))[: n_batches * batch_size]
-    padded, cut = [], []
-    for i in range(n_batches):
-        idx = order[i * batch_size : (i + 1) * batch_size]
-        full = {k: v[idx] for k, v in data.items()}
-        longest = int(full["input_mask"].sum(1).max())
-        width = min(full["input_mask"].shape[1], -(-longest // multiple) * multiple)
-        y = labels[idx].astype(np.int32)
-        padded.append((full, y))
-        cut.append(({k: v[:, :width] for k, v in full.items()}, y))
-    return padded, cut
 
 
 def keras_hub_table(eps: dict, measure: str) -> str:
@@ -103,50 +79,60 @@ def keras_hub_table(eps: dict, measure: str) -> str:
 
 
 def pipeline_comparison(data, labels):
-    """Examples/s over one cycle of real batches: ours dynamic padding vs keras-hub fixed padding."""
+    """(table, note): examples/s over one cycle of the first --pipeline_batches shuffled (seed 0)
+    real batches, ours cut to each batch's longest row (rounded up to 8) against keras-hub
+    padded to --seq_length."""
     b, n = FLAGS.batch_size, FLAGS.pipeline_batches
-    padded, cut = real_batches(data, labels, n, b)
+    order = np.random.default_rng(0).permutation(len(labels))[: n * b]
+    padded, cut = [], []
+    for i in range(n):
+        idx = order[i * b : (i + 1) * b]
+        full, y = {k: v[idx] for k, v in data.items()}, labels[idx].astype(np.int32)
+        width = min(FLAGS.seq_length, -(-int(full["input_mask"].sum(1).max()) // 8) * 8)
+        padded.append((common.keras_hub_inputs(full), y))
+        cut.append(({k: v[:, :width] for k, v in full.items()}, y))
     widths = [x["input_word_ids"].shape[1] for x, _ in cut]
-    hub_batches = [(common.keras_hub_inputs(x), y) for x, y in padded]
     contenders = {}
     for short, dtype in DTYPES.items():
         for stack, name, batches in (
             ("ours", f"ours {short}, dynamic padding", cut),
-            ("keras-hub", f"keras-hub {short}, padded to {FLAGS.seq_length}", hub_batches),
+            ("keras-hub", f"keras-hub {short}, padded to {FLAGS.seq_length}", padded),
         ):
             if stack == "ours" or FLAGS.keras_hub:
                 contenders[name] = lambda m=model(stack, dtype), bs=batches: [
                     m.train_on_batch(x, y) for x, y in bs
                 ]
     eps = common.rates(contenders, n * b, max(2, FLAGS.repetitions // 2), warmup=1)
-    table = keras_hub_table(eps, f"examples/s ({n} real batches of {b})")
     note = (
         f"Real SST-2 train batches (seed 0 order); ours cut to widths {widths} "
         f"(mean {np.mean(widths):.1f} tokens), keras-hub padded to {FLAGS.seq_length}; one timed "
         f"unit = {n} train_on_batch steps."
     )
-    return table, note
+    return keras_hub_table(eps, f"examples/s ({n} real batches of {b})"), note
 
 
-def accuracy_check(train, train_labels, dev, dev_labels, steps, batch_size):
+def accuracy_note(train, train_labels, steps: int, batch_size: int) -> str:
     """Fine-tunes ours `steps` steps in float32 and in bfloat16 (same order); dev accuracy."""
-    results = {}
+    dev_texts, dev_labels = common.sst2_sentences("dev")
+    dev = common.featurize(dev_texts, FLAGS.seq_length)
+    accuracy = {}
     for dtype in DTYPES.values():
         classifier = model("ours", dtype)
         start = time.perf_counter()
-        n = len(train_labels)
         for s in range(steps):
-            idx = np.arange(s * batch_size, (s + 1) * batch_size) % n
+            idx = np.arange(s * batch_size, (s + 1) * batch_size) % len(train_labels)
             classifier.train_on_batch({k: v[idx] for k, v in train.items()}, train_labels[idx])
         seconds = time.perf_counter() - start
         logits = classifier.predict(dev, batch_size=128, verbose=0)
-        results[dtype] = (float(np.mean(logits.argmax(1) == dev_labels)), seconds)
+        accuracy[dtype] = float(np.mean(logits.argmax(1) == dev_labels))
         print(
-            f"  {dtype}: dev accuracy {results[dtype][0]:.4f} after {steps} steps "
-            f"({seconds:.0f} s)",
-            flush=True,
+            f"  {dtype}: dev accuracy {accuracy[dtype]:.4f} after {steps} steps ({seconds:.0f} s)"
         )
-    return results
+    return (
+        f"Dev accuracy (SST-2 dev, {len(dev_labels)}) after {steps} steps of batch {batch_size} "
+        f"(ours, same data order and seed, constant lr {LR}): float32 "
+        f"{100 * accuracy['float32']:.2f}%, bfloat16 {100 * accuracy['mixed_bfloat16']:.2f}%."
+    )
 
 
 def main(argv):
@@ -156,9 +142,7 @@ def main(argv):
     b, t = FLAGS.batch_size, FLAGS.seq_length
     texts, labels = common.sst2_sentences("train", max(b, FLAGS.accuracy_steps * b, 8000))
     data = common.featurize(texts, t)
-    batch = {k: v[:b] for k, v in data.items()}
-    y = labels[:b].astype(np.int32)
-
+    batch, y = {k: v[:b] for k, v in data.items()}, labels[:b].astype(np.int32)
     peer = common.start_peer("PyTorch", FLAGS.torch)
     contenders = {}
     for short, dtype in DTYPES.items():
@@ -180,14 +164,12 @@ def main(argv):
             )
     eps = common.rates(contenders, b, FLAGS.repetitions, inner=FLAGS.steps_per_round)
     common.close_all(peer)
-
     table = keras_hub_table(eps, f"examples/s (batch {b} x {t})")
     opt_name = "FusedAdamW" if FLAGS.ours_optimizer == "fused" else "keras AdamW"
     notes = [
-        f"Keras compile(jit_compile={FLAGS.jit_compile!r}); AdamW lr {LR} (ours: {opt_name}, "
-        "the same update through TensorFlow's fused Adam kernel; keras-hub: keras AdamW); "
-        f"{FLAGS.repetitions} alternating rounds x {FLAGS.steps_per_round} steps; "
-        "train_on_batch on one fixed real SST-2 batch (no input pipeline in the timing)."
+        f"Keras compile(jit_compile={FLAGS.jit_compile!r}); AdamW lr {LR} (ours: {opt_name}); "
+        f"{FLAGS.repetitions} alternating rounds x {FLAGS.steps_per_round} steps on one fixed "
+        "real SST-2 batch."
     ]
     if FLAGS.pipeline_batches:
         print("dynamic padding comparison ...", flush=True)
@@ -196,16 +178,7 @@ def main(argv):
         notes.append(pipe_note)
     if FLAGS.accuracy_steps:
         print("accuracy check ...", flush=True)
-        dev_texts, dev_labels = common.sst2_sentences("dev")
-        dev = common.featurize(dev_texts, t)
-        acc = accuracy_check(
-            data, labels.astype(np.int32), dev, dev_labels, FLAGS.accuracy_steps, b
-        )
-        notes.append(
-            f"Dev accuracy (SST-2 dev, 872) after {FLAGS.accuracy_steps} steps of batch {b} "
-            f"(ours, same data order and seed, constant lr {LR}): float32 "
-            f"{100 * acc['float32'][0]:.2f}%, bfloat16 {100 * acc['mixed_bfloat16'][0]:.2f}%."
-        )
+        notes.append(accuracy_note(data, labels.astype(np.int32), FLAGS.accuracy_steps, b))
     title = "Fine-tuning throughput (bench_finetune)"
     common.report(TOPIC, title, table, desc, FLAGS.append, FLAGS.label, notes)
 

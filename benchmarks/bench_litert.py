@@ -22,52 +22,6 @@ from benchmarks import common, serving_harness
 
 TOPIC = "export-litert"
 FLAGS = flags.FLAGS
-
-
-def define_flags() -> None:
-    """The flags, defined when the benchmark runs or by a test, never at import."""
-    flags.DEFINE_string(
-        "model_dir", None, "Fine-tuned classifier: run_classifier output_dir or .keras."
-    )
-    flags.DEFINE_integer("repetitions", 7, "Alternating rounds at batch_size x seq_length.")
-    common.define_encoder_shape_flags(latency_calls=200)
-    flags.DEFINE_integer(
-        "litert_threads",
-        0,
-        "LiteRT interpreter threads, in process and in the "
-        "server (0 = one per CPU this process may use).",
-    )
-    flags.DEFINE_integer(
-        "server_threads",
-        0,
-        "serving.server --tensorflow_intra_op_parallelism "
-        "(0 = TensorFlow's default); the LiteRT server uses --litert_threads.",
-    )
-    flags.DEFINE_bool("onnxruntime", True, "Include the ONNX Runtime peer when available.")
-    flags.DEFINE_integer(
-        "onnxruntime_threads", 0, "ONNX Runtime intra-op threads (0 = its default)."
-    )
-    flags.DEFINE_bool("openvino", True, "Include the OpenVINO peer when available.")
-    flags.DEFINE_integer(
-        "openvino_threads", 0, "OpenVINO INFERENCE_NUM_THREADS (0 = its default).", lower_bound=0
-    )
-    flags.DEFINE_integer(
-        "openvino_calibration_sentences",
-        300,
-        "SST-2 train sentences calibrating OpenVINO's int8 models (nncf.quantize).",
-        lower_bound=1,
-    )
-    flags.DEFINE_bool("grpc", True, "Include the serving.server contenders.")
-    flags.DEFINE_bool(
-        "saved_model",
-        True,
-        "Include the SavedModel contenders (in process and served); --nosaved_model times the "
-        "LiteRT rows alone, with no TensorFlow runtime running between their blocks.",
-    )
-    flags.DEFINE_bool("append", False, common.append_help(TOPIC))
-    flags.mark_flag_as_required("model_dir")
-
-
 INPUT_NAMES = ("input_word_ids", "input_mask", "input_type_ids")
 # OpenVINO contender name suffix -> benchmarks/peers/openvino_peer.py source
 OPENVINO_SOURCES = {"our SavedModel": "ours", "HF ONNX": "hf"}
@@ -76,6 +30,30 @@ SERVED = {  # with --prefer_tflite_model or not: served model -> (version, conte
     False: {"saved_model": (1, "gRPC SavedModel")},
 }
 HF_AGREEMENT_SENTENCES = 64  # dev sentences whose int8 / float32 encoder outputs are compared
+
+
+def define_flags() -> None:
+    """The flags, defined when the benchmark runs or by a test, never at import."""
+    flags.DEFINE_string("model_dir", None, "A run_classifier output_dir or .keras task.")
+    flags.DEFINE_integer("repetitions", 7, "Alternating rounds at batch_size x seq_length.")
+    common.define_encoder_shape_flags(latency_calls=200)
+    flags.DEFINE_integer("litert_threads", 0, "LiteRT threads, also served (0 = per CPU).")
+    flags.DEFINE_integer("server_threads", 0, "The SavedModel server's intra-op threads.")
+    flags.DEFINE_bool("onnxruntime", True, "Include the ONNX Runtime peer when available.")
+    flags.DEFINE_integer("onnxruntime_threads", 0, "ONNX Runtime intra-op threads (0 = default).")
+    flags.DEFINE_bool("openvino", True, "Include the OpenVINO peer when available.")
+    flags.DEFINE_integer("openvino_threads", 0, "OpenVINO threads (0 = default).", lower_bound=0)
+    flags.DEFINE_integer(
+        "openvino_calibration_sentences",
+        300,
+        "SST-2 train sentences calibrating OpenVINO int8.",
+        lower_bound=1,
+    )
+    flags.DEFINE_bool("grpc", True, "Include the serving.server contenders.")
+    flags.DEFINE_bool("saved_model", True, "Include the SavedModel contenders (TF runtime).")
+    flags.DEFINE_bool("append", False, common.append_help(TOPIC))
+    flags.adopt_module_key_flags(common)  # the shapes: listed by --help
+    flags.mark_flag_as_required("model_dir")
 
 
 def export_versions(model_dir, base: pathlib.Path):
@@ -97,9 +75,8 @@ def export_versions(model_dir, base: pathlib.Path):
 def litert_runner(path: pathlib.Path, threads: int):
     from ai_edge_litert.interpreter import Interpreter
 
-    return Interpreter(
-        model_path=str(path / "model.tflite"), num_threads=threads
-    ).get_signature_runner("encoded")
+    interpreter = Interpreter(model_path=str(path / "model.tflite"), num_threads=threads)
+    return interpreter.get_signature_runner("encoded")
 
 
 def openvino_outputs(ov, source: str, ids: dict, tmp: pathlib.Path) -> dict:
@@ -109,13 +86,9 @@ def openvino_outputs(ov, source: str, ids: dict, tmp: pathlib.Path) -> dict:
     outputs = {}
     for quant in ("float32", "int8"):
         out = tmp / f"openvino_{source}_{quant}.npz"
+        threads = FLAGS.openvino_threads
         ov.add(
-            "predict",
-            source=source,
-            quant=quant,
-            threads=FLAGS.openvino_threads,
-            ids=str(ids_file),
-            out=str(out),
+            "predict", source=source, quant=quant, threads=threads, ids=str(ids_file), out=str(out)
         )
         with np.load(out) as f:
             outputs[quant] = f["output"]
@@ -170,54 +143,45 @@ def agreement(task, paths, threads: int, ov=None, tmp: pathlib.Path | None = Non
 
 def start_server(base: pathlib.Path, tmp: pathlib.Path, litert: bool):
     """serving.server on `base` serving `SERVED[litert]`, its models AVAILABLE."""
-    config = tmp / ("litert.config" if litert else "plain.config")
-    config.write_text(
-        "model_config_list { "
-        + " ".join(
-            f'config {{ name: "{n}" base_path: "{base / "model"}" model_platform: "tensorflow" '
-            f"model_version_policy {{ specific {{ versions: {v} }} }} }}"
-            for n, (v, _) in SERVED[litert].items()
-        )
-        + " }"
+    kind = "litert" if litert else "plain"
+    config = tmp / f"{kind}.config"
+    models = " ".join(
+        f'config {{ name: "{n}" base_path: "{base / "model"}" model_platform: "tensorflow" '
+        f"model_version_policy {{ specific {{ versions: {v} }} }} }}"
+        for n, (v, _) in SERVED[litert].items()
     )
+    config.write_text(f"model_config_list {{ {models} }}")
     threads = FLAGS.litert_threads if litert else FLAGS.server_threads
-    server_flags = [
-        f"--model_config_file={config}",
-        f"--tensorflow_intra_op_parallelism={threads}",
-        *(["--prefer_tflite_model"] if litert else []),
-    ]
-    log = tmp / f"server_{'litert' if litert else 'plain'}.log"
-    return serving_harness.ServerProcess(server_flags, log).wait_available(*SERVED[litert])
+    server_flags = [f"--model_config_file={config}", f"--tensorflow_intra_op_parallelism={threads}"]
+    server_flags += ["--prefer_tflite_model"] if litert else []
+    server = serving_harness.ServerProcess(server_flags, tmp / f"server_{kind}.log")
+    return server.wait_available(*SERVED[litert])
 
 
 def build_contenders(paths, shapes, servers, ort, ov, threads: int):
-    """name -> {(batch, seq): zero-argument callable}."""
+    """name -> {(batch, seq): zero-argument callable}, on fixed random ids of each shape."""
     import tensorflow as tf
-    from tensorflow.python.framework import convert_to_constants
 
-    loaded = tf.saved_model.load(str(paths["float32"]))  # owns the variables: keep it alive
-    saved = loaded.signatures["encoded"]
-    frozen = convert_to_constants.convert_variables_to_constants_v2(saved)
     features = {shape: common.random_batch(*shape, seed=1) for shape in shapes}
-    tensors = {s: {k: tf.constant(v) for k, v in f.items()} for s, f in features.items()}
     contenders = {}
     if FLAGS.saved_model:
-        contenders["SavedModel (TF)"] = {
-            s: lambda t=t, keep=loaded: saved(**t)["probabilities"].numpy()
-            for s, t in tensors.items()
-        }
-        contenders["SavedModel frozen (TF)"] = {
-            s: lambda t=t: frozen(**t) for s, t in tensors.items()
-        }
+        loaded = tf.saved_model.load(str(paths["float32"]))  # owns the variables: keep it alive
+        tensors = {s: {k: tf.constant(v) for k, v in f.items()} for s, f in features.items()}
+        run = loaded.signatures["encoded"]
+        contenders["SavedModel (TF)"] = common.calls(
+            lambda t, keep=loaded: run(**t)["probabilities"].numpy(), tensors
+        )
     for quantize in ("float32", "int8"):  # one interpreter per file: resized per shape
         runner = litert_runner(paths[quantize], threads)
-        contenders[f"LiteRT {quantize}"] = {
-            s: lambda r=runner, f=f: r(**f)["probabilities"] for s, f in features.items()
-        }
+        contenders[f"LiteRT {quantize}"] = common.calls(
+            lambda f, r=runner: r(**f)["probabilities"], features
+        )
     for name, (address, model) in servers.items():
+        requests = {
+            s: serving_harness.predict_request(model, f, "encoded") for s, f in features.items()
+        }
         contenders[name] = {
-            s: serving_harness.predict_call(address, serving_harness.predict_request(model, f, "encoded"))
-            for s, f in features.items()
+            s: serving_harness.predict_call(address, r) for s, r in requests.items()
         }
     for quant in ("float32", "int8") if ort is not None else ():
         contenders[f"onnxruntime {quant}"] = ort.at(
@@ -239,16 +203,11 @@ def table_rows(names, p50: dict, p99: dict, seqs: dict) -> tuple[list[str], list
     rows = []
     for name in names:
         quant = "int8" if "int8" in name else "float32"
-        ort = f"onnxruntime {quant}"
-        speed = [common.ratio(p50.get(ort), p50[name])]
-        tput = [common.ratio(seqs[name], seqs.get(ort))]
-        if with_openvino:
-            peers = [n for n in names if n.startswith(f"OpenVINO {quant} ")]
-            speed.append(common.ratio(min((p50[n] for n in peers), default=None), p50[name]))
-            tput.append(common.ratio(seqs[name], max((seqs[n] for n in peers), default=None)))
+        peers = [f"onnxruntime {quant}", *([f"OpenVINO {quant} "] if with_openvino else [])]
+        speed = [common.vs_best(p50[name], p50, p, lower_is_better=True) for p in peers]
+        tput = [common.vs_best(seqs[name], seqs, p) for p in peers]
         rows.append((name, p50[name], p99[name], *speed, seqs[name], *tput))
-    peers = ["ONNX Runtime", *(["best OpenVINO"] if with_openvino else [])]
-    return peers, rows
+    return ["ONNX Runtime", *(["best OpenVINO"] if with_openvino else [])], rows
 
 
 def served_overhead_notes(p50: dict) -> list[str]:
@@ -263,19 +222,6 @@ def served_overhead_notes(p50: dict) -> list[str]:
         + ", ".join(f"{i} {p50[s] - p50[i]:.2f} ms" for s, i in found)
         + "."
     ]
-
-
-OPENVINO_NOTE = (
-    "OpenVINO (benchmarks/peers/openvino_peer.py): CPU plugin, INFERENCE_PRECISION_HINT f32; int8 = "
-    "NNCF post-training static quantization (`nncf.quantize`, model_type TRANSFORMER: int8 "
-    "weights and activations, SmoothQuant and bias correction) calibrated on the first {n} SST-2 "
-    "train sentences, each at its own length. 'our SavedModel' converts the `encoded` signature "
-    "(as a TensorFlow ConcreteFunction, output probabilities; a conversion rule maps our "
-    "same-width Bitcasts to their input): the export directory does not convert, its "
-    "serving_default tokenizer table is refused ('HashTableV2 ... Variable or resource "
-    "`hash_table` is not initialized'), nor does model.tflite (BITCAST). 'HF ONNX' is ONNX "
-    "Runtime's model.onnx, the encoder only."
-)
 
 
 def start_openvino(export_dir: pathlib.Path, tmp: pathlib.Path):
@@ -316,44 +262,33 @@ def main(argv):
     common.set_threads_from_env()
     desc = common.machine_description(["ai_edge_litert"])
     ort = common.start_peer("ONNX Runtime", FLAGS.onnxruntime)
-    started = []
+    started, servers = [], {}
+    shapes = common.encoder_shapes()
+    (b, t), (_, lt) = shapes
     with tempfile.TemporaryDirectory(prefix="bench_litert_") as tmp:
         tmp = pathlib.Path(tmp)
         print("exporting (LiteRT float32 -> 1, int8 -> 2) ...", flush=True)
         task, paths, export_seconds = export_versions(FLAGS.model_dir, tmp / "base")
         threads = FLAGS.litert_threads or len(os.sched_getaffinity(0))
         ov = start_openvino(paths["float32"], tmp)
-        servers = {}
         try:
             print("SST-2 dev agreement ...", flush=True)
             agree = agreement(task, paths, threads, ov, tmp)
-            if FLAGS.grpc:
-                print("starting servers ...", flush=True)
-                for litert in (False, True) if FLAGS.saved_model else (True,):
-                    started.append(start_server(tmp / "base", tmp, litert))
-                    for model, (_, name) in SERVED[litert].items():
-                        servers[name] = (started[-1].address, model)
-            shapes = common.encoder_shapes()
-            (b, t), (_, lt) = shapes
+            for litert in ((False, True) if FLAGS.saved_model else (True,)) if FLAGS.grpc else ():
+                print("starting a server ...", flush=True)
+                started.append(start_server(tmp / "base", tmp, litert))
+                for model, (_, name) in SERVED[litert].items():
+                    servers[name] = (started[-1].address, model)
             contenders = build_contenders(paths, shapes, servers, ort, ov, threads)
-            seqs, lat = common.encoder_speed(
+            seqs, p50, p99, speed_note = common.encoder_speed(
                 contenders, shapes, FLAGS.repetitions, FLAGS.latency_calls, 5
             )
         finally:
             common.close_all(ort, ov, *started)
-    p50, p99 = ({n: v[i] for n, v in lat.items()} for i in (0, 1))
     peers, rows = table_rows(list(contenders), p50, p99, seqs)
-    table = common.markdown_table(
-        [
-            "contender",
-            f"p50 ms @1x{lt}",
-            "p99 ms",
-            *(f"p50 speed vs {p} (same precision)" for p in peers),
-            f"seq/s @{b}x{t}",
-            *(f"vs {p} (same precision)" for p in peers),
-        ],
-        rows,
-    )
+    headers = ["contender", f"p50 ms @1x{lt}", "p99 ms"]
+    headers += [f"p50 speed vs {p} (same precision)" for p in peers]
+    headers += [f"seq/s @{b}x{t}", *(f"vs {p} (same precision)" for p in peers)]
     notes = [
         f"Model: {pathlib.Path(FLAGS.model_dir).name} ({task.task_name or 'classifier'}, "
         f"{len(task.label_names or [])} labels); exports took {export_seconds['float32']:.0f} s "
@@ -362,17 +297,18 @@ def main(argv):
         f"LiteRT threads: {threads} (in process and in the --prefer_tflite_model server); "
         f"TensorFlow threads: {os.environ.get('BENCH_THREADS', 'default')}; ONNX Runtime "
         f"intra-op threads: {FLAGS.onnxruntime_threads or 'default'}; OpenVINO threads: "
-        f"{FLAGS.openvino_threads or 'default'}.",
-        f"{FLAGS.repetitions} alternating rounds at {b} x {t}; latency: "
-        f"{FLAGS.latency_calls} calls per contender in alternating blocks of 10.",
-        "ONNX Runtime runs the encoder only (Hugging Face BertModel, same pretrained weights), "
-        "ours the whole classifier (encoder, pooler, head, softmax, labels).",
-        *([OPENVINO_NOTE.format(n=FLAGS.openvino_calibration_sentences)] if ov else []),
+        f"{FLAGS.openvino_threads or 'default'}"
+        + (
+            f", int8 calibrated on {FLAGS.openvino_calibration_sentences} sentences." if ov else "."
+        ),
+        speed_note,
         *served_overhead_notes(p50),
     ]
     peers = "ONNX Runtime" + (" and OpenVINO" if ov else "")
     title = f"Exported model: LiteRT and SavedModel against {peers} (bench_litert)"
-    common.report(TOPIC, title, table, desc, FLAGS.append, notes=notes)
+    common.report(
+        TOPIC, title, common.markdown_table(headers, rows), desc, FLAGS.append, notes=notes
+    )
 
 
 if __name__ == "__main__":

@@ -31,15 +31,13 @@ def main(argv):
     desc = common.machine_description()
     sentences = common.sst2_sentences("dev", data=FLAGS.data_dir)[0]
     ref = FullTokenizer(vocab_file)
-    vocab = [None] * len(ref.vocab)
-    for t, i in ref.vocab.items():
-        vocab[i] = t
-    spec = [tf.TensorSpec([None], tf.string)]
+    vocab = sorted(ref.vocab, key=ref.vocab.get)  # tokens in id order
     fast = tensorflow_text.FastBertTokenizer(
         vocab, token_out_type=tf.int64, lower_case_nfd_strip_accents=True
     )
+    spec = [tf.TensorSpec([None], tf.string)]
     graph_fns = {
-        "tf_text": tf.function(lambda x: fast.tokenize(x), input_signature=spec),
+        "tf_text": tf.function(fast.tokenize, input_signature=spec),
         "tf_text+clean": tf.function(
             BertPreprocessor(vocab_file, tokenizer="tf_text").tokenize, input_signature=spec
         ),

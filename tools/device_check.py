@@ -177,8 +177,8 @@ class Report:
             "",
             f"- Command: `{command.strip()}`",
             f"- {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M UTC}, commit "
-            f"{common._git_commit()}, {state}",
-            f"- Machine: {common._cpu_model()}, {os.cpu_count()} logical cores",
+            f"{common.git_commit()}, {state}",
+            f"- Machine: {common.cpu_model()}, {os.cpu_count()} logical cores",
             "",
         ]
         lines = ["| " + " | ".join(COLUMNS) + " |", "|" + "|".join("---" for _ in COLUMNS) + "|"]
@@ -251,13 +251,12 @@ class Sizes:
 
 def make_encoder(dry_run: bool, dtype: str):
     """Ours: the real checkpoint, or (dry run) the tiny random encoder; Keras dtype policy `dtype`."""
-    import keras_bert
     from keras_bert.config import PRESETS
     from keras_bert.models.bert_encoder import BertEncoder
 
     if dry_run:
         return BertEncoder.from_config_object(PRESETS[TINY_PRESET], dtype=dtype)
-    return keras_bert.from_pretrained(common.PRESET, dtype=dtype)
+    return common.backbone("ours", dtype)
 
 
 @functools.lru_cache(maxsize=None)
@@ -402,9 +401,7 @@ def keras_hub_rows(dry_run: bool, sizes: Sizes, precisions, xla: bool) -> list[R
         if dry_run:
             backbone = keras_hub_backbone(PRESETS[TINY_PRESET], dtype=precision)
         else:
-            backbone = keras_hub.models.BertBackbone.from_preset(
-                str(common.model_dir()), dtype=precision
-            )
+            backbone = common.backbone("keras-hub", precision)
         model = keras_hub.models.BertTextClassifier(
             backbone, num_classes=2, preprocessor=None, dtype=precision
         )
@@ -528,7 +525,7 @@ def build_rows() -> list[Row]:
         )
     if not gpus:
         rows.append(Row("device", "GPU", result="none visible to TensorFlow"))
-    rows.append(Row("device", "CPU", result=common._cpu_model(), note=f"{os.cpu_count()} cores"))
+    rows.append(Row("device", "CPU", result=common.cpu_model(), note=f"{os.cpu_count()} cores"))
     try:
         smi = subprocess.run(
             [
@@ -691,7 +688,7 @@ def _missing(modules) -> str | None:
 def _torch_missing() -> str | None:
     """None when the peer's interpreter (common.peer_python()) imports torch and transformers."""
     if os.environ.get("KERAS_BERT_PEER_PYTHON"):
-        return common._python_has(common.peer_python(), ("torch", "transformers"))
+        return common.python_has(common.peer_python(), ("torch", "transformers"))
     return _missing(("torch", "transformers"))
 
 

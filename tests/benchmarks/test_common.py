@@ -78,14 +78,25 @@ def test_results_file_names_the_topics_when_it_does_not_know_one():
 
 def test_append_results_adds_a_section_after_what_is_there(tmp_path, monkeypatch):
     monkeypatch.setattr(common, "load_average", lambda: "0.10 0.20 0.30")
-    desc = {"machine": "m", "load_average": "1.00 2.00 3.00"}
-    monkeypatch.setattr(common, "describe_markdown", lambda d: f"- Machine: {d['machine']}")
+    desc = {
+        "cpu": "m",
+        "logical_cores": 2,
+        "cpu_flags": {"avx2": True, "amx_tile": False},
+        "os": "Linux",
+        "python": "3.11.7",
+        "versions": "numpy 2.4.6",
+        "git_commit": "abc1234",
+        "date": "2026-12-05 18:00 UTC",
+        "load_average": "1.00 2.00 3.00",
+    }
     path = tmp_path / "memory.md"
     path.write_text("# Memory\n\nWhat it measures.\n\n## An earlier section\n\nits text\n")
     common.append_results("memory", "Peak resident memory (bench_memory)", "| a |\n\n", desc, path)
     assert path.read_text() == (
         "# Memory\n\nWhat it measures.\n\n## An earlier section\n\nits text\n"
-        "\n## Peak resident memory (bench_memory)\n\n- Machine: m\n"
+        "\n## Peak resident memory (bench_memory)\n\n"
+        "- Machine: m, 2 logical cores; avx2=yes, amx_tile=no\n"
+        "- OS Linux, Python 3.11.7; numpy 2.4.6\n- Commit abc1234, 2026-12-05 18:00 UTC\n"
         "- Load average (1/5/15 min) before: 1.00 2.00 3.00; after: 0.10 0.20 0.30\n\n| a |\n"
     )
     missing = tmp_path / "new.md"
