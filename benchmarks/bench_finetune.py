@@ -22,9 +22,6 @@ flags.DEFINE_integer("steps_per_round", 2, "Timed train steps per contender per 
 flags.DEFINE_integer("batch_size", 32, "Examples per step.")
 flags.DEFINE_integer("seq_length", 64, "Tokens per example (SST-2 sentences fit in 64).")
 flags.DEFINE_enum("jit_compile", "auto", ["auto", "true", "false"], "Keras compile(jit_compile).")
-flags.DEFINE_enum(
-    "ours_optimizer", "fused", ["fused", "keras"], "Ours with FusedAdamW or keras AdamW."
-)
 common.define_torch_flags()
 flags.DEFINE_bool("keras_hub", True, "Include keras-hub's BertTextClassifier.")
 flags.DEFINE_integer("pipeline_batches", 16, "Batches of the dynamic-padding cycle (0 = skip).")
@@ -40,8 +37,8 @@ DTYPES = {"float32": "float32", "bfloat16": "mixed_bfloat16"}  # short name -> K
 def model(stack: str, dtype: str):
     """`stack` ("ours" or "keras-hub") as a two-class classifier on PRESET's weights (seed 0)
     under the dtype policy `dtype`, compiled as every contender here is: AdamW (lr LR, weight
-    decay 0.01; ours as run_classifier.py's FusedAdamW unless --ours_optimizer=keras), the
-    --jit_compile choice, sparse cross-entropy on the logits."""
+    decay 0.01; ours as run_classifier.py's FusedAdamW), the --jit_compile choice, sparse
+    cross-entropy on the logits."""
     import keras
     import keras_hub
 
@@ -50,10 +47,9 @@ def model(stack: str, dtype: str):
 
     keras.utils.set_random_seed(0)
     encoder = common.backbone(stack, dtype)
-    optimizer = keras.optimizers.AdamW
+    optimizer = FusedAdamW if stack == "ours" else keras.optimizers.AdamW
     if stack == "ours":
         classifier = TextClassifier(encoder, num_classes=2)
-        optimizer = FusedAdamW if FLAGS.ours_optimizer == "fused" else optimizer
     else:
         classifier = keras_hub.models.BertTextClassifier(
             encoder, num_classes=2, preprocessor=None, dtype=dtype
@@ -165,9 +161,8 @@ def main(argv):
     eps = common.rates(contenders, b, FLAGS.repetitions, inner=FLAGS.steps_per_round)
     common.close_all(peer)
     table = keras_hub_table(eps, f"examples/s (batch {b} x {t})")
-    opt_name = "FusedAdamW" if FLAGS.ours_optimizer == "fused" else "keras AdamW"
     notes = [
-        f"Keras compile(jit_compile={FLAGS.jit_compile!r}); AdamW lr {LR} (ours: {opt_name}); "
+        f"Keras compile(jit_compile={FLAGS.jit_compile!r}); AdamW lr {LR} (ours: FusedAdamW); "
         f"{FLAGS.repetitions} alternating rounds x {FLAGS.steps_per_round} steps on one fixed "
         "real SST-2 batch."
     ]
