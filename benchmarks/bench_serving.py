@@ -1,17 +1,35 @@
-"""Served latency of the exported SavedModel, in process and behind our gRPC server.
+r"""Served throughput and latency of `python -m serving.server` under the load --scenario picks,
+closed-loop gRPC clients (a channel each) at each --clients count (method:
+docs/results/serving.md, "Method"):
 
-The MiniLM-L6 classifier (a fixed random head), exported to a temporary directory: 1. in process,
-text in (`serving_default`) vs ids in (`encoded`) at batch 1 and --batch_size; 2. gRPC Predict of
-one SST-2 dev sentence per request through `python -m serving.server` at each --clients count,
-server batching off and on (one server per --batch_timeout_micros), beside in-process calls with
-the same clients (method: docs/results/serving.md, "Method"). Requests (sentences)/s, p50/p99 ms.
+- clients: in process, text in (`serving_default`) vs ids in (`encoded`); then one SST-2 dev
+  sentence per request, batching off and on, beside in-process calls: sentences/s, p50 / p99 ms.
+- buckets: batching that pads to the longest row against --length_buckets, dev sentences mixed
+  with long texts, --repetitions alternating runs: requests/s, p50 / p99 ms.
+- squad: --batch SQuAD questions per request to a SpanQuestionAnswerer export, after checking
+  the first answers (exit status 1 unless each is context[start:end]): questions/s, p50/p90/p99.
+- reload: a version published or a config reload every --interval_s: failed requests (exit
+  status 1 if any), p50 / p99 inside and outside the swap windows.
 
-    python -m benchmarks.bench_serving [--seconds=15] [--max_seq_length=128]
+    python -m benchmarks.bench_serving [--seconds=15] [--clients=1,16]
+    python -m benchmarks.bench_serving --scenario=buckets --clients=16 --seconds=60 \
+        --repetitions=2 --batch_timeout_micros=5000 --num_batch_threads=2 \
+        --allowed_batch_sizes=4,8,16
+    python -m benchmarks.bench_serving --scenario=squad --model_dir=models/squad/1 \
+        --predict_file=../shared/data/squad/dev-v1.1.json --clients=1,4
+    python -m benchmarks.bench_serving --scenario=reload --clients=16 --seconds=120
 """
 
+from __future__ import annotations
+
+import collections
+import itertools
 import os
 import pathlib
+import signal
+import sys
 import tempfile
+import time
 
 import numpy as np
 from absl import app, flags
@@ -20,21 +38,69 @@ from benchmarks import common, serving_harness
 
 TOPIC = "serving"
 FLAGS = flags.FLAGS
-flags.DEFINE_integer("max_seq_length", 128, "Tokens per sentence in serving_default.")
-flags.DEFINE_integer("batch_size", 32, "In-process batch for text-in vs ids-in.")
-flags.DEFINE_integer("repetitions", 5, "Alternating rounds for text-in vs ids-in.")
-flags.DEFINE_float("seconds", 15.0, "Duration of each client-load measurement.")
-flags.DEFINE_list("clients", ["1", "16"], "Concurrent client counts.")
-flags.DEFINE_list(
-    "batch_timeout_micros",
-    ["5000", "20000"],
-    "Server batching: wait after the first "
-    "request of a batch; one batching-on server (and table row) per value.",
-)
-flags.DEFINE_bool("grpc", True, "Run the client-load part (in process and through the server).")
-flags.DEFINE_bool("append", True, common.append_help(TOPIC))
+MODEL_NAME, SHADOW_NAME = "bench_serving", "bench_serving_shadow"
+POLL_FLAG = "--file_system_poll_wait_seconds="
 
-MODEL_NAME = "bench_minilm"
+
+def define_flags():
+    flags.DEFINE_enum("scenario", "clients", list(SCENARIOS), "The load (module docstring).")
+    flags.DEFINE_string("model_dir", None, "SavedModel version dir (default: export MiniLM-L6).")
+    flags.DEFINE_list("clients", ["1", "16"], "Closed-loop gRPC client counts, a run each.")
+    flags.DEFINE_float("seconds", 15.0, "Measured seconds of a run (after 1 s of warm-up).")
+    flags.DEFINE_integer("repetitions", 5, "Alternating rounds of the contenders.", lower_bound=1)
+    flags.DEFINE_multi_string("server_arg", [], "Extra serving.server flag, repeatable.")
+    flags.DEFINE_integer("max_batch_size", 16, "Server batching: max_batch_size.")
+    flags.DEFINE_list("batch_timeout_micros", ["5000", "20000"], "Server batching, a server each.")
+    flags.DEFINE_integer("num_batch_threads", 1, "Server batching: num_batch_threads.")
+    flags.DEFINE_list("allowed_batch_sizes", [], "Server batching: allowed_batch_sizes.")
+    flags.DEFINE_integer("sentences", None, "Use only the first N SST-2 dev sentences.")
+    flags.DEFINE_integer("max_seq_length", 128, "The default export's max_seq_length.")
+    flags.DEFINE_integer("batch_size", 32, "clients: in-process batch of text in vs ids in.")
+    flags.DEFINE_float("long_fraction", 0.125, "buckets: fraction of requests that are long.")
+    flags.DEFINE_integer("long_words", 90, "buckets: least words of a long text.", lower_bound=1)
+    flags.DEFINE_list("length_buckets", ["16", "32", "64"], "buckets: length_buckets (tokens).")
+    flags.DEFINE_string("predict_file", None, "squad: SQuAD v1.1/v2.0 JSON.")
+    flags.DEFINE_integer("min_words", 120, "squad: shortest context used (whitespace words).")
+    flags.DEFINE_integer("max_words", 180, "squad: longest context used (whitespace words).")
+    flags.DEFINE_integer("max_questions", 1000, "squad: at most this many questions, cycled.")
+    flags.DEFINE_integer("batch", 1, "squad: questions per request.", lower_bound=1)
+    flags.DEFINE_integer("check_requests", 20, "squad: requests checked before timing.")
+    flags.DEFINE_float("interval_s", 5.0, "reload: quiet seconds before each event.", lower_bound=0)
+    flags.DEFINE_float("poll_s", 0.5, "reload: the server's --file_system_poll_wait_seconds.")
+    flags.DEFINE_float("window_margin_s", 0.5, "reload: a swap window's tail.", lower_bound=0)
+    flags.DEFINE_bool("append", True, common.append_help(TOPIC))
+
+
+def served_load(server, items, clients: int, request_of=None, quantiles=(50, 99)) -> tuple:
+    """`closed_loop`'s figures of gRPC Predict of `items` in turn (`predict_rotation`)."""
+    make_call = serving_harness.predict_rotation(server.address, items, clients, request_of, 120)
+    return serving_harness.closed_loop(make_call, clients, FLAGS.seconds, quantiles=quantiles)
+
+
+def model_name() -> str:
+    return pathlib.Path(FLAGS.model_dir).name if FLAGS.model_dir else "MiniLM-L6 classifier"
+
+
+def text_request(text):
+    return serving_harness.predict_request(MODEL_NAME, {"text": [text]})
+
+
+def batching(work: pathlib.Path, timeout_micros: int, length_buckets=()) -> list[str]:
+    """The server flags of the batching flags' parameters, with `length_buckets`."""
+    sizes = [int(s) for s in FLAGS.allowed_batch_sizes]
+    args = FLAGS.max_batch_size, timeout_micros, FLAGS.num_batch_threads, sizes, length_buckets
+    return serving_harness.batching_flags(work, *args)
+
+
+def batching_note() -> str:
+    return (
+        f"batching: max_batch_size {FLAGS.max_batch_size}, batch_timeout_micros "
+        f"{', '.join(FLAGS.batch_timeout_micros)} (a server each), num_batch_threads "
+        f"{FLAGS.num_batch_threads}, allowed_batch_sizes {FLAGS.allowed_batch_sizes or 'any'}"
+    )
+
+
+# ----------------------------------------------------------------------------- clients
 HEADERS = ["path", "clients", "sentences/s", "p50 ms", "p99 ms", "vs in process, same clients"]
 HEADERS += ["vs in process, batches of that size", "rows per model call (server metrics)"]
 
@@ -48,72 +114,40 @@ def text_vs_ids(loaded, sentences):
     import tensorflow as tf
 
     text_fn, ids_fn = loaded.signatures["serving_default"], loaded.signatures["encoded"]
-    rows = []
+    rows, text, ids = [], "text in (serving_default)", "ids in (encoded)"
     for b in (1, FLAGS.batch_size):
         packed = common.featurize([s.decode() for s in sentences[:b]], FLAGS.max_seq_length)
         full = {k: tf.constant(v) for k, v in packed.items()}
         width = int(packed["input_mask"].sum(1).max())  # the batch's longest row
         calls = {
-            "text in (serving_default)": probabilities(
-                text_fn, {"text": tf.constant(sentences[:b])}
-            ),
-            "ids in (encoded), padded to max_seq_length": probabilities(ids_fn, full),
-            "ids in (encoded)": probabilities(ids_fn, {k: v[:, :width] for k, v in full.items()}),
+            text: probabilities(text_fn, {"text": tf.constant(sentences[:b])}),
+            f"{ids}, padded to max_seq_length": probabilities(ids_fn, full),
+            ids: probabilities(ids_fn, {k: v[:, :width] for k, v in full.items()}),
         }
-        np.testing.assert_allclose(
-            calls["text in (serving_default)"](), calls["ids in (encoded)"](), atol=1e-4
-        )
+        np.testing.assert_allclose(calls[text](), calls[ids](), atol=1e-4)
         reps = FLAGS.repetitions if b > 1 else max(2, FLAGS.repetitions // 2)
         times = common.alternate(calls, reps, warmup=2, inner=1 if b > 1 else 10, log=False)
         med = {k: common.median(v) for k, v in times.items()}
-        ref = med["ids in (encoded)"]
-        rows += [(n, b, b / med[n], med[n] * 1e3, common.ratio(ref, med[n])) for n in calls]
-    return common.markdown_table(
-        ["in process", "batch", "sentences/s", "median ms per call", "vs ids in"], rows
-    )
-
-
-def load_run(make_call, clients: int, rows_per_call: int = 1):
-    """(rows/s, p50 ms, p99 ms) of `clients` threads calling make_call(k)() for --seconds."""
-    return serving_harness.load_figures(
-        *serving_harness.closed_loop(make_call, clients, FLAGS.seconds), rows_per_call
-    )
-
-
-def start_server(base: pathlib.Path, batch_timeout_micros, tmp: pathlib.Path):
-    """A server, AVAILABLE; batching on with that timeout, or off for None (REST on only with
-    batching, for its batch-size metrics)."""
-    batching = batch_timeout_micros is not None
-    server_flags = [f"--model_name={MODEL_NAME}", f"--model_base_path={base / MODEL_NAME}"]
-    if batching:
-        conf = tmp / "batching.config"
-        conf.write_text(serving_harness.batching_config(16, batch_timeout_micros, 1))
-        server_flags += ["--enable_batching", f"--batching_parameters_file={conf}"]
-    log = tmp / f"server_{batch_timeout_micros if batching else 'nobatch'}.log"
-    return serving_harness.ServerProcess(server_flags, log, rest=batching).wait_available(MODEL_NAME)
+        rows += [(n, b, b / med[n], med[n] * 1e3, common.ratio(med[ids], med[n])) for n in calls]
+    headers = ["in process", "batch", "sentences/s", "median ms per call", "vs ids in"]
+    return common.markdown_table(headers, rows)
 
 
 def batch_counts(rest_address) -> tuple[float, float]:
     """(rows, model calls) so far, from the server's serving_batch_size Prometheus histogram."""
     import urllib.request
+
     from prometheus_client.parser import text_string_to_metric_families
 
     url = f"http://{rest_address}/monitoring/prometheus/metrics"
     with urllib.request.urlopen(url, timeout=10) as r:
-        text = r.read().decode()
-    rows = calls = 0.0
-    for family in text_string_to_metric_families(text):
-        if family.name == "serving_batch_size":
-            for sample in family.samples:
-                if sample.name.endswith("_sum"):
-                    rows += sample.value
-                elif sample.name.endswith("_count"):
-                    calls += sample.value
-    return rows, calls
+        families = text_string_to_metric_families(r.read().decode())
+        samples = [s for f in families if f.name == "serving_batch_size" for s in f.samples]
+    return tuple(sum(s.value for s in samples if s.name.endswith(e)) for e in ("_sum", "_count"))
 
 
 def in_process_runs(loaded, sentences, clients) -> dict:
-    """(path, clients) -> (sentences/s, p50, p99) for in-process calls of serving_default."""
+    """(path, clients) -> (sentences/s, p50, p99, calls) for in-process calls of serving_default."""
     import tensorflow as tf
 
     fn = loaded.signatures["serving_default"]
@@ -128,91 +162,342 @@ def in_process_runs(loaded, sentences, clients) -> dict:
     results = {}
     for c in clients:
         print(f"in process, {c} client(s) ...", flush=True)
-        results[("in process, single sentences", c)] = load_run(inproc(1, c), c)
+        single = serving_harness.closed_loop(inproc(1, c), c, FLAGS.seconds)
+        results[("in process, single sentences", c)] = single
         if c > 1:
-            results[(f"in process, batches of {c} (one caller)", c)] = load_run(inproc(c, 1), 1, c)
+            batches = serving_harness.closed_loop(inproc(c, 1), 1, FLAGS.seconds, c)
+            results[(f"in process, batches of {c} (one caller)", c)] = batches
     return results
 
 
-def server_runs(base, tmp, sentences, clients) -> tuple[dict, dict]:
-    """One server per batch timeout (and one without batching), each loaded by 1..N clients.
-    Returns (results as in_process_runs, rows per model call from the server's metrics)."""
-    results, mean_batch = {}, {}
+def sweep(model_dir, work, arms: dict, texts, clients, server_flags, repetitions=1) -> dict:
+    """(arm, clients) -> (requests/s, p50, p99 ms, requests measured, rows per model call or
+    "n/a"), medians over `repetitions` (requests summed): a fresh server per arm (label -> its
+    flags of a work dir), their order reversed every other repetition, loaded with `texts` (one
+    per request) by each client count."""
+    runs, order = collections.defaultdict(list), list(arms)
+    for r in range(repetitions):
+        for i, arm in enumerate(order if r % 2 == 0 else order[::-1]):
+            w = work / f"{r}-{i}"
+            args = model_dir, w, MODEL_NAME, *arms[arm](w), *server_flags
+            with serving_harness.serve(*args, rest=True) as server:
+                for c in clients:
+                    print(f"{arm}, {c} client(s), run {r + 1} ...", flush=True)
+                    before = batch_counts(server.rest_address)
+                    figures = served_load(server, texts, c, text_request)
+                    rows, calls = np.subtract(batch_counts(server.rest_address), before)
+                    runs[(arm, c)].append((*figures, rows / calls if calls else None))
 
-    def request_of(sentence):
-        return serving_harness.predict_request(MODEL_NAME, {"text": [sentence]})
+    def summary(rs):
+        medians = [common.median(x) for x in zip(*[r[:3] for r in rs])]
+        per_call = [r[4] for r in rs if r[4]]
+        per_call = f"{common.median(per_call):.1f}" if per_call else "n/a"
+        return (*medians, sum(r[3] for r in rs), per_call)
 
-    for timeout in [None] + [int(t) for t in FLAGS.batch_timeout_micros] if clients else ():
-        name = "gRPC Predict, batching off"
-        if timeout is not None:
-            name = f"gRPC Predict, batching on ({timeout / 1000:g} ms timeout)"
-        with start_server(base, timeout, tmp) as server:
-            for c in clients:
-                print(f"{name}, {c} client(s) ...", flush=True)
-                rest = server.rest_address
-                before = batch_counts(rest) if rest else None
-                make = serving_harness.predict_rotation(server.address, sentences, c, request_of)
-                results[(name, c)] = load_run(make, c)
-                if rest:
-                    after = batch_counts(rest)
-                    calls = after[1] - before[1]
-                    mean_batch[(name, c)] = (after[0] - before[0]) / calls if calls else None
-    return results, mean_batch
+    return {key: summary(rs) for key, rs in runs.items()}
 
 
-def results_table(results, mean_batch) -> tuple[str, list, list]:
-    """The Markdown table of every run with its ratios to the in-process calls, and its notes."""
+def clients_scenario(model_dir, work, clients, server_flags):
+    import tensorflow as tf
+
+    sentences = [s.encode("utf-8") for s in common.sst2_sentences("dev", FLAGS.sentences)[0]]
+    loaded = tf.saved_model.load(str(model_dir))
+    print("text in vs ids in ...", flush=True)
+    table = text_vs_ids(loaded, sentences)
+    print(table, flush=True)
+    results = in_process_runs(loaded, sentences, clients)
+    del loaded
+    arms = {"gRPC Predict, batching off": lambda w: []}
+    for t in map(int, FLAGS.batch_timeout_micros):
+        arms[f"gRPC Predict, batching on ({t / 1000:g} ms timeout)"] = lambda w, t=t: batching(w, t)
+    if clients:
+        results.update(sweep(model_dir, work, arms, sentences, clients, server_flags))
     rows = []
-    for (name, c), (tput, p50, p99) in results.items():
+    for (name, c), (tput, p50, p99, _, *per_call) in results.items():
         ref = results.get(("in process, single sentences", c), [None])[0]
         ref_batch = results.get((f"in process, batches of {c} (one caller)", c), [None])[0]
-        rows_per_call = f"{mean_batch[(name, c)]:.1f}" if mean_batch.get((name, c)) else "n/a"
         ratios = common.ratio(tput, ref), common.ratio(tput, ref_batch)
-        rows.append((name, c, tput, p50, p99, *ratios, rows_per_call))
+        rows.append((name, c, tput, p50, p99, *ratios, *(per_call or ["n/a"])))
     notes = [
-        f"MiniLM-L6 classifier (random fixed head), serving_default, max_seq_length "
-        f"{FLAGS.max_seq_length}, core-op tokenizer; SST-2 dev sentences, one per request.",
-        f"Server batching: max_batch_size 16, batch_timeout_micros "
-        f"{', '.join(FLAGS.batch_timeout_micros)} (one server each), num_batch_threads 1; rows "
-        "per model call from the server's serving_batch_size histogram over the window. Each "
-        "load window "
-        f"{FLAGS.seconds:.0f} s (+1 s warm-up counted); client and server share the cores.",
+        f"{model_name()}, serving_default, "
+        f"max_seq_length {FLAGS.max_seq_length}; SST-2 dev sentences, one per request.",
+        f"Server {batching_note()}; rows per model call from the server's serving_batch_size "
+        f"histogram over the window. Each load window {FLAGS.seconds:.0f} s (+1 s warm-up "
+        "counted); client and server share the cores.",
     ]
-    return common.markdown_table(HEADERS, rows), rows, notes
+    if rows:
+        table += "\n\n" + common.markdown_table(HEADERS, rows)
+    title = "Serving: SavedModel in process and gRPC (bench_serving)"
+    return title, common.with_notes(table, notes), True
+
+
+# ----------------------------------------------------------------------------- buckets
+def workload(sentences: list, long_fraction: float, long_words: int, size: int) -> list:
+    """`size` texts: dev sentences and, a fraction `long_fraction` of them, long texts (runs of
+    consecutive sentences of at least `long_words` words), in one shuffled order (seed 0)."""
+    rng = np.random.default_rng(0)
+    longs, i = [], 0
+    while len(longs) < max(1, size // 8):
+        words = []
+        while len(words) < long_words:
+            words += sentences[i % len(sentences)].split()
+            i += 1
+        longs.append(" ".join(words))
+    n_long = int(round(size * long_fraction))
+    texts = [longs[j % len(longs)] for j in range(n_long)]
+    texts += [sentences[j % len(sentences)] for j in range(size - n_long)]
+    rng.shuffle(texts)
+    return texts
+
+
+def buckets_scenario(model_dir, work, clients, server_flags):
+    sentences, _ = common.sst2_sentences("dev", FLAGS.sentences)
+    texts = workload(list(sentences), FLAGS.long_fraction, FLAGS.long_words, 4 * len(sentences))
+    buckets, pairs, arms = [int(b) for b in FLAGS.length_buckets], [], {}
+    for t in map(int, FLAGS.batch_timeout_micros):
+        pairs.append((f"pad to longest ({t / 1000:g} ms)", f"length buckets ({t / 1000:g} ms)"))
+        arms[pairs[-1][0]] = lambda w, t=t: batching(w, t)
+        arms[pairs[-1][1]] = lambda w, t=t: batching(w, t, buckets)
+    runs = sweep(model_dir, work, arms, texts, clients, server_flags, FLAGS.repetitions)
+    rows, lines = [], []
+    for pair, c in itertools.product(pairs, clients):
+        for arm in pair:
+            tput, p50, p99, measured, per_call = runs[(arm, c)]
+            rows.append((arm, c, tput, p50, p99, per_call, measured))
+        (padded, _, padded_p99, *_), (bucketed, _, bucketed_p99, *_) = (runs[(a, c)] for a in pair)
+        lines.append(
+            f"{pair[1]} / {pair[0]}, {c} clients: throughput "
+            f"{common.ratio(bucketed, padded)} (target > 1), p99 "
+            f"{common.ratio(bucketed_p99, padded_p99)} (target < 1)."
+        )
+    headers = ["batching", "clients", "requests/s", "p50 ms", "p99 ms", "rows per model call"]
+    table = common.markdown_table([*headers, "requests measured"], rows)
+    notes = [
+        *lines,
+        f"{FLAGS.seconds:g} s per run, {FLAGS.repetitions} repetition(s); workload: "
+        f"{len(sentences)} SST-2 dev sentences, {FLAGS.long_fraction:.1%} long texts (>= "
+        f"{FLAGS.long_words} words); {batching_note()}; length_buckets {buckets}; model: "
+        f"{model_name()}.",
+    ]
+    return "Length-bucketed batching", common.with_notes(table, notes), True
+
+
+# ----------------------------------------------------------------------------- squad
+def squad_requests(path, batch: int) -> tuple[list, list]:
+    """The first --max_questions SquadExamples of `path` with --min_words..--max_words context
+    words, and a (PredictRequest, [examples]) per `batch` of them (a partial last one dropped)."""
+    from keras_bert.data.squad import read_squad_examples
+
+    lo, hi = FLAGS.min_words, FLAGS.max_words
+    examples = read_squad_examples(path, version_2_with_negative=True)
+    examples = [e for e in examples if lo <= len(e.context.split()) <= hi][: FLAGS.max_questions]
+    if not examples:
+        raise app.UsageError(f"{path}: no question has a context of {lo}-{hi} words")
+    groups = [examples[i : i + batch] for i in range(0, len(examples) - batch + 1, batch)]
+    groups = groups or [examples]
+    fields = [
+        {"question": [e.question for e in g], "context": [e.context for e in g]} for g in groups
+    ]
+    return examples, [
+        (serving_harness.predict_request(MODEL_NAME, x), g) for x, g in zip(fields, groups)
+    ]
+
+
+def check_answers(address, requests):
+    """Sends each request once; returns (offset-consistent, EM, verbatim, questions, first bad)."""
+    import tensorflow as tf
+
+    from keras_bert.metrics.squad import dataset_of, official_scores
+
+    predictions, examples, offsets_ok, verbatim, bad = {}, [], 0, 0, []
+    stub = serving_harness.predict_stub(address)
+    for request, group in requests:
+        out = stub.Predict(request, timeout=120).outputs
+        texts, starts, ends = (
+            tf.make_ndarray(out[k]).tolist() for k in ("answer_text", "start", "end")
+        )
+        if not len(texts) == len(starts) == len(ends) == len(group):
+            raise RuntimeError(f"{len(group)} questions sent, {len(texts)} answers back")
+        for e, text, s, t in zip(group, [x.decode() for x in texts], starts, ends):
+            predictions[e.qas_id] = text
+            examples.append(e)
+            offsets_ok += e.context[s:t] == text
+            if e.context[s:t] != text and len(bad) < 3:
+                bad.append(
+                    f"{e.qas_id}: answer_text {text!r} != context[{s}:{t}] {e.context[s:t]!r}"
+                )
+            verbatim += text in {a for a, _ in e.answers} or (not e.answers and text == "")
+    em = official_scores(dataset_of(examples), predictions, True)["exact_match"]  # "" = no answer
+    return offsets_ok, round(em * len(examples) / 100), verbatim, len(examples), bad
+
+
+def squad_scenario(model_dir, work, clients, server_flags):
+    examples, requests = squad_requests(FLAGS.predict_file, FLAGS.batch)
+    print(f"{len(examples)} questions, {len(requests)} requests of {FLAGS.batch}", flush=True)
+    with serving_harness.serve(model_dir, work, MODEL_NAME, *server_flags) as server:
+        checked = requests[: FLAGS.check_requests]
+        offsets_ok, em, verbatim, n, bad = check_answers(server.address, checked)
+        check = (
+            f"first {len(checked)} requests ({n} questions): answer_text == context[start:end] "
+            f"for {offsets_ok}/{n}; served answer equals a gold answer: EM (official "
+            f"normalization) {em}/{n}, verbatim {verbatim}/{n}"
+        )
+        print(check, flush=True)
+        rows = []
+        for c in clients:
+            print(f"{c} client(s), {FLAGS.seconds:g} s ...", flush=True)
+            figures = served_load(server, [r for r, _ in requests], c, None, (50, 90, 99))
+            rows.append((c, FLAGS.batch, figures[0] * FLAGS.batch, *figures))
+    headers = ["clients", "questions per request", "questions/s", "requests/s", "p50 ms"]
+    table = common.markdown_table([*headers, "p90 ms", "p99 ms", "requests measured"], rows)
+    words = [len(e.context.split()) for e in examples]
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    notes = [
+        f"gRPC Predict (`serving_default`) on {pathlib.Path(FLAGS.model_dir).name} via `python -m "
+        f"serving.server` ({' '.join(server_flags)}).",
+        f"{len(examples)} questions from {pathlib.Path(FLAGS.predict_file).name}, contexts "
+        f"{min(words)}-{max(words)} words (mean {sum(words) / len(words):.0f}); "
+        f"{FLAGS.batch} question(s) per request; latency per request; each window "
+        f"{FLAGS.seconds:g} s after 1 s warm-up; client and server share {cores} core(s) "
+        "(this process's affinity).",
+        f"Check: {check}.",
+        *(["Offset mismatches: " + "; ".join(bad)] if bad else []),
+    ]
+    title = "SQuAD serving: gRPC Predict (bench_serving --scenario=squad)"
+    return title, common.with_notes(table, notes), offsets_ok == n
+
+
+# ----------------------------------------------------------------------------- reload
+EVENTS = ("publish", "reload: add model", "publish", "reload: remove model")
+RELOAD_SENTENCES = [
+    "a gripping, funny film",
+    "the plot never quite comes together, and the second half drags on far too long",
+    "fine",
+    "an uneven but often rewarding piece of work whose best moments stay with you for days",
+]
+
+
+def summarize(calls: list, windows: list) -> dict:
+    """Of `client_threads` records (start, end, PredictResponse or error) and the swap windows
+    (kind of EVENTS, start, the event's end plus the margin): {"rows": [(group, requests,
+    failed, p50 ms, p99 ms or "n/a")], "failed", "requests", "p99_ratio": p99 inside / outside
+    (None without both), "versions": sorted versions that answered, "events": [kinds done]}."""
+    groups = {"outside swap windows": [], "inside swap windows": []}
+    for kind in dict.fromkeys(EVENTS):
+        groups[f"inside: {kind}"] = []
+    for call in calls:  # inside the first window its [start, end] overlaps
+        window = next((w for w in windows if call[0] <= w[2] and call[1] >= w[1]), None)
+        if window is None:
+            groups["outside swap windows"].append(call)
+        else:
+            groups["inside swap windows"].append(call)
+            groups[f"inside: {window[0]}"].append(call)
+    rows, p99 = [], {}
+    for group, members in groups.items():
+        ok = [end - start for start, end, r in members if not isinstance(r, Exception)]
+        p50_ms, p99[group] = (common.percentile(ok, q) * 1e3 if ok else "n/a" for q in (50, 99))
+        rows.append((group, len(members), len(members) - len(ok), p50_ms, p99[group]))
+    out, into = p99["outside swap windows"], p99["inside swap windows"]
+    answered = [r for _, _, r in calls if not isinstance(r, Exception)]
+    return {
+        "rows": rows,
+        "requests": len(calls),
+        "failed": len(calls) - len(answered),
+        "p99_ratio": into / out if "n/a" not in (out, into) else None,
+        "versions": sorted({r.model_spec.version.value for r in answered}),
+        "events": [kind for kind, _, _ in windows],
+    }
+
+
+def reload_run(model_dir, clients, work, *flags, seconds, interval_s, poll_s, window_margin_s):
+    """One reload-under-load measurement in `work` (a fresh directory); `summarize`'s dict."""
+    import grpc
+
+    server = serving_harness.serve(model_dir, work, MODEL_NAME, f"{POLL_FLAG}{poll_s}", *flags)
+    controller, base = server.controller, server.base
+    shadow = serving_harness.stage_model(model_dir, work, SHADOW_NAME)
+    windows, begin = [], []
+
+    def during():  # EVENTS in a cycle, `interval_s` apart, for `seconds` and one whole cycle
+        time.sleep(1.0)  # warm-up: channels, first calls
+        begin.append(time.perf_counter())
+        version = 1
+        while len(windows) < len(EVENTS) or time.perf_counter() < begin[0] + seconds:
+            time.sleep(interval_s)
+            kind, start = EVENTS[len(windows) % len(EVENTS)], time.perf_counter()
+            if kind == "publish":
+                version += 1
+                end = server.swap_version(model_dir, version)
+            else:
+                both = {MODEL_NAME: base, SHADOW_NAME: shadow}
+                controller.reload(both if kind.endswith("add model") else {MODEL_NAME: base})
+                end = time.perf_counter()
+            windows.append((kind, start, end + window_margin_s))
+        time.sleep(interval_s)  # a last quiet stretch
+
+    with server:
+        names = serving_harness.string_inputs(server.address, MODEL_NAME)
+        inputs = [{n: [t if n == "text" else ""] for n in names} for t in RELOAD_SENTENCES]
+        requests = [serving_harness.predict_request(MODEL_NAME, x) for x in inputs]
+        make_call = serving_harness.predict_rotation(server.address, requests, clients)
+        records = serving_harness.client_threads(make_call, clients, during, (grpc.RpcError,))
+    return summarize([c for c in records if c[0] >= begin[0]], windows)
+
+
+def reload_report(result: dict) -> str:
+    table = common.markdown_table(
+        ["requests", "count", "failed", "p50 ms", "p99 ms"], result["rows"]
+    )
+    ratio = result["p99_ratio"]
+    counts = collections.Counter(result["events"])
+    events = ", ".join(f"{n} {kind}" for kind, n in counts.items())
+    return (
+        f"{table}\n\nFailed requests: {result['failed']} of {result['requests']} (target 0). "
+        f"p99 inside / outside swap windows: {'n/a' if ratio is None else f'{ratio:.2f}x'} "
+        f"(target at most 2x). Events: {events}. Versions that answered: "
+        f"{result['versions']}.\n"
+    )
+
+
+def reload_scenario(model_dir, work, clients, server_flags):
+    sections, failed = [], 0
+    timing = {k: FLAGS[k].value for k in ("seconds", "interval_s", "poll_s", "window_margin_s")}
+    for c in clients:
+        print(f"{c} client(s), reloads every {FLAGS.interval_s:g} s ...", flush=True)
+        result = reload_run(model_dir, c, work / str(c), *server_flags, **timing)
+        failed += result["failed"]
+        sections.append(
+            reload_report(result) + f"\n{c} clients, at least {FLAGS.seconds:g} s, an event "
+            f"every {FLAGS.interval_s:g} s, server poll {FLAGS.poll_s:g} s, window margin "
+            f"{FLAGS.window_margin_s:g} s; model: {model_name()}.\n"
+        )
+    return "Reload under load", "\n".join(sections), failed == 0
+
+
+SCENARIOS = {"clients": clients_scenario, "buckets": buckets_scenario}
+SCENARIOS |= {"squad": squad_scenario, "reload": reload_scenario}
 
 
 def main(argv):
     del argv
+    if FLAGS.scenario == "squad" and not (FLAGS.model_dir and FLAGS.predict_file):
+        raise app.UsageError("--scenario=squad needs --model_dir and --predict_file")
     common.set_threads_from_env()
     desc = common.machine_description(["grpcio", "tensorflow-serving-api"])
-    import tensorflow as tf
-
-    sentences = [s.encode("utf-8") for s in common.sst2_sentences("dev")[0]]
-    clients = [int(c) for c in FLAGS.clients] if FLAGS.grpc else []
-    with tempfile.TemporaryDirectory(prefix="bench_serving_") as tmp_name:
-        tmp = pathlib.Path(tmp_name)
-        base = tmp / "models"
-        path = serving_harness.sst2_classifier(FLAGS.max_seq_length).export(str(base), MODEL_NAME)
-        print(f"exported {path}", flush=True)
-        loaded = tf.saved_model.load(str(path))
-        print("text in vs ids in ...", flush=True)
-        table1 = text_vs_ids(loaded, sentences)
-        print(table1, flush=True)
-        results = in_process_runs(loaded, sentences, clients)
-        del loaded
-        served, mean_batch = server_runs(base, tmp, sentences, clients)
-        results.update(served)
-    table2, rows, notes = results_table(results, mean_batch)
-    common.report(
-        TOPIC,
-        "Serving: SavedModel in process and gRPC (bench_serving)",
-        table1 + ("\n\n" + table2 if rows else ""),
-        desc,
-        FLAGS.append,
-        notes=notes,
-    )
+    # SIGTERM (e.g. timeout, kill) raises SystemExit here, so that the server is stopped.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    clients = [int(c) for c in FLAGS.clients]
+    server_flags = [f"--grpc_max_threads={max([16, *clients])}", *FLAGS.server_arg]
+    with tempfile.TemporaryDirectory(prefix="bench_serving_") as tmp:
+        tmp = pathlib.Path(tmp)
+        args = FLAGS.model_dir, tmp / "export", FLAGS.max_seq_length
+        model_dir = serving_harness.served_model_dir(*args)
+        title, body, ok = SCENARIOS[FLAGS.scenario](model_dir, tmp / "run", clients, server_flags)
+    common.report(TOPIC, title, body, desc, FLAGS.append)
+    return 0 if ok else 1
 
 
 if __name__ == "__main__":
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    define_flags()
     app.run(main)

@@ -1,4 +1,4 @@
-"""Smoke-test helper for bench_squad_serving: a tiny random-weight SQuAD export.
+"""Smoke-test helper for bench_serving --scenario=squad: a tiny random-weight SQuAD export.
 
 Builds a `SpanQuestionAnswerer` on a tiny random `BertEncoder` (hidden 32, 2 layers, seed 0)
 with the real MiniLM uncased vocabulary (so SQuAD contexts tokenize as in a real run) and the
@@ -7,7 +7,7 @@ with `task.export(base, name)` (as tests/tasks/test_span_question_answerer.py do
 are random spans: useful for plumbing and offset checks, never for EM or speed of a real model.
 
     python -m tools.make_tiny_squad_export "$TMPDIR"/tiny_squad_models [--model_name=squad]
-    # then --model_base_path="$TMPDIR"/tiny_squad_models/squad
+    # then --model_dir="$TMPDIR"/tiny_squad_models/squad/<version>
 """
 
 import os

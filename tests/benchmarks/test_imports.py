@@ -8,11 +8,10 @@ import sys
 from tests.recipes.recipe_process import REPO
 
 IMPORTED_BY_TESTS = (
-    "benchmarks.bench_bucketed_batching",
     "benchmarks.bench_litert",
     "benchmarks.bench_memory",
-    "benchmarks.bench_reload_under_load",
     "benchmarks.bench_server_memory",
+    "benchmarks.bench_serving",
     "benchmarks.common",
     "benchmarks.peers.openvino_peer",
     "benchmarks.peers.squad_task_to_hf",

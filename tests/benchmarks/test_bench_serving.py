@@ -1,0 +1,56 @@
+"""benchmarks/bench_serving.py: the buckets scenario's workload and batching file, and the reload
+scenario at a CI size on a tiny model. Figures are reported, never asserted (SPEC section 10);
+the clients, buckets and squad loads start a server per arm, too long for CI, and are run by hand
+(the module docstring)."""
+
+import dataclasses
+
+from benchmarks import bench_serving as bench
+from benchmarks import serving_harness
+from serving.dispatch.batching import BatchingOptions, parse_batching_parameters
+from tests.serving import saved_models
+
+
+def test_workload_mixes_long_texts_in():
+    sentences = ["a b c", "d e", "f g h i"]
+    texts = bench.workload(sentences, 0.25, 10, 16)
+    assert len(texts) == 16
+    longs = [t for t in texts if len(t.split()) >= 10]
+    assert len(longs) == 4 and sorted(set(texts) - set(longs)) == sentences
+
+
+def test_batching_file_parses_as_the_server_reads_it(tmp_path):
+    def parsed(work, buckets):
+        flags = serving_harness.batching_flags(work, 8, 2000, 2, (4, 8), buckets)
+        assert flags == ["--enable_batching", f"--batching_parameters_file={work}/batching.config"]
+        return parse_batching_parameters((work / "batching.config").read_text())
+
+    want = BatchingOptions(
+        max_batch_size=8,
+        batch_timeout_micros=2000,
+        num_batch_threads=2,
+        max_enqueued_batches=1000,
+        allowed_batch_sizes=(4, 8),
+    )
+    assert parsed(tmp_path / "padded", ()) == want
+    bucketed = parsed(tmp_path / "bucketed", (8, 16))
+    assert bucketed == dataclasses.replace(want, length_buckets=(8, 16))
+
+
+def test_small_reload_run_fails_no_request(tmp_path):
+    """A few seconds of 4 closed-loop gRPC clients while versions are published and removed and
+    the config is reloaded (a model added, then removed): no request may fail."""
+    saved_models.build_classifier(str(tmp_path / "model"), seed=0)
+    timing = {"seconds": 1.0, "interval_s": 0.2, "poll_s": 0.2, "window_margin_s": 0.2}
+    result = bench.reload_run(tmp_path / "model", 4, tmp_path / "run", **timing)
+    assert result["requests"] > 0 and result["failed"] == 0
+    assert result["events"][: len(bench.EVENTS)] == list(bench.EVENTS)
+    publishes = result["events"].count("publish")
+    assert set(result["versions"]) <= set(range(1, publishes + 2))  # only versions it published
+    rows = {group: (count, failed) for group, count, failed, _, _ in result["rows"]}
+    inside, outside = rows["inside swap windows"][0], rows["outside swap windows"][0]
+    assert inside + outside == result["requests"]
+    assert inside == sum(rows[f"inside: {kind}"][0] for kind in dict.fromkeys(bench.EVENTS))
+    text = bench.reload_report(result)
+    assert f"Failed requests: 0 of {result['requests']} (target 0)" in text
+    assert "| inside swap windows |" in text
