@@ -140,20 +140,12 @@ def build_contenders(shapes, peer, tf_peers, ort_peer):
 def check_predictions(encoders, probe_train: int, seq_length: int) -> str:
     """The note comparing bfloat16 with float32 predictions of a logistic probe on our
     mean-pooled embeddings."""
-    import tensorflow as tf
     from sklearn.linear_model import LogisticRegression
 
-    def embed(encoder, feats, batch=64):
-        fn = tf.function(
-            lambda f: encoder(f, training=False)["sequence_output"], reduce_retracing=True
-        )
-        out = []
-        for i in range(0, len(feats["input_word_ids"]), batch):
-            chunk = {k: tf.constant(v[i : i + batch]) for k, v in feats.items()}
-            seq = tf.cast(fn(chunk), tf.float32).numpy()
-            mask = chunk["input_mask"].numpy()[..., None].astype(np.float32)
-            out.append((seq * mask).sum(1) / mask.sum(1))  # sentence-transformers mean pooling
-        return np.concatenate(out)
+    def embed(encoder, feats):  # sentence-transformers mean pooling
+        seq = encoder.predict(feats, batch_size=64, verbose=0)["sequence_output"]
+        mask = feats["input_mask"][..., None].astype(np.float32)
+        return (seq.astype(np.float32) * mask).sum(1) / mask.sum(1)
 
     train_texts, train_labels = common.sst2_sentences("train", probe_train)
     dev_texts, dev_labels = common.sst2_sentences("dev")

@@ -146,10 +146,9 @@ def main(argv):
     data_dir = common.data_dir().resolve()
     table = commands(work_dir, data_dir, FLAGS.squad_questions, FLAGS.sst2_examples)
     wanted = [k for k in KEYS if k in FLAGS.contenders]
-    # the Trainer needs accelerate beside torch and transformers
-    peer_error = set(PEER_KEYS) & set(wanted) and common.python_has(
-        common.peer_python(), PEER_MODULES
-    )
+    peer_error = None  # the Trainer needs accelerate beside torch and transformers
+    if set(PEER_KEYS) & set(wanted):
+        peer_error = common.python_has(common.peer_python(), PEER_MODULES)
     rows = []
     for key in wanted:
         label, cmd = table[key]
