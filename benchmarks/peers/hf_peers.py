@@ -1,23 +1,16 @@
-"""The Hugging Face / PyTorch peers of our fine-tuning recipes, each a `Trainer` built alike and
-timed by a train clock, never importing TensorFlow or keras_bert: GLUE (`recipes/run_classifier.py`;
-run_glue.py semantics, with a wall-clock budget), CoNLL-2003 NER (`recipes/run_ner.py`; run_ner.py)
-and SQuAD (`recipes/run_squad.py`; run_qa.py). Methods, settings, what each writes to --output_dir
-and what differs from our recipes: README.md here. Run by the scripts beside it, which import this
-file as a sibling module; data and scoring from ner_peer_data.py and squad_peer_data.py:
+"""The Hugging Face / PyTorch peers of our fine-tuning recipes, each a `Trainer` with a train clock,
+never importing TensorFlow or keras_bert: GLUE (`recipes/run_classifier.py`; run_glue.py, with a
+wall-clock budget), CoNLL-2003 NER (`recipes/run_ner.py`; run_ner.py) and SQuAD
+(`recipes/run_squad.py`; run_qa.py). Run by the scripts beside it, which import this file as a
+sibling module; what each measures and writes, and the commands of the published runs: README.md
+here and the docs it names. Data and scoring: ner_peer_data.py, squad_peer_data.py.
 
-    taskset -c 1 <torch venv>/bin/python benchmarks/peers/hf_glue_peer.py --model_dir=$MODEL \
-        --data_dir=$KERAS_BERT_DATA_DIR/glue/sst2 --max_seq_length=64 \
-        --per_device_train_batch_size=32 --learning_rate=1e-4 --num_train_epochs=1 \
-        --warmup_ratio=0.1 --weight_decay=0.01 --eval_steps=500 --max_train_seconds=1800 \
-        --threads=1 --output_dir=OUT
-    taskset -c 1 <torch venv>/bin/python benchmarks/peers/hf_ner_peer.py --model_dir=$MODEL \
-        --train_file=D/train.json --validation_file=D/valid.json --test_file=D/test.json \
-        --max_seq_length=128 --per_device_train_batch_size=32 --learning_rate=5e-5 \
-        --num_train_epochs=3 --bf16 --threads=1 --output_dir=OUT
-    taskset -c 1 <torch venv>/bin/python benchmarks/peers/hf_squad_peer.py --model_dir=CKPT \
-        --train_file=runs/squad_peer/data/train.json \
-        --validation_file=runs/squad_peer/data/heldout.json --learning_rate=1e-4 \
-        --num_train_epochs=1 --warmup_ratio=0.1 --bf16 --threads=1 --output_dir=runs/squad_peer/v1
+    <torch venv>/bin/python benchmarks/peers/hf_glue_peer.py --model_dir=$MODEL \
+        --data_dir=$KERAS_BERT_DATA_DIR/glue/sst2 --max_train_seconds=1800 --output_dir=OUT
+    <torch venv>/bin/python benchmarks/peers/hf_ner_peer.py --model_dir=$MODEL \
+        --train_file=D/train.json --validation_file=D/valid.json --output_dir=OUT
+    <torch venv>/bin/python benchmarks/peers/hf_squad_peer.py --model_dir=$MODEL \
+        --train_file=D/train.json --validation_file=D/heldout.json --output_dir=OUT
 """
 
 from __future__ import annotations
@@ -42,15 +35,13 @@ fileio = importlib.util.module_from_spec(_SPEC)
 _SPEC.loader.exec_module(fileio)
 REQUIRED = "required"  # a flag's default in `parse_args`: the flag must be given
 MAX_STEPS = ("max_steps", -1, "Optimizer steps to schedule and train (-1: the epochs say).")
-MODEL_INPUTS = ("input_ids", "token_type_ids", "attention_mask")
 
 
 def parse_args(description, argv, flags, *, seq, eval_batch, epochs, threads=0, nonnegative=()):
-    """The flags every peer takes (the example scripts' names; the defaults of the script it
-    follows: `seq`, `eval_batch`, `epochs`, `threads`), then `flags`, each (name, default, help):
-    a default of False is a switch, REQUIRED a required string, a type an optional flag of that
-    type, any other value the default of a flag of its type. Exits through `parser.error` unless
-    --warmup_ratio is in [0, 1) and each of `nonnegative` is >= 0."""
+    """The flags every peer takes (the example scripts' names; `seq`, `eval_batch`, `epochs` and
+    `threads` the defaults of the script it follows), then `flags`; each (name, default, help):
+    False a switch, REQUIRED a required string, a type an optional flag of that type, any other
+    value the default. Exits unless --warmup_ratio is in [0, 1) and each `nonnegative` is >= 0."""
     parser = argparse.ArgumentParser(description=description)
     examples = "(file order; score with the same N)"
     for name, default, text in [
@@ -88,16 +79,16 @@ def parse_args(description, argv, flags, *, seq, eval_batch, epochs, threads=0, 
 
 
 def setup(args, model_class, interop_threads: int = 0, **config):
-    """(--output_dir made, fast tokenizer, `model_class` model of --model_dir, its config read
-    with `config`), after setting the torch threads (--threads and `interop_threads` unless 0),
-    progress bars off (no carriage-return bars in logs) and the seed."""
+    """(--output_dir made, fast tokenizer, `model_class` model of --model_dir with `config`), after
+    setting torch's threads (--threads, `interop_threads`: 0 leaves them), progress bars off and
+    the seed."""
     if args.threads:
         torch.set_num_threads(args.threads)
     if interop_threads:
         torch.set_num_interop_threads(interop_threads)
     out = pathlib.Path(args.output_dir)
     out.mkdir(parents=True, exist_ok=True)
-    transformers.utils.logging.disable_progress_bar()
+    transformers.utils.logging.disable_progress_bar()  # no carriage-return bars in logs
     transformers.set_seed(args.seed)
     tokenizer = transformers.AutoTokenizer.from_pretrained(args.model_dir, use_fast=True)
     config = transformers.AutoConfig.from_pretrained(args.model_dir, **config)
@@ -105,9 +96,9 @@ def setup(args, model_class, interop_threads: int = 0, **config):
 
 
 def rows(enc, **columns) -> list[dict]:
-    """One feature dict per row of the tokenizer's output `enc` (its model inputs) with that row's
+    """One feature dict per row of the tokenizer's output `enc`: its model inputs and that row's
     value of each of `columns`."""
-    keys = [k for k in MODEL_INPUTS if k in enc]
+    keys = [k for k in ("input_ids", "token_type_ids", "attention_mask") if k in enc]
     return [
         {k: enc[k][i] for k in keys} | {c: v[i] for c, v in columns.items()}
         for i in range(len(enc["input_ids"]))
@@ -125,12 +116,12 @@ def set_labels(model, label_list: list[str], out: pathlib.Path) -> dict:
 
 
 class Clock(transformers.TrainerCallback):
-    """A peer's train clock: seconds since `on_train_begin`, stopped at `on_train_end`, with the
-    evaluations taken out (`PeerTrainer.evaluate` pauses it). Prints `progress` at each logging
-    step with a loss (formatted with step, max_steps, epoch, loss, lr, elapsed: train seconds,
-    rate: examples per second so far), a line per `predict_lines` prediction batches (0: none)
-    and each evaluation; records the evaluations; stops training at the end of the first step at
-    which `max_seconds` (0: no budget) have passed."""
+    """A peer's train clock: seconds from `on_train_begin` to `on_train_end`, evaluations taken
+    out (`PeerTrainer.evaluate` pauses it). Prints `progress` at each logging step with a loss
+    (formatted with the TrainerState's fields, loss, lr, elapsed train seconds and rate, examples
+    per second), a line every `predict_lines` prediction batches (0: none) and each evaluation,
+    which it records; stops training after the first step at which `max_seconds` (0: none) have
+    passed."""
 
     def __init__(self, progress: str, batch_size: int, max_seconds=0.0, predict_lines=0):
         self.progress, self.batch_size, self.max_seconds = progress, batch_size, max_seconds
@@ -155,19 +146,16 @@ class Clock(transformers.TrainerCallback):
         self.pause()
 
     def on_log(self, args, state, control, logs=None, **kwargs):
-        if "loss" not in (logs or {}):  # the end-of-training summary
-            return
-        elapsed = self.seconds()
-        line = self.progress.format(
-            step=state.global_step,
-            max_steps=state.max_steps,
-            epoch=state.epoch,
-            loss=logs["loss"],
-            lr=logs.get("learning_rate", float("nan")),
-            elapsed=elapsed,
-            rate=state.global_step * self.batch_size / max(elapsed, 1e-9),
-        )
-        print(line, flush=True)
+        if "loss" in (logs or {}):  # not the end-of-training summary
+            elapsed = self.seconds()
+            line = self.progress.format(
+                **vars(state),
+                loss=logs["loss"],
+                lr=logs.get("learning_rate", float("nan")),
+                elapsed=elapsed,
+                rate=state.global_step * self.batch_size / max(elapsed, 1e-9),
+            )
+            print(line, flush=True)
 
     def on_step_end(self, args, state, control, **kwargs):
         if self.max_seconds and self.seconds() >= self.max_seconds:
@@ -179,7 +167,6 @@ class Clock(transformers.TrainerCallback):
                     flush=True,
                 )
             control.should_training_stop = True
-        return control
 
     def on_prediction_step(self, args, state, control, eval_dataloader=None, **kwargs):
         self.predicted += 1
@@ -188,28 +175,42 @@ class Clock(transformers.TrainerCallback):
 
     def on_evaluate(self, args, state, control, metrics=None, **kwargs):
         metrics = metrics or {}
-        record = {
-            "step": state.global_step,
-            "train_seconds": round(self.seconds(), 3),
-            "accuracy": metrics.get("eval_accuracy"),
-            "loss": metrics.get("eval_loss"),
-            "eval_seconds": metrics.get("eval_runtime"),
-        }
-        self.evaluations.append(record)
+        step, seconds = state.global_step, round(self.seconds(), 3)
+        accuracy, eval_seconds = metrics.get("eval_accuracy"), metrics.get("eval_runtime")
+        self.evaluations.append(
+            {"step": step, "train_seconds": seconds, "accuracy": accuracy}
+            | {"loss": metrics.get("eval_loss"), "eval_seconds": eval_seconds}
+        )
         print(
-            f"eval step {record['step']} train {record['train_seconds']:.1f}s accuracy "
-            f"{record['accuracy']:.4f} ({record['eval_seconds']:.1f}s)",
+            f"eval step {step} train {seconds:.1f}s accuracy {accuracy:.4f} ({eval_seconds:.1f}s)",
             flush=True,
         )
 
 
 class PeerTrainer(transformers.Trainer):
-    """Trainer with a `Clock` (`.clock`) in place of its PrinterCallback, whose `evaluate` pauses
-    that clock (evaluation time is not training time)."""
+    """Trainer of `model` with the settings of README.md here (--warmup_ratio as `warmup_steps`,
+    which Trainer reads as a fraction below 1) and `training`, timed by `clock` (in place of its
+    PrinterCallback; `evaluate` pauses it); `kwargs`: datasets, collator..."""
 
-    def __init__(self, *a, clock: Clock, **kw):
-        super().__init__(*a, **kw)
-        self.clock = clock
+    def __init__(self, args, out, model, clock: Clock, training: dict, **kwargs):
+        arguments = transformers.TrainingArguments(
+            output_dir=str(out / "trainer"),
+            use_cpu=True,
+            bf16=args.bf16,
+            seed=args.seed,
+            per_device_train_batch_size=args.per_device_train_batch_size,
+            per_device_eval_batch_size=args.per_device_eval_batch_size,
+            learning_rate=args.learning_rate,
+            weight_decay=args.weight_decay,
+            num_train_epochs=args.num_train_epochs,
+            warmup_steps=args.warmup_ratio,
+            save_strategy="no",
+            disable_tqdm=True,
+            report_to="none",
+            **training,
+        )
+        super().__init__(model=model, args=arguments, **kwargs)
+        self.clock, self.threads = clock, args.threads
         self.remove_callback(transformers.trainer_callback.PrinterCallback)
         self.add_callback(clock)
 
@@ -220,11 +221,11 @@ class PeerTrainer(transformers.Trainer):
         finally:
             self.clock.resume()
 
-    def timed_train(self, threads: int):
-        """(`train()`'s result, its wall seconds), with `threads` set again first unless 0 (setup
-        may change torch's thread count)."""
-        if threads:
-            torch.set_num_threads(threads)
+    def timed_train(self):
+        """(`train()`'s result, its wall seconds), --threads set again first (setup may change
+        torch's thread count)."""
+        if self.threads:
+            torch.set_num_threads(self.threads)
         begin = time.monotonic()
         return self.train(), time.monotonic() - begin
 
@@ -234,37 +235,21 @@ class PeerTrainer(transformers.Trainer):
         predictions = self.predict(dataset, metric_key_prefix="predict").predictions
         return predictions, time.monotonic() - begin
 
+    def optimizer_name(self) -> str:
+        return str(getattr(self.args.optim, "value", self.args.optim))
 
-def build_trainer(args, out, model, clock: Clock, training: dict, **kwargs) -> PeerTrainer:
-    """The `PeerTrainer` of `model` timed by `clock`, its `TrainingArguments` those of README.md
-    here (--warmup_ratio as `warmup_steps`, which Trainer reads as a fraction below 1) and
-    `training`; `kwargs`: datasets, collator, ..."""
-    arguments = transformers.TrainingArguments(
-        output_dir=str(out / "trainer"),
-        use_cpu=True,
-        bf16=args.bf16,
-        seed=args.seed,
-        per_device_train_batch_size=args.per_device_train_batch_size,
-        per_device_eval_batch_size=args.per_device_eval_batch_size,
-        learning_rate=args.learning_rate,
-        weight_decay=args.weight_decay,
-        num_train_epochs=args.num_train_epochs,
-        warmup_steps=args.warmup_ratio,
-        max_grad_norm=1.0,
-        lr_scheduler_type="linear",
-        save_strategy="no",
-        logging_strategy="steps",
-        disable_tqdm=True,
-        report_to="none",
-        dataloader_num_workers=0,
-        **training,
-    )
-    return PeerTrainer(model=model, args=arguments, clock=clock, **kwargs)
-
-
-def optimizer_name(run: PeerTrainer) -> str:
-    """The name of the optimizer Trainer built (`TrainingArguments.optim`)."""
-    return str(getattr(run.args.optim, "value", run.args.optim))
+    def settings_and_versions(self, args, **extra) -> dict:
+        """The "settings" (flags, the optimizer, warmup steps, torch threads and mixed precision
+        used, and `extra`) and "versions" of a peer's results."""
+        settings = vars(args) | {
+            "optim": self.optimizer_name(),
+            "warmup_steps": self.args.get_warmup_steps(self.state.max_steps),
+            "torch_threads": torch.get_num_threads(),
+            "mixed_precision": str(self.accelerator.mixed_precision),
+            **extra,
+        }
+        versions = {"torch": torch.__version__, "transformers": transformers.__version__}
+        return {"settings": settings, "versions": versions | {"python": platform.python_version()}}
 
 
 def write_results(out: pathlib.Path, name: str, results: dict, summary=None) -> None:
@@ -275,30 +260,6 @@ def write_results(out: pathlib.Path, name: str, results: dict, summary=None) -> 
         print(json.dumps({k: results[k] for k in summary}), flush=True)
     else:
         print(json.dumps(results, indent=2, sort_keys=True), flush=True)
-
-
-def settings_and_versions(args, run: PeerTrainer, **extra) -> dict:
-    """The "settings" (flags, the optimizer, warmup steps, torch threads and mixed precision
-    Trainer used, and `extra`) and "versions" (torch, transformers, Python) of a peer's results."""
-    settings = vars(args) | {
-        "optim": optimizer_name(run),
-        "warmup_steps": run.args.get_warmup_steps(run.state.max_steps),
-        "torch_threads": torch.get_num_threads(),
-        "mixed_precision": str(run.accelerator.mixed_precision),
-        **extra,
-    }
-    versions = {"torch": torch.__version__, "transformers": transformers.__version__}
-    return {"settings": settings, "versions": versions | {"python": platform.python_version()}}
-
-
-# GLUE (run_glue.py). The last line of output: metrics.json at these keys
-GLUE_SUMMARY = (
-    "best_accuracy final_accuracy steps train_seconds examples_per_second stopped_by_budget"
-).split()
-GLUE_PROGRESS = (
-    "step {step}/{max_steps} epoch {epoch:.3f} elapsed {elapsed:.1f}s loss {loss:.4f} "
-    "lr {lr:.3e} {rate:.1f} examples/s"
-)
 
 
 def read_tsv(path, columns, limit=None) -> tuple[list[dict], int]:
@@ -329,6 +290,7 @@ def accuracy(prediction: transformers.EvalPrediction) -> dict:
 
 
 def glue(argv=None):
+    """run_glue.py: metrics.json (its last line of output: the keys printed at the end)."""
     args = parse_args(
         "The Hugging Face / PyTorch GLUE peer of `recipes/run_classifier.py`.",
         argv,
@@ -350,13 +312,13 @@ def glue(argv=None):
         epochs=3,
         nonnegative=("eval_steps", "pad_to_multiple_of", "threads", "max_train_seconds"),
     )
-    data_dir = pathlib.Path(args.data_dir)
     texts = [c for c in (args.text_column, args.text_b_column) if c]
-    full_train, train_dropped = read_tsv(data_dir / "train.tsv", [*texts, args.label_column])
+    columns = [*texts, args.label_column]
+    full_train, train_dropped = read_tsv(pathlib.Path(args.data_dir, "train.tsv"), columns)
     label_list = sorted({r[args.label_column] for r in full_train})  # run_glue.py: whole file
     train = full_train[: args.max_train_examples or None]
     dev, dev_dropped = read_tsv(
-        data_dir / "dev.tsv", [*texts, args.label_column], args.max_eval_examples
+        pathlib.Path(args.data_dir, "dev.tsv"), columns, args.max_eval_examples
     )
     unknown = sorted({r[args.label_column] for r in dev} - set(label_list))
     if unknown:
@@ -376,9 +338,13 @@ def glue(argv=None):
     t0 = time.monotonic()
     train_features, dev_features = encode(train), encode(dev)
     encode_seconds = time.monotonic() - t0
-    clock = Clock(GLUE_PROGRESS, args.per_device_train_batch_size, args.max_train_seconds)
+    progress = (
+        "step {global_step}/{max_steps} epoch {epoch:.3f} elapsed {elapsed:.1f}s loss {loss:.4f} "
+        "lr {lr:.3e} {rate:.1f} examples/s"
+    )
+    clock = Clock(progress, args.per_device_train_batch_size, args.max_train_seconds)
     group = {"train_sampling_strategy": "group_by_length"} if args.group_by_length else {}
-    trainer = build_trainer(
+    trainer = PeerTrainer(
         args,
         out,
         model,
@@ -406,7 +372,7 @@ def glue(argv=None):
         flush=True,
     )
 
-    result, wall = trainer.timed_train(args.threads)
+    result, wall = trainer.timed_train()
     steps = trainer.state.global_step
     if not clock.evaluations or clock.evaluations[-1]["step"] != steps:
         t0 = time.monotonic()
@@ -437,12 +403,14 @@ def glue(argv=None):
         "wall_seconds_train_and_evaluations": wall,
         "encode_seconds": encode_seconds,
         "train_loss": result.training_loss,
-        **settings_and_versions(args, trainer, max_seq_length_used=max_seq_length),
+        **trainer.settings_and_versions(args, max_seq_length_used=max_seq_length),
     }
-    write_results(out, "metrics.json", metrics, GLUE_SUMMARY)
+    summary = (
+        "best_accuracy final_accuracy steps train_seconds examples_per_second stopped_by_budget"
+    )
+    write_results(out, "metrics.json", metrics, summary.split())
 
 
-# CoNLL-2003 NER (run_ner.py)
 def ner_features(tokenizer, sentences, label_to_id, max_seq_length):
     """run_ner.py's `tokenize_and_align_labels` (label_all_tokens off, no padding): (one feature
     dict per sentence, labels the word's tag id at its first piece and -100 elsewhere; per
@@ -465,6 +433,7 @@ def ner_features(tokenizer, sentences, label_to_id, max_seq_length):
 
 
 def ner(argv=None):
+    """run_ner.py: predictions_<split>.json, peer_timing.json."""
     args = parse_args(
         "The Hugging Face / PyTorch peer of `recipes/run_ner.py` (CoNLL-2003 NER).",
         argv,
@@ -506,15 +475,15 @@ def ner(argv=None):
 
     train_features, _ = ner_features(tokenizer, train, label_to_id, args.max_seq_length)
     progress = (
-        "step {step}/{max_steps} epoch {epoch:.3f} loss {loss:.4f} lr {lr:.3e} "
+        "step {global_step}/{max_steps} epoch {epoch:.3f} loss {loss:.4f} lr {lr:.3e} "
         "elapsed {elapsed:.1f}s {rate:.2f} sentences/s"
     )
-    trainer = build_trainer(
+    trainer = PeerTrainer(
         args,
         out,
         model,
         Clock(progress, args.per_device_train_batch_size),
-        dict(eval_strategy="no", logging_steps=args.log_steps),
+        dict(logging_steps=args.log_steps),
         train_dataset=train_features,
         processing_class=tokenizer,
         data_collator=transformers.DataCollatorForTokenClassification(tokenizer),
@@ -530,10 +499,13 @@ def ner(argv=None):
         f"{torch.get_num_threads()}, bf16 {args.bf16}",
         flush=True,
     )
-    result, train_seconds = trainer.timed_train(args.threads)
+    result, train_seconds = trainer.timed_train()
     hook.remove()
     if args.save_model:
         trainer.save_model(str(out / "model"))
+
+    def truncated(features):
+        return sum(len(f["input_ids"]) == args.max_seq_length for f in features)
 
     predictions = {}
     for name, sentences in evals.items():
@@ -553,9 +525,7 @@ def ner(argv=None):
             "words": sum(len(s["tokens"]) for s in sentences),
             "cut_words": sum(r["cut_words"] for r in records),
             "predict_seconds": seconds,
-            "truncated_sentences": sum(
-                len(f["input_ids"]) == args.max_seq_length for f in features
-            ),
+            "truncated_sentences": truncated(features),
         }
         print(f"{name}: {json.dumps(predictions[name])}", flush=True)
 
@@ -565,22 +535,13 @@ def ner(argv=None):
         "num_train_epochs": args.num_train_epochs,
         "sentences_per_second": len(train) * args.num_train_epochs / train_seconds,
         "steps": trainer.state.global_step,
-        "train_truncated_sentences": sum(
-            len(f["input_ids"]) == args.max_seq_length for f in train_features
-        ),
+        "train_truncated_sentences": truncated(train_features),
         "trainer_metrics": result.metrics,
         "predict": predictions,
-        **settings_and_versions(args, trainer, classifier_output_dtype=seen_dtype.get("dtype")),
+        **trainer.settings_and_versions(args, classifier_output_dtype=seen_dtype.get("dtype")),
     }
     summary = ("train_seconds", "train_sentences", "sentences_per_second", "steps")
     write_results(out, "peer_timing.json", timing, summary)
-
-
-# SQuAD (run_qa.py). The flags peer_metrics.json records under their own names
-RECORDED_FLAGS = (
-    "bf16 max_seq_length doc_stride learning_rate num_train_epochs warmup_ratio weight_decay seed "
-    "version_2_with_negative"
-).split()
 
 
 def squad_windows(tokenizer, records, args, train: bool):
@@ -628,12 +589,6 @@ def squad_windows(tokenizer, records, args, train: bool):
     return rows(enc, start_positions=starts, end_positions=ends)
 
 
-def span(offsets, start_logit, end_logit) -> dict:
-    """An n-best entry: character offsets, score = start + end logit, and the two logits."""
-    score = start_logit + end_logit
-    return {"offsets": offsets, "score": score, "start_logit": start_logit, "end_logit": end_logit}
-
-
 def postprocess(records, window_example, offsets, start_logits, end_logits, args):
     """utils_qa.py `postprocess_qa_predictions`: (predictions, null_odds, best_non_null), each
     keyed by question id; the last two are empty for v1.1."""
@@ -642,6 +597,11 @@ def postprocess(records, window_example, offsets, start_logits, end_logits, args
         by_example[e].append(w)
     predictions, null_odds, best_non_null = {}, {}, {}
     v2, n_best = args.version_2_with_negative, args.n_best_size
+
+    def span(offsets, start_logit, end_logit) -> dict:  # an n-best entry
+        scores = {"score": start_logit + end_logit, "start_logit": start_logit}
+        return {"offsets": offsets, **scores, "end_logit": end_logit}
+
     for index, record in enumerate(records):
         null, prelim = None, []
         for w in by_example[index]:
@@ -674,6 +634,8 @@ def postprocess(records, window_example, offsets, start_logits, end_logits, args
 
 
 def squad(argv=None):
+    """run_qa.py: predictions.json (null_odds.json, best_non_null_predictions.json for v2.0),
+    peer_metrics.json."""
     args = parse_args(
         "The Hugging Face / PyTorch SQuAD peer of `recipes/run_squad.py`.",
         argv,
@@ -702,13 +664,17 @@ def squad(argv=None):
             flush=True,
         )
         args.max_seq_length = tokenizer.model_max_length
+    recorded = (  # the flags peer_metrics.json records under their own names
+        "bf16 max_seq_length doc_stride learning_rate num_train_epochs warmup_ratio weight_decay "
+        "seed version_2_with_negative"
+    )
     metrics = {
         "peer": "transformers run_qa.py semantics",
         "torch": torch.__version__,
         "transformers": transformers.__version__,
         "threads": torch.get_num_threads(),
         "train_batch_size": args.per_device_train_batch_size,
-        **{name: getattr(args, name) for name in RECORDED_FLAGS},
+        **{name: getattr(args, name) for name in recorded.split()},
     }
     train, windows = [], []
     if args.train_file:
@@ -717,38 +683,30 @@ def squad(argv=None):
         windows = squad_windows(tokenizer, train, args, train=True)
         metrics["train_feature_seconds"] = time.perf_counter() - t0
         print(f"train: {len(train)} questions -> {len(windows)} windows", flush=True)
-    trainer = build_trainer(
+    progress = (
+        "step {global_step}/{max_steps} loss {loss:.4f} lr {lr:.3g} {rate:.2f} windows/s "
+        "{elapsed:.0f}s"
+    )
+    trainer = PeerTrainer(
         args,
         out,
         model,
-        Clock(
-            "step {step}/{max_steps} loss {loss:.4f} lr {lr:.3g} {rate:.2f} windows/s "
-            "{elapsed:.0f}s",
-            args.per_device_train_batch_size,
-            predict_lines=args.logging_steps,
-        ),
-        dict(
-            max_steps=args.max_steps,
-            adam_epsilon=1e-8,
-            logging_steps=args.logging_steps,
-            logging_first_step=True,
-            eval_strategy="no",
-        ),
+        Clock(progress, args.per_device_train_batch_size, predict_lines=args.logging_steps),
+        dict(max_steps=args.max_steps, logging_steps=args.logging_steps, logging_first_step=True),
         train_dataset=windows or None,
         data_collator=transformers.default_data_collator,
     )
     if args.train_file:
-        metrics["optimizer"] = optimizer_name(trainer)
-        result, seconds = trainer.timed_train(args.threads)
-        steps = result.global_step
+        metrics["optimizer"] = trainer.optimizer_name()
+        result, seconds = trainer.timed_train()
         # windows seen: full batches, the last batch of each epoch may be short
-        batches = steps * args.per_device_train_batch_size
+        batches = result.global_step * args.per_device_train_batch_size
         trained = min(batches, math.ceil(args.num_train_epochs * len(windows)))
         metrics.update(
             {
                 "train_examples": len(train),
                 "train_windows": len(windows),
-                "train_steps": steps,
+                "train_steps": result.global_step,
                 "train_seconds": seconds,
                 "train_windows_per_second": trained / max(seconds, 1e-9),
                 "train_loss": result.training_loss,

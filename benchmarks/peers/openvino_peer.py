@@ -1,9 +1,8 @@
-"""The OpenVINO peer: OpenVINO's CPU plugin running float32 and NNCF-int8 models of (a) our
-exported SavedModel ("ours": its `encoded` signature) and (b) Hugging Face's BertModel of the same
-checkpoint ("hf": ort_peer.py's model.onnx), in its own process (`common.peer` starts it;
-bench_litert times it against ours). Conversion, quantization and the line protocol's commands:
-README.md here. Needs openvino, nncf, tensorflow, torch, transformers and onnx in the interpreter
-that runs it (`$KERAS_BERT_PEER_PYTHON`); started, from the repository root, as
+"""The OpenVINO peer: OpenVINO's CPU plugin running float32 and NNCF-int8 models of our exported
+SavedModel ("ours": its `encoded` signature) and of Hugging Face's BertModel of the same checkpoint
+("hf": ort_peer.py's model.onnx), in its own process; bench_litert times it against ours.
+Conversion, quantization and the load commands: README.md here. Needs openvino, nncf, tensorflow,
+torch, transformers and onnx in `$KERAS_BERT_PEER_PYTHON`:
 
     python -m benchmarks.peers.openvino_peer HF_MODEL_DIR EXPORT_DIR CALIBRATION_NPZ
 """
@@ -17,13 +16,17 @@ from benchmarks import common, peers
 from benchmarks.peers import ort_peer
 
 SOURCES = ("ours", "hf")
-QUANTS = ort_peer.QUANTS
 PREDICT_CHUNK = 64
 
 
 def check_job(msg: dict) -> None:
     """Raises ValueError unless msg names a known command, source and quantization."""
-    peers.check_command(msg, ("encoder", "predict"), source=SOURCES, quant=QUANTS)
+    peers.check_command(msg, ("encoder", "predict"), source=SOURCES, quant=ort_peer.QUANTS)
+
+
+def feeds_for(features: dict, source: str) -> dict:
+    """Our int32 features as the inputs of `source`'s model."""
+    return ort_peer.onnx_feeds(features) if source == "hf" else features
 
 
 def calibration_items(features: dict, source: str) -> list[dict]:
@@ -37,11 +40,8 @@ def calibration_items(features: dict, source: str) -> list[dict]:
 
 def bitcast_as_identity(node):
     """OpenVINO conversion of a TensorFlow Bitcast between types of the same width: its input
-    (README.md here says why that is exact for our graphs).
-
-    Raises:
-        ValueError: a Bitcast that changes the element width (it changes the shape too).
-    """
+    (README.md here says why that is exact for our graphs). Raises ValueError for a Bitcast that
+    changes the element width (it changes the shape too)."""
     x = node.get_input(0)
     to = node.get_attribute("type")
     if x.get_element_type().bitwidth != to.bitwidth:
@@ -49,9 +49,14 @@ def bitcast_as_identity(node):
     return [x]
 
 
-def convert_ours(export_dir: str):
-    """openvino.Model of EXPORT_DIR's `encoded` signature, output `probabilities` only."""
+def convert(source: str, model_dir: str, export_dir: str, tmp: pathlib.Path):
+    """openvino.Model of `source`: EXPORT_DIR's `encoded` signature with output `probabilities`
+    only ("ours"), or ort_peer's model.onnx of HF_MODEL_DIR ("hf")."""
     import openvino as ov
+
+    if source == "hf":
+        ort_peer.export_float32_onnx(model_dir, tmp / "model.onnx")
+        return ov.convert_model(str(tmp / "model.onnx"))
     import tensorflow as tf
     from openvino.frontend.tensorflow import ConversionExtension
 
@@ -59,24 +64,8 @@ def convert_ours(export_dir: str):
     encoded = loaded.signatures["encoded"]
     probabilities = tf.function(lambda **ids: encoded(**ids)["probabilities"])
     function = probabilities.get_concrete_function(**encoded.structured_input_signature[1])
-    return ov.convert_model(
-        function,
-        extension=[ConversionExtension("Bitcast", bitcast_as_identity)],
-    )
-
-
-def convert_hf(model_dir: str, tmp: pathlib.Path):
-    """openvino.Model of ort_peer's model.onnx of HF_MODEL_DIR."""
-    import openvino as ov
-
-    path = tmp / "model.onnx"
-    ort_peer.export_float32_onnx(model_dir, path)
-    return ov.convert_model(str(path))
-
-
-def feeds_for(features: dict, source: str) -> dict:
-    """Our int32 features as the inputs of `source`'s model."""
-    return ort_peer.onnx_feeds(features) if source == "hf" else features
+    extension = ConversionExtension("Bitcast", bitcast_as_identity)
+    return ov.convert_model(function, extension=[extension])
 
 
 def main():
@@ -87,17 +76,15 @@ def main():
     model_dir, export_dir, calibration_npz = sys.argv[1:4]
     with np.load(calibration_npz) as f:
         calibration = {k: f[k] for k in f.files}
-    tmp = None  # the temporary directory of model.onnx, set below
     core = ov.Core()
     models, compiled = {}, {}
+    tmp = None  # the temporary directory of model.onnx, set below
 
     def model(source, quant):
         if (source, quant) not in models:
             start = time.perf_counter()
-            if quant == "float32" and source == "ours":
-                models[source, quant] = convert_ours(export_dir)
-            elif quant == "float32":
-                models[source, quant] = convert_hf(model_dir, tmp)
+            if quant == "float32":
+                models[source, quant] = convert(source, model_dir, export_dir, tmp)
             else:
                 items = calibration_items(calibration, source)
                 models[source, quant] = nncf.quantize(
@@ -113,20 +100,16 @@ def main():
             )
         return models[source, quant]
 
-    def compiled_model(source, quant, threads):
-        key = source, quant, threads
-        if key not in compiled:
+    def load(msg):
+        check_job(msg)
+        source, quant, threads = msg["source"], msg["quant"], int(msg.get("threads") or 0)
+        if (source, quant, threads) not in compiled:
             config = {"INFERENCE_PRECISION_HINT": "f32"}
             if threads:
                 config["INFERENCE_NUM_THREADS"] = threads
-            compiled[key] = core.compile_model(model(source, quant), "CPU", config)
-        return compiled[key]
-
-    def load(msg):
-        check_job(msg)
-        source, quant = msg["source"], msg["quant"]
-        net = compiled_model(source, quant, int(msg.get("threads") or 0))
-        request = net.create_infer_request()
+            net = core.compile_model(model(source, quant), "CPU", config)
+            compiled[source, quant, threads] = net
+        request = compiled[source, quant, threads].create_infer_request()
         if msg["cmd"] == "predict":
             with np.load(msg["ids"]) as f:
                 ids = {k: f[k] for k in f.files}
