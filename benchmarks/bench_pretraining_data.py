@@ -32,18 +32,10 @@ flags.DEFINE_bool("append", True, common.append_help(TOPIC))
 
 def recipe_run(out: pathlib.Path, workers: int, corpus, vocab_file):
     """A call running create_pretraining_data.py on `corpus` into `out` with `workers` workers."""
-    command = [
-        sys.executable,
-        "recipes/create_pretraining_data.py",
-        f"--input_file={corpus}",
-        "--input_format=wikitext",
-        f"--output_file={out / 'data.tfrecord'}",
-        "--num_shards=2",
-        f"--vocab_file={vocab_file}",
-        f"--dupe_factor={FLAGS.dupe_factor}",
-        f"--num_workers={workers}",
-        "--noprogress",
-    ]
+    command = [sys.executable, "recipes/create_pretraining_data.py", "--input_format=wikitext"]
+    command += [f"--input_file={corpus}", f"--output_file={out / 'data.tfrecord'}"]
+    command += [f"--vocab_file={vocab_file}", f"--dupe_factor={FLAGS.dupe_factor}"]
+    command += [f"--num_workers={workers}", "--num_shards=2", "--noprogress"]
     env = dict(os.environ, PYTHONPATH=str(common.REPO), TF_CPP_MIN_LOG_LEVEL="2")
 
     def run():
