@@ -1,9 +1,6 @@
-"""The exported model's fast paths against ONNX Runtime and OpenVINO: batch-1 latency, batch-32
-throughput and int8 accuracy, in process and through `serving.server` gRPC. From one fine-tuned
-classifier (`--model_dir`: a run_classifier `--output_dir` or a `.keras` task) it writes a LiteRT
-float32 export (version 1) and an int8 one (version 2), compares their SST-2 dev predictions with
-the SavedModel's, then times every contender alternating, medians (contenders and method:
-docs/results/export-litert.md).
+"""A fine-tuned classifier's exports (SavedModel, LiteRT float32 and int8), in process and
+through `serving.server` gRPC, against ONNX Runtime and OpenVINO: batch-1 latency, batch-32
+throughput, SST-2 dev accuracy and int8 agreement (method: docs/results/export-litert.md).
 
     KERAS_BERT_PEER_PYTHON=<venv with torch, transformers, onnx, onnxruntime[, openvino, nncf,
         tensorflow]>/bin/python \\

@@ -1,7 +1,6 @@
-"""Peak resident memory (`os.wait4`'s ru_maxrss, each contender a command line in its own fresh
-process started from a small launcher) of our fine-tuning runs and exports, and of keras-hub's and
-the Hugging Face Trainer's fine-tuning at the same settings (method: docs/results/memory.md). The
-data is `common.data_dir()` (squad/dev-v1.1.json, glue/sst2). About 6 minutes on 2 cores:
+"""Peak resident memory of our fine-tuning runs and exports, and of keras-hub's and the Hugging
+Face Trainer's fine-tuning at the same settings, each a command line in its own process (method:
+docs/results/memory.md), on `common.data_dir()`. About 6 minutes on 2 cores:
 
     python -m benchmarks.bench_memory [--contenders=sst2,savedmodel] [--work_dir=<dir>] [--noappend]
 
