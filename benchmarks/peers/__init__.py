@@ -1,5 +1,4 @@
-"""The peers the benchmarks measure ours against (PyTorch / Hugging Face, ONNX Runtime, OpenVINO,
-a second TensorFlow process), each run in its own process; see README.md in this folder. Below,
+"""The peers the benchmarks measure ours against, each in its own process (README.md here), and
 what the inference peers' load commands share."""
 
 from benchmarks import common

@@ -1,5 +1,4 @@
-"""The Hugging Face / PyTorch GLUE peer of `recipes/run_classifier.py`:
-`hf_peers.glue` (see hf_peers.py)."""
+"""The Hugging Face GLUE peer of `recipes/run_classifier.py` (`hf_peers.glue`; README.md)."""
 
 import hf_peers  # this folder's, beside the script (run as one)
 

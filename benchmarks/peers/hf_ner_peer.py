@@ -1,5 +1,4 @@
-"""The Hugging Face / PyTorch NER peer of `recipes/run_ner.py`:
-`hf_peers.ner` (see hf_peers.py)."""
+"""The Hugging Face CoNLL-2003 NER peer of `recipes/run_ner.py` (`hf_peers.ner`; README.md)."""
 
 import hf_peers  # this folder's, beside the script (run as one)
 

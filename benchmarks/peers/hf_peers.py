@@ -192,9 +192,9 @@ class PeerTrainer(transformers.Trainer):
     which Trainer reads as a fraction below 1) and `training`, timed by `clock` (in place of its
     PrinterCallback; `evaluate` pauses it); `kwargs`: datasets, collator..."""
 
-    def __init__(self, args, out, model, clock: Clock, training: dict, **kwargs):
+    def __init__(self, args, model, clock: Clock, training: dict, **kwargs):
         arguments = transformers.TrainingArguments(
-            output_dir=str(out / "trainer"),
+            output_dir=str(pathlib.Path(args.output_dir, "trainer")),
             use_cpu=True,
             bf16=args.bf16,
             seed=args.seed,
@@ -262,10 +262,11 @@ def write_results(out: pathlib.Path, name: str, results: dict, summary=None) -> 
         print(json.dumps(results, indent=2, sort_keys=True), flush=True)
 
 
-def read_tsv(path, columns, limit=None) -> tuple[list[dict], int]:
+def read_tsv(data_dir, name, columns, limit=None) -> tuple[list[dict], int]:
     """(rows as {column: str} of `columns`, the first `limit` or all; how many lines had a column
     count other than the header's) of a headed GLUE TSV, one row per physical line, `"` not a
     quote character. Exits when a column is missing from the header."""
+    path = pathlib.Path(data_dir, name)
     lines = fileio.text_lines(fileio.read_user_text(str(path)))
     header = lines[0].rstrip("\r").split("\t")
     missing = [c for c in columns if c not in header]
@@ -314,18 +315,15 @@ def glue(argv=None):
     )
     texts = [c for c in (args.text_column, args.text_b_column) if c]
     columns = [*texts, args.label_column]
-    full_train, train_dropped = read_tsv(pathlib.Path(args.data_dir, "train.tsv"), columns)
+    full_train, train_dropped = read_tsv(args.data_dir, "train.tsv", columns)
     label_list = sorted({r[args.label_column] for r in full_train})  # run_glue.py: whole file
     train = full_train[: args.max_train_examples or None]
-    dev, dev_dropped = read_tsv(
-        pathlib.Path(args.data_dir, "dev.tsv"), columns, args.max_eval_examples
-    )
+    dev, dev_dropped = read_tsv(args.data_dir, "dev.tsv", columns, args.max_eval_examples)
     unknown = sorted({r[args.label_column] for r in dev} - set(label_list))
     if unknown:
         raise SystemExit(f"dev labels {unknown} not among the train labels {label_list}")
-    out, tokenizer, model = setup(
-        args, transformers.AutoModelForSequenceClassification, num_labels=len(label_list)
-    )
+    task = transformers.AutoModelForSequenceClassification
+    out, tokenizer, model = setup(args, task, num_labels=len(label_list))
     label_to_id = set_labels(model, label_list, out)
     max_seq_length = min(args.max_seq_length, tokenizer.model_max_length)
 
@@ -343,20 +341,14 @@ def glue(argv=None):
         "lr {lr:.3e} {rate:.1f} examples/s"
     )
     clock = Clock(progress, args.per_device_train_batch_size, args.max_train_seconds)
+    evaluation = dict(eval_strategy="steps", eval_steps=args.eval_steps) if args.eval_steps else {}
     group = {"train_sampling_strategy": "group_by_length"} if args.group_by_length else {}
+    training = dict(adam_epsilon=args.adam_epsilon, max_steps=args.max_steps, **evaluation, **group)
     trainer = PeerTrainer(
         args,
-        out,
         model,
         clock,
-        dict(
-            adam_epsilon=args.adam_epsilon,
-            max_steps=args.max_steps,
-            eval_strategy="steps" if args.eval_steps else "no",
-            eval_steps=args.eval_steps or None,
-            logging_steps=args.log_steps,
-            **group,
-        ),
+        dict(logging_steps=args.log_steps, **training),
         train_dataset=train_features,
         eval_dataset=dev_features,
         processing_class=tokenizer,
@@ -458,13 +450,8 @@ def ner(argv=None):
         for name, path in (("valid", args.validation_file), ("test", args.test_file))
         if path
     }
-    out, tokenizer, model = setup(
-        args,
-        transformers.AutoModelForTokenClassification,
-        interop_threads=1,
-        num_labels=len(label_list),
-        finetuning_task="ner",
-    )
+    task = transformers.AutoModelForTokenClassification
+    out, tokenizer, model = setup(args, task, 1, num_labels=len(label_list), finetuning_task="ner")
     if not getattr(tokenizer, "is_fast", False):
         raise SystemExit(f"{args.model_dir}: no fast tokenizer (word_ids needs one)")
     config_class = getattr(transformers, "PreTrainedConfig", None) or transformers.PretrainedConfig
@@ -480,7 +467,6 @@ def ner(argv=None):
     )
     trainer = PeerTrainer(
         args,
-        out,
         model,
         Clock(progress, args.per_device_train_batch_size),
         dict(logging_steps=args.log_steps),
@@ -654,9 +640,7 @@ def squad(argv=None):
         eval_batch=32,
         epochs=1,
     )
-    out, tokenizer, model = setup(
-        args, transformers.AutoModelForQuestionAnswering, interop_threads=args.threads
-    )
+    out, tokenizer, model = setup(args, transformers.AutoModelForQuestionAnswering, args.threads)
     if args.max_seq_length > tokenizer.model_max_length:
         print(
             f"max_seq_length {args.max_seq_length} > model_max_length "
@@ -689,7 +673,6 @@ def squad(argv=None):
     )
     trainer = PeerTrainer(
         args,
-        out,
         model,
         Clock(progress, args.per_device_train_batch_size, predict_lines=args.logging_steps),
         dict(max_steps=args.max_steps, logging_steps=args.logging_steps, logging_first_step=True),

@@ -1,5 +1,5 @@
-"""Parity of `save_encoder(format="huggingface")` read back by transformers' own `BertModel`
-(README.md here), run in two environments (CI has no PyTorch):
+"""Parity of `save_encoder(format="huggingface")` read back by transformers' `BertModel`, in two
+environments (README.md here):
 
     .venv/bin/python -m benchmarks.peers.hf_readback write OUT_DIR      # ours: the HF dir + our outputs
     <python with torch==2.13.0 transformers> benchmarks/peers/hf_readback.py read OUT_DIR
@@ -43,12 +43,9 @@ def read(out: pathlib.Path) -> None:
 
     d = np.load(out / "ours.npz")
     model = transformers.BertModel.from_pretrained(str(out / "hf")).eval()
+    names = ("input_word_ids", "input_mask", "input_type_ids")  # BertModel's first three inputs
     with torch.no_grad():
-        o = model(
-            input_ids=torch.tensor(d["input_word_ids"], dtype=torch.long),
-            attention_mask=torch.tensor(d["input_mask"], dtype=torch.long),
-            token_type_ids=torch.tensor(d["input_type_ids"], dtype=torch.long),
-        )
+        o = model(*(torch.tensor(d[k], dtype=torch.long) for k in names))
     mask = d["input_mask"].astype(bool)
     seq = np.abs(o.last_hidden_state.numpy() - d["seq"])[mask].max()
     pooled = np.abs(o.pooler_output.numpy() - d["pooled"]).max()

@@ -1,5 +1,4 @@
-"""The Hugging Face / PyTorch SQuAD peer of `recipes/run_squad.py`:
-`hf_peers.squad` (see hf_peers.py)."""
+"""The Hugging Face SQuAD peer of `recipes/run_squad.py` (`hf_peers.squad`; README.md)."""
 
 import hf_peers  # this folder's, beside the script (run as one)
 

@@ -1,5 +1,5 @@
-"""A trained SQuAD task as a transformers `BertForQuestionAnswering` directory, for cross-evaluation:
-our weights scored through the PyTorch SQuAD peer's windows and post-processing (README.md here).
+"""A trained SQuAD task as a transformers `BertForQuestionAnswering` directory: our weights scored
+through the PyTorch SQuAD peer's windows and post-processing (README.md here).
 
     python -m benchmarks.peers.squad_task_to_hf --model_dir=runs/squad_v1 --output_dir=runs/squad_v1_hf
     <torch venv>/bin/python benchmarks/peers/hf_squad_peer.py --model_dir=runs/squad_v1_hf \
@@ -17,13 +17,8 @@ QA_WEIGHT, QA_BIAS = "qa_outputs.weight", "qa_outputs.bias"
 
 
 def write_squad_task_hf(task, directory: str) -> str:
-    """Writes the `SpanQuestionAnswerer` `task` (with its preprocessor) to `directory` as a
-    transformers BertForQuestionAnswering directory; returns `directory`. config.json, which
-    marks a model, is removed first and written last (README.md here).
-
-    Raises:
-        ValueError: the task has no preprocessor (no vocabulary to write).
-    """
+    """Writes the `SpanQuestionAnswerer` `task` to `directory` as a BertForQuestionAnswering
+    directory (README.md here); returns `directory`. ValueError: the task has no preprocessor."""
     import safetensors.numpy
 
     from keras_bert import fileio
@@ -31,8 +26,7 @@ def write_squad_task_hf(task, directory: str) -> str:
     from keras_bert.checkpoints.saver import save_encoder
 
     pre = task.require_preprocessor("a BertForQuestionAnswering directory")
-    # The vocabulary as the preprocessor holds it (its vocab_file may be gone or remote); the
-    # writer copies it in place and adds tokenizer_config.json with the casing.
+    # The vocabulary as the preprocessor holds it (its vocab_file may be gone or remote)
     vocab_file = fileio.join(directory, "vocab.txt")
     config_file = fileio.join(directory, huggingface.CONFIG_FILE)
     fileio.makedirs(directory)
@@ -45,8 +39,7 @@ def write_squad_task_hf(task, directory: str) -> str:
     weights = fileio.join(directory, huggingface.WEIGHTS_FILE)
     tensors = safetensors.numpy.load(fileio.read_bytes(weights))
     kernel = np.asarray(task.span_logits.kernel.numpy(), np.float32)  # [hidden, 2]
-    # contiguous: safetensors writes an array's buffer, and a transposed view's is the kernel's
-    tensors[QA_WEIGHT] = np.ascontiguousarray(kernel.T)
+    tensors[QA_WEIGHT] = np.ascontiguousarray(kernel.T)  # safetensors writes the array's buffer
     tensors[QA_BIAS] = np.asarray(task.span_logits.bias.numpy(), np.float32)
     fileio.write_bytes(weights, safetensors.numpy.save(tensors, metadata={"format": "pt"}))
     fileio.write_json(config_file, config)

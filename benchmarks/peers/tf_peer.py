@@ -1,5 +1,5 @@
-"""Our encoder (and keras-hub's) in a child process with its own TensorFlow thread-pool sizes
-(TensorFlow sizes them once per process), on the line protocol of torch_peer.py (README.md here):
+"""Our encoder (and keras-hub's) in a child process with its own TensorFlow thread-pool sizes, on
+the line protocol of torch_peer.py (README.md here):
 
     python -m benchmarks.peers.tf_peer INTRA_OP_THREADS INTER_OP_THREADS
 """
