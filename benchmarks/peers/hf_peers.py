@@ -22,6 +22,7 @@ import json
 import math
 import pathlib
 import platform
+import sys
 import time
 
 import numpy as np
@@ -89,6 +90,7 @@ def setup(args, model_class, interop_threads: int = 0, **config):
     out = pathlib.Path(args.output_dir)
     out.mkdir(parents=True, exist_ok=True)
     transformers.utils.logging.disable_progress_bar()  # no carriage-return bars in logs
+    sys.stdout.reconfigure(line_buffering=True)  # each progress line in a log as it is printed
     transformers.set_seed(args.seed)
     tokenizer = transformers.AutoTokenizer.from_pretrained(args.model_dir, use_fast=True)
     config = transformers.AutoConfig.from_pretrained(args.model_dir, **config)
@@ -155,7 +157,7 @@ class Clock(transformers.TrainerCallback):
                 elapsed=elapsed,
                 rate=state.global_step * self.batch_size / max(elapsed, 1e-9),
             )
-            print(line, flush=True)
+            print(line)
 
     def on_step_end(self, args, state, control, **kwargs):
         if self.max_seconds and self.seconds() >= self.max_seconds:
@@ -163,15 +165,14 @@ class Clock(transformers.TrainerCallback):
                 self.stopped_by_budget = True
                 print(
                     f"budget: {self.seconds():.1f}s >= {self.max_seconds:g}s at step "
-                    f"{state.global_step}/{state.max_steps}; stopping",
-                    flush=True,
+                    f"{state.global_step}/{state.max_steps}; stopping"
                 )
             control.should_training_stop = True
 
     def on_prediction_step(self, args, state, control, eval_dataloader=None, **kwargs):
         self.predicted += 1
         if self.predict_lines and self.predicted % self.predict_lines == 0:
-            print(f"predict batch {self.predicted}/{len(eval_dataloader)}", flush=True)
+            print(f"predict batch {self.predicted}/{len(eval_dataloader)}")
 
     def on_evaluate(self, args, state, control, metrics=None, **kwargs):
         metrics = metrics or {}
@@ -182,8 +183,7 @@ class Clock(transformers.TrainerCallback):
             | {"loss": metrics.get("eval_loss"), "eval_seconds": eval_seconds}
         )
         print(
-            f"eval step {step} train {seconds:.1f}s accuracy {accuracy:.4f} ({eval_seconds:.1f}s)",
-            flush=True,
+            f"eval step {step} train {seconds:.1f}s accuracy {accuracy:.4f} ({eval_seconds:.1f}s)"
         )
 
 
@@ -193,16 +193,11 @@ class PeerTrainer(transformers.Trainer):
     PrinterCallback; `evaluate` pauses it); `kwargs`: datasets, collator..."""
 
     def __init__(self, args, model, clock: Clock, training: dict, **kwargs):
+        same = "bf16 seed per_device_train_batch_size per_device_eval_batch_size learning_rate"
         arguments = transformers.TrainingArguments(
             output_dir=str(pathlib.Path(args.output_dir, "trainer")),
             use_cpu=True,
-            bf16=args.bf16,
-            seed=args.seed,
-            per_device_train_batch_size=args.per_device_train_batch_size,
-            per_device_eval_batch_size=args.per_device_eval_batch_size,
-            learning_rate=args.learning_rate,
-            weight_decay=args.weight_decay,
-            num_train_epochs=args.num_train_epochs,
+            **{k: getattr(args, k) for k in f"{same} weight_decay num_train_epochs".split()},
             warmup_steps=args.warmup_ratio,
             save_strategy="no",
             disable_tqdm=True,
@@ -221,19 +216,10 @@ class PeerTrainer(transformers.Trainer):
         finally:
             self.clock.resume()
 
-    def timed_train(self):
-        """(`train()`'s result, its wall seconds), --threads set again first (setup may change
-        torch's thread count)."""
-        if self.threads:
+    def train(self, *a, **kw):
+        if self.threads:  # again: setup may change torch's thread count
             torch.set_num_threads(self.threads)
-        begin = time.monotonic()
-        return self.train(), time.monotonic() - begin
-
-    def timed_predict(self, dataset):
-        """(`predict(dataset)`'s predictions, its seconds)."""
-        begin = time.monotonic()
-        predictions = self.predict(dataset, metric_key_prefix="predict").predictions
-        return predictions, time.monotonic() - begin
+        return super().train(*a, **kw)
 
     def optimizer_name(self) -> str:
         return str(getattr(self.args.optim, "value", self.args.optim))
@@ -252,14 +238,20 @@ class PeerTrainer(transformers.Trainer):
         return {"settings": settings, "versions": versions | {"python": platform.python_version()}}
 
 
+def timed(function, *args):
+    """(`function(*args)`, its wall seconds)."""
+    begin = time.monotonic()
+    return function(*args), time.monotonic() - begin
+
+
 def write_results(out: pathlib.Path, name: str, results: dict, summary=None) -> None:
     """Writes `results` to `out`/`name` (JSON, whole or not at all), then prints them: at the
     keys `summary` on one line, or all of them indented (sorted keys) without `summary`."""
     fileio.write_json(str(out / name), results)
     if summary:
-        print(json.dumps({k: results[k] for k in summary}), flush=True)
+        print(json.dumps({k: results[k] for k in summary}))
     else:
-        print(json.dumps(results, indent=2, sort_keys=True), flush=True)
+        print(json.dumps(results, indent=2, sort_keys=True))
 
 
 def read_tsv(data_dir, name, columns, limit=None) -> tuple[list[dict], int]:
@@ -333,9 +325,7 @@ def glue(argv=None):
         )
         return rows(enc, labels=[label_to_id[r[args.label_column]] for r in part])
 
-    t0 = time.monotonic()
-    train_features, dev_features = encode(train), encode(dev)
-    encode_seconds = time.monotonic() - t0
+    (train_features, dev_features), encode_seconds = timed(lambda: (encode(train), encode(dev)))
     progress = (
         "step {global_step}/{max_steps} epoch {epoch:.3f} elapsed {elapsed:.1f}s loss {loss:.4f} "
         "lr {lr:.3e} {rate:.1f} examples/s"
@@ -360,16 +350,13 @@ def glue(argv=None):
     print(
         f"{len(train)} train / {len(dev)} dev examples (dropped {train_dropped} / "
         f"{dev_dropped} malformed lines), labels {label_list}, max_seq_length "
-        f"{max_seq_length}, torch threads {torch.get_num_threads()}, bf16 {args.bf16}",
-        flush=True,
+        f"{max_seq_length}, torch threads {torch.get_num_threads()}, bf16 {args.bf16}"
     )
 
-    result, wall = trainer.timed_train()
+    result, wall = timed(trainer.train)
     steps = trainer.state.global_step
     if not clock.evaluations or clock.evaluations[-1]["step"] != steps:
-        t0 = time.monotonic()
-        trainer.evaluate()
-        wall += time.monotonic() - t0
+        wall += timed(trainer.evaluate)[1]
     train_seconds = clock.seconds()
     # examples fed in `steps` batches, each epoch ending with its partial batch
     per_epoch = -(-len(train) // args.per_device_train_batch_size)
@@ -482,10 +469,9 @@ def ner(argv=None):
     hook = model.classifier.register_forward_hook(record_dtype)
     print(
         f"{len(train)} training sentences, labels {label_list}, torch threads "
-        f"{torch.get_num_threads()}, bf16 {args.bf16}",
-        flush=True,
+        f"{torch.get_num_threads()}, bf16 {args.bf16}"
     )
-    result, train_seconds = trainer.timed_train()
+    result, train_seconds = timed(trainer.train)
     hook.remove()
     if args.save_model:
         trainer.save_model(str(out / "model"))
@@ -497,9 +483,9 @@ def ner(argv=None):
     for name, sentences in evals.items():
         # one tag per word: the argmax at the word's first piece, "O" for a word with no piece
         features, firsts = ner_features(tokenizer, sentences, label_to_id, args.max_seq_length)
-        logits, seconds = trainer.timed_predict(features)
+        output, seconds = timed(trainer.predict, features)
         records = []
-        for row, first_pieces, sentence in zip(logits, firsts, sentences):
+        for row, first_pieces, sentence in zip(output.predictions, firsts, sentences):
             tags = ["O"] * len(sentence["tokens"])
             for position, word in first_pieces:
                 tags[word] = label_list[int(np.argmax(row[position]))]
@@ -513,7 +499,7 @@ def ner(argv=None):
             "predict_seconds": seconds,
             "truncated_sentences": truncated(features),
         }
-        print(f"{name}: {json.dumps(predictions[name])}", flush=True)
+        print(f"{name}: {json.dumps(predictions[name])}")
 
     timing = {
         "train_seconds": train_seconds,
@@ -641,13 +627,9 @@ def squad(argv=None):
         epochs=1,
     )
     out, tokenizer, model = setup(args, transformers.AutoModelForQuestionAnswering, args.threads)
-    if args.max_seq_length > tokenizer.model_max_length:
-        print(
-            f"max_seq_length {args.max_seq_length} > model_max_length "
-            f"{tokenizer.model_max_length}; using the latter",
-            flush=True,
-        )
-        args.max_seq_length = tokenizer.model_max_length
+    if args.max_seq_length > (limit := tokenizer.model_max_length):
+        print(f"max_seq_length {args.max_seq_length} > model_max_length {limit}; using the latter")
+        args.max_seq_length = limit
     recorded = (  # the flags peer_metrics.json records under their own names
         "bf16 max_seq_length doc_stride learning_rate num_train_epochs warmup_ratio weight_decay "
         "seed version_2_with_negative"
@@ -663,10 +645,10 @@ def squad(argv=None):
     train, windows = [], []
     if args.train_file:
         train = fileio.read_json(str(args.train_file))["data"][: args.max_train_examples]
-        t0 = time.perf_counter()
-        windows = squad_windows(tokenizer, train, args, train=True)
-        metrics["train_feature_seconds"] = time.perf_counter() - t0
-        print(f"train: {len(train)} questions -> {len(windows)} windows", flush=True)
+        windows, metrics["train_feature_seconds"] = timed(
+            squad_windows, tokenizer, train, args, True
+        )
+        print(f"train: {len(train)} questions -> {len(windows)} windows")
     progress = (
         "step {global_step}/{max_steps} loss {loss:.4f} lr {lr:.3g} {rate:.2f} windows/s "
         "{elapsed:.0f}s"
@@ -681,7 +663,7 @@ def squad(argv=None):
     )
     if args.train_file:
         metrics["optimizer"] = trainer.optimizer_name()
-        result, seconds = trainer.timed_train()
+        result, seconds = timed(trainer.train)
         # windows seen: full batches, the last batch of each epoch may be short
         batches = result.global_step * args.per_device_train_batch_size
         trained = min(batches, math.ceil(args.num_train_epochs * len(windows)))
@@ -697,11 +679,11 @@ def squad(argv=None):
         )
     if args.validation_file:
         records = fileio.read_json(str(args.validation_file))["data"][: args.max_eval_examples]
-        t0 = time.perf_counter()
+        t0 = time.monotonic()
         features, window_example, offsets = squad_windows(tokenizer, records, args, train=False)
-        (starts, ends), logits_seconds = trainer.timed_predict(features)
-        answers = postprocess(records, window_example, offsets, starts, ends, args)
-        seconds = time.perf_counter() - t0
+        output, logits_seconds = timed(trainer.predict, features)
+        answers = postprocess(records, window_example, offsets, *output.predictions, args)
+        seconds = time.monotonic() - t0
         names = ("predictions", "null_odds", "best_non_null_predictions")
         for name, values in zip(names[: 3 if args.version_2_with_negative else 1], answers):
             fileio.write_json(str(out / f"{name}.json"), values, indent=1)
