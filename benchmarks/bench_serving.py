@@ -77,8 +77,10 @@ def served_load(server, items, clients: int, request_of=None, quantiles=(50, 99)
     return serving_harness.closed_loop(make_call, clients, FLAGS.seconds, quantiles=quantiles)
 
 
-def model_name() -> str:
-    return pathlib.Path(FLAGS.model_dir).name if FLAGS.model_dir else "MiniLM-L6 classifier"
+def model_name() -> str:  # --model_dir's model and version directories, or the default export
+    if not FLAGS.model_dir:
+        return "MiniLM-L6 classifier"
+    return "/".join(pathlib.Path(FLAGS.model_dir).parts[-2:])
 
 
 def text_request(text):
@@ -96,7 +98,7 @@ def batching_note() -> str:
     return (
         f"batching: max_batch_size {FLAGS.max_batch_size}, batch_timeout_micros "
         f"{', '.join(FLAGS.batch_timeout_micros)} (a server each), num_batch_threads "
-        f"{FLAGS.num_batch_threads}, allowed_batch_sizes {FLAGS.allowed_batch_sizes or 'any'}"
+        f"{FLAGS.num_batch_threads}, allowed_batch_sizes {[*map(int, FLAGS.allowed_batch_sizes)]}"
     )
 
 
@@ -333,7 +335,6 @@ def check_answers(address, requests):
 
 def squad_scenario(model_dir, work, clients, server_flags):
     examples, requests = squad_requests(FLAGS.predict_file, FLAGS.batch)
-    print(f"{len(examples)} questions, {len(requests)} requests of {FLAGS.batch}", flush=True)
     with serving_harness.serve(model_dir, work, MODEL_NAME, *server_flags) as server:
         checked = requests[: FLAGS.check_requests]
         offsets_ok, em, verbatim, n, bad = check_answers(server.address, checked)
@@ -353,7 +354,7 @@ def squad_scenario(model_dir, work, clients, server_flags):
     words = [len(e.context.split()) for e in examples]
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
     notes = [
-        f"gRPC Predict (`serving_default`) on {pathlib.Path(FLAGS.model_dir).name} via `python -m "
+        f"gRPC Predict (`serving_default`) on {model_name()} via `python -m "
         f"serving.server` ({' '.join(server_flags)}).",
         f"{len(examples)} questions from {pathlib.Path(FLAGS.predict_file).name}, contexts "
         f"{min(words)}-{max(words)} words (mean {sum(words) / len(words):.0f}); "
