@@ -7,6 +7,7 @@ torch, transformers and onnx in `$KERAS_BERT_PEER_PYTHON`:
     python -m benchmarks.peers.openvino_peer HF_MODEL_DIR EXPORT_DIR CALIBRATION_NPZ
 """
 
+import functools
 import pathlib
 import sys
 import tempfile
@@ -77,39 +78,38 @@ def main():
     with np.load(calibration_npz) as f:
         calibration = {k: f[k] for k in f.files}
     core = ov.Core()
-    models, compiled = {}, {}
     tmp = None  # the temporary directory of model.onnx, set below
 
+    @functools.cache
     def model(source, quant):
-        if (source, quant) not in models:
-            start = time.perf_counter()
-            if quant == "float32":
-                models[source, quant] = convert(source, model_dir, export_dir, tmp)
-            else:
-                items = calibration_items(calibration, source)
-                models[source, quant] = nncf.quantize(
-                    model(source, "float32"),
-                    nncf.Dataset(items),
-                    model_type=nncf.ModelType.TRANSFORMER,
-                    subset_size=len(items),
-                )
-            print(
-                f"openvino_peer: {source} {quant} ready in {time.perf_counter() - start:.1f} s",
-                file=sys.stderr,
-                flush=True,
+        start = time.perf_counter()
+        if quant == "float32":
+            converted = convert(source, model_dir, export_dir, tmp)
+        else:
+            items = calibration_items(calibration, source)
+            converted = nncf.quantize(
+                model(source, "float32"),
+                nncf.Dataset(items),
+                model_type=nncf.ModelType.TRANSFORMER,
+                subset_size=len(items),
             )
-        return models[source, quant]
+        took = time.perf_counter() - start
+        print(f"openvino_peer: {source} {quant} ready in {took:.1f} s", file=sys.stderr, flush=True)
+        return converted
+
+    @functools.cache
+    def compiled(source, quant, threads):
+        config = {"INFERENCE_PRECISION_HINT": "f32"} | (
+            {"INFERENCE_NUM_THREADS": threads} if threads else {}
+        )
+        return core.compile_model(model(source, quant), "CPU", config)
 
     def load(msg):
         check_job(msg)
-        source, quant, threads = msg["source"], msg["quant"], int(msg.get("threads") or 0)
-        if (source, quant, threads) not in compiled:
-            config = {"INFERENCE_PRECISION_HINT": "f32"}
-            if threads:
-                config["INFERENCE_NUM_THREADS"] = threads
-            net = core.compile_model(model(source, quant), "CPU", config)
-            compiled[source, quant, threads] = net
-        request = compiled[source, quant, threads].create_infer_request()
+        source = msg["source"]
+        request = compiled(
+            source, msg["quant"], int(msg.get("threads") or 0)
+        ).create_infer_request()
         if msg["cmd"] == "predict":
             with np.load(msg["ids"]) as f:
                 ids = {k: f[k] for k in f.files}
@@ -120,7 +120,7 @@ def main():
             np.savez(msg["out"], output=np.concatenate(chunks))
             return (lambda: None), (lambda: None)
         feeds = feeds_for(peers.fixed_input(msg), source)
-        return (lambda: None), (lambda r=request, f=feeds: r.infer(f))
+        return (lambda: None), (lambda: request.infer(feeds))
 
     with tempfile.TemporaryDirectory(prefix="keras_bert_openvino_") as name:
         tmp = pathlib.Path(name)
