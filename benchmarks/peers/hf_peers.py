@@ -282,28 +282,26 @@ def accuracy(prediction: transformers.EvalPrediction) -> dict:
     return {"accuracy": float((np.argmax(logits, axis=-1) == prediction.label_ids).mean())}
 
 
+GLUE_FLAGS = [
+    ("data_dir", REQUIRED, "GLUE task dir with train.tsv and dev.tsv."),
+    ("text_column", "sentence", "Header name of the first text."),
+    ("text_b_column", str, "Header name of the second text (pair tasks)."),
+    ("label_column", "label", "Header name of the label."),
+    ("pad_to_multiple_of", 0, "Round batch lengths up to a multiple of this (0: no)."),
+    ("group_by_length", False, "Batches of similar length (Trainer's group_by_length)."),
+    ("max_train_seconds", 0.0, "Train seconds (evaluations excluded) to stop after."),
+    ("adam_epsilon", 1e-8, "Trainer's default 1e-8 (ours 1e-6)."),
+    ("eval_steps", 0, "Evaluate dev every K optimizer steps (0: only after training)."),
+    ("log_steps", 50, "Optimizer steps per progress line."),
+    MAX_STEPS,
+]
+
+
 def glue(argv=None):
-    """run_glue.py: metrics.json (its last line of output: the keys printed at the end)."""
+    """The Hugging Face / PyTorch GLUE peer of `recipes/run_classifier.py` (run_glue.py)."""
+    nonnegative = ("eval_steps", "pad_to_multiple_of", "threads", "max_train_seconds")
     args = parse_args(
-        "The Hugging Face / PyTorch GLUE peer of `recipes/run_classifier.py`.",
-        argv,
-        [
-            ("data_dir", REQUIRED, "GLUE task dir with train.tsv and dev.tsv."),
-            ("text_column", "sentence", "Header name of the first text."),
-            ("text_b_column", str, "Header name of the second text (pair tasks)."),
-            ("label_column", "label", "Header name of the label."),
-            ("pad_to_multiple_of", 0, "Round batch lengths up to a multiple of this (0: no)."),
-            ("group_by_length", False, "Batches of similar length (Trainer's group_by_length)."),
-            ("max_train_seconds", 0.0, "Train seconds (evaluations excluded) to stop after."),
-            ("adam_epsilon", 1e-8, "Trainer's default 1e-8 (ours 1e-6)."),
-            ("eval_steps", 0, "Evaluate dev every K optimizer steps (0: only after training)."),
-            ("log_steps", 50, "Optimizer steps per progress line."),
-            MAX_STEPS,
-        ],
-        seq=128,
-        eval_batch=8,
-        epochs=3,
-        nonnegative=("eval_steps", "pad_to_multiple_of", "threads", "max_train_seconds"),
+        glue.__doc__, argv, GLUE_FLAGS, seq=128, eval_batch=8, epochs=3, nonnegative=nonnegative
     )
     texts = [c for c in (args.text_column, args.text_b_column) if c]
     columns = [*texts, args.label_column]
@@ -411,23 +409,18 @@ def ner_features(tokenizer, sentences, label_to_id, max_seq_length):
     return rows(enc, labels=labels), firsts
 
 
+NER_FLAGS = [
+    ("train_file", REQUIRED, "JSON lines {tokens, ner_tags}."),
+    ("validation_file", str, "JSON lines; predicted after training."),
+    ("test_file", str, "JSON lines; predicted after training."),
+    ("log_steps", 50, "Optimizer steps per progress line."),
+    ("save_model", False, "Save the trained model."),
+]
+
+
 def ner(argv=None):
-    """run_ner.py: predictions_<split>.json, peer_timing.json."""
-    args = parse_args(
-        "The Hugging Face / PyTorch peer of `recipes/run_ner.py` (CoNLL-2003 NER).",
-        argv,
-        [
-            ("train_file", REQUIRED, "JSON lines {tokens, ner_tags}."),
-            ("validation_file", str, "JSON lines; predicted after training."),
-            ("test_file", str, "JSON lines; predicted after training."),
-            ("log_steps", 50, "Optimizer steps per progress line."),
-            ("save_model", False, "Save the trained model."),
-        ],
-        seq=128,
-        eval_batch=8,
-        epochs=3,
-        threads=1,
-    )
+    """The Hugging Face / PyTorch peer of `recipes/run_ner.py` (CoNLL-2003 NER; run_ner.py)."""
+    args = parse_args(ner.__doc__, argv, NER_FLAGS, seq=128, eval_batch=8, epochs=3, threads=1)
     full_train = fileio.read_jsonl(str(args.train_file))
     # run_ner.py's `get_label_list`: the sorted set of tags of the whole train file
     label_list = sorted({tag for s in full_train for tag in s["ner_tags"]})
@@ -605,27 +598,22 @@ def postprocess(records, window_example, offsets, start_logits, end_logits, args
     return predictions, null_odds, best_non_null
 
 
+SQUAD_FLAGS = [
+    ("train_file", str, "Flat SQuAD JSON (squad_peer_data train.json)."),
+    ("validation_file", str, "Flat SQuAD JSON to predict (heldout.json)."),
+    ("doc_stride", 128, "Tokens of overlap between a context's windows."),
+    ("version_2_with_negative", False, None),
+    ("null_score_diff_threshold", 0.0, None),
+    ("n_best_size", 20, None),
+    ("max_answer_length", 30, None),
+    ("logging_steps", 10, "One progress line per N steps."),
+    MAX_STEPS,
+]
+
+
 def squad(argv=None):
-    """run_qa.py: predictions.json (null_odds.json, best_non_null_predictions.json for v2.0),
-    peer_metrics.json."""
-    args = parse_args(
-        "The Hugging Face / PyTorch SQuAD peer of `recipes/run_squad.py`.",
-        argv,
-        [
-            ("train_file", str, "Flat SQuAD JSON (squad_peer_data train.json)."),
-            ("validation_file", str, "Flat SQuAD JSON to predict (heldout.json)."),
-            ("doc_stride", 128, "Tokens of overlap between a context's windows."),
-            ("version_2_with_negative", False, None),
-            ("null_score_diff_threshold", 0.0, None),
-            ("n_best_size", 20, None),
-            ("max_answer_length", 30, None),
-            ("logging_steps", 10, "One progress line per N steps."),
-            MAX_STEPS,
-        ],
-        seq=384,
-        eval_batch=32,
-        epochs=1,
-    )
+    """The Hugging Face / PyTorch SQuAD peer of `recipes/run_squad.py` (run_qa.py)."""
+    args = parse_args(squad.__doc__, argv, SQUAD_FLAGS, seq=384, eval_batch=32, epochs=1)
     out, tokenizer, model = setup(args, transformers.AutoModelForQuestionAnswering, args.threads)
     if args.max_seq_length > (limit := tokenizer.model_max_length):
         print(f"max_seq_length {args.max_seq_length} > model_max_length {limit}; using the latter")
