@@ -33,16 +33,16 @@ def export_float32_onnx(model_dir: str, path: pathlib.Path) -> None:
             super().__init__()
             self.bert = transformers.BertModel.from_pretrained(
                 model_dir, attn_implementation="eager"
-            ).eval()
+            )
 
-        def forward(self, input_ids, attention_mask, token_type_ids):
-            return self.bert(input_ids, attention_mask, token_type_ids).last_hidden_state
+        def forward(self, *inputs):  # input_ids, attention_mask, token_type_ids
+            return self.bert(*inputs).last_hidden_state
 
     ids = torch.full((2, 16), 1000, dtype=torch.long)
     axes = {name: {0: "batch", 1: "sequence"} for name in [*ONNX_INPUTS, "last_hidden_state"]}
     with torch.inference_mode():
         torch.onnx.export(
-            LastHidden(),
+            LastHidden().eval(),
             (ids, torch.ones_like(ids), torch.zeros_like(ids)),
             str(path),
             input_names=list(ONNX_INPUTS),
@@ -55,8 +55,7 @@ def export_float32_onnx(model_dir: str, path: pathlib.Path) -> None:
 
 
 def onnx_feeds(features: dict) -> dict:
-    """Our int32 features (`input_word_ids`, `input_mask`, `input_type_ids` [B, T]) as the int64
-    inputs of `model.onnx` (`input_ids`, `attention_mask`, `token_type_ids`)."""
+    """Our int32 features [B, T] as the int64 inputs of `model.onnx`."""
     import numpy as np
 
     return {onnx: np.asarray(features[ours], np.int64) for onnx, ours in ONNX_INPUTS.items()}
