@@ -1,9 +1,6 @@
-"""The Hugging Face / PyTorch peers of our fine-tuning recipes, each a `Trainer` with a train clock,
-never importing TensorFlow or keras_bert: GLUE (`recipes/run_classifier.py`; run_glue.py, with a
-wall-clock budget), CoNLL-2003 NER (`recipes/run_ner.py`; run_ner.py) and SQuAD
-(`recipes/run_squad.py`; run_qa.py). Run by the scripts beside it, which import this file as a
-sibling module; what each measures and writes, and the commands of the published runs: README.md
-here and the docs it names. Data and scoring: ner_peer_data.py, squad_peer_data.py.
+"""The Hugging Face / PyTorch peers of our fine-tuning recipes (GLUE, CoNLL-2003 NER, SQuAD), each
+a `Trainer` with a train clock, never importing TensorFlow or keras_bert, run by the scripts beside
+it. What each measures and writes, and the commands of the published runs: README.md here.
 
     <torch venv>/bin/python benchmarks/peers/hf_glue_peer.py --model_dir=$MODEL \
         --data_dir=$KERAS_BERT_DATA_DIR/glue/sst2 --max_train_seconds=1800 --output_dir=OUT
@@ -12,8 +9,6 @@ here and the docs it names. Data and scoring: ner_peer_data.py, squad_peer_data.
     <torch venv>/bin/python benchmarks/peers/hf_squad_peer.py --model_dir=$MODEL \
         --train_file=D/train.json --validation_file=D/heldout.json --output_dir=OUT
 """
-
-from __future__ import annotations
 
 import argparse
 import collections
@@ -118,12 +113,9 @@ def set_labels(model, label_list: list[str], out: pathlib.Path) -> dict:
 
 
 class Clock(transformers.TrainerCallback):
-    """A peer's train clock: seconds from `on_train_begin` to `on_train_end`, evaluations taken
-    out (`PeerTrainer.evaluate` pauses it). Prints `progress` at each logging step with a loss
-    (formatted with the TrainerState's fields, loss, lr, elapsed train seconds and rate, examples
-    per second), a line every `predict_lines` prediction batches (0: none) and each evaluation,
-    which it records; stops training after the first step at which `max_seconds` (0: none) have
-    passed."""
+    """A peer's train clock (evaluations taken out: `PeerTrainer.evaluate` pauses it), its progress
+    lines (`progress` formatted with the TrainerState's fields, loss, lr, elapsed and rate), one
+    every `predict_lines` prediction batches, its evaluations, and its budget `max_seconds`."""
 
     def __init__(self, progress: str, batch_size: int, max_seconds=0.0, predict_lines=0):
         self.progress, self.batch_size, self.max_seconds = progress, batch_size, max_seconds
@@ -510,11 +502,9 @@ def ner(argv=None):
 
 
 def squad_windows(tokenizer, records, args, train: bool):
-    """run_qa.py's `prepare_train_features` (`train`: one feature dict per window, labelled with
-    the token start/end of the first answer, or the [CLS] index when there is none or it is not
-    wholly inside the window) or `prepare_validation_features` (feature dicts, per-window example
-    index, per-window offsets with None outside the context): question first, only the context
-    truncated into windows."""
+    """run_qa.py's `prepare_train_features` (`train`: feature dicts with the answer's token start
+    and end) or `prepare_validation_features` (feature dicts, each window's example index and
+    offsets, None outside the context)."""
     enc = tokenizer(
         [r["question"].lstrip() for r in records],
         [r["context"] for r in records],

@@ -12,8 +12,6 @@ and tags and are scored the same way (README.md here):
         --metrics_file=runs/ner_peer/out/metrics_valid.json [--max_examples=N]
 """
 
-from __future__ import annotations
-
 import json
 import pathlib
 

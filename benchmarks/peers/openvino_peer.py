@@ -50,25 +50,6 @@ def bitcast_as_identity(node):
     return [x]
 
 
-def convert(source: str, model_dir: str, export_dir: str, tmp: pathlib.Path):
-    """openvino.Model of `source`: EXPORT_DIR's `encoded` signature with output `probabilities`
-    only ("ours"), or ort_peer's model.onnx of HF_MODEL_DIR ("hf")."""
-    import openvino as ov
-
-    if source == "hf":
-        ort_peer.export_float32_onnx(model_dir, tmp / "model.onnx")
-        return ov.convert_model(str(tmp / "model.onnx"))
-    import tensorflow as tf
-    from openvino.frontend.tensorflow import ConversionExtension
-
-    loaded = tf.saved_model.load(export_dir)  # owns the variables: alive until converted
-    encoded = loaded.signatures["encoded"]
-    probabilities = tf.function(lambda **ids: encoded(**ids)["probabilities"])
-    function = probabilities.get_concrete_function(**encoded.structured_input_signature[1])
-    extension = ConversionExtension("Bitcast", bitcast_as_identity)
-    return ov.convert_model(function, extension=[extension])
-
-
 def main():
     import nncf
     import numpy as np
@@ -83,8 +64,19 @@ def main():
     @functools.cache
     def model(source, quant):
         start = time.perf_counter()
-        if quant == "float32":
-            converted = convert(source, model_dir, export_dir, tmp)
+        if quant == "float32" and source == "hf":  # ort_peer's model.onnx
+            ort_peer.export_float32_onnx(model_dir, tmp / "model.onnx")
+            converted = ov.convert_model(str(tmp / "model.onnx"))
+        elif quant == "float32":  # the `encoded` signature, output `probabilities` only
+            import tensorflow as tf
+            from openvino.frontend.tensorflow import ConversionExtension
+
+            loaded = tf.saved_model.load(export_dir)  # owns the variables: alive until converted
+            encoded = loaded.signatures["encoded"]
+            probabilities = tf.function(lambda **ids: encoded(**ids)["probabilities"])
+            function = probabilities.get_concrete_function(**encoded.structured_input_signature[1])
+            extension = ConversionExtension("Bitcast", bitcast_as_identity)
+            converted = ov.convert_model(function, extension=[extension])
         else:
             items = calibration_items(calibration, source)
             converted = nncf.quantize(

@@ -12,8 +12,6 @@ same questions and are scored on the same questions by the same official evaluat
         [--max_eval_examples=N]
 """
 
-from __future__ import annotations
-
 import json
 import pathlib
 

@@ -8,8 +8,6 @@ through the PyTorch SQuAD peer's windows and post-processing (README.md here).
         --predictions_dir=runs/squad_v1_hf_scored
 """
 
-from __future__ import annotations
-
 import numpy as np
 from absl import app, flags
 
