@@ -1,15 +1,14 @@
-"""Encoder inference speed, ours (TensorFlow, XLA, bfloat16, LiteRT) against keras-hub's
-BertBackbone and Hugging Face on PyTorch and on ONNX Runtime, all with the weights of
-`minilm_l6_h384_uncased`: sequences/s at 32 x 128 (and GFLOP/s against the matmul ceilings measured
-in the same run), p50 / p99 ms at 1 x 32, and bfloat16 against float32 predictions on SST-2 dev.
-The peers run under `$KERAS_BERT_PEER_PYTHON` (default this interpreter). Contenders and method:
-docs/results/encoder.md.
+"""Encoder inference speed, ours (TensorFlow, XLA, bfloat16) against keras-hub's BertBackbone
+and Hugging Face on PyTorch and on ONNX Runtime, all with the weights of `minilm_l6_h384_uncased`:
+sequences/s at 32 x 128 and GFLOP/s against the machine's float32 / bfloat16 matmul ceilings
+(TensorFlow's, and PyTorch's where its peer runs), measured in the same run; p50 / p99 ms at
+1 x 32; bfloat16 against float32 predictions on SST-2 dev. The peers run under
+`$KERAS_BERT_PEER_PYTHON` (default this interpreter). Our LiteRT exports are bench_litert's.
+Contenders and method: docs/results/encoder.md.
 
     [KERAS_BERT_PEER_PYTHON=<torch venv>/bin/python] python -m benchmarks.bench_encoder \
-        [--repetitions=5] [--latency_calls=40] [--notorch] [--noonnxruntime] [--nolitert]
+        [--repetitions=5] [--latency_calls=40] [--ceiling_size=4096] [--notorch] [--noonnxruntime]
 """
-
-import os
 
 import numpy as np
 from absl import app, flags
@@ -20,7 +19,7 @@ TOPIC = "encoder"
 FLAGS = flags.FLAGS
 flags.DEFINE_integer("repetitions", 5, "Alternating rounds at batch 32 x 128.")
 common.define_encoder_shape_flags(latency_calls=40)
-flags.DEFINE_integer("ceiling_size", 4096, "Matmul side for the ceilings (0 = skip).")
+flags.DEFINE_integer("ceiling_size", 4096, "Matmul side N of the ceilings (0 = skip).")
 common.define_torch_flags()
 flags.DEFINE_list(
     "ours_threads",
@@ -30,8 +29,6 @@ flags.DEFINE_list(
 )
 flags.DEFINE_bool("onnxruntime", True, "Include the ONNX Runtime peer (float32 and int8).")
 flags.DEFINE_list("onnxruntime_threads", ["0"], "ONNX Runtime thread settings (0 = default).")
-flags.DEFINE_bool("litert", True, "Include ours converted to LiteRT (float32 and int8).")
-flags.DEFINE_integer("litert_threads", len(os.sched_getaffinity(0)), "LiteRT threads.")
 flags.DEFINE_bool("keras_hub", True, "Include keras-hub's BertBackbone.")
 flags.DEFINE_bool("bfloat16", True, "Include the bfloat16 contenders.")
 flags.DEFINE_bool("check_predictions", True, "Run the bfloat16 vs float32 SST-2 dev check.")
@@ -60,35 +57,6 @@ def encoder_fn(stack: str, dtype: str, xla: bool | None = None):
         return model(inputs(features), training=False)["sequence_output"]
 
     return model, run
-
-
-def litert_fn(encoder, quantize: str, shapes, threads: int):
-    """callable(features_numpy) -> numpy [B, T, H]: `encoder` converted to LiteRT (`quantize`
-    "float32" or "int8"), one interpreter with `threads` threads per (batch, seq) in `shapes`."""
-    from ai_edge_litert.interpreter import Interpreter
-    from keras_bert.saved_model import litert
-
-    model = litert.convert_encoder(encoder, quantize)
-    names = ("input_word_ids", "input_mask", "input_type_ids")
-    interpreters = {}
-    for shape in shapes:
-        interpreter = Interpreter(model_content=model, num_threads=threads)
-        details = interpreter.get_input_details()
-        index = {n: next(d["index"] for d in details if n in d["name"]) for n in names}
-        for n in names:
-            interpreter.resize_tensor_input(index[n], list(shape))
-        interpreter.allocate_tensors()
-        output = interpreter.get_output_details()[0]["index"]
-        interpreters[tuple(shape)] = (interpreter, index, output)
-
-    def call(features):
-        interpreter, index, output = interpreters[features["input_word_ids"].shape]
-        for n in names:
-            interpreter.set_tensor(index[n], features[n])
-        interpreter.invoke()
-        return interpreter.get_tensor(output)
-
-    return call
 
 
 def build_contenders(shapes, peer, tf_peers, ort_peer):
@@ -127,9 +95,6 @@ def build_contenders(shapes, peer, tf_peers, ort_peer):
                 contenders[f"{stack} {kind}{common.threads_label(threads)}"] = tf_peer.at(
                     shapes, stack=stack, dtype=dtype
                 )
-    for quantize in ("float32", "int8") if FLAGS.litert else ():
-        call = litert_fn(encoders["float32"], quantize, shapes, FLAGS.litert_threads)
-        contenders[f"ours LiteRT {quantize}"] = common.calls(call, features)
     for threads in (int(n) for n in FLAGS.onnxruntime_threads) if ort_peer is not None else ():
         for quant in ("float32", "int8"):
             name = f"onnxruntime {quant}{common.threads_label(threads)}"
@@ -198,7 +163,7 @@ def main(argv):
     ceilings = {}
     if FLAGS.ceiling_size:
         print("ceilings ...", flush=True)
-        ceilings = common.measure_ceilings(FLAGS.ceiling_size, 3, with_torch=False)
+        ceilings = common.measure_ceilings(FLAGS.ceiling_size, 3, with_torch=FLAGS.torch)
     h, i = 384, 1536  # forward FLOPs per token of MiniLM-L6-H384's 6 layers (docs/results)
     flops_tok = 6.0 * (2 * (4 * h * h + 2 * h * i) + 4 * t * h)
     rows = []
@@ -223,9 +188,6 @@ def main(argv):
             + f" ({FLAGS.ceiling_size}^3 matmul, median of 3)."
         )
     notes.append(speed_note)
-    if FLAGS.litert:
-        n = FLAGS.litert_threads
-        notes.append(f"ours LiteRT: {n} interpreter thread{'s' * (n > 1)}.")
     if peer is not None or ort_peer is not None:
         notes.append("Peer interpreter: " + peer_versions())
     if FLAGS.check_predictions and "bfloat16" in encoders:

@@ -4,6 +4,8 @@ import json
 
 import numpy as np
 
+import tests.tiny
+
 LABELS = ["neg", "neutral", "pos"]
 MAX_SEQ_LENGTH = 16
 TEXTS = [
@@ -23,14 +25,11 @@ TEXTS = [
 
 
 def tiny_encoder(num_layers=2, hidden_size=16):
-    """A BertEncoder over the real 30522-piece vocabulary, tiny elsewhere."""
-    from keras_bert import BertEncoder
-
-    return BertEncoder(
+    """`tests.tiny`'s encoder over the real 30522-piece vocabulary, 32 positions."""
+    return tests.tiny.tiny_encoder(
         vocab_size=30522,
         hidden_size=hidden_size,
         num_layers=num_layers,
-        num_heads=2,
         intermediate_size=24,
         max_sequence_length=32,
     )
