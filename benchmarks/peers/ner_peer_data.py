@@ -17,7 +17,7 @@ import pathlib
 
 from absl import app, flags
 
-from keras_bert import fileio
+from keras_bert import cli, fileio
 from keras_bert.data import conll
 from keras_bert.metrics.ner import entity_scores
 
@@ -85,7 +85,10 @@ def main(argv):
         info = write_splits(FLAGS.data_dir, FLAGS.output_dir)
         print(json.dumps(info["splits"]), info["label_names"])
         return
-    metrics = score(FLAGS.gold_file, FLAGS.predictions_file, FLAGS.max_examples)
+    try:
+        metrics = score(FLAGS.gold_file, FLAGS.predictions_file, FLAGS.max_examples)
+    except ValueError as e:  # predictions that do not line up with the gold file
+        cli.fail_usage(str(e))
     default = f"metrics_{pathlib.PurePath(FLAGS.gold_file).stem}.json"  # beside the predictions
     path = FLAGS.metrics_file or fileio.join(fileio.parent(FLAGS.predictions_file), default)
     fileio.write_json(path, metrics)
@@ -94,4 +97,4 @@ def main(argv):
 
 
 if __name__ == "__main__":
-    app.run(main)
+    cli.run(main)

@@ -17,7 +17,7 @@ import pathlib
 
 from absl import app, flags, logging
 
-from keras_bert import fileio
+from keras_bert import cli, fileio
 from keras_bert.metrics import squad as squad_eval
 from keras_bert.training.families import squad as squad_family
 
@@ -122,14 +122,17 @@ def main(argv):
     needed = "output_dir" if FLAGS.mode == "split" else "predictions_dir"
     if not getattr(FLAGS, needed):
         raise app.UsageError(f"--{needed} is required with --mode={FLAGS.mode}")
-    if FLAGS.mode == "split":
-        result = write_split(*split, FLAGS.output_dir)
-    else:
-        result = score(*split, FLAGS.predictions_dir, FLAGS.max_eval_examples)
+    try:
+        if FLAGS.mode == "split":
+            result = write_split(*split, FLAGS.output_dir)
+        else:
+            result = score(*split, FLAGS.predictions_dir, FLAGS.max_eval_examples)
+    except ValueError as e:  # a holdout fraction out of range, predictions that do not match
+        cli.fail_usage(str(e))
         path = FLAGS.metrics_file or fileio.join(FLAGS.predictions_dir, "metrics.json")
         fileio.write_json(path, result)
     print(json.dumps(result, indent=2, sort_keys=True))
 
 
 if __name__ == "__main__":
-    app.run(main)
+    cli.run(main)
