@@ -1,14 +1,15 @@
 """Peak resident memory of our fine-tuning runs and exports, and of keras-hub's and the Hugging
-Face Trainer's fine-tuning at the same settings, each a command line in its own process (method:
-docs/results/memory.md), on `common.data_dir()`. About 6 minutes on 2 cores:
+Face Trainer's fine-tuning at the same settings, each a command line in its own process; then
+(`server`) the model server's VmRSS / VmHWM after --calls Predict calls: one model, a second added
+by a config reload, LiteRT (`--prefer_tflite_model`), over --cycles version swaps, each a fresh
+server on the MiniLM-L6 classifier's export (or `--model_dir`, with model.tflite). Method:
+docs/results/memory.md. About 11 minutes on 2 cores, on `common.data_dir()`:
 
-    python -m benchmarks.bench_memory [--contenders=sst2,savedmodel] [--work_dir=<dir>] [--noappend]
+    python -m benchmarks.bench_memory [--contenders=sst2,savedmodel,server] [--work_dir=<dir>]
 
-`--contenders` picks a subset of `KEYS` (the exports read the sst2 run: run it first, in the same
-`--work_dir`).
+`--contenders` picks a subset of `KEYS` and `server` (the exports read the sst2 run: run it first,
+in the same `--work_dir`).
 """
-
-from __future__ import annotations
 
 import json
 import os
@@ -20,7 +21,7 @@ import time
 
 from absl import app, flags
 
-from benchmarks import common
+from benchmarks import common, serving_harness
 
 TOPIC = "memory"
 FLAGS = flags.FLAGS
@@ -126,25 +127,113 @@ def peak_rss(argv: list, log_path) -> tuple[int, float, int]:
     return result["maxrss_kib"] * 1024, seconds, result["code"]
 
 
+MODEL_NAME, SHADOW_NAME = "bench_memory", "bench_memory_shadow"
+CALL_SHAPE = (1, 32)  # cut to the export's max_seq_length when that is shorter
+POLL = "--file_system_poll_wait_seconds=0.2"
+
+
+def resident_mib(pid: int) -> tuple[float, float]:
+    """(VmRSS, VmHWM) of process `pid`, in MiB."""
+    fields = serving_harness.proc_status(pid)
+    return tuple(int(fields[k].split()[0]) / 1024 for k in ("VmRSS", "VmHWM"))  # from kB
+
+
+def call_shape(model_dir: pathlib.Path) -> tuple[int, int]:
+    """CALL_SHAPE, its length cut to the export's max_seq_length (assets/export_config.json)."""
+    config = json.loads((model_dir / "assets" / "export_config.json").read_text())
+    return CALL_SHAPE[0], min(CALL_SHAPE[1], int(config["max_seq_length"]))
+
+
+def memory_server(model_dir, work, calls: int, *flags):
+    """`serving_harness.serve` of `model_dir` and a function making `calls` Predict calls of
+    `call_shape` ids on `encoded` of each model it names."""
+    server = serving_harness.serve(model_dir, work, MODEL_NAME, POLL, *flags)
+    batch = common.random_batch(*call_shape(model_dir))
+
+    def call(*names):
+        for name in names:
+            request = serving_harness.predict_request(name, batch, "encoded")
+            predict = serving_harness.predict_call(server.address, request)
+            for _ in range(calls):
+                predict()
+
+    return server, call
+
+
+def server_memory(model_dir: pathlib.Path, work: pathlib.Path, calls: int, cycles: int) -> dict:
+    """Every case of the server's resident memory, each on a fresh server under `work`."""
+    result = {}
+    for case, flags_ in (("saved_model", ()), ("litert", ("--prefer_tflite_model",))):
+        server, call = memory_server(model_dir, work / case, calls, *flags_)
+        with server:
+            call(MODEL_NAME)
+            result[case] = resident_mib(server.proc.pid)
+            maps = pathlib.Path(f"/proc/{server.proc.pid}/maps").read_text()
+            result.setdefault("tensorflow_loaded", {})[case] = "libtensorflow" in maps
+            if not flags_:  # a second model, added by a config reload
+                shadow = serving_harness.stage_model(model_dir, work / case, SHADOW_NAME)
+                server.controller.reload({MODEL_NAME: server.base, SHADOW_NAME: shadow})
+                server.controller.wait_version(SHADOW_NAME, 1, proc=server.proc)
+                call(MODEL_NAME, SHADOW_NAME)
+                result["second_model"] = resident_mib(server.proc.pid)
+    server, call = memory_server(model_dir, work / "swaps", calls)
+    swaps = []
+    with server:
+        for cycle in range(cycles + 1):
+            if cycle:
+                server.swap_version(model_dir, cycle + 1)
+            call(MODEL_NAME)
+            if cycle in (0, 1, cycles) or cycle % 10 == 0:
+                swaps.append((cycle, resident_mib(server.proc.pid)[0]))
+    half = next(rss for cycle, rss in swaps if cycle >= cycles // 2)
+    result["swaps"], result["swap_growth_mib"] = swaps, swaps[-1][1] - swaps[0][1]
+    result["second_half_mib_per_cycle"] = (swaps[-1][1] - half) / max(cycles - cycles // 2, 1)
+    return result
+
+
+def server_report(result: dict, cycles: int, calls: int, model: str) -> str:
+    """The server section: `server_memory`'s `result` of `calls` calls on `model`."""
+    mib = "{:,.0f}".format
+    saved, second, litert = result["saved_model"], result["second_model"], result["litert"]
+    loaded = {k: "yes" if v else "no" for k, v in result["tensorflow_loaded"].items()}
+    cases = [
+        ("SavedModel, one model", saved, loaded["saved_model"]),
+        ("SavedModel, a second model added", second, "yes"),
+        ("LiteRT (--prefer_tflite_model), one model", litert, loaded["litert"]),
+    ]
+    headers = ["server", "resident MiB (VmRSS)", "peak MiB (VmHWM)", "TensorFlow runtime loaded"]
+    table = common.markdown_table(headers, [(n, mib(r), mib(p), tf) for n, (r, p), tf in cases])
+    rows = [(cycle, mib(rss)) for cycle, rss in result["swaps"]]
+    swaps = common.markdown_table(["version swaps done", "resident MiB"], rows)
+    return (
+        f"{table}\n\nPer additional model: {mib(second[0] - saved[0])} MiB. LiteRT against "
+        f"SavedModel, one model: {litert[0] - saved[0]:+,.0f} MiB.\n\n{swaps}\n\n"
+        f"Growth over {cycles} version swaps: {result['swap_growth_mib']:+,.1f} MiB; over the "
+        f"second half {result['second_half_mib_per_cycle']:+,.2f} MiB per swap.\n\n{model}, "
+        f"{calls} calls of {CALL_SHAPE[0]} x {CALL_SHAPE[1]} on `encoded` before each reading; "
+        "each case a fresh server.\n"
+    )
+
+
 def define_flags() -> None:
-    flags.DEFINE_list("contenders", list(KEYS), f"Subset of {', '.join(KEYS)}, run in that order.")
+    names = [*KEYS, "server"]
+    flags.DEFINE_list("contenders", names, f"Subset of {', '.join(names)}, in that order.")
+    flags.register_validator("contenders", lambda v: set(v) <= set(names), "unknown name")
     flags.DEFINE_integer("squad_questions", 200, "run_squad --max_train_examples.", lower_bound=1)
     flags.DEFINE_integer("sst2_examples", 160, "run_classifier --max_train_examples.")
     flags.DEFINE_string("work_dir", None, "Where runs and exports go (default: a temp dir).")
+    flags.DEFINE_string("model_dir", None, "server: version dir of an export with model.tflite.")
+    flags.DEFINE_integer("calls", 20, "server: Predict calls before each reading.", lower_bound=1)
+    flags.DEFINE_integer("cycles", 50, "server: version swaps to make.", lower_bound=1)
     flags.DEFINE_bool("append", True, common.append_help(TOPIC))
 
 
-def main(argv):
-    del argv
-    unknown = sorted(set(FLAGS.contenders) - set(KEYS))
-    if unknown:
-        raise app.UsageError(f"--contenders: unknown {unknown}; choose from {list(KEYS)}")
-    desc = common.machine_description()
+def runs_section(wanted: list) -> tuple:
+    """(title, table, notes): the `wanted` contenders' peak resident memory, in KEYS order."""
     work_dir = pathlib.Path(FLAGS.work_dir or tempfile.mkdtemp(prefix="bench_memory_"))
     work_dir.mkdir(parents=True, exist_ok=True)
     data_dir = common.data_dir().resolve()
     table = commands(work_dir, data_dir, FLAGS.squad_questions, FLAGS.sst2_examples)
-    wanted = [k for k in KEYS if k in FLAGS.contenders]
     peer_error = None  # the Trainer needs accelerate beside torch and transformers
     if set(PEER_KEYS) & set(wanted):
         peer_error = common.python_has(common.peer_python(), PEER_MODULES)
@@ -166,8 +255,28 @@ def main(argv):
         "peak RSS is `os.wait4`'s ru_maxrss of each contender's own process; wall seconds are "
         "not a timing result."
     )
-    title = "Peak resident memory (bench_memory)"
-    common.report(TOPIC, title, body, desc, FLAGS.append, notes=[note])
+    return "Peak resident memory (bench_memory)", body, [note]
+
+
+def server_section() -> tuple:
+    """(title, body, no notes): every server case, on `--model_dir` or a fresh export."""
+    with tempfile.TemporaryDirectory() as tmp:
+        tmp = pathlib.Path(tmp)
+        export = serving_harness.served_model_dir(FLAGS.model_dir, tmp / "export", litert="float32")
+        result = server_memory(export, tmp / "run", FLAGS.calls, FLAGS.cycles)
+    model = FLAGS.model_dir or "MiniLM-L6 classifier (22.7M parameters, float32)"
+    return "Server resident memory", server_report(result, FLAGS.cycles, FLAGS.calls, model), ()
+
+
+def main(argv):
+    del argv
+    desc = common.machine_description(["grpcio", "ai-edge-litert"])
+    wanted = [k for k in KEYS if k in FLAGS.contenders]
+    sections = [lambda: runs_section(wanted)] if wanted else []
+    sections += [server_section] if "server" in FLAGS.contenders else []
+    for section in sections:
+        title, body, notes = section()
+        common.report(TOPIC, title, body, desc, FLAGS.append, notes=notes)
 
 
 if __name__ == "__main__":

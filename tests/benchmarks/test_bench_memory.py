@@ -1,7 +1,11 @@
-"""benchmarks/bench_memory.py's measurement and command lines. A run of any contender imports
-TensorFlow (15 s or more on a 2-core machine), too long for CI; the benchmark is run by hand (its
-docstring)."""
+"""benchmarks/bench_memory.py: the runs' measurement and command lines (a run of any of those
+contenders imports TensorFlow, 15 s or more on a 2-core machine, too long for CI: they are run by
+hand, the script's docstring), and the server's cases at a CI size: a tiny classifier exported
+with model.tflite, served as a SavedModel (one model, then a second added) and from LiteRT, and 3
+version swaps. The readings' layout and the report are checked, never their size (SPEC section
+10)."""
 
+import pathlib
 import sys
 
 from benchmarks import bench_memory as bench
@@ -65,3 +69,26 @@ def test_the_fine_tuning_contenders_share_their_settings(tmp_path):
     assert "batch_size=32" in bench.KERAS_HUB_FIT and "featurize(texts, 128)" in bench.KERAS_HUB_FIT
     outputs = [a for _, argv in table.values() for a in argv if a.startswith("--output_dir=")]
     assert len(outputs) == len(set(outputs)) == 5  # squad, ours x 2, Hugging Face x 2
+
+
+def test_small_server_run_reads_every_case(tmp_path, uncased_vocab):
+    from tests.export.conftest import tiny_classifier
+
+    task = tiny_classifier(2, ["neg", "pos"], "sst2", seed=0, vocab_file=uncased_vocab)
+    model_dir = pathlib.Path(task.export(str(tmp_path / "export"), "tiny", litert="float32"))
+    assert bench.call_shape(model_dir) == (1, 16)  # the export's max_seq_length is below 32
+    result = bench.server_memory(model_dir, tmp_path / "run", calls=2, cycles=3)
+    for case in ("saved_model", "second_model", "litert"):
+        rss, peak = result[case]
+        assert 0 < rss <= peak, case
+    # The LiteRT server never loads TensorFlow's runtime; the SavedModel one needs it.
+    assert result["tensorflow_loaded"] == {"saved_model": True, "litert": False}
+    assert [cycle for cycle, _ in result["swaps"]] == [0, 1, 3]
+    assert result["swap_growth_mib"] == result["swaps"][-1][1] - result["swaps"][0][1]
+    text = bench.server_report(result, 3, 2, "tiny export")
+    assert "| LiteRT (--prefer_tflite_model), one model |" in text
+    assert "Growth over 3 version swaps: " in text
+    assert text.endswith(
+        " MiB per swap.\n\ntiny export, 2 calls of 1 x 32 on `encoded` before each reading; "
+        "each case a fresh server.\n"
+    )

@@ -10,7 +10,6 @@ from tests.recipes.recipe_process import REPO
 IMPORTED_BY_TESTS = (
     "benchmarks.bench_litert",
     "benchmarks.bench_memory",
-    "benchmarks.bench_server_memory",
     "benchmarks.bench_serving",
     "benchmarks.common",
     "benchmarks.peers.openvino_peer",

@@ -116,7 +116,7 @@ def test_an_unloaded_version_frees_its_variables_and_tables(real_export):
     """tf.saved_model.load registers the export's custom-gradient functions process-wide, and
     they hold the loaded functions and variables: a closed Servable removes exactly those, so
     its variables are freed and the registry is as before (each MiniLM-L6 version swap kept
-    about 250 MB until it did; benchmarks/bench_server_memory.py). Its vocabulary table, which
+    about 250 MB until it did; benchmarks/bench_memory.py, its `server` cases). Its vocabulary table, which
     TensorFlow's resource manager kept after the object was gone (3 MiB per swap with the real
     vocabulary; tools/soak.py), is destroyed; another loaded version's stays."""
     import gc
