@@ -72,12 +72,10 @@ def corpus_text(sources, copies: int) -> str:
 
 def pretraining_data(tmp: pathlib.Path, repetitions: int):
     """(title, table, notes): the recipe's documents/s with N workers and in process."""
-    data_dir = common.data_dir().resolve()
-    sources = [
-        data_dir / "wikitext" / "wikitext-2-raw" / "wiki.test.raw",
-        data_dir / "wikitext" / "wikitext-2" / "wiki.valid.tokens",
-    ]
-    vocab_file = data_dir / "vocab" / "bert-base-uncased-vocab.txt"
+    data = common.data_dir().resolve()
+    wikitext = [("wikitext-2-raw", "wiki.test.raw"), ("wikitext-2", "wiki.valid.tokens")]
+    sources = [data / "wikitext" / folder / name for folder, name in wikitext]
+    vocab_file = data / "vocab" / "bert-base-uncased-vocab.txt"
     runs = {f"beam DirectRunner, {FLAGS.workers} workers": FLAGS.workers}
     runs["beam DirectRunner, in process"] = 1
     corpus = tmp / "corpus.raw"

@@ -112,16 +112,10 @@ def peak_rss(argv: list, log_path) -> tuple[int, float, int]:
     env.setdefault("CUDA_VISIBLE_DEVICES", "")
     log_path = pathlib.Path(log_path)
     result_path = log_path.with_name(log_path.name + ".rusage.json")
+    launched = [sys.executable, "-c", LAUNCHER, str(result_path), *argv]
     start = time.perf_counter()
-    with log_path.open("w", encoding="utf-8") as log:
-        subprocess.run(
-            [sys.executable, "-c", LAUNCHER, str(result_path), *argv],
-            cwd=common.REPO,
-            env=env,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            check=True,
-        )
+    with log_path.open("w", encoding="utf-8") as log:  # the launcher's output and its child's
+        subprocess.run(launched, cwd=common.REPO, env=env, stdout=log, stderr=log, check=True)
     seconds = time.perf_counter() - start
     result = json.loads(result_path.read_text(encoding="utf-8"))
     return result["maxrss_kib"] * 1024, seconds, result["code"]
