@@ -78,15 +78,13 @@ def litert_runner(path: pathlib.Path, threads: int):
 
 def openvino_outputs(ov, source: str, ids: dict, tmp: pathlib.Path) -> dict:
     """quant -> the OpenVINO peer's output (benchmarks/peers/openvino_peer.py, "predict") on `ids`."""
-    ids_file = tmp / f"openvino_{source}_ids.npz"
+    ids_file = str(tmp / f"openvino_{source}_ids.npz")
     np.savez(ids_file, **ids)
     outputs = {}
     for quant in ("float32", "int8"):
         out = tmp / f"openvino_{source}_{quant}.npz"
         threads = FLAGS.openvino_threads
-        ov.add(
-            "predict", source=source, quant=quant, threads=threads, ids=str(ids_file), out=str(out)
-        )
+        ov.add("predict", source=source, quant=quant, threads=threads, ids=ids_file, out=str(out))
         with np.load(out) as f:
             outputs[quant] = f["output"]
     return outputs
@@ -141,15 +139,12 @@ def agreement(task, paths, threads: int, ov=None, tmp: pathlib.Path | None = Non
 def start_server(base: pathlib.Path, tmp: pathlib.Path, litert: bool):
     """serving.server on `base` serving `SERVED[litert]`, its models AVAILABLE."""
     kind = "litert" if litert else "plain"
-    config = tmp / f"{kind}.config"
-    models = " ".join(
-        f'config {{ name: "{n}" base_path: "{base / "model"}" model_platform: "tensorflow" '
-        f"model_version_policy {{ specific {{ versions: {v} }} }} }}"
-        for n, (v, _) in SERVED[litert].items()
-    )
-    config.write_text(f"model_config_list {{ {models} }}")
+    configs = [
+        serving_harness.model_config(n, base / "model", v) for n, (v, _) in SERVED[litert].items()
+    ]
     threads = FLAGS.litert_threads if litert else FLAGS.server_threads
-    server_flags = [f"--model_config_file={config}", f"--tensorflow_intra_op_parallelism={threads}"]
+    server_flags = [serving_harness.config_flag(tmp / f"{kind}.config", configs)]
+    server_flags += [f"--tensorflow_intra_op_parallelism={threads}"]
     server_flags += ["--prefer_tflite_model"] if litert else []
     server = serving_harness.ServerProcess(server_flags, tmp / f"server_{kind}.log")
     return server.wait_available(*SERVED[litert])
@@ -211,14 +206,9 @@ def served_overhead_notes(p50: dict) -> list[str]:
     """The served overhead note: served p50 minus in-process p50 at batch 1, where both ran."""
     pairs = {"gRPC SavedModel": "SavedModel (TF)"}
     pairs.update({f"gRPC LiteRT {q}": f"LiteRT {q}" for q in ("float32", "int8")})
-    found = [(s, i) for s, i in pairs.items() if s in p50 and i in p50]
-    if not found:
-        return []
-    return [
-        "Served overhead at batch 1 (served p50 minus in-process p50): "
-        + ", ".join(f"{i} {p50[s] - p50[i]:.2f} ms" for s, i in found)
-        + "."
-    ]
+    found = [f"{i} {p50[s] - p50[i]:.2f} ms" for s, i in pairs.items() if s in p50 and i in p50]
+    note = "Served overhead at batch 1 (served p50 minus in-process p50): "
+    return [note + ", ".join(found) + "."] if found else []
 
 
 def start_openvino(export_dir: pathlib.Path, tmp: pathlib.Path):
@@ -286,6 +276,8 @@ def main(argv):
     headers = ["contender", f"p50 ms @1x{lt}", "p99 ms"]
     headers += [f"p50 speed vs {p} (same precision)" for p in peers]
     headers += [f"seq/s @{b}x{t}", *(f"vs {p} (same precision)" for p in peers)]
+    calibrated = f", int8 calibrated on {FLAGS.openvino_calibration_sentences} sentences"
+    calibrated = calibrated if ov else ""
     notes = [
         f"Model: {pathlib.Path(FLAGS.model_dir).name} ({task.task_name or 'classifier'}, "
         f"{len(task.label_names or [])} labels); exports took {export_seconds['float32']:.0f} s "
@@ -294,10 +286,7 @@ def main(argv):
         f"LiteRT threads: {threads} (in process and in the --prefer_tflite_model server); "
         f"TensorFlow threads: {os.environ.get('BENCH_THREADS', 'default')}; ONNX Runtime "
         f"intra-op threads: {FLAGS.onnxruntime_threads or 'default'}; OpenVINO threads: "
-        f"{FLAGS.openvino_threads or 'default'}"
-        + (
-            f", int8 calibrated on {FLAGS.openvino_calibration_sentences} sentences." if ov else "."
-        ),
+        f"{FLAGS.openvino_threads or 'default'}{calibrated}.",
         speed_note,
         *served_overhead_notes(p50),
     ]

@@ -97,8 +97,6 @@ def conversion():
 
 # ------------------------------------------------------------------ 2. and 3., served
 IDS = common.random_batch(1, 32)  # the request of parts 2 and 3
-CONNECTION_HEADERS = ["quiet p50 / p99 (ms)", "connections held", "held: p50 / p99 (ms)"]
-CONNECTION_HEADERS += ["p99 held / quiet", "threads quiet -> held", "new connections per s"]
 
 
 def p50_p99(seconds, spec: str = ".2f") -> tuple[str, str]:
@@ -139,28 +137,22 @@ def served(server, path):
     return common.markdown_table(headers, rows)
 
 
-def _hold(server, count, seconds):
-    """Opens up to `count` connections that each send half a POST header, for at most
-    `seconds`; returns (sockets, seconds taken)."""
-    held, start = [], time.monotonic()
-    head = f"POST /v1/models/{MODEL}:predict HTTP/1.1\r\nHost: x\r\nContent-Length: 10\r\n"
-    while len(held) < count and time.monotonic() - start < seconds:
-        try:
-            sock = socket.create_connection(("127.0.0.1", server.rest_port), timeout=5)
-            sock.sendall(head.encode())
-            held.append(sock)
-        except OSError:
-            time.sleep(0.05)
-    return held, time.monotonic() - start
-
-
 def connections(server):
     def client_latencies():  # --calls latencies of a normal REST client (a new connection)
         return [common.time_call(call) for call in [_rest_caller(server)] * FLAGS.calls]
 
     threads = functools.partial(serving_harness.proc_status, server.proc.pid)
     quiet, threads_quiet = client_latencies(), threads()["Threads"]
-    held, opened_s = _hold(server, FLAGS.idle_connections, FLAGS.open_seconds)
+    held, start = [], time.monotonic()  # connections that each sent half a POST header
+    head = f"POST /v1/models/{MODEL}:predict HTTP/1.1\r\nHost: x\r\nContent-Length: 10\r\n"
+    while len(held) < FLAGS.idle_connections and time.monotonic() - start < FLAGS.open_seconds:
+        try:
+            sock = socket.create_connection(("127.0.0.1", server.rest_port), timeout=5)
+            sock.sendall(head.encode())
+            held.append(sock)
+        except OSError:
+            time.sleep(0.05)
+    opened_s = time.monotonic() - start
     time.sleep(1)
     threads_held = threads()["Threads"]
     try:
@@ -183,7 +175,9 @@ def connections(server):
         f"{threads_quiet} -> {threads_held}",
         f"{rate:.0f} ({opened} answered)",
     )
-    return common.markdown_table(CONNECTION_HEADERS, [row])
+    headers = ["quiet p50 / p99 (ms)", "connections held", "held: p50 / p99 (ms)"]
+    headers += ["p99 held / quiet", "threads quiet -> held", "new connections per s"]
+    return common.markdown_table(headers, [row])
 
 
 def main(argv):

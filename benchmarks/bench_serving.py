@@ -1,14 +1,12 @@
-r"""Served throughput and latency of `python -m serving.server` under the load --scenario picks,
-closed-loop gRPC clients (a channel each) at each --clients count (method:
-docs/results/serving.md, "Method"):
+r"""Served throughput and latency of `python -m serving.server` under closed-loop gRPC clients,
+the load --scenario picks (method: docs/results/serving.md, "Method"):
 
-- clients: in process, text in (`serving_default`) vs ids in (`encoded`); then one SST-2 dev
-  sentence per request, batching off and on, beside in-process calls: sentences/s, p50 / p99 ms.
-- buckets: batching that pads to the longest row against --length_buckets, dev sentences mixed
-  with long texts, --repetitions alternating runs: requests/s, p50 / p99 ms.
-- squad: --batch SQuAD questions per request to a SpanQuestionAnswerer export, after checking
-  the first answers (exit status 1 unless each is context[start:end]): questions/s, p50/p90/p99.
-- reload: a version published or a config reload every --interval_s: failed requests (exit
+- clients: in process, text in vs ids in; then one SST-2 dev sentence per request, batching off
+  and on, beside in-process calls: sentences/s, p50 / p99 ms.
+- buckets: batching padded to the longest row against --length_buckets: requests/s, p50 / p99.
+- squad: SQuAD questions per request to a SpanQuestionAnswerer export, the first answers checked
+  (exit status 1 unless each is context[start:end]): questions/s, p50 / p90 / p99.
+- reload: a version published or a config reloaded every --interval_s: failed requests (exit
   status 1 if any), p50 / p99 inside and outside the swap windows.
 
     python -m benchmarks.bench_serving [--seconds=15] [--clients=1,16]
@@ -83,15 +81,12 @@ def model_name() -> str:  # --model_dir's model and version directories, or the 
     return "/".join(pathlib.Path(FLAGS.model_dir).parts[-2:])
 
 
-def text_request(text):
-    return serving_harness.predict_request(MODEL_NAME, {"text": [text]})
-
-
-def batching(work: pathlib.Path, timeout_micros: int, length_buckets=()) -> list[str]:
-    """The server flags of the batching flags' parameters, with `length_buckets`."""
+def batching(timeout_micros: int, length_buckets=()):
+    """An arm of `sweep`: work dir -> the server flags of the batching flags' parameters with
+    `timeout_micros` and `length_buckets`."""
     sizes = [int(s) for s in FLAGS.allowed_batch_sizes]
     args = FLAGS.max_batch_size, timeout_micros, FLAGS.num_batch_threads, sizes, length_buckets
-    return serving_harness.batching_flags(work, *args)
+    return lambda work: serving_harness.batching_flags(work, *args)
 
 
 def batching_note() -> str:
@@ -178,6 +173,10 @@ def sweep(model_dir, work, arms: dict, texts, clients, server_flags, repetitions
     flags of a work dir), their order reversed every other repetition, loaded with `texts` (one
     per request) by each client count."""
     runs, order = collections.defaultdict(list), list(arms)
+
+    def text_request(text):  # built inside the timed call
+        return serving_harness.predict_request(MODEL_NAME, {"text": [text]})
+
     for r in range(repetitions):
         for i, arm in enumerate(order if r % 2 == 0 else order[::-1]):
             w = work / f"{r}-{i}"
@@ -211,21 +210,19 @@ def clients_scenario(model_dir, work, clients, server_flags):
     del loaded
     arms = {"gRPC Predict, batching off": lambda w: []}
     for t in map(int, FLAGS.batch_timeout_micros):
-        arms[f"gRPC Predict, batching on ({t / 1000:g} ms timeout)"] = lambda w, t=t: batching(w, t)
+        arms[f"gRPC Predict, batching on ({t / 1000:g} ms timeout)"] = batching(t)
     if clients:
         results.update(sweep(model_dir, work, arms, sentences, clients, server_flags))
     rows = []
     for (name, c), (tput, p50, p99, _, *per_call) in results.items():
-        ref = results.get(("in process, single sentences", c), [None])[0]
-        ref_batch = results.get((f"in process, batches of {c} (one caller)", c), [None])[0]
-        ratios = common.ratio(tput, ref), common.ratio(tput, ref_batch)
+        refs = ("in process, single sentences", f"in process, batches of {c} (one caller)")
+        ratios = [common.ratio(tput, results.get((ref, c), [None])[0]) for ref in refs]
         rows.append((name, c, tput, p50, p99, *ratios, *(per_call or ["n/a"])))
     notes = [
         f"{model_name()}, serving_default, "
         f"max_seq_length {FLAGS.max_seq_length}; SST-2 dev sentences, one per request.",
-        f"Server {batching_note()}; rows per model call from the server's serving_batch_size "
-        f"histogram over the window. Each load window {FLAGS.seconds:.0f} s (+1 s warm-up "
-        "counted); client and server share the cores.",
+        f"Server {batching_note()}. {FLAGS.seconds:g} s per load window; client and server "
+        "share the cores.",
     ]
     if rows:
         table += "\n\n" + common.markdown_table(HEADERS, rows)
@@ -258,8 +255,7 @@ def buckets_scenario(model_dir, work, clients, server_flags):
     buckets, pairs, arms = [int(b) for b in FLAGS.length_buckets], [], {}
     for t in map(int, FLAGS.batch_timeout_micros):
         pairs.append((f"pad to longest ({t / 1000:g} ms)", f"length buckets ({t / 1000:g} ms)"))
-        arms[pairs[-1][0]] = lambda w, t=t: batching(w, t)
-        arms[pairs[-1][1]] = lambda w, t=t: batching(w, t, buckets)
+        arms[pairs[-1][0]], arms[pairs[-1][1]] = batching(t), batching(t, buckets)
     runs = sweep(model_dir, work, arms, texts, clients, server_flags, FLAGS.repetitions)
     rows, lines = [], []
     for pair, c in itertools.product(pairs, clients):
@@ -296,17 +292,16 @@ def squad_requests(path, batch: int) -> tuple[list, list]:
     if not examples:
         raise app.UsageError(f"{path}: no question has a context of {lo}-{hi} words")
     groups = [examples[i : i + batch] for i in range(0, len(examples) - batch + 1, batch)]
-    groups = groups or [examples]
-    fields = [
-        {"question": [e.question for e in g], "context": [e.context for e in g]} for g in groups
-    ]
-    return examples, [
-        (serving_harness.predict_request(MODEL_NAME, x), g) for x, g in zip(fields, groups)
-    ]
+    requests = []
+    for g in groups or [examples]:
+        fields = {"question": [e.question for e in g], "context": [e.context for e in g]}
+        requests.append((serving_harness.predict_request(MODEL_NAME, fields), g))
+    return examples, requests
 
 
-def check_answers(address, requests):
-    """Sends each request once; returns (offset-consistent, EM, verbatim, questions, first bad)."""
+def check_answers(address, requests) -> tuple[str, bool, list]:
+    """Sends each request once; returns (the check's sentence, whether every answer is
+    context[start:end], the first mismatches)."""
     import tensorflow as tf
 
     from keras_bert.metrics.squad import dataset_of, official_scores
@@ -323,26 +318,25 @@ def check_answers(address, requests):
         for e, text, s, t in zip(group, [x.decode() for x in texts], starts, ends):
             predictions[e.qas_id] = text
             examples.append(e)
-            offsets_ok += e.context[s:t] == text
-            if e.context[s:t] != text and len(bad) < 3:
-                bad.append(
-                    f"{e.qas_id}: answer_text {text!r} != context[{s}:{t}] {e.context[s:t]!r}"
-                )
+            span = e.context[s:t]
+            offsets_ok += span == text
+            if span != text and len(bad) < 3:
+                bad.append(f"{e.qas_id}: answer_text {text!r} != context[{s}:{t}] {span!r}")
             verbatim += text in {a for a, _ in e.answers} or (not e.answers and text == "")
     em = official_scores(dataset_of(examples), predictions, True)["exact_match"]  # "" = no answer
-    return offsets_ok, round(em * len(examples) / 100), verbatim, len(examples), bad
+    n = len(examples)
+    check = (
+        f"first {len(requests)} requests ({n} questions): answer_text == context[start:end] "
+        f"for {offsets_ok}/{n}; served answer equals a gold answer: EM (official "
+        f"normalization) {round(em * n / 100)}/{n}, verbatim {verbatim}/{n}"
+    )
+    return check, offsets_ok == n, bad
 
 
 def squad_scenario(model_dir, work, clients, server_flags):
     examples, requests = squad_requests(FLAGS.predict_file, FLAGS.batch)
     with serving_harness.serve(model_dir, work, MODEL_NAME, *server_flags) as server:
-        checked = requests[: FLAGS.check_requests]
-        offsets_ok, em, verbatim, n, bad = check_answers(server.address, checked)
-        check = (
-            f"first {len(checked)} requests ({n} questions): answer_text == context[start:end] "
-            f"for {offsets_ok}/{n}; served answer equals a gold answer: EM (official "
-            f"normalization) {em}/{n}, verbatim {verbatim}/{n}"
-        )
+        check, ok, bad = check_answers(server.address, requests[: FLAGS.check_requests])
         print(check, flush=True)
         rows = []
         for c in clients:
@@ -352,20 +346,18 @@ def squad_scenario(model_dir, work, clients, server_flags):
     headers = ["clients", "questions per request", "questions/s", "requests/s", "p50 ms"]
     table = common.markdown_table([*headers, "p90 ms", "p99 ms", "requests measured"], rows)
     words = [len(e.context.split()) for e in examples]
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
     notes = [
         f"gRPC Predict (`serving_default`) on {model_name()} via `python -m "
         f"serving.server` ({' '.join(server_flags)}).",
         f"{len(examples)} questions from {pathlib.Path(FLAGS.predict_file).name}, contexts "
         f"{min(words)}-{max(words)} words (mean {sum(words) / len(words):.0f}); "
-        f"{FLAGS.batch} question(s) per request; latency per request; each window "
-        f"{FLAGS.seconds:g} s after 1 s warm-up; client and server share {cores} core(s) "
-        "(this process's affinity).",
+        f"{FLAGS.batch} question(s) per request; latency per request; {FLAGS.seconds:g} s per "
+        f"window; client and server share {len(os.sched_getaffinity(0))} core(s).",
         f"Check: {check}.",
         *(["Offset mismatches: " + "; ".join(bad)] if bad else []),
     ]
     title = "SQuAD serving: gRPC Predict (bench_serving --scenario=squad)"
-    return title, common.with_notes(table, notes), offsets_ok == n
+    return title, common.with_notes(table, notes), ok
 
 
 # ----------------------------------------------------------------------------- reload
@@ -384,8 +376,7 @@ def summarize(calls: list, windows: list) -> dict:
     failed, p50 ms, p99 ms or "n/a")], "failed", "requests", "p99_ratio": p99 inside / outside
     (None without both), "versions": sorted versions that answered, "events": [kinds done]}."""
     groups = {"outside swap windows": [], "inside swap windows": []}
-    for kind in dict.fromkeys(EVENTS):
-        groups[f"inside: {kind}"] = []
+    groups |= {f"inside: {kind}": [] for kind in dict.fromkeys(EVENTS)}
     for call in calls:  # inside the first window its [start, end] overlaps
         window = next((w for w in windows if call[0] <= w[2] and call[1] >= w[1]), None)
         if window is None:

@@ -232,8 +232,8 @@ class ServerProcess:
         )
         self.controller = Controller(self.address)
 
-    def log_tail(self, n: int = 3000) -> str:
-        return self.log_path.read_text(errors="replace")[-n:]
+    def log_tail(self) -> str:
+        return self.log_path.read_text(errors="replace")[-3000:]
 
     def wait_available(self, *models: str) -> ServerProcess:
         """Waits until a version of each of `models` is AVAILABLE (GetModelStatus); if the server
@@ -290,29 +290,39 @@ def stage_model(model_dir: pathlib.Path, work: pathlib.Path, name: str) -> pathl
     return base
 
 
-def model_config(name: str, base: pathlib.Path):
-    """A ModelConfig of `name` at `base` with the `latest { num_versions: 1 }` policy."""
+def model_config(name: str, base: pathlib.Path, version: int | None = None):
+    """A ModelConfig of `name` at `base` with the `latest { num_versions: 1 }` policy, or with
+    `specific { versions: <version> }`."""
     from tensorflow_serving.config import model_server_config_pb2
 
     config = model_server_config_pb2.ModelConfig(
         name=name, base_path=str(base), model_platform="tensorflow"
     )
-    config.model_version_policy.latest.num_versions = 1
+    if version is None:
+        config.model_version_policy.latest.num_versions = 1
+    else:
+        config.model_version_policy.specific.versions.append(version)
     return config
+
+
+def config_flag(path: pathlib.Path, configs) -> str:
+    """Writes a ModelServerConfig of `configs` (ModelConfigs) to `path` (text proto); returns the
+    server flag naming it."""
+    from google.protobuf import text_format
+    from tensorflow_serving.config import model_server_config_pb2
+
+    config = model_server_config_pb2.ModelServerConfig()
+    config.model_config_list.config.extend(configs)
+    path.write_text(text_format.MessageToString(config))
+    return f"--model_config_file={path}"
 
 
 def serve(model_dir: pathlib.Path, work: pathlib.Path, name: str, *flags, rest: bool = False):
     """A `ServerProcess` with `flags` serving a copy of `model_dir` as version 1 of `name`
     (`stage_model`; `server.base`: its base directory) through a model config file in `work`
     (so that reloads may change it), its log in `work`, that version AVAILABLE."""
-    from google.protobuf import text_format
-    from tensorflow_serving.config import model_server_config_pb2
-
     base = stage_model(model_dir, work, name)
-    config = model_server_config_pb2.ModelServerConfig()
-    config.model_config_list.config.append(model_config(name, base))
-    (work / "models.config").write_text(text_format.MessageToString(config))
-    flags = [f"--model_config_file={work / 'models.config'}", *flags]
+    flags = [config_flag(work / "models.config", [model_config(name, base)]), *flags]
     server = ServerProcess(flags, work / "server.log", rest=rest)
     server.base = base
     return server.wait_available(name)
@@ -320,8 +330,7 @@ def serve(model_dir: pathlib.Path, work: pathlib.Path, name: str, *flags, rest: 
 
 def batching_flags(work, max_batch_size, timeout_micros, threads, allowed=(), buckets=()):
     """The server flags of batching with these parameters (`allowed`: allowed_batch_sizes,
-    `buckets`: length_buckets) and
-    max_enqueued_batches 1000, its parameters file (text proto) written in `work`."""
+    `buckets`: length_buckets) and max_enqueued_batches 1000, its file (text proto) in `work`."""
     path = work / "batching.config"
     work.mkdir(parents=True, exist_ok=True)
     lists = [f"allowed_batch_sizes: {s}" for s in allowed]

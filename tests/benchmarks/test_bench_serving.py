@@ -1,12 +1,13 @@
-"""benchmarks/bench_serving.py: the buckets scenario's workload and batching file, and the reload
-scenario at a CI size on a tiny model. Figures are reported, never asserted (SPEC section 10);
-the clients, buckets and squad loads start a server per arm, too long for CI, and are run by hand
-(the module docstring)."""
+"""benchmarks/bench_serving.py: the buckets scenario's workload and batching file, the harness's
+model config file, and the reload scenario at a CI size on a tiny model. Figures are reported,
+never asserted (SPEC section 10); the clients, buckets and squad loads start a server per arm,
+too long for CI, and are run by hand (the module docstring)."""
 
 import dataclasses
 
 from benchmarks import bench_serving as bench
 from benchmarks import serving_harness
+from serving import server
 from serving.dispatch.batching import BatchingOptions, parse_batching_parameters
 from tests.serving import saved_models
 
@@ -35,6 +36,17 @@ def test_batching_file_parses_as_the_server_reads_it(tmp_path):
     assert parsed(tmp_path / "padded", ()) == want
     bucketed = parsed(tmp_path / "bucketed", (8, 16))
     assert bucketed == dataclasses.replace(want, length_buckets=(8, 16))
+
+
+def test_config_flag_writes_what_the_server_reads(tmp_path):
+    configs = [serving_harness.model_config("a", tmp_path / "a")]
+    configs.append(serving_harness.model_config("b", tmp_path / "b", version=2))
+    flag = serving_harness.config_flag(tmp_path / "models.config", configs)
+    assert flag == f"--model_config_file={tmp_path}/models.config"
+    a, b = server.model_configs(model_config_file=str(tmp_path / "models.config"))
+    assert a.name == "a" and a.base_path == str(tmp_path / "a")
+    assert a.model_version_policy.latest.num_versions == 1
+    assert b.name == "b" and list(b.model_version_policy.specific.versions) == [2]
 
 
 def test_small_reload_run_fails_no_request(tmp_path):
