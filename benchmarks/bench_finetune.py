@@ -1,8 +1,7 @@
-"""Fine-tuning throughput (examples/s), ours against keras-hub and PyTorch: the same SST-2 data,
-batch, AdamW settings and starting weights (minilm_l6_h384_uncased), float32 and mixed_bfloat16,
-train steps alternating, medians. With --pipeline_batches, real SST-2 batches with our dynamic
-padding against keras-hub's fixed padding; with --accuracy_steps, SST-2 dev accuracy after
-fine-tuning ours in float32 and in bfloat16 (method: docs/results/fine-tuning.md).
+"""Fine-tuning throughput (examples/s), ours against keras-hub and PyTorch, float32 and
+mixed_bfloat16; with --pipeline_batches, real SST-2 batches with our dynamic padding against
+keras-hub's fixed padding; with --accuracy_steps, SST-2 dev accuracy after fine-tuning ours in
+float32 and in bfloat16 (method: docs/results/fine-tuning.md).
 
     python -m benchmarks.bench_finetune [--repetitions=4] [--pipeline_batches=16] \
         [--accuracy_steps=150] [--notorch]
