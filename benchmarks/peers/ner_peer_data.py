@@ -21,14 +21,19 @@ from keras_bert import cli, fileio
 from keras_bert.data import conll
 from keras_bert.metrics.ner import entity_scores
 
-flags.DEFINE_enum("mode", "write", ["write", "score"], "Write the split files, or score them.")
-flags.DEFINE_string("data_dir", None, "write: CoNLL-2003 dir with train.txt, valid.txt, test.txt.")
-flags.DEFINE_string("output_dir", None, "write: where train.json, valid.json, test.json go.")
-flags.DEFINE_string("gold_file", None, "score: a split file written by --mode=write.")
-flags.DEFINE_string("predictions_file", None, "score: the peer's predictions for that split.")
-flags.DEFINE_integer("max_examples", None, "score: only the first N gold sentences.")
-flags.DEFINE_string("metrics_file", None, "score: output (default: metrics_<gold stem>.json).")
 FLAGS = flags.FLAGS
+
+
+def define_flags() -> None:
+    """The flags, defined when the program runs, never at import (tests import `score`)."""
+    flags.DEFINE_enum("mode", "write", ["write", "score"], "Write the split files, or score them.")
+    flags.DEFINE_string("data_dir", None, "write: CoNLL-2003 dir: train.txt, valid.txt, test.txt.")
+    flags.DEFINE_string("output_dir", None, "write: where train.json, valid.json, test.json go.")
+    flags.DEFINE_string("gold_file", None, "score: a split file written by --mode=write.")
+    flags.DEFINE_string("predictions_file", None, "score: the peer's predictions for that split.")
+    flags.DEFINE_integer("max_examples", None, "score: only the first N gold sentences.")
+    flags.DEFINE_string("metrics_file", None, "score: output (default: metrics_<gold stem>.json).")
+
 
 SCORE_KEYS = ("precision", "recall", "f1", "accuracy")  # what families.ner.ner_scores keeps
 
@@ -97,4 +102,5 @@ def main(argv):
 
 
 if __name__ == "__main__":
+    define_flags()
     cli.run(main)
