@@ -13,7 +13,6 @@ same questions and are scored on the same questions by the same official evaluat
 """
 
 import json
-import pathlib
 
 from absl import app, flags, logging
 
@@ -87,10 +86,10 @@ def score(input_file, holdout_fraction, v2, predictions_dir, max_eval_examples=N
     held_out = split_examples(input_file, holdout_fraction, v2, max_eval_examples)[1]
 
     def read(name):
-        path = pathlib.Path(predictions_dir) / name
-        if not path.is_file():
-            raise FileNotFoundError(f"{path}: not found (did the peer finish?)")
-        return fileio.read_json(str(path))
+        path = fileio.join(predictions_dir, name)
+        if not fileio.exists(path):
+            raise ValueError(f"{path}: not found (did the peer finish?)")
+        return fileio.read_json(path)
 
     predictions = read("predictions.json")
     ids = [e.qas_id for e in held_out]
@@ -107,7 +106,7 @@ def score(input_file, holdout_fraction, v2, predictions_dir, max_eval_examples=N
         for q in ids:
             answers[q] |= {"best_non_null_text": non_null[q], "null_odds": float(null_odds[q])}
     metrics = squad_eval.evaluate(squad_eval.dataset_of(held_out), answers, v2)
-    peer = pathlib.Path(predictions_dir, "peer_metrics.json").is_file()
+    peer = fileio.exists(fileio.join(predictions_dir, "peer_metrics.json"))
     return (
         (read("peer_metrics.json") if peer else {})
         | metrics
@@ -127,8 +126,9 @@ def main(argv):
             result = write_split(*split, FLAGS.output_dir)
         else:
             result = score(*split, FLAGS.predictions_dir, FLAGS.max_eval_examples)
-    except ValueError as e:  # a holdout fraction out of range, predictions that do not match
+    except ValueError as e:  # a holdout fraction out of range, predictions missing or not matching
         cli.fail_usage(str(e))
+    if FLAGS.mode == "score":
         path = FLAGS.metrics_file or fileio.join(FLAGS.predictions_dir, "metrics.json")
         fileio.write_json(path, result)
     print(json.dumps(result, indent=2, sort_keys=True))

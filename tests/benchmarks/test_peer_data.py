@@ -69,3 +69,56 @@ def test_squad_split_refuses_a_fraction_out_of_range_in_one_line(tmp_path):
         "squad_peer_data.py: error: --holdout_fraction must be in (0, 1), got 1.5"
     )
     assert not (tmp_path / "split").exists()
+
+
+def squad_article(title, context, questions):
+    qas = [
+        {"id": i, "question": q, "answers": [{"text": a, "answer_start": context.index(a)}]}
+        for i, q, a in questions
+    ]
+    return {"title": title, "paragraphs": [{"context": context, "qas": qas}]}
+
+
+def test_squad_score_writes_the_official_metrics_of_the_held_out_questions(tmp_path):
+    # Two titles; --holdout_fraction=0.5 holds out the last one (q2, q3).
+    london = "London is the capital city of England."
+    dev = tmp_path / "dev.json"
+    dev.write_text(
+        json.dumps(
+            {
+                "version": "1.1",
+                "data": [
+                    squad_article(
+                        "Ada", "Ada Lovelace wrote it.", [("q1", "Who?", "Ada Lovelace")]
+                    ),
+                    squad_article(
+                        "London",
+                        london,
+                        [("q2", "What?", "the capital city of England"), ("q3", "Of?", "England")],
+                    ),
+                ],
+            }
+        )
+    )
+    peer = tmp_path / "peer"
+    peer.mkdir()
+    args = ["--mode=score", f"--input_file={dev}", "--holdout_fraction=0.5"]
+    args.append(f"--predictions_dir={peer}")
+    missing = run_module("benchmarks.peers.squad_peer_data", *args)
+    assert missing.returncode == 2
+    assert missing.stderr.strip().splitlines()[-1] == (
+        f"squad_peer_data.py: error: {peer}/predictions.json: not found (did the peer finish?)"
+    )
+    assert not (peer / "metrics.json").exists()
+
+    # q2 half right ("the" is not counted: P 1, R 1/2, F1 2/3), q3 exact
+    (peer / "predictions.json").write_text(json.dumps({"q2": "the capital city", "q3": "England"}))
+    proc = run_module("benchmarks.peers.squad_peer_data", *args)
+    assert proc.returncode == 0, proc.stderr
+    metrics = json.loads((peer / "metrics.json").read_text())
+    assert metrics == {
+        "exact_match": 50.0,
+        "f1": 100 * (2 / 3 + 1) / 2,
+        "scored_examples": 2,
+        "version_2_with_negative": False,
+    }
