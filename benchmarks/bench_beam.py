@@ -16,9 +16,10 @@ import subprocess
 import sys
 import tempfile
 
-from absl import app, flags
+from absl import flags
 
 from benchmarks import common, serving_harness
+from keras_bert import cli
 
 TOPIC = "beam"
 FLAGS = flags.FLAGS
@@ -36,6 +37,7 @@ flags.DEFINE_integer(
 flags.DEFINE_integer("rows", 10000, "batch_predict: SST-2 sentences to predict.")
 flags.DEFINE_integer("batch_size", 64, "batch_predict: rows per model call (all contenders).")
 flags.DEFINE_bool("append", True, common.append_help(TOPIC))
+common.bounds(repetitions=1, dupe_factor=1, workers=1, copies=1, rows=1, batch_size=1)
 
 
 def recipe_run(out: pathlib.Path, workers: int, corpus, vocab_file):
@@ -168,4 +170,4 @@ def main(argv):
 
 
 if __name__ == "__main__":
-    app.run(main)
+    cli.run(main)

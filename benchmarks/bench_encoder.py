@@ -11,9 +11,10 @@ Contenders and method: docs/results/encoder.md.
 """
 
 import numpy as np
-from absl import app, flags
+from absl import flags
 
 from benchmarks import common
+from keras_bert import cli
 
 TOPIC = "encoder"
 FLAGS = flags.FLAGS
@@ -36,6 +37,7 @@ flags.DEFINE_integer("probe_train", 1000, "SST-2 train sentences for the logisti
 flags.DEFINE_integer("probe_seq_length", 64, "Sequence length of the prediction check.")
 flags.DEFINE_bool("append", True, common.append_help(TOPIC))
 flags.DEFINE_string("label", "", "Extra words for the appended section's title.")
+common.bounds(repetitions=1, ceiling_size=0, probe_train=1, probe_seq_length=2)
 flags.adopt_module_key_flags(common)  # --torch*, the shapes: listed by --help
 BEST_PEERS = {  # precision -> the peers (name prefixes) a row of that precision is compared with
     "int8": ("onnxruntime int8",),
@@ -199,4 +201,4 @@ def main(argv):
 
 
 if __name__ == "__main__":
-    app.run(main)
+    cli.run(main)

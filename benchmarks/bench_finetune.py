@@ -10,9 +10,10 @@ float32 and in bfloat16 (method: docs/results/fine-tuning.md).
 import time
 
 import numpy as np
-from absl import app, flags
+from absl import flags
 
 from benchmarks import common
+from keras_bert import cli
 
 TOPIC = "fine-tuning"
 FLAGS = flags.FLAGS
@@ -28,6 +29,14 @@ flags.DEFINE_integer("accuracy_steps", 0, "Steps of the bfloat16 dev-accuracy ch
 flags.DEFINE_bool("append", True, common.append_help(TOPIC))
 flags.adopt_module_key_flags(common)  # --torch*, the shapes: listed by --help
 flags.DEFINE_string("label", "", "Extra words for the appended section's title.")
+common.bounds(
+    repetitions=1,
+    steps_per_round=1,
+    batch_size=1,
+    seq_length=2,
+    pipeline_batches=0,
+    accuracy_steps=0,
+)
 
 LR = 2e-5
 DTYPES = {"float32": "float32", "bfloat16": "mixed_bfloat16"}  # short name -> Keras policy
@@ -178,4 +187,4 @@ def main(argv):
 
 
 if __name__ == "__main__":
-    app.run(main)
+    cli.run(main)

@@ -13,9 +13,10 @@ import tempfile
 import time
 
 import numpy as np
-from absl import app, flags
+from absl import flags
 
 from benchmarks import common, serving_harness
+from keras_bert import cli
 
 TOPIC = "export-litert"
 FLAGS = flags.FLAGS
@@ -49,6 +50,7 @@ def define_flags() -> None:
     flags.DEFINE_bool("grpc", True, "Include the serving.server contenders.")
     flags.DEFINE_bool("saved_model", True, "Include the SavedModel contenders (TF runtime).")
     flags.DEFINE_bool("append", False, common.append_help(TOPIC))
+    common.bounds(repetitions=1, litert_threads=0, server_threads=0, onnxruntime_threads=0)
     flags.adopt_module_key_flags(common)  # the shapes: listed by --help
     flags.mark_flag_as_required("model_dir")
 
@@ -299,4 +301,4 @@ def main(argv):
 
 if __name__ == "__main__":
     define_flags()
-    app.run(main)
+    cli.run(main)

@@ -19,9 +19,10 @@ import sys
 import tempfile
 import time
 
-from absl import app, flags
+from absl import flags
 
 from benchmarks import common, serving_harness
+from keras_bert import cli
 
 TOPIC = "memory"
 FLAGS = flags.FLAGS
@@ -220,6 +221,7 @@ def define_flags() -> None:
     flags.DEFINE_integer("calls", 20, "server: Predict calls before each reading.", lower_bound=1)
     flags.DEFINE_integer("cycles", 50, "server: version swaps to make.", lower_bound=1)
     flags.DEFINE_bool("append", True, common.append_help(TOPIC))
+    common.bounds(sst2_examples=1)
 
 
 def runs_section(wanted: list) -> tuple:
@@ -275,4 +277,4 @@ def main(argv):
 
 if __name__ == "__main__":
     define_flags()
-    app.run(main)
+    cli.run(main)

@@ -17,9 +17,10 @@ import socket
 import tempfile
 import time
 
-from absl import app, flags
+from absl import flags
 
 from benchmarks import common, serving_harness
+from keras_bert import cli
 
 TOPIC = "hardening"
 FLAGS = flags.FLAGS
@@ -29,6 +30,7 @@ flags.DEFINE_integer("new_connections", 10000, "Connections opened one after ano
 flags.DEFINE_float("open_seconds", 300.0, "Most seconds spent opening the held connections.")
 flags.DEFINE_integer("max_request_bytes", 64 << 20, "The server's default, for part 1.")
 flags.DEFINE_bool("append", True, common.append_help(TOPIC))
+common.bounds("open_seconds", calls=1, idle_connections=1, new_connections=1, max_request_bytes=1)
 
 MODEL = "bench_minilm"
 
@@ -198,4 +200,4 @@ def main(argv):
 
 
 if __name__ == "__main__":
-    app.run(main)
+    cli.run(main)

@@ -33,6 +33,7 @@ import numpy as np
 from absl import app, flags
 
 from benchmarks import common, serving_harness
+from keras_bert import cli
 
 TOPIC = "serving"
 FLAGS = flags.FLAGS
@@ -67,6 +68,19 @@ def define_flags():
     flags.DEFINE_float("poll_s", 0.5, "reload: the server's --file_system_poll_wait_seconds.")
     flags.DEFINE_float("window_margin_s", 0.5, "reload: a swap window's tail.", lower_bound=0)
     flags.DEFINE_bool("append", True, common.append_help(TOPIC))
+    common.bounds(
+        "seconds",
+        "poll_s",
+        max_batch_size=1,
+        num_batch_threads=1,
+        sentences=1,
+        max_seq_length=2,
+        batch_size=1,
+        min_words=1,
+        max_words=1,
+        max_questions=1,
+        check_requests=0,
+    )
 
 
 def served_load(server, items, clients: int, request_of=None, quantiles=(50, 99)) -> tuple:
@@ -492,4 +506,4 @@ def main(argv):
 if __name__ == "__main__":
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     define_flags()
-    app.run(main)
+    cli.run(main)

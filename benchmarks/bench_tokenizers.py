@@ -5,9 +5,10 @@ Python reference, each in graph mode (method: docs/results/tokenizers.md).
     python -m benchmarks.bench_tokenizers [--repetitions=7] [--noappend]
 """
 
-from absl import app, flags
+from absl import flags
 
 from benchmarks import common
+from keras_bert import cli
 
 TOPIC = "tokenizers"
 FLAGS = flags.FLAGS
@@ -17,6 +18,7 @@ flags.DEFINE_integer("batch1_calls", 64, "Batch-1 calls (sentences) per timed un
 flags.DEFINE_string("data_dir", None, "Data dir (default $KERAS_BERT_DATA_DIR or ../shared/data).")
 flags.DEFINE_bool("append", True, common.append_help(TOPIC))
 flags.DEFINE_string("note", "", "Free text added under the table (e.g. before/after a change).")
+common.bounds(repetitions=1, batch_size=1, batch1_calls=1)
 
 
 def main(argv):
@@ -73,4 +75,4 @@ def main(argv):
 
 
 if __name__ == "__main__":
-    app.run(main)
+    cli.run(main)

@@ -221,6 +221,17 @@ def append_help(topic: str) -> str:
     return f"Append the results to {results_file(topic).relative_to(REPO)}."
 
 
+def bounds(*positive: str, **at_least: int) -> None:
+    """Refuses at parsing, in one line: a flag of `positive` at or below 0 (seconds, scales), a flag
+    of `at_least` below its bound (counts, sizes: `repetitions=1`); one not given passes."""
+    from absl import flags
+
+    checks = [(name, lambda v: v > 0, "> 0") for name in positive]
+    checks += [(name, lambda v, b=b: v >= b, f">= {b}") for name, b in at_least.items()]
+    for name, ok, words in checks:
+        flags.register_validator(name, lambda v, ok=ok: v is None or ok(v), f"must be {words}")
+
+
 def append_results(topic: str, title: str, body: str, desc: dict, path=None) -> None:
     """Appends `## title`, `describe_run(desc)` and `body` to `results_file(topic)` (or `path`)."""
     path = path or results_file(topic)
@@ -284,6 +295,7 @@ def define_encoder_shape_flags(latency_calls: int) -> None:
     flags.DEFINE_integer("seq_length", 128, "Throughput sequence length.")
     flags.DEFINE_integer("latency_seq_length", 32, "Latency sequence length (batch 1).")
     flags.DEFINE_integer("latency_calls", latency_calls, "Batch-1 calls per contender.")
+    bounds(batch_size=1, seq_length=2, latency_seq_length=2, latency_calls=1)
 
 
 def encoder_shapes() -> tuple:

@@ -306,14 +306,17 @@ def model_config(name: str, base: pathlib.Path, version: int | None = None):
 
 
 def config_flag(path: pathlib.Path, configs) -> str:
-    """Writes a ModelServerConfig of `configs` (ModelConfigs) to `path` (text proto); returns the
+    """Writes a ModelServerConfig of `configs` (ModelConfigs) to `path` (text proto), whole (a
+    temporary file renamed over it: a server polling the file never reads half of it); returns the
     server flag naming it."""
     from google.protobuf import text_format
     from tensorflow_serving.config import model_server_config_pb2
 
     config = model_server_config_pb2.ModelServerConfig()
     config.model_config_list.config.extend(configs)
-    path.write_text(text_format.MessageToString(config))
+    staged = path.with_name(f".{path.name}.tmp")
+    staged.write_text(text_format.MessageToString(config))
+    staged.replace(path)
     return f"--model_config_file={path}"
 
 

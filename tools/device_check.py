@@ -57,9 +57,10 @@ import xml.etree.ElementTree as ElementTree
 from typing import Callable
 
 import numpy as np
-from absl import app, flags
+from absl import flags
 
 from benchmarks import common
+from keras_bert import cli
 
 FLAGS = flags.FLAGS
 flags.DEFINE_string(
@@ -81,6 +82,17 @@ flags.DEFINE_enum(
     "Precision of the MirroredStrategy measurement (XLA on).",
 )
 flags.DEFINE_float("cap_scale", 1.0, "Multiplies every measurement's time cap (CAPS).")
+common.bounds(
+    "budget_s",
+    "cap_scale",
+    batch_size=1,
+    seq_length=2,
+    latency_seq_length=2,
+    warmup_steps=0,
+    steps=1,
+    encoder_calls=1,
+    latency_calls=1,
+)
 flags.DEFINE_bool("gpu_tests", True, "Run the pytest tests marked gpu.")
 flags.DEFINE_bool("peers", True, "Measure keras-hub and the Hugging Face / PyTorch peer.")
 
@@ -731,4 +743,4 @@ def main(argv):
 
 
 if __name__ == "__main__":
-    app.run(main)
+    cli.run(main)

@@ -21,9 +21,10 @@ import collections
 import difflib
 
 import numpy as np
-from absl import app, flags
+from absl import flags
 
 from benchmarks import common
+from keras_bert import cli
 from keras_bert.cli import fail_usage
 from keras_bert.training.arg_flags import check_input_file
 
@@ -31,6 +32,7 @@ FLAGS = flags.FLAGS
 flags.DEFINE_string("vocab_file", None, "Uncased vocab.txt (default: the shared data's).")
 flags.DEFINE_integer("litert_texts", 64, "Texts run through the LiteRT flatbuffer (check 2).")
 flags.DEFINE_integer("max_length", 512, "Ids per text in the LiteRT function (padded, cut).")
+common.bounds(litert_texts=1, max_length=2)
 
 
 def texts_by_source(data_dir: str) -> dict[str, list[str]]:
@@ -117,4 +119,4 @@ def main(argv):
 
 
 if __name__ == "__main__":
-    app.run(main)
+    cli.run(main)

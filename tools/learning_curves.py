@@ -18,6 +18,7 @@ import numpy as np
 from absl import app, flags
 
 from benchmarks import common
+from keras_bert import cli
 
 FLAGS = flags.FLAGS
 _PEER_LINE = re.compile(r"^step (\d+)/\d+ loss ([0-9.eE+-]+|nan|inf)\b")
@@ -108,4 +109,4 @@ def main(argv):
 
 if __name__ == "__main__":
     define_flags()
-    app.run(main)
+    cli.run(main)

@@ -15,6 +15,7 @@ import os
 from absl import app, flags
 
 from benchmarks import common
+from keras_bert import cli
 
 FLAGS = flags.FLAGS
 flags.DEFINE_string("model_name", "squad", "Model name (sub-directory of the export base).")
@@ -48,4 +49,4 @@ def main(argv):
 
 if __name__ == "__main__":
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-    app.run(main)
+    cli.run(main)

@@ -64,9 +64,10 @@ import tempfile
 import threading
 import time
 
-from absl import app, flags
+from absl import flags
 
 from benchmarks import common, serving_harness
+from keras_bert import cli
 from benchmarks.serving_harness import Controller, model_config, proc_status, publish, string_inputs
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
@@ -348,11 +349,8 @@ class Server:
 
 
 def write_config(path: pathlib.Path, bases: dict, log_prefix: str, rate: float) -> None:
-    """The ModelServerConfig of `bases` (name -> base path), written whole (temporary + rename)."""
-    from google.protobuf import text_format
-    from tensorflow_serving.config import model_server_config_pb2
-
-    config = model_server_config_pb2.ModelServerConfig()
+    """The ModelServerConfig of `bases` (name -> base path), written whole (`config_flag`)."""
+    entries = []
     for name, base in bases.items():
         entry = model_config(name, base)
         if name != EXPORTED:
@@ -360,10 +358,8 @@ def write_config(path: pathlib.Path, bases: dict, log_prefix: str, rate: float) 
         if name == MODEL:
             entry.logging_config.sampling_config.sampling_rate = rate
             entry.logging_config.log_collector_config.filename_prefix = log_prefix
-        config.model_config_list.config.append(entry)
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(text_format.MessageToString(config))
-    tmp.replace(path)
+        entries.append(entry)
+    serving_harness.config_flag(path, entries)
 
 
 # ------------------------------------------------------------------------------ traffic
@@ -917,6 +913,7 @@ def define_flags():
     flags.DEFINE_enum("disk", "auto", ["auto", "tmpfs", "fsize"], "Small disks (see the doc).")
     flags.DEFINE_enum("model", "tiny", ["tiny", "minilm"], "tiny: a 1-layer H=8 encoder.")
     flags.DEFINE_bool("append", True, common.append_help(TOPIC))
+    common.bounds("minutes", "poll_s", "sample_s")
 
 
 def exit_on_sigterm() -> None:
@@ -959,4 +956,4 @@ def main(argv):
 
 if __name__ == "__main__":
     define_flags()
-    app.run(main)
+    cli.run(main)

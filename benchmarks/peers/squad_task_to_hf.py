@@ -9,7 +9,14 @@ through the PyTorch SQuAD peer's windows and post-processing (README.md here).
 """
 
 import numpy as np
+import safetensors.numpy
 from absl import app, flags
+
+from keras_bert import cli, fileio
+from keras_bert.checkpoints import huggingface
+from keras_bert.checkpoints.saver import save_encoder
+from keras_bert.tasks.loading import load_task
+from keras_bert.tasks.span_question_answerer import SpanQuestionAnswerer
 
 QA_WEIGHT, QA_BIAS = "qa_outputs.weight", "qa_outputs.bias"
 
@@ -17,12 +24,6 @@ QA_WEIGHT, QA_BIAS = "qa_outputs.weight", "qa_outputs.bias"
 def write_squad_task_hf(task, directory: str) -> str:
     """Writes the `SpanQuestionAnswerer` `task` to `directory` as a BertForQuestionAnswering
     directory (README.md here); returns `directory`. ValueError: the task has no preprocessor."""
-    import safetensors.numpy
-
-    from keras_bert import fileio
-    from keras_bert.checkpoints import huggingface
-    from keras_bert.checkpoints.saver import save_encoder
-
     pre = task.require_preprocessor("a BertForQuestionAnswering directory")
     # The vocabulary as the preprocessor holds it (its vocab_file may be gone or remote)
     vocab_file = fileio.join(directory, "vocab.txt")
@@ -52,9 +53,6 @@ def define_flags() -> None:
 
 def main(argv):
     del argv
-    from keras_bert.tasks.loading import load_task
-    from keras_bert.tasks.span_question_answerer import SpanQuestionAnswerer
-
     task = load_task(flags.FLAGS.model_dir)
     if not isinstance(task, SpanQuestionAnswerer):
         raise app.UsageError(f"--model_dir holds a {type(task).__name__}, not a SQuAD task")
@@ -63,4 +61,4 @@ def main(argv):
 
 if __name__ == "__main__":
     define_flags()
-    app.run(main)
+    cli.run(main)

@@ -47,6 +47,12 @@ def test_config_flag_writes_what_the_server_reads(tmp_path):
     assert a.name == "a" and a.base_path == str(tmp_path / "a")
     assert a.model_version_policy.latest.num_versions == 1
     assert b.name == "b" and list(b.model_version_policy.specific.versions) == [2]
+    # Rewritten whole, by a rename (a new inode), for a server that polls the file
+    inode = (tmp_path / "models.config").stat().st_ino
+    serving_harness.config_flag(tmp_path / "models.config", configs[1:])
+    assert (tmp_path / "models.config").stat().st_ino != inode
+    assert [c.name for c in server.model_configs(model_config_file=flag.split("=", 1)[1])] == ["b"]
+    assert [p.name for p in tmp_path.iterdir()] == ["models.config"]
 
 
 def test_small_reload_run_fails_no_request(tmp_path):

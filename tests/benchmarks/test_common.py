@@ -3,8 +3,11 @@ in the index (benchmarks/RESULTS.md), every script that appends names a topic of
 `append_results` adds a section to the topic's file without touching what is there."""
 
 import ast
+import os
 import pathlib
 import re
+import subprocess
+import sys
 
 import pytest
 
@@ -102,3 +105,47 @@ def test_append_results_adds_a_section_after_what_is_there(tmp_path, monkeypatch
     missing = tmp_path / "new.md"
     common.append_results("beam", "A title", "body", desc, missing)
     assert missing.read_text().startswith("# Results: beam\n\n## A title\n")
+
+
+def absl_programs() -> list[pathlib.Path]:
+    """The programs of benchmarks/ and tools/ that parse absl flags."""
+    folders = ("benchmarks", "benchmarks/peers", "tools")
+    paths = [p for folder in folders for p in sorted((REPO / folder).glob("*.py"))]
+    return [p for p in paths if "from absl import" in p.read_text(encoding="utf-8")]
+
+
+def test_every_absl_program_of_benchmarks_and_tools_runs_through_cli_run():
+    # cli.run ends a refused flag in one line with exit 2, where absl's app.run prints several
+    programs = absl_programs()
+    assert len(programs) >= 17
+    for path in programs:
+        calls = {
+            f"{node.func.value.id}.{node.func.attr}"
+            for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+            if isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and isinstance(node.func.value, ast.Name)
+            and node.func.attr == "run"
+        }
+        assert "app.run" not in calls, path.name
+        assert "cli.run" in calls or "__main__" not in path.read_text(), path.name
+
+
+@pytest.mark.parametrize(
+    "module, flag, refusal",
+    [
+        ("benchmarks.bench_tokenizers", "--batch_size=0", "flag --batch_size=0: must be >= 1"),
+        ("benchmarks.bench_serving", "--seconds=0", "flag --seconds=0.0: must be > 0"),
+    ],
+)
+def test_a_count_or_a_duration_out_of_bounds_is_refused_in_one_line(module, flag, refusal):
+    proc = subprocess.run(
+        [sys.executable, "-m", module, flag],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"),
+    )
+    assert proc.returncode == 2
+    assert proc.stderr.strip().splitlines() == [f"{module.split('.')[-1]}.py: error: {refusal}"]
