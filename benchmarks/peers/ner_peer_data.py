@@ -17,6 +17,7 @@ import pathlib
 
 from absl import app, flags
 
+from benchmarks import common
 from keras_bert import cli, fileio
 from keras_bert.data import conll
 from keras_bert.metrics.ner import entity_scores
@@ -33,6 +34,7 @@ def define_flags() -> None:
     flags.DEFINE_string("predictions_file", None, "score: the peer's predictions for that split.")
     flags.DEFINE_integer("max_examples", None, "score: only the first N gold sentences.")
     flags.DEFINE_string("metrics_file", None, "score: output (default: metrics_<gold stem>.json).")
+    common.bounds(max_examples=1)
 
 
 SCORE_KEYS = ("precision", "recall", "f1", "accuracy")  # what families.ner.ner_scores keeps

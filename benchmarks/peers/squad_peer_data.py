@@ -16,6 +16,7 @@ import json
 
 from absl import app, flags, logging
 
+from benchmarks import common
 from keras_bert import cli, fileio
 from keras_bert.metrics import squad as squad_eval
 from keras_bert.training.families import squad as squad_family
@@ -29,6 +30,7 @@ flags.DEFINE_string("predictions_dir", None, "score: the peer's --output_dir.")
 flags.DEFINE_integer("max_eval_examples", None, "score: only the first N held-out questions.")
 flags.DEFINE_string("metrics_file", None, "score: output (default: predictions_dir/metrics.json).")
 flags.mark_flag_as_required("input_file")
+common.bounds(max_eval_examples=1)
 FLAGS = flags.FLAGS
 
 
