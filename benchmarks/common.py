@@ -223,13 +223,37 @@ def append_help(topic: str) -> str:
 
 def bounds(*positive: str, **at_least: int) -> None:
     """Refuses at parsing, in one line: a flag of `positive` at or below 0 (seconds, scales), a flag
-    of `at_least` below its bound (counts, sizes: `repetitions=1`); one not given passes."""
+    of `at_least` below its bound (counts, sizes: `repetitions=1`), or for a list flag any item
+    that is not a whole number at least its bound; one not given passes."""
     from absl import flags
 
+    def whole(v) -> bool:
+        return str(v).strip().lstrip("-").isdigit()
+
     checks = [(name, lambda v: v > 0, "> 0") for name in positive]
-    checks += [(name, lambda v, b=b: v >= b, f">= {b}") for name, b in at_least.items()]
+    for name, b in at_least.items():
+        if isinstance(flags.FLAGS[name].value, list):
+            ok = lambda v, b=b: all(whole(x) and int(x) >= b for x in v)  # noqa: E731
+            checks.append((name, ok, f"whole numbers >= {b}"))
+        else:
+            checks.append((name, lambda v, b=b: v >= b, f">= {b}"))
     for name, ok, words in checks:
         flags.register_validator(name, lambda v, ok=ok: v is None or ok(v), f"must be {words}")
+
+
+def existing(*names: str) -> None:
+    """Refuses at parsing, in one line, a path flag of `names` given empty or naming nothing
+    (`keras_bert.fileio.exists`: a local path or a URI)."""
+    from absl import flags
+
+    from keras_bert import fileio
+
+    for name in names:
+        flags.register_validator(
+            name,
+            lambda v: v is None or (v.strip() and fileio.exists(v)),
+            "no such file or directory",
+        )
 
 
 def append_results(topic: str, title: str, body: str, desc: dict, path=None) -> None:
