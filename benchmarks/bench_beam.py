@@ -19,12 +19,16 @@ import tempfile
 from absl import flags
 
 from benchmarks import common, serving_harness
-from keras_bert import cli
+from keras_bert import cli, fileio
 
 TOPIC = "beam"
 FLAGS = flags.FLAGS
 REPETITIONS = {"pretraining_data": 3, "batch_predict": 1}  # the measurements and their rounds
-flags.DEFINE_list("measurements", list(REPETITIONS), f"Subset of {list(REPETITIONS)}, in order.")
+flags.DEFINE_list(
+    "measurements",
+    list(REPETITIONS),
+    f"Which of {list(REPETITIONS)} to run; they run in that order, whatever the order given.",
+)
 flags.register_validator("measurements", lambda v: set(v) <= set(REPETITIONS), "unknown name")
 flags.DEFINE_integer(
     "repetitions", None, "Rounds (medians); default 3 for pretraining_data, 1 for batch_predict."
@@ -60,8 +64,6 @@ def recipe_run(out: pathlib.Path, workers: int, corpus, vocab_file):
 
 def corpus_text(sources, copies: int) -> str:
     """The WikiText files `copies` times, " Copy c . " after each title of copy c."""
-    from keras_bert import fileio  # loads TensorFlow
-
     out = []
     for c in range(copies):
         for source in sources:
@@ -74,7 +76,7 @@ def corpus_text(sources, copies: int) -> str:
 
 def pretraining_data(tmp: pathlib.Path, repetitions: int):
     """(title, table, notes): the recipe's documents/s with N workers and in process."""
-    data = common.data_dir().resolve()
+    data = common.data_dir()
     wikitext = [("wikitext-2-raw", "wiki.test.raw"), ("wikitext-2", "wiki.valid.tokens")]
     sources = [data / "wikitext" / folder / name for folder, name in wikitext]
     vocab_file = data / "vocab" / "bert-base-uncased-vocab.txt"
@@ -88,7 +90,7 @@ def pretraining_data(tmp: pathlib.Path, repetitions: int):
     times = common.alternate(contenders, repetitions, warmup=0)
     summary = json.loads((tmp / "out1" / "data.tfrecord.summary.json").read_text())["summary"]
     documents = summary["documents"]
-    corpus_mb = sum(p.stat().st_size for p in sources) * FLAGS.copies / 1e6
+    corpus_mb = sum(fileio.size(p) for p in sources) * FLAGS.copies / 1e6
     medians = {name: common.median(ts) for name, ts in times.items()}
     in_process = medians["beam DirectRunner, in process"]
     rows = [

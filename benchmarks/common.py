@@ -121,7 +121,7 @@ def alternate(contenders: dict, repetitions: int, warmup=2, inner=1, log=True) -
     for name, fn in contenders.items():
         for _ in range(warmup):
             fn()
-        if log:
+        if log and warmup:
             print(f"  warmed up {name}", flush=True)
     times = {name: [] for name in contenders}
     for r in range(repetitions):
@@ -513,11 +513,26 @@ def featurize(texts: Sequence[str], seq_length: int) -> dict:
     return {k: np.array([r[k] for r in rows], np.int32) for k in rows[0]}
 
 
-def data_dir(override: str | None = None) -> pathlib.Path:
+class DataPath(str):
+    """`data_dir`'s path: a local one absolute, a URI as given (`gs://bucket/data`, which pathlib
+    would make `gs:/bucket/data`); `/` joins through `keras_bert.fileio.join` as on a Path."""
+
+    def __truediv__(self, part) -> DataPath:
+        from keras_bert import fileio
+
+        return DataPath(fileio.join(self, str(part)))
+
+    def resolve(self) -> DataPath:
+        """Itself: already absolute (a Path's `resolve`, for callers written for a Path)."""
+        return self
+
+
+def data_dir(override: str | None = None) -> DataPath:
     """`override` (a script's `--data_dir`), else `$KERAS_BERT_DATA_DIR`, else ../shared/data."""
-    return pathlib.Path(
-        override or os.environ.get("KERAS_BERT_DATA_DIR") or REPO.parent / "shared" / "data"
-    )
+    from keras_bert import fileio
+
+    default = str(REPO.parent / "shared" / "data")
+    return DataPath(fileio.absolute(override or os.environ.get("KERAS_BERT_DATA_DIR") or default))
 
 
 def sst2_sentences(split: str, limit: int | None = None, data: str | None = None):

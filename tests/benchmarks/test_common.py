@@ -149,3 +149,25 @@ def test_a_count_or_a_duration_out_of_bounds_is_refused_in_one_line(module, flag
     )
     assert proc.returncode == 2
     assert proc.stderr.strip().splitlines() == [f"{module.split('.')[-1]}.py: error: {refusal}"]
+
+
+def test_data_dir_keeps_a_uri_as_given_and_joins_under_it(monkeypatch):
+    # pathlib made gs://bucket/data gs:/bucket/data; nothing is read
+    monkeypatch.setenv("KERAS_BERT_DATA_DIR", "gs://bucket/data")
+    assert common.data_dir() == "gs://bucket/data"
+    assert common.data_dir().resolve() / "glue" / "sst2" == "gs://bucket/data/glue/sst2"
+    assert f"--data_dir={common.data_dir() / 'glue'}" == "--data_dir=gs://bucket/data/glue"
+    assert common.data_dir("gs://other/d") / "vocab" == "gs://other/d/vocab"
+    monkeypatch.setenv("KERAS_BERT_DATA_DIR", "data")  # a local one: absolute
+    assert common.data_dir() / "glue" == os.path.join(os.getcwd(), "data", "glue")
+
+
+def test_alternate_says_warmed_up_only_after_a_warm_up(capsys):
+    calls = []
+    times = common.alternate({"a": lambda: calls.append("a")}, repetitions=2, warmup=0)
+    assert calls == ["a", "a"] and len(times["a"]) == 2
+    lines = capsys.readouterr().out.splitlines()
+    assert [line.split(":")[0] for line in lines] == ["  round 1/2", "  round 2/2"]
+    common.alternate({"a": lambda: calls.append("a")}, repetitions=1, warmup=1)
+    assert capsys.readouterr().out.splitlines()[0] == "  warmed up a"
+    assert calls == ["a"] * 4
