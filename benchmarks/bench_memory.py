@@ -14,6 +14,7 @@ in the same `--work_dir`).
 import json
 import os
 import pathlib
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -135,8 +136,7 @@ def resident_mib(pid: int) -> tuple[float, float]:
 
 def call_shape(model_dir: pathlib.Path) -> tuple[int, int]:
     """CALL_SHAPE, its length cut to the export's max_seq_length (assets/export_config.json)."""
-    config = json.loads((model_dir / "assets" / "export_config.json").read_text())
-    return CALL_SHAPE[0], min(CALL_SHAPE[1], int(config["max_seq_length"]))
+    return CALL_SHAPE[0], min(CALL_SHAPE[1], serving_harness.export_max_seq_length(model_dir))
 
 
 def memory_server(model_dir, work, calls: int, *flags):
@@ -186,8 +186,8 @@ def server_memory(model_dir: pathlib.Path, work: pathlib.Path, calls: int, cycle
     return result
 
 
-def server_report(result: dict, cycles: int, calls: int, model: str) -> str:
-    """The server section: `server_memory`'s `result` of `calls` calls on `model`."""
+def server_report(result: dict, cycles: int, calls: int, model: str, shape: tuple) -> str:
+    """The server section: `server_memory`'s `result` of `calls` calls of `shape` on `model`."""
     mib = "{:,.0f}".format
     saved, second, litert = result["saved_model"], result["second_model"], result["litert"]
     loaded = {k: "yes" if v else "no" for k, v in result["tensorflow_loaded"].items()}
@@ -205,7 +205,7 @@ def server_report(result: dict, cycles: int, calls: int, model: str) -> str:
         f"SavedModel, one model: {litert[0] - saved[0]:+,.0f} MiB.\n\n{swaps}\n\n"
         f"Growth over {cycles} version swaps: {result['swap_growth_mib']:+,.1f} MiB; over the "
         f"second half {result['second_half_mib_per_cycle']:+,.2f} MiB per swap.\n\n{model}, "
-        f"{calls} calls of {CALL_SHAPE[0]} x {CALL_SHAPE[1]} on `encoded` before each reading; "
+        f"{calls} calls of {shape[0]} x {shape[1]} on `encoded` before each reading; "
         "each case a fresh server.\n"
     )
 
@@ -216,12 +216,15 @@ def define_flags() -> None:
     flags.register_validator("contenders", lambda v: set(v) <= set(names), "unknown name")
     flags.DEFINE_integer("squad_questions", 200, "run_squad --max_train_examples.", lower_bound=1)
     flags.DEFINE_integer("sst2_examples", 160, "run_classifier --max_train_examples.")
-    flags.DEFINE_string("work_dir", None, "Where runs and exports go (default: a temp dir).")
+    flags.DEFINE_string(
+        "work_dir", None, "Local dir of the runs (default: a temp dir, kept on failure)."
+    )
     flags.DEFINE_string("model_dir", None, "server: version dir of an export with model.tflite.")
     flags.DEFINE_integer("calls", 20, "server: Predict calls before each reading.", lower_bound=1)
     flags.DEFINE_integer("cycles", 50, "server: version swaps to make.", lower_bound=1)
     flags.DEFINE_bool("append", True, common.append_help(TOPIC))
     common.bounds(sst2_examples=1)
+    common.existing("model_dir")
 
 
 def runs_section(wanted: list) -> tuple:
@@ -244,6 +247,8 @@ def runs_section(wanted: list) -> tuple:
         status = "ok" if code == 0 else f"exit {code} (log: {work_dir / key}.log)"
         print(f"{label}: {peak / 2**20:,.0f} MiB peak resident, {seconds:.0f} s, {status}")
         rows.append([label, f"{peak / 2**20:,.0f}", f"{seconds:.0f}", status])
+    if not FLAGS.work_dir and all(row[-1] == "ok" or "skipped" in row[-1] for row in rows):
+        shutil.rmtree(work_dir)  # a temporary one, no log to read
     body = common.markdown_table(["contender", "peak RSS MiB", "wall s", "status"], rows)
     note = (
         f"Command: `python -m benchmarks.bench_memory --contenders={','.join(wanted)} "
@@ -260,8 +265,10 @@ def server_section() -> tuple:
         tmp = pathlib.Path(tmp)
         export = serving_harness.served_model_dir(FLAGS.model_dir, tmp / "export", litert="float32")
         result = server_memory(export, tmp / "run", FLAGS.calls, FLAGS.cycles)
+        shape = call_shape(export)
     model = FLAGS.model_dir or "MiniLM-L6 classifier (22.7M parameters, float32)"
-    return "Server resident memory", server_report(result, FLAGS.cycles, FLAGS.calls, model), ()
+    report = server_report(result, FLAGS.cycles, FLAGS.calls, model, shape)
+    return "Server resident memory", report, ()
 
 
 def main(argv):

@@ -24,8 +24,6 @@ import collections
 import itertools
 import os
 import pathlib
-import signal
-import sys
 import tempfile
 import time
 
@@ -53,7 +51,7 @@ def define_flags():
     flags.DEFINE_integer("num_batch_threads", 1, "Server batching: num_batch_threads.")
     flags.DEFINE_list("allowed_batch_sizes", [], "Server batching: allowed_batch_sizes.")
     flags.DEFINE_integer("sentences", None, "Use only the first N SST-2 dev sentences.")
-    flags.DEFINE_integer("max_seq_length", 128, "The default export's max_seq_length.")
+    flags.DEFINE_integer("max_seq_length", 128, "The default export's (not --model_dir's).")
     flags.DEFINE_integer("batch_size", 32, "clients: in-process batch of text in vs ids in.")
     flags.DEFINE_float("long_fraction", 0.125, "buckets: fraction of requests that are long.")
     flags.DEFINE_integer("long_words", 90, "buckets: least words of a long text.", lower_bound=1)
@@ -79,8 +77,13 @@ def define_flags():
         min_words=1,
         max_words=1,
         max_questions=1,
-        check_requests=0,
+        check_requests=1,
+        clients=1,
+        batch_timeout_micros=0,
+        allowed_batch_sizes=1,
+        length_buckets=1,
     )
+    common.existing("model_dir", "predict_file")
 
 
 def served_load(server, items, clients: int, request_of=None, quantiles=(50, 99)) -> tuple:
@@ -121,13 +124,13 @@ def probabilities(fn, inputs):
     return lambda: fn(**(inputs() if callable(inputs) else inputs))["probabilities"].numpy()
 
 
-def text_vs_ids(loaded, sentences):
+def text_vs_ids(loaded, sentences, max_seq_length: int):
     import tensorflow as tf
 
     text_fn, ids_fn = loaded.signatures["serving_default"], loaded.signatures["encoded"]
     rows, text, ids = [], "text in (serving_default)", "ids in (encoded)"
     for b in (1, FLAGS.batch_size):
-        packed = common.featurize([s.decode() for s in sentences[:b]], FLAGS.max_seq_length)
+        packed = common.featurize([s.decode() for s in sentences[:b]], max_seq_length)
         full = {k: tf.constant(v) for k, v in packed.items()}
         width = int(packed["input_mask"].sum(1).max())  # the batch's longest row
         calls = {
@@ -218,7 +221,8 @@ def clients_scenario(model_dir, work, clients, server_flags):
     sentences = [s.encode("utf-8") for s in common.sst2_sentences("dev", FLAGS.sentences)[0]]
     loaded = tf.saved_model.load(str(model_dir))
     print("text in vs ids in ...", flush=True)
-    table = text_vs_ids(loaded, sentences)
+    max_seq_length = serving_harness.export_max_seq_length(model_dir)
+    table = text_vs_ids(loaded, sentences, max_seq_length)
     print(table, flush=True)
     results = in_process_runs(loaded, sentences, clients)
     del loaded
@@ -234,7 +238,7 @@ def clients_scenario(model_dir, work, clients, server_flags):
         rows.append((name, c, tput, p50, p99, *ratios, *(per_call or ["n/a"])))
     notes = [
         f"{model_name()}, serving_default, "
-        f"max_seq_length {FLAGS.max_seq_length}; SST-2 dev sentences, one per request.",
+        f"max_seq_length {max_seq_length}; SST-2 dev sentences, one per request.",
         f"Server {batching_note()}. {FLAGS.seconds:g} s per load window; client and server "
         "share the cores.",
     ]
@@ -488,10 +492,12 @@ def main(argv):
     del argv
     if FLAGS.scenario == "squad" and not (FLAGS.model_dir and FLAGS.predict_file):
         raise app.UsageError("--scenario=squad needs --model_dir and --predict_file")
+    if FLAGS.scenario != "clients" and not FLAGS.clients:
+        raise app.UsageError(f"--scenario={FLAGS.scenario} needs at least one --clients count")
+    if FLAGS.model_dir and FLAGS["max_seq_length"].present:
+        raise app.UsageError("--max_seq_length is the default export's; --model_dir has its own")
     common.set_threads_from_env()
     desc = common.machine_description(["grpcio", "tensorflow-serving-api"])
-    # SIGTERM (e.g. timeout, kill) raises SystemExit here, so that the server is stopped.
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     clients = [int(c) for c in FLAGS.clients]
     server_flags = [f"--grpc_max_threads={max([16, *clients])}", *FLAGS.server_arg]
     with tempfile.TemporaryDirectory(prefix="bench_serving_") as tmp:

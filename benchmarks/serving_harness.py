@@ -9,6 +9,7 @@ import itertools
 import os
 import pathlib
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -120,6 +121,14 @@ def sst2_classifier(max_seq_length: int = 128, encoder_config: dict | None = Non
     return task
 
 
+def export_max_seq_length(model_dir) -> int:
+    """The max_seq_length of the export at `model_dir` (its assets/export_config.json)."""
+    from keras_bert import fileio
+
+    config = fileio.read_json(fileio.join(str(model_dir), "assets", "export_config.json"))
+    return int(config["max_seq_length"])
+
+
 def served_model_dir(model_dir: str | None, work: pathlib.Path, max_seq_length=128, **export_args):
     """`model_dir` (a benchmark's `--model_dir`) when given, else `sst2_classifier(max_seq_length)`
     exported under `work` as "minilm" (`export_args`: more `Task.export` arguments)."""
@@ -210,14 +219,25 @@ class Controller:
         self._channel.close()
 
 
+def exit_on_sigterm() -> None:
+    """SIGTERM (a timeout, `kill`) raises SystemExit(143) in the main thread, where its default
+    would end the process at once; a handler the program set itself is kept."""
+    in_main = threading.current_thread() is threading.main_thread()
+    if in_main and signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:
+        signal.signal(signal.SIGTERM, lambda *_: sys.exit(128 + signal.SIGTERM))
+
+
 class ServerProcess:
     """`python -m serving.server` with `flags` in a child process, its output in `log_path`: how
     every serving benchmark runs its server. gRPC on a free loopback port, REST on another with
     `rest`, else off; TF_CPP_MIN_LOG_LEVEL 2 unless set; `controller`: its Controller. `stop()`
     may be called more than once; as a context manager it stops on leaving, printing the log's
-    tail to stderr after an error."""
+    tail to stderr after an error. The first one a program starts makes SIGTERM end that program
+    through its `finally` blocks and context managers (`exit_on_sigterm`), so its server is
+    stopped too."""
 
     def __init__(self, flags, log_path, rest: bool = False):
+        exit_on_sigterm()
         self.port, self.rest_port = free_port(), free_port() if rest else 0
         self.address = f"127.0.0.1:{self.port}"
         self.rest_address = f"127.0.0.1:{self.rest_port}" if rest else None
@@ -245,6 +265,9 @@ class ServerProcess:
         except RuntimeError as e:
             self.stop()
             raise RuntimeError(f"{e} (server exit code {self.proc.poll()}):\n{self.log_tail()}")
+        except BaseException:  # SIGTERM (SystemExit), Ctrl-C: the server does not outlive us
+            self.stop()
+            raise
         return self
 
     def swap_version(self, model_dir: pathlib.Path, version: int) -> float:

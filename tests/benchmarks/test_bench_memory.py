@@ -85,10 +85,10 @@ def test_small_server_run_reads_every_case(tmp_path, uncased_vocab):
     assert result["tensorflow_loaded"] == {"saved_model": True, "litert": False}
     assert [cycle for cycle, _ in result["swaps"]] == [0, 1, 3]
     assert result["swap_growth_mib"] == result["swaps"][-1][1] - result["swaps"][0][1]
-    text = bench.server_report(result, 3, 2, "tiny export")
+    text = bench.server_report(result, 3, 2, "tiny export", bench.call_shape(model_dir))
     assert "| LiteRT (--prefer_tflite_model), one model |" in text
     assert "Growth over 3 version swaps: " in text
     assert text.endswith(
-        " MiB per swap.\n\ntiny export, 2 calls of 1 x 32 on `encoded` before each reading; "
+        " MiB per swap.\n\ntiny export, 2 calls of 1 x 16 on `encoded` before each reading; "
         "each case a fresh server.\n"
     )

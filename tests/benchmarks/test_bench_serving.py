@@ -1,15 +1,95 @@
 """benchmarks/bench_serving.py: the buckets scenario's workload and batching file, the harness's
 model config file, and the reload scenario at a CI size on a tiny model. Figures are reported,
 never asserted (SPEC section 10); the clients, buckets and squad loads start a server per arm,
-too long for CI, and are run by hand (the module docstring)."""
+too long for CI, and are run by hand (the module docstring). Also: a server the harness starts
+does not outlive a SIGTERM to its program, and the scenarios' flags are refused in one line."""
 
 import dataclasses
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
 
 from benchmarks import bench_serving as bench
 from benchmarks import serving_harness
 from serving import server
 from serving.dispatch.batching import BatchingOptions, parse_batching_parameters
+from tests.recipes.recipe_process import REPO
 from tests.serving import saved_models
+
+# A program that starts a server on a model with no version (never AVAILABLE) and waits for it.
+WAITS_FOR_A_SERVER = """
+import pathlib, sys
+from benchmarks import serving_harness as h
+work = pathlib.Path(sys.argv[1])
+(work / "models" / "empty").mkdir(parents=True)
+flag = h.config_flag(work / "models.config", [h.model_config("empty", work / "models" / "empty")])
+server = h.ServerProcess([flag], work / "server.log")
+print(server.proc.pid, flush=True)
+server.wait_available("empty")
+"""
+
+
+def alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+def test_sigterm_while_a_server_starts_stops_the_server_too(tmp_path):
+    program = subprocess.Popen(
+        [sys.executable, "-c", WAITS_FOR_A_SERVER, str(tmp_path)],
+        cwd=REPO,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    server_pid = int(program.stdout.readline())
+    try:
+        time.sleep(1.0)  # the server is starting (importing TensorFlow)
+        assert alive(server_pid)
+        program.send_signal(signal.SIGTERM)
+        assert program.wait(timeout=120) == 128 + signal.SIGTERM
+        assert not alive(server_pid)  # stopped and reaped before the program ended
+    finally:
+        program.kill()
+        if alive(server_pid):
+            os.kill(server_pid, signal.SIGKILL)
+
+
+@pytest.mark.parametrize(
+    "args, refusal",
+    [
+        (["--clients=0"], "flag --clients=['0']: must be whole numbers >= 1"),
+        (
+            ["--scenario=reload", "--clients="],
+            "--scenario=reload needs at least one --clients count",
+        ),
+        (
+            ["--model_dir=.", "--max_seq_length=64"],
+            "--max_seq_length is the default export's; --model_dir has its own",
+        ),
+        (["--model_dir=nowhere"], "flag --model_dir=nowhere: no such file or directory"),
+    ],
+)
+def test_scenario_flags_that_cannot_run_are_refused_in_one_line(args, refusal):
+    proc = subprocess.run(
+        [sys.executable, "-m", "benchmarks.bench_serving", *args],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"),
+    )
+    assert (proc.returncode, proc.stderr.strip().splitlines()) == (
+        2,
+        [f"bench_serving.py: error: {refusal}"],
+    )
 
 
 def test_workload_mixes_long_texts_in():
