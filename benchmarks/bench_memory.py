@@ -142,8 +142,8 @@ def call_shape(model_dir: pathlib.Path) -> tuple[int, int]:
 def memory_server(model_dir, work, calls: int, *flags):
     """`serving_harness.serve` of `model_dir` and a function making `calls` Predict calls of
     `call_shape` ids on `encoded` of each model it names."""
-    server = serving_harness.serve(model_dir, work, MODEL_NAME, POLL, *flags)
     batch = common.random_batch(*call_shape(model_dir))
+    server = serving_harness.serve(model_dir, work, MODEL_NAME, POLL, *flags)
 
     def call(*names):
         for name in names:

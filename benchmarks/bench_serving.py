@@ -425,7 +425,6 @@ def reload_run(model_dir, clients, work, *flags, seconds, interval_s, poll_s, wi
 
     server = serving_harness.serve(model_dir, work, MODEL_NAME, f"{POLL_FLAG}{poll_s}", *flags)
     controller, base = server.controller, server.base
-    shadow = serving_harness.stage_model(model_dir, work, SHADOW_NAME)
     windows, begin = [], []
 
     def during():  # EVENTS in a cycle, `interval_s` apart, for `seconds` and one whole cycle
@@ -446,6 +445,7 @@ def reload_run(model_dir, clients, work, *flags, seconds, interval_s, poll_s, wi
         time.sleep(interval_s)  # a last quiet stretch
 
     with server:
+        shadow = serving_harness.stage_model(model_dir, work, SHADOW_NAME)
         names = serving_harness.string_inputs(server.address, MODEL_NAME)
         inputs = [{n: [t if n == "text" else ""] for n in names} for t in RELOAD_SENTENCES]
         requests = [serving_harness.predict_request(MODEL_NAME, x) for x in inputs]
