@@ -35,6 +35,7 @@ def define_flags() -> None:
     flags.DEFINE_integer("max_examples", None, "score: only the first N gold sentences.")
     flags.DEFINE_string("metrics_file", None, "score: output (default: metrics_<gold stem>.json).")
     common.bounds(max_examples=1)
+    common.existing("data_dir", "gold_file", "predictions_file")
 
 
 SCORE_KEYS = ("precision", "recall", "f1", "accuracy")  # what families.ner.ner_scores keeps
@@ -42,8 +43,8 @@ SCORE_KEYS = ("precision", "recall", "f1", "accuracy")  # what families.ner.ner_
 
 def write_splits(data_dir, output_dir) -> dict:
     """Writes `<split>.json` for train, valid, test and data_info.json; returns the latter."""
+    splits = conll.read_conll_splits(data_dir)  # read whole before anything is written
     fileio.makedirs(output_dir)
-    splits = conll.read_conll_splits(data_dir)
     for name, sentences in splits.items():
         rows = ({"tokens": list(s.words), "ner_tags": list(s.tags)} for s in sentences)
         fileio.write_jsonl(fileio.join(output_dir, f"{name}.json"), rows)
@@ -56,11 +57,23 @@ def write_splits(data_dir, output_dir) -> dict:
     return info
 
 
+def sentences(path, keys: tuple, limit=None) -> list[dict]:
+    """The JSON lines of `path` (the first `limit`); ValueError: a line that is not an object
+    with each of `keys`, named by its sentence index."""
+    rows = fileio.read_jsonl(str(path))[: limit or None]
+    for i, row in enumerate(rows):
+        for key in keys:
+            if not isinstance(row, dict) or key not in row:
+                raise ValueError(f'{path}: sentence {i} has no "{key}"')
+    return rows
+
+
 def score(gold_file, predictions_file, max_examples=None) -> dict:
     """Entity-level scores of the peer's predictions against the gold split file (README.md here).
-    Raises ValueError on different numbers of sentences, or a line whose tokens differ."""
-    gold = fileio.read_jsonl(str(gold_file))[: max_examples or None]
-    predicted = fileio.read_jsonl(str(predictions_file))
+    Raises ValueError on different numbers of sentences, a line without its fields, or a line
+    whose tokens differ."""
+    gold = sentences(gold_file, ("tokens", "ner_tags"), max_examples)
+    predicted = sentences(predictions_file, ("tokens", "pred_tags"))
     if len(predicted) != len(gold):
         raise ValueError(
             f"{predictions_file}: {len(predicted)} sentences, but {len(gold)} in "
@@ -89,7 +102,10 @@ def main(argv):
     if not all(getattr(FLAGS, name) for name in needed):
         raise app.UsageError(f"--mode={FLAGS.mode} needs --{needed[0]} and --{needed[1]}")
     if FLAGS.mode == "write":
-        info = write_splits(FLAGS.data_dir, FLAGS.output_dir)
+        try:
+            info = write_splits(FLAGS.data_dir, FLAGS.output_dir)
+        except (FileNotFoundError, ValueError) as e:  # no CoNLL files there, or not CoNLL's
+            cli.fail_usage(str(e))
         print(json.dumps(info["splits"]), info["label_names"])
         return
     try:

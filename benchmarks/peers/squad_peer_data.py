@@ -21,17 +21,26 @@ from keras_bert import cli, fileio
 from keras_bert.metrics import squad as squad_eval
 from keras_bert.training.families import squad as squad_family
 
-flags.DEFINE_enum("mode", "split", ["split", "score"], "Write the split, or score predictions.")
-flags.DEFINE_string("input_file", None, "SQuAD v1.1 / v2.0 JSON (split by article title).")
-flags.DEFINE_float("holdout_fraction", 0.5, "Fraction of the titles (the last ones) held out.")
-flags.DEFINE_boolean("version_2_with_negative", False, "SQuAD v2.0: questions may have no answer.")
-flags.DEFINE_string("output_dir", None, "split: where train.json and heldout.json go.")
-flags.DEFINE_string("predictions_dir", None, "score: the peer's --output_dir.")
-flags.DEFINE_integer("max_eval_examples", None, "score: only the first N held-out questions.")
-flags.DEFINE_string("metrics_file", None, "score: output (default: predictions_dir/metrics.json).")
-flags.mark_flag_as_required("input_file")
-common.bounds(max_eval_examples=1)
 FLAGS = flags.FLAGS
+
+
+def define_flags() -> None:
+    """The flags, defined when the program runs, never at import (tests/benchmarks/test_imports)."""
+    flags.DEFINE_enum("mode", "split", ["split", "score"], "Write the split, or score predictions.")
+    flags.DEFINE_string("input_file", None, "SQuAD v1.1 / v2.0 JSON (split by article title).")
+    flags.DEFINE_float("holdout_fraction", 0.5, "Fraction of the titles (the last ones) held out.")
+    flags.DEFINE_boolean(
+        "version_2_with_negative", False, "SQuAD v2.0: questions may have no answer."
+    )
+    flags.DEFINE_string("output_dir", None, "split: where train.json and heldout.json go.")
+    flags.DEFINE_string("predictions_dir", None, "score: the peer's --output_dir.")
+    flags.DEFINE_integer("max_eval_examples", None, "score: only the first N held-out questions.")
+    flags.DEFINE_string(
+        "metrics_file", None, "score: output (default: predictions_dir/metrics.json)."
+    )
+    flags.mark_flag_as_required("input_file")
+    common.bounds(max_eval_examples=1)
+    common.existing("input_file", "predictions_dir")
 
 
 def split_examples(input_file, holdout_fraction, v2, max_eval_examples=None):
@@ -137,4 +146,5 @@ def main(argv):
 
 
 if __name__ == "__main__":
+    define_flags()
     cli.run(main)

@@ -12,6 +12,7 @@ import numpy as np
 import safetensors.numpy
 from absl import app, flags
 
+from benchmarks import common
 from keras_bert import cli, fileio
 from keras_bert.checkpoints import huggingface
 from keras_bert.checkpoints.saver import save_encoder
@@ -49,6 +50,7 @@ def define_flags() -> None:
     flags.DEFINE_string("model_dir", None, "A run_squad.py output_dir (or its saved task file).")
     flags.DEFINE_string("output_dir", None, "Where the BertForQuestionAnswering directory goes.")
     flags.mark_flags_as_required(["model_dir", "output_dir"])
+    common.existing("model_dir")
 
 
 def main(argv):

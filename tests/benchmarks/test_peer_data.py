@@ -6,7 +6,9 @@ import os
 import subprocess
 import sys
 
-from benchmarks.peers import ner_peer_data
+import pytest
+
+from benchmarks.peers import ner_peer_data, squad_peer_data
 from tests.recipes.recipe_process import REPO
 
 GOLD = [
@@ -56,6 +58,26 @@ def test_ner_predictions_of_other_sentences_are_refused_in_one_line(tmp_path):
     assert not (tmp_path / "metrics_valid.json").exists()
 
 
+def test_ner_predictions_without_their_tags_are_refused_naming_the_sentence(tmp_path):
+    gold = write_lines(tmp_path / "valid.json", GOLD)
+    rows = [{"tokens": GOLD[0]["tokens"], "pred_tags": ["O"] * 3}, {"tokens": GOLD[1]["tokens"]}]
+    pred = write_lines(tmp_path / "pred.json", rows)
+    with pytest.raises(ValueError) as refused:
+        ner_peer_data.score(gold, pred)
+    assert str(refused.value) == f'{pred}: sentence 1 has no "pred_tags"'
+    write_lines(gold, [GOLD[0], {"tokens": GOLD[1]["tokens"]}])
+    with pytest.raises(ValueError) as refused:
+        ner_peer_data.score(gold, pred)
+    assert str(refused.value) == f'{gold}: sentence 1 has no "ner_tags"'
+
+
+def test_ner_write_reads_the_conll_files_before_making_the_output_dir(tmp_path):
+    (tmp_path / "conll").mkdir()
+    with pytest.raises(FileNotFoundError, match="conll lacks train.txt, valid.txt, test.txt"):
+        ner_peer_data.write_splits(str(tmp_path / "conll"), str(tmp_path / "out"))
+    assert not (tmp_path / "out").exists()
+
+
 def test_squad_split_refuses_a_fraction_out_of_range_in_one_line(tmp_path):
     squad = write_lines(tmp_path / "train.json", [])  # never read: the fraction is checked first
     proc = run_module(
@@ -69,6 +91,14 @@ def test_squad_split_refuses_a_fraction_out_of_range_in_one_line(tmp_path):
         "squad_peer_data.py: error: --holdout_fraction must be in (0, 1), got 1.5"
     )
     assert not (tmp_path / "split").exists()
+
+
+def test_squad_split_examples_refuses_a_fraction_out_of_range(tmp_path):
+    # In process: squad_peer_data defines its flags when it runs, never at import (test_imports)
+    squad = write_lines(tmp_path / "train.json", [])  # never read: the fraction is checked first
+    with pytest.raises(ValueError) as refused:
+        squad_peer_data.split_examples(squad, 1.5, False)
+    assert str(refused.value) == "--holdout_fraction must be in (0, 1), got 1.5"
 
 
 def squad_article(title, context, questions):
