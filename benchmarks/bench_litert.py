@@ -53,6 +53,7 @@ def define_flags() -> None:
     common.bounds(repetitions=1, litert_threads=0, server_threads=0, onnxruntime_threads=0)
     flags.adopt_module_key_flags(common)  # the shapes: listed by --help
     flags.mark_flag_as_required("model_dir")
+    common.existing("model_dir")
 
 
 def export_versions(model_dir, base: pathlib.Path):

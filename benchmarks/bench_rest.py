@@ -23,14 +23,22 @@ from benchmarks import common, serving_harness
 from keras_bert import cli
 
 TOPIC = "hardening"
+BLOCK = 10  # part 2: calls of a contender in a row
 FLAGS = flags.FLAGS
-flags.DEFINE_integer("calls", 200, "Served calls per contender (part 2), and the normal client's.")
+flags.DEFINE_integer(
+    "calls",
+    200,
+    f"Served calls per contender (part 2: alternating blocks of {BLOCK}, rounded down to whole "
+    "blocks), and the normal client's (part 3).",
+)
 flags.DEFINE_integer("idle_connections", 1000, "Connections held open in part 3.")
 flags.DEFINE_integer("new_connections", 10000, "Connections opened one after another in part 3.")
 flags.DEFINE_float("open_seconds", 300.0, "Most seconds spent opening the held connections.")
 flags.DEFINE_integer("max_request_bytes", 64 << 20, "The server's default, for part 1.")
 flags.DEFINE_bool("append", True, common.append_help(TOPIC))
-common.bounds("open_seconds", calls=1, idle_connections=1, new_connections=1, max_request_bytes=1)
+common.bounds(
+    "open_seconds", calls=BLOCK, idle_connections=1, new_connections=1, max_request_bytes=1
+)
 
 MODEL = "bench_minilm"
 
@@ -131,7 +139,7 @@ def served(server, path):
         "gRPC": serving_harness.predict_call(server.address, request),
         "REST": _rest_caller(server),
     }
-    times = common.alternate(contenders, repetitions=FLAGS.calls // 10, inner=10, log=False)
+    times = common.alternate(contenders, FLAGS.calls // BLOCK, inner=BLOCK, log=False)
     base = common.median(times["in process"])
     overhead = {n: f"{(common.median(t) - base) * 1e3:.2f}" for n, t in times.items()}
     rows = [(n, *p50_p99(t), overhead[n] if n != "in process" else "") for n, t in times.items()]

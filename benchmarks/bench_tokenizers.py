@@ -19,6 +19,7 @@ flags.DEFINE_string("data_dir", None, "Data dir (default $KERAS_BERT_DATA_DIR or
 flags.DEFINE_bool("append", True, common.append_help(TOPIC))
 flags.DEFINE_string("note", "", "Free text added under the table (e.g. before/after a change).")
 common.bounds(repetitions=1, batch_size=1, batch1_calls=1)
+common.existing("data_dir")
 
 
 def main(argv):

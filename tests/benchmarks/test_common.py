@@ -136,19 +136,26 @@ def test_every_absl_program_of_benchmarks_and_tools_runs_through_cli_run():
     [
         ("benchmarks.bench_tokenizers", "--batch_size=0", "flag --batch_size=0: must be >= 1"),
         ("benchmarks.bench_serving", "--seconds=0", "flag --seconds=0.0: must be > 0"),
+        # part 2 runs --calls // 10 blocks of 10: fewer than 10 made no block to take a median of
+        ("benchmarks.bench_rest", "--calls=9", "flag --calls=9: must be >= 10"),
     ],
 )
 def test_a_count_or_a_duration_out_of_bounds_is_refused_in_one_line(module, flag, refusal):
+    assert usage_error(module, flag) == [f"{module.split('.')[-1]}.py: error: {refusal}"]
+
+
+def usage_error(module: str, *args: str) -> list[str]:
+    """The lines `python -m module args` writes to stderr, exiting 2 (a usage error)."""
     proc = subprocess.run(
-        [sys.executable, "-m", module, flag],
+        [sys.executable, "-m", module, *args],
         cwd=REPO,
         capture_output=True,
         text=True,
         timeout=300,
         env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"),
     )
-    assert proc.returncode == 2
-    assert proc.stderr.strip().splitlines() == [f"{module.split('.')[-1]}.py: error: {refusal}"]
+    assert proc.returncode == 2, proc.stderr[-2000:]
+    return proc.stderr.strip().splitlines()
 
 
 def test_data_dir_keeps_a_uri_as_given_and_joins_under_it(monkeypatch):
@@ -171,3 +178,34 @@ def test_alternate_says_warmed_up_only_after_a_warm_up(capsys):
     common.alternate({"a": lambda: calls.append("a")}, repetitions=1, warmup=1)
     assert capsys.readouterr().out.splitlines()[0] == "  warmed up a"
     assert calls == ["a"] * 4
+
+
+@pytest.mark.parametrize(
+    "module, args, refusal",
+    [
+        ("bench_litert", ["--model_dir=/nonexistent"], "flag --model_dir=/nonexistent"),
+        ("bench_tokenizers", ["--data_dir=/nonexistent"], "flag --data_dir=/nonexistent"),
+        (
+            "peers.squad_task_to_hf",
+            ["--model_dir=/nonexistent", "--output_dir={out}"],
+            "flag --model_dir=/nonexistent",
+        ),
+        (
+            "peers.ner_peer_data",
+            ["--data_dir=/nonexistent", "--output_dir={out}"],
+            "flag --data_dir=/nonexistent",
+        ),
+        (
+            "peers.ner_peer_data",
+            ["--mode=score", "--gold_file=/nonexistent", "--predictions_file=/nonexistent2"],
+            "flag --gold_file=/nonexistent: no such file or directory; "
+            "flag --predictions_file=/nonexistent2",
+        ),
+        ("peers.squad_peer_data", ["--input_file=/nonexistent"], "flag --input_file=/nonexistent"),
+    ],
+)
+def test_an_input_path_that_names_nothing_is_refused_in_one_line(module, args, refusal, tmp_path):
+    out = tmp_path / "out"
+    lines = usage_error(f"benchmarks.{module}", *(a.format(out=out) for a in args))
+    assert lines == [f"{module.split('.')[-1]}.py: error: {refusal}: no such file or directory"]
+    assert not out.exists()  # refused before anything is written
