@@ -59,7 +59,7 @@ pathlib.Path(sys.argv[1]).write_text(json.dumps(result))
 
 def commands(work_dir, data_dir, squad_questions: int, sst2_examples: int) -> dict:
     """key -> (label, argv) of each contender, in the order they must run."""
-    work, data, python = pathlib.Path(work_dir), pathlib.Path(data_dir), sys.executable
+    work, data, python = pathlib.Path(work_dir), common.DataPath(data_dir), sys.executable
     squad_file = data / "squad" / "dev-v1.1.json"
     sst2_run = [f"--max_train_examples={sst2_examples}", "--max_eval_examples=64"]
     sst2_run += ["--max_seq_length=128", "--num_train_epochs=1"]
@@ -231,7 +231,7 @@ def runs_section(wanted: list) -> tuple:
     """(title, table, notes): the `wanted` contenders' peak resident memory, in KEYS order."""
     work_dir = pathlib.Path(FLAGS.work_dir or tempfile.mkdtemp(prefix="bench_memory_"))
     work_dir.mkdir(parents=True, exist_ok=True)
-    data_dir = common.data_dir().resolve()
+    data_dir = common.data_dir()
     table = commands(work_dir, data_dir, FLAGS.squad_questions, FLAGS.sst2_examples)
     peer_error = None  # the Trainer needs accelerate beside torch and transformers
     if set(PEER_KEYS) & set(wanted):

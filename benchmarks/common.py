@@ -522,10 +522,6 @@ class DataPath(str):
 
         return DataPath(fileio.join(self, str(part)))
 
-    def resolve(self) -> DataPath:
-        """Itself: already absolute (a Path's `resolve`, for callers written for a Path)."""
-        return self
-
 
 def data_dir(override: str | None = None) -> DataPath:
     """`override` (a script's `--data_dir`), else `$KERAS_BERT_DATA_DIR`, else ../shared/data."""

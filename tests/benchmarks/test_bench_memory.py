@@ -49,6 +49,10 @@ def test_the_exports_read_the_classifier_run_and_write_apart(tmp_path):
         and "--export_quantize=int8" in table["litert_int8"][1]
     )
     assert "--max_train_examples=200" in table["squad"][1]
+    # data in an object store: its URI as given (pathlib made gs://d gs:/d)
+    on_gcs = bench.commands(str(tmp_path), "gs://bucket/data", 200, 160)
+    assert "--data_dir=gs://bucket/data/glue" in on_gcs["sst2"][1]
+    assert "--data_dir=gs://bucket/data/glue/sst2" in on_gcs["hf_sst2"][1]
 
 
 def test_the_fine_tuning_contenders_share_their_settings(tmp_path):
