@@ -15,9 +15,11 @@ import json
 import os
 import pathlib
 import platform
+import signal
 import statistics
 import subprocess
 import sys
+import threading
 import time
 from typing import Callable, Sequence
 
@@ -219,6 +221,15 @@ def results_file(topic: str) -> pathlib.Path:
 def append_help(topic: str) -> str:
     """The help of a script's `--append` flag: where it appends, repository-relative."""
     return f"Append the results to {results_file(topic).relative_to(REPO)}."
+
+
+def exit_on_sigterm() -> None:
+    """SIGTERM (a timeout, `kill`) raises SystemExit(143) in the main thread, where its default
+    would end the process at once, so that `finally` blocks stop the program's children (a
+    `subprocess.run` kills its child on the way out); a handler the program set itself is kept."""
+    in_main = threading.current_thread() is threading.main_thread()
+    if in_main and signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:
+        signal.signal(signal.SIGTERM, lambda *_: sys.exit(128 + signal.SIGTERM))
 
 
 def bounds(*positive: str, **at_least: int) -> None:

@@ -9,7 +9,6 @@ import itertools
 import os
 import pathlib
 import shutil
-import signal
 import socket
 import subprocess
 import sys
@@ -17,6 +16,7 @@ import threading
 import time
 from typing import Callable, Sequence
 
+from benchmarks import common
 from benchmarks.common import PRESET, REPO, percentile, random_batch
 
 STATUS_POLL_S = 0.02  # how often `Controller.wait` asks for the model's versions
@@ -219,25 +219,17 @@ class Controller:
         self._channel.close()
 
 
-def exit_on_sigterm() -> None:
-    """SIGTERM (a timeout, `kill`) raises SystemExit(143) in the main thread, where its default
-    would end the process at once; a handler the program set itself is kept."""
-    in_main = threading.current_thread() is threading.main_thread()
-    if in_main and signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:
-        signal.signal(signal.SIGTERM, lambda *_: sys.exit(128 + signal.SIGTERM))
-
-
 class ServerProcess:
     """`python -m serving.server` with `flags` in a child process, its output in `log_path`: how
     every serving benchmark runs its server. gRPC on a free loopback port, REST on another with
     `rest`, else off; TF_CPP_MIN_LOG_LEVEL 2 unless set; `controller`: its Controller. `stop()`
     may be called more than once; as a context manager it stops on leaving, printing the log's
     tail to stderr after an error. The first one a program starts makes SIGTERM end that program
-    through its `finally` blocks and context managers (`exit_on_sigterm`), so its server is
+    through its `finally` blocks and context managers (`common.exit_on_sigterm`), so its server is
     stopped too."""
 
     def __init__(self, flags, log_path, rest: bool = False):
-        exit_on_sigterm()
+        common.exit_on_sigterm()
         self.port, self.rest_port = free_port(), free_port() if rest else 0
         self.address = f"127.0.0.1:{self.port}"
         self.rest_address = f"127.0.0.1:{self.rest_port}" if rest else None
