@@ -57,7 +57,6 @@ import pathlib
 import re
 import resource
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
@@ -276,25 +275,36 @@ def disk_faults(directory: str, kind: str, export_fractions, checkpoint_multiple
     }
 
 
-def run_disk_faults(disk: SmallDisk, work: pathlib.Path, export_fractions, multiples) -> dict:
-    """`disk_faults` in a child process (its output in work/disk_faults.log)."""
+def start_disk_faults(disk: SmallDisk, export_fractions, multiples) -> subprocess.Popen:
+    """`disk_faults` in a child process, started (`run_soak` stops it on its way out, before the
+    small disk is unmounted: it must never write to the directory under the mount)."""
     code = (
         "import json, sys; from tools import soak\n"
         "print(json.dumps(soak.disk_faults(*json.loads(sys.argv[1]))))"
     )
     args = json.dumps([str(disk.path), disk.kind, list(export_fractions), list(multiples)])
-    proc = subprocess.run(
+    return subprocess.Popen(
         [sys.executable, "-c", code, args],
-        capture_output=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
         text=True,
         cwd=REPO,
         env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", CUDA_VISIBLE_DEVICES=""),
-        timeout=3600,
     )
-    (work / "disk_faults.log").write_text(proc.stderr)
-    if proc.returncode != 0:
-        return {"crashed": f"exit status {proc.returncode}: {proc.stderr[-500:]}"}
-    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def disk_faults_result(child: subprocess.Popen, work: pathlib.Path) -> dict:
+    """What the `start_disk_faults` child printed, once it ends (its stderr in
+    work/disk_faults.log)."""
+    try:
+        out, err = child.communicate(timeout=3600)
+    except subprocess.TimeoutExpired:
+        child.kill()
+        out, err = child.communicate()
+    (work / "disk_faults.log").write_text(err)
+    if child.returncode != 0:
+        return {"crashed": f"exit status {child.returncode}: {err[-500:]}"}
+    return json.loads(out.strip().splitlines()[-1])
 
 
 # ------------------------------------------------------------------------------ the server
@@ -724,7 +734,7 @@ def run_soak(
         f"--file_system_poll_wait_seconds={poll_s}",
         *SERVER_FLAGS,
     ]
-    stop, calls, threads, samples, faults = threading.Event(), [], [], [], {}
+    stop, calls, threads, samples, faults, child = threading.Event(), [], [], [], {}, None
     cycles = []  # RSS MiB after each whole cycle of EVENTS
     try:
         soak.server = Server(flags, work / "server.log", fsize)
@@ -732,11 +742,9 @@ def run_soak(
         soak.inputs = string_inputs(soak.server.grpc, MODEL)
         pid = soak.server.proc.pid
         if fault_disk is not None:
+            child = start_disk_faults(fault_disk, export_fractions, checkpoint_multiples)
             worker = threading.Thread(
-                target=lambda: faults.update(
-                    run_disk_faults(fault_disk, work, export_fractions, checkpoint_multiples)
-                ),
-                daemon=True,
+                target=lambda: faults.update(disk_faults_result(child, work)), daemon=True
             )
             worker.start()
             # Its first export (all the room) loaded before the first span: a model, not growth.
@@ -786,6 +794,9 @@ def run_soak(
         stop.set()
         if soak.server is not None:
             soak.server.stop()
+        if child is not None and child.poll() is None:  # stopped early: SIGTERM, an error
+            child.kill()
+            child.wait()
         log_disk.close()
         if fault_disk is not None:
             fault_disk.close()
@@ -916,20 +927,9 @@ def define_flags():
     common.bounds("minutes", "poll_s", "sample_s")
 
 
-def exit_on_sigterm() -> None:
-    """SIGTERM ends the run as an exception would: every `finally` runs, so the small disks are
-    unmounted, the server stopped and the temporary directories removed (the default action
-    would leave tmpfs mounts behind)."""
-
-    def _exit(signum, frame):
-        raise SystemExit(128 + signum)
-
-    signal.signal(signal.SIGTERM, _exit)
-
-
 def main(argv):
     del argv
-    exit_on_sigterm()
+    common.exit_on_sigterm()
     desc = common.machine_description(["grpcio"])
     with tempfile.TemporaryDirectory(prefix="soak_") as tmp:
         tmp = pathlib.Path(tmp)

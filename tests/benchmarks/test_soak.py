@@ -7,10 +7,12 @@ run (a child process), then a SIGKILL as the server applies a changed config fil
 The small disks are tmpfs mounts where the test may mount (root), else RLIMIT_FSIZE: what must
 hold is the same. Latencies and memory are reported, never asserted (SPEC section 10)."""
 
+import os
 import pathlib
 import signal
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -97,8 +99,8 @@ def test_sigterm_runs_the_cleanup(tmp_path):
     (a tmpfs mount where this may mount, as root, is also gone from /proc/mounts)."""
     disk, closed = tmp_path / "disk", tmp_path / "closed"
     code = (
-        "import pathlib, sys, time; from tools import soak\n"
-        "soak.exit_on_sigterm()\n"
+        "import pathlib, sys, time; from benchmarks import common; from tools import soak\n"
+        "common.exit_on_sigterm()\n"
         "disk = soak.SmallDisk(sys.argv[1], soak.disk_kind('auto'), 1 << 20)\n"
         "try:\n"
         "    print(disk.kind, flush=True); time.sleep(60)\n"
@@ -121,3 +123,52 @@ def test_sigterm_runs_the_cleanup(tmp_path):
         proc.kill()
     assert closed.read_text() == "closed"
     assert str(disk) not in pathlib.Path("/proc/mounts").read_text()
+
+
+def children_of(pid: int) -> list[int]:
+    return [
+        int(p.name)
+        for p in pathlib.Path("/proc").iterdir()
+        if p.name.isdigit()
+        and (p / "stat").exists()
+        and int((p / "stat").read_text().rsplit(")", 1)[1].split()[1]) == pid
+    ]
+
+
+def cmdline(pid: int) -> str:
+    try:
+        return pathlib.Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+    except FileNotFoundError:
+        return ""
+
+
+@pytest.mark.slow
+def test_sigterm_during_the_disk_faults_stops_their_child_before_the_disk_goes(tmp_path):
+    """The disk-faults child must not outlive the run: once its small disk is unmounted it would
+    write into the directory under the mount (and size its fills from that file system)."""
+    saved_models.build_classifier(str(tmp_path / "model"), seed=0)
+    code = (
+        "import pathlib, sys; from benchmarks import common; from tools import soak\n"
+        "common.exit_on_sigterm()\n"
+        "work = pathlib.Path(sys.argv[1])\n"
+        "soak.run_soak(work / 'model', work / 'run', minutes=5, clients=1, interval_s=5,\n"
+        "    poll_s=0.5, sample_s=60, export_fractions=(0.5,), checkpoint_multiples=(0.5,))\n"
+    )
+    run = subprocess.Popen([sys.executable, "-c", code, str(tmp_path)], cwd=REPO)
+    child = None
+    try:
+        for _ in range(1200):  # the server starts, then the child
+            found = [p for p in children_of(run.pid) if "soak.disk_faults" in cmdline(p)]
+            if found:
+                child = found[0]
+                break
+            assert run.poll() is None, "the soak ended before its disk-faults child started"
+            time.sleep(0.1)
+        assert child is not None
+        run.send_signal(signal.SIGTERM)
+        assert run.wait(timeout=120) == 128 + signal.SIGTERM
+        assert cmdline(child) == ""  # gone (killed and reaped) before the run ended
+    finally:
+        run.kill()
+        if child is not None and cmdline(child):
+            os.kill(child, signal.SIGKILL)
