@@ -8,14 +8,18 @@ are recorded.
 
     python -m tools.fuzz_live_server --requests=100000 --out=runs/fuzz_live
 
-Prints one JSON line per round and a final summary (also <out>/summary.json): requests sent
-per port, status counts, findings (written to <out>/findings/), seconds, server RSS before and
-after. Exit status 1 when there was a finding.
+Prints one JSON line per round and a final summary (also <out>/summary.json, written whole at the
+end, a SIGTERM included; an earlier run's is removed first): requests sent per port, status
+counts, findings (written to <out>/findings/), seconds, server RSS before and after. --out is a
+local directory (the server reads the models from it); its models/ are built anew each run.
+Exit status 1 when there was a finding, 2 for flags that cannot run; a SIGTERM stops the server
+and schemathesis and ends with 143.
 """
 
 import argparse
 import json
 import pathlib
+import shutil
 import sys
 import time
 import urllib.request
@@ -24,6 +28,8 @@ import numpy as np
 from tensorflow_serving.apis import predict_pb2
 
 from benchmarks import common, serving_harness
+from keras_bert import fileio
+from keras_bert.cli import check_not_empty
 from keras_bert.training.arg_flags import check_input_file
 from tests.fuzz import live, servables
 from tests.serving.conftest import ServerProcess
@@ -97,13 +103,24 @@ def main(argv=None):
         "--vocab_file", help="Uncased vocab.txt (default: the benchmarks' data directory's)."
     )
     args = parser.parse_args(argv)
-    args.vocab_file = args.vocab_file or str(common.data_dir() / VOCAB)
+    counts = ("requests", "max_seconds", "rest_cases_per_operation", "grpc_per_round")
+    for name in counts:
+        if getattr(args, name) < 1:
+            parser.error(f"--{name} must be >= 1, got {getattr(args, name)}")
+    if "://" in args.out:
+        parser.error(f"--out={args.out}: a local directory (the server reads its models there)")
     try:
+        for name in ("out", "vocab_file"):
+            check_not_empty(name, getattr(args, name), required=name == "out")
+        args.vocab_file = args.vocab_file or str(common.data_dir() / VOCAB)
         check_input_file("vocab_file", args.vocab_file)
-    except FileNotFoundError as e:
+        out = pathlib.Path(args.out).resolve()
+        (out / "findings").mkdir(parents=True, exist_ok=True)
+    except (ValueError, OSError) as e:  # empty, missing, or --out under a file
         parser.error(str(e))
-    out = pathlib.Path(args.out).resolve()
-    (out / "findings").mkdir(parents=True, exist_ok=True)
+    common.exit_on_sigterm()  # the finally below stops the server; schemathesis dies with its run
+    (out / "summary.json").unlink(missing_ok=True)
+    shutil.rmtree(out / "models", ignore_errors=True)
     config = build(out / "models", args.vocab_file)
     server = ServerProcess(
         [f"--model_config_file={config}", "--file_system_poll_wait_seconds=0"]
@@ -112,7 +129,7 @@ def main(argv=None):
     )
     try:
         server.wait_serving()
-    except Exception:
+    except BaseException:  # SIGTERM and Ctrl-C too
         server.stop()
         raise
     start, rounds, totals = time.monotonic(), 0, {"rest": 0, "grpc": 0}
@@ -163,7 +180,7 @@ def main(argv=None):
             "server_alive": server.proc.poll() is None,
         }
         server.stop()
-        (out / "summary.json").write_text(json.dumps(summary) + "\n")
+        fileio.write_json(str(out / "summary.json"), summary, indent=None)
         print(json.dumps(summary))
     return 1 if findings else 0
 
