@@ -130,10 +130,11 @@ def export_max_seq_length(model_dir) -> int:
 
 
 def served_model_dir(model_dir: str | None, work: pathlib.Path, max_seq_length=128, **export_args):
-    """`model_dir` (a benchmark's `--model_dir`) when given, else `sst2_classifier(max_seq_length)`
-    exported under `work` as "minilm" (`export_args`: more `Task.export` arguments)."""
+    """`model_dir` (a benchmark's `--model_dir`, a local path or a URI: `publish` copies it) when
+    given, else `sst2_classifier(max_seq_length)` exported under `work` as "minilm"
+    (`export_args`: more `Task.export` arguments)."""
     if model_dir:
-        return pathlib.Path(model_dir)
+        return model_dir
     task = sst2_classifier(max_seq_length)
     return pathlib.Path(task.export(str(work), "minilm", **export_args))
 
@@ -289,11 +290,13 @@ class ServerProcess:
 
 
 # ----------------------------------------------------------------------------- versions
-def publish(source: pathlib.Path, base: pathlib.Path, version: int) -> None:
-    """Copies `source` to `base/.tmp-<version>`, then renames it to `base/<version>` (atomic), as
-    `python -m export` publishes a version."""
+def publish(source, base: pathlib.Path, version: int) -> None:
+    """Copies `source` (a local path or a URI) to `base/.tmp-<version>`, then renames it to
+    `base/<version>` (atomic), as `python -m export` publishes a version."""
+    from keras_bert import fileio
+
     staged = base / f".tmp-{version}"
-    shutil.copytree(source, staged)
+    fileio.copy_tree(str(source), str(staged))
     staged.rename(base / str(version))
 
 

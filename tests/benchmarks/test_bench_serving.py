@@ -152,3 +152,18 @@ def test_small_reload_run_fails_no_request(tmp_path):
     text = bench.reload_report(result)
     assert f"Failed requests: 0 of {result['requests']} (target 0)" in text
     assert "| inside swap windows |" in text
+
+
+def test_publish_copies_a_version_from_a_uri(tmp_path):
+    """--model_dir may be in an object store (ram:// here, TensorFlow's in-memory file system):
+    `publish` copies it through keras_bert.fileio and renames it into place."""
+    from keras_bert import fileio
+
+    source = "ram://bench_serving_publish/model/1"
+    fileio.write_text(f"{source}/saved_model.pb", "graph")
+    fileio.makedirs(f"{source}/variables")  # ram:// lists only the directories made
+    fileio.write_text(f"{source}/variables/variables.index", "index")
+    serving_harness.publish(source, tmp_path, 3)
+    files = sorted(str(p.relative_to(tmp_path)) for p in tmp_path.rglob("*") if p.is_file())
+    assert files == ["3/saved_model.pb", "3/variables/variables.index"]
+    assert (tmp_path / "3" / "saved_model.pb").read_text() == "graph"
