@@ -28,13 +28,18 @@ Each measurement has its own time cap (`CAPS`, cut to what is left of `--budget_
 checked whenever control comes back to Python (SIGALRM), so one long call (an XLA compilation)
 may overrun it; a watchdog thread ends the process `WATCHDOG_GRACE_S` after the budget, writing
 the table first. A measurement that fails or runs out of time puts its error in its rows' result
-cell; the others still run. The table is rewritten after every measurement, so a killed run still
-leaves what it measured. Timings are medians of one run on one machine, not assertions.
+cell; the others still run. The table is replaced whole (written beside, then renamed) after every
+measurement, so a killed run still leaves what it measured; a SIGTERM or Ctrl-C stops the children
+(pytest, the PyTorch peer) and the rows not finished say "stopped: SIGTERM" (or why else the run
+ended). `--output` given empty, naming a directory or a file that cannot be written is refused in
+one line before anything is measured. Timings are medians of one run on one machine, not
+assertions.
 
 `--dry_run`: TensorFlow sees no GPU (CUDA_VISIBLE_DEVICES=-1, also in the children), the model
 is a tiny randomly initialised BERT over the real vocabulary, batches of 4 x 16 tokens, 2 steps:
 one measurement of each kind (the others get a row saying so), about 40 s of CPU time on 2
-cores (tests/benchmarks/test_device_check.py runs it).
+cores (tests/benchmarks/test_device_check.py runs it). Its sizes are its own: --batch_size,
+--seq_length and the other size flags are refused with it, never silently replaced.
 """
 
 from __future__ import annotations
@@ -60,13 +65,18 @@ import numpy as np
 from absl import flags
 
 from benchmarks import common
-from keras_bert import cli
+from keras_bert import cli, fileio
 
 FLAGS = flags.FLAGS
 flags.DEFINE_string(
     "output", None, "Markdown file to write (any tf.io.gfile path; default runs/device_check/...)."
 )
-flags.DEFINE_bool("dry_run", False, "CPU only, tiny model and sizes: checks the code paths.")
+flags.DEFINE_bool(
+    "dry_run",
+    False,
+    "CPU only, tiny model and its own sizes (the size flags are refused with it): checks the "
+    "code paths.",
+)
 flags.DEFINE_float("budget_s", 450.0, "Seconds for all measurements together.")
 flags.DEFINE_integer("batch_size", 32, "Examples per step (per replica under MirroredStrategy).")
 flags.DEFINE_integer("seq_length", 128, "Tokens per example (fine-tuning and encoder throughput).")
@@ -147,10 +157,25 @@ class CapReached(Exception):
     """A measurement ran past its time cap."""
 
 
+# A terminal escape sequence (colours, cursor moves: Keras's wrapped exceptions carry them).
+_ANSI_ESCAPE = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)|[@-Z\\-_])")
+
+
 def _cell(text: object) -> str:
-    """One line, no `|`, at most 300 characters: safe inside a Markdown table cell."""
-    text = re.sub(r"\s+", " ", str(text)).replace("|", "/").strip()
+    """One line, no `|` nor terminal escapes, at most 300 characters: safe inside a Markdown table
+    cell."""
+    text = _ANSI_ESCAPE.sub("", str(text))
+    text = re.sub(r"\s+", " ", text).replace("|", "/").strip()
     return text if len(text) <= 300 else text[:297] + "..."
+
+
+def _stop_reason(e: BaseException) -> str:
+    """How a run that raised `e` stopped, in a table cell's words."""
+    if isinstance(e, SystemExit) and e.code == 128 + signal.SIGTERM:
+        return "SIGTERM"
+    if isinstance(e, KeyboardInterrupt):
+        return "interrupted (SIGINT)"
+    return f"{type(e).__name__}: {e}"
 
 
 def _number(x: float) -> str:
@@ -175,15 +200,18 @@ class Report:
         self.start = time.monotonic()
         self.lock = threading.Lock()
         self.finished = False
+        self.stopped = ""  # why the run stopped before its end (`stop`)
 
     def markdown(self) -> str:
         title = "Device check" + (" (DRY RUN on the CPU: tiny model, not figures)" * self.dry_run)
         command = "bash scripts/device_check.sh " + " ".join(shlex.quote(a) for a in self.argv)
-        state = (
-            f"finished in {time.monotonic() - self.start:.0f} s"
-            if self.finished
-            else f"in progress or stopped after {time.monotonic() - self.start:.0f} s"
-        )
+        seconds = f"{time.monotonic() - self.start:.0f} s"
+        if self.finished:
+            state = f"finished in {seconds}"
+        elif self.stopped:
+            state = f"stopped after {seconds} ({self.stopped})"
+        else:
+            state = f"in progress or stopped after {seconds}"
         header = [
             f"# {title}",
             "",
@@ -198,15 +226,33 @@ class Report:
         return "\n".join(header + lines) + "\n"
 
     def write(self) -> None:
-        import tensorflow as tf
-
+        """Replaces the file whole (`fileio.write_text`): a reader never sees half a table."""
         with self.lock:
             text = self.markdown()
-            parent = os.path.dirname(self.path)
+            parent = fileio.parent(self.path)
             if parent:
-                tf.io.gfile.makedirs(parent)
-            with tf.io.gfile.GFile(self.path, "w") as f:
-                f.write(text)
+                fileio.makedirs(parent)
+            fileio.write_text(self.path, text)
+
+    def stop(self, why: str) -> None:
+        """Rows still running or not reached say `why` the run stopped; the table is written."""
+        self.stopped = why
+        for row in self.rows:
+            if row.result.startswith("running") or row.result == "not reached":
+                row.result = f"stopped: {why}"
+        self.write()
+
+    def run(self, measurements: list[Measurement], budget_end: float) -> None:
+        """Measures each of `measurements` in order; however the run ends (SIGTERM, Ctrl-C, an
+        error of this program's), the table says so: the rows not finished read "stopped: ..."."""
+        try:
+            for m in measurements:
+                self.measure(m, budget_end)
+            self.finished = True
+        except BaseException as e:
+            self.stop(_stop_reason(e))
+            raise
+        self.write()
 
     def measure(self, m: Measurement, budget_end: float) -> None:
         """Runs `m` under its cap; its rows (or its stand-ins with the error) join the table."""
@@ -709,8 +755,35 @@ def default_output(dry_run: bool) -> str:
     return str(REPO / "runs" / "device_check" / f"{'dry_run_' * dry_run}{stamp}.md")
 
 
+def check_flags() -> None:
+    """Refuses, in one line before anything is measured: --output given empty or naming a
+    directory, a file it cannot write there, and a size flag given with --dry_run (which runs
+    its own tiny sizes, `DRY_RUN_SIZES`: a value given would not be used)."""
+    if FLAGS.dry_run and (given := [f"--{f}" for f in DRY_RUN_SIZES if FLAGS[f].present]):
+        cli.fail_usage(
+            f"{', '.join(given)}: not used by --dry_run, which runs its own tiny sizes "
+            f"({', '.join(f'{k}={v}' for k, v in DRY_RUN_SIZES.items())})"
+        )
+    cli.require_reachable_flags("output")
+    if FLAGS.output is not None and fileio.isdir(FLAGS.output):
+        cli.fail_usage(f"--output={FLAGS.output}: a directory, not a file")
+
+
+def start_table(report: Report) -> None:
+    """Writes the empty table to `report.path`: a path it cannot write ends the run in one line
+    (exit 2; 1 for a file system without room) before anything is measured."""
+    try:
+        report.write()
+    except fileio.file_errors() as e:
+        cause = (e.strerror if isinstance(e, OSError) else None) or getattr(e, "message", str(e))
+        status = cli.NO_ROOM_EXIT_CODE if cli.is_no_room(e) else cli.USAGE_EXIT_CODE
+        cli.fail_usage(f"--output={report.path}: cannot write it: {cause}", status)
+
+
 def main(argv):
     del argv
+    common.exit_on_sigterm()  # a SIGTERM stops the children (pytest, the peers); the table says so
+    check_flags()
     dry_run = FLAGS.dry_run
     # Before TensorFlow starts a GPU: the children (pytest, the PyTorch peer) share the GPUs with
     # this process, which then takes memory as it needs it instead of all of it at once.
@@ -719,25 +792,25 @@ def main(argv):
     if dry_run:
         os.environ["CUDA_VISIBLE_DEVICES"] = "-1"  # this process and its children: CPU only
     sizes = Sizes(**(DRY_RUN_SIZES if dry_run else {f: FLAGS[f].value for f in DRY_RUN_SIZES}))
-    report = Report(FLAGS.output or default_output(dry_run), dry_run, sys.argv[1:])
+    import tensorflow as tf  # noqa: F401  (after the variables above; fileio then uses tf.io.gfile)
+
+    output = default_output(dry_run) if FLAGS.output is None else FLAGS.output
+    report = Report(output, dry_run, sys.argv[1:])
+    start_table(report)
     budget_end = report.start + FLAGS.budget_s
 
     def watchdog():
-        for row in report.rows:
-            if row.result.startswith("running") or row.result == "not reached":
-                row.result = f"stopped: the {FLAGS.budget_s:.0f} s budget ran out"
-        report.write()
+        report.stop(f"the {FLAGS.budget_s:.0f} s budget ran out")
         print(f"[device_check] budget spent; table in {report.path}", file=sys.stderr, flush=True)
         os._exit(3)
 
     timer = threading.Timer(FLAGS.budget_s + WATCHDOG_GRACE_S, watchdog)
     timer.daemon = True
     timer.start()
-    for m in plan(dry_run, sizes):
-        report.measure(m, budget_end)
-    timer.cancel()
-    report.finished = True
-    report.write()
+    try:
+        report.run(plan(dry_run, sizes), budget_end)
+    finally:
+        timer.cancel()
     print(report.markdown())
     print(f"[device_check] wrote {report.path}", file=sys.stderr)
 

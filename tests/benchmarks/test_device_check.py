@@ -4,7 +4,10 @@ it runs hold numbers, not errors. Timings are never asserted."""
 
 import os
 import re
+import signal
 import subprocess
+import sys
+import time
 
 import pytest
 
@@ -87,3 +90,60 @@ def test_the_dry_run_writes_every_row_and_column_of_the_table(tmp_path):
         if not skipped:  # installed: its float32 rows ran
             measured = [r for r in peer_rows if r["precision"] == "float32"]
             assert len(measured) == 3 and all(NUMBER.match(r["result"]) for r in measured), measured
+
+
+def _children(pid: int) -> list[int]:
+    found = []
+    for task in os.listdir(f"/proc/{pid}/task"):
+        with open(f"/proc/{pid}/task/{task}/children") as f:
+            found += [int(c) for c in f.read().split()]
+    return found
+
+
+@pytest.mark.slow
+def test_a_sigterm_stops_the_pytest_child_and_the_table_says_so(tmp_path):
+    """SIGTERM while the `gpu` tests run in their child: the child is gone when the run ends
+    (exit 143), and the table, written whole, says the measurement stopped: SIGTERM."""
+    output = tmp_path / "device_check.md"
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "tools.device_check",
+            "--dry_run",
+            "--nopeers",
+            f"--output={output}",
+        ],
+        cwd=REPO_ROOT,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        deadline, children = time.monotonic() + 60, []
+        while time.monotonic() < deadline and not children and proc.poll() is None:
+            time.sleep(0.2)
+            running = output.exists() and "| pytest -m gpu | - | - | running" in output.read_text()
+            children = _children(proc.pid) if running else []
+        assert children, "the gpu tests' child never started"
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=30) == 143, proc.stderr.read()[-3000:]
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert not [c for c in children if os.path.exists(f"/proc/{c}")], children
+    text = output.read_text()
+    assert "(SIGTERM)" in text.splitlines()[3], text
+    assert _find(_table(text), "gpu tests", "pytest -m gpu")["result"] == "stopped: SIGTERM"
+
+
+def test_a_table_cell_holds_no_terminal_escape():
+    """Keras's wrapped exceptions carry colours; a cell keeps their words only (the module is
+    run in its own process: importing it defines its flags)."""
+    cell = "\x1b[1m\x1b[31mValueError:\x1b[0m bad | \x1b]8;;u\x07link\x1b]8;;\x07\n  x"
+    code = f"from tools.device_check import _cell; print(repr(_cell({cell!r})))"
+    got = subprocess.check_output([sys.executable, "-c", code], cwd=REPO_ROOT, text=True)
+    assert got.strip() == repr("ValueError: bad / link x")
