@@ -18,7 +18,7 @@ import numpy as np
 from absl import app, flags
 
 from benchmarks import common
-from keras_bert import cli
+from keras_bert import cli, fileio
 
 FLAGS = flags.FLAGS
 _PEER_LINE = re.compile(r"^step (\d+)/\d+ loss ([0-9.eE+-]+|nan|inf)\b")
@@ -60,7 +60,7 @@ def ours(output_dir: str) -> dict[int, float]:
 def peer(log_text: str) -> dict[int, float]:
     """Per-step training loss from a peer's "step k/N loss x" lines."""
     losses = {}
-    for line in log_text.splitlines():
+    for line in fileio.text_lines(log_text):
         match = _PEER_LINE.match(line.strip())
         if match:
             losses[int(match.group(1))] = float(match.group(2))
@@ -68,11 +68,25 @@ def peer(log_text: str) -> dict[int, float]:
 
 
 def load(source: str) -> dict[int, float]:
-    from keras_bert import fileio  # imported here: it loads TensorFlow, which defines flags
+    """The per-step losses of `source` (`ours` of a directory, else `peer` of a log).
 
-    if fileio.isdir(source):
-        return ours(source)
-    return peer(fileio.read_text(source))
+    Raises:
+        ValueError: one line saying why `source` cannot be read: nothing there, a file system
+            that cannot be reached, text that is not UTF-8, a read that fails.
+    """
+    try:
+        fileio.check_reachable(source, "it:")
+        if fileio.isdir(source):
+            return ours(source)
+        return peer(fileio.read_user_text(source))
+    except fileio.UnreachablePathError as e:
+        raise ValueError(str(e)) from None
+    except fileio.not_found_errors():
+        raise ValueError(f"no such file or directory: {source}") from None
+    except fileio.UserFileError as e:
+        raise ValueError(e.problem) from None
+    except fileio.file_errors() as e:
+        raise ValueError(f"cannot read {source}: {e}") from None
 
 
 def table(runs: dict[str, dict[int, float]], block: int) -> str:
@@ -91,12 +105,20 @@ def table(runs: dict[str, dict[int, float]], block: int) -> str:
 
 def main(argv):
     del argv
-    runs = {}
+    sources = {}  # label -> (spec, source), every --run checked before any is read
     for spec in FLAGS.run:
         label, sep, source = spec.partition("=")
         if not sep or not label or not source:
             raise app.UsageError(f"--run={spec!r}: expected label=source")
-        runs[label] = load(source)
+        if label in sources:
+            raise app.UsageError(f"--run={spec!r}: the label {label!r} is given twice")
+        sources[label] = spec, source
+    runs = {}
+    for label, (spec, source) in sources.items():
+        try:
+            runs[label] = load(source)
+        except ValueError as e:
+            raise app.UsageError(f"--run={spec!r}: {e}") from None
         if not runs[label]:
             raise app.UsageError(
                 f"--run={spec!r}: no per-step training loss found in {source} (an output_dir of "

@@ -69,3 +69,10 @@ def test_ours_reads_a_keras_tensorboard_log_at_every_step(tmp_path):
 
 def test_an_output_dir_without_per_batch_losses_reads_as_none(tmp_path):
     assert learning_curves.ours(str(tmp_path)) == {}  # no logs/ at all: empty, so main says why
+
+
+def test_a_peer_line_is_split_at_newlines_only():
+    """A progress line holding U+2028 (which str.splitlines() splits at) stays one line: the
+    text after it is no step of its own."""
+    log = "step 1/2 loss 1.5 note \u2028step 7/9 loss 9.0\r\nstep 2/2 loss 0.5\n"
+    assert learning_curves.peer(log) == {1: 1.5, 2: 0.5}
