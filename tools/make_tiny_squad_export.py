@@ -15,7 +15,7 @@ import os
 from absl import app, flags
 
 from benchmarks import common
-from keras_bert import cli
+from keras_bert import cli, fileio
 
 FLAGS = flags.FLAGS
 flags.DEFINE_string("model_name", "squad", "Model name (sub-directory of the export base).")
@@ -24,12 +24,20 @@ flags.DEFINE_string("model_name", "squad", "Model name (sub-directory of the exp
 def main(argv):
     if len(argv) != 2:
         raise app.UsageError("give the export base directory")
+    base = argv[1]
+    if not base.strip():
+        raise app.UsageError("the export base directory is empty")
     import keras
     from keras_bert.checkpoints import resolve_vocab_file
     from keras_bert.models.bert_encoder import BertEncoder
+    from keras_bert.saved_model.exporter import check_model_name_and_version
     from keras_bert.tasks.span_question_answerer import SpanQuestionAnswerer
     from keras_bert.tokenization.bert_preprocessor import BertPreprocessor
 
+    try:
+        check_model_name_and_version(FLAGS.model_name, None)
+    except ValueError as e:
+        raise app.UsageError(f"--model_name: {e}") from None
     keras.utils.set_random_seed(0)
     pre = BertPreprocessor(
         resolve_vocab_file(common.PRESET), do_lower_case=True, max_seq_length=384
@@ -44,7 +52,10 @@ def main(argv):
     )
     task = SpanQuestionAnswerer(encoder, pre, doc_stride=128, max_query_length=64)
     task(common.random_batch(1, 8))
-    print(task.export(argv[1], FLAGS.model_name))
+    try:
+        print(task.export(base, FLAGS.model_name))
+    except fileio.file_errors() as e:
+        cli.fail_usage(f"cannot export into {base}: {e}")
 
 
 if __name__ == "__main__":
