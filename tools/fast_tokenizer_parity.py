@@ -50,27 +50,35 @@ def texts_by_source(data_dir: str) -> dict[str, list[str]]:
 
 def main(argv):
     del argv
+    cli.require_reachable_flags("vocab_file")
     import tensorflow as tf
     import tensorflow_text as tf_text
     from ai_edge_litert import interpreter as litert
 
     from keras_bert import fileio
-    from keras_bert.tokenization.full_tokenizer import FullTokenizer
+    from keras_bert.tokenization.full_tokenizer import UNK_TOKEN, FullTokenizer
 
     data_dir = str(common.data_dir())
-    vocab_file = FLAGS.vocab_file or f"{data_dir}/vocab/bert-base-uncased-vocab.txt"
+    given = FLAGS.vocab_file is not None
+    vocab_file = FLAGS.vocab_file if given else f"{data_dir}/vocab/bert-base-uncased-vocab.txt"
     try:
         check_input_file("vocab_file", vocab_file)
-    except FileNotFoundError as e:
-        fail_usage(str(e))
+        reference = FullTokenizer(vocab_file, do_lower_case=True)  # refuses an empty or binary file
+        if UNK_TOKEN not in reference.vocab:
+            raise ValueError(f"{vocab_file}: the vocabulary lacks the {UNK_TOKEN} token")
+    except (FileNotFoundError, ValueError) as e:
+        fail_usage(f"{e}" if given else f"{e} (the default under KERAS_BERT_DATA_DIR={data_dir})")
+    try:
+        by_source = texts_by_source(data_dir)
+    except (FileNotFoundError, ValueError) as e:
+        fail_usage(f"the data under KERAS_BERT_DATA_DIR={data_dir}: {e}")
     vocab = fileio.text_lines(fileio.read_user_text(vocab_file))
-    reference = FullTokenizer(vocab_file, do_lower_case=True)
     fast = tf_text.FastBertTokenizer(
         vocab=vocab, token_out_type=tf.int64, lower_case_nfd_strip_accents=True
     )
     pieces = collections.Counter()
     differing, same = [], []
-    for source, texts in texts_by_source(data_dir).items():
+    for source, texts in by_source.items():
         count = 0
         for start in range(0, len(texts), 512):
             chunk = texts[start : start + 512]
