@@ -51,10 +51,10 @@ def test_the_harness_skips_with_its_message_where_the_peer_python_lacks_openvino
 def test_bench_litert_starts_no_peer_without_openvino_and_says_why(
     python_without_openvino, tmp_path, capsys
 ):
-    with flagsaver.as_parsed(model_dir="unused", openvino="true"):
+    with flagsaver.as_parsed(model_dir=".", openvino="true"):
         assert bench_litert.start_openvino(tmp_path / "export", tmp_path) is None
     assert capsys.readouterr().out == SKIP_MESSAGE
-    with flagsaver.as_parsed(model_dir="unused", openvino="false"):
+    with flagsaver.as_parsed(model_dir=".", openvino="false"):
         assert bench_litert.start_openvino(tmp_path / "export", tmp_path) is None
     assert capsys.readouterr().out == ""  # not asked for: no check, no message
     assert list(tmp_path.iterdir()) == [tmp_path / "shadow"]  # no calibration file written
@@ -73,7 +73,7 @@ def test_bench_litert_starts_no_peer_without_openvino_and_says_why(
 )
 def test_the_openvino_flags_refuse_what_they_cannot_mean(name, value, error):
     with pytest.raises(flags.IllegalFlagValueError) as caught:
-        with flagsaver.as_parsed(model_dir="unused", **{name: value}):
+        with flagsaver.as_parsed(model_dir=".", **{name: value}):
             pass
     assert str(caught.value) == error
 
