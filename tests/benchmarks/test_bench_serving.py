@@ -17,7 +17,7 @@ from benchmarks import bench_serving as bench
 from benchmarks import serving_harness
 from serving import server
 from serving.dispatch.batching import BatchingOptions, parse_batching_parameters
-from tests.recipes.recipe_process import REPO
+from tests.recipes.recipe_process import REPO, refusal_lines
 from tests.serving import saved_models
 
 # A program that starts a server on a model with no version (never AVAILABLE) and waits for it.
@@ -78,18 +78,8 @@ def test_sigterm_while_a_server_starts_stops_the_server_too(tmp_path):
     ],
 )
 def test_scenario_flags_that_cannot_run_are_refused_in_one_line(args, refusal):
-    proc = subprocess.run(
-        [sys.executable, "-m", "benchmarks.bench_serving", *args],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"),
-    )
-    assert (proc.returncode, proc.stderr.strip().splitlines()) == (
-        2,
-        [f"bench_serving.py: error: {refusal}"],
-    )
+    lines = refusal_lines("benchmarks.bench_serving", *args)
+    assert lines == [f"bench_serving.py: error: {refusal}"]
 
 
 def test_workload_mixes_long_texts_in():

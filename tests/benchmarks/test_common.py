@@ -6,12 +6,11 @@ import ast
 import os
 import pathlib
 import re
-import subprocess
-import sys
 
 import pytest
 
 from benchmarks import common
+from tests.recipes.recipe_process import refusal_lines
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
 INDEX = REPO / "benchmarks" / "RESULTS.md"
@@ -141,21 +140,7 @@ def test_every_absl_program_of_benchmarks_and_tools_runs_through_cli_run():
     ],
 )
 def test_a_count_or_a_duration_out_of_bounds_is_refused_in_one_line(module, flag, refusal):
-    assert usage_error(module, flag) == [f"{module.split('.')[-1]}.py: error: {refusal}"]
-
-
-def usage_error(module: str, *args: str) -> list[str]:
-    """The lines `python -m module args` writes to stderr, exiting 2 (a usage error)."""
-    proc = subprocess.run(
-        [sys.executable, "-m", module, *args],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"),
-    )
-    assert proc.returncode == 2, proc.stderr[-2000:]
-    return proc.stderr.strip().splitlines()
+    assert refusal_lines(module, flag) == [f"{module.split('.')[-1]}.py: error: {refusal}"]
 
 
 def test_data_dir_keeps_a_uri_as_given_and_joins_under_it(monkeypatch):
@@ -206,6 +191,6 @@ def test_alternate_says_warmed_up_only_after_a_warm_up(capsys):
 )
 def test_an_input_path_that_names_nothing_is_refused_in_one_line(module, args, refusal, tmp_path):
     out = tmp_path / "out"
-    lines = usage_error(f"benchmarks.{module}", *(a.format(out=out) for a in args))
+    lines = refusal_lines(f"benchmarks.{module}", *(a.format(out=out) for a in args))
     assert lines == [f"{module.split('.')[-1]}.py: error: {refusal}: no such file or directory"]
     assert not out.exists()  # refused before anything is written

@@ -2,14 +2,11 @@
 predictions on our scorer, and predictions or settings that do not fit refused in one line."""
 
 import json
-import os
-import subprocess
-import sys
 
 import pytest
 
 from benchmarks.peers import ner_peer_data, squad_peer_data
-from tests.recipes.recipe_process import REPO
+from tests.recipes.recipe_process import run_module
 
 GOLD = [
     {"tokens": ["Ada", "Lovelace", "wrote"], "ner_tags": ["B-PER", "I-PER", "O"]},
@@ -20,17 +17,6 @@ GOLD = [
 def write_lines(path, rows):
     path.write_text("".join(json.dumps(r) + "\n" for r in rows))
     return path
-
-
-def run_module(module, *args):
-    return subprocess.run(
-        [sys.executable, "-m", module, *args],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"),
-    )
 
 
 def test_ner_score_counts_entities_on_our_scorer(tmp_path):

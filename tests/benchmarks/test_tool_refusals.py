@@ -2,32 +2,18 @@
 exit status 2, nothing else (no traceback), before anything is measured or written. The cases
 whose refusal comes after TensorFlow is imported (about 5 s each) are marked slow."""
 
-import os
-import subprocess
-import sys
-
 import pytest
 
-from tests.conftest import REPO_ROOT
+from tests.recipes.recipe_process import refusal_lines
 
 SLOW = pytest.mark.slow
 
 
 def _refusal(program: str, args: list[str], data_dir=None) -> str:
-    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
-    if data_dir is not None:
-        env["KERAS_BERT_DATA_DIR"] = str(data_dir)
-    proc = subprocess.run(
-        [sys.executable, "-m", f"tools.{program}", *args],
-        cwd=REPO_ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert proc.returncode == 2, (proc.returncode, proc.stderr[-3000:])
-    assert "Traceback" not in proc.stderr, proc.stderr[-3000:]
-    return proc.stderr.strip().splitlines()[-1]  # TensorFlow's start-up lines may come first
+    """The last stderr line of `tools.<program>` refusing `args` (TensorFlow's start-up lines may
+    come first), with KERAS_BERT_DATA_DIR=`data_dir` where given."""
+    env = {"KERAS_BERT_DATA_DIR": str(data_dir)} if data_dir is not None else {}
+    return refusal_lines(f"tools.{program}", *args, **env)[-1]
 
 
 @pytest.fixture

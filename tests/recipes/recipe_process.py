@@ -3,6 +3,9 @@
 `run_recipe("run_ner.py", *flags)` runs recipes/run_ner.py with the repository on PYTHONPATH,
 TensorFlow's C++ logs quiet and no GPU visible, and returns the finished process (text output);
 `recipe_env()` is that environment, for tests that start the process themselves.
+`run_module("benchmarks.bench_rest", *flags)` runs any program of the repository as a module in
+that environment; `refusal_lines(module, *flags)` is what one that must refuse its flags (exit 2,
+no traceback) wrote to stderr.
 `run_recipe_main("evaluate", *flags)` runs an absl recipe's `main` in this process instead (ram://
 paths, monkeypatched library code); `usage_error(...)` is the one line a `main` that must end as a
 usage error wrote.
@@ -62,6 +65,28 @@ def run_recipe(
         text=True,
         timeout=timeout,
     )
+
+
+def run_module(module: str, *args, timeout: int = 300, **env: str) -> subprocess.CompletedProcess:
+    """`python -m <module> <args>` from the repository root in `recipe_env(**env)`, its output
+    captured as text; waits at most `timeout` seconds."""
+    return subprocess.run(
+        [sys.executable, "-m", module, *map(str, args)],
+        cwd=REPO,
+        env=recipe_env(**env),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+
+
+def refusal_lines(module: str, *args, **env: str) -> list[str]:
+    """The stderr lines of `run_module(module, *args, **env)`, which must end as a usage error:
+    exit status 2, no traceback."""
+    proc = run_module(module, *args, **env)
+    assert proc.returncode == 2, (proc.returncode, proc.stderr[-3000:])
+    assert "Traceback" not in proc.stderr, proc.stderr[-3000:]
+    return proc.stderr.strip().splitlines()
 
 
 def run_recipe_main(name: str, *argv: str) -> None:
