@@ -5,7 +5,8 @@ A finding is:
 - an exception other than `serving.wire.errors.ServingError` with a code other than INTERNAL (an
   INTERNAL or 5xx answer is one too: the server blamed itself for a request);
 - more than `CPU_LIMIT_S` seconds of this process's CPU on one input (CPU, not wall-clock time,
-  so a loaded machine does not raise false findings);
+  so a loaded machine does not raise false findings; with the cyclic garbage collector paused, so
+  a full collection of what earlier tests left in the process is not charged to the input);
 - a wrong answer to a property: the whole-array JSON conversion disagreeing with TF Serving's
   element-by-element one; an input converted to another shape than the one its declared size was
   checked as; a TensorProto read differently from `tf.make_ndarray`; a refused request whose
@@ -29,6 +30,8 @@ Run them coverage-guided with `python -m tests.fuzz.run <target>`; tests/fuzz/te
 replays the saved corpus (tests/fuzz/corpus/<target>/) and drives them with hypothesis.
 """
 
+import contextlib
+import gc
 import json
 import math
 import re
@@ -73,16 +76,33 @@ def refused_well(error: Exception):
     raise Finding(f"not a documented refusal: {type(error).__name__}: {error}") from error
 
 
+@contextlib.contextmanager
+def collector_paused():
+    """Pauses Python's cyclic garbage collector inside the block (and turns it back on after, if
+    it was on). A full collection walks every object of the process: in a test worker, every
+    earlier test's models, over a second of CPU. That is the cost of what ran before, not of the
+    input that happened to allocate the object that triggered it."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
 def timed(fn, server=False):
     """`fn` as a target that also fails an input costing more than CPU_LIMIT_S of CPU (with
-    `server`, the in-process server is built first, outside the time of any input)."""
+    `server`, the in-process server is built first, outside the time of any input). The input
+    runs with the cyclic collector paused (`collector_paused`); its own garbage is collected after."""
 
     def target(data: bytes):
         if server:
             servables.server()
-        start = time.process_time()
-        fn(data)
-        spent = time.process_time() - start
+        with collector_paused():
+            start = time.process_time()
+            fn(data)
+            spent = time.process_time() - start
         if spent > CPU_LIMIT_S:
             raise Finding(f"{spent:.2f} s of CPU on one input of {len(data)} bytes")
 

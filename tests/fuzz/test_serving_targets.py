@@ -3,8 +3,10 @@ tests and TF Serving's, plus what coverage-guided runs kept), over hypothesis-ge
 each past finding as a regression test. A target raises on a finding (tests.fuzz.serving_targets
 says what one is), so each case here fails with the finding's own message."""
 
+import gc
 import json
 import pathlib
+import time
 import tracemalloc
 
 import grpc
@@ -36,6 +38,46 @@ def test_the_saved_corpus_replays_without_a_finding(server, target):
             serving_targets.TARGETS[target](path.read_bytes())
         except Exception as e:
             raise AssertionError(f"{target}: {path.name}: {e}") from e
+
+
+def test_an_input_over_the_cpu_limit_is_a_finding():
+    def spin(data):
+        start = time.process_time()
+        while time.process_time() - start <= serving_targets.CPU_LIMIT_S:
+            pass
+
+    with pytest.raises(
+        serving_targets.Finding, match=r"^1\.\d\d s of CPU on one input of 3 bytes$"
+    ):
+        serving_targets.timed(spin)(b"abc")
+
+
+def test_no_garbage_collection_is_charged_to_an_input():
+    """A CI worker once charged 1.17 s of CPU to a 2 KB REST body that costs 0.2 ms: the body's
+    lists set off a full collection of every object earlier tests had left in the process (a
+    worker holds about 2.3 million after tests/tasks; a full pass over them costs 1.2 to 1.8 s of
+    CPU here). The collector is paused while an input runs, and on again after it."""
+    collections = []
+
+    def note(phase, info):
+        if phase == "start":
+            collections.append(info["generation"])
+
+    def allocate(data):
+        # Containers enough to set off about 140 young-generation collections with the collector on.
+        return [[] for _ in range(100_000)]
+
+    gc.callbacks.append(note)
+    try:
+        serving_targets.timed(allocate)(b"")
+        during = list(collections)
+        assert gc.isenabled()
+        allocate(b"")
+        after = list(collections)
+    finally:
+        gc.callbacks.remove(note)
+    assert during == []
+    assert len(after) > 100
 
 
 def test_the_seed_corpus_is_what_the_seed_writer_writes(server):
