@@ -4,8 +4,9 @@
         --run=peer=runs/squad_peer/v1.log [--block=10]
 
 Each `--run` is `label=source`: a fine-tuning `--output_dir` of ours, run with `--log_steps=1`
-(TensorBoard's `batch_loss` in `logs/train`: Keras's running mean of the epoch, from which the
-loss of step s alone is s L(s) - (s - 1) L(s - 1)), or the standard output of a peer
+(TensorBoard's `step_loss` in `logs/train`: the loss of each optimizer step; a log of Keras's own
+TensorBoard has `batch_loss` instead, the running mean of the epoch, from which the loss of step
+s alone is s L(s) - (s - 1) L(s - 1)), or the standard output of a peer
 (`benchmarks/hf_*_peer.py --logging_steps=1`: one "step k/N loss x ..." line per optimizer step).
 Prints a markdown table: per block of `--block` steps, each run's mean training loss.
 """
@@ -40,7 +41,8 @@ def step_losses_from_running_means(means: dict[int, float]) -> dict[int, float]:
 
 
 def ours(output_dir: str) -> dict[int, float]:
-    """Per-step training loss of one of our runs (its TensorBoard `batch_loss`)."""
+    """Per-step training loss of one of our runs (its TensorBoard `step_loss`, or Keras's
+    `batch_loss`)."""
     import tensorflow as tf
     from tensorboard.backend.event_processing import event_accumulator
 
@@ -51,10 +53,16 @@ def ours(output_dir: str) -> dict[int, float]:
         return {}
     events = event_accumulator.EventAccumulator(logs, size_guidance={"tensors": 0})
     events.Reload()
-    if "batch_loss" not in events.Tags()["tensors"]:  # no logs, or a run without per-batch points
+    tags = events.Tags()["tensors"]
+
+    def points(tag):
+        return {e.step: float(tf.make_ndarray(e.tensor_proto)) for e in events.Tensors(tag)}
+
+    if "step_loss" in tags:
+        return points("step_loss")
+    if "batch_loss" not in tags:  # no logs, or a run without per-batch points
         return {}
-    means = {e.step: float(tf.make_ndarray(e.tensor_proto)) for e in events.Tensors("batch_loss")}
-    return step_losses_from_running_means(means)
+    return step_losses_from_running_means(points("batch_loss"))
 
 
 def peer(log_text: str) -> dict[int, float]:

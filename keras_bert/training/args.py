@@ -87,7 +87,13 @@ class TrainingArgs(RuntimeArgs):
         rule=POSITIVE,
     )
     optimizer: str = arg("adamw", "Optimizer.", choices=("adamw", "lamb"))
-    gradient_accumulation_steps: int = arg(1, "Batches per optimizer update.", rule=AT_LEAST_ONE)
+    gradient_accumulation_steps: int = arg(
+        1,
+        "Batches per optimizer update (a step): each update applies the mean gradient of this "
+        "many batches. Every *_steps flag counts steps, as do the learning-rate schedule, the "
+        "weight average and the progress lines.",
+        rule=AT_LEAST_ONE,
+    )
     max_grad_norm: float = arg(1.0, "Global-norm gradient clipping (0: off).", rule=NOT_NEGATIVE)
     ema_momentum: float = arg(
         0.0,
@@ -148,13 +154,13 @@ class TrainingArgs(RuntimeArgs):
     )
     save_checkpoints_steps: int | None = arg(
         1000,
-        "Batches between step checkpoints (pretraining: and history.jsonl lines).",
+        "Optimizer steps between step checkpoints (pretraining: and history.jsonl lines).",
         rule=AT_LEAST_ONE,
     )
     log_steps: int = arg(
         100,
-        "Batches between training-loss points in TensorBoard (<output_dir>/logs): the learning "
-        "curve's resolution.",
+        "Optimizer steps between training-loss and learning-rate points in TensorBoard "
+        "(<output_dir>/logs): the learning curve's resolution.",
         rule=AT_LEAST_ONE,
     )
     num_restarts: int = arg(

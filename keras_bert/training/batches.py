@@ -27,13 +27,30 @@ logger = logging.getLogger(__name__)
 
 @dataclasses.dataclass
 class Schedule:
-    """Batches and optimizer steps of one run (sizes in global batches)."""
+    """Batches and optimizer steps of one run (sizes in global batches).
 
-    steps_per_epoch: int  # ceil(examples / batch): the last, partial batch is kept
+    Two units, each named: a *batch* is one training batch (the data position, what a resume
+    skips); a *step* is one optimizer update, `accumulation` batches under
+    --gradient_accumulation_steps. Every setting named `*_steps` (--save_checkpoints_steps,
+    --log_steps, --min_train_steps, the learning-rate schedule's warmup and decay, the weight
+    average) counts steps; `batches_of` and `steps_of` convert. A run is whole steps: batches
+    that would end it without reaching an update are not trained (`of` says so).
+    """
+
+    steps_per_epoch: int  # batches of an epoch: ceil(examples / batch), the last partial one kept
     epochs: int  # fit calls (the last may be partial)
-    total_batches: int
-    num_train_steps: int  # optimizer updates (batches / gradient accumulation)
+    total_batches: int  # batches trained: num_train_steps * accumulation
+    num_train_steps: int  # optimizer updates
     num_train_epochs: float  # as run
+    accumulation: int = 1  # batches per optimizer update
+
+    def batches_of(self, steps: int) -> int:
+        """The batches of `steps` optimizer updates."""
+        return steps * self.accumulation
+
+    def steps_of(self, batches: int) -> int:
+        """The optimizer updates made after `batches` batches."""
+        return batches // self.accumulation
 
     @classmethod
     def of(
@@ -46,7 +63,8 @@ class Schedule:
         """The epochs are `--num_train_epochs` when given (never changed); else the family's,
         raised to reach `--min_train_steps` optimizer steps (recorded in `resolution`).
 
-        Raises ValueError when there is no training example."""
+        Raises ValueError when there is no training example, or when the epochs given hold
+        fewer batches than one optimizer update takes."""
         if num_examples < 1:
             raise ValueError("no training examples")
         steps_per_epoch = -(-num_examples // args.train_batch_size)
@@ -54,25 +72,44 @@ class Schedule:
         epochs = args.num_train_epochs
         if epochs is None:
             epochs = float(family_epochs)
-            steps = round(steps_per_epoch * epochs) // accumulation
+            steps = max(1, round(steps_per_epoch * epochs)) // accumulation
             why = f"not given: the family's {epochs:g} epochs"
-            if steps < args.min_train_steps:
-                epochs = float(-(-args.min_train_steps * accumulation // steps_per_epoch))
+            if steps < max(args.min_train_steps, 1):
+                wanted = max(args.min_train_steps, 1)
+                epochs = float(-(-wanted * accumulation // steps_per_epoch))
                 why = (
                     f"not given: {num_examples} examples give {steps} optimizer steps in "
                     f"{family_epochs:g} epochs, raised to {epochs:g} epochs to reach "
-                    f"--min_train_steps={args.min_train_steps}"
+                    f"--min_train_steps={wanted}"
                 )
                 logger.info("--num_train_epochs %s", why)
             if resolution is not None:
                 resolution.derive("num_train_epochs", epochs, why)
-        total = int(round(steps_per_epoch * epochs))
+        batches = max(1, int(round(steps_per_epoch * epochs)))
+        num_train_steps = batches // accumulation
+        if num_train_steps < 1:
+            raise ValueError(
+                f"--num_train_epochs={epochs:g} of {num_examples} examples gives {batches} "
+                f"batch{'es' if batches > 1 else ''} of {args.train_batch_size}, fewer than the "
+                f"{accumulation} of one optimizer update (--gradient_accumulation_steps="
+                f"{accumulation}): train more epochs or accumulate fewer batches"
+            )
+        left_out = batches - num_train_steps * accumulation
+        if left_out:
+            logger.warning(
+                "the last %d of %d batches would end the run inside an optimizer update "
+                "(--gradient_accumulation_steps=%d) and are not trained",
+                left_out,
+                batches,
+                accumulation,
+            )
         return cls(
             steps_per_epoch,
             max(1, int(np.ceil(epochs))),
-            total,
-            max(1, total // accumulation),
+            num_train_steps * accumulation,
+            num_train_steps,
             float(epochs),
+            accumulation,
         )
 
 

@@ -1,5 +1,5 @@
-"""Callbacks: SIGKILL-safe step checkpoints, TensorBoard and the progress bar
-(`standard_callbacks`); the evaluation with best-checkpoint selection and early stopping is
+"""Callbacks: SIGKILL-safe step checkpoints, TensorBoard at the run's optimizer step
+(`RunTensorBoard`) and the progress bar (`standard_callbacks`); the evaluation with best-checkpoint selection and early stopping is
 `evaluation_callback.EvaluationCallback`.
 
 Why not `keras.callbacks.BackupAndRestore(save_freq=N)`: in Keras 3 it restores the *epoch* only;
@@ -44,7 +44,8 @@ class ResumableCheckpoint(keras.callbacks.Callback):
 
     Args:
         directory: str (any `keras_bert.fileio` URI) or path-like, created if missing.
-        save_freq: int > 0, batches between checkpoints; None = only at epoch ends.
+        save_freq: int > 0, batches between checkpoints (a multiple of the optimizer update's
+            batches: `standard_callbacks` counts it in steps); None = only at epoch ends.
         keep: int >= 1, checkpoints kept on disk.
         is_chief: only the chief writes (multi-worker: other workers save nothing).
     """
@@ -144,14 +145,16 @@ class ResumableCheckpoint(keras.callbacks.Callback):
 
 
 class ProgressLogger(keras.callbacks.Callback):
-    """Progress the way a user reads it: "Epoch 1/3", batches of that epoch, global step, loss.
+    """Progress the way a user reads it: "Epoch 1/3", batches of that epoch, the optimizer step
+    of the run, loss.
 
     Keras's own bar is wrong for a run trained one `fit` call per epoch (it shows "Epoch 3/3" for
     the third call of `fit(initial_epoch=2, epochs=3)` and never "Epoch 1/3"), and writes
     carriage-return updates when stdout is not a terminal (it takes "posix" in sys.modules for a
     dynamic display). On a terminal this shows a Keras progress bar per epoch; elsewhere (logs,
     CI) one plain line every `interval_s` seconds, one after each dev evaluation inside an epoch
-    (with its `val_` metrics) and one at each epoch end.
+    (with its `val_` metrics) and one at each epoch end: "batch 12/50 (step 6/25)", the step
+    being the optimizer update (`accumulation` batches each).
 
     Args:
         epochs: total epochs of the run (the last may be partial).
@@ -160,6 +163,7 @@ class ProgressLogger(keras.callbacks.Callback):
         verbose: 1 (bar or periodic lines) or 2 (one line per epoch).
         interval_s: seconds between plain lines when stdout is not a terminal.
         stream: where plain lines go (default sys.stdout).
+        accumulation: batches per optimizer update (--gradient_accumulation_steps).
     """
 
     def __init__(
@@ -170,10 +174,12 @@ class ProgressLogger(keras.callbacks.Callback):
         verbose: int = 1,
         interval_s: float = 30.0,
         stream=None,
+        accumulation: int = 1,
     ):
         super().__init__()
         self.epochs, self.steps_per_epoch, self.total_steps = epochs, steps_per_epoch, total_steps
         self.verbose, self.interval_s = verbose, interval_s
+        self.accumulation = max(1, int(accumulation))
         self.stream = stream or sys.stdout
         self.dynamic = self.verbose == 1 and hasattr(self.stream, "isatty") and self.stream.isatty()
         self.epoch = 0
@@ -217,8 +223,9 @@ class ProgressLogger(keras.callbacks.Callback):
             if np.ndim(v) == 0 and not k.startswith("learning_rate")
         )
         return (
-            f"  batch {done}/{self._epoch_steps(self.epoch)} (step {self.step}/"
-            f"{self.total_steps}) - {time.time() - self._epoch_start:.0f}s{metrics}"
+            f"  batch {done}/{self._epoch_steps(self.epoch)} (step "
+            f"{self.step // self.accumulation}/{self.total_steps // self.accumulation}) - "
+            f"{time.time() - self._epoch_start:.0f}s{metrics}"
         )
 
     def on_train_batch_end(self, batch, logs=None):
@@ -253,31 +260,115 @@ class LossHistory(keras.callbacks.Callback):
         self.losses.append(float(logs["loss"]))
 
 
+class RunTensorBoard(keras.callbacks.TensorBoard):
+    """Keras's TensorBoard (the epoch-level summaries, the graph) whose batch-level points are at
+    the run's optimizer step, every `update_freq` steps.
+
+    Keras numbers its batch-level points from 0 again at every `fit` call, so a run trained one
+    call per epoch (`resumable_fit`), or resumed, wrote each epoch's points over the last one's;
+    and it writes them per batch, where under gradient accumulation a step is `accumulation`
+    batches. Here, at the step s (1-based) of the run, once per update and every `update_freq`
+    updates, in `<log_dir>/train`:
+    - `step_loss`: the mean training loss over the rows of that update's batches (from the
+      running loss total and row count Keras keeps for the epoch), the loss one batch of all
+      those rows would have;
+    - `learning_rate`: the rate that update ran at (the schedule's value at s - 1).
+
+    Args:
+        log_dir: str, any `keras_bert.fileio` URI.
+        update_freq: int >= 1, optimizer steps between points.
+        checkpoint: the run's `ResumableCheckpoint` (before this callback in the list): its
+            `step` is the global batch count.
+        accumulation: batches per optimizer update.
+    """
+
+    def __init__(self, log_dir, update_freq: int, checkpoint, accumulation: int = 1):
+        super().__init__(log_dir, update_freq="epoch")  # Keras's per-batch points: none
+        self.every, self.checkpoint = int(update_freq), checkpoint
+        self.accumulation = max(1, int(accumulation))
+        self._mark = (0.0, 0.0)  # the loss total and rows at the last update of this fit call
+        self._carry = (0.0, 0.0)  # an update's batches trained in the previous fit call
+
+    def _loss_sums(self) -> tuple[float, float]:
+        tracker = next((m for m in self.model.metrics if m.name == "loss"), None)
+        if tracker is None:  # a model compiled without a loss: no step_loss
+            return float("nan"), 1.0
+        return float(tracker.total.numpy()), float(tracker.count.numpy())
+
+    def on_train_begin(self, logs=None):
+        super().on_train_begin(logs)
+        self._mark = (0.0, 0.0)
+
+    def on_train_batch_end(self, batch, logs=None):
+        super().on_train_batch_end(batch, logs)
+        batches = self.checkpoint.step
+        if batches % self.accumulation:
+            return
+        step = batches // self.accumulation
+        if step % self.every and (step + 1) % self.every:
+            self._mark, self._carry = None, (0.0, 0.0)  # the next update is not written either
+            return
+        total, rows = self._loss_sums()
+        if self._mark is not None and step % self.every == 0:
+            loss = (total - self._mark[0] + self._carry[0]) / max(
+                rows - self._mark[1] + self._carry[1], 1.0
+            )
+            with self._train_writer.as_default():
+                self.summary.scalar("step_loss", loss, step=step)
+                self.summary.scalar("learning_rate", self._rate_of(step - 1), step=step)
+        self._mark, self._carry = (total, rows), (0.0, 0.0)
+
+    def on_epoch_end(self, epoch, logs=None):
+        if self._mark is not None and self.checkpoint.step % self.accumulation:
+            total, rows = self._loss_sums()
+            self._carry = (total - self._mark[0], rows - self._mark[1])
+        super().on_epoch_end(epoch, logs)
+
+    def _rate_of(self, step: int) -> float:
+        optimizer = self.model.optimizer
+        optimizer = getattr(optimizer, "inner_optimizer", optimizer)  # LossScaleOptimizer
+        schedule = optimizer._learning_rate
+        if isinstance(schedule, keras.optimizers.schedules.LearningRateSchedule):
+            return float(schedule(step))
+        return float(optimizer.learning_rate)
+
+
 def standard_callbacks(
     output_dir,
     save_freq: int | None = None,
     tensorboard: bool = True,
     keep_checkpoints: int = 2,
     is_chief: bool = True,
-    tensorboard_update_freq: int | str = 100,
+    tensorboard_update_freq: int = 100,
+    accumulation: int = 1,
 ):
     """The callbacks every training run gets.
+
+    Args:
+        save_freq: optimizer steps between step checkpoints (None: at epoch ends only).
+        tensorboard_update_freq: optimizer steps between TensorBoard points (`RunTensorBoard`).
+        accumulation: batches per optimizer step (--gradient_accumulation_steps).
 
     Returns:
         (checkpoint, callbacks): the `ResumableCheckpoint` writing `<output_dir>/checkpoints`
         (call `checkpoint.restore(model)` or pass it to `resumable_fit`) and a list holding it
-        plus a `TensorBoard` writing `<output_dir>/logs` (chief only). Keras adds the progress bar
-        itself (`verbose=1`).
+        plus a `RunTensorBoard` writing `<output_dir>/logs` (chief only).
     """
     output_dir = os.fspath(output_dir)
     checkpoint = ResumableCheckpoint(
-        fileio.join(output_dir, "checkpoints"), save_freq, keep_checkpoints, is_chief
+        fileio.join(output_dir, "checkpoints"),
+        None if save_freq is None else save_freq * accumulation,
+        keep_checkpoints,
+        is_chief,
     )
     callbacks = [checkpoint]
     if tensorboard and is_chief:
         callbacks.append(
-            keras.callbacks.TensorBoard(
-                fileio.join(output_dir, "logs"), update_freq=tensorboard_update_freq
+            RunTensorBoard(
+                fileio.join(output_dir, "logs"),
+                tensorboard_update_freq,
+                checkpoint,
+                accumulation,
             )
         )
     return checkpoint, callbacks

@@ -35,11 +35,14 @@ class EvaluationCallback(keras.callbacks.Callback):
         patience: stop after this many epochs without improvement; None never stops.
         is_chief: only the chief writes files.
         evaluations_per_epoch: int >= 1; with k > 1, also evaluate inside each epoch after
-            round(j * steps_per_epoch / k) of its batches, j = 1 .. k-1. Needs step_fn and
+            round(j * steps_per_epoch / k) of its batches, j = 1 .. k-1, or under gradient
+            accumulation at the first optimizer update from there on inside the epoch (the
+            weights between two updates are the earlier update's). Needs step_fn and
             steps_per_epoch.
         step_fn: callable() -> global batches trained so far (e.g. a ResumableCheckpoint's step,
             which must come before this callback in the callback list).
         steps_per_epoch: batches per epoch, to express steps as epochs.
+        accumulation: batches per optimizer update (--gradient_accumulation_steps).
 
     Raises:
         ValueError: evaluations_per_epoch < 1, or > 1 without step_fn and steps_per_epoch.
@@ -56,6 +59,7 @@ class EvaluationCallback(keras.callbacks.Callback):
         evaluations_per_epoch: int = 1,
         step_fn=None,
         steps_per_epoch: int | None = None,
+        accumulation: int = 1,
     ):
         super().__init__()
         if evaluations_per_epoch < 1 or (
@@ -82,6 +86,7 @@ class EvaluationCallback(keras.callbacks.Callback):
         )
         self.step_fn = step_fn
         self.steps_per_epoch = steps_per_epoch
+        self.accumulation = max(1, int(accumulation))
         self._inner_step = None  # the global step of the last evaluation inside an epoch
         self.state = {"epochs": [], "best": None}
         if self.state_file is not None and fileio.exists(self.state_file):
@@ -103,7 +108,7 @@ class EvaluationCallback(keras.callbacks.Callback):
     def on_train_batch_end(self, batch, logs=None):
         if not self.inner_points:
             return
-        if self.step_fn() % self.steps_per_epoch in self.inner_points:
+        if self._is_inner_point(self.step_fn()):
             self._evaluate(self._epochs_done(0), logs)
             self._inner_step = self.step_fn()
             if self.should_stop:
@@ -124,9 +129,17 @@ class EvaluationCallback(keras.callbacks.Callback):
         if step <= 0:
             return False
         at_end = step == total_steps or (self.steps_per_epoch and step % self.steps_per_epoch == 0)
-        return bool(at_end) or (
-            self.steps_per_epoch and step % self.steps_per_epoch in self.inner_points
-        )
+        return bool(at_end) or self._is_inner_point(step)
+
+    def _is_inner_point(self, step: int) -> bool:
+        """Whether `step` global batches end an evaluation point inside an epoch: a point of
+        `inner_points`, moved on to the next optimizer update when it falls between two."""
+        if not self.inner_points or not self.steps_per_epoch:
+            return False
+        epoch, done = divmod(step, self.steps_per_epoch)
+        start = epoch * self.steps_per_epoch
+        at_updates = {p + (-(start + p)) % self.accumulation for p in self.inner_points}
+        return done in at_updates  # one past the epoch: none (done < steps_per_epoch)
 
     def evaluate_if_due(self, model, step: int, total_steps: int) -> bool:
         """On resume: take the evaluation that was due at `step` but never recorded (the run was

@@ -23,8 +23,12 @@ def resumable_fit(
     callbacks=(),
     verbose="auto",
     total_steps: int | None = None,
+    accumulation: int = 1,
 ) -> int:
     """Train `epochs` epochs of `steps_per_epoch` batches, resuming from `checkpoint`.
+
+    Every count here is in batches (the data position a resume skips to); the optimizer steps
+    they make are the caller's (`batches.Schedule`).
 
     Args:
         model: a built, compiled Keras model.
@@ -41,6 +45,7 @@ def resumable_fit(
             epochs * steps_per_epoch. make_train_dataset must then yield the shorter last epoch.
         verbose: 0 silent, 1 (or "auto") a bar per epoch on a terminal and one line every 30 s
             elsewhere, 2 one line per epoch (`ProgressLogger`).
+        accumulation: batches per optimizer update: the progress lines count steps in updates.
 
     Returns:
         int, the global number of batches trained at the end (epochs * steps_per_epoch unless
@@ -68,7 +73,9 @@ def resumable_fit(
         return step
     level = 1 if verbose == "auto" else int(verbose)
     if level:  # epochs and steps as a user reads them (not Keras's per-fit-call bar)
-        progress = ProgressLogger(epochs, steps_per_epoch, total_steps, verbose=level)
+        progress = ProgressLogger(
+            epochs, steps_per_epoch, total_steps, verbose=level, accumulation=accumulation
+        )
         progress.step = step
         callbacks.append(progress)
     start_epoch, done = divmod(step, steps_per_epoch)

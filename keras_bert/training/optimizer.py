@@ -118,6 +118,56 @@ class WarmupLinearDecay(keras.optimizers.schedules.LearningRateSchedule):
         }
 
 
+class CountsUpdates:
+    """Mixin: under gradient accumulation the optimizer's step is the optimizer update, never the
+    batch, wherever it is read.
+
+    Keras counts batches in `optimizer._iterations` and updates in `optimizer.iterations`
+    (`_iterations // gradient_accumulation_steps`), and reads a `LearningRateSchedule` at
+    `_iterations`: a schedule sized in updates (`WarmupLinearDecay(num_train_steps=...)`) would
+    then warm up and decay k times too fast and leave the last (k - 1) / k of the run at rate 0.
+    Here the schedule is read at `iterations`: update u (0-based) runs at `schedule(u)`, the rate
+    it has without accumulation, and so do the decoupled weight decay and the per-block rates
+    of `LayerwiseLearningRate`, which read `learning_rate`. `WeightAveraging` moves its average
+    on update batches only (`is_update_batch`).
+    """
+
+    def _get_current_learning_rate(self):
+        if isinstance(self._learning_rate, keras.optimizers.schedules.LearningRateSchedule):
+            return self._learning_rate(self.iterations)
+        return super()._get_current_learning_rate()
+
+    def is_update_batch(self):
+        """Whether the batch being applied now ends an accumulation (always, without one): a
+        boolean tensor, read before Keras counts the batch."""
+        if not self.gradient_accumulation_steps:
+            return keras.ops.convert_to_tensor(True)
+        return (self._iterations + 1) % self.gradient_accumulation_steps == 0
+
+
+class ClipsSummedGradients:
+    """Mixin: global-norm clipping measures a sparse gradient with its repeated rows summed.
+
+    The word embeddings' gradient is an `IndexedSlices` with one row per token of the batch, so a
+    token that occurs twice has two rows; Keras's `global_norm` squares those rows apart (rows
+    (1, 0) and (1, 0) of one id measure sqrt(2) where the gradient, (2, 0), measures 2), and
+    clips the batch's gradient by a norm it does not have. Accumulated gradients are dense
+    (their sum has the rows summed), so without this a run with --gradient_accumulation_steps
+    is clipped otherwise than the same batches taken at once. Here a sparse gradient is made
+    dense before clipping (its rows summed, as `tf.convert_to_tensor` does), which the update
+    does anyway (`FusedAdamW`, Keras's arithmetic).
+    """
+
+    def _clip_gradients(self, grads):
+        if self.global_clipnorm:
+            import tensorflow as tf
+
+            grads = [
+                tf.convert_to_tensor(g) if isinstance(g, tf.IndexedSlices) else g for g in grads
+            ]
+        return super()._clip_gradients(grads)
+
+
 class WeightAveraging:
     """Mixin: an exponential moving average (EMA) of the trained weights whose decay grows with the
     step, for evaluation and the kept model; training itself runs on the raw weights.
@@ -128,6 +178,8 @@ class WeightAveraging:
     a run the average spans about the last t/9 updates, capped at 1 / (1 - ema_momentum); early
     and in short runs it follows the weights closely instead of staying near the starting point
     (Keras's fixed `ema_momentum` would keep 90% of the initial weights after 100 updates at 0.999).
+    t counts optimizer updates: under gradient accumulation Keras calls this after every batch,
+    and the batches that only accumulate leave the average as it is (`CountsUpdates`).
     Polyak & Juditsky 1992; weight averaging for fine-tuning: e.g. Izmailov et al. 2018 (SWA).
 
     `finalize_variable_values` does nothing: Keras would write the average into the model at the
@@ -141,9 +193,10 @@ class WeightAveraging:
         step = keras.ops.cast(self.iterations, "float32")
         decay = keras.ops.minimum(float(self.ema_momentum), (1.0 + step) / (10.0 + step))
         decay = keras.ops.where(step > 0, decay, 0.0)
+        moves = keras.ops.where(self.is_update_batch(), 1.0 - decay, 0.0)
         for var, average in zip(trainable_variables, self._model_variables_moving_average):
             if average is not None:
-                rate = keras.ops.cast(1.0 - decay, var.dtype)
+                rate = keras.ops.cast(moves, var.dtype)
                 average.assign(average - rate * (average - var))
 
     def finalize_variable_values(self, var_list):
@@ -203,8 +256,15 @@ class LayerwiseLearningRate:
 
 
 @keras.saving.register_keras_serializable(package="keras_bert")
-class AveragedLamb(LayerwiseLearningRate, WeightAveraging, keras.optimizers.Lamb):
-    """`keras.optimizers.Lamb` with `WeightAveraging`'s decay warm-up when `use_ema` and
+class AveragedLamb(
+    CountsUpdates,
+    ClipsSummedGradients,
+    LayerwiseLearningRate,
+    WeightAveraging,
+    keras.optimizers.Lamb,
+):
+    """`keras.optimizers.Lamb` with `CountsUpdates`' step, `ClipsSummedGradients`' norm,
+    `WeightAveraging`'s decay warm-up when `use_ema` and
     `LayerwiseLearningRate`'s per-block rates when `layerwise_lr_decay` < 1."""
 
     def update_step(self, gradient, variable, learning_rate):
@@ -214,7 +274,13 @@ class AveragedLamb(LayerwiseLearningRate, WeightAveraging, keras.optimizers.Lamb
 
 
 @keras.saving.register_keras_serializable(package="keras_bert")
-class FusedAdamW(LayerwiseLearningRate, WeightAveraging, keras.optimizers.AdamW):
+class FusedAdamW(
+    CountsUpdates,
+    ClipsSummedGradients,
+    LayerwiseLearningRate,
+    WeightAveraging,
+    keras.optimizers.AdamW,
+):
     """`keras.optimizers.AdamW` whose Adam step is TensorFlow's fused `ResourceApplyAdam` kernel.
 
     Same arguments, variables (names, slots), weight decay, clipping, schedules and results as
@@ -227,7 +293,8 @@ class FusedAdamW(LayerwiseLearningRate, WeightAveraging, keras.optimizers.AdamW)
     the optimizer (MiniLM-L6: 22.7M float32 parameters, half of them the word embeddings);
     see docs/results/fine-tuning.md, "fused optimizer". Falls back to Keras's step for `amsgrad` and
     other backends. Sparse (IndexedSlices) gradients are densified first, as Keras's own
-    arithmetic does. With `use_ema`, the weight average of `WeightAveraging`; with
+    arithmetic does. The step is the optimizer update (`CountsUpdates`); clipping measures the
+    summed gradient (`ClipsSummedGradients`). With `use_ema`, the weight average of `WeightAveraging`; with
     `layerwise_lr_decay` < 1, `LayerwiseLearningRate`'s per-block rates.
     """
 

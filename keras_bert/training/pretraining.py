@@ -62,6 +62,7 @@ SharedPretrainArgs = fields_of(
         "train_batch_size": {},
         "learning_rate": {"default": 1e-4, "derived": False},
         "optimizer": {},
+        "gradient_accumulation_steps": {},
         "save_checkpoints_steps": {"default": 100},
         "seed": {"default": 12345, "deprecated_name": "random_seed"},
     },
@@ -87,8 +88,12 @@ class PretrainConfig(SharedPretrainArgs):
         "Masked LM predictions per record at most (pretraining: must match the records).",
         rule=AT_LEAST_ONE,
     )
-    num_train_steps: int = arg(1000, "Optimizer steps.", rule=AT_LEAST_ONE)
-    num_warmup_steps: int = arg(100, "Linear warmup steps.", rule=NOT_NEGATIVE)
+    num_train_steps: int = arg(
+        1000,
+        "Optimizer steps (each --gradient_accumulation_steps batches of --train_batch_size).",
+        rule=AT_LEAST_ONE,
+    )
+    num_warmup_steps: int = arg(100, "Linear warmup steps (optimizer steps).", rule=NOT_NEGATIVE)
     no_nsp: bool = arg(False, "Ablation: MLM only, no next-sentence head or loss.")
     ltr: bool = arg(False, "Ablation: left-to-right (causal) attention, no NSP.")
     dynamic_masking: bool = arg(False, "Redraw MLM masks every epoch in the input pipeline.")
@@ -171,6 +176,7 @@ def build_pretrainer(config: PretrainConfig, vocab: dict, precision: str) -> Ber
             config.num_train_steps,
             config.num_warmup_steps,
             config.optimizer,
+            gradient_accumulation_steps=config.gradient_accumulation_steps,
             loss_scale=precision == "mixed_float16",
         ),
         jit_compile=config.jit_compile,
@@ -179,7 +185,8 @@ def build_pretrainer(config: PretrainConfig, vocab: dict, precision: str) -> Ber
 
 
 def make_train_dataset_fn(config: PretrainConfig, vocab: dict):
-    """callable(epoch, skip) -> the batches of one `save_checkpoints_steps` chunk (resumable_fit)."""
+    """callable(epoch, skip) -> the batches of one chunk of `save_checkpoints_steps` optimizer
+    steps (`chunk_batches`; resumable_fit)."""
 
     def make_train_dataset(epoch, skip):
         ds = make_pretraining_dataset(
@@ -198,15 +205,21 @@ def make_train_dataset_fn(config: PretrainConfig, vocab: dict):
             use_nsp=config.use_nsp,
             verify=False,
         )
-        return ds.skip(skip).take(config.save_checkpoints_steps - skip)
+        return ds.skip(skip).take(chunk_batches(config) - skip)
 
     return make_train_dataset
 
 
-def _history_callback(path: str, checkpoint, start: float):
+def chunk_batches(config: PretrainConfig) -> int:
+    """The batches of one `save_checkpoints_steps` chunk of optimizer steps: a checkpoint, a
+    history.jsonl line and a TensorBoard point each; one shuffle of the records each."""
+    return config.save_checkpoints_steps * config.gradient_accumulation_steps
+
+
+def _history_callback(path: str, checkpoint, start: float, accumulation: int):
     def append(epoch, logs):
         record = {
-            "step": checkpoint.step,
+            "step": checkpoint.step // accumulation,  # optimizer steps
             "seconds": round(time.time() - start, 1),
             **{k: float(v) for k, v in logs.items() if k != "learning_rate"},
         }
@@ -224,10 +237,14 @@ def _history_callback(path: str, checkpoint, start: float):
 # (input_file, vocab_file, train_batch_size, max_seq_length, max_predictions_per_seq,
 # save_checkpoints_steps (one shuffle per chunk), masking, seed), the learning-rate schedule
 # and optimizer state (learning_rate, num_train_steps, num_warmup_steps, optimizer,
+# gradient_accumulation_steps,
 # mixed_precision's loss scale), the model (preset, bert_config_file, init_checkpoint, no_nsp, ltr)
 # and the encoder written (do_lower_case). To train further, start a new output_dir with
 # --init_checkpoint=<this output_dir>/encoder.
 HARMLESS_SETTINGS = frozenset({"output_dir", "strategy", "tpu", "jit_compile"})
+# Flags added since output_dirs were first written, with the value an older config.json (which
+# lacks them) stands for.
+ADDED_SETTINGS = {"gradient_accumulation_steps": 1}
 # Flags that config.json of an output_dir written before recorded under an older name.
 RENAMED_FLAGS = {"random_seed": "seed"}
 
@@ -249,8 +266,8 @@ def run_pretraining(config: PretrainConfig) -> dict:
     `resume_check.check_resume_settings`).
 
     Returns:
-        metrics.json's dict: steps, resumed_from_step, records, examples_seen (steps times the
-        recorded train_batch_size), seconds_this_run, final (last history line), history,
+        metrics.json's dict: steps and resumed_from_step (optimizer steps), records,
+        examples_seen (the batches trained times the recorded train_batch_size), seconds_this_run, final (last history line), history,
         encoder_dir.
 
     Raises:
@@ -277,6 +294,7 @@ def run_pretraining(config: PretrainConfig) -> dict:
         config.output_dir,
         recorded_settings(record),
         ignored=HARMLESS_SETTINGS,
+        defaults=ADDED_SETTINGS,
         view=recorded_settings,
     )
     settings = settings or recorded_settings(
@@ -286,22 +304,26 @@ def run_pretraining(config: PretrainConfig) -> dict:
     # Every check passed: the first write to output_dir.
     fileio.makedirs(config.output_dir)
     fileio.write_json(fileio.join(config.output_dir, "config.json"), record)
+    accumulation = config.gradient_accumulation_steps
     checkpoint, callbacks = standard_callbacks(
-        config.output_dir, tensorboard_update_freq=config.save_checkpoints_steps
+        config.output_dir,
+        tensorboard_update_freq=config.save_checkpoints_steps,
+        accumulation=accumulation,
     )
     history_path = fileio.join(config.output_dir, "history.jsonl")
-    callbacks.append(_history_callback(history_path, checkpoint, start))
-    resumed_from = checkpoint.restore(model)
+    callbacks.append(_history_callback(history_path, checkpoint, start, accumulation))
+    resumed_from = checkpoint.restore(model) // accumulation
     epochs = -(-config.num_train_steps // config.save_checkpoints_steps)
-    steps = resumable_fit(
+    batches = resumable_fit(
         model,
         make_train_dataset_fn(config, vocab),
-        config.save_checkpoints_steps,
+        chunk_batches(config),
         epochs,
         checkpoint,
         callbacks,
         verbose=2,
-        total_steps=config.num_train_steps,
+        total_steps=config.num_train_steps * accumulation,
+        accumulation=accumulation,
     )
     encoder_dir = save_encoder(
         model.encoder,
@@ -311,10 +333,10 @@ def run_pretraining(config: PretrainConfig) -> dict:
     )
     history = fileio.read_jsonl(history_path)
     metrics = {
-        "steps": steps,
+        "steps": batches // accumulation,  # optimizer steps
         "resumed_from_step": resumed_from,
         "records": num_records,
-        "examples_seen": steps * settings["train_batch_size"],
+        "examples_seen": batches * settings["train_batch_size"],
         "seconds_this_run": round(time.time() - start, 1),
         "final": history[-1] if history else {},
         "history": history,

@@ -86,20 +86,23 @@ class Prepared:
 class TimeBudget(keras.callbacks.Callback):
     """Stops training once `seconds` of training wall time have passed (--max_train_seconds),
     checked after each batch: counted from the end of the first batch this process trains (the
-    train step's tracing excluded), the dev evaluations during training included. Keras then
-    ends the epoch as usual (its end-of-epoch evaluation runs), and `resumable_fit` trains no
-    further epoch. `stopped`: whether it stopped the training."""
+    train step's tracing excluded), the dev evaluations during training included. Under gradient
+    accumulation it stops at the end of an optimizer update (`step_fn() % accumulation == 0`),
+    never with batches accumulated and not applied. Keras then ends the epoch as usual (its
+    end-of-epoch evaluation runs), and `resumable_fit` trains no further epoch. `stopped`:
+    whether it stopped the training."""
 
-    def __init__(self, seconds: float | None):
+    def __init__(self, seconds: float | None, step_fn=lambda: 0, accumulation: int = 1):
         super().__init__()
         self.seconds, self.start, self.stopped = seconds, None, False
+        self.step_fn, self.accumulation = step_fn, max(1, int(accumulation))
 
     def on_train_batch_end(self, batch, logs=None):
         if self.seconds is None:
             return
         if self.start is None:
             self.start = time.monotonic()
-        if time.monotonic() - self.start > self.seconds:
+        if time.monotonic() - self.start > self.seconds and self.step_fn() % self.accumulation == 0:
             self.model.stop_training = self.stopped = True
 
 
@@ -210,6 +213,7 @@ def train_one(family: Family, args: TrainingArgs, prepared: Prepared, seed: int,
         save_freq=args.save_checkpoints_steps,
         is_chief=chief,
         tensorboard_update_freq=args.log_steps,
+        accumulation=schedule.accumulation,
     )
     evaluate = family.evaluator(args, prepared.data)
     monitor = family.monitor_of(prepared.data)
@@ -227,6 +231,7 @@ def train_one(family: Family, args: TrainingArgs, prepared: Prepared, seed: int,
                 evaluations_per_epoch=args.evaluations_per_epoch,
                 step_fn=lambda: checkpoint.step,
                 steps_per_epoch=schedule.steps_per_epoch,
+                accumulation=schedule.accumulation,
             )
         ]
     )
@@ -250,8 +255,8 @@ def train_one(family: Family, args: TrainingArgs, prepared: Prepared, seed: int,
         )
 
     start = time.monotonic()
-    budget = TimeBudget(args.max_train_seconds)
-    steps = resumable_fit(
+    budget = TimeBudget(args.max_train_seconds, lambda: checkpoint.step, schedule.accumulation)
+    batches = resumable_fit(
         task,
         make_train,
         schedule.steps_per_epoch,
@@ -260,15 +265,16 @@ def train_one(family: Family, args: TrainingArgs, prepared: Prepared, seed: int,
         [checkpoint, *evaluators, budget] + (cbs[1:] if chief else []),
         verbose=args.verbose,
         total_steps=schedule.total_batches,
+        accumulation=schedule.accumulation,
     )
     train_seconds = time.monotonic() - start
     if budget.stopped:
         logger.warning(
-            "--max_train_seconds=%g reached: training stopped after %d of %d batches, "
+            "--max_train_seconds=%g reached: training stopped after %d of %d optimizer steps, "
             "evaluated there; the best evaluation is kept",
             args.max_train_seconds,
-            steps,
-            schedule.total_batches,
+            schedule.steps_of(batches),
+            schedule.num_train_steps,
         )
     for evaluator in evaluators:
         if not evaluator.state["epochs"]:  # stopped by the time budget before any evaluation
@@ -278,14 +284,15 @@ def train_one(family: Family, args: TrainingArgs, prepared: Prepared, seed: int,
     state = evaluators[0].state if evaluators else {"epochs": [], "best": None}
     return {
         "seed": seed,
-        "steps": steps,
+        "steps": schedule.steps_of(batches),  # optimizer updates (a step: `accumulation` batches)
+        "batches": batches,
         "num_train_steps": schedule.num_train_steps,
         "num_train_epochs": schedule.num_train_epochs,
         "learning_rate": learning_rate,
         "train_examples": n,
         "train_seconds": train_seconds,
         "time_limit_reached": budget.stopped,  # --max_train_seconds stopped this process's run
-        "resumed_from_step": checkpoint.restored_step,
+        "resumed_from_step": schedule.steps_of(checkpoint.restored_step),
         "epochs": state["epochs"],
         "best": state["best"],
     }, task

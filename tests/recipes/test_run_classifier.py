@@ -40,7 +40,8 @@ def test_two_step_smoke_with_export(tmp_path, data_dir, uncased_vocab):
     # --log_steps=1: a training-loss point in TensorBoard after every batch (default: every 100).
     events = event_accumulator.EventAccumulator(str(out / "logs" / "train"))
     events.Reload()
-    assert [e.step for e in events.Tensors("batch_loss")] == [1, 2]
+    assert [e.step for e in events.Tensors("step_loss")] == [1, 2]
+    assert [e.step for e in events.Tensors("learning_rate")] == [1, 2]
     assert config["log_steps"] == 1 and "log_steps" in config["given"]
     assert (export_base / "rte_tiny" / "1" / "saved_model.pb").is_file()
     exported = json.loads(

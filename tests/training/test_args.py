@@ -178,6 +178,7 @@ PRETRAINING_DEFAULTS = {
     "train_batch_size": 32,
     "learning_rate": 1e-4,
     "optimizer": "adamw",
+    "gradient_accumulation_steps": 1,
     "save_checkpoints_steps": 100,
     "seed": 12345,
 }
@@ -299,8 +300,14 @@ def test_schedule_of_the_family_epochs_and_accumulation():
         min_train_steps=0,
         gradient_accumulation_steps=2,
     )
+    # 9 batches make 4 whole updates of 2: the 9th would end the run inside an update.
     assert batches.Schedule.of(args, 65, 3.0, resolution) == batches.Schedule(
-        steps_per_epoch=3, epochs=3, total_batches=9, num_train_steps=4, num_train_epochs=3.0
+        steps_per_epoch=3,
+        epochs=3,
+        total_batches=8,
+        num_train_steps=4,
+        num_train_epochs=3.0,
+        accumulation=2,
     )
     assert resolution.derived == {
         "num_train_epochs": {"value": 3.0, "why": "not given: the family's 3 epochs"}
@@ -310,10 +317,24 @@ def test_schedule_of_the_family_epochs_and_accumulation():
         args, num_train_epochs=1.5, min_train_steps=TrainingArgs.default("min_train_steps")
     )
     assert batches.Schedule.of(fractional, 64, 3.0) == batches.Schedule(
-        steps_per_epoch=2, epochs=2, total_batches=3, num_train_steps=1, num_train_epochs=1.5
+        steps_per_epoch=2,
+        epochs=2,
+        total_batches=2,
+        num_train_steps=1,
+        num_train_epochs=1.5,
+        accumulation=2,
     )
     with pytest.raises(ValueError, match="^no training examples$"):
         batches.Schedule.of(args, 0, 3.0)
+    # Fewer batches than one update: refused, naming both flags (it trained nothing before).
+    short = dataclasses.replace(fractional, num_train_epochs=1.0)
+    with pytest.raises(ValueError) as refused:
+        batches.Schedule.of(short, 20, 3.0)
+    assert str(refused.value) == (
+        "--num_train_epochs=1 of 20 examples gives 1 batch of 32, fewer than the 2 of one "
+        "optimizer update (--gradient_accumulation_steps=2): train more epochs or accumulate "
+        "fewer batches"
+    )
 
 
 def test_fields_of_takes_catalogue_fields_with_a_programs_changes():

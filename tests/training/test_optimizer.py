@@ -76,9 +76,9 @@ def test_global_norm_clipping_and_accumulation():
     assert int(opt.iterations) == 0
     opt.apply_gradients([(np.array([3.0, 4.0], "float32"), v)])
     assert int(opt.iterations) == 1
-    # Adam's first step moves each coordinate by lr * g/|g| (direction -g). With accumulation Keras
-    # reads the schedule after counting the update: lr(1) = 1.0 * (10 - 1) / 10 = 0.9.
-    np.testing.assert_allclose(v.numpy(), [-0.9, -0.9], rtol=1e-5)
+    # Adam's first step moves each coordinate by lr * g/|g| (direction -g), at the schedule's value
+    # of update 0 (lr(0) = 1.0), as without accumulation: Keras alone reads it at batch 1 (0.9).
+    np.testing.assert_allclose(v.numpy(), [-1.0, -1.0], rtol=1e-5)
     clipped = keras.optimizers.SGD(1.0, global_clipnorm=create_optimizer(1.0, 10).global_clipnorm)
     w = keras.Variable(np.zeros(2, "float32"))
     clipped.apply_gradients([(np.array([3.0, 4.0], "float32"), w)])
@@ -143,7 +143,9 @@ def _adamw_pair(**kwargs):
 @pytest.mark.parametrize("jit_compile", [False, True])
 def test_fused_adamw_matches_keras_adamw_step_by_step(jit_compile):
     """Dense and embedding (IndexedSlices) gradients, weight decay with an exclusion, clipping,
-    warmup: 6 steps of the fused kernel against Keras's AdamW on identical copies."""
+    warmup: 6 steps of the fused kernel against Keras's AdamW on identical copies. Keras's AdamW
+    is given the embedding gradient dense (its rows summed): its global norm of an IndexedSlices
+    is not the gradient's (`ClipsSummedGradients`)."""
     import tensorflow as tf
 
     def model():
@@ -168,6 +170,8 @@ def test_fused_adamw_matches_keras_adamw_step_by_step(jit_compile):
             with tf.GradientTape() as tape:
                 loss = tf.reduce_mean((m(x) - y) ** 2)
             grads = tape.gradient(loss, m.trainable_variables)
+            if opt is plain:
+                grads = [tf.convert_to_tensor(g) for g in grads]
             opt.apply_gradients(zip(grads, m.trainable_variables))
 
         return train
