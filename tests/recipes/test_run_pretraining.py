@@ -314,3 +314,33 @@ def test_a_run_with_the_records_lengths_trains_on_them(made_records, uncased_voc
     summary = json.loads(pathlib.Path(made_records[: -len("-*")] + ".summary.json").read_text())
     assert (metrics["steps"], metrics["records"]) == (2, summary["summary"]["instances"])
     assert json.loads((out / "config.json").read_text())["flags"]["max_seq_length"] == 32
+
+
+@pytest.mark.slow
+def test_accumulated_pretraining_counts_optimizer_steps(made_records, uncased_vocab, tmp_path):
+    """--gradient_accumulation_steps=2: --num_train_steps=4 optimizer steps are 8 batches, the
+    history has a line every --save_checkpoints_steps=2 steps, the optimizer made 4 updates and
+    examples_seen counts every batch."""
+    out = tmp_path / "run"
+    main = _pretraining_main(
+        [
+            f"--input_file={made_records}",
+            f"--vocab_file={uncased_vocab}",
+            f"--output_dir={out}",
+            "--max_seq_length=32",
+            "--max_predictions_per_seq=5",
+            "--train_batch_size=2",
+            "--gradient_accumulation_steps=2",
+            "--num_train_steps=4",
+            "--num_warmup_steps=1",
+            "--save_checkpoints_steps=2",
+        ]
+    )
+    main()
+    metrics = json.loads((out / "metrics.json").read_text())
+    assert (metrics["steps"], metrics["examples_seen"]) == (4, 16)
+    assert [h["step"] for h in metrics["history"]] == [2, 4]
+    state = json.loads((out / "checkpoints" / "checkpoint.json").read_text())
+    assert state["step"] == 8  # batches: the data position
+    config = json.loads((out / "config.json").read_text())
+    assert config["flags"]["gradient_accumulation_steps"] == 2
