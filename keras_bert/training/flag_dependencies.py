@@ -289,6 +289,16 @@ TABLE: dict[str, tuple[Needs, ...]] = {
             positive("max_num_load_retries"),
             "the wait between retries of a failed load",
         ),
+        *needs(
+            (
+                "rest_api_num_threads",
+                "rest_api_max_connections",
+                "rest_api_idle_timeout_seconds",
+                "rest_api_body_timeout_seconds",
+            ),
+            positive("rest_api_port"),
+            "the REST port's bounds; --rest_api_port=0 serves no REST",
+        ),
     ),
 }
 

@@ -242,6 +242,12 @@ def _scalar(value, dtype):
     )
 
 
+# The deepest nesting of an input value a request may send: the most dimensions a numpy array
+# (and so a tensor here) has; TF Serving refuses REST JSON nested past 256 levels, and its
+# tensors stop at 254 dimensions.
+MAX_DEPTH = 64
+
+
 def dense_shape(value) -> list:
     """GetDenseTensorShape: sizes along the first element of each nesting level."""
     shape = []
@@ -254,27 +260,42 @@ def dense_shape(value) -> list:
 
 
 def _fill(value, level, shape, dtype, out):
-    """FillTensorProto: appends the leaves of `value` to `out`, checking it is dense with `shape`."""
+    """FillTensorProto: appends the leaves of `value` to `out`, checking it is dense with `shape`.
+
+    A loop over an explicit stack, not a call per level: a value nested past the shape is
+    refused at the first level too deep, and no request reaches Python's recursion limit."""
     rank = len(shape)
-    if not isinstance(value, list):
-        if level != rank:
+    stack = [(value, level)]
+    while stack:
+        value, level = stack.pop()
+        if not isinstance(value, list):
+            if level != rank:
+                raise errors.invalid_argument(
+                    f"JSON Value: {value_to_string(value)} found at incorrect "
+                    f"level: {level + 1} in the JSON DOM. Expected at level: {rank}"
+                )
+            out.append(_scalar(value, dtype))
+            continue
+        if level >= rank:
             raise errors.invalid_argument(
-                f"JSON Value: {value_to_string(value)} found at incorrect "
-                f"level: {level + 1} in the JSON DOM. Expected at level: {rank}"
+                f"Encountered list at unexpected level: {level} expected < {rank}"
             )
-        out.append(_scalar(value, dtype))
-        return
-    if level >= rank:
+        if len(value) != shape[level]:
+            raise errors.invalid_argument(
+                f"Encountered list at unexpected size: {len(value)} at level: "
+                f"{level} expected size: {shape[level]}"
+            )
+        stack.extend((item, level + 1) for item in reversed(value))
+
+
+def check_depth(shape) -> None:
+    """Refuses a tensor whose nesting (`dense_shape`, the row dimension included) is deeper
+    than MAX_DEPTH, before any of it is converted."""
+    if len(shape) > MAX_DEPTH:
         raise errors.invalid_argument(
-            f"Encountered list at unexpected level: {level} expected < {rank}"
+            f"JSON Value nested {len(shape)} levels deep (with the row dimension): a tensor "
+            f"has at most {MAX_DEPTH} dimensions"
         )
-    if len(value) != shape[level]:
-        raise errors.invalid_argument(
-            f"Encountered list at unexpected size: {len(value)} at level: "
-            f"{level} expected size: {shape[level]}"
-        )
-    for item in value:
-        _fill(item, level + 1, shape, dtype, out)
 
 
 def to_array(values, shape, dtype) -> np.ndarray:
@@ -332,6 +353,7 @@ def _fast_array(value, dtype, plain_numbers=False):
     produce the same: this path only takes what that one would take unchanged.
     `plain_numbers`: the body holds no `true` / `false`, so integers go through numpy alone."""
     shape = dense_shape(value)
+    check_depth(shape)
     if plain_numbers and (dtype in _MAX_EXACT_INT or dtype in _INT_RANGES):
         array = _integer_array(value, shape, dtype)
         if array is not None:
@@ -377,6 +399,7 @@ def value_to_array(value, dtype, check=None, plain_numbers=False):
     given, sees the shape its nesting declares before any element is converted
     (`plain_numbers`: see `_fast_array`)."""
     shape = dense_shape(value)
+    check_depth(shape)
     if check is not None:
         check(shape)
     array = _fast_array(value, dtype, plain_numbers)
@@ -444,6 +467,7 @@ class _Batch:
         if name not in self.dtypes:
             raise errors.invalid_argument(f"JSON object: does not have named input: {name}")
         shape, leaves = dense_shape(value), []
+        check_depth([0, *shape])  # each row's own nesting, under the row dimension, first
         _fill(value, 0, shape, self.dtypes[name], leaves)
         if name not in self.shapes:
             self.shapes[name], self.leaves[name] = shape, leaves

@@ -178,3 +178,39 @@ def test_a_feature_list_adds_the_same_on_both_paths(values):
     fast = feature_pb2.Feature()
     if json_tensor._add_all_to_feature(values, fast):
         assert fast == slow
+
+
+def _nested_row(depth: int) -> bytes:
+    nested = "[" * depth + '"a"' + "]" * depth
+    return ('{"instances": [{"text": "a"}, {"text": ' + nested + "}]}").encode()
+
+
+@pytest.mark.parametrize("depth", [64, 257, 900, 1000])
+def test_a_row_nested_too_deeply_is_refused_before_conversion(depth):
+    """Row 0 plain, row 1 nested past the 64 dimensions a tensor has here: orjson parses up to
+    1,024 levels, and the element-by-element conversion recursed a Python frame per level (1,000
+    levels: 500 RecursionError; 64 under the row: numpy's ValueError, 500 too). Every depth past
+    the limit is the same 400, for that row."""
+    doc = json_tensor.parse_json(_nested_row(depth))
+    with pytest.raises(errors.ServingError) as refused:
+        json_tensor.predict_inputs(doc, {"text": dt.string})
+    assert refused.value.message == (
+        "Failed to process element: 1 key: text of 'instances' list. Error: INVALID_ARGUMENT: "
+        f"JSON Value nested {depth + 1} levels deep (with the row dimension): a tensor has at "
+        "most 64 dimensions"
+    )
+
+
+def test_a_value_at_the_depth_limit_converts_without_recursion():
+    """64 levels is allowed (as a columnar input): converted by the loop (not a call per level)
+    to its own shape."""
+    value = "a"
+    for _ in range(64):
+        value = [value]
+    array, shape = json_tensor.value_to_array(value, dt.string)
+    assert shape == [1] * 64 and array.shape == (1,) * 64
+    slow = []
+    json_tensor._fill(value, 0, shape, dt.string, slow)
+    assert slow == [b"a"]
+    rows = json_tensor.predict_inputs({"instances": [value[0]]}, {"text": dt.string})
+    assert rows[0]["text"].shape == (1,) * 64  # 63 levels in a row, under the row dimension
