@@ -12,7 +12,9 @@ util/json_tensor.cc (serving/wire/json_tensor.py, serving/wire/json_writer.py): 
 matches no API is INVALID_ARGUMENT "Malformed request" (400). Errors are {"error": "..."} with the
 HTTP status TensorFlow Serving maps the gRPC code to (400 INVALID_ARGUMENT / FAILED_PRECONDITION,
 404 NOT_FOUND, 429 RESOURCE_EXHAUSTED, 501 UNIMPLEMENTED, 503 UNAVAILABLE, 500 INTERNAL); a body
-over --max_request_bytes is 413. Status and metadata print every field TF Serving's JSON printer
+over --max_request_bytes is 413, before or after gzip (`Content-Encoding: gzip` bodies are
+decompressed as they arrive, as TF Serving's are), and a request Tornado cannot parse is a JSON
+400 too. HEAD is answered as GET, without content. Status and metadata print every field TF Serving's JSON printer
 prints, default-valued ones included.
 
 The HTTP server is Tornado's (`RestServer`): one asyncio loop holds every connection, so an idle
@@ -34,6 +36,7 @@ import re
 import socket
 import threading
 import time
+import zlib
 
 import tornado.httpserver
 import tornado.netutil
@@ -200,10 +203,17 @@ class RestOptions:
     backlog: int = 1024
 
 
-# An oversized body is read (and dropped) up to this many bytes so the client sees the 413
-# instead of a connection reset; past it the connection is closed unanswered.
+# A refused body of a well-framed request is read (and dropped) up to this many bytes, when the
+# client did not ask to wait (Expect: 100-continue), so that it sees the answer instead of a
+# connection reset; past it, and for a request whose framing is refused, the answer goes out at
+# once, before any body byte, and the connection is closed (RFC 9110 section 10.1.1).
 DRAIN_CAP_BYTES = 256 << 20
 _JSON = "application/json"
+# RFC 9110 section 8.6: Content-Length = 1*DIGIT, ASCII digits only (str.isdigit() takes "²").
+_CONTENT_LENGTH = re.compile(r"[0-9]+")
+# Content-Encoding values of a request body the port decompresses (TF Serving decompresses gzip:
+# its http_server auto_uncompress_input defaults to true).
+_GZIP = ("gzip", "x-gzip")
 
 
 def _json_body(value) -> bytes:
@@ -217,14 +227,15 @@ def _json_body(value) -> bytes:
 class _Responder:
     """What the REST port answers, apart from the HTTP transport: (status, body bytes, content
     type) for a method, a path and a body. Errors are JSON: a ServingError with its own HTTP
-    status, anything else logged with its traceback and answered 500 (INTERNAL)."""
+    status, anything else logged with its traceback and answered 500 (INTERNAL). HEAD is
+    answered as GET (RFC 9110 section 9.3.2); the transport sends its headers alone."""
 
     def __init__(self, api: RestApi, metrics):
         self.api, self.metrics = api, metrics
 
     def answer(self, method, path, body):
         try:
-            return self._answer(method, path, body)
+            return self._answer("GET" if method == "HEAD" else method, path, body)
         except errors.ServingError as e:
             return e.http_status, _json_body({"error": e.message}), _JSON
         except Exception as e:
@@ -244,46 +255,152 @@ class _Responder:
         raise errors.invalid_argument(f"Malformed request: {method} {path}")
 
 
+class _Refusal(Exception):
+    """A request refused at its header: `status`, `message`, and whether its framing is sound
+    enough to read the body past (`framed`)."""
+
+    def __init__(self, status: int, message: str, framed: bool = True):
+        super().__init__(message)
+        self.status, self.message, self.framed = status, message, framed
+
+
+def _declared_length(headers) -> int:
+    """The body's length as the header declares it (Tornado's rule for a list of equal values,
+    "5, 5", kept), refusing what is not ASCII digits.
+
+    Raises:
+        _Refusal: 411 without Content-Length (a chunked body included), 400 for a value that is
+            not one number of ASCII digits or beside Transfer-Encoding.
+    """
+    length = headers.get("Content-Length")
+    if length is not None and "Transfer-Encoding" in headers:
+        raise _Refusal(
+            400, "a request may not have both Transfer-Encoding and Content-Length", framed=False
+        )
+    if length is None:
+        raise _Refusal(411, "Content-Length header is required", framed=False)
+    pieces = set(re.split(r",[ \t]*", length.strip()))
+    if len(pieces) != 1 or not _CONTENT_LENGTH.fullmatch(next(iter(pieces))):
+        raise _Refusal(
+            400, f"Content-Length must be one number of ASCII digits, got {length!r}", framed=False
+        )
+    return int(pieces.pop())
+
+
+class _Inflater:
+    """A gzip body decompressed as it arrives, never to more than `limit` bytes: the limit
+    applies to what the body inflates to, so a small gzip of a huge body is refused after
+    `limit` bytes of output, not inflated whole. Several gzip members follow one another."""
+
+    def __init__(self, limit: int):
+        self.limit, self.size = limit, 0
+        self._gzip = zlib.decompressobj(16 + zlib.MAX_WBITS)
+
+    def feed(self, data: bytes) -> bytes:
+        """The bytes `data` inflates to. Raises _Refusal: 413 past the limit, 400 not gzip."""
+        out = []
+        try:
+            while data:
+                room = self.limit - self.size
+                piece = self._gzip.decompress(data, room + 1)
+                self.size += len(piece)
+                if self.size > self.limit:
+                    raise _Refusal(
+                        413,
+                        f"request body inflates past --max_request_bytes={self.limit} bytes "
+                        "(Content-Encoding: gzip)",
+                    )
+                out.append(piece)
+                data = self._gzip.unconsumed_tail
+                if self._gzip.eof:  # the next member, if any
+                    data = self._gzip.unused_data + data
+                    if data:
+                        self._gzip = zlib.decompressobj(16 + zlib.MAX_WBITS)
+        except zlib.error as e:
+            raise _Refusal(400, f"Content-Encoding gzip: the body is not gzip ({e})") from None
+        return b"".join(out)
+
+    def finish(self) -> None:
+        """Raises _Refusal 400 when the body ended inside a gzip member."""
+        if not self._gzip.eof:
+            raise _Refusal(400, "Content-Encoding gzip: the body ends inside its gzip stream")
+
+
 class _Exchange(httputil.HTTPMessageDelegate):
-    """One request on a connection: its header, its body, then the answer from the thread pool."""
+    """One request on a connection: its header, its body, then the answer from the thread pool.
+
+    A request refused at its header (`_declared_length`, an unsupported Content-Encoding, a body
+    declared past --max_request_bytes) is answered at once, before any 100 Continue and any body
+    byte, when the client waits for that answer (Expect: 100-continue), when its framing cannot
+    be trusted, or when the body is past DRAIN_CAP_BYTES; otherwise its body is read and dropped
+    first. Every refusal is JSON {"error": ...} and closes the connection."""
 
     def __init__(self, port, connection):
         self.port, self.connection = port, connection
-        self.chunks, self.refusal = [], None
+        self.chunks, self.refusal, self.inflater = [], None, None
 
     def headers_received(self, start_line, headers):
         self.method, self.path = start_line.method, start_line.path.split("?")[0]
         if self.method != "POST":
             return
-        length = headers.get("Content-Length")
-        if length is not None and not length.isdigit():
-            return  # Tornado answers 400 for a Content-Length that is not one integer
-        if length is None:
-            self.refusal = (411, {"error": "Content-Length header is required"})
-        elif int(length) > self.port.max_request_bytes:
-            self.refusal = (
-                413,
-                {
-                    "error": f"request body of {length} bytes exceeds "
-                    f"--max_request_bytes={self.port.max_request_bytes}"
-                },
-            )
-            self.connection.set_max_body_size(min(int(length), DRAIN_CAP_BYTES))
+        length = 0
+        try:
+            length = _declared_length(headers)
+            coding = headers.get("Content-Encoding", "").strip().lower()
+            if coding in _GZIP:
+                self.inflater = _Inflater(self.port.max_request_bytes)
+            elif coding not in ("", "identity"):
+                raise _Refusal(
+                    415,
+                    f"Content-Encoding {headers['Content-Encoding']!r} is not supported: send "
+                    "the body as gzip or identity",
+                )
+            if length > self.port.max_request_bytes:
+                raise _Refusal(
+                    413,
+                    f"request body of {length} bytes exceeds "
+                    f"--max_request_bytes={self.port.max_request_bytes}",
+                )
+        except _Refusal as refusal:
+            self.refusal = refusal
+            waits = "100-continue" in headers.get("Expect", "").lower()
+            if waits or not refusal.framed or length > DRAIN_CAP_BYTES:
+                # Tornado reads the body by these headers after this returns: without them it
+                # reads none (and raises nothing of its own on a length it cannot parse).
+                for name in ("Content-Length", "Transfer-Encoding"):
+                    if name in headers:
+                        del headers[name]
+                self._write(refusal.status, _json_body({"error": refusal.message}), _JSON, True)
+            else:
+                self.connection.set_max_body_size(length)
 
     def data_received(self, chunk):
-        if self.refusal is None:
-            self.chunks.append(chunk)
+        if self.refusal is not None:
+            return
+        if self.inflater is not None:
+            try:
+                chunk = self.inflater.feed(chunk)
+            except _Refusal as refusal:
+                self.refusal, self.chunks = refusal, []
+                return
+        self.chunks.append(chunk)
 
     def finish(self):
+        if self.refusal is None and self.inflater is not None:
+            try:
+                self.inflater.finish()
+            except _Refusal as refusal:
+                self.refusal = refusal
         asyncio.ensure_future(self._respond())
 
     def on_connection_close(self):
         self.chunks = []
 
     async def _respond(self):
-        close = self.refusal is not None
-        if close:
-            status, body, content_type = self.refusal[0], _json_body(self.refusal[1]), _JSON
+        refusal = self.refusal
+        if refusal is not None:
+            status, body, content_type = refusal.status, {"error": refusal.message}, _JSON
+            body = _json_body(body)
         else:
             status, body, content_type = await asyncio.get_running_loop().run_in_executor(
                 self.port.pool,
@@ -293,6 +410,11 @@ class _Exchange(httputil.HTTPMessageDelegate):
                 b"".join(self.chunks),
             )
         self.chunks = []
+        self._write(status, body, content_type, close=refusal is not None)
+
+    def _write(self, status, body, content_type, close):
+        """The answer: headers, then the body unless the request is HEAD (whose answer has the
+        GET answer's headers, Content-Length included, and no content)."""
         headers = httputil.HTTPHeaders(
             {
                 "Content-Type": content_type,
@@ -305,7 +427,9 @@ class _Exchange(httputil.HTTPMessageDelegate):
         reason = http.HTTPStatus(status).phrase
         try:
             written = self.connection.write_headers(
-                httputil.ResponseStartLine("HTTP/1.1", status, reason), headers, body
+                httputil.ResponseStartLine("HTTP/1.1", status, reason),
+                headers,
+                None if self.method == "HEAD" else body,
             )
             self.connection.finish()
         except Exception as e:  # the client went away while the answer was computed
@@ -313,6 +437,19 @@ class _Exchange(httputil.HTTPMessageDelegate):
             return
         if close:
             written.add_done_callback(lambda _: self.connection.stream.close())
+
+
+# What Tornado itself writes for a request it cannot parse (a malformed request line or header,
+# bad chunked framing), before any of ours sees it; the port answers that as JSON too.
+_BARE_400 = b"HTTP/1.1 400 Bad Request\r\n\r\n"
+_MALFORMED_BODY = _json_body(
+    {"error": "malformed HTTP request (request line, headers or chunked framing)"}
+)
+_MALFORMED = (
+    b"HTTP/1.1 400 Bad Request\r\nContent-Type: application/json\r\nConnection: close\r\n"
+    + f"Content-Length: {len(_MALFORMED_BODY)}\r\n\r\n".encode()
+    + _MALFORMED_BODY
+)
 
 
 # A refused connection is kept open this long, at most LINGER_MAX of them at a time, so its
@@ -343,6 +480,12 @@ class _HTTPServer(tornado.httpserver.HTTPServer, httputil.HTTPServerConnectionDe
             else:
                 asyncio.ensure_future(self._refuse(stream))
             return
+        write = stream.write
+
+        def json_errors(data, *args, **kwargs):
+            return write(_MALFORMED if data == _BARE_400 else data, *args, **kwargs)
+
+        stream.write = json_errors
         super().handle_stream(stream, address)
 
     async def _refuse(self, stream):

@@ -293,8 +293,8 @@ def check_depth(shape) -> None:
     than MAX_DEPTH, before any of it is converted."""
     if len(shape) > MAX_DEPTH:
         raise errors.invalid_argument(
-            f"JSON Value nested {len(shape)} levels deep (with the row dimension): a tensor "
-            f"has at most {MAX_DEPTH} dimensions"
+            f"JSON Value makes a tensor of {len(shape)} dimensions (nested lists, the rows "
+            f"included): a tensor has at most {MAX_DEPTH}"
         )
 
 
@@ -399,9 +399,9 @@ def value_to_array(value, dtype, check=None, plain_numbers=False):
     given, sees the shape its nesting declares before any element is converted
     (`plain_numbers`: see `_fast_array`)."""
     shape = dense_shape(value)
-    check_depth(shape)
     if check is not None:
-        check(shape)
+        check(shape)  # the signature's rank first: its refusal says more
+    check_depth(shape)
     array = _fast_array(value, dtype, plain_numbers)
     if array is not None:
         return array, shape

@@ -18,7 +18,13 @@ import numpy as np
 from tensorflow.core.example import example_pb2
 from serving.wire import tensors
 from tests.fuzz import serving_targets
-from tests.serving import test_declared_sizes, test_errors, test_rest_api, test_rest_conformance
+from tests.serving import (
+    test_declared_sizes,
+    test_errors,
+    test_rest_api,
+    test_rest_conformance,
+    test_rest_framing,
+)
 from tests.serving.test_rest_conformance import CALL_CASES, DECODE_CASES, ENCODE_CASES
 
 CORPUS = pathlib.Path(__file__).parent / "corpus"
@@ -80,18 +86,22 @@ def rest_bodies():
 
 
 def rest_requests():
-    """`<METHOD> <path>\\n<body>` of every REST call our tests make, and the GET paths."""
+    """The raw HTTP/1.1 requests (`serving_targets.raw_request`) of every REST call our tests
+    make, the GET paths, HEAD, and the framing cases of tests/serving/test_rest_framing.py."""
+    raw = serving_targets.raw_request
     for path, body in rest_bodies():
-        yield b"POST " + path.encode() + b"\n" + body
+        yield raw("POST", path, body)
     for method, path, _, _ in test_rest_conformance.PATH_CASES:
-        yield f"{method} {path}\n".encode()
+        yield raw(method, path)
     for _, path, body, _ in CALL_CASES:
         if body is None:
-            yield f"GET {path}\n".encode()
+            yield raw("GET", path)
     for path in ("/v1/models/clf", "/v1/models/hp2/labels/stable", "/v1/models/clf/metadata"):
-        yield f"GET {path}\n".encode()
-    yield b"GET /v1/models/echo/versions/1/metadata\n"
-    yield b"GET /monitoring/prometheus/metrics\n"
+        yield raw("GET", path)
+        yield raw("HEAD", path)
+    yield raw("GET", "/v1/models/echo/versions/1/metadata")
+    yield raw("GET", "/monitoring/prometheus/metrics")
+    yield from test_rest_framing.FRAMING_CASES
 
 
 def _example(**features):

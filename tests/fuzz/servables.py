@@ -1,5 +1,6 @@
 """The in-process server the serving fuzz targets call: small SavedModels, a ModelManager, an
-InferenceService and the REST answer path, built once per process (about 5 s).
+InferenceService, the REST answer path and (on first use) the REST port's HTTP server on
+loopback, built once per process (about 5 s).
 
 Models (tests/serving/saved_models.py, plus a SWAG-like one):
     clf/1 (label "stable"): serving_default text, text_b [B] string; encoded input_word_ids,
@@ -84,6 +85,22 @@ class InProcessServer:
         self.rest_api = rest.RestApi(self.service, MAX_REQUEST_BYTES)
         self.answer = rest._Responder(self.rest_api, self.metrics).answer
         self._warm_up()
+        self._rest_server = None
+
+    @property
+    def rest_port(self) -> int:
+        """The port of the REST port's own HTTP server (`rest.RestServer`, Tornado) over this
+        service on loopback, started on first use: the raw bytes of a request go through the
+        parser a client's socket feeds."""
+        if self._rest_server is None:
+            self._rest_server = rest.RestServer(
+                "127.0.0.1",
+                0,
+                self.rest_api,
+                self.metrics,
+                options=rest.RestOptions(num_threads=2, idle_timeout_s=5, body_timeout_s=5),
+            ).start()
+        return self._rest_server.port
 
     def _warm_up(self):
         """One call of each signature, so that no target's first input pays for the first call

@@ -15,8 +15,10 @@ A finding is:
 Targets (`TARGETS`), and what their bytes are:
     rest_json        a REST body: json_tensor.parse_json, then predict_inputs for several
                      signatures and fill_examples for classify and regress, no model.
-    rest_http        "<METHOD> <path>\\n<body>": the REST port's answer (RestApi and the error
-                     mapping) against the in-process server (`tests.fuzz.servables`).
+    rest_http        the raw bytes of HTTP/1.1 requests on one connection (request line,
+                     headers, framing, body, several requests kept alive): the REST port's HTTP
+                     server (Tornado and our exchange) on loopback over the in-process server
+                     (`tests.fuzz.servables`).
     grpc_predict, grpc_classify, grpc_regress, grpc_multi_inference, grpc_model_metadata,
     grpc_model_status
                      the wire bytes of that request proto (FromString), through the
@@ -32,9 +34,13 @@ replays the saved corpus (tests/fuzz/corpus/<target>/) and drives them with hypo
 
 import contextlib
 import gc
+import http.client
+import io
 import json
+import logging
 import math
 import re
+import socket
 import time
 import tracemalloc
 
@@ -239,27 +245,158 @@ def _example_count(input_proto):
     return len(getattr(input_proto, kind).examples) if kind else 0
 
 
-# ------------------------------------------------------------------ REST port, in process
+# ------------------------------------------------------------------ REST port, raw bytes
 _METHODS = ("GET", "POST", "PUT", "DELETE", "HEAD")
+# A connection the port neither answers nor closes within this long is a finding (a request
+# declared past what was sent ends at the client's end of stream, not at a deadline).
+REST_WAIT_S = 10.0
+_DOCUMENTED_5XX = {501, 503}
+
+
+def raw_request(method: str, path: str, body: bytes = b"", headers=()) -> bytes:
+    """The bytes of one HTTP/1.1 request: `method path`, Host, Content-Length for a body (and for
+    every POST), the extra `headers` (name, value) in order, then the body."""
+    lines = [f"{method} {path} HTTP/1.1", "Host: fuzz"]
+    if body or method == "POST":
+        lines.append(f"Content-Length: {len(body)}")
+    lines += [f"{name}: {value}" for name, value in headers]
+    return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1") + body
+
+
+class _ErrorLog(logging.Handler):
+    """Records what Tornado logs as an error (an uncaught exception in a request's handling)."""
+
+    def __init__(self):
+        super().__init__(logging.ERROR)
+        self.records = []
+
+    def emit(self, record):
+        self.records.append(record)
+
+
+_TORNADO_ERRORS = _ErrorLog()
+logging.getLogger("tornado.application").addHandler(_TORNADO_ERRORS)
+
+
+class _Replies(io.BytesIO):
+    """Bytes read as a socket's file; `HTTPResponse` closing it after a body leaves it open."""
+
+    def makefile(self, *args, **kwargs):
+        return self
+
+    def close(self):
+        pass
+
+
+def _exchange(data: bytes, method: str, answered: bool) -> bytes:
+    """Sends `data` on a new connection to the in-process REST port and returns every byte the
+    port sends until it closes; with `answered`, the end of the stream is sent only once a first
+    final answer is whole (Tornado closes a half-closed connection, dropping answers still being
+    computed)."""
+    with socket.create_connection(("127.0.0.1", servables.server().rest_port), REST_WAIT_S) as sock:
+        reply = []
+        try:
+            sock.sendall(data)
+            while answered and _first_answer(b"".join(reply), method) is None:
+                chunk = sock.recv(1 << 16)
+                if not chunk:
+                    break
+                reply.append(chunk)
+            sock.shutdown(socket.SHUT_WR)
+        except socket.timeout:
+            raise Finding(
+                f"no whole answer within {REST_WAIT_S:g} s of a whole request: "
+                f"{b''.join(reply)[:300]!r}"
+            ) from None
+        except OSError:  # the port answered and closed before taking it all
+            pass
+        try:
+            while chunk := sock.recv(1 << 16):
+                reply.append(chunk)
+        except ConnectionResetError:  # closed with bytes of ours unread: what came is kept
+            pass
+        except socket.timeout:
+            raise Finding(f"no close within {REST_WAIT_S:g} s of the end of the stream") from None
+    return b"".join(reply)
+
+
+def _first_answer(reply: bytes, method: str):
+    """(the first final answer, its body, the bytes after it) once `reply` holds it whole, else
+    None; interim 1xx answers are skipped."""
+    final = re.sub(rb"^(HTTP/1\.1 1\d\d [^\r\n]*\r\n\r\n)+", b"", reply)
+    if b"\r\n\r\n" not in final:
+        return None
+    stream = _Replies(final)
+    response = http.client.HTTPResponse(stream, method=method)
+    try:
+        response.begin()
+        body = response.read()
+    except (http.client.IncompleteRead, http.client.RemoteDisconnected):
+        return None
+    except (http.client.HTTPException, ValueError) as e:
+        raise Finding(f"not an HTTP/1.1 response: {e!r}: {reply[:300]!r}") from None
+    return response, body, stream.read()
+
+
+def _whole_first_request(data: bytes) -> bool:
+    """Whether `data` starts with a whole request the port must answer: a header within the
+    port's header limit, and all of the body its Content-Length declares (a length that is not
+    one, or none, must be refused, which is an answer too); a chunked one is not judged."""
+    header, blank, rest = data.partition(b"\r\n\r\n")
+    if not blank or len(header) >= rest_options().max_header_bytes:
+        return False
+    fields = {}
+    for line in header.split(b"\r\n")[1:]:
+        name, colon, value = line.partition(b":")
+        if colon:
+            fields.setdefault(name.strip().lower(), value.strip())
+    if b"transfer-encoding" in fields:
+        return False
+    length = fields.get(b"content-length")
+    return length is None or not re.fullmatch(rb"[0-9]+", length) or len(rest) >= int(length)
+
+
+def rest_options():
+    from serving.protocol import rest
+
+    return rest.RestOptions()
 
 
 def rest_http(data: bytes):
-    """`<METHOD> <path>\\n<body>` answered by the REST port's answer path: never 5xx, always a
-    JSON body ({"error": str} when refused), never a status outside the documented ones."""
-    head, _, body = data.partition(b"\n")
-    method, _, path = head.decode("latin-1").partition(" ")
-    status, text, content_type = servables.server().answer(method, path, body)
-    if status >= 500 and status != 501:
-        raise Finding(f"{method} {path!r} answered {status}: {text[:300]!r}")
-    if path == "/monitoring/prometheus/metrics" and method == "GET":
-        return
-    answer = json.loads(text)
-    if status != 200 and not (
-        isinstance(answer, dict) and list(answer) == ["error"] and isinstance(answer["error"], str)
-    ):
-        raise Finding(
-            f"{method} {path!r} answered {status} without an error object: {text[:300]!r}"
-        )
+    """The raw bytes of one or more HTTP/1.1 requests (request line, headers, framing, body) on
+    one connection to the REST port's HTTP server: a whole first request gets a whole HTTP/1.1
+    answer; no answer is 5xx but 501 / 503; an error is always a JSON {"error": str} with a
+    Content-Length that counts it; nothing is logged as an uncaught exception."""
+    del _TORNADO_ERRORS.records[:]
+    method = data.split(b" ", 1)[0].decode("latin-1")
+    whole = _whole_first_request(data)
+    reply = _exchange(data, method, whole)
+    if _TORNADO_ERRORS.records:
+        record = _TORNADO_ERRORS.records[0]
+        raise Finding(f"the port logged an error: {record.getMessage()} {record.exc_info!r}")
+    first = _first_answer(reply, method)
+    if first is None:
+        if whole:
+            raise Finding(f"a whole request closed without a whole answer: {reply[:300]!r}")
+        return  # no whole request came (a header cut short, a body declared past the end)
+    response, body, after = first
+    status = response.status
+    if status >= 500 and status not in _DOCUMENTED_5XX:
+        raise Finding(f"answered {status}: {body[:300]!r}")
+    if status != 200 and method != "HEAD":
+        try:
+            answer = json.loads(body)
+        except ValueError:
+            answer = None
+        if not (
+            isinstance(answer, dict)
+            and list(answer) == ["error"]
+            and isinstance(answer["error"], str)
+        ):
+            raise Finding(f"answered {status} without an error object: {reply[:300]!r}")
+    for later in re.findall(rb"(?:^|\n)HTTP/1\.[01] (\d{3}) ", after):
+        if int(later) >= 500 and int(later) not in _DOCUMENTED_5XX:
+            raise Finding(f"a later answer on the connection is {int(later)}: {reply[:300]!r}")
 
 
 rest_http = timed(rest_http, server=True)

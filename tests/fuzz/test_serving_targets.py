@@ -144,7 +144,7 @@ _PATHS = [
 )
 @hypothesis.given(path=st.sampled_from(_PATHS), body=_body)
 def test_generated_rest_calls_get_a_documented_answer(server, path, body):
-    serving_targets.rest_http(b"POST " + path.encode() + b"\n" + json.dumps(body).encode())
+    serving_targets.rest_http(serving_targets.raw_request("POST", path, json.dumps(body).encode()))
 
 
 @hypothesis.settings(

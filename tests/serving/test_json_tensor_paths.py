@@ -196,8 +196,8 @@ def test_a_row_nested_too_deeply_is_refused_before_conversion(depth):
         json_tensor.predict_inputs(doc, {"text": dt.string})
     assert refused.value.message == (
         "Failed to process element: 1 key: text of 'instances' list. Error: INVALID_ARGUMENT: "
-        f"JSON Value nested {depth + 1} levels deep (with the row dimension): a tensor has at "
-        "most 64 dimensions"
+        f"JSON Value makes a tensor of {depth + 1} dimensions (nested lists, the rows "
+        "included): a tensor has at most 64"
     )
 
 
