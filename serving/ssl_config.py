@@ -28,8 +28,11 @@ Checked before anything binds, the same way by the server and by the command (`c
 problem one line naming the file (and field) and the cause, never a passphrase prompt: a field
 that holds a file path instead of PEM text (the server names the command that writes the file),
 text that is not PEM (or a key where a certificate belongs), an encrypted (passphrase-protected)
-private key, a key that does not match the certificate, a certificate outside its validity period
-(expired or not yet valid), and whatever else OpenSSL refuses to load.
+private key, a key that does not match the certificate, a server certificate outside its
+validity period (expired or not yet valid), a CA bundle with no certificate inside its period,
+and whatever else OpenSSL refuses to load. A CA bundle that still holds an expired CA beside a
+valid one (a CA rotation) is taken, with one warning line per expired CA; a server certificate
+without a subjectAltName is taken with a warning (clients that check host names refuse it).
 
 The tensorflow-serving-api 2.20 wheel does not ship `ssl_config_pb2`; `ssl_config_message()` uses
 it when installed, and otherwise registers the proto's one message, field for field, in protobuf's
@@ -38,6 +41,7 @@ default pool under the proto's own file name.
 
 import contextlib
 import datetime
+import logging
 import os
 import re
 import ssl
@@ -64,6 +68,7 @@ _PEM_BEGIN = re.compile(r"-----BEGIN ([A-Z0-9 ]+)-----")
 _PEM_BLOCK = re.compile(r"-----BEGIN ([A-Z0-9 ]+)-----.*?-----END \1-----", re.DOTALL)
 _WRITE_COMMAND = "python -m serving.ssl_config"
 _FLAGS = flags.FLAGS
+_LOG = logging.getLogger("serving")
 
 
 class SSLConfigError(ValueError):
@@ -227,8 +232,11 @@ def _private_key(text: str, name: str):
         ) from None
 
 
-def _certificates(text: str, name: str, now: datetime.datetime) -> list:
-    """The certificates of PEM `text`, each within its validity period at `now`."""
+def _certificates(text: str, name: str, now: datetime.datetime, bundle: bool = False) -> list:
+    """The certificates of PEM `text`, each within its validity period at `now`; with `bundle`
+    (a CA bundle), at least one within it: each other one is logged as one warning line and
+    kept (during a CA rotation the bundle keeps the old CA until its clients have moved; OpenSSL
+    trusts none that is outside its period)."""
     if "CERTIFICATE" not in _PEM_BEGIN.findall(text):
         raise SSLConfigError(f"{name} is not PEM certificate text ({_found(text, 'CERTIFICATE')})")
     try:
@@ -237,20 +245,42 @@ def _certificates(text: str, name: str, now: datetime.datetime) -> list:
         raise SSLConfigError(
             f"{name} holds a -----BEGIN CERTIFICATE----- block that cannot be parsed"
         ) from None
-    for certificate in certificates:
-        subject = certificate.subject.rfc4514_string() or "no subject"
-        if certificate.not_valid_after_utc < now:
-            when = certificate.not_valid_after_utc
-            raise SSLConfigError(
-                f"{name} holds a certificate ({subject}) that expired on {when:%Y-%m-%d %H:%M:%S} UTC"
-            )
-        if certificate.not_valid_before_utc > now:
-            when = certificate.not_valid_before_utc
-            raise SSLConfigError(
-                f"{name} holds a certificate ({subject}) that is not valid until "
-                f"{when:%Y-%m-%d %H:%M:%S} UTC"
-            )
+    problems = [(c, _outside_validity(c, now)) for c in certificates]
+    invalid = [(c, problem) for c, problem in problems if problem]
+    if invalid and (not bundle or len(invalid) == len(certificates)):
+        raise SSLConfigError(f"{name} holds a certificate {invalid[0][1]}")
+    for _, problem in invalid:
+        _LOG.warning(
+            "%s holds a CA certificate %s: clients whose certificates only it signed are "
+            "refused; it is kept beside the valid ones",
+            name,
+            problem,
+        )
     return certificates
+
+
+def _outside_validity(certificate, now: datetime.datetime) -> str:
+    """"(<subject>) that expired on ..." / "... that is not valid until ...", or "" within."""
+    subject = certificate.subject.rfc4514_string() or "no subject"
+    if certificate.not_valid_after_utc < now:
+        return (
+            f"({subject}) that expired on "
+            f"{certificate.not_valid_after_utc:%Y-%m-%d %H:%M:%S} UTC"
+        )
+    if certificate.not_valid_before_utc > now:
+        return (
+            f"({subject}) that is not valid until "
+            f"{certificate.not_valid_before_utc:%Y-%m-%d %H:%M:%S} UTC"
+        )
+    return ""
+
+
+def _has_subject_alt_name(certificate) -> bool:
+    try:
+        certificate.extensions.get_extension_for_class(x509.SubjectAlternativeName)
+    except x509.ExtensionNotFound:
+        return False
+    return True
 
 
 def _public_key_bytes(key) -> bytes:
@@ -278,8 +308,15 @@ def check_tls(config, names, now=None) -> None:
         )
     key = _private_key(config.server_key, names["server_key"])
     chain = _certificates(config.server_cert, names["server_cert"], now)
+    if not _has_subject_alt_name(chain[0]):
+        _LOG.warning(
+            "%s has no subjectAltName: clients that check the server's name (gRPC, Python's "
+            "ssl, curl, browsers) refuse it; issue it with the DNS names or IP addresses "
+            "clients connect to",
+            names["server_cert"],
+        )
     if config.custom_ca.strip():
-        _certificates(config.custom_ca, names["custom_ca"], now)
+        _certificates(config.custom_ca, names["custom_ca"], now, bundle=True)
     if _public_key_bytes(key.public_key()) != _public_key_bytes(chain[0].public_key()):
         raise SSLConfigError(
             f"{names['server_key']} does not match {names['server_cert']} (its first "

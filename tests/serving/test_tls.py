@@ -134,6 +134,7 @@ def pki(tmp_path_factory):
         "expired": _issued(ca, "localhost", server=True, valid=PAST),
         "future": _issued(ca, "localhost", server=True, valid=FUTURE),
         "old_ca": _authority("an expired CA", valid=PAST)[2],
+        "no_san": _issued(ca, "localhost"),  # a certificate without subjectAltName
         "encrypted": _encrypted(server[0], serialization.PrivateFormat.PKCS8),
         "encrypted_traditional": _encrypted(
             server[0], serialization.PrivateFormat.TraditionalOpenSSL
@@ -609,9 +610,10 @@ def _wait_serving(server, credentials):
 
 @pytest.fixture(scope="module")
 def tls_servers(pki, model_base, tmp_path_factory):
-    """Two servers for clf: "mtls" (client_verify: true), its config written by
-    `python -m serving.ssl_config` from the certificate files, and "tls" (server certificate
-    only), its config written by hand as for tensorflow_model_server."""
+    """Three servers for clf: "mtls" (client_verify: true), its config written by
+    `python -m serving.ssl_config` from the certificate files, "tls" (server certificate
+    only), its config written by hand as for tensorflow_model_server, and "rotation" (mutual TLS
+    with a client-CA bundle that still lists an expired old CA)."""
     from tests.serving.conftest import ServerProcess
 
     root = tmp_path_factory.mktemp("tls")
@@ -626,7 +628,11 @@ def tls_servers(pki, model_base, tmp_path_factory):
     assert written.returncode == 0, written.stderr
     (root / "tls.config").write_text(_text_proto(pki, client_verify=False))
     servers = {}
-    for name in ("mtls", "tls"):
+    # A CA rotation: the bundle still lists the expired old CA beside the current one.
+    (root / "rotation.config").write_text(
+        _text_proto(pki, client_verify=True, custom_ca=pki["old_ca"] + pki["ca"])
+    )
+    for name in ("mtls", "tls", "rotation"):
         config = root / f"{name}.config"
         servers[name] = ServerProcess(
             [
@@ -640,6 +646,7 @@ def tls_servers(pki, model_base, tmp_path_factory):
     try:
         _wait_serving(servers["mtls"], _credentials(pki, "client"))
         _wait_serving(servers["tls"], _credentials(pki))
+        _wait_serving(servers["rotation"], _credentials(pki, "client"))
         yield servers
     finally:
         for server in servers.values():
@@ -680,6 +687,71 @@ def test_grpc_predict_and_status_work_as_in_plain_text(tls_servers, pki, referen
     np.testing.assert_array_equal(got["probabilities"], want["probabilities"])
     assert list(got["labels"]) == list(want["labels"])
     assert _status(target, _credentials(pki, client)) == [(1, AVAILABLE)]
+
+
+@pytest.mark.slow
+def test_a_client_ca_bundle_that_still_lists_an_expired_ca_serves_mutual_tls(
+    tls_servers, pki, reference
+):
+    """OpenSearch security #4949: during a CA rotation the bundle keeps the old CA until its
+    clients move. The server starts (it exited 2), names the expired CA in one warning line, and
+    serves a client of the current CA; a client without a certificate is still refused."""
+    server = tls_servers["rotation"]
+    got = _predict(server.grpc_target, _credentials(pki, "client"))
+    want = reference("clf", text=TEXTS, text_b=TEXTS_B)
+    np.testing.assert_array_equal(got["probabilities"], want["probabilities"])
+    warnings = [line for line in server.log().splitlines() if "an expired CA" in line]
+    assert len(warnings) == 1 and warnings[0].endswith(
+        "custom_ca holds a CA certificate (CN=an expired CA) that expired on 2020-01-02 "
+        "03:04:05 UTC: clients whose certificates only it signed are refused; it is kept "
+        "beside the valid ones"
+    )
+    with pytest.raises(grpc.RpcError) as info:
+        _status(server.grpc_target, _credentials(pki, None))
+    assert info.value.code() == grpc.StatusCode.UNAVAILABLE
+
+
+def test_a_bundle_of_only_expired_cas_is_still_refused_and_a_mixed_one_read(tmp_path, pki, caplog):
+    from serving import ssl_config
+
+    config = tmp_path / "ssl.config"
+    config.write_text(_text_proto(pki, True, custom_ca=pki["old_ca"] + pki["old_ca"]))
+    with pytest.raises(ssl_config.SSLConfigError) as refused:
+        ssl_config.read_ssl_config(str(config))
+    assert str(refused.value) == (
+        f"--ssl_config_file {config}: custom_ca holds a certificate (CN=an expired CA) that "
+        "expired on 2020-01-02 03:04:05 UTC"
+    )
+    config.write_text(_text_proto(pki, True, custom_ca=pki["ca"] + pki["old_ca"]))
+    with caplog.at_level("WARNING", logger="serving"):
+        assert ssl_config.read_ssl_config(str(config)).client_verify
+    assert [r.getMessage() for r in caplog.records] == [
+        "custom_ca holds a CA certificate (CN=an expired CA) that expired on 2020-01-02 "
+        "03:04:05 UTC: clients whose certificates only it signed are refused; it is kept "
+        "beside the valid ones"
+    ]
+
+
+def test_a_server_certificate_without_a_subject_alt_name_is_taken_with_a_warning(
+    tmp_path, pki, caplog
+):
+    from serving import ssl_config
+
+    config = tmp_path / "ssl.config"
+    key, cert = pki["no_san"]
+    config.write_text(_text_proto(pki, False, server_key=key, server_cert=cert))
+    with caplog.at_level("WARNING", logger="serving"):
+        ssl_config.read_ssl_config(str(config))
+    assert [r.getMessage() for r in caplog.records] == [
+        "server_cert has no subjectAltName: clients that check the server's name (gRPC, "
+        "Python's ssl, curl, browsers) refuse it; issue it with the DNS names or IP addresses "
+        "clients connect to"
+    ]
+    caplog.clear()
+    config.write_text(_text_proto(pki, False))
+    with caplog.at_level("WARNING", logger="serving"):
+        ssl_config.read_ssl_config(str(config))
+    assert caplog.records == []
 
 
 @pytest.mark.slow
