@@ -223,6 +223,50 @@ def append_help(topic: str) -> str:
     return f"Append the results to {results_file(topic).relative_to(REPO)}."
 
 
+# Exit statuses of a program that states targets: every target met, a target missed, the program
+# itself failed (an exception; its traceback goes to stderr). 2 is a usage error
+# (`keras_bert.cli.fail_usage`), 128 + 15 a SIGTERM (`exit_on_sigterm`).
+TARGETS_MET, TARGET_MISSED, TOOL_FAILED = 0, 1, 3
+
+
+def targets_status(missed: list[str], program: str) -> int:
+    """TARGET_MISSED after one stderr line "<program>: target missed: <line>" per missed target;
+    TARGETS_MET when there is none."""
+    for line in missed:
+        print(f"{program}: target missed: {line}", file=sys.stderr, flush=True)
+    return TARGET_MISSED if missed else TARGETS_MET
+
+
+def failing_as_tool(main):
+    """`main` where an exception (the program itself failed) returns TOOL_FAILED after its
+    traceback, never a missed target's status; a usage error (absl's UsageError, argparse's
+    SystemExit) and a SIGTERM's SystemExit pass as they are."""
+    import functools
+    import traceback
+
+    from absl import app
+
+    @functools.wraps(main)
+    def guarded(*args):
+        try:
+            return main(*args)
+        except app.UsageError:
+            raise
+        except Exception:
+            traceback.print_exc()
+            return TOOL_FAILED
+
+    return guarded
+
+
+def run_with_targets(main) -> None:
+    """`keras_bert.cli.run` of a program that states targets: `main` returns `targets_status`'s
+    status, and an exception out of it is TOOL_FAILED (`failing_as_tool`)."""
+    from keras_bert import cli
+
+    cli.run(failing_as_tool(main))
+
+
 def exit_on_sigterm() -> None:
     """SIGTERM (a timeout, `kill`) raises SystemExit(143) in the main thread, where its default
     would end the process at once, so that `finally` blocks stop the program's children (a

@@ -260,12 +260,11 @@ def _certificates(text: str, name: str, now: datetime.datetime, bundle: bool = F
 
 
 def _outside_validity(certificate, now: datetime.datetime) -> str:
-    """"(<subject>) that expired on ..." / "... that is not valid until ...", or "" within."""
+    """ "(<subject>) that expired on ..." / "... that is not valid until ...", or "" within."""
     subject = certificate.subject.rfc4514_string() or "no subject"
     if certificate.not_valid_after_utc < now:
         return (
-            f"({subject}) that expired on "
-            f"{certificate.not_valid_after_utc:%Y-%m-%d %H:%M:%S} UTC"
+            f"({subject}) that expired on {certificate.not_valid_after_utc:%Y-%m-%d %H:%M:%S} UTC"
         )
     if certificate.not_valid_before_utc > now:
         return (

@@ -12,8 +12,9 @@ Prints one JSON line per round and a final summary (also <out>/summary.json, wri
 end, a SIGTERM included; an earlier run's is removed first): requests sent per port, status
 counts, findings (written to <out>/findings/), seconds, server RSS before and after. --out is a
 local directory (the server reads the models from it); its models/ are built anew each run.
-Exit status 1 when there was a finding, 2 for flags that cannot run; a SIGTERM stops the server
-and schemathesis and ends with 143.
+Exit status 1 when a target was missed (a finding, each also one stderr line, or a server that
+died), 3 when the program itself failed (a traceback), 2 for flags that cannot run; a SIGTERM
+stops the server and schemathesis and ends with 143.
 """
 
 import argparse
@@ -182,8 +183,11 @@ def main(argv=None):
         server.stop()
         fileio.write_json(str(out / "summary.json"), summary, indent=None)
         print(json.dumps(summary))
-    return 1 if findings else 0
+    missed = [f"finding {line}" for line in findings]
+    if not summary["server_alive"]:
+        missed.append("the server died during the run")
+    return common.targets_status(missed, "fuzz_live_server")
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(common.failing_as_tool(main)())

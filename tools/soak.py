@@ -43,6 +43,9 @@ a span's sample, read at the clock, may catch a load halfway: a second model is 
 
     nice -n 10 python -m tools.soak            # 30 minutes; appends to docs/results/hardening.md
 
+Exit status (`benchmarks.common`): 0 every target met, 1 a target missed (`missed_targets`, one
+stderr line each), 3 the program itself failed (its traceback), 2 a usage error, 143 a SIGTERM.
+
 tests/benchmarks/test_soak.py runs it for about 25 s with a tiny core-op model.
 """
 
@@ -66,7 +69,6 @@ import time
 from absl import flags
 
 from benchmarks import common, serving_harness
-from keras_bert import cli
 from benchmarks.serving_harness import Controller, model_config, proc_status, publish, string_inputs
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
@@ -249,6 +251,7 @@ def checkpoint_faults(task_fn, disk: SmallDisk, multiples, steps: int = 6) -> li
         names = sorted(os.listdir(directory)) if directory.exists() else []
         attempt = {
             "free": int(size * multiple),
+            "steps": steps,
             "outcome": outcome,
             "state_step": state and state["step"],
             "weights_present": state is None or state["weights"] in names,
@@ -830,6 +833,67 @@ def server_errors(text: str) -> collections.Counter:
     )
 
 
+def missed_targets(result: dict) -> list[str]:
+    """Each target of the module docstring that `result` misses, one line each (empty: all met):
+    0 failed good requests, 0 bad ones answered 5xx or unanswered, the RSS after each whole cycle
+    within +5% of the first cycle's, threads and descriptors at the end within 10% + 2 of the
+    highest of the first WINDOW spans (gRPC's pool moves by a thread or two), no corrupt request log (at the end and after the SIGKILL), every good
+    request after the restart answered, and every disk fault leaving whole files: no incomplete
+    or hidden version, no hidden checkpoint file, each training rerun to its last step."""
+    missed = []
+    failed = sum(result["failed_good"].values())
+    if failed:
+        missed.append(f"{failed} good requests failed (target 0): {dict(result['failed_good'])}")
+    if result["bad_5xx"]:
+        missed.append(f"{result['bad_5xx']} bad requests answered 5xx (target 0)")
+    if result["bad_unanswered"]:
+        missed.append(f"{result['bad_unanswered']} bad requests unanswered (target 0)")
+    cycles = result["cycle_rss"]
+    if len(cycles) > 1 and max(cycles[1:]) > cycles[0] * 1.05:
+        growth = (max(cycles[1:]) / cycles[0] - 1) * 100
+        missed.append(f"RSS after a whole cycle {growth:+.1f}% of the first (target at most +5%)")
+    rows = result["rows"]
+    for column, what in ((2, "threads"), (3, "file descriptors")):
+        first = [r[column] for r in rows[:WINDOW] if r[column] is not None]
+        last = rows[-1][column] if rows else None
+        if first and last is not None and last > max(first) * 1.1 + 2:
+            missed.append(
+                f"{what} {last} at the end, above the first spans' highest {max(first)} "
+                "(target: flat, within 10% + 2)"
+            )
+    for when, logs in (
+        ("at the end", result["request_logs"]),
+        ("after the SIGKILL", result["restart"]["logs_after_kill"]),
+    ):
+        if logs["corrupt"]:
+            missed.append(f"{logs['corrupt']} corrupt request logs {when} (target 0)")
+    ok, _, total = result["restart"]["good_after_restart"].partition(" of ")
+    if ok != total:
+        missed.append(f"{ok} of {total} good requests answered after the restart (target all)")
+    faults = result["faults"]
+    if "crashed" in faults:
+        missed.append(f"the disk-faults process crashed: {faults['crashed']}")
+    for attempt in faults.get("export", []):
+        if attempt["incomplete"] or attempt["hidden"]:
+            missed.append(
+                f"an export with {attempt['free']} bytes free left incomplete versions "
+                f"{attempt['incomplete']} and hidden ones {attempt['hidden']} (target none)"
+            )
+    for attempt in faults.get("checkpoint", []):
+        if attempt["hidden"] or not attempt["weights_present"]:
+            missed.append(
+                f"training with {attempt['free']} bytes free left hidden files "
+                f"{attempt['hidden']}, its checkpoint's weights present "
+                f"{attempt['weights_present']} (target: whole or absent)"
+            )
+        if attempt["final_step"] != attempt["steps"]:
+            missed.append(
+                f"training with {attempt['free']} bytes free resumed to step "
+                f"{attempt['final_step']} of {attempt['steps']}"
+            )
+    return missed
+
+
 def cycle_line(rss: list) -> str:
     """The growth measure: RSS read after each whole cycle of EVENTS, once nothing is loading
     (`Soak.settled_rss`): the same point of the cycle whatever the machine's pace (a minute's
@@ -951,9 +1015,9 @@ def main(argv):
         f"command: nice -n 10 python -m tools.soak (the machine shared with other work).\n"
     )
     common.report(TOPIC, "Soak and faults", body, desc, FLAGS.append)
-    return 1 if sum(result["failed_good"].values()) or result["bad_5xx"] else 0
+    return common.targets_status(missed_targets(result), "soak")
 
 
 if __name__ == "__main__":
     define_flags()
-    cli.run(main)
+    common.run_with_targets(main)

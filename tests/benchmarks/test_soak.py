@@ -43,6 +43,9 @@ def test_small_soak_fails_no_good_request_and_every_fault_leaves_whole_files(tmp
     )
     assert result["good"] > 0 and dict(result["failed_good"]) == {}
     assert result["bad_5xx"] == 0 and result["bad_unanswered"] == 0
+    # Every target the run states holds, but memory's (reported, never asserted, at this size).
+    memory = ("RSS", "threads", "file descriptors")
+    assert [m for m in soak.missed_targets(result) if not m.startswith(memory)] == []
     answered = {k for k, _ in result["bad_status"]}
     assert answered == set(soak.BAD_GRPC) | set(soak.BAD_REST)
     assert all(400 <= status < 500 for _, status in result["bad_status"])
