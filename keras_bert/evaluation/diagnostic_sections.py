@@ -191,6 +191,20 @@ def provenance_blocks(m: dict) -> list:
     return [("h2", "Provenance"), Table(["what", "value"], rows)]
 
 
+def measured_on(latency: dict | None) -> str:
+    """ " Latency measured on ...": what the gate's latency figures come from, or ""."""
+    if not latency or not latency.get("measured", True) or "machine" not in latency:
+        return ""
+    host = latency["machine"]
+    load = host.get("load_average_1m")
+    return (
+        f" Latency measured on {latency['num_batches']} timed batches of "
+        f"{latency['batch_size']} ({latency['path']}), {host['cpu']}, {host['cores']} cores"
+        + ("" if load is None else f", load average {load:.2f}")
+        + "."
+    )
+
+
 def gate_blocks(m: dict) -> list:
     gate = m.get("gate")
     if gate is None:
@@ -212,7 +226,8 @@ def gate_blocks(m: dict) -> list:
     verdict = "BLESSED" if gate["blessed"] else "NOT_BLESSED"
     return [
         ("h2", f"Release gate: {verdict}"),
-        f"Gate {gate['file']}; baseline {gate['baseline'] or 'none'}. change = value - baseline.",
+        f"Gate {gate['file']}; baseline {gate['baseline'] or 'none'}. change = value - baseline."
+        + measured_on(m.get("latency")),
         Table(
             ["metric", "threshold", "value", "baseline", "change", "result"],
             rows,

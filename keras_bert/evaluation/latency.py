@@ -1,7 +1,12 @@
 """Latency, throughput and cost of a prediction path, from per-batch wall times.
 
 Percentiles are numpy's linear interpolation over the batch latencies (one request = one batch of
-`batch_size` examples, end to end: tokenization, model and, over gRPC, the network). Throughput is
+`batch_size` examples, end to end: tokenization, model and, over gRPC, the network). A percentile
+p is given only from at least 1 / (1 - p) batches (p95: 20, p99: 100): from fewer, the largest
+batch stands in for it, and the figure would say the machine's load of the moment, not the
+model's tail (2 timed batches: "p99" is the slower of two). Such a figure is None, and
+`too_few` says why. Every summary records the machine it was measured on (`machine`: CPU
+model, cores, load average when it started). Throughput is
 examples / total seconds of the timed batches (one after another, nothing concurrent). Cost per
 1,000 predictions = machine price per hour / 3600 / throughput * 1000 (the machine busy only
 with this model).
@@ -9,7 +14,28 @@ with this model).
 
 from __future__ import annotations
 
+import os
+import platform
+
 import numpy as np
+
+# Each percentile reported, and the fewest batches that measure it (n >= 1 / (1 - p)).
+PERCENTILES = {"p50_ms": (50, 2), "p95_ms": (95, 20), "p99_ms": (99, 100)}
+
+
+def machine() -> dict:
+    """The machine a latency was measured on: CPU model, cores this process may use, and the
+    1-minute load average (a busy machine's figures are not an idle one's)."""
+    model = platform.processor() or platform.machine()
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as f:
+            names = [line.split(":", 1)[1].strip() for line in f if line.startswith("model name")]
+        model = names[0] if names else model
+    except OSError:
+        pass
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else None
+    return {"cpu": model, "cores": cores, "load_average_1m": load}
 
 
 def latency_summary(
@@ -26,8 +52,9 @@ def latency_summary(
 
     Returns:
         {"path", "batch_size", "num_batches", "examples", "p50_ms", "p95_ms", "p99_ms",
-        "mean_ms", "throughput_per_s", "machine_cost_per_hour", "cost_per_1000"} (cost None
-        without a price).
+        "mean_ms", "throughput_per_s", "machine_cost_per_hour", "cost_per_1000", "too_few",
+        "machine"} (cost None without a price; a percentile None from too few batches, and
+        `too_few` maps it to why).
 
     Raises:
         ValueError: no batches, mismatched lengths, or a negative price.
@@ -40,7 +67,16 @@ def latency_summary(
         )
     if machine_cost_per_hour is not None and machine_cost_per_hour < 0:
         raise ValueError(f"machine_cost_per_hour must be >= 0, got {machine_cost_per_hour}")
-    p50, p95, p99 = np.percentile(seconds * 1000.0, [50, 95, 99])
+    n = int(seconds.size)
+    percentiles, too_few = {}, {}
+    for key, (q, needed) in PERCENTILES.items():
+        if n >= needed:
+            percentiles[key] = float(np.percentile(seconds * 1000.0, q))
+        else:
+            percentiles[key] = None
+            too_few[key] = (
+                f"{n} timed batch{'' if n == 1 else 'es'}: a p{q} needs at least {needed}"
+            )
     throughput = float(sizes.sum() / seconds.sum()) if seconds.sum() > 0 else float("inf")
     cost = None
     if machine_cost_per_hour is not None:
@@ -50,11 +86,11 @@ def latency_summary(
         "batch_size": int(batch_size),
         "num_batches": int(seconds.size),
         "examples": int(sizes.sum()),
-        "p50_ms": float(p50),
-        "p95_ms": float(p95),
-        "p99_ms": float(p99),
+        **percentiles,
         "mean_ms": float(seconds.mean() * 1000.0),
         "throughput_per_s": throughput,
         "machine_cost_per_hour": machine_cost_per_hour,
         "cost_per_1000": cost,
+        "too_few": too_few,
+        "machine": machine(),
     }

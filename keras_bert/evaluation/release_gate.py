@@ -14,7 +14,10 @@ so `per_class.*.recall` is one check per class. Each check has exactly one thres
 `max` bound the value; `max_decrease` / `max_increase` bound the change against the baseline
 report's value at the same path (value - baseline >= -max_decrease, resp. <= max_increase), in
 the metric's own unit (0.02 = 2 points of a rate). A metric absent from the report (latency of
-recorded predictions) or from the baseline fails its check with the reason.
+recorded predictions) or from the baseline fails its check with the reason; so does a latency
+percentile from too few timed batches (a p99 needs 100: from 2 it is the slower of two, and the
+verdict would follow the machine's load), with the count. The gate's section in the report says
+what the latency was measured on (batches, path, CPU, load average).
 
 A baseline must have measured the same kind of model: `check_baseline` refuses, before any
 prediction, a report of another task type, other label names or another metric scale (SQuAD's
@@ -134,6 +137,15 @@ def _judge(kind, threshold, value, base):
     return ok, change, None
 
 
+def _why_missing(metrics: dict, path: str) -> str:
+    """Why the report has no number at `path`: the reason it records beside the figure (a
+    latency percentile from too few batches: `latency.too_few`), else "not a number"."""
+    parent, _, leaf = path.rpartition(".")
+    holder = expand(metrics, parent)[0][1] if parent and expand(metrics, parent) else metrics
+    why = holder.get("too_few", {}).get(leaf) if isinstance(holder, dict) else None
+    return why or "not a number in the report"
+
+
 def evaluate_gate(checks, metrics: dict, baseline: dict | None = None) -> dict:
     """The gate record: {"blessed", "checks": [{"metric", "kind", "threshold", "value",
     "baseline", "change", "pass", "reason"}]}; a check matching nothing fails ("not in the
@@ -150,6 +162,7 @@ def evaluate_gate(checks, metrics: dict, baseline: dict | None = None) -> dict:
                 base_matches = expand(baseline, path)
                 base = _number(base_matches[0][1]) if base_matches else None
             ok, change, reason = _judge(check["kind"], check["threshold"], _number(value), base)
+            reason = _why_missing(metrics, path) if value is None and not ok else reason
             rows.append(check | {"metric": path} | _row(_number(value), base, change, ok, reason))
     return {"blessed": all(r["pass"] for r in rows), "checks": rows}
 

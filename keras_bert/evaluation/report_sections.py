@@ -96,7 +96,11 @@ def latency_blocks(m: dict) -> list:
     lat = m["latency"]
     if not lat.get("measured", True):  # scored from recorded predictions: nothing was timed
         return [("h2", "Latency and cost"), f"Not measured: {lat['reason']}"]
-    rows = [[label, Num(f"latency.{key}", lat[key])] for key, label in LATENCY_FIELDS]
+    too_few = lat.get("too_few", {})
+    rows = [
+        [label, f"n/a ({too_few[key]})" if key in too_few else Num(f"latency.{key}", lat[key])]
+        for key, label in LATENCY_FIELDS
+    ]
     price = lat["machine_cost_per_hour"]
     return [
         ("h2", "Latency and cost"),
@@ -119,6 +123,7 @@ def evaluation_report(m: dict) -> tuple[str, list]:
     ]
     return title, [
         intro,
+        *ds.gate_blocks(m),  # the verdict first: what a reader of the report comes for
         *headline_blocks(m),
         *sections,
         *ds.data_health_blocks(m),
@@ -128,6 +133,5 @@ def evaluation_report(m: dict) -> tuple[str, list]:
         *failure_blocks(m),
         *ds.behaviour_blocks(m),
         *latency_blocks(m),
-        *ds.gate_blocks(m),
         *ds.provenance_blocks(m),
     ]

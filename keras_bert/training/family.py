@@ -107,9 +107,17 @@ class Family:
         best = summary["best"] or {}
         return {
             f"dev {summary['monitor']}": best.get(summary["monitor"]),
-            "at epoch": best.get("epoch"),
+            "after": epochs_trained(best.get("epoch")),
         }
 
     def export_config(self, summary: dict) -> dict:
         """What the export records of the run (assets/export_config.json)."""
         return {"dev_metrics": summary["best"], "monitor": summary["monitor"]}
+
+
+def epochs_trained(epoch) -> str | None:
+    """An evaluation's epochs as the headline says them: "1 epoch", "0.888 epochs" (never a
+    bare 0.8880 beside an accuracy); None when there is no evaluation."""
+    if epoch is None:
+        return None
+    return f"{epoch:g} epoch{'' if epoch == 1 else 's'}"

@@ -641,12 +641,12 @@ class ModelManager:
     def model_names(self):
         return sorted(self._models)
 
-    def _model(self, name):
+    def _model(self, name, version=None):
+        """The served model `name`; NOT_FOUND naming only what was asked for (as TF Serving:
+        a client learns nothing of the other models served)."""
         if name not in self._models:
-            raise errors.not_found(
-                f"Servable not found for request: model '{name}' is not served "
-                f"(served models: {self.model_names()})"
-            )
+            asked = f"Latest({name})" if version is None else f"Specific({name}, {version})"
+            raise errors.not_found(f"Servable not found for request: {asked}")
         return self._models[name]
 
     @contextlib.contextmanager
@@ -658,7 +658,7 @@ class ModelManager:
             unknown label (as TF Serving's ServerCore: "Unrecognized servable version label").
         """
         with self._lock:
-            model = self._model(name)
+            model = self._model(name, version)
             if label:
                 labels = model.labels
                 if label not in labels:

@@ -22,3 +22,21 @@ def test_no_price_no_cost_and_bad_input():
         latency_summary([0.5, 0.2], [3], 4, "x")
     with pytest.raises(ValueError, match=">= 0"):
         latency_summary([0.5], [3], 4, "x", machine_cost_per_hour=-1)
+
+
+def test_a_percentile_from_too_few_batches_is_not_given_and_says_why():
+    """Two timed batches: the 'p99' was the slower of the two, the machine's load of the moment
+    (a gate went from NOT_BLESSED at 2,545 ms to BLESSED at 48.9 ms on the same model)."""
+    s = latency_summary([0.05, 2.5], [32, 14], 32, "in-process")
+    assert s["p50_ms"] == pytest.approx(1275.0)
+    assert (s["p95_ms"], s["p99_ms"]) == (None, None)
+    assert s["too_few"] == {
+        "p95_ms": "2 timed batches: a p95 needs at least 20",
+        "p99_ms": "2 timed batches: a p99 needs at least 100",
+    }
+    assert latency_summary([0.01] * 99, [1] * 99, 1, "x")["too_few"] == {
+        "p99_ms": "99 timed batches: a p99 needs at least 100"
+    }
+    assert latency_summary([0.01] * 100, [1] * 100, 1, "x")["too_few"] == {}
+    machine = s["machine"]
+    assert machine["cpu"] and machine["cores"] >= 1 and machine["load_average_1m"] >= 0

@@ -144,3 +144,21 @@ def test_blessing_records_and_export_check(tmp_path):
         rg.check_blessing(str(out), str(model))
     with pytest.raises(rg.GateError, match="holds no blessing"):
         rg.check_blessing(str(tmp_path), str(model))
+
+
+def test_a_latency_percentile_from_too_few_batches_fails_with_the_count():
+    from keras_bert.evaluation.latency import latency_summary
+
+    report = {"latency": latency_summary([0.05, 2.5], [32, 14], 32, "in-process")}
+    checks = rg.parse_gate(
+        '{"checks": [{"metric": "latency.p99_ms", "max": 30}, '
+        '{"metric": "latency.mean_ms", "max": 1e9}]}'
+    )
+    record = rg.evaluate_gate(checks, report)
+    assert [(r["pass"], r["reason"]) for r in record["checks"]] == [
+        (False, "2 timed batches: a p99 needs at least 100"),
+        (True, None),
+    ]
+    assert rg.failed_summary(record) == (
+        "latency.p99_ms 2 timed batches: a p99 needs at least 100 (max 30)"
+    )

@@ -60,8 +60,9 @@ def test_distill_export_and_compare(tmp_path, teacher_and_data):
     best = metrics["best"]
     assert result_line(proc.stdout) == (
         f"student dev accuracy {best['dev_accuracy']:.4f}, teacher "
-        f"{metrics['teacher']['dev_accuracy']:.4f}, agreement {best['dev_agreement']:.4f}, at "
-        f"epoch {best['epoch']} (all metrics: {out}/metrics.json)"
+        f"{metrics['teacher']['dev_accuracy']:.4f}, agreement {best['dev_agreement']:.4f}, after "
+        f"{best['epoch']:g} epoch{'' if best['epoch'] == 1 else 's'} (all metrics: "
+        f"{out}/metrics.json)"
     )
     assert json.loads((out / "config.json").read_text())["student_layers"] == 1
     exported = models / "student" / "1"

@@ -197,7 +197,7 @@ def test_report_numbers_equal_metrics_json(single_report):
         "headline.accuracy",
         "per_class.neg.f1",
         "confusion_matrix.2.1",
-        "latency.p99_ms",
+        "latency.p50_ms",
         "calibration.bins.9.count"
         if metrics["calibration"]["bins"][9]["count"]
         else "headline.ece",
@@ -218,7 +218,10 @@ def test_report_numbers_equal_metrics_json(single_report):
         f"| neg | {' | '.join(fmt(neg[k]) for k in ('precision', 'recall', 'f1', 'support'))} |"
         in md
     )
-    assert f"| p95 (ms) | {fmt(metrics['latency']['p95_ms'])} |" in md
+    assert f"| p50 (ms) | {fmt(metrics['latency']['p50_ms'])} |" in md
+    # 3 timed batches: no p95 or p99 (the slowest batch would stand in for them), and why.
+    assert metrics["latency"]["p99_ms"] is None
+    assert "| p99 (ms) | n/a (3 timed batches: a p99 needs at least 100) |" in md
     assert "![confusion matrix](confusion_matrix.png)" in md
     for png in ("confusion_matrix.png", "reliability.png"):
         assert (single_report / png).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
@@ -501,7 +504,8 @@ def test_failing_gate_is_not_blessed_and_export_refuses(models, single_report, t
         [
             {"metric": "headline.accuracy", "min": 0.0},
             {"metric": "per_class.*.recall", "max_decrease": 0.0},  # same model: no change
-            {"metric": "latency.p99_ms", "max": 0.001},  # fails: no model is that fast
+            {"metric": "latency.mean_ms", "max": 0.001},  # fails: no model is that fast
+            {"metric": "latency.p99_ms", "max": 1e9},  # fails: too few batches to measure it
         ],
     )
     out = tmp_path / "gated"
@@ -521,15 +525,25 @@ def test_failing_gate_is_not_blessed_and_export_refuses(models, single_report, t
         ("per_class.neg.recall", True),
         ("per_class.neutral.recall", True),
         ("per_class.pos.recall", True),
+        ("latency.mean_ms", False),
         ("latency.p99_ms", False),
     ]
-    assert record["checks"][4]["value"] == m["latency"]["p99_ms"]
+    assert record["checks"][4]["value"] == m["latency"]["mean_ms"]
+    batches = m["latency"]["num_batches"]
+    assert record["checks"][5]["reason"] == (
+        f"{batches} timed batch{'' if batches == 1 else 'es'}: a p99 needs at least 100"
+    )
     assert record["checks"] == m["gate"]["checks"]
     assert record["model"] == m["provenance"]["models"]["model"]
-    assert f"NOT_BLESSED ({out / 'NOT_BLESSED'}): latency.p99_ms = " in proc.stderr
+    assert f"NOT_BLESSED ({out / 'NOT_BLESSED'}): latency.mean_ms = " in proc.stderr
     assert_numbers_equal_metrics(keyed_numbers((out / "report.html").read_text()), m)
     md = (out / "report.md").read_text()
-    assert "## Release gate: NOT_BLESSED" in md and "| **latency.p99_ms** (FAIL) |" in md
+    assert "## Release gate: NOT_BLESSED" in md and "| **latency.mean_ms** (FAIL) |" in md
+    # The verdict comes first, right after the one-line introduction, with what the latency was
+    # measured on.
+    sections = [line for line in md.splitlines() if line.startswith("## ")]
+    assert sections[0] == "## Release gate: NOT_BLESSED"
+    assert f"Latency measured on {batches} timed batches of " in md and " cores" in md
     assert f"Legend: {GATE_LEGEND}" in md  # pass, FAIL, BLESSED, NOT_BLESSED defined
     refused = run_export(
         f"--model_dir={models['run_a']}",
@@ -537,7 +551,7 @@ def test_failing_gate_is_not_blessed_and_export_refuses(models, single_report, t
         "--model_name=a",
         f"--require_blessing={out}",
     )
-    assert refused.returncode == 2 and f"{out} is NOT_BLESSED: latency.p99_ms = " in refused.stderr
+    assert refused.returncode == 2 and f"{out} is NOT_BLESSED: latency.mean_ms = " in refused.stderr
     assert not (tmp_path / "exports").exists()
 
 

@@ -39,7 +39,7 @@ def check_comparison(out, headline_keys):
         assert row["b"] == pytest.approx(metrics["b"]["headline"][key])
         assert row["delta"] == pytest.approx(row["b"] - row["a"])
         assert row["ci_low"] <= row["ci_high"] and row["dropped_resamples"] == 0
-    assert metrics["latency"]["p50_ms"]["a"] > 0 and metrics["latency"]["p50_ms"]["b"] > 0
+    assert metrics["latency"]["mean_ms"]["a"] > 0 and metrics["latency"]["mean_ms"]["b"] > 0
     assert metrics["provenance"]["data"]["rows"] == metrics["data"]["examples"]
     return metrics
 

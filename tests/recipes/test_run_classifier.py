@@ -52,7 +52,7 @@ def test_two_step_smoke_with_export(tmp_path, data_dir, uncased_vocab):
     assert "exported to" in proc.stdout
     # One line for the person, the whole record in metrics.json (no JSON dump on stdout).
     assert result_line(proc.stdout) == (
-        f"dev accuracy {metrics['best']['accuracy']:.4f}, at epoch 1 "
+        f"dev accuracy {metrics['best']['accuracy']:.4f}, after 1 epoch "
         f"(all metrics: {out}/metrics.json)"
     )
 

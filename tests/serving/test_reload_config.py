@@ -69,9 +69,14 @@ def test_reload_adds_removes_and_switches_versions(base):
             assert in_flight.run("serving_default", {"text": [b"still served"]})[
                 "scores"
             ].shape == (1,)
-            with pytest.raises(errors.ServingError, match="is not served") as info:
+            with pytest.raises(errors.ServingError) as info:
                 manager.acquire("reg").__enter__()
             assert info.value.code.name == "NOT_FOUND"
+            # As TF Serving: the model asked for, and no name of another model served.
+            assert info.value.message == "Servable not found for request: Latest(reg)"
+            with pytest.raises(errors.ServingError) as info:
+                manager.acquire("reg", 3).__enter__()
+            assert info.value.message == "Servable not found for request: Specific(reg, 3)"
         assert manager.model_names() == ["clf", "clf_b"]
         assert versions(manager, "clf") == {
             2: State.AVAILABLE,

@@ -25,7 +25,7 @@ from keras_bert.tasks.text_classifier import TextClassifier
 from keras_bert.training import student as lib
 from keras_bert.training.args import TrainingArgs
 from keras_bert.training.argument_set import AT_LEAST_ONE, POSITIVE, Rule, arg, args_dataclass
-from keras_bert.training.family import Family
+from keras_bert.training.family import Family, epochs_trained
 from keras_bert.training.families.classification import dev_loss
 
 AGREEMENT_EXAMPLES = 2000  # training examples whose teacher agreement is tracked per evaluation
@@ -203,7 +203,7 @@ class Distillation(Family):
             "student dev accuracy": best.get("dev_accuracy"),
             "teacher": summary["teacher"]["dev_accuracy"],
             "agreement": best.get("dev_agreement"),
-            "at epoch": best.get("epoch"),
+            "after": epochs_trained(best.get("epoch")),
         }
 
 
