@@ -90,6 +90,27 @@ class ClientError(RuntimeError):
         self.code, self.message = code, message
 
 
+def _unavailable(details: str, tls) -> ClientError:
+    """UNAVAILABLE with what a TLS refusal leaves unsaid: the handshake's failure reaches a
+    client as "Socket closed" or a failed connection, never the reason; the causes a user can
+    act on are named."""
+    if tls is None:
+        hint = "no answer; if the server serves TLS (--ssl_config_file), call it with --ssl"
+    elif tls.cert_file is None:
+        hint = (
+            "under TLS: the server may require a client certificate (mutual TLS: "
+            "--ssl_client_cert_file and --ssl_client_key_file), or this client may not trust "
+            "its certificate (--ssl_ca_file: the CA that signed it)"
+        )
+    else:
+        hint = (
+            "under mutual TLS: the server may not trust this client's certificate (its "
+            "custom_ca must hold the CA that signed it, valid now), or this client may not trust "
+            "the server's (--ssl_ca_file)"
+        )
+    return ClientError("UNAVAILABLE", f"{details} ({hint})")
+
+
 @dataclasses.dataclass(frozen=True)
 class Tls:
     """TLS for a client's calls, from local PEM files (Python's ssl loads a client certificate
@@ -207,6 +228,8 @@ def predict_text(
         try:
             response = stub.Predict(request, timeout=timeout)
         except grpc.RpcError as e:
+            if e.code() == grpc.StatusCode.UNAVAILABLE:
+                raise _unavailable(e.details(), tls) from None
             raise ClientError(e.code().name, e.details()) from None
     return {k: tensor_protos.to_numpy(v) for k, v in response.outputs.items()}
 
@@ -232,7 +255,7 @@ def _predict_rest(server, model_name, inputs, signature_name, version, timeout, 
     except (OSError, http.client.HTTPException) as e:
         # No answer: refused, or a TLS handshake the server failed. Under TLS 1.3 a server that
         # wants a client certificate says so after the handshake, on the first read.
-        raise ClientError("UNAVAILABLE", str(getattr(e, "reason", e))) from None
+        raise _unavailable(str(getattr(e, "reason", e)), tls) from None
     if not isinstance(outputs, dict):  # one output: TF Serving drops its name; ask the metadata
         outputs = {
             _single_output_name(server, model_name, signature_name, version, timeout, tls): outputs
@@ -278,6 +301,8 @@ def model_status(server, model_name, version=None, timeout=30.0, tls=None):
                 request, timeout=timeout
             )
         except grpc.RpcError as e:
+            if e.code() == grpc.StatusCode.UNAVAILABLE:
+                raise _unavailable(e.details(), tls) from None
             raise ClientError(e.code().name, e.details()) from None
     state_name = get_model_status_pb2.ModelVersionStatus.State.Name
     return [

@@ -59,3 +59,53 @@ def uncased_vocab(data_dir) -> pathlib.Path:
 @pytest.fixture(scope="session")
 def cased_vocab(data_dir) -> pathlib.Path:
     return data_dir / "vocab" / "bert-base-cased-vocab.txt"
+
+
+class _LongRunning:
+    """Names the tests that run long, where a quiet run shows only dots: every `every_s` seconds,
+    one line per test running for more than `after_s` ("[still running, 3 min] tests/a.py::t").
+    On the controller only (under pytest-xdist the workers' starts and ends reach it as hooks)."""
+
+    def __init__(self, every_s: float = 60.0, after_s: float = 60.0):
+        import threading
+
+        self.every_s, self.after_s = every_s, after_s
+        self.running: dict[str, float] = {}
+        self.lock, self.done = threading.Lock(), threading.Event()
+        self.thread = threading.Thread(target=self._watch, name="long-running", daemon=True)
+
+    def pytest_runtest_logstart(self, nodeid, location):
+        import time
+
+        with self.lock:
+            self.running[nodeid] = time.monotonic()
+
+    def pytest_runtest_logreport(self, report):
+        if report.when == "teardown" or (report.when == "setup" and report.failed):
+            with self.lock:
+                self.running.pop(report.nodeid, None)
+
+    def pytest_sessionfinish(self):
+        self.done.set()
+
+    def _watch(self):
+        import sys
+        import time
+
+        while not self.done.wait(self.every_s):
+            now = time.monotonic()
+            with self.lock:
+                long = [(now - t, n) for n, t in self.running.items() if now - t > self.after_s]
+            for seconds, nodeid in sorted(long, reverse=True):
+                print(
+                    f"\n[still running, {seconds / 60:.0f} min] {nodeid}",
+                    file=sys.stderr,
+                    flush=True,
+                )
+
+
+def pytest_configure(config):
+    if not hasattr(config, "workerinput") and config.getoption("verbose") <= 0:
+        watcher = _LongRunning()
+        config.pluginmanager.register(watcher, "long-running")
+        watcher.thread.start()

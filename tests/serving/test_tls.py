@@ -848,6 +848,12 @@ def test_our_client_calls_tls_and_mtls_servers_and_is_refused_without_its_certif
                 where, "clf", TEXTS, TEXTS_B, rest=rest, tls=client.Tls(str(ca_file))
             )
         assert info.value.code == "UNAVAILABLE", rest
+        # What the handshake's refusal leaves unsaid ("Socket closed"), the client names.
+        assert info.value.message.endswith(
+            "(under TLS: the server may require a client certificate (mutual TLS: "
+            "--ssl_client_cert_file and --ssl_client_key_file), or this client may not trust "
+            "its certificate (--ssl_ca_file: the CA that signed it))"
+        ), info.value.message
     with pytest.raises(
         ValueError, match="give both --ssl_client_cert_file and --ssl_client_key_file"
     ):
