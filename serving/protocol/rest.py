@@ -29,6 +29,7 @@ thread per connection and no deadline).
 import asyncio
 import concurrent.futures
 import dataclasses
+import email.utils
 import http
 import json
 import logging
@@ -36,9 +37,11 @@ import re
 import socket
 import threading
 import time
+import urllib.parse
 import zlib
 
 import tornado.httpserver
+import tornado.iostream
 import tornado.netutil
 from google.protobuf import json_format
 from tornado import httputil
@@ -264,6 +267,28 @@ class _Refusal(Exception):
         self.status, self.message, self.framed = status, message, framed
 
 
+# RFC 9110 section 7.2 / RFC 3986: Host = uri-host [ ":" port ], a name, an IPv4 address or an
+# IP literal in brackets.
+_HOST = re.compile(r"(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9._~!$&'()*+;=%-]+)(:[0-9]*)?")
+
+
+def _one_host(start_line, headers) -> bool:
+    """Whether the request names its host as RFC 9112 section 3.2 asks: exactly one valid Host
+    header on HTTP/1.1 (HTTP/1.0 needs none)."""
+    if start_line.version != "HTTP/1.1":
+        return True
+    hosts = headers.get_list("Host")
+    return len(hosts) == 1 and bool(_HOST.fullmatch(hosts[0].strip()))
+
+
+def _target_path(target: str) -> str:
+    """The path of a request target: origin form ("/v1/models/m?x") or absolute form
+    ("http://host:8501/v1/models/m", which a server must accept: RFC 9112 section 3.2.2)."""
+    if target[:7].lower() == "http://" or target[:8].lower() == "https://":
+        return urllib.parse.urlsplit(target).path or "/"
+    return target.split("?")[0]
+
+
 def _declared_length(headers) -> int:
     """The body's length as the header declares it (Tornado's rule for a list of equal values,
     "5, 5", kept), refusing what is not ASCII digits.
@@ -276,6 +301,11 @@ def _declared_length(headers) -> int:
     if length is not None and "Transfer-Encoding" in headers:
         raise _Refusal(
             400, "a request may not have both Transfer-Encoding and Content-Length", framed=False
+        )
+    codings = ",".join(headers.get_list("Transfer-Encoding")).split(",")
+    if "Transfer-Encoding" in headers and codings[-1].strip().lower() != "chunked":
+        raise _Refusal(  # RFC 9112 section 6.3: its length cannot be known
+            400, "a Transfer-Encoding that does not end in chunked has no length", framed=False
         )
     if length is None:
         raise _Refusal(411, "Content-Length header is required", framed=False)
@@ -330,21 +360,30 @@ class _Exchange(httputil.HTTPMessageDelegate):
     """One request on a connection: its header, its body, then the answer from the thread pool.
 
     A request refused at its header (`_declared_length`, an unsupported Content-Encoding, a body
-    declared past --max_request_bytes) is answered at once, before any 100 Continue and any body
-    byte, when the client waits for that answer (Expect: 100-continue), when its framing cannot
-    be trusted, or when the body is past DRAIN_CAP_BYTES; otherwise its body is read and dropped
-    first. Every refusal is JSON {"error": ...} and closes the connection."""
+    declared past --max_request_bytes, no valid Host) is answered at once, before any 100
+    Continue and any body byte. When the client waits for that answer (Expect: 100-continue),
+    when its framing cannot be trusted, or when the body is past DRAIN_CAP_BYTES, the connection
+    closes right after; otherwise the body the client goes on sending is read and dropped before
+    the close, so the answer is not lost to a reset. Every refusal is JSON {"error": ...} and
+    closes the connection."""
 
     def __init__(self, port, connection):
         self.port, self.connection = port, connection
-        self.chunks, self.refusal, self.inflater = [], None, None
+        self.chunks, self.refusal, self.inflater, self.answered = [], None, None, None
 
     def headers_received(self, start_line, headers):
-        self.method, self.path = start_line.method, start_line.path.split("?")[0]
-        if self.method != "POST":
+        self.method, self.path = start_line.method, _target_path(start_line.path)
+        if headers.get("Expect", "").strip().lower() == "100-continue":
+            headers["Expect"] = "100-continue"  # Tornado matches it case-sensitively
+        has_body = "Content-Length" in headers or "Transfer-Encoding" in headers
+        if self.method != "POST" and not has_body and _one_host(start_line, headers):
             return
         length = 0
         try:
+            if not _one_host(start_line, headers):
+                raise _Refusal(
+                    400, "an HTTP/1.1 request needs exactly one valid Host header", framed=False
+                )
             length = _declared_length(headers)
             coding = headers.get("Content-Encoding", "").strip().lower()
             if coding in _GZIP:
@@ -371,8 +410,11 @@ class _Exchange(httputil.HTTPMessageDelegate):
                     if name in headers:
                         del headers[name]
                 self._write(refusal.status, _json_body({"error": refusal.message}), _JSON, True)
-            else:
+            else:  # answered now, the body read and dropped, then the connection closed
                 self.connection.set_max_body_size(length)
+                self.answered = self.connection.stream.write(
+                    _plain_answer(refusal.status, refusal.message)
+                )
 
     def data_received(self, chunk):
         if self.refusal is not None:
@@ -386,6 +428,9 @@ class _Exchange(httputil.HTTPMessageDelegate):
         self.chunks.append(chunk)
 
     def finish(self):
+        if self.answered is not None:  # a refusal sent at the header: its body is read now
+            self.answered.add_done_callback(lambda _: self.connection.stream.close())
+            return
         if self.refusal is None and self.inflater is not None:
             try:
                 self.inflater.finish()
@@ -419,6 +464,7 @@ class _Exchange(httputil.HTTPMessageDelegate):
             {
                 "Content-Type": content_type,
                 "Content-Length": str(len(body)),
+                "Date": email.utils.formatdate(usegmt=True),
                 "Server": "keras-bert-serving",
             }
         )
@@ -442,14 +488,37 @@ class _Exchange(httputil.HTTPMessageDelegate):
 # What Tornado itself writes for a request it cannot parse (a malformed request line or header,
 # bad chunked framing), before any of ours sees it; the port answers that as JSON too.
 _BARE_400 = b"HTTP/1.1 400 Bad Request\r\n\r\n"
-_MALFORMED_BODY = _json_body(
-    {"error": "malformed HTTP request (request line, headers or chunked framing)"}
-)
-_MALFORMED = (
-    b"HTTP/1.1 400 Bad Request\r\nContent-Type: application/json\r\nConnection: close\r\n"
-    + f"Content-Length: {len(_MALFORMED_BODY)}\r\n\r\n".encode()
-    + _MALFORMED_BODY
-)
+_MALFORMED = "malformed HTTP request (request line, headers or chunked framing)"
+
+
+def _plain_answer(status: int, error: str) -> bytes:
+    """A whole JSON error answer that closes, as bytes, for the layers below `_Exchange`."""
+    body = _json_body({"error": error})
+    return (
+        f"HTTP/1.1 {status} {http.HTTPStatus(status).phrase}\r\nContent-Type: {_JSON}\r\n"
+        f"Date: {email.utils.formatdate(usegmt=True)}\r\nConnection: close\r\n"
+        f"Content-Length: {len(body)}\r\n\r\n"
+    ).encode() + body
+
+
+def _answer_unread_headers(stream, max_header_bytes: int) -> None:
+    """Makes `stream` answer a request line or header section past `max_header_bytes` (414 or
+    431, RFC 9112 section 3 / RFC 6585) before Tornado closes it: Tornado only closes."""
+    close = stream.close
+
+    def close_answering(exc_info=False):
+        error = exc_info[1] if isinstance(exc_info, tuple) else exc_info
+        if isinstance(error, tornado.iostream.UnsatisfiableReadError) and not stream.closed():
+            read = bytes(getattr(stream, "_read_buffer", b"")[:max_header_bytes])
+            status, what = (431, "header section") if b"\n" in read else (414, "request line")
+            answer = _plain_answer(status, f"{what} longer than {max_header_bytes} bytes")
+            try:
+                stream.socket.send(answer)
+            except (OSError, ValueError):  # gone, or a TLS socket mid-handshake
+                pass
+        close(exc_info)
+
+    stream.close = close_answering
 
 
 # A refused connection is kept open this long, at most LINGER_MAX of them at a time, so its
@@ -483,9 +552,12 @@ class _HTTPServer(tornado.httpserver.HTTPServer, httputil.HTTPServerConnectionDe
         write = stream.write
 
         def json_errors(data, *args, **kwargs):
-            return write(_MALFORMED if data == _BARE_400 else data, *args, **kwargs)
+            if data == _BARE_400:
+                data = _plain_answer(400, _MALFORMED)
+            return write(data, *args, **kwargs)
 
         stream.write = json_errors
+        _answer_unread_headers(stream, self.port.options.max_header_bytes)
         super().handle_stream(stream, address)
 
     async def _refuse(self, stream):

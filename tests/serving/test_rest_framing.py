@@ -184,7 +184,7 @@ def test_an_unsupported_content_encoding_is_415(server):
 )
 def test_a_content_length_that_is_not_ascii_digits_is_a_json_400(server, length, error):
     with _connect(server) as sock:
-        request = b"POST " + PREDICT.encode() + b" HTTP/1.1\r\nContent-Length: " + length
+        request = b"POST " + PREDICT.encode() + b" HTTP/1.1\r\nHost: x\r\nContent-Length: " + length
         status, _, body, closed = _first_answer(sock, request + b"\r\n\r\n" + GOOD)
     assert (status, body, closed) == (400, {"error": error}, True)
     assert "Uncaught exception" not in server.log()
@@ -199,7 +199,7 @@ def test_an_upload_that_waits_for_100_continue_is_refused_at_once(server, declar
         sock.sendall(
             b"POST "
             + PREDICT.encode()
-            + b" HTTP/1.1\r\nExpect: 100-continue\r\n"
+            + b" HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\n"
             + f"Content-Length: {declared}\r\n\r\n".encode()
         )
         reply = _until_closed(sock)
@@ -219,7 +219,7 @@ def test_an_upload_past_the_drain_cap_is_a_json_413_not_a_bare_400(server):
             sock,
             b"POST "
             + PREDICT.encode()
-            + b" HTTP/1.1\r\n"
+            + b" HTTP/1.1\r\nHost: x\r\n"
             + f"Content-Length: {declared}\r\n\r\n".encode(),
         )
     assert (status, closed) == (413, True)
@@ -230,19 +230,19 @@ def test_an_upload_past_the_drain_cap_is_a_json_413_not_a_bare_400(server):
     "request_bytes, status, error",
     [
         (
-            b"POST /v1/models/reg:predict HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n"
+            b"POST /v1/models/reg:predict HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
             b'5\r\n{"a":\r\n0\r\n\r\n',
             411,
             "Content-Length header is required",
         ),
         (
-            b"POST /v1/models/reg:predict HTTP/1.1\r\nTransfer-Encoding: chunked\r\n"
+            b"POST /v1/models/reg:predict HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n"
             b"Content-Length: 2\r\n\r\n{}",
             400,
             "a request may not have both Transfer-Encoding and Content-Length",
         ),
         (
-            b"GET /v1/models/reg HTTP/1.1\r\nno colon here\r\n\r\n",
+            b"GET /v1/models/reg HTTP/1.1\r\nHost: x\r\nno colon here\r\n\r\n",
             400,
             "malformed HTTP request (request line, headers or chunked framing)",
         ),
