@@ -444,7 +444,7 @@ def predict_inputs(doc, dtypes: dict, check=_no_check, plain_numbers=False):
         instances = _nonempty_array(
             doc,
             "instances",
-            "Excepting 'instances' to be an list/array",
+            "Expecting 'instances' to be an list/array",
             "No values in 'instances' array",
         )
         return _row_inputs(instances, dtypes, check, plain_numbers), ROW
@@ -550,7 +550,7 @@ def _row_inputs(instances, dtypes, check, plain_numbers=False):
             if set(element) != set(names):
                 raise errors.invalid_argument(
                     f"Failed to process element: {row} of 'instances' list. JSON object: "
-                    f"{value_to_string(element)} must only have keys: {','.join(names)}"
+                    f"{value_to_string(element)} keys must be equal to: {','.join(names)}"
                 )
         else:
             if _is_element_object(element):

@@ -81,8 +81,9 @@ def predict_json(outputs: dict, row: bool) -> str:
     """MakeJsonFromTensors: {"predictions": [...]} (row) or {"outputs": ...} (columnar).
 
     Args: outputs: dict output name -> numpy array; row: the request used "instances".
-    Raises: ServingError INVALID_ARGUMENT (row format: an output without a batch dimension, batch 0,
-        or outputs with different batch sizes; a dtype JSON cannot carry).
+    Raises: ServingError INVALID_ARGUMENT (row format: an output without a batch dimension, or
+        outputs with different batch sizes; a dtype JSON cannot carry). A batch of 0 (no
+        detections, say) is {"predictions": []}, as TF Serving since PR #1635.
     """
     if not outputs:
         raise errors.invalid_argument("Cannot convert empty tensor map to JSON")
@@ -95,14 +96,12 @@ def predict_json(outputs: dict, row: bool) -> str:
             + ", ".join(f"{_key(n)}: {tensor_json(outputs[n], n)}" for n in names)
             + "}}"
         )
-    batch = 0
+    batch = None
     for name in names:
         shape = np.shape(outputs[name])
         if not shape:
             raise errors.invalid_argument(f"Tensor name: {name} has no shape information ")
-        if shape[0] < 1:
-            raise errors.invalid_argument(f"Tensor name: {name} has invalid batch size: {shape[0]}")
-        if batch and shape[0] != batch:
+        if batch is not None and shape[0] != batch:
             raise errors.invalid_argument(
                 f"Tensor name: {name} has inconsistent batch size: {shape[0]} expecting: {batch}"
             )
