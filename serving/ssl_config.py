@@ -194,10 +194,17 @@ def _write_command(config, paths, output) -> str:
 
 
 def _pem_blocks(text: str) -> str:
-    """The PEM blocks of `text` alone: what OpenSSL reads of a PEM file, which skips the text
-    around the blocks; Python's `load_verify_locations(cadata=...)` takes only ASCII text, and
-    text around the blocks may be anything."""
-    return "".join(block.group(0) + "\n" for block in _PEM_BLOCK.finditer(text))
+    """The PEM blocks of `text` alone, each line of each block stripped and each block on lines
+    of its own: the one text of a certificate field that the check, the gRPC port and the REST
+    port all read. Left as typed, they read it differently: cryptography's parser takes a block
+    that starts mid-line (after a BOM, an indent, the end of the block before it) or is indented,
+    BoringSSL (gRPC) and OpenSSL (REST) skip it, or bind nothing; Python's
+    `load_verify_locations(cadata=...)` takes only ASCII text, and text around the blocks may be
+    anything (OpenSSL skips it)."""
+    return "".join(
+        "\n".join(line.strip() for line in block.group(0).split("\n")) + "\n"
+        for block in _PEM_BLOCK.finditer(text)
+    )
 
 
 def _found(text: str, wanted: str) -> str:
@@ -240,7 +247,7 @@ def _certificates(text: str, name: str, now: datetime.datetime, bundle: bool = F
     if "CERTIFICATE" not in _PEM_BEGIN.findall(text):
         raise SSLConfigError(f"{name} is not PEM certificate text ({_found(text, 'CERTIFICATE')})")
     try:
-        certificates = x509.load_pem_x509_certificates(text.encode("utf-8"))
+        certificates = x509.load_pem_x509_certificates(_pem_blocks(text).encode("utf-8"))
     except ValueError:
         raise SSLConfigError(
             f"{name} holds a -----BEGIN CERTIFICATE----- block that cannot be parsed"
@@ -307,13 +314,6 @@ def check_tls(config, names, now=None) -> None:
         )
     key = _private_key(config.server_key, names["server_key"])
     chain = _certificates(config.server_cert, names["server_cert"], now)
-    if not _has_subject_alt_name(chain[0]):
-        _LOG.warning(
-            "%s has no subjectAltName: clients that check the server's name (gRPC, Python's "
-            "ssl, curl, browsers) refuse it; issue it with the DNS names or IP addresses "
-            "clients connect to",
-            names["server_cert"],
-        )
     if config.custom_ca.strip():
         _certificates(config.custom_ca, names["custom_ca"], now, bundle=True)
     if _public_key_bytes(key.public_key()) != _public_key_bytes(chain[0].public_key()):
@@ -321,25 +321,40 @@ def check_tls(config, names, now=None) -> None:
             f"{names['server_key']} does not match {names['server_cert']} (its first "
             "certificate is for another key)"
         )
+    if not _has_subject_alt_name(chain[0]):
+        _LOG.warning(
+            "%s has no subjectAltName: clients that check the server's name against it "
+            "(Python's ssl, curl, browsers; gRPC falls back to its CN) refuse it; issue it with "
+            "the DNS names or IP addresses clients connect to",
+            names["server_cert"],
+        )
     try:
-        rest_ssl_context(config)
+        rest_ssl_context(config, trust=False)
     except (ssl.SSLError, ValueError) as e:
         raise SSLConfigError(
             f"{names['server_key']} and {names['server_cert']} cannot be used for TLS ({e})"
         ) from None
+    if config.custom_ca.strip():
+        try:
+            ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER).load_verify_locations(
+                cadata=_pem_blocks(config.custom_ca)
+            )
+        except (ssl.SSLError, ValueError) as e:
+            raise SSLConfigError(f"{names['custom_ca']} cannot be used for TLS ({e})") from None
 
 
 def grpc_credentials(config) -> grpc.ServerCredentials:
     """gRPC server credentials for `config`, as tensorflow_model_server builds them."""
     return grpc.ssl_server_credentials(
-        [(config.server_key.encode("utf-8"), config.server_cert.encode("utf-8"))],
-        root_certificates=config.custom_ca.encode("utf-8") if config.custom_ca else None,
+        [(config.server_key.encode("utf-8"), _pem_blocks(config.server_cert).encode("utf-8"))],
+        root_certificates=_pem_blocks(config.custom_ca).encode() if config.custom_ca else None,
         require_client_auth=bool(config.client_verify),
     )
 
 
-def rest_ssl_context(config) -> ssl.SSLContext:
-    """The REST port's server-side TLS context for `config` (our extension).
+def rest_ssl_context(config, trust: bool = True) -> ssl.SSLContext:
+    """The REST port's server-side TLS context for `config` (our extension); `trust=False`
+    leaves out the client CAs (`check_tls` checks them apart, to name them).
 
     Python's ssl module loads a key and certificate only from files, so they are written to a
     private local scratch directory (`fileio.local_temp_dir`, mode 0700) and deleted once loaded.
@@ -352,10 +367,10 @@ def rest_ssl_context(config) -> ssl.SSLContext:
     context.minimum_version = ssl.TLSVersion.TLSv1_2
     with fileio.local_temp_dir(prefix="keras_bert_tls_") as scratch:
         cert, key = fileio.join(scratch, "cert.pem"), fileio.join(scratch, "key.pem")
-        fileio.write_text(cert, config.server_cert)
+        fileio.write_text(cert, _pem_blocks(config.server_cert))
         fileio.write_text(key, config.server_key)
         context.load_cert_chain(certfile=cert, keyfile=key, password=_refuse_passphrase)
-    if config.custom_ca:
+    if config.custom_ca and trust:
         context.load_verify_locations(cadata=_pem_blocks(config.custom_ca))
     if config.client_verify:
         context.verify_mode = ssl.CERT_REQUIRED
@@ -414,10 +429,10 @@ def summary(config, output: str) -> str:
     """The command's one-line report."""
 
     def count(text, what):
-        n = len(x509.load_pem_x509_certificates(text.encode("utf-8"))) if text.strip() else 0
+        n = len(x509.load_pem_x509_certificates(_pem_blocks(text).encode())) if text.strip() else 0
         return f"{n} {what}{'' if n == 1 else 's'}"
 
-    leaf = x509.load_pem_x509_certificates(config.server_cert.encode("utf-8"))[0]
+    leaf = x509.load_pem_x509_certificates(_pem_blocks(config.server_cert).encode())[0]
     return (
         f"wrote {output}: server_cert {leaf.subject.rfc4514_string()} (valid until "
         f"{leaf.not_valid_after_utc:%Y-%m-%d}; {count(config.server_cert, 'certificate')} in the "

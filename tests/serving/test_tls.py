@@ -743,9 +743,9 @@ def test_a_server_certificate_without_a_subject_alt_name_is_taken_with_a_warning
     with caplog.at_level("WARNING", logger="serving"):
         ssl_config.read_ssl_config(str(config))
     assert [r.getMessage() for r in caplog.records] == [
-        "server_cert has no subjectAltName: clients that check the server's name (gRPC, "
-        "Python's ssl, curl, browsers) refuse it; issue it with the DNS names or IP addresses "
-        "clients connect to"
+        "server_cert has no subjectAltName: clients that check the server's name against it "
+        "(Python's ssl, curl, browsers; gRPC falls back to its CN) refuse it; issue it with the "
+        "DNS names or IP addresses clients connect to"
     ]
     caplog.clear()
     config.write_text(_text_proto(pki, False))
