@@ -590,14 +590,27 @@ def read_user_text(path: str) -> str:
     return decode_user_text(read_bytes(path), path)
 
 
-def text_lines(text: str) -> list[str]:
+def text_lines(text: str, where: str | None = None) -> list[str]:
     """The lines of a line-oriented file (JSON Lines, one text per line, vocab.txt, a corpus):
     split at "\\n" only, a "\\r" before it dropped (Windows line ends); text after the last "\\n" is
     a last line, an empty one is not.
 
+    With `where` (the file as typed), a file whose lines end in "\\r" alone (old Mac line ends:
+    no "\\n" anywhere, a "\\r" inside) is refused, where it would read as one line (a GLUE file
+    as its header alone, a CoNLL file as one token).
+
+    Raises:
+        UserFileError: with `where`, lines ended by "\\r" alone.
+
     Never `str.splitlines()`: it also splits at U+2028, U+2029, U+0085, \\v, \\f and \\x1c-\\x1e,
     which JSON allows raw inside a string and which our writers write raw (`jsonl_line`).
     """
+    if where is not None and "\n" not in text and "\r" in text.rstrip("\r"):
+        raise UserFileError(
+            where,
+            'its lines end in "\\r" alone (old Mac line ends): save it with "\\n" or "\\r\\n" '
+            "line ends",
+        )
     lines = text.split("\n")
     if lines[-1] == "":
         lines.pop()
@@ -717,6 +730,7 @@ def csv_records(
         header = list(reader.fieldnames or [])
     except csv.Error as e:
         raise UserFileError(f"{where}:1", f"not CSV: {e}") from None
+    _check_unique_columns(header, where)
 
     def records():
         while True:
@@ -729,6 +743,17 @@ def csv_records(
             yield reader.line_num, row
 
     return header, records()
+
+
+def _check_unique_columns(header: list[str], where: str) -> None:
+    """Refuses a header that names a column twice: `csv.DictReader` would keep the last column
+    of the name, silently (pandas #14704: "text,label,text" read its second text)."""
+    twice = sorted({name for name in header if header.count(name) > 1})
+    if twice:
+        raise UserFileError(
+            f"{where}:1",
+            f"the header names column(s) {twice} more than once: rename all but one",
+        )
 
 
 def csv_header(path: str, delimiter: str = ",") -> list[str]:
@@ -755,7 +780,8 @@ def csv_header(path: str, delimiter: str = ",") -> list[str]:
             except csv.Error:
                 continue
             if stream.tell() < len(text):  # its line end is followed by more: nothing after it
-                return header  # can change it (a split "\\r\\n" or character is at the end)
+                _check_unique_columns(header, path)  # can change it (a split "\\r\\n" or a
+                return header  # character at the end)
 
 
 def record_width_problem(row: dict) -> str | None:

@@ -82,7 +82,7 @@ def read_conll(path) -> list[NerSentence]:
     """
     path = os.fspath(path)
     sentences, words, tags, document = [], [], [], -1
-    for number, line in enumerate(fileio.text_lines(fileio.read_user_text(path)), 1):
+    for number, line in enumerate(fileio.text_lines(fileio.read_user_text(path), path), 1):
         columns = line.split()
         if not columns or columns[0] == DOCSTART:
             _finish(words, tags, max(document, 0), sentences)

@@ -322,7 +322,7 @@ def read_tsv_file(
     cols = task.unlabelled if split.startswith("test") else task.labelled
     path = os.fspath(path)
     # Physical lines only: "\n" (with an optional "\r" before it). Never a csv quote parser.
-    lines = fileio.text_lines(fileio.read_user_text(path))
+    lines = fileio.text_lines(fileio.read_user_text(path), path)
     examples: list[InputExample] = []
     num_columns = cols.num_columns
     start = 0

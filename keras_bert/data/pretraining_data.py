@@ -109,7 +109,7 @@ def read_raw_documents(path: str, input_format: str = "text") -> list[list[str]]
     if input_format not in ("text", "wikitext"):
         raise ValueError(f"input_format must be 'text' or 'wikitext', got {input_format!r}")
     documents: list[list[str]] = [[]]
-    for line in fileio.text_lines(fileio.read_user_text(path)):
+    for line in fileio.text_lines(fileio.read_user_text(path), path):
         if input_format == "text":
             line = line.strip()
             if not line:
