@@ -230,10 +230,11 @@ TARGETS_MET, TARGET_MISSED, TOOL_FAILED = 0, 1, 3
 
 
 def targets_status(missed: list[str], program: str) -> int:
-    """TARGET_MISSED after one stderr line "<program>: target missed: <line>" per missed target;
+    """TARGET_MISSED after one stderr line "<program>: target missed: <line>" per missed target
+    (its whitespace, newlines included, collapsed);
     TARGETS_MET when there is none."""
-    for line in missed:
-        print(f"{program}: target missed: {line}", file=sys.stderr, flush=True)
+    for line in missed:  # one line each, whatever it holds (a child's traceback, a finding)
+        print(f"{program}: target missed: {' '.join(line.split())}", file=sys.stderr, flush=True)
     return TARGET_MISSED if missed else TARGETS_MET
 
 

@@ -66,6 +66,8 @@ def parse_flags(argv: list[str], flag_values=None) -> list[str]:
         return flag_values(argv)
     except flags.Error as e:
         fail_usage("; ".join(_absl_refusal(line) for line in str(e).split("\n") if line.strip()))
+    except ValueError as e:  # absl's own for "--no<boolean>=<value>"
+        fail_usage(" ".join(str(e).split()))
 
 
 def _absl_refusal(line: str) -> str:

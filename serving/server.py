@@ -513,7 +513,8 @@ def fail_usage(message: str):
 
 
 def main(argv):
-    del argv
+    if len(argv) > 1:  # "--enable_batching False": a boolean takes no separate value
+        fail_usage(f"unexpected arguments: {' '.join(argv[1:])}")
     try:  # a path flag given empty (`cli.check_not_empty`): before anything starts
         cli.check_given_paths(_FLAGS, PATH_FLAGS)
     except ValueError as e:

@@ -464,14 +464,16 @@ def _rest(port: int, path: str, body: bytes) -> int:
         response = connection.getresponse()
         response.read()
         return response.status
-    except (OSError, http.client.HTTPException):
+    # AttributeError: http.client reading a response on a connection that never opened.
+    except (OSError, http.client.HTTPException, AttributeError):
         return 0
     finally:
         connection.close()
 
 
 def client(soak, k: int, stop: threading.Event, calls: list) -> None:
-    """Client `k` (even: gRPC, odd: REST) until `stop`; one Call per request into `calls`."""
+    """Client `k` (even: gRPC, odd: REST) until `stop`; one Call per request into `calls`, kept
+    even when the client itself fails (its requests so far were made and answered)."""
     import grpc
     from tensorflow_serving.apis import prediction_service_pb2_grpc
 
@@ -481,39 +483,41 @@ def client(soak, k: int, stop: threading.Event, calls: list) -> None:
     stub = prediction_service_pb2_grpc.PredictionServiceStub(channel)
     kinds = list(BAD_GRPC if k % 2 == 0 else BAD_REST)
     mine, i = [], k
-    while not stop.is_set():
-        i += 1
-        good = i % soak.bad_every != 0
-        kind = "good" if good else kinds[(i // soak.bad_every) % len(kinds)]
-        start = time.monotonic()
-        if k % 2 == 0:
-            model = soak.pick(i)
-            request = (
-                _predict(model, soak.inputs, SENTENCES[i % len(SENTENCES)])
-                if good
-                else BAD_GRPC[kind](soak, soak.inputs)
-            )
-            try:
-                stub.Predict(request, timeout=120)
-                status = 200
-            except grpc.RpcError as e:
-                status = http_status(e.code())
-        else:
-            text = SENTENCES[i % len(SENTENCES)]
-            instance = {n: text if n == "text" else "" for n in soak.inputs}
-            path, body = (
-                (
-                    f"/v1/models/{soak.pick(i)}:predict",
-                    json.dumps({"instances": [instance]}).encode(),
+    try:
+        while not stop.is_set():
+            i += 1
+            good = i % soak.bad_every != 0
+            kind = "good" if good else kinds[(i // soak.bad_every) % len(kinds)]
+            start = time.monotonic()
+            if k % 2 == 0:
+                model = soak.pick(i)
+                request = (
+                    _predict(model, soak.inputs, SENTENCES[i % len(SENTENCES)])
+                    if good
+                    else BAD_GRPC[kind](soak, soak.inputs)
                 )
-                if good
-                else BAD_REST[kind](soak)
-            )
-            status = _rest(soak.server.rest_port, path, body)
-        end = time.monotonic()
-        mine.append(Call(end, end - start, good, status, kind))
-    channel.close()
-    calls.extend(mine)
+                try:
+                    stub.Predict(request, timeout=120)
+                    status = 200
+                except grpc.RpcError as e:
+                    status = http_status(e.code())
+            else:
+                text = SENTENCES[i % len(SENTENCES)]
+                instance = {n: text if n == "text" else "" for n in soak.inputs}
+                path, body = (
+                    (
+                        f"/v1/models/{soak.pick(i)}:predict",
+                        json.dumps({"instances": [instance]}).encode(),
+                    )
+                    if good
+                    else BAD_REST[kind](soak)
+                )
+                status = _rest(soak.server.rest_port, path, body)
+            end = time.monotonic()
+            mine.append(Call(end, end - start, good, status, kind))
+    finally:
+        channel.close()
+        calls.extend(mine)
 
 
 # ------------------------------------------------------------------------------ the soak
@@ -835,12 +839,14 @@ def server_errors(text: str) -> collections.Counter:
 
 def missed_targets(result: dict) -> list[str]:
     """Each target of the module docstring that `result` misses, one line each (empty: all met):
-    0 failed good requests, 0 bad ones answered 5xx or unanswered, the RSS after each whole cycle
+    good requests sent and answered, 0 failed good requests, 0 bad ones answered 5xx or unanswered, the RSS after each whole cycle
     within +5% of the first cycle's, threads and descriptors at the end within 10% + 2 of the
     highest of the first WINDOW spans (gRPC's pool moves by a thread or two), no corrupt request log (at the end and after the SIGKILL), every good
     request after the restart answered, and every disk fault leaving whole files: no incomplete
     or hidden version, no hidden checkpoint file, each training rerun to its last step."""
     missed = []
+    if not result["good"]:
+        missed.append(f"{result['requests']} requests, none of them a good one answered")
     failed = sum(result["failed_good"].values())
     if failed:
         missed.append(f"{failed} good requests failed (target 0): {dict(result['failed_good'])}")

@@ -124,10 +124,11 @@ def test_every_absl_program_of_benchmarks_and_tools_runs_through_cli_run():
             if isinstance(node, ast.Call)
             and isinstance(node.func, ast.Attribute)
             and isinstance(node.func.value, ast.Name)
-            and node.func.attr == "run"
+            and node.func.attr in ("run", "run_with_targets")
         }
         assert "app.run" not in calls, path.name
-        assert "cli.run" in calls or "__main__" not in path.read_text(), path.name
+        through_cli = {"cli.run", "common.run_with_targets"} & calls  # the latter calls cli.run
+        assert through_cli or "__main__" not in path.read_text(), path.name
 
 
 @pytest.mark.parametrize(

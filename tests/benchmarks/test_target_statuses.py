@@ -17,6 +17,8 @@ from tools import soak
 def _soak_result(**changes):
     """A soak result that meets every target."""
     result = {
+        "requests": 90,
+        "good": 72,
         "failed_good": collections.Counter(),
         "bad_5xx": 0,
         "bad_unanswered": 0,
@@ -44,6 +46,9 @@ def _soak_result(**changes):
 
 def test_a_soak_that_meets_its_targets_misses_none():
     assert soak.missed_targets(_soak_result()) == []
+    assert soak.missed_targets(_soak_result(requests=0, good=0)) == [
+        "0 requests, none of them a good one answered"
+    ]
 
 
 def test_the_reported_failing_soak_names_each_missed_target():
