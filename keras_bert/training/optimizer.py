@@ -322,6 +322,28 @@ class FusedAdamW(
         )
 
 
+@keras.saving.register_keras_serializable(package="keras_bert")
+class CountingLossScaleOptimizer(keras.optimizers.LossScaleOptimizer):
+    """`keras.optimizers.LossScaleOptimizer` (dynamic loss scaling, for mixed_float16) whose
+    skipped batch still counts under gradient accumulation.
+
+    Keras skips a batch whose gradient overflowed without telling the inner optimizer, so its
+    batch counter stops: every later update would end one batch after a multiple of k, while
+    the driver's counters (checkpoints, evaluations, the time budget, TensorBoard, the run's end)
+    count windows of k batches, and the run's last window would stay accumulated, never applied.
+    Here the skipped batch counts as one of its window's k, and the gradient accumulated so far
+    in that window is dropped (as a float16 step whose sum overflowed is skipped whole): the
+    window's later batches still make its update.
+    """
+
+    def _stateful_handle_non_finite_grads(self):
+        super()._stateful_handle_non_finite_grads()
+        inner = self.inner_optimizer
+        if inner.gradient_accumulation_steps:
+            inner._backend_reset_gradient_accumulators()
+            inner._iterations.assign_add(1)
+
+
 def set_mixed_precision(mode: str | None) -> str:
     """Set the global Keras dtype policy; mode in PRECISIONS (None/"" = float32). Returns it.
 
@@ -404,7 +426,7 @@ def create_optimizer(
         raise ValueError(f"unknown optimizer_type {optimizer_type!r}; use 'adamw' or 'lamb'")
     opt.exclude_from_weight_decay(var_names=list(NO_WEIGHT_DECAY_PATTERNS))
     if loss_scale:
-        opt = keras.optimizers.LossScaleOptimizer(opt)
+        opt = CountingLossScaleOptimizer(opt)
     return opt
 
 
