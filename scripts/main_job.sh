@@ -94,33 +94,40 @@ if [ "$FULL" = "1" ]; then
 else
   EPOCHS="${EPOCHS:-1}"; LEARNING_RATE="${LEARNING_RATE:-1e-4}"
   EVALS_PER_EPOCH="${EVALS_PER_EPOCH:-2}"; LAYERWISE_LR_DECAY="${LAYERWISE_LR_DECAY:-1}"
-  # What TIME_BUDGET keeps for the parts of the run that are not training steps (estimates; about
-  # half of each measured on an idle 2-core machine, docs/finetuning.md, the rest is margin for a
-  # loaded one): the fine-tune step up to the end of its first training batch (TensorFlow start,
-  # reading and tokenizing SST-2, loading the checkpoint, tracing the train step); everything after
-  # its last training batch (the last dev evaluation, saving best_model.keras, the export, the
-  # server start and the request); one dev evaluation inside the epoch.
-  START_SECONDS=45; AFTER_SECONDS=90; EVAL_SECONDS=15
+  # What TIME_BUDGET keeps for the parts of the run that are not training steps, on the
+  # reference machine (a quiet 2-core AMD EPYC, where about half of each was measured; the rest
+  # is margin): the fine-tune step up to the end of its first training batch (TensorFlow start,
+  # reading and tokenizing SST-2, loading the checkpoint, tracing the train step); everything
+  # after its last training batch (the last dev evaluation, saving best_model.keras, the export,
+  # the server start and the request); one dev evaluation inside the epoch. These scale with
+  # this machine: SLOWDOWN is the speed measurement's own wall time over its REFERENCE_SECONDS
+  # there (at least 1), so a slower or busier machine keeps more and trains less.
+  START_SECONDS=45; AFTER_SECONDS=90; EVAL_SECONDS=15; REFERENCE_SECONDS=17; SLOWDOWN=1
   PLAN_FILE="$WORK_DIR/default_rows_${MIXED_PRECISION}_budget${TIME_BUDGET}"
   if [ -n "${MAX_TRAIN_EXAMPLES:-}" ]; then
     echo "[main_job] training rows: $MAX_TRAIN_EXAMPLES (given)"
   elif [ -s "$PLAN_FILE" ]; then  # a rerun resumes the same run instead of measuring again
-    MAX_TRAIN_EXAMPLES="$(cat "$PLAN_FILE")"
+    read -r MAX_TRAIN_EXAMPLES SLOWDOWN < "$PLAN_FILE"
+    SLOWDOWN="${SLOWDOWN:-1}"
     echo "[main_job] training rows: $MAX_TRAIN_EXAMPLES (measured by an earlier run of this job," \
          "kept in $PLAN_FILE so that a rerun resumes it; delete that file to measure again)"
   else
-    # What is left of the budget after setup and this measurement (~25 s), less what is kept for
-    # the rest of the run (above), in training steps.
+    # What is left of the budget after setup, less what is kept for the rest of the run
+    # (above, scaled by the measured slowdown), in training steps.
     FIXED_SECONDS=$(( START_SECONDS + AFTER_SECONDS + (EVALS_PER_EPOCH - 1) * EVAL_SECONDS ))
-    TRAIN_SECONDS=$(( TIME_BUDGET - SECONDS - 25 - FIXED_SECONDS ))
-    [ "$TRAIN_SECONDS" -lt 1 ] && TRAIN_SECONDS=1
-    MAX_TRAIN_EXAMPLES="$("$PY" -m keras_bert.training.train_speed --mixed_precision="$MIXED_PRECISION" \
-      --budget_seconds="$TRAIN_SECONDS" --train_batch_size=32 --min_examples=20000 --max_examples=67349)"
-    echo "[main_job] training rows: $MAX_TRAIN_EXAMPLES of 67,349 (measured, line above: what fits in" \
-         "${TRAIN_SECONDS} s of training steps, so that all five steps end within TIME_BUDGET=${TIME_BUDGET} s;" \
+    read -r MAX_TRAIN_EXAMPLES SLOWDOWN < <("$PY" -m keras_bert.training.train_speed \
+      --mixed_precision="$MIXED_PRECISION" --budget_seconds=$(( TIME_BUDGET - SECONDS )) \
+      --reserve_seconds="$FIXED_SECONDS" --reference_seconds="$REFERENCE_SECONDS" \
+      --train_batch_size=32 --min_examples=20000 --max_examples=67349)
+    [ -n "${MAX_TRAIN_EXAMPLES:-}" ] || { echo "[main_job] the speed measurement failed (above)" >&2; exit 1; }
+    echo "[main_job] training rows: $MAX_TRAIN_EXAMPLES of 67,349 (measured, lines above: what fits in" \
+         "the training share of TIME_BUDGET=${TIME_BUDGET} s on this machine, slowdown ${SLOWDOWN};" \
          "at least 20,000; the training time limit below holds the budget if the machine is slower)"
-    mkdir -p "$WORK_DIR" && echo "$MAX_TRAIN_EXAMPLES" > "$PLAN_FILE"
+    mkdir -p "$WORK_DIR" && echo "$MAX_TRAIN_EXAMPLES $SLOWDOWN" > "$PLAN_FILE"
   fi
+  # The reserves as this machine needs them (whole seconds).
+  START_SECONDS=$(awk -v s="$START_SECONDS" -v f="$SLOWDOWN" 'BEGIN { printf "%d", s * f + 0.5 }')
+  AFTER_SECONDS=$(awk -v s="$AFTER_SECONDS" -v f="$SLOWDOWN" 'BEGIN { printf "%d", s * f + 0.5 }')
   TRAIN_FLAGS=(--max_train_examples="$MAX_TRAIN_EXAMPLES")
   RUN_DIR="$WORK_DIR/sst2_n${MAX_TRAIN_EXAMPLES}_e${EPOCHS}_lr${LEARNING_RATE}_ev${EVALS_PER_EPOCH}_${MIXED_PRECISION}_s${SEED}"
 fi
@@ -132,7 +139,8 @@ if [ "$FULL" != "1" ]; then
   [ "$TRAIN_LIMIT" -lt 1 ] && TRAIN_LIMIT=1
   TRAIN_FLAGS+=(--max_train_seconds="$TRAIN_LIMIT")
   echo "[main_job] training time limit: ${TRAIN_LIMIT} s (TIME_BUDGET=${TIME_BUDGET} s less ${SECONDS} s" \
-       "spent, ${START_SECONDS} s for the fine-tune step's start and ${AFTER_SECONDS} s for what follows training)"
+       "spent, ${START_SECONDS} s for the fine-tune step's start and ${AFTER_SECONDS} s for what follows training," \
+       "the reference machine's reserves times the measured slowdown ${SLOWDOWN})"
 fi
 [ "$CLASSIFIER_POOLING" != "cls" ] && RUN_DIR="${RUN_DIR}_${CLASSIFIER_POOLING}"
 [ "$EMA_MOMENTUM" != "0" ] && RUN_DIR="${RUN_DIR}_ema${EMA_MOMENTUM}"

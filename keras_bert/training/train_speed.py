@@ -10,6 +10,14 @@ to pick how many SST-2 sentences fit its 10 minutes, whatever the CPU and its pr
     python -m keras_bert.training.train_speed --budget_seconds=420 --mixed_precision=float32 \
         --min_examples=20000 --max_examples=67349
     # prints the number of examples; the measurement and the arithmetic go to stderr
+
+The job also keeps time for what is not training (start, evaluations, export, server), and that
+time grows on a slower or busier machine too, so it is measured, not assumed: with
+`--reserve_seconds=R --reference_seconds=W`, R is what the rest of the run takes (with margin)
+on the reference machine where this measurement itself took W seconds; here the measurement's
+own wall time w gives the slowdown s = max(1, w / W); `--budget_seconds` is then what is left of
+the whole job as this command starts, the training's share of it `budget_seconds - w - R * s`,
+and the command prints the examples, then s.
 """
 
 from __future__ import annotations
@@ -164,17 +172,6 @@ def plan_from(
     )
 
 
-def plan(
-    init_checkpoint: str, mixed_precision: str, budget_seconds: float, **plan_args
-) -> SpeedPlan:
-    """Measure `seconds_per_batch` on this machine, then `plan_from` it (`plan_args`: its
-    `batch_size`, `seq_length`, `min_examples`, `max_examples`)."""
-    batch_size = plan_args.setdefault("batch_size", 32)
-    seq_length = plan_args.setdefault("seq_length", SST2_MEAN_BATCH_TOKENS)
-    seconds = seconds_per_batch(init_checkpoint, mixed_precision, batch_size, seq_length)
-    return plan_from(seconds, mixed_precision, budget_seconds, **plan_args)
-
-
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--init_checkpoint", default="minilm_l6_h384_uncased")
@@ -187,7 +184,8 @@ def main(argv=None) -> int:
         "--budget_seconds",
         type=float,
         required=True,
-        help="seconds of training steps the run may take",
+        help="seconds of training steps the run may take (with --reserve_seconds: what is left of "
+        "the whole job as this command starts)",
     )
     parser.add_argument("--train_batch_size", type=int, default=32)
     parser.add_argument(
@@ -203,20 +201,51 @@ def main(argv=None) -> int:
         help="train at least this many, even past the budget (said on stderr)",
     )
     parser.add_argument("--max_examples", type=int, default=None, help="the data's size")
+    parser.add_argument(
+        "--reserve_seconds",
+        type=float,
+        default=0.0,
+        help="seconds the rest of the run takes on the reference machine, scaled by this "
+        "machine's measured slowdown and taken off --budget_seconds",
+    )
+    parser.add_argument(
+        "--reference_seconds",
+        type=float,
+        default=None,
+        help="this command's own wall time on the reference machine (with --reserve_seconds)",
+    )
     args = parser.parse_args(argv)
     if args.budget_seconds <= 0:
         parser.error(f"--budget_seconds must be > 0, got {args.budget_seconds}")
-    result = plan(
-        args.init_checkpoint,
+    if args.reserve_seconds and not (args.reference_seconds and args.reference_seconds > 0):
+        parser.error("--reserve_seconds needs --reference_seconds > 0")
+    start = time.monotonic()
+    seconds = seconds_per_batch(
+        args.init_checkpoint, args.mixed_precision, args.train_batch_size, args.seq_length
+    )
+    spent = time.monotonic() - start
+    slowdown = max(1.0, spent / args.reference_seconds) if args.reserve_seconds else 1.0
+    reserve = args.reserve_seconds * slowdown
+    training = args.budget_seconds - (spent + reserve if args.reserve_seconds else 0.0)
+    result = plan_from(
+        seconds,
         args.mixed_precision,
-        args.budget_seconds,
+        max(1.0, training),
         batch_size=args.train_batch_size,
         seq_length=args.seq_length,
         min_examples=args.min_examples,
         max_examples=args.max_examples,
     )
+    if args.reserve_seconds:
+        print(
+            f"[train_speed] this measurement took {spent:.0f} s against "
+            f"{args.reference_seconds:g} s on the reference machine: slowdown {slowdown:.2f}; of "
+            f"the {args.budget_seconds:.0f} s left, the rest of the run is given {reserve:.0f} s "
+            f"and training {max(1.0, training):.0f} s",
+            file=sys.stderr,
+        )
     print(describe(result), file=sys.stderr)
-    print(result.examples)
+    print(result.examples if not args.reserve_seconds else f"{result.examples} {slowdown:.3f}")
     return 0
 
 

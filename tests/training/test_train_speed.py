@@ -56,3 +56,29 @@ def test_command_prints_the_size_its_measurement_gives():
     printed, fits = int(proc.stdout), int(found[2])
     assert printed == max(fits, 1000) and printed % 1000 == 0
     assert 0 < int(found[1]) < 30_000
+
+
+@pytest.mark.slow  # the real MiniLM task again: ~25 s
+def test_with_a_reserve_the_rest_of_the_run_is_scaled_by_the_measured_slowdown():
+    """The main job's reserve for what is not training is measured, not assumed: with a
+    reference time of 1 s no machine is as fast, so the slowdown is this measurement's own wall
+    time, the reserve of 10 s is scaled by it, and both are taken off the budget."""
+    proc = run_module(
+        "keras_bert.training.train_speed",
+        "--budget_seconds=600",
+        "--train_batch_size=8",
+        "--reserve_seconds=10",
+        "--reference_seconds=1",
+    )
+    examples, slowdown = proc.stdout.split()
+    found = re.search(
+        r"this measurement took (\d+) s against 1 s on the reference machine: slowdown "
+        r"([\d.]+); of the 600 s left, the rest of the run is given (\d+) s and training (\d+) s",
+        proc.stderr,
+    )
+    assert found, proc.stderr[-2000:]
+    spent, shown, reserve, training = int(found[1]), float(found[2]), int(found[3]), int(found[4])
+    assert float(slowdown) == pytest.approx(shown, abs=0.01) and float(slowdown) > 1
+    assert reserve == pytest.approx(10 * float(slowdown), abs=1)
+    assert training == pytest.approx(600 - float(slowdown) - reserve, abs=2)  # spent = slowdown
+    assert spent == pytest.approx(float(slowdown), abs=1) and int(examples) % 1000 == 0
