@@ -51,6 +51,7 @@ from absl import flags
 from cryptography import x509
 from cryptography.exceptions import UnsupportedAlgorithm
 from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric import ec
 from google.protobuf import descriptor_pb2, descriptor_pool, message_factory, text_format
 
 from serving.wire import text_protos
@@ -281,12 +282,43 @@ def _outside_validity(certificate, now: datetime.datetime) -> str:
     return ""
 
 
-def _has_subject_alt_name(certificate) -> bool:
+def _names_of(certificate) -> list | None:
+    """The DNS names and IP addresses of a certificate's subjectAltName (None: no extension)."""
     try:
-        certificate.extensions.get_extension_for_class(x509.SubjectAlternativeName)
+        san = certificate.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
     except x509.ExtensionNotFound:
-        return False
-    return True
+        return None
+    return san.get_values_for_type(x509.DNSName) + [
+        str(a) for a in san.get_values_for_type(x509.IPAddress)
+    ]
+
+
+def _warn_of_names_and_curve(certificate, name: str) -> None:
+    """One warning line for a server certificate that clients will refuse though TLS loads it:
+    no subjectAltName, one without a DNS name or IP address (golang #22922), or a P-521 key,
+    which BoringSSL's clients (grpcio, the C++ client) cannot verify (grpc #6722)."""
+    names = _names_of(certificate)
+    if names is None:
+        _LOG.warning(
+            "%s has no subjectAltName: clients that check the server's name against it "
+            "(Python's ssl, curl, browsers; gRPC falls back to its CN) refuse it; issue it with "
+            "the DNS names or IP addresses clients connect to",
+            name,
+        )
+    elif not names:
+        _LOG.warning(
+            "%s has a subjectAltName without a DNS name or IP address: every client that checks "
+            "the server's name (gRPC included) refuses it; issue it with the names clients "
+            "connect to",
+            name,
+        )
+    key = certificate.public_key()
+    if isinstance(key, ec.EllipticCurvePublicKey) and key.curve.name == "secp521r1":
+        _LOG.warning(
+            "%s has a secp521r1 (P-521) key: gRPC clients (BoringSSL) end every handshake with "
+            "NO_COMMON_SIGNATURE_ALGORITHMS; use P-256, P-384 or RSA",
+            name,
+        )
 
 
 def _public_key_bytes(key) -> bytes:
@@ -321,13 +353,7 @@ def check_tls(config, names, now=None) -> None:
             f"{names['server_key']} does not match {names['server_cert']} (its first "
             "certificate is for another key)"
         )
-    if not _has_subject_alt_name(chain[0]):
-        _LOG.warning(
-            "%s has no subjectAltName: clients that check the server's name against it "
-            "(Python's ssl, curl, browsers; gRPC falls back to its CN) refuse it; issue it with "
-            "the DNS names or IP addresses clients connect to",
-            names["server_cert"],
-        )
+    _warn_of_names_and_curve(chain[0], names["server_cert"])
     try:
         rest_ssl_context(config, trust=False)
     except (ssl.SSLError, ValueError) as e:

@@ -469,11 +469,6 @@ def test_a_p384_key_is_served(tmp_path, chain):
     assert _rest_accepts(read, chain["root"]) is True
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="check_tls takes a P-521 key without a word; stock gRPC clients (BoringSSL: grpcio, "
-    "the C++ client) end every handshake with NO_COMMON_SIGNATURE_ALGORITHMS",
-)
 def test_a_p521_key_that_stock_grpc_clients_refuse_is_warned_about(tmp_path, chain, caplog):
     """grpc/grpc#6722 (BAD_ECC_CERT: gRPC's TLS limited to some curves). A P-521 key: OpenSSL
     clients handshake, a grpcio client does not. Expected: taken with one warning line naming
@@ -515,12 +510,6 @@ def _server_certificate(chain, san, valid=None):
     ).decode()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the subjectAltName warning looks only for the extension: a SAN holding only an "
-    "e-mail address passes silently, and gRPC clients refuse it (UNAUTHENTICATED) where they "
-    "take a certificate with no SAN at all (CN fallback)",
-)
 def test_a_subject_alt_name_without_dns_names_or_addresses_is_warned_about(tmp_path, chain, caplog):
     """golang/go#22922 (a SAN with an e-mail address and no DNS name: "certificate is not valid
     for any names"). Expected: taken with one warning line naming server_cert, as for a
