@@ -278,7 +278,7 @@ _TORNADO_ERRORS = _ErrorLog()
 logging.getLogger("tornado.application").addHandler(_TORNADO_ERRORS)
 
 
-class _Replies(io.BytesIO):
+class ReplyBytes(io.BytesIO):
     """Bytes read as a socket's file; `HTTPResponse` closing it after a body leaves it open."""
 
     def makefile(self, *args, **kwargs):
@@ -286,6 +286,18 @@ class _Replies(io.BytesIO):
 
     def close(self):
         pass
+
+
+def until_closed(sock) -> bytes:
+    """Every byte the port sends on `sock` until it closes the connection (a reset ends it
+    too)."""
+    reply = []
+    try:
+        while chunk := sock.recv(1 << 16):
+            reply.append(chunk)
+    except ConnectionResetError:
+        pass
+    return b"".join(reply)
 
 
 def _exchange(data: bytes, method: str, answered: bool) -> bytes:
@@ -326,7 +338,7 @@ def _first_answer(reply: bytes, method: str):
     final = re.sub(rb"^(HTTP/1\.1 1\d\d [^\r\n]*\r\n\r\n)+", b"", reply)
     if b"\r\n\r\n" not in final:
         return None
-    stream = _Replies(final)
+    stream = ReplyBytes(final)
     response = http.client.HTTPResponse(stream, method=method)
     try:
         response.begin()

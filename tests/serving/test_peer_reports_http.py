@@ -7,14 +7,15 @@ xfail(strict=True) is a fault of ours that the report shows; its reason says wha
 
 import email.utils
 import http.client
-import io
 import json
 import socket
 import time
 
 import pytest
 
+from tests.fuzz.serving_targets import ReplyBytes as _Bytes
 from tests.fuzz.serving_targets import raw_request
+from tests.fuzz.serving_targets import until_closed as _until_closed
 from tests.serving.conftest import MAX_REQUEST_BYTES
 
 PREDICT = "/v1/models/reg:predict"
@@ -33,16 +34,6 @@ def server(shared_server):
 
 def _connect(server, timeout=WAIT_S):
     return socket.create_connection(("127.0.0.1", server.rest_port), timeout=timeout)
-
-
-class _Bytes(io.BytesIO):
-    """Bytes read as a socket's file; `HTTPResponse` closing it after a body leaves it open."""
-
-    def makefile(self, *args, **kwargs):
-        return self
-
-    def close(self):
-        pass
 
 
 class _Live:
@@ -65,17 +56,6 @@ class _Live:
 
     def close(self):
         pass
-
-
-def _until_closed(sock) -> bytes:
-    """Every byte the port sends until it closes the connection (a reset ends it too)."""
-    reply = []
-    try:
-        while chunk := sock.recv(1 << 16):
-            reply.append(chunk)
-    except ConnectionResetError:
-        pass
-    return b"".join(reply)
 
 
 def _next(stream, method="GET"):
